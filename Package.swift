@@ -1,0 +1,101 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Settings every TokenKit target shares (see STYLE.md, "Package.swift").
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .treatWarning("ExplicitSendable", as: .warning),
+]
+
+let package = Package(
+    name: "TokenKit",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
+    products: [
+        .library(name: "TokenKit", targets: ["TokenKit"]),
+        .library(name: "AuthToken", targets: ["AuthToken"]),
+        .library(name: "Persistence", targets: ["Persistence"]),
+        .library(name: "PersistenceKeychain", targets: ["PersistenceKeychain"]),
+        .library(name: "NetworkRetry", targets: ["NetworkRetry"]),
+        .library(name: "TokenRefresh", targets: ["TokenRefresh"]),
+        .library(name: "TokenKitTesting", targets: ["TokenKitTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+    ],
+    targets: [
+        // Foundation only: a consumer who just parses tokens builds nothing else.
+        .target(name: "AuthToken", swiftSettings: strictSettings),
+        .target(
+            name: "Persistence",
+            dependencies: [
+                "AuthToken",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(name: "PersistenceKeychain", dependencies: ["AuthToken", "Persistence"], swiftSettings: strictSettings),
+        .target(
+            name: "NetworkRetry",
+            dependencies: [
+                "AuthToken",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "TokenRefresh",
+            dependencies: [
+                "AuthToken", "Persistence", "NetworkRetry",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "TokenKit",
+            dependencies: ["AuthToken", "Persistence", "NetworkRetry", "TokenRefresh"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "TokenKitTesting",
+            dependencies: [
+                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "AuthTokenTests",
+            dependencies: ["AuthToken"],
+            resources: [.copy("Vectors")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "PersistenceTests",
+            dependencies: ["AuthToken", "Persistence", "TokenKitTesting"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "NetworkRetryTests",
+            dependencies: [
+                "AuthToken", "NetworkRetry", "TokenKitTesting",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenRefreshTests",
+            dependencies: [
+                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

@@ -1,0 +1,85 @@
+public import Foundation
+
+/// An OAuth 2.0 access token, its optional refresh token, and what is known about its lifetime.
+///
+/// `AuthToken` is the vocabulary every TokenKit module speaks. It is a value: token material is `let`,
+/// and a refreshed token is a new value.
+///
+/// ## Expiry is measured from receipt
+/// A device clock that runs fast makes every token look expired if the server's `exp` claim is compared
+/// with it directly. So when the lifetime is known, expiry is `receivedAt + lifetime`, where the lifetime
+/// is the OAuth `expires_in`, or `exp - iat` for a JWT that carries both. Only when neither is known is the
+/// raw `exp` claim compared with the local clock. The raw claim is kept in ``expirationClaim``.
+///
+/// A token with neither `exp` nor `expires_in` has no known expiry: it is never reported as expired, and
+/// ``validate(now:policy:requireRefreshToken:)`` reports ``AuthTokenError/expirationUnknown``.
+///
+/// ## Redaction
+/// `description`, `debugDescription`, `customMirror` and ``sanitizedDescription`` never contain token text,
+/// so `print`, `dump` and string interpolation are safe.
+public struct AuthToken: Sendable, Hashable, Codable {
+    /// The access token sent as `Authorization: Bearer <accessToken>`.
+    public let accessToken: String
+    /// The refresh token, if the flow issued one.
+    public let refreshToken: String?
+    /// The token type, normally `Bearer`.
+    public let tokenType: String
+    /// The granted scope (space separated), if the server said.
+    public let scope: String?
+    /// The instant this token was received, by the local wall clock.
+    public let receivedAt: Date
+    /// The lifetime measured from ``receivedAt``: the OAuth `expires_in`, or `exp - iat` of a JWT.
+    public let lifetime: TimeInterval?
+    /// The raw `exp` claim of a JWT access token (server clock), or an absolute expiry from an older format.
+    public let expirationClaim: Date?
+
+    /// Creates a token from its parts.
+    ///
+    /// - Parameters:
+    ///   - accessToken: The access token.
+    ///   - refreshToken: The refresh token, if any.
+    ///   - tokenType: The token type; defaults to `Bearer`.
+    ///   - scope: The granted scope, if known.
+    ///   - receivedAt: When the token was received, by the local wall clock.
+    ///   - lifetime: The lifetime from receipt (`expires_in`), if known.
+    ///   - expirationClaim: An absolute expiry (a JWT `exp`), if known.
+    public init(
+        accessToken: String,
+        refreshToken: String? = nil,
+        tokenType: String = "Bearer",
+        scope: String? = nil,
+        receivedAt: Date,
+        lifetime: TimeInterval? = nil,
+        expirationClaim: Date? = nil
+    ) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.tokenType = tokenType
+        self.scope = scope
+        self.receivedAt = receivedAt
+        self.lifetime = lifetime.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+        self.expirationClaim = expirationClaim
+    }
+
+    /// The instant the token stops being usable: `receivedAt + lifetime` when the lifetime is known,
+    /// otherwise the raw `exp` claim, otherwise `nil`.
+    public var expiresAt: Date? {
+        if let lifetime { return receivedAt.addingTimeInterval(lifetime) }
+        return expirationClaim
+    }
+
+    /// Returns a copy with a new refresh token, keeping everything else.
+    ///
+    /// - Parameter refreshToken: The refresh token to carry.
+    /// - Returns: The updated token.
+    public func replacingRefreshToken(_ refreshToken: String?) -> AuthToken {
+        AuthToken(
+            accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope,
+            receivedAt: receivedAt, lifetime: lifetime, expirationClaim: expirationClaim)
+    }
+}
+
+extension AuthToken {
+    /// The system wall clock: the one place TokenKit reads `Date()`. Inject your own `now` everywhere else.
+    public static let systemNow: @Sendable () -> Date = { Date() }
+}

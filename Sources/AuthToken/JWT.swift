@@ -1,0 +1,138 @@
+public import Foundation
+
+/// A compact JWS/JWT read without verifying its signature.
+///
+/// Verifying the signature is the resource server's business; a client reads the claims only to know
+/// when to refresh and whom the token is for. Never make an authorization decision from these claims.
+///
+/// ```swift
+/// let jwt = try JWT(parsing: token)
+/// jwt.header.algorithm        // "RS256"
+/// jwt.claims.subject          // "user-42"
+/// jwt.claims.expiration       // Date
+/// ```
+public struct JWT: Sendable, Hashable {
+    /// Tokens longer than this are rejected with ``MalformedReason/tooLong`` before any decoding.
+    public static let maximumLength = 64 * 1024
+
+    /// The JOSE header.
+    public let header: JWTHeader
+    /// The claims set.
+    public let claims: JWTClaims
+    /// Whether the third segment is empty (an unsecured JWT, `alg: none`).
+    public let hasEmptySignature: Bool
+
+    /// Parses a compact JWT: three base64url segments separated by dots, the first two JSON objects.
+    ///
+    /// - Parameter token: The compact token.
+    /// - Throws: ``AuthTokenError/malformedJWT(_:_:)`` naming the part and the reason.
+    public init(parsing token: String) throws(AuthTokenError) {
+        var token = token
+        let result: Result<JWT, AuthTokenError> = token.withUTF8 { bytes in
+            do throws(AuthTokenError) {
+                return .success(try JWT(bytes: bytes))
+            } catch {
+                return .failure(error)
+            }
+        }
+        self = try result.get()
+    }
+
+    /// Reads only the JOSE header of a compact token (for example to pick a key by `kid`).
+    ///
+    /// - Parameter token: The compact token.
+    /// - Returns: The header.
+    /// - Throws: ``AuthTokenError/malformedJWT(_:_:)`` when the structure or the header is malformed.
+    public static func header(of token: String) throws(AuthTokenError) -> JWTHeader {
+        var token = token
+        let result: Result<JWTHeader, AuthTokenError> = token.withUTF8 { bytes in
+            do throws(AuthTokenError) {
+                let segments = try Segments(bytes)
+                return .success(JWTHeader(members: try decodeObject(segments.header, part: .header).members))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    private init(bytes: UnsafeBufferPointer<UInt8>) throws(AuthTokenError) {
+        let segments = try Segments(bytes)
+        header = JWTHeader(members: try Self.decodeObject(segments.header, part: .header).members)
+        let payload = try Self.decodeObject(segments.payload, part: .payload)
+        claims = JWTClaims(members: payload.members, payload: payload.bytes)
+        hasEmptySignature = segments.signature.isEmpty
+        guard Base64URL.isValid(segments.signature) else { throw .malformedJWT(.signature, .invalidBase64URL) }
+    }
+
+    /// The three segments of a compact token, located without copying.
+    private struct Segments {
+        let header: UnsafeBufferPointer<UInt8>
+        let payload: UnsafeBufferPointer<UInt8>
+        let signature: UnsafeBufferPointer<UInt8>
+
+        init(_ bytes: UnsafeBufferPointer<UInt8>) throws(AuthTokenError) {
+            guard bytes.count <= JWT.maximumLength else { throw .malformedJWT(.structure, .tooLong) }
+            var first = -1
+            var second = -1
+            for index in 0..<bytes.count where bytes[index] == UInt8(ascii: ".") {
+                if first < 0 {
+                    first = index
+                } else if second < 0 {
+                    second = index
+                } else {
+                    throw .malformedJWT(.structure, .segmentCount)
+                }
+            }
+            guard second >= 0 else { throw .malformedJWT(.structure, .segmentCount) }
+            header = UnsafeBufferPointer(rebasing: bytes[0..<first])
+            payload = UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second])
+            signature = UnsafeBufferPointer(rebasing: bytes[(second + 1)...])
+            guard !header.isEmpty else { throw .malformedJWT(.header, .emptySegment) }
+            guard !payload.isEmpty else { throw .malformedJWT(.payload, .emptySegment) }
+        }
+    }
+
+    private static func decodeObject(
+        _ segment: UnsafeBufferPointer<UInt8>, part: JWTPart
+    ) throws(AuthTokenError) -> (members: [String: JSONValue], bytes: [UInt8]) {
+        guard let decoded = Base64URL.decode(segment) else { throw .malformedJWT(part, .invalidBase64URL) }
+        let parsed: Result<JSONValue, JSONParser.Failure> = decoded.withUnsafeBufferPointer { buffer in
+            do throws(JSONParser.Failure) {
+                return .success(try JSONParser.parse(buffer))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch parsed {
+        case .success(.object(let members)):
+            return (members, decoded)
+        case .success:
+            throw .malformedJWT(part, .notJSONObject)
+        case .failure(.tooDeep):
+            throw .malformedJWT(part, .tooDeep)
+        case .failure(.invalid):
+            // Tell "not text at all" apart from "text that is not JSON".
+            let isUTF8 = decoded.withUnsafeBufferPointer { String(validating: $0, as: UTF8.self) != nil }
+            throw .malformedJWT(part, isUTF8 ? .notJSON : .notUTF8)
+        }
+    }
+}
+
+/// The JOSE header of a JWT.
+public struct JWTHeader: Sendable, Hashable {
+    /// Every header parameter.
+    public let members: [String: JSONValue]
+
+    /// `alg`: the signature algorithm, such as `RS256`.
+    public var algorithm: String? { members["alg"]?.stringValue }
+    /// `typ`: the media type, usually `JWT`.
+    public var type: String? { members["typ"]?.stringValue }
+    /// `kid`: the key ID.
+    public var keyID: String? { members["kid"]?.stringValue }
+
+    /// A header parameter by name.
+    ///
+    /// - Parameter name: The parameter name.
+    public subscript(name: String) -> JSONValue? { members[name] }
+}

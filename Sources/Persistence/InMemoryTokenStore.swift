@@ -1,0 +1,42 @@
+/// A token store that keeps sessions in memory, for tests and for processes that need nothing durable.
+public actor InMemoryTokenStore: TokenStore {
+    private var sessions: [String: StoredSession]
+
+    /// Creates a store, optionally with sessions already in it.
+    ///
+    /// - Parameter sessions: Sessions by account.
+    public init(sessions: [String: StoredSession] = [:]) {
+        self.sessions = sessions
+    }
+
+    /// Reads the session stored for `account`.
+    ///
+    /// - Parameter account: The account key.
+    /// - Returns: `.found` or `.absent`; memory is never unavailable.
+    public func load(account: String) async -> TokenStoreRead {
+        sessions[account].map(TokenStoreRead.found) ?? .absent
+    }
+
+    /// Stores `session` if `condition` holds.
+    ///
+    /// - Parameters:
+    ///   - session: The session.
+    ///   - account: The account key.
+    ///   - condition: When the write may happen.
+    /// - Throws: ``PersistenceError/conflict`` when the condition fails.
+    public func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
+        guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+        sessions[account] = session
+    }
+
+    /// Removes the session for `account` if `condition` holds.
+    ///
+    /// - Parameters:
+    ///   - account: The account key.
+    ///   - condition: When the removal may happen.
+    /// - Throws: ``PersistenceError/conflict`` when the condition fails.
+    public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+        sessions[account] = nil
+    }
+}

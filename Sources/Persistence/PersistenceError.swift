@@ -1,0 +1,54 @@
+/// An error from a token store. Its description never contains token material.
+public struct PersistenceError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: String, Hashable, Sendable {
+        case unavailable, conflict, corrupt, unsupportedFormatVersion, permissionsTooWide, wrongKey
+        case writeFailed, readFailed, lockFailed, notAFile, migrationFailed
+    }
+    private let code: Code
+    /// A short, secret-free explanation (a path, an errno name), if any.
+    public let detail: String?
+
+    private init(_ code: Code, detail: String? = nil) {
+        self.code = code
+        self.detail = detail
+    }
+
+    /// The store cannot be read or written right now (locked Keychain, device not unlocked). Not "signed out".
+    public static let unavailable = PersistenceError(.unavailable)
+    /// A conditional write found a different generation stored.
+    public static let conflict = PersistenceError(.conflict)
+    /// The stored data could not be decoded; it has been kept aside, not deleted.
+    public static let corrupt = PersistenceError(.corrupt)
+    /// The stored data was written by a newer format version.
+    public static let unsupportedFormatVersion = PersistenceError(.unsupportedFormatVersion)
+    /// The file or directory on disk is readable by others.
+    public static let permissionsTooWide = PersistenceError(.permissionsTooWide)
+    /// The encryption key does not open the stored data.
+    public static let wrongKey = PersistenceError(.wrongKey)
+    /// Writing failed (disk full, read-only directory); what was stored before is intact.
+    public static let writeFailed = PersistenceError(.writeFailed)
+    /// Reading failed for a reason other than absence.
+    public static let readFailed = PersistenceError(.readFailed)
+    /// The store's lock could not be taken.
+    public static let lockFailed = PersistenceError(.lockFailed)
+    /// Something other than a regular file stands where the session file should be.
+    public static let notAFile = PersistenceError(.notAFile)
+    /// Migrating an older stored format failed; the old entries are kept.
+    public static let migrationFailed = PersistenceError(.migrationFailed)
+
+    /// Returns this error with a secret-free detail attached.
+    ///
+    /// - Parameter detail: A short explanation (never token text).
+    /// - Returns: The same error with the detail.
+    public func with(detail: String) -> PersistenceError { PersistenceError(code, detail: detail) }
+
+    /// Two errors are equal when their codes are, whatever their detail.
+    public static func == (lhs: PersistenceError, rhs: PersistenceError) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code only, to agree with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// `PersistenceError.<code>` and the detail, if any.
+    public var description: String {
+        "PersistenceError.\(code.rawValue)" + (detail.map { " (\($0))" } ?? "")
+    }
+}

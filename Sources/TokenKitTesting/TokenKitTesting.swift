@@ -1,0 +1,2 @@
+// Placeholder: mock transport, manual clock and simulated token server arrive with their issues.
+internal import AuthToken

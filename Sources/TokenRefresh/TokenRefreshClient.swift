@@ -1,0 +1,2 @@
+// Placeholder: the TokenRefresh issue builds TokenRefreshClient here.
+internal import AuthToken
