@@ -1,0 +1,46 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+// Benchmarks live in their own package so the library's graph never sees jwt-kit or the harness.
+// Run them release-built: `swift run -c release --package-path Benchmarks <Name>`.
+let package = Package(
+    name: "TokenKitBenchmarks",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(name: "TokenKit", path: ".."),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+    ],
+    targets: [
+        .target(name: "BenchmarkSupport"),
+        .executableTarget(
+            name: "AuthTokenBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "AuthToken", package: "TokenKit"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ]
+        ),
+        .executableTarget(
+            name: "StoreBenchmarks",
+            dependencies: ["BenchmarkSupport", .product(name: "Persistence", package: "TokenKit")]
+        ),
+        .executableTarget(
+            name: "RetryBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "NetworkRetry", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        .executableTarget(
+            name: "RefreshBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "TokenRefresh", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+            ]
+        ),
+    ]
+)

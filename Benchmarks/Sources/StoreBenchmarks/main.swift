@@ -1,0 +1,2 @@
+// Filled by its issue.
+print("not yet measured")
