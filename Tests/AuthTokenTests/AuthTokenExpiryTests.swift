@@ -1,0 +1,115 @@
+import AuthToken
+import Foundation
+import Testing
+
+@Suite struct AuthTokenExpiryTests {
+    let received = Date(timeIntervalSince1970: 1_000_000)
+
+    @Test func lifetimeIsMeasuredFromReceiptNotFromTheDeviceClockAgainstExp() {
+        // The server's clock says exp is at 2_000_060, but the device received the token at 1_000_000 (its
+        // clock runs 1_000_000 s behind). exp - iat = 60 s, so the token lives until received + 60.
+        let jwt = JWTFixtures.token(iat: 2_000_000, exp: 2_000_060)
+        let token = AuthToken.withParsedExpiration(accessToken: jwt, refreshToken: "r", receivedAt: received)
+        #expect(token.lifetime == 60)
+        #expect(token.expiresAt == received.addingTimeInterval(60))
+        #expect(token.expirationClaim == Date(timeIntervalSince1970: 2_000_060))
+        #expect(!token.isExpired(at: received.addingTimeInterval(30)))
+        #expect(token.isExpired(at: received.addingTimeInterval(60)))
+    }
+
+    @Test func expiresInWinsOverTheJWTClaims() {
+        let jwt = JWTFixtures.token(iat: 0, exp: 3600)
+        let token = AuthToken.withParsedExpiration(accessToken: jwt, refreshToken: nil, expiresIn: 120, receivedAt: received)
+        #expect(token.expiresAt == received.addingTimeInterval(120))
+    }
+
+    @Test func aJWTWithExpOnlyComparesExpWithTheLocalClock() {
+        let token = AuthToken.withParsedExpiration(
+            accessToken: JWTFixtures.token(exp: 1_003_600), refreshToken: nil, receivedAt: received)
+        #expect(token.lifetime == nil)
+        #expect(token.expiresAt == Date(timeIntervalSince1970: 1_003_600))
+        #expect(token.secondsUntilExpiration(at: received) == 3600)
+    }
+
+    @Test func anOpaqueTokenWithExpiresInWorksTheSameWay() {
+        let token = AuthToken.withParsedExpiration(
+            accessToken: "opaque-abc", refreshToken: "r", expiresIn: 3600, receivedAt: received)
+        #expect(token.secondsUntilExpiration(at: received.addingTimeInterval(600)) == 3000)
+        #expect(token.isValid(at: received.addingTimeInterval(600)))
+        #expect(!token.willExpireSoon(at: received.addingTimeInterval(600)))
+        #expect(token.willExpireSoon(at: received.addingTimeInterval(3600 - 309)))
+        #expect(token.isExpired(at: received.addingTimeInterval(3600 - 10)))
+        #expect(!token.isExpired(at: received.addingTimeInterval(3600 - 11)))
+    }
+
+    @Test func aTokenWithNoExpiryIsNeverExpiredAndValidateSaysSo() {
+        let token = AuthToken(accessToken: "opaque", refreshToken: "r", receivedAt: received)
+        let farFuture = received.addingTimeInterval(10 * 365 * 86_400)
+        #expect(token.expiresAt == nil)
+        #expect(!token.isExpired(at: farFuture))
+        #expect(!token.willExpireSoon(at: farFuture))
+        #expect(token.secondsUntilExpiration(at: farFuture) == nil)
+        #expect(token.isValid(at: farFuture))
+        #expect(token.validate(now: farFuture) == [.expirationUnknown])
+    }
+
+    /// A 5-minute threshold on a 60-second token would mean "refresh on every call".
+    @Test(arguments: [60.0, 300.0, 3600.0, 86_400.0])
+    func aShortLivedTokenIsNotExpiringSoonForMostOfItsLife(lifetime: TimeInterval) {
+        let token = AuthToken(accessToken: "a", receivedAt: received, lifetime: lifetime)
+        #expect(!token.willExpireSoon(at: received))
+        #expect(!token.willExpireSoon(at: received.addingTimeInterval(lifetime * 0.6)))
+        #expect(token.willExpireSoon(at: received.addingTimeInterval(lifetime - min(lifetime * 0.1, 100))))
+        #expect(!token.isExpired(at: received.addingTimeInterval(lifetime * 0.85)))
+    }
+
+    @Test func theMarginsScaleWithLifetime() {
+        let policy = ExpiryPolicy()
+        #expect(policy.effectiveLeeway(lifetime: 60) == 6)
+        #expect(policy.effectiveRefreshThreshold(lifetime: 60) == 12)
+        #expect(policy.effectiveLeeway(lifetime: 3600) == 10)
+        #expect(policy.effectiveRefreshThreshold(lifetime: 3600) == 300)
+        #expect(policy.effectiveLeeway(lifetime: nil) == 10)
+    }
+
+    @Test func negativeOrNonFiniteLifetimesAreIgnored() {
+        #expect(AuthToken(accessToken: "a", receivedAt: received, lifetime: -1).lifetime == nil)
+        #expect(AuthToken(accessToken: "a", receivedAt: received, lifetime: .infinity).lifetime == nil)
+        #expect(AuthToken(accessToken: "a", receivedAt: received, lifetime: .nan).lifetime == nil)
+    }
+}
+
+@Suite struct AuthTokenValidationTests {
+    let now = Date(timeIntervalSince1970: 1_000_000)
+
+    @Test func aGoodTokenHasNoProblems() {
+        let token = AuthToken.withParsedExpiration(
+            accessToken: JWTFixtures.token(iat: 1_000_000, exp: 1_003_600, nbf: 1_000_000), refreshToken: "r",
+            receivedAt: now)
+        #expect(token.validate(now: now, requireRefreshToken: true).isEmpty)
+    }
+
+    @Test func everyProblemIsReportedAtOnce() {
+        let jwt = JWTFixtures.token(payloadJSON: #"{"iat":1000100,"nbf":1000100}"#)
+        let token = AuthToken(accessToken: jwt, refreshToken: "", receivedAt: now)
+        #expect(token.validate(now: now) == [.missingExpiration, .notYetValid, .issuedInFuture, .emptyRefreshToken])
+    }
+
+    @Test func iatAndNbfWithinTheLeewayAreAccepted() {
+        let jwt = JWTFixtures.token(iat: 1_000_005, exp: 1_003_600, nbf: 1_000_005)
+        let token = AuthToken.withParsedExpiration(accessToken: jwt, refreshToken: "r", receivedAt: now)
+        #expect(token.validate(now: now).isEmpty)
+    }
+
+    @Test func reportsExpiredEmptyAndMissingRefresh() {
+        #expect(AuthToken(accessToken: "", receivedAt: now).validate(now: now) == [.emptyAccessToken])
+        let expired = AuthToken(accessToken: "opaque", receivedAt: now, lifetime: 60)
+        #expect(expired.validate(now: now.addingTimeInterval(61), requireRefreshToken: true) == [.expired, .missingRefreshToken])
+    }
+
+    @Test func aNonNumericExpIsNamed() {
+        let jwt = JWTFixtures.token(payloadJSON: #"{"exp":"tomorrow"}"#)
+        let token = AuthToken(accessToken: jwt, receivedAt: now)
+        #expect(token.validate(now: now) == [.invalidClaim("exp")])
+    }
+}
