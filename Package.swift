@@ -38,7 +38,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        .target(name: "PersistenceKeychain", dependencies: ["AuthToken", "Persistence"], swiftSettings: strictSettings),
+        .target(
+            name: "PersistenceKeychain", dependencies: ["AuthToken", "Persistence"], swiftSettings: strictSettings),
         .target(
             name: "NetworkRetry",
             dependencies: [

@@ -36,7 +36,8 @@ extension AuthToken {
     public func willExpireSoon(at now: Date, policy: ExpiryPolicy = .default) -> Bool {
         guard let remaining = secondsUntilExpiration(at: now) else { return false }
         let lifetime = effectiveLifetime
-        return remaining <= policy.effectiveLeeway(lifetime: lifetime) + policy.effectiveRefreshThreshold(lifetime: lifetime)
+        return remaining <= policy.effectiveLeeway(lifetime: lifetime)
+            + policy.effectiveRefreshThreshold(lifetime: lifetime)
     }
 
     /// Whether the access token is non-empty and not expired at `now`.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 extension AuthToken: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// A short, stable fingerprint of a secret: 8 hex digits of its 64-bit FNV-1a hash.

@@ -22,35 +22,44 @@ enum Base64URL {
         }
         if padding > 0, (count + padding) % 4 != 0 { return nil }
         if count % 4 == 1 { return nil }
-        var output = [UInt8]()
-        output.reserveCapacity(count * 3 / 4)
-        return table.withUnsafeBufferPointer { table -> [UInt8]? in
-            var index = 0
-            while index + 4 <= count {
-                let a = table[Int(input[index])]
-                let b = table[Int(input[index + 1])]
-                let c = table[Int(input[index + 2])]
-                let d = table[Int(input[index + 3])]
-                if (a | b | c | d) & 0xC0 != 0 { return nil }
-                output.append(a << 2 | b >> 4)
-                output.append(b << 4 | c >> 2)
-                output.append(c << 6 | d)
-                index += 4
-            }
-            let rest = count - index
-            if rest >= 2 {
-                let a = table[Int(input[index])]
-                let b = table[Int(input[index + 1])]
-                if (a | b) & 0xC0 != 0 { return nil }
-                output.append(a << 2 | b >> 4)
-                if rest == 3 {
+        let outputCount = count / 4 * 3 + max(0, count % 4 - 1)
+        var valid = true
+        let output = [UInt8](unsafeUninitializedCapacity: outputCount) { output, initialized in
+            table.withUnsafeBufferPointer { table in
+                var index = 0
+                var out = 0
+                while index + 4 <= count {
+                    let a = table[Int(input[index])]
+                    let b = table[Int(input[index + 1])]
                     let c = table[Int(input[index + 2])]
-                    if c & 0xC0 != 0 { return nil }
-                    output.append(b << 4 | c >> 2)
+                    let d = table[Int(input[index + 3])]
+                    if (a | b | c | d) & 0xC0 != 0 {
+                        valid = false
+                        return
+                    }
+                    output[out] = a << 2 | b >> 4
+                    output[out + 1] = b << 4 | c >> 2
+                    output[out + 2] = c << 6 | d
+                    index += 4
+                    out += 3
+                }
+                let rest = count - index
+                if rest >= 2 {
+                    let a = table[Int(input[index])]
+                    let b = table[Int(input[index + 1])]
+                    let c = rest == 3 ? table[Int(input[index + 2])] : 0
+                    if (a | b | c) & 0xC0 != 0 {
+                        valid = false
+                        return
+                    }
+                    output[out] = a << 2 | b >> 4
+                    if rest == 3 { output[out + 1] = b << 4 | c >> 2 }
                 }
             }
-            return output
+            // Every byte is written on success; on failure the contents are discarded.
+            initialized = valid ? outputCount : 0
         }
+        return valid ? output : nil
     }
 
     /// Whether every byte of `input` is in the base64url alphabet (padding tolerated), without decoding.

@@ -64,7 +64,7 @@ struct JSONParser {
     private mutating func parseObject(depth: Int) throws(Failure) -> JSONValue {
         guard depth <= Self.maximumDepth else { throw .tooDeep }
         index += 1  // {
-        var members: [String: JSONValue] = [:]
+        var members: [String: JSONValue] = Dictionary(minimumCapacity: 16)
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -124,22 +124,22 @@ struct JSONParser {
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                guard let string = String(validating: slice, as: UTF8.self) else { throw .invalid }
-                return string
+                guard UTF8Validation.isValid(slice) else { throw .invalid }
+                return String(decoding: slice, as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw .invalid }
             index += 1
         }
         // Slow path: unescape into a buffer.
-        var buffer = Array(bytes[start..<index])
+        var buffer = [UInt8](bytes[start..<index])
         while index < bytes.count {
             let byte = bytes[index]
             switch byte {
             case UInt8(ascii: "\""):
                 index += 1
-                guard let string = String(validating: buffer, as: UTF8.self) else { throw .invalid }
-                return string
+                guard buffer.withUnsafeBufferPointer({ UTF8Validation.isValid($0) }) else { throw .invalid }
+                return String(decoding: buffer, as: UTF8.self)
             case UInt8(ascii: "\\"):
                 index += 1
                 guard index < bytes.count else { throw .invalid }

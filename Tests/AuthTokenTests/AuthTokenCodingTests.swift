@@ -22,7 +22,8 @@ import Testing
     }
 
     @Test func replacingTheRefreshTokenKeepsEverythingElse() {
-        let token = AuthToken(accessToken: "a", refreshToken: "old", receivedAt: Date(timeIntervalSince1970: 5), lifetime: 9)
+        let token = AuthToken(
+            accessToken: "a", refreshToken: "old", receivedAt: Date(timeIntervalSince1970: 5), lifetime: 9)
         let replaced = token.replacingRefreshToken("new")
         #expect(replaced.refreshToken == "new")
         #expect(replaced.accessToken == "a" && replaced.lifetime == 9 && replaced.receivedAt == token.receivedAt)
@@ -48,7 +49,8 @@ import Testing
         var dumped = ""
         dump(token, to: &dumped)
         let renderings = [
-            token.description, token.debugDescription, token.sanitizedDescription, "\(token)", String(reflecting: token),
+            token.description, token.debugDescription, token.sanitizedDescription, "\(token)",
+            String(reflecting: token),
             dumped, "\(Mirror(reflecting: token).children.map { "\($0.label ?? ""): \($0.value)" })",
             "\([token])", "\(Optional(token) as Any)",
         ]
@@ -58,7 +60,8 @@ import Testing
     }
 
     @Test func errorsNeverContainTheToken() {
-        let broken = AuthToken(accessToken: Self.accessSecret + "!", refreshToken: "", receivedAt: Date(timeIntervalSince1970: 99))
+        let broken = AuthToken(
+            accessToken: Self.accessSecret + "!", refreshToken: "", receivedAt: Date(timeIntervalSince1970: 99))
         let problems = broken.validate(now: Date(timeIntervalSince1970: 99))
         #expect(!problems.isEmpty)
         for error in problems {

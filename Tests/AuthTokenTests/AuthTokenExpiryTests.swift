@@ -19,7 +19,8 @@ import Testing
 
     @Test func expiresInWinsOverTheJWTClaims() {
         let jwt = JWTFixtures.token(iat: 0, exp: 3600)
-        let token = AuthToken.withParsedExpiration(accessToken: jwt, refreshToken: nil, expiresIn: 120, receivedAt: received)
+        let token = AuthToken.withParsedExpiration(
+            accessToken: jwt, refreshToken: nil, expiresIn: 120, receivedAt: received)
         #expect(token.expiresAt == received.addingTimeInterval(120))
     }
 
@@ -104,7 +105,10 @@ import Testing
     @Test func reportsExpiredEmptyAndMissingRefresh() {
         #expect(AuthToken(accessToken: "", receivedAt: now).validate(now: now) == [.emptyAccessToken])
         let expired = AuthToken(accessToken: "opaque", receivedAt: now, lifetime: 60)
-        #expect(expired.validate(now: now.addingTimeInterval(61), requireRefreshToken: true) == [.expired, .missingRefreshToken])
+        #expect(
+            expired.validate(now: now.addingTimeInterval(61), requireRefreshToken: true) == [
+                .expired, .missingRefreshToken,
+            ])
     }
 
     @Test func aNonNumericExpIsNamed() {

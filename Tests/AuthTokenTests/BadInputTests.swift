@@ -17,14 +17,24 @@ import Testing
     static let cases: [Case] = [
         Case(name: "no dots", token: "abc", expected: .malformedJWT(.structure, .segmentCount)),
         Case(name: "one dot", token: "\(header).\(payload)", expected: .malformedJWT(.structure, .segmentCount)),
-        Case(name: "four segments", token: "\(header).\(payload).s.x", expected: .malformedJWT(.structure, .segmentCount)),
+        Case(
+            name: "four segments", token: "\(header).\(payload).s.x", expected: .malformedJWT(.structure, .segmentCount)
+        ),
         Case(name: "empty string", token: "", expected: .malformedJWT(.structure, .segmentCount)),
         Case(name: "only dots", token: "..", expected: .malformedJWT(.header, .emptySegment)),
         Case(name: "empty payload", token: "\(header)..sig", expected: .malformedJWT(.payload, .emptySegment)),
-        Case(name: "invalid base64url in header", token: "e$J.\(payload).sig", expected: .malformedJWT(.header, .invalidBase64URL)),
-        Case(name: "impossible base64 length", token: "\(header).abcde.sig", expected: .malformedJWT(.payload, .invalidBase64URL)),
-        Case(name: "misplaced padding", token: "\(header).a=bc.sig", expected: .malformedJWT(.payload, .invalidBase64URL)),
-        Case(name: "invalid signature characters", token: "\(header).\(payload).s!g", expected: .malformedJWT(.signature, .invalidBase64URL)),
+        Case(
+            name: "invalid base64url in header", token: "e$J.\(payload).sig",
+            expected: .malformedJWT(.header, .invalidBase64URL)),
+        Case(
+            name: "impossible base64 length", token: "\(header).abcde.sig",
+            expected: .malformedJWT(.payload, .invalidBase64URL)),
+        Case(
+            name: "misplaced padding", token: "\(header).a=bc.sig", expected: .malformedJWT(.payload, .invalidBase64URL)
+        ),
+        Case(
+            name: "invalid signature characters", token: "\(header).\(payload).s!g",
+            expected: .malformedJWT(.signature, .invalidBase64URL)),
         Case(
             name: "payload not UTF-8", token: "\(header).\(JWTFixtures.base64URL([0xFF, 0xFE, 0x7B])).sig",
             expected: .malformedJWT(.payload, .notUTF8)),
@@ -50,7 +60,8 @@ import Testing
             name: "lone surrogate escape", token: "\(header).\(JWTFixtures.base64URL(#"{"a":"\ud800"}"#)).sig",
             expected: .malformedJWT(.payload, .notJSON)),
         Case(
-            name: "raw control character in string", token: "\(header).\(JWTFixtures.base64URL("{\"a\":\"\u{01}\"}")).sig",
+            name: "raw control character in string",
+            token: "\(header).\(JWTFixtures.base64URL("{\"a\":\"\u{01}\"}")).sig",
             expected: .malformedJWT(.payload, .notJSON)),
         Case(
             name: "unterminated string", token: "\(header).\(JWTFixtures.base64URL(#"{"a":"b}"#)).sig",
@@ -84,6 +95,7 @@ import Testing
 
     @Test func validateNamesTheMalformedPart() {
         let token = AuthToken(accessToken: "eyJhbGciOiJIUzI1NiJ9.!!!.sig", receivedAt: Date(timeIntervalSince1970: 0))
-        #expect(token.validate(now: Date(timeIntervalSince1970: 0)).contains(.malformedJWT(.payload, .invalidBase64URL)))
+        #expect(
+            token.validate(now: Date(timeIntervalSince1970: 0)).contains(.malformedJWT(.payload, .invalidBase64URL)))
     }
 }

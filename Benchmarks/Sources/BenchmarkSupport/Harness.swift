@@ -59,8 +59,10 @@ public enum Harness {
 
     /// Formats nanoseconds for people.
     public static func format(_ nanoseconds: Double) -> String {
-        nanoseconds >= 1_000_000 ? String(format: "%.2f ms", nanoseconds / 1_000_000)
-            : nanoseconds >= 1_000 ? String(format: "%.2f us", nanoseconds / 1_000)
-            : String(format: "%.1f ns", nanoseconds)
+        nanoseconds >= 1_000_000
+            ? String(format: "%.2f ms", nanoseconds / 1_000_000)
+            : nanoseconds >= 1_000
+                ? String(format: "%.2f us", nanoseconds / 1_000)
+                : String(format: "%.1f ns", nanoseconds)
     }
 }
