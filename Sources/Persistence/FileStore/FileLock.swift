@@ -1,0 +1,142 @@
+import Foundation
+import Synchronization
+
+/// A first-in, first-out asynchronous lock per key, shared by every ``FileTokenStore`` in the process.
+///
+/// `flock` alone would serialise tasks too (each acquisition opens its own file description), but a waiter
+/// would block a thread; this queue keeps in-process waiters suspended instead, so at most one task per key
+/// and process ever waits on `flock`.
+final class ProcessLocalLocks: Sendable {
+    static let shared = ProcessLocalLocks()
+
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+    private struct Entry {
+        var waiters: [Waiter] = []
+    }
+    private struct State {
+        var nextID: UInt64 = 0
+        /// A key is held while it has an entry; its waiters queue in arrival order.
+        var entries: [String: Entry] = [:]
+    }
+    private let state = Mutex(State())
+
+    /// Waits until `key` is free and takes it.
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled while waiting.
+    func acquire(_ key: String) async throws {
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let granted: Bool? = state.withLock { state in
+                    guard state.entries[key] != nil else {
+                        state.entries[key] = Entry()
+                        return true
+                    }
+                    // The cancellation flag is set before the handler runs, and both take the mutex, so a
+                    // waiter is either found by the handler or sees the flag here.
+                    if Task.isCancelled { return false }
+                    state.entries[key]!.waiters.append(Waiter(id: id, continuation: continuation))
+                    return nil
+                }
+                switch granted {
+                case true?: continuation.resume()
+                case false?: continuation.resume(throwing: CancellationError())
+                case nil: break
+                }
+            }
+        } onCancel: {
+            let cancelled: Waiter? = state.withLock { state in
+                guard let index = state.entries[key]?.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.entries[key]!.waiters.remove(at: index)
+            }
+            cancelled?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Releases `key`, handing it to the longest waiter, if any.
+    func release(_ key: String) {
+        let next: Waiter? = state.withLock { state in
+            guard var entry = state.entries[key] else { return nil }
+            if entry.waiters.isEmpty {
+                state.entries[key] = nil
+                return nil
+            }
+            let next = entry.waiters.removeFirst()
+            state.entries[key] = entry
+            return next
+        }
+        next?.continuation.resume()
+    }
+}
+
+/// A held file-store lock: the process-local key and the `flock`ed descriptor.
+struct HeldFileLock: Sendable {
+    let key: String
+    let descriptor: Int32
+
+    /// Which file-store locks the current task (and its child tasks) holds, so that a store operation inside
+    /// ``FileTokenStore/withExclusiveAccess(account:_:)`` does not try to take the lock again.
+    @TaskLocal static var heldKeys: Set<String> = []
+
+    /// Takes the process-local lock for `key`, then an exclusive `flock` on `lockPath`.
+    static func acquire(key: String, lockPath: String, faults: FileFaults) async throws(PersistenceError) -> HeldFileLock {
+        do {
+            try await ProcessLocalLocks.shared.acquire(key)
+        } catch {
+            throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
+        }
+        do throws(PersistenceError) {
+            if let code = faults.errno(.openLockFile) {
+                throw PersistenceError.lockFailed.with(detail: "open(lock): \(Errno(code))")
+            }
+            let descriptor: Int32
+            switch POSIX.openLockFile(lockPath) {
+            case .success(let fd): descriptor = fd
+            case .failure(let code): throw PersistenceError.lockFailed.with(detail: "open(lock): \(code)")
+            }
+            switch POSIX.tryExclusiveLock(descriptor) {
+            case .success(true):
+                return HeldFileLock(key: key, descriptor: descriptor)
+            case .success(false):
+                // Another process holds it: wait on a thread of our own, not on one of the cooperative pool.
+                if let code = await blockingLockOnThread(descriptor) {
+                    _ = POSIX.closeChecked(descriptor)
+                    throw PersistenceError.lockFailed.with(detail: "flock: \(code)")
+                }
+                return HeldFileLock(key: key, descriptor: descriptor)
+            case .failure(let code):
+                _ = POSIX.closeChecked(descriptor)
+                throw PersistenceError.lockFailed.with(detail: "flock: \(code)")
+            }
+        } catch {
+            ProcessLocalLocks.shared.release(key)
+            throw error
+        }
+    }
+
+    /// Releases the `flock` (closing the descriptor) and then the process-local lock.
+    func release() {
+        POSIX.unlock(descriptor)
+        _ = POSIX.closeChecked(descriptor)
+        ProcessLocalLocks.shared.release(key)
+    }
+
+    private static func blockingLockOnThread(_ descriptor: Int32) async -> Errno? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Errno?, Never>) in
+            let thread = Thread {
+                switch POSIX.blockingExclusiveLock(descriptor) {
+                case .success: continuation.resume(returning: nil)
+                case .failure(let code): continuation.resume(returning: code)
+                }
+            }
+            thread.name = "TokenKit.FileTokenStore.flock"
+            thread.start()
+        }
+    }
+}
