@@ -1,13 +1,19 @@
 import Foundation
 import Synchronization
 
-/// A first-in, first-out asynchronous lock per key, shared by every ``FileTokenStore`` in the process.
+/// A first-in, first-out asynchronous lock per key, shared by every store in the process (keys are
+/// namespaced by the store: a file store uses the lock file's path).
 ///
 /// `flock` alone would serialise tasks too (each acquisition opens its own file description), but a waiter
 /// would block a thread; this queue keeps in-process waiters suspended instead, so at most one task per key
 /// and process ever waits on `flock`.
-final class ProcessLocalLocks: Sendable {
-    static let shared = ProcessLocalLocks()
+package final class ProcessLocalLocks: Sendable {
+    /// The one set of locks of this process.
+    package static let shared = ProcessLocalLocks()
+
+    /// The keys the current task (and its child tasks) holds, so that work inside a lock's body does not try
+    /// to take it again.
+    @TaskLocal package static var heldKeys: Set<String> = []
 
     private struct Waiter {
         let id: UInt64
@@ -26,7 +32,7 @@ final class ProcessLocalLocks: Sendable {
     /// Waits until `key` is free and takes it.
     ///
     /// - Throws: `CancellationError` when the task is cancelled while waiting.
-    func acquire(_ key: String) async throws {
+    package func acquire(_ key: String) async throws {
         let id = state.withLock { state in
             state.nextID += 1
             return state.nextID
@@ -60,7 +66,7 @@ final class ProcessLocalLocks: Sendable {
     }
 
     /// Releases `key`, handing it to the longest waiter, if any.
-    func release(_ key: String) {
+    package func release(_ key: String) {
         let next: Waiter? = state.withLock { state in
             guard var entry = state.entries[key] else { return nil }
             if entry.waiters.isEmpty {
@@ -73,16 +79,30 @@ final class ProcessLocalLocks: Sendable {
         }
         next?.continuation.resume()
     }
+
+    /// Runs `body` holding `key`; when the current task already holds it, runs `body` directly.
+    ///
+    /// - Parameters:
+    ///   - key: The lock's key.
+    ///   - body: The work to run under the lock.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, or ``PersistenceError/lockFailed`` when cancelled while waiting.
+    package func withLock<T: Sendable>(_ key: String, _ body: () async throws -> T) async throws -> T {
+        if Self.heldKeys.contains(key) { return try await body() }
+        do {
+            try await acquire(key)
+        } catch {
+            throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
+        }
+        defer { release(key) }
+        return try await Self.$heldKeys.withValue(Self.heldKeys.union([key])) { try await body() }
+    }
 }
 
 /// A held file-store lock: the process-local key and the `flock`ed descriptor.
 struct HeldFileLock: Sendable {
     let key: String
     let descriptor: Int32
-
-    /// Which file-store locks the current task (and its child tasks) holds, so that a store operation inside
-    /// ``FileTokenStore/withExclusiveAccess(account:_:)`` does not try to take the lock again.
-    @TaskLocal static var heldKeys: Set<String> = []
 
     /// Takes the process-local lock for `key`, then an exclusive `flock` on `lockPath`.
     static func acquire(key: String, lockPath: String, faults: FileFaults) async throws(PersistenceError) -> HeldFileLock {

@@ -195,14 +195,14 @@ public struct FileTokenStore: TokenStore {
         let files = files(account: account)
         try files.ensureDirectory()
         let key = lockKey(files)
-        if HeldFileLock.heldKeys.contains(key) { return try await body() }
+        if ProcessLocalLocks.heldKeys.contains(key) { return try await body() }
         let lock = try await HeldFileLock.acquire(key: key, lockPath: files.lockPath, faults: configuration.faults)
         configuration.logger.trace("lock taken", metadata: ["file": "\(files.fileName)"])
         defer {
             lock.release()
             configuration.logger.trace("lock released", metadata: ["file": "\(files.fileName)"])
         }
-        return try await HeldFileLock.$heldKeys.withValue(HeldFileLock.heldKeys.union([key])) {
+        return try await ProcessLocalLocks.$heldKeys.withValue(ProcessLocalLocks.heldKeys.union([key])) {
             try await body()
         }
     }
@@ -229,7 +229,7 @@ public struct FileTokenStore: TokenStore {
     ) async throws(PersistenceError) -> T {
         try files.ensureDirectory()
         let key = lockKey(files)
-        if HeldFileLock.heldKeys.contains(key) { return try operation() }
+        if ProcessLocalLocks.heldKeys.contains(key) { return try operation() }
         let lock = try await HeldFileLock.acquire(key: key, lockPath: files.lockPath, faults: configuration.faults)
         defer { lock.release() }
         return try operation()
