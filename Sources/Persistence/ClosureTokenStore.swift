@@ -97,7 +97,9 @@ public struct ClosureTokenStore: TokenStore {
     ///   - account: The account key.
     ///   - condition: When the write may happen.
     /// - Throws: What the closure throws, as a ``PersistenceError``.
-    public func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
+    public func save(
+        _ session: StoredSession, account: String, condition: WriteCondition
+    ) async throws(PersistenceError) {
         do {
             try await saveClosure(session, account, condition)
         } catch {

@@ -12,11 +12,11 @@ import Foundation
 import Persistence
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 func say(_ line: String) {
@@ -74,7 +74,8 @@ func runProbe(_ arguments: [String]) async {
                     case .unavailable(let error): throw error
                     }
                     counters[worker, default: 0] += 1
-                    let scope = counters.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
+                    let scope = counters.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(
+                        separator: ",")
                     // Unconditional on purpose: only the lock stands between this write and a lost update.
                     try await store.save(
                         probeSession(generation: generation + 1, scope: scope), account: account, condition: .always)

@@ -5,11 +5,11 @@ import Persistence
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Damaged, foreign and unwritable inputs: each gives a typed error, keeps what was stored, and deletes nothing.
@@ -172,8 +172,12 @@ import Darwin
     }
 
     static let writeFaults: [WriteFault] = [
-        WriteFault(name: "read-only directory (EROFS creating the temporary)", step: .createTemporary, errno: EROFS, errnoName: "EROFS"),
-        WriteFault(name: "no permission (EACCES creating the temporary)", step: .createTemporary, errno: EACCES, errnoName: "EACCES"),
+        WriteFault(
+            name: "read-only directory (EROFS creating the temporary)", step: .createTemporary, errno: EROFS,
+            errnoName: "EROFS"),
+        WriteFault(
+            name: "no permission (EACCES creating the temporary)", step: .createTemporary, errno: EACCES,
+            errnoName: "EACCES"),
         WriteFault(name: "full disk (ENOSPC writing)", step: .write, errno: ENOSPC, errnoName: "ENOSPC"),
         WriteFault(name: "quota exceeded (EDQUOT writing)", step: .write, errno: EDQUOT, errnoName: "EDQUOT"),
         WriteFault(name: "I/O error on fsync", step: .syncFile, errno: EIO, errnoName: "EIO"),
@@ -192,9 +196,11 @@ import Darwin
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         let namesBefore = directoryNames(temporary.storeDirectory)
 
-        let failing = store(temporary.storeDirectory, encrypted: encrypted, faults: FileFaults { step in
-            step == fault.step ? fault.errno : nil
-        })
+        let failing = store(
+            temporary.storeDirectory, encrypted: encrypted,
+            faults: FileFaults { step in
+                step == fault.step ? fault.errno : nil
+            })
         let expected: PersistenceError = fault.step == .openLockFile ? .lockFailed : .writeFailed
         do {
             try await failing.save(sampleSession(generation: 2), account: "alice", condition: .generation(1))
@@ -217,7 +223,8 @@ import Darwin
         defer { temporary.remove() }
         let healthy = store(temporary.storeDirectory, encrypted: false)
         try await healthy.save(sampleSession(generation: 1), account: "alice", condition: .always)
-        let failing = store(temporary.storeDirectory, encrypted: false, faults: FileFaults { $0 == .unlink ? EROFS : nil })
+        let failing = store(
+            temporary.storeDirectory, encrypted: false, faults: FileFaults { $0 == .unlink ? EROFS : nil })
         await #expect(throws: PersistenceError.writeFailed) {
             try await failing.remove(account: "alice", condition: .generation(1))
         }
@@ -260,7 +267,8 @@ import Darwin
         try await healthy.save(sampleSession(generation: 1), account: "alice", condition: .always)
         let path = healthy.filePath(account: "alice")
         try Data("{broken".utf8).write(to: URL(fileURLWithPath: path))
-        let failing = store(temporary.storeDirectory, encrypted: false, faults: FileFaults { $0 == .moveAside ? EROFS : nil })
+        let failing = store(
+            temporary.storeDirectory, encrypted: false, faults: FileFaults { $0 == .moveAside ? EROFS : nil })
         #expect(await failing.load(account: "alice").error == .writeFailed)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "{broken")
         #expect(await healthy.load(account: "alice").error == .corrupt)

@@ -4,11 +4,11 @@ import Persistence
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Several real processes against one store: crashes mid-write and contention for the lock.
@@ -21,10 +21,10 @@ import Darwin
     static func probeURL() throws -> URL {
         if let path = ProcessInfo.processInfo.environment["TOKENKIT_PROBE"] { return URL(fileURLWithPath: path) }
         #if os(Linux)
-        let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         #else
-        let bundle = Bundle.allBundles.first { $0.bundlePath.hasSuffix(".xctest") } ?? Bundle.main
-        let products = bundle.bundleURL.deletingLastPathComponent()
+            let bundle = Bundle.allBundles.first { $0.bundlePath.hasSuffix(".xctest") } ?? Bundle.main
+            let products = bundle.bundleURL.deletingLastPathComponent()
         #endif
         let probe = products.appendingPathComponent("TokenStoreProbe")
         try #require(
@@ -114,7 +114,8 @@ import Darwin
             let read = await store.load(account: "crash")
             if stored == 0 && confirmed == 0, read.isAbsent { continue }  // killed before its first save
             guard let session = read.session else {
-                Issue.record("round \(round), seed \(seed): the session was lost: \(read.error?.description ?? "absent")")
+                Issue.record(
+                    "round \(round), seed \(seed): the session was lost: \(read.error?.description ?? "absent")")
                 return
             }
             // Old or new, and whole: every field matches the generation it claims.
@@ -152,7 +153,8 @@ import Darwin
             process.waitUntilExit()
             #expect(process.terminationStatus == 0)
         }
-        let session = try #require(await FileTokenStore(directory: temporary.storeDirectory).load(account: "shared").session)
+        let session = try #require(
+            await FileTokenStore(directory: temporary.storeDirectory).load(account: "shared").session)
         #expect(session.generation == UInt64(workers * rounds))
         let expected = (0..<workers).map { "w\($0):\(rounds)" }.joined(separator: ",")
         #expect(session.token.scope == expected)

@@ -7,11 +7,11 @@ import Synchronization
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 @Suite struct FileTokenStoreTests {
@@ -19,7 +19,8 @@ import Darwin
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
         let session = sampleSession(generation: 7)
-        try await FileTokenStore(directory: temporary.storeDirectory).save(session, account: "alice", condition: .absent)
+        try await FileTokenStore(directory: temporary.storeDirectory).save(
+            session, account: "alice", condition: .absent)
         let reopened = FileTokenStore(directory: temporary.storeDirectory)
         #expect(await reopened.load(account: "alice").session == session)
         #expect(await reopened.load(account: "bob").isAbsent)
@@ -206,7 +207,8 @@ import Darwin
                             let current = await store.load(account: "shared").session?.generation ?? 0
                             await Task.yield()  // give a broken lock every chance to interleave
                             // Unconditional on purpose: only the lock prevents a lost update.
-                            try await store.save(probeSession(generation: current + 1), account: "shared", condition: .always)
+                            try await store.save(
+                                probeSession(generation: current + 1), account: "shared", condition: .always)
                         }
                     }
                 }
@@ -226,7 +228,8 @@ import Darwin
             for index in 0..<8 {
                 group.addTask {
                     do {
-                        try await store.save(sampleSession(generation: UInt64(10 + index)), account: "a", condition: .generation(1))
+                        try await store.save(
+                            sampleSession(generation: UInt64(10 + index)), account: "a", condition: .generation(1))
                         return true
                     } catch let error as PersistenceError where error == .conflict {
                         return false

@@ -116,7 +116,9 @@ import Testing
     }
 
     @Test(arguments: [0, 1, 2])
-    func anInterruptedFitIQMigrationIsCompletedOnTheNextLaunchWithoutLossOrDuplication(removalsBeforeCrash: Int)
+    func anInterruptedFitIQMigrationIsCompletedOnTheNextLaunchWithoutLossOrDuplication(
+        removalsBeforeCrash: Int
+    )
         async throws
     {
         let inner = Self.fitIQSource()

@@ -105,7 +105,9 @@ struct HeldFileLock: Sendable {
     let descriptor: Int32
 
     /// Takes the process-local lock for `key`, then an exclusive `flock` on `lockPath`.
-    static func acquire(key: String, lockPath: String, faults: FileFaults) async throws(PersistenceError) -> HeldFileLock {
+    static func acquire(
+        key: String, lockPath: String, faults: FileFaults
+    ) async throws(PersistenceError) -> HeldFileLock {
         do {
             try await ProcessLocalLocks.shared.acquire(key)
         } catch {

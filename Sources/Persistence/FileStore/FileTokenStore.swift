@@ -135,7 +135,9 @@ public struct FileTokenStore: TokenStore {
     ///   ``PersistenceError/writeFailed`` (disk full, read-only directory), with the previous session intact.
     ///   A `writeFailed` whose detail names `fsync(directory)` came after the rename: the new session is in
     ///   place but may not survive a power loss.
-    public func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
+    public func save(
+        _ session: StoredSession, account: String, condition: WriteCondition
+    ) async throws(PersistenceError) {
         let files = files(account: account)
         let bytes = try SessionFileFormat(key: configuration.encryptionKey, binding: files.fileName).encode(session)
         try await withLock(files) { () throws(PersistenceError) in

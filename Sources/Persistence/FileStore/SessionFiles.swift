@@ -1,11 +1,11 @@
 import Logging
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The synchronous file work for one account of a ``FileTokenStore``: reading, writing atomically, moving a
@@ -45,7 +45,9 @@ struct SessionFiles: Sendable {
         case .failure(let code):
             throw PersistenceError.readFailed.with(detail: "stat(directory): \(code)")
         case .success(let status):
-            guard status.isDirectory else { throw PersistenceError.notAFile.with(detail: "the store path is not a directory") }
+            guard status.isDirectory else {
+                throw PersistenceError.notAFile.with(detail: "the store path is not a directory")
+            }
             guard status.groupOrOtherBits == 0 else {
                 throw PersistenceError.permissionsTooWide.with(
                     detail: "directory mode \(String(status.mode & 0o777, radix: 8)), expected 700")
@@ -189,7 +191,9 @@ struct SessionFiles: Sendable {
 
     /// Deletes the session file (an explicit removal by the caller) and syncs the directory.
     func removeFile() throws(PersistenceError) {
-        if let code = faults.errno(.unlink) { throw PersistenceError.writeFailed.with(detail: "unlink: \(Errno(code))") }
+        if let code = faults.errno(.unlink) {
+            throw PersistenceError.writeFailed.with(detail: "unlink: \(Errno(code))")
+        }
         switch POSIX.unlinkItem(filePath) {
         case .success, .failure(Errno(ENOENT)): break
         case .failure(let code): throw PersistenceError.writeFailed.with(detail: "unlink: \(code)")

@@ -143,7 +143,9 @@ public struct UserDefaultsLegacyKeyValueSource: LegacyKeyValueSource {
     /// - Returns: The bytes, or `nil`.
     /// - Throws: ``PersistenceError/unavailable`` when the suite cannot be opened.
     public func value(forKey key: String) async throws(PersistenceError) -> Data? {
-        guard let defaults else { throw PersistenceError.unavailable.with(detail: "the defaults suite cannot be opened") }
+        guard let defaults else {
+            throw PersistenceError.unavailable.with(detail: "the defaults suite cannot be opened")
+        }
         if let data = defaults.data(forKey: key) { return data }
         return defaults.string(forKey: key).map { Data($0.utf8) }
     }
@@ -153,7 +155,9 @@ public struct UserDefaultsLegacyKeyValueSource: LegacyKeyValueSource {
     /// - Parameter key: The key.
     /// - Throws: ``PersistenceError/unavailable`` when the suite cannot be opened.
     public func removeValue(forKey key: String) async throws(PersistenceError) {
-        guard let defaults else { throw PersistenceError.unavailable.with(detail: "the defaults suite cannot be opened") }
+        guard let defaults else {
+            throw PersistenceError.unavailable.with(detail: "the defaults suite cannot be opened")
+        }
         defaults.removeObject(forKey: key)
     }
 }

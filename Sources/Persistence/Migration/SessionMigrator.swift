@@ -103,7 +103,8 @@ public struct SessionMigrator: Sendable {
                         logger.debug("legacy keys hold no session", metadata: ["layout": "\(layout.name)"])
                         return .nothingToMigrate
                     case .unreadable(let reason):
-                        throw PersistenceError.migrationFailed.with(detail: "\(layout.name): \(reason); the entries are kept")
+                        throw PersistenceError.migrationFailed.with(
+                            detail: "\(layout.name): \(reason); the entries are kept")
                     case .session(let token, let userID):
                         let session = StoredSession(token: token, userID: userID, generation: 1)
                         try await store.save(session, account: account, condition: .absent)
