@@ -13,13 +13,13 @@ import Persistence
     import Darwin
 #endif
 
+let benchmarkToken = AuthToken(
+    accessToken: "eyJhbGciOiJIUzI1NiJ9." + String(repeating: "p", count: 600) + ".sig",
+    refreshToken: String(repeating: "r", count: 64), scope: "openid profile",
+    receivedAt: Date(timeIntervalSince1970: 1_750_000_000), lifetime: 3600)
+
 func session(_ generation: UInt64) -> StoredSession {
-    StoredSession(
-        token: AuthToken(
-            accessToken: "eyJhbGciOiJIUzI1NiJ9." + String(repeating: "p", count: 600) + ".sig",
-            refreshToken: String(repeating: "r", count: 64), scope: "openid profile",
-            receivedAt: Date(timeIntervalSince1970: 1_750_000_000), lifetime: 3600),
-        userID: "user-1", generation: generation)
+    StoredSession(token: benchmarkToken, userID: "user-1", generation: generation)
 }
 
 /// The hand-written durable atomic write.

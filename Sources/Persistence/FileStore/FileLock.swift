@@ -33,10 +33,16 @@ package final class ProcessLocalLocks: Sendable {
     ///
     /// - Throws: `CancellationError` when the task is cancelled while waiting.
     package func acquire(_ key: String) async throws {
-        let id = state.withLock { state in
+        // Fast path: a free lock is taken without suspending the task.
+        let id: UInt64? = state.withLock { state in
+            guard state.entries[key] != nil else {
+                state.entries[key] = Entry()
+                return nil
+            }
             state.nextID += 1
             return state.nextID
         }
+        guard let id else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let granted: Bool? = state.withLock { state in

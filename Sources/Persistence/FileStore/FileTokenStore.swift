@@ -75,7 +75,13 @@ public struct FileTokenStore: TokenStore {
     public init(directory: URL, configuration: Configuration = Configuration()) {
         self.directory = directory
         self.configuration = configuration
+        var path = directory.standardizedFileURL.path
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        self.directoryPath = path
     }
+
+    /// ``directory`` as a path without a trailing slash.
+    private let directoryPath: String
 
     /// The path of the session file for `account` (it may not exist).
     ///
@@ -213,10 +219,8 @@ public struct FileTokenStore: TokenStore {
 
     private func files(account: String) -> SessionFiles {
         let name = SessionFileFormat.fileName(account: account)
-        var path = directory.standardizedFileURL.path
-        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
         return SessionFiles(
-            directory: path, fileName: name,
+            directory: directoryPath, fileName: name,
             format: SessionFileFormat(key: configuration.encryptionKey, binding: name),
             faults: configuration.faults, logger: configuration.logger)
     }

@@ -62,14 +62,16 @@ struct SessionFileFormat: Sendable {
     func decode(_ bytes: [UInt8]) -> Decoded {
         let data = Data(bytes)
         let decoder = JSONDecoder()
-        guard let header = try? decoder.decode(VersionHeader.self, from: data) else {
-            return .corrupt(bytes.isEmpty ? "empty file" : "no format version")
-        }
-        if header.formatVersion > Self.currentVersion { return .unsupportedVersion(header.formatVersion) }
-        guard header.formatVersion >= 1 else { return .corrupt("format version \(header.formatVersion)") }
+        // The common case decodes once; only a file that does not decode is examined for its version.
         guard let envelope = try? decoder.decode(Envelope.self, from: data) else {
+            guard let header = try? decoder.decode(VersionHeader.self, from: data) else {
+                return .corrupt(bytes.isEmpty ? "empty file" : "no format version")
+            }
+            if header.formatVersion > Self.currentVersion { return .unsupportedVersion(header.formatVersion) }
             return .corrupt("unexpected shape")
         }
+        if envelope.formatVersion > Self.currentVersion { return .unsupportedVersion(envelope.formatVersion) }
+        guard envelope.formatVersion >= 1 else { return .corrupt("format version \(envelope.formatVersion)") }
         switch (envelope.session, envelope.sealed, key) {
         case (let session?, nil, nil):
             return .session(session)
