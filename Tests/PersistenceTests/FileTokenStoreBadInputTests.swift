@@ -269,7 +269,9 @@ import Testing
         try Data("{broken".utf8).write(to: URL(fileURLWithPath: path))
         let failing = store(
             temporary.storeDirectory, encrypted: false, faults: FileFaults { $0 == .moveAside ? EROFS : nil })
-        #expect(await failing.load(account: "alice").error == .writeFailed)
+        let read = await failing.load(account: "alice")
+        #expect(read.error == .corrupt)
+        #expect(read.error?.detail?.contains("left in place") == true)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "{broken")
         #expect(await healthy.load(account: "alice").error == .corrupt)
         #expect(try String(contentsOfFile: path + ".corrupt-1", encoding: .utf8) == "{broken")

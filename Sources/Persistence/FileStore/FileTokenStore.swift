@@ -106,17 +106,24 @@ public struct FileTokenStore: TokenStore {
             case .absent: return .absent
             case .session(let session): return .found(session)
             case .unreadable(let error): return .unavailable(error)
-            case .corrupt:
+            case .corrupt(let reason):
                 // Move it aside under the lock, after reading again: another process may have replaced it.
-                return try await withLock(files) { () throws(PersistenceError) -> TokenStoreRead in
-                    switch try files.readCurrent() {
-                    case .absent: return .absent
-                    case .session(let session): return .found(session)
-                    case .unreadable(let error): return .unavailable(error)
-                    case .corrupt(let reason):
-                        let aside = try files.moveAside(reason: reason)
-                        return .unavailable(PersistenceError.corrupt.with(detail: "\(reason); kept as \(aside)"))
+                do throws(PersistenceError) {
+                    return try await withLock(files) { () throws(PersistenceError) -> TokenStoreRead in
+                        switch try files.readCurrent() {
+                        case .absent: return .absent
+                        case .session(let session): return .found(session)
+                        case .unreadable(let error): return .unavailable(error)
+                        case .corrupt(let reason):
+                            let aside = try files.moveAside(reason: reason)
+                            return .unavailable(PersistenceError.corrupt.with(detail: "\(reason); kept as \(aside)"))
+                        }
                     }
+                } catch {
+                    // Still damaged, and still where it was: report the damage, not the failure to move it.
+                    return .unavailable(
+                        PersistenceError.corrupt.with(
+                            detail: "\(reason); left in place, moving it aside failed: \(error)"))
                 }
             }
         } catch {
