@@ -40,6 +40,9 @@ let package = Package(
         ),
         .target(
             name: "PersistenceKeychain", dependencies: ["AuthToken", "Persistence"], swiftSettings: strictSettings),
+        // A child process for the Persistence crash and lock tests (not a product).
+        .executableTarget(
+            name: "TokenStoreProbe", dependencies: ["AuthToken", "Persistence"], swiftSettings: strictSettings),
         .target(
             name: "NetworkRetry",
             dependencies: [

@@ -24,7 +24,9 @@ public actor InMemoryTokenStore: TokenStore {
     ///   - account: The account key.
     ///   - condition: When the write may happen.
     /// - Throws: ``PersistenceError/conflict`` when the condition fails.
-    public func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
+    public func save(
+        _ session: StoredSession, account: String, condition: WriteCondition
+    ) async throws(PersistenceError) {
         guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
         sessions[account] = session
     }

@@ -46,7 +46,9 @@ public struct WriteCondition: Sendable, Hashable {
     ///
     /// - Parameter generation: The generation the writer last saw.
     /// - Returns: The condition.
-    public static func generation(_ generation: UInt64) -> WriteCondition { WriteCondition(kind: .generation(generation)) }
+    public static func generation(_ generation: UInt64) -> WriteCondition {
+        WriteCondition(kind: .generation(generation))
+    }
 
     /// Whether the condition holds when `current` is the generation stored now (`nil` when absent).
     ///

@@ -6,7 +6,8 @@ import Testing
 @Suite struct InMemoryTokenStoreTests {
     private func session(generation: UInt64) -> StoredSession {
         StoredSession(
-            token: AuthToken(accessToken: "a\(generation)", refreshToken: "r", receivedAt: Date(timeIntervalSince1970: 0)),
+            token: AuthToken(
+                accessToken: "a\(generation)", refreshToken: "r", receivedAt: Date(timeIntervalSince1970: 0)),
             userID: "user", generation: generation)
     }
 

@@ -1,0 +1,170 @@
+import Foundation
+import Synchronization
+
+/// A first-in, first-out asynchronous lock per key, shared by every store in the process (keys are
+/// namespaced by the store: a file store uses the lock file's path).
+///
+/// `flock` alone would serialise tasks too (each acquisition opens its own file description), but a waiter
+/// would block a thread; this queue keeps in-process waiters suspended instead, so at most one task per key
+/// and process ever waits on `flock`.
+package final class ProcessLocalLocks: Sendable {
+    /// The one set of locks of this process.
+    package static let shared = ProcessLocalLocks()
+
+    /// The keys the current task (and its child tasks) holds, so that work inside a lock's body does not try
+    /// to take it again.
+    @TaskLocal package static var heldKeys: Set<String> = []
+
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+    private struct Entry {
+        var waiters: [Waiter] = []
+    }
+    private struct State {
+        var nextID: UInt64 = 0
+        /// A key is held while it has an entry; its waiters queue in arrival order.
+        var entries: [String: Entry] = [:]
+    }
+    private let state = Mutex(State())
+
+    /// Waits until `key` is free and takes it.
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled while waiting.
+    package func acquire(_ key: String) async throws {
+        // Fast path: a free lock is taken without suspending the task.
+        let id: UInt64? = state.withLock { state in
+            guard state.entries[key] != nil else {
+                state.entries[key] = Entry()
+                return nil
+            }
+            state.nextID += 1
+            return state.nextID
+        }
+        guard let id else { return }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let granted: Bool? = state.withLock { state in
+                    guard state.entries[key] != nil else {
+                        state.entries[key] = Entry()
+                        return true
+                    }
+                    // The cancellation flag is set before the handler runs, and both take the mutex, so a
+                    // waiter is either found by the handler or sees the flag here.
+                    if Task.isCancelled { return false }
+                    state.entries[key]!.waiters.append(Waiter(id: id, continuation: continuation))
+                    return nil
+                }
+                switch granted {
+                case true?: continuation.resume()
+                case false?: continuation.resume(throwing: CancellationError())
+                case nil: break
+                }
+            }
+        } onCancel: {
+            let cancelled: Waiter? = state.withLock { state in
+                guard let index = state.entries[key]?.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.entries[key]!.waiters.remove(at: index)
+            }
+            cancelled?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Releases `key`, handing it to the longest waiter, if any.
+    package func release(_ key: String) {
+        let next: Waiter? = state.withLock { state in
+            guard var entry = state.entries[key] else { return nil }
+            if entry.waiters.isEmpty {
+                state.entries[key] = nil
+                return nil
+            }
+            let next = entry.waiters.removeFirst()
+            state.entries[key] = entry
+            return next
+        }
+        next?.continuation.resume()
+    }
+
+    /// Runs `body` holding `key`; when the current task already holds it, runs `body` directly.
+    ///
+    /// - Parameters:
+    ///   - key: The lock's key.
+    ///   - body: The work to run under the lock.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, or ``PersistenceError/lockFailed`` when cancelled while waiting.
+    package func withLock<T: Sendable>(_ key: String, _ body: () async throws -> T) async throws -> T {
+        if Self.heldKeys.contains(key) { return try await body() }
+        do {
+            try await acquire(key)
+        } catch {
+            throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
+        }
+        defer { release(key) }
+        return try await Self.$heldKeys.withValue(Self.heldKeys.union([key])) { try await body() }
+    }
+}
+
+/// A held file-store lock: the process-local key and the `flock`ed descriptor.
+struct HeldFileLock: Sendable {
+    let key: String
+    let descriptor: Int32
+
+    /// Takes the process-local lock for `key`, then an exclusive `flock` on `lockPath`.
+    static func acquire(
+        key: String, lockPath: String, faults: FileFaults
+    ) async throws(PersistenceError) -> HeldFileLock {
+        do {
+            try await ProcessLocalLocks.shared.acquire(key)
+        } catch {
+            throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
+        }
+        do throws(PersistenceError) {
+            if let code = faults.errno(.openLockFile) {
+                throw PersistenceError.lockFailed.with(detail: "open(lock): \(Errno(code))")
+            }
+            let descriptor: Int32
+            switch POSIX.openLockFile(lockPath) {
+            case .success(let fd): descriptor = fd
+            case .failure(let code): throw PersistenceError.lockFailed.with(detail: "open(lock): \(code)")
+            }
+            switch POSIX.tryExclusiveLock(descriptor) {
+            case .success(true):
+                return HeldFileLock(key: key, descriptor: descriptor)
+            case .success(false):
+                // Another process holds it: wait on a thread of our own, not on one of the cooperative pool.
+                if let code = await blockingLockOnThread(descriptor) {
+                    _ = POSIX.closeChecked(descriptor)
+                    throw PersistenceError.lockFailed.with(detail: "flock: \(code)")
+                }
+                return HeldFileLock(key: key, descriptor: descriptor)
+            case .failure(let code):
+                _ = POSIX.closeChecked(descriptor)
+                throw PersistenceError.lockFailed.with(detail: "flock: \(code)")
+            }
+        } catch {
+            ProcessLocalLocks.shared.release(key)
+            throw error
+        }
+    }
+
+    /// Releases the `flock` (closing the descriptor) and then the process-local lock.
+    func release() {
+        POSIX.unlock(descriptor)
+        _ = POSIX.closeChecked(descriptor)
+        ProcessLocalLocks.shared.release(key)
+    }
+
+    private static func blockingLockOnThread(_ descriptor: Int32) async -> Errno? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Errno?, Never>) in
+            let thread = Thread {
+                switch POSIX.blockingExclusiveLock(descriptor) {
+                case .success: continuation.resume(returning: nil)
+                case .failure(let code): continuation.resume(returning: code)
+                }
+            }
+            thread.name = "TokenKit.FileTokenStore.flock"
+            thread.start()
+        }
+    }
+}

@@ -1,0 +1,93 @@
+// A child process for the Persistence tests (not a product): it drives a FileTokenStore so the tests can
+// kill it mid-write or run several of it against one store.
+//
+//   TokenStoreProbe save-loop <directory> <account> <first-generation>
+//       Saves generation g, g+1, ... forever, printing "saved <g>" after each save returns.
+//   TokenStoreProbe increment <directory> <account> <count> <worker>
+//       <count> times, under withExclusiveAccess: load, add one to this worker's counter, save. Prints "done".
+//
+// Sessions are derived from their generation (see `probeSession`), so a reader can check one is intact.
+import AuthToken
+import Foundation
+import Persistence
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data(("TokenStoreProbe: " + message + "\n").utf8))
+    exit(2)
+}
+
+/// The session for generation `g`: every field derived from `g`, with a length that varies.
+func probeSession(generation: UInt64, scope: String? = nil) -> StoredSession {
+    let padding = String(repeating: "x", count: 64 + Int(generation % 512))
+    let token = AuthToken(
+        accessToken: "access-\(generation)-\(padding)", refreshToken: "refresh-\(generation)", scope: scope,
+        receivedAt: Date(timeIntervalSince1970: Double(generation)), lifetime: 3600)
+    return StoredSession(token: token, userID: "user-\(generation)", generation: generation)
+}
+
+func runProbe(_ arguments: [String]) async {
+    guard arguments.count >= 5 else { fail("usage: save-loop|increment <directory> <account> <number> [worker]") }
+    let store = FileTokenStore(directory: URL(fileURLWithPath: arguments[2]))
+    let account = arguments[3]
+    guard let number = UInt64(arguments[4]) else { fail("not a number") }
+
+    switch arguments[1] {
+    case "save-loop":
+        var generation = number
+        while true {
+            do {
+                try await store.save(probeSession(generation: generation), account: account, condition: .always)
+            } catch {
+                fail("save failed: \(error)")
+            }
+            say("saved \(generation)")
+            generation += 1
+        }
+    case "increment":
+        guard arguments.count >= 6 else { fail("increment needs a worker name") }
+        let worker = arguments[5]
+        for _ in 0..<number {
+            do {
+                try await store.withExclusiveAccess(account: account) {
+                    var counters: [String: Int] = [:]
+                    var generation: UInt64 = 0
+                    switch await store.load(account: account) {
+                    case .absent: break
+                    case .found(let session):
+                        generation = session.generation
+                        for pair in (session.token.scope ?? "").split(separator: ",") {
+                            let parts = pair.split(separator: ":")
+                            if parts.count == 2, let count = Int(parts[1]) { counters[String(parts[0])] = count }
+                        }
+                    case .unavailable(let error): throw error
+                    }
+                    counters[worker, default: 0] += 1
+                    let scope = counters.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(
+                        separator: ",")
+                    // Unconditional on purpose: only the lock stands between this write and a lost update.
+                    try await store.save(
+                        probeSession(generation: generation + 1, scope: scope), account: account, condition: .always)
+                }
+            } catch {
+                fail("increment failed: \(error)")
+            }
+        }
+        say("done")
+    default:
+        fail("unknown mode \(arguments[1])")
+    }
+}
+
+await runProbe(CommandLine.arguments)

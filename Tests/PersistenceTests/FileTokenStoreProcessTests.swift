@@ -1,0 +1,162 @@
+import AuthToken
+import Foundation
+import Persistence
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Several real processes against one store: crashes mid-write and contention for the lock.
+///
+/// The child is the `TokenStoreProbe` executable, which `swift build --build-tests` and `swift test` build
+/// next to the test bundle. These tests block their thread on pipes and child processes, so they run one
+/// at a time.
+@Suite(.serialized) struct FileTokenStoreProcessTests {
+    /// The probe executable in the build products directory, next to the test binary.
+    static func probeURL() throws -> URL {
+        if let path = ProcessInfo.processInfo.environment["TOKENKIT_PROBE"] { return URL(fileURLWithPath: path) }
+        #if os(Linux)
+            let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        #else
+            let bundle = Bundle.allBundles.first { $0.bundlePath.hasSuffix(".xctest") } ?? Bundle.main
+            let products = bundle.bundleURL.deletingLastPathComponent()
+        #endif
+        let probe = products.appendingPathComponent("TokenStoreProbe")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: probe.path),
+            "TokenStoreProbe was not built next to the tests (\(products.path))")
+        return probe
+    }
+
+    /// Reads lines from a pipe without waiting for more than it needs.
+    final class LineReader {
+        private let handle: FileHandle
+        private var buffer: [UInt8] = []
+
+        init(_ handle: FileHandle) { self.handle = handle }
+
+        /// The generation of the next `saved <g>` line, or `nil` at end of file.
+        func nextSaved() -> UInt64? {
+            guard let line = nextLine() else { return nil }
+            return UInt64(line.dropFirst("saved ".count))
+        }
+
+        /// The next line, or `nil` at end of file.
+        func nextLine() -> String? {
+            while true {
+                if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                    buffer.removeSubrange(...newline)
+                    return line
+                }
+                let chunk = handle.availableData
+                if chunk.isEmpty { return nil }
+                buffer.append(contentsOf: chunk)
+            }
+        }
+    }
+
+    /// A small deterministic generator, so a failing run can be replayed from its seed.
+    struct SplitMix64: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// Burns a number of loop iterations: a jitter measured in work, not in time.
+    @inline(never) static func spin(_ iterations: Int) -> UInt64 {
+        var accumulator: UInt64 = 0
+        for index in 0..<iterations { accumulator = accumulator &* 31 &+ UInt64(truncatingIfNeeded: index) }
+        return accumulator
+    }
+
+    @Test func sigkillAtRandomPointsWhileSavingAlwaysLeavesTheOldOrTheNewSessionWhole() async throws {
+        let probe = try Self.probeURL()
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var random = SplitMix64(state: seed)
+        var stored: UInt64 = 0  // the generation on disk after the previous round
+        var sink: UInt64 = 0
+
+        for round in 0..<200 {
+            let process = Process()
+            process.executableURL = probe
+            process.arguments = ["save-loop", temporary.storeDirectory.path, "crash", String(stored + 1)]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let reader = LineReader(output.fileHandleForReading)
+            // Let 0 to 3 saves finish, then kill after a random amount of work: anywhere in a later save.
+            var confirmed = stored  // the last save the probe said had returned
+            for _ in 0..<Int.random(in: 0...3, using: &random) {
+                guard let generation = reader.nextSaved() else { break }
+                confirmed = generation
+            }
+            sink &+= Self.spin(Int.random(in: 0...3_000_000, using: &random))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            while let generation = reader.nextSaved() { confirmed = generation }
+            try? output.fileHandleForReading.close()
+            #expect(process.terminationReason == .uncaughtSignal, "round \(round): the probe ended on its own")
+
+            let read = await store.load(account: "crash")
+            if stored == 0 && confirmed == 0, read.isAbsent { continue }  // killed before its first save
+            guard let session = read.session else {
+                Issue.record(
+                    "round \(round), seed \(seed): the session was lost: \(read.error?.description ?? "absent")")
+                return
+            }
+            // Old or new, and whole: every field matches the generation it claims.
+            #expect(session == probeSession(generation: session.generation), "round \(round), seed \(seed)")
+            // The last save that returned, or the one the kill interrupted (its rename may have happened).
+            #expect(
+                session.generation == confirmed || session.generation == confirmed + 1,
+                "round \(round), seed \(seed): generation \(session.generation), last confirmed \(confirmed)")
+            stored = session.generation
+        }
+        #expect(sink != 1)  // keep the jitter from being optimised away
+        let names = directoryNames(temporary.storeDirectory)
+        #expect(names.filter { $0.contains(".corrupt-") }.isEmpty, "no file was ever damaged")
+        #expect(names.filter { $0.contains(".tmp-") }.count <= 1, "stale temporaries are cleaned up")
+        try await store.save(probeSession(generation: stored + 1), account: "crash", condition: .generation(stored))
+        #expect(directoryNames(temporary.storeDirectory).filter { $0.contains(".tmp-") }.isEmpty)
+    }
+
+    @Test func fourProcessesIncrementingUnderTheLockLoseNoChange() async throws {
+        let probe = try Self.probeURL()
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let workers = 4
+        let rounds = 200
+        var processes: [Process] = []
+        for worker in 0..<workers {
+            let process = Process()
+            process.executableURL = probe
+            process.arguments = ["increment", temporary.storeDirectory.path, "shared", String(rounds), "w\(worker)"]
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            processes.append(process)
+        }
+        for process in processes {
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+        }
+        let session = try #require(
+            await FileTokenStore(directory: temporary.storeDirectory).load(account: "shared").session)
+        #expect(session.generation == UInt64(workers * rounds))
+        let expected = (0..<workers).map { "w\($0):\(rounds)" }.joined(separator: ",")
+        #expect(session.token.scope == expected)
+    }
+}

@@ -1,0 +1,278 @@
+import AuthToken
+import Crypto
+import Foundation
+import Logging
+import Persistence
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+@Suite struct FileTokenStoreTests {
+    @Test func savedSessionLoadsBackEqualAfterAFreshStoreOpensTheDirectory() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let session = sampleSession(generation: 7)
+        try await FileTokenStore(directory: temporary.storeDirectory).save(
+            session, account: "alice", condition: .absent)
+        let reopened = FileTokenStore(directory: temporary.storeDirectory)
+        #expect(await reopened.load(account: "alice").session == session)
+        #expect(await reopened.load(account: "bob").isAbsent)
+    }
+
+    @Test func aMissingDirectoryIsAbsentNotAnError() async {
+        let store = FileTokenStore(directory: URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)/sessions"))
+        #expect(await store.load(account: "alice").isAbsent)
+    }
+
+    @Test func createsAPrivateDirectoryAndPrivateFiles() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let nested = temporary.storeDirectory.appendingPathComponent("deeper/still")
+        let store = FileTokenStore(directory: nested)
+        try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
+        #expect(permissions(nested.path) == 0o700)
+        #expect(permissions(temporary.storeDirectory.path) == 0o700)
+        #expect(permissions(store.filePath(account: "alice")) == 0o600)
+    }
+
+    @Test(arguments: ["alice", "a/b/../c", "", "ünïcödé 👩‍💻", String(repeating: "long", count: 200), ".."])
+    func anyAccountStringMakesASafeFileNameThatDoesNotRevealIt(account: String) async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        try await store.save(sampleSession(generation: 1), account: account, condition: .always)
+        #expect(await store.load(account: account).session?.generation == 1)
+        let path = store.filePath(account: account)
+        #expect(URL(fileURLWithPath: path).deletingLastPathComponent().path == temporary.storeDirectory.path)
+        for name in directoryNames(temporary.storeDirectory) where !account.isEmpty {
+            #expect(!name.contains(account))
+        }
+    }
+
+    @Test func conditionalWritesCompareTheStoredGeneration() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        try await store.save(sampleSession(generation: 1), account: "a", condition: .absent)
+        await #expect(throws: PersistenceError.conflict) {
+            try await store.save(sampleSession(generation: 9), account: "a", condition: .absent)
+        }
+        try await store.save(sampleSession(generation: 2), account: "a", condition: .generation(1))
+        await #expect(throws: PersistenceError.conflict) {
+            try await store.save(sampleSession(generation: 3), account: "a", condition: .generation(1))
+        }
+        await #expect(throws: PersistenceError.conflict) {
+            try await store.remove(account: "a", condition: .generation(1))
+        }
+        #expect(await store.load(account: "a").session?.generation == 2)
+        try await store.remove(account: "a", condition: .generation(2))
+        #expect(await store.load(account: "a").isAbsent)
+        try await store.remove(account: "a", condition: .always)
+        await #expect(throws: PersistenceError.conflict) {
+            try await store.remove(account: "a", condition: .generation(2))
+        }
+    }
+
+    @Test func encryptedSessionsRoundTripAndNoTokenTextReachesTheDisk() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let key = SymmetricKey(size: .bits256)
+        let store = FileTokenStore(directory: temporary.storeDirectory, configuration: .init(encryptionKey: key))
+        let session = sampleSession(generation: 4)
+        try await store.save(session, account: "alice", condition: .always)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: store.filePath(account: "alice")))
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(!text.contains("secret-access"))
+        #expect(!text.contains("secret-refresh"))
+        #expect(!text.contains("user-1"))
+        #expect(await store.load(account: "alice").session == session)
+    }
+
+    @Test func aWrongKeyIsReportedAndTheFileIsLeftAlone() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let right = FileTokenStore(
+            directory: temporary.storeDirectory, configuration: .init(encryptionKey: SymmetricKey(size: .bits256)))
+        try await right.save(sampleSession(generation: 1), account: "alice", condition: .always)
+        let path = right.filePath(account: "alice")
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let wrong = FileTokenStore(
+            directory: temporary.storeDirectory, configuration: .init(encryptionKey: SymmetricKey(size: .bits256)))
+        #expect(await wrong.load(account: "alice").error == .wrongKey)
+        await #expect(throws: PersistenceError.wrongKey) {
+            try await wrong.save(sampleSession(generation: 2), account: "alice", condition: .always)
+        }
+        let plain = FileTokenStore(directory: temporary.storeDirectory)
+        #expect(await plain.load(account: "alice").error == .wrongKey)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(await right.load(account: "alice").session?.generation == 1)
+    }
+
+    @Test func anEncryptedStoreRefusesAPlainFile() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        try await FileTokenStore(directory: temporary.storeDirectory)
+            .save(sampleSession(generation: 1), account: "alice", condition: .always)
+        let encrypted = FileTokenStore(
+            directory: temporary.storeDirectory, configuration: .init(encryptionKey: SymmetricKey(size: .bits128)))
+        #expect(await encrypted.load(account: "alice").error == .wrongKey)
+    }
+
+    @Test func aSealedFileCopiedToAnotherAccountDoesNotOpenAndIsKeptAside() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(
+            directory: temporary.storeDirectory, configuration: .init(encryptionKey: SymmetricKey(size: .bits256)))
+        try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
+        let aliceBytes = try Data(contentsOf: URL(fileURLWithPath: store.filePath(account: "alice")))
+        try aliceBytes.write(to: URL(fileURLWithPath: store.filePath(account: "mallory")))
+        _ = chmod(store.filePath(account: "mallory"), 0o600)
+        #expect(await store.load(account: "mallory").error == .corrupt)
+        let aside = store.filePath(account: "mallory") + ".corrupt-1"
+        #expect(try Data(contentsOf: URL(fileURLWithPath: aside)) == aliceBytes)
+    }
+
+    @Test func widerDirectoryPermissionsAreRefused() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
+        _ = chmod(temporary.storeDirectory.path, 0o755)
+        #expect(await store.load(account: "alice").error == .permissionsTooWide)
+        await #expect(throws: PersistenceError.permissionsTooWide) {
+            try await store.save(sampleSession(generation: 2), account: "alice", condition: .always)
+        }
+        _ = chmod(temporary.storeDirectory.path, 0o700)
+        #expect(await store.load(account: "alice").session?.generation == 1)
+    }
+
+    @Test func widerFilePermissionsAreRefused() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
+        _ = chmod(store.filePath(account: "alice"), 0o644)
+        #expect(await store.load(account: "alice").error == .permissionsTooWide)
+        await #expect(throws: PersistenceError.permissionsTooWide) {
+            try await store.save(sampleSession(generation: 2), account: "alice", condition: .always)
+        }
+        _ = chmod(store.filePath(account: "alice"), 0o600)
+        #expect(await store.load(account: "alice").session?.generation == 1)
+    }
+
+    @Test func logsNeverContainTokenText() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let handler = RecordingLogHandler()
+        let store = FileTokenStore(directory: temporary.storeDirectory, configuration: .init(logger: handler.logger))
+        try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
+        _ = await store.load(account: "alice")
+        try await store.withExclusiveAccess(account: "alice") {
+            try await store.save(sampleSession(generation: 2), account: "alice", condition: .generation(1))
+        }
+        try Data("{".utf8).write(to: URL(fileURLWithPath: store.filePath(account: "alice")))
+        _ = await store.load(account: "alice")
+        try await store.remove(account: "alice", condition: .always)
+        let lines = handler.lines.withLock { $0 }
+        #expect(lines.count >= 4)
+        for line in lines {
+            #expect(!line.contains("secret-"), "a log line carries token text")
+        }
+    }
+}
+
+@Suite struct FileTokenStoreLockTests {
+    @Test func tasksSharingTheDirectoryThroughTwoStoresLoseNoUpdate() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let stores = [
+            FileTokenStore(directory: temporary.storeDirectory),
+            FileTokenStore(directory: URL(fileURLWithPath: temporary.storeDirectory.path + "/")),
+        ]
+        let tasks = 6
+        let rounds = 10
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<tasks {
+                let store = stores[index % stores.count]
+                group.addTask {
+                    for _ in 0..<rounds {
+                        try await store.withExclusiveAccess(account: "shared") {
+                            let current = await store.load(account: "shared").session?.generation ?? 0
+                            await Task.yield()  // give a broken lock every chance to interleave
+                            // Unconditional on purpose: only the lock prevents a lost update.
+                            try await store.save(
+                                probeSession(generation: current + 1), account: "shared", condition: .always)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(await stores[0].load(account: "shared").session?.generation == UInt64(tasks * rounds))
+    }
+
+    @Test func aWriteConditionIsCheckedUnderTheLock() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        try await store.save(sampleSession(generation: 1), account: "a", condition: .always)
+        // Many writers race from the same generation: exactly one may win.
+        let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    do {
+                        try await store.save(
+                            sampleSession(generation: UInt64(10 + index)), account: "a", condition: .generation(1))
+                        return true
+                    } catch let error as PersistenceError where error == .conflict {
+                        return false
+                    }
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(wins == 1)
+    }
+
+    @Test func aTaskWaitingForTheLockCanBeCancelled() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        let (entered, enteredContinuation) = AsyncStream.makeStream(of: Void.self)
+        let (release, releaseContinuation) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task {
+            try await store.withExclusiveAccess(account: "a") {
+                enteredContinuation.yield()
+                for await _ in release { break }
+            }
+        }
+        for await _ in entered { break }
+        let waiter = Task {
+            try await store.withExclusiveAccess(account: "a") { "ran" }
+        }
+        waiter.cancel()
+        await #expect(throws: PersistenceError.lockFailed) { try await waiter.value }
+        releaseContinuation.yield()
+        try await holder.value
+        #expect(try await store.withExclusiveAccess(account: "a") { "free again" } == "free again")
+    }
+
+    @Test func theLockIsReleasedWhenTheBodyThrows() async throws {
+        struct Boom: Error {}
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        await #expect(throws: Boom.self) {
+            try await store.withExclusiveAccess(account: "a") { throw Boom() }
+        }
+        try await store.save(sampleSession(generation: 1), account: "a", condition: .always)
+        #expect(await store.load(account: "a").session?.generation == 1)
+    }
+}

@@ -1,0 +1,109 @@
+import AuthToken
+import Foundation
+import Logging
+import Persistence
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A fresh directory under the system temporary directory, removed by `remove()`.
+struct TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tokenkit-persistence-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        _ = chmod(url.path, 0o700)
+    }
+
+    /// A directory inside this one that a store will create itself.
+    var storeDirectory: URL { url.appendingPathComponent("sessions", isDirectory: true) }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: url)
+    }
+}
+
+/// The names in a directory, sorted.
+func directoryNames(_ url: URL) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
+}
+
+/// The permission bits of a path.
+func permissions(_ path: String) -> UInt32 {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { return 0 }
+    return UInt32(info.st_mode) & 0o777
+}
+
+/// A session whose every field follows from `generation` (the probe builds the same ones).
+func probeSession(generation: UInt64, scope: String? = nil) -> StoredSession {
+    let padding = String(repeating: "x", count: 64 + Int(generation % 512))
+    let token = AuthToken(
+        accessToken: "access-\(generation)-\(padding)", refreshToken: "refresh-\(generation)", scope: scope,
+        receivedAt: Date(timeIntervalSince1970: Double(generation)), lifetime: 3600)
+    return StoredSession(token: token, userID: "user-\(generation)", generation: generation)
+}
+
+/// A small session with recognisable token text.
+func sampleSession(generation: UInt64, userID: String? = "user-1") -> StoredSession {
+    StoredSession(
+        token: AuthToken(
+            accessToken: "secret-access-\(generation)", refreshToken: "secret-refresh-\(generation)",
+            receivedAt: Date(timeIntervalSince1970: 1_700_000_000), lifetime: 900),
+        userID: userID, generation: generation)
+}
+
+extension TokenStoreRead {
+    /// The session, when found.
+    var session: StoredSession? {
+        if case .found(let session) = self { return session }
+        return nil
+    }
+
+    /// The error, when unavailable.
+    var error: PersistenceError? {
+        if case .unavailable(let error) = self { return error }
+        return nil
+    }
+
+    var isAbsent: Bool {
+        if case .absent = self { return true }
+        return false
+    }
+}
+
+/// A log handler that keeps every message and its metadata, to check that nothing secret is logged.
+final class RecordingLogHandler: LogHandler, Sendable {
+    let lines = Mutex<[String]>([])
+    var metadata: Logger.Metadata {
+        get { [:] }
+        set {}
+    }
+    var logLevel: Logger.Level {
+        get { .trace }
+        set {}
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { nil }
+        set {}
+    }
+
+    func log(event: LogEvent) {
+        let metadata = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+        lines.withLock { $0.append("\(event.level) \(event.message) \(metadata)") }
+    }
+
+    var logger: Logger {
+        Logger(label: "test") { _ in self }
+    }
+}
