@@ -420,6 +420,16 @@ import TokenKitTesting
         }
     }
 
+    @Test func theRefreshTokenNeverTravelsThroughThisPath() async throws {
+        let transport = MockTransport(script: [unauthorized(), ok()])
+        _ = try await client(transport).executeWithAutoRetry(.api(.post), body: Data("{}".utf8))
+        #expect(transport.requestCount == 2)
+        for request in transport.requests {
+            #expect(!request.headerFields.contains { $0.value.contains("refresh-secret") })
+            #expect(!String(decoding: request.body ?? Data(), as: UTF8.self).contains("refresh-secret"))
+        }
+    }
+
     @Test func errorDescriptionsCarryNoHeaderValues() async throws {
         let transport = MockTransport(script: [
             .response(

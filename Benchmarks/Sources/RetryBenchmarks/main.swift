@@ -23,7 +23,8 @@ struct FixedTokenProvider: TokenProvider {
 
 /// A 401 the first time each token is seen, 200 after: exercises decision, refresh and retry.
 struct RejectOnceTransport: HTTPTransport {
-    let unauthorized = HTTPResponse(status: .unauthorized, headerFields: [.wwwAuthenticate: #"Bearer error="invalid_token""#])
+    let unauthorized = HTTPResponse(
+        status: .unauthorized, headerFields: [.wwwAuthenticate: #"Bearer error="invalid_token""#])
     let ok = HTTPResponse(status: .ok)
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         request.headerFields[.authorization]?.hasSuffix("old") == true ? (unauthorized, Data()) : (ok, Data())
@@ -77,7 +78,8 @@ let retried = try await Harness.nanosecondsPerOperation(iterations: iterations /
     let (response, _) = try await retryClient.executeWithAutoRetry(request, body: body)
     sink &+= response.status.code
 }
-print("info  401 -> refresh -> retry -> 200 (two sends, parse of the challenge): \(Harness.format(retried)) per request")
+print(
+    "info  401 -> refresh -> retry -> 200 (two sends, parse of the challenge): \(Harness.format(retried)) per request")
 
 let header = #"Bearer realm="api", error="invalid_token", error_description="The access token expired""#
 let parse = Harness.nanosecondsPerOperation(iterations: iterations) {
