@@ -1,2 +1,89 @@
-// Filled by its issue.
-print("not yet measured")
+import AuthToken
+import BenchmarkSupport
+import Foundation
+import HTTPTypes
+import NetworkRetry
+
+// executeWithAutoRetry over a minimal transport, against calling the same transport directly, in one run.
+// Target (ARCHITECTURE.md section 6): under 1 us added per request.
+
+/// Answers every request with a 200 and an empty body: the cheapest possible transport, so the baseline is
+/// not inflated by recording (MockTransport records every request and would grow without bound here).
+struct OKTransport: HTTPTransport {
+    let response = HTTPResponse(status: .ok)
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) { (response, Data()) }
+}
+
+/// Hands out one fixed token, as a provider with a cached, still-valid token does.
+struct FixedTokenProvider: TokenProvider {
+    let token: AuthToken
+    func validToken() async throws -> AuthToken { token }
+    func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken { token }
+}
+
+/// A 401 the first time each token is seen, 200 after: exercises decision, refresh and retry.
+struct RejectOnceTransport: HTTPTransport {
+    let unauthorized = HTTPResponse(
+        status: .unauthorized, headerFields: [.wwwAuthenticate: #"Bearer error="invalid_token""#])
+    let ok = HTTPResponse(status: .ok)
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        request.headerFields[.authorization]?.hasSuffix("old") == true ? (unauthorized, Data()) : (ok, Data())
+    }
+}
+
+struct RotatingProvider: TokenProvider {
+    let old: AuthToken
+    let new: AuthToken
+    func validToken() async throws -> AuthToken { old }
+    func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken { new }
+}
+
+// A token of realistic size (an RS256 JWT is 700-900 bytes).
+let tokenText = String(repeating: "eyJhbGciOiJSUzI1NiJ9", count: 40)
+let token = AuthToken(accessToken: tokenText, receivedAt: Date(timeIntervalSince1970: 0), lifetime: 3600)
+let origin = HTTPOrigin(string: "https://api.example.com")!
+let configuration = AuthenticatedClient.Configuration(allowedOrigins: [origin])
+let transport: any HTTPTransport = OKTransport()
+let client = AuthenticatedClient(
+    transport: transport, tokenProvider: FixedTokenProvider(token: token), configuration: configuration)
+var request = HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/api/v1/progress")
+request.headerFields[.accept] = "application/json"
+let body = Data(#"{"weight":72.5}"#.utf8)
+
+let iterations = 100_000
+var sink = 0
+
+let direct = try await Harness.nanosecondsPerOperation(iterations: iterations) {
+    let (response, data) = try await transport.send(request, body: body)
+    sink &+= response.status.code &+ data.count
+}
+let wrapped = try await Harness.nanosecondsPerOperation(iterations: iterations) {
+    let (response, data) = try await client.executeWithAutoRetry(request, body: body)
+    sink &+= response.status.code &+ data.count
+}
+let added = wrapped - direct
+print("transport directly:    \(Harness.format(direct)) per request")
+print("executeWithAutoRetry:  \(Harness.format(wrapped)) per request")
+Harness.report(
+    "executeWithAutoRetry over a 200 transport", "adds \(Harness.format(added)) per request",
+    target: "< 1 us added", passed: added < 1_000)
+
+let retryClient = AuthenticatedClient(
+    transport: RejectOnceTransport(),
+    tokenProvider: RotatingProvider(
+        old: AuthToken(accessToken: tokenText + "old", receivedAt: Date(timeIntervalSince1970: 0)),
+        new: AuthToken(accessToken: tokenText + "new", receivedAt: Date(timeIntervalSince1970: 0))),
+    configuration: configuration)
+let retried = try await Harness.nanosecondsPerOperation(iterations: iterations / 4) {
+    let (response, _) = try await retryClient.executeWithAutoRetry(request, body: body)
+    sink &+= response.status.code
+}
+print(
+    "info  401 -> refresh -> retry -> 200 (two sends, parse of the challenge): \(Harness.format(retried)) per request")
+
+let header = #"Bearer realm="api", error="invalid_token", error_description="The access token expired""#
+let parse = Harness.nanosecondsPerOperation(iterations: iterations) {
+    sink &+= AuthenticationChallenge.parse(header)?.count ?? 0
+}
+print("info  WWW-Authenticate parse (\(header.utf8.count) bytes): \(Harness.format(parse)) per header")
+if sink == 42 { print("") }

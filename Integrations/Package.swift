@@ -1,0 +1,66 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+// Adapters with heavy dependencies live in their own package, so TokenKit's own graph never pulls NIO or the
+// OpenAPI runtime. Depend on the product you need: `TokenKitAsyncHTTPClient` or `TokenKitOpenAPI`.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .treatWarning("ExplicitSendable", as: .warning),
+]
+
+let package = Package(
+    name: "TokenKitIntegrations",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
+    products: [
+        .library(name: "TokenKitAsyncHTTPClient", targets: ["TokenKitAsyncHTTPClient"]),
+        .library(name: "TokenKitOpenAPI", targets: ["TokenKitOpenAPI"]),
+    ],
+    dependencies: [
+        .package(name: "TokenKit", path: ".."),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+    ],
+    targets: [
+        .target(
+            name: "TokenKitAsyncHTTPClient",
+            dependencies: [
+                .product(name: "NetworkRetry", package: "TokenKit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "TokenKitOpenAPI",
+            dependencies: [
+                .product(name: "NetworkRetry", package: "TokenKit"),
+                .product(name: "AuthToken", package: "TokenKit"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenKitIntegrationsTests",
+            dependencies: [
+                "TokenKitAsyncHTTPClient", "TokenKitOpenAPI",
+                .product(name: "NetworkRetry", package: "TokenKit"),
+                .product(name: "AuthToken", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

@@ -1,0 +1,83 @@
+import AsyncHTTPClient
+import AuthToken
+import Foundation
+import HTTPTypes
+import NetworkRetry
+import Testing
+import TokenKitAsyncHTTPClient
+
+@Suite struct AsyncHTTPClientTransportTests {
+    static func route(_ request: LoopbackServer.Request, _ port: Int) -> LoopbackServer.Response {
+        switch request.path {
+        case "/cross": return .init(status: 302, headers: [("Location", "http://localhost:\(port)/landing")])
+        default:
+            if request.headers["authorization"] == ["Bearer expired"] {
+                return .init(status: 401, headers: [("WWW-Authenticate", #"Bearer error="invalid_token""#)])
+            }
+            return .init(status: 200, body: request.body)
+        }
+    }
+
+    func withClient(_ body: (HTTPClient) async throws -> Void) async throws {
+        let http = HTTPClient(
+            eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+        do {
+            try await body(http)
+        } catch {
+            try await http.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+    }
+
+    @Test func aRejectionIsRefreshedAndTheBodyReplayedOverAsyncHTTPClient() async throws {
+        let server = try LoopbackServer(route: Self.route)
+        defer { server.stop() }
+        try await withClient { http in
+            let provider = SequenceTokenProvider()
+            let client = AuthenticatedClient(
+                transport: AsyncHTTPClientTransport(client: http), tokenProvider: provider,
+                configuration: .init(allowedOrigins: [
+                    HTTPOrigin(scheme: "http", authority: "127.0.0.1:\(server.port)")!
+                ]))
+            let body = Data("steps=9000".utf8)
+            let request = HTTPRequest(
+                method: .post, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/v1/steps")
+            let (response, echoed) = try await client.executeWithAutoRetry(request, body: body)
+            #expect(response.status == .ok)
+            #expect(echoed == body)
+            #expect(
+                server.received.map { $0.headers["authorization"] ?? [] } == [["Bearer expired"], ["Bearer fresh"]])
+            #expect(await provider.refreshCount == 1)
+        }
+    }
+
+    @Test func redirectsComeBackUnfollowedAndTheClientDropsTheTokenOffOrigin() async throws {
+        let server = try LoopbackServer(route: Self.route)
+        defer { server.stop() }
+        try await withClient { http in
+            let client = AuthenticatedClient(
+                transport: AsyncHTTPClientTransport(client: http),
+                tokenProvider: SequenceTokenProvider(current: "fresh"),
+                configuration: .init(allowedOrigins: [
+                    HTTPOrigin(scheme: "http", authority: "127.0.0.1:\(server.port)")!
+                ]))
+            let request = HTTPRequest(
+                method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/cross")
+            let (response, _) = try await client.executeWithAutoRetry(request)
+            #expect(response.status == .ok)
+            #expect(server.received.map(\.path) == ["/cross", "/landing"])
+            #expect(server.received[1].headers["authorization"] == nil)
+        }
+    }
+
+    @Test func aRefusedConnectionIsCannotConnect() async throws {
+        let port = try LoopbackServer.closedPort()
+        try await withClient { http in
+            let request = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(port)", path: "/")
+            await #expect(throws: NetworkRetryError.cannotConnect) {
+                try await AsyncHTTPClientTransport(client: http).send(request, body: nil)
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+import AuthToken
+public import Foundation
+public import HTTPTypes
+public import Logging
+
+/// Sends requests with `Authorization: Bearer`, refreshing the token once after a 401.
+///
+/// ```swift
+/// let client = AuthenticatedClient(
+///     transport: URLSessionTransport(),
+///     tokenProvider: refreshClient,
+///     configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
+/// let request = HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/v1/me")
+/// let (response, body) = try await client.executeWithAutoRetry(request)
+/// ```
+///
+/// For each request it:
+/// 1. checks the request's origin is configured and that it is `https` (or `http` to loopback), else throws
+///    ``NetworkRetryError/originNotAllowed`` or ``NetworkRetryError/insecureTransport`` without sending;
+/// 2. asks the provider for ``TokenProvider/validToken()`` (which refreshes ahead of expiry) and attaches it,
+///    replacing any `Authorization` the request had;
+/// 3. sends, and decides with ``RetryDecision``: on a 401 that a refresh can fix it calls
+///    ``TokenProvider/refreshToken(afterRejectionOf:)`` with the rejected token and sends once more; a second
+///    401 throws ``NetworkRetryError/unauthorizedAfterRefresh``. There is never more than one refresh and
+///    one retry per call, and the refresh token never travels through this path.
+///
+/// It never returns a 401: a 401 is always one of the errors above. A 403 is delivered unless its Bearer
+/// challenge says `insufficient_scope`.
+///
+/// ## Redirects
+/// Transports return 3xx responses as they are. With ``Configuration/followsRedirects`` (the default) this
+/// client follows up to ``Configuration/maximumRedirects`` of them itself. The token is attached only while
+/// the request stays on its original origin (scheme, host and port); a hop to another origin is sent without
+/// `Authorization`, `Cookie` and `Proxy-Authorization`, even if it later comes back. 303, and 301/302 after a
+/// `POST`, become a `GET` without a body; 307 and 308 replay the method and body.
+///
+/// ## Errors
+/// Errors from the token provider are rethrown as they are (a signed-out session stays recognisable).
+/// `CancellationError` is rethrown as it is. Other transport errors are wrapped in
+/// ``NetworkRetryError/transport(_:)`` unless the transport already threw a ``NetworkRetryError``.
+///
+/// ## Logging
+/// At `debug`, one line per exchange: method, path without its query, status, token fingerprint
+/// (``AuthToken/fingerprint``). At `trace`, the retry decisions. Never header values or bodies.
+public struct AuthenticatedClient: HTTPTransport {
+    /// Options for an ``AuthenticatedClient``.
+    public struct Configuration: Sendable {
+        /// The origins a token may be sent to. A request to any other origin is refused before sending.
+        public var allowedOrigins: Set<HTTPOrigin>
+        /// Whether the client follows 3xx responses with a `Location` (see "Redirects" above).
+        public var followsRedirects: Bool
+        /// The most redirects one call follows before throwing ``NetworkRetryError/tooManyRedirects``.
+        public var maximumRedirects: Int
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - allowedOrigins: The origins a token may be sent to.
+        ///   - followsRedirects: Whether to follow redirects; defaults to `true`.
+        ///   - maximumRedirects: The redirect cap; defaults to 5.
+        public init(allowedOrigins: some Sequence<HTTPOrigin>, followsRedirects: Bool = true, maximumRedirects: Int = 5)
+        {
+            self.allowedOrigins = Set(allowedOrigins)
+            self.followsRedirects = followsRedirects
+            self.maximumRedirects = max(0, maximumRedirects)
+        }
+    }
+
+    /// The logger used when none is given: label `TokenKit.NetworkRetry`.
+    public static let defaultLogger = Logger(label: "TokenKit.NetworkRetry")
+
+    /// The transport requests go through.
+    public let transport: any HTTPTransport
+    /// Where tokens come from.
+    public let tokenProvider: any TokenProvider
+    /// The options.
+    public let configuration: Configuration
+    /// The logger (debug and trace only).
+    public let logger: Logger
+
+    /// Creates a client.
+    ///
+    /// - Parameters:
+    ///   - transport: The transport to send through.
+    ///   - tokenProvider: Hands out and refreshes tokens.
+    ///   - configuration: Allowed origins and redirect policy.
+    ///   - logger: Where to log; defaults to ``defaultLogger``.
+    public init(
+        transport: any HTTPTransport, tokenProvider: any TokenProvider, configuration: Configuration,
+        logger: Logger = AuthenticatedClient.defaultLogger
+    ) {
+        self.transport = transport
+        self.tokenProvider = tokenProvider
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// The same as ``executeWithAutoRetry(_:body:)``, so the client can stand in for a plain transport.
+    ///
+    /// - Parameters:
+    ///   - request: The request, with an absolute URL.
+    ///   - body: The request body, replayed on a retry.
+    /// - Returns: The final response and its body; never a 401.
+    /// - Throws: ``NetworkRetryError``, an error of the token provider, or `CancellationError`.
+    public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        try await executeWithAutoRetry(request, body: body)
+    }
+
+    /// Sends `request` with a Bearer token, refreshing and retrying once after a 401 that a refresh can fix.
+    ///
+    /// - Parameters:
+    ///   - request: The request, with an absolute URL (scheme and authority) on a configured origin.
+    ///   - body: The request body, replayed on a retry.
+    /// - Returns: The final response and its body; never a 401.
+    /// - Throws: ``NetworkRetryError``, an error of the token provider, or `CancellationError`.
+    public func executeWithAutoRetry(_ request: HTTPRequest, body: Data? = nil) async throws -> (HTTPResponse, Data) {
+        guard let origin = HTTPOrigin(request) else { throw NetworkRetryError.invalidRequest }
+        guard configuration.allowedOrigins.contains(origin) else { throw NetworkRetryError.originNotAllowed }
+        guard origin.allowsCredentials else { throw NetworkRetryError.insecureTransport }
+
+        var token = try await tokenProvider.validToken()
+        var refreshed = false
+        var redirects = 0
+        var hop = request
+        var hopBody = body
+        var onOrigin = true
+        while true {
+            guard !token.accessToken.isEmpty else { throw NetworkRetryError.noToken }
+            var outgoing = hop
+            if onOrigin {
+                outgoing.headerFields[.authorization] = "Bearer " + token.accessToken
+            } else {
+                outgoing.headerFields[.authorization] = nil
+                outgoing.headerFields[.cookie] = nil
+                outgoing.headerFields[.proxyAuthorization] = nil
+            }
+            let (response, data) = try await exchange(outgoing, body: hopBody, token: onOrigin ? token : nil)
+
+            switch RetryDecision(response: response, requestCarriedToken: onOrigin, alreadyRefreshed: refreshed) {
+            case .fail(let error):
+                logger.trace("request rejected", metadata: ["error": "\(error)"])
+                throw error
+            case .refreshAndRetry:
+                logger.trace("refreshing after 401", metadata: ["token": "\(token.fingerprint)"])
+                token = try await tokenProvider.refreshToken(afterRejectionOf: token.accessToken)
+                refreshed = true
+                continue
+            case .deliver:
+                break
+            }
+
+            guard configuration.followsRedirects, let next = redirect(from: hop, body: hopBody, response: response)
+            else { return (response, data) }
+            redirects += 1
+            guard redirects <= configuration.maximumRedirects else { throw NetworkRetryError.tooManyRedirects }
+            let (nextRequest, nextBody) = try next.get()
+            hop = nextRequest
+            hopBody = nextBody
+            onOrigin = HTTPOrigin(hop) == origin
+            logger.trace(
+                "following redirect", metadata: ["status": "\(response.status.code)", "sameOrigin": "\(onOrigin)"])
+        }
+    }
+
+    /// Sends one request through the transport, mapping its errors, and logs the exchange.
+    private func exchange(_ request: HTTPRequest, body: Data?, token: AuthToken?) async throws -> (HTTPResponse, Data) {
+        let result: (HTTPResponse, Data)
+        do {
+            result = try await transport.send(request, body: body)
+        } catch let error as NetworkRetryError {
+            throw error
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw NetworkRetryError.transport(error)
+        }
+        logger.debug(
+            "exchange",
+            metadata: [
+                "http.method": "\(request.method.rawValue)",
+                "http.path": "\(Self.pathWithoutQuery(request.path))",
+                "http.status": "\(result.0.status.code)",
+                "token": "\(token?.fingerprint ?? "none")",
+            ])
+        return result
+    }
+
+    /// The next hop of a redirect, or `nil` when `response` is not one to follow.
+    private func redirect(
+        from request: HTTPRequest, body: Data?, response: HTTPResponse
+    ) -> Result<(HTTPRequest, Data?), NetworkRetryError>? {
+        let code = response.status.code
+        guard [301, 302, 303, 307, 308].contains(code) else { return nil }
+        guard let location = response.headerFields[.location], let scheme = request.scheme,
+            let authority = request.authority,
+            let base = URL(string: "\(scheme)://\(authority)\(request.path ?? "/")"),
+            let target = URL(string: location, relativeTo: base),
+            let components = URLComponents(url: target, resolvingAgainstBaseURL: true),
+            let targetScheme = components.scheme?.lowercased(), targetScheme == "http" || targetScheme == "https",
+            var host = components.percentEncodedHost, !host.isEmpty
+        else { return .failure(.invalidRedirect) }
+        if host.contains(":") && !host.hasPrefix("[") { host = "[\(host)]" }
+        let targetAuthority = host + (components.port.map { ":\($0)" } ?? "")
+        let path =
+            (components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath)
+            + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+
+        var next = request
+        next.scheme = targetScheme
+        next.authority = targetAuthority
+        next.path = path
+        var nextBody = body
+        if code == 303 && request.method != .head || (code == 301 || code == 302) && request.method == .post {
+            next.method = .get
+            nextBody = nil
+            next.headerFields[.contentLength] = nil
+            next.headerFields[.contentType] = nil
+        }
+        return .success((next, nextBody))
+    }
+
+    private static func pathWithoutQuery(_ path: String?) -> Substring {
+        guard let path else { return "" }
+        return path[..<(path.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? path.endIndex)]
+    }
+}
+
+/// Sends `request` with a Bearer token from `tokenProvider`, refreshing and retrying once after a 401 that a
+/// refresh can fix. The seed's name for ``AuthenticatedClient/executeWithAutoRetry(_:body:)``; keep an
+/// ``AuthenticatedClient`` around instead when sending many requests.
+///
+/// - Parameters:
+///   - request: The request, with an absolute URL on a configured origin.
+///   - body: The request body, replayed on a retry.
+///   - transport: The transport to send through.
+///   - tokenProvider: Hands out and refreshes tokens.
+///   - configuration: Allowed origins and redirect policy.
+///   - logger: Where to log; defaults to ``AuthenticatedClient/defaultLogger``.
+/// - Returns: The final response and its body; never a 401.
+/// - Throws: ``NetworkRetryError``, an error of the token provider, or `CancellationError`.
+public func executeWithAutoRetry(
+    _ request: HTTPRequest, body: Data? = nil, transport: any HTTPTransport, tokenProvider: any TokenProvider,
+    configuration: AuthenticatedClient.Configuration, logger: Logger = AuthenticatedClient.defaultLogger
+) async throws -> (HTTPResponse, Data) {
+    try await AuthenticatedClient(
+        transport: transport, tokenProvider: tokenProvider, configuration: configuration, logger: logger
+    ).executeWithAutoRetry(request, body: body)
+}

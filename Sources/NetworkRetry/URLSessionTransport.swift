@@ -1,0 +1,182 @@
+public import Foundation
+public import HTTPTypes
+
+#if canImport(FoundationNetworking)
+    public import FoundationNetworking
+#endif
+
+/// An ``HTTPTransport`` over `URLSession` (FoundationNetworking on Linux).
+///
+/// It owns its session, whose delegate refuses every redirect, so a 3xx comes back as it is and
+/// ``AuthenticatedClient`` decides whether to follow it and whether `Authorization` goes along. This is
+/// enforced on Linux too: tasks are driven by the session delegate (FoundationNetworking follows redirects of
+/// completion-handler tasks without asking any delegate).
+///
+/// Errors are mapped: a timeout to ``NetworkRetryError/timedOut``, refused or unreachable hosts to
+/// ``NetworkRetryError/cannotConnect``, a cancelled task to `CancellationError`, anything else to
+/// ``NetworkRetryError/transport(_:)``; the `URLError` is kept in ``NetworkRetryError/underlying``.
+///
+/// `URLSession` may add headers of its own (`User-Agent`, `Accept-Encoding`) and joins repeated response
+/// headers with commas, which list fields such as `WWW-Authenticate` allow.
+public final class URLSessionTransport: HTTPTransport {
+    private let session: URLSession
+    private let delegate: SessionDelegate
+
+    /// Creates a transport with its own session.
+    ///
+    /// - Parameter configuration: The session configuration; defaults to `.ephemeral` (no disk cache, no
+    ///   persistent cookies).
+    public init(configuration: URLSessionConfiguration = .ephemeral) {
+        let delegate = SessionDelegate()
+        self.delegate = delegate
+        self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+    }
+
+    deinit {
+        session.finishTasksAndInvalidate()
+    }
+
+    /// Sends `request` and returns the response without following redirects.
+    ///
+    /// - Parameters:
+    ///   - request: The request, with an absolute `http` or `https` URL.
+    ///   - body: The request body, if any.
+    /// - Returns: The response head and its body.
+    /// - Throws: ``NetworkRetryError`` (see the type's discussion) or `CancellationError`.
+    public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        let urlRequest = try Self.urlRequest(request, body: body)
+        let task = session.dataTask(with: urlRequest)
+        let (response, data): (URLResponse, Data) = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                delegate.register(task, continuation: continuation)
+                task.resume()
+            }
+        } onCancel: {
+            task.cancel()
+        }
+        return (try Self.httpResponse(response), data)
+    }
+
+    static func urlRequest(_ request: HTTPRequest, body: Data?) throws -> URLRequest {
+        guard let scheme = request.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let authority = request.authority, !authority.isEmpty,
+            let url = URL(string: "\(scheme)://\(authority)\(request.path ?? "/")")
+        else { throw NetworkRetryError.invalidRequest }
+        var urlRequest = URLRequest(url: url)
+        urlRequest.httpMethod = request.method.rawValue
+        for field in request.headerFields {
+            urlRequest.addValue(field.value, forHTTPHeaderField: field.name.rawName)
+        }
+        urlRequest.httpBody = body
+        return urlRequest
+    }
+
+    static func httpResponse(_ response: URLResponse) throws -> HTTPResponse {
+        guard let response = response as? HTTPURLResponse, (100...999).contains(response.statusCode) else {
+            throw NetworkRetryError.invalidResponse
+        }
+        var fields = HTTPFields()
+        for (key, value) in response.allHeaderFields {
+            guard let key = key as? String, let value = value as? String, let name = HTTPField.Name(key) else {
+                continue
+            }
+            fields.append(HTTPField(name: name, value: value))
+        }
+        return HTTPResponse(status: .init(code: response.statusCode), headerFields: fields)
+    }
+
+    static func mapped(_ error: any Error) -> any Error {
+        guard let urlError = error as? URLError else { return NetworkRetryError.transport(error) }
+        switch urlError.code {
+        case .cancelled:
+            return CancellationError()
+        case .timedOut:
+            return NetworkRetryError.timedOut.with(underlying: urlError)
+        case .cannotConnectToHost, .cannotFindHost, .notConnectedToInternet, .networkConnectionLost,
+            .dnsLookupFailed:
+            return NetworkRetryError.cannotConnect.with(underlying: urlError)
+        default:
+            return NetworkRetryError.transport(urlError)
+        }
+    }
+}
+
+/// Collects each task's response and body and resumes its continuation when the task completes; refuses
+/// redirects. `@unchecked Sendable`: `pending` is only touched while holding `lock`.
+private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    private struct Pending {
+        var continuation: CheckedContinuation<(URLResponse, Data), any Error>
+        var response: URLResponse?
+        var rejectedChallengeResponse: URLResponse?
+        var data = Data()
+    }
+    private let lock = NSLock()
+    private var pending: [Int: Pending] = [:]
+
+    func register(_ task: URLSessionTask, continuation: CheckedContinuation<(URLResponse, Data), any Error>) {
+        lock.lock()
+        pending[task.taskIdentifier] = Pending(continuation: continuation)
+        lock.unlock()
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+
+    /// HTTP authentication (a `Basic` or `Digest` challenge on a 401) is not URLSession's business here: the
+    /// 401 goes back to the caller. FoundationNetworking on Linux never completes such a task with the default
+    /// handling, and cancels it when the protection space is rejected; so the 401 is kept here and delivered
+    /// when the task ends cancelled (without its body). TLS server trust keeps the default handling.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        let httpAuthentication: Set<String> = [
+            NSURLAuthenticationMethodDefault, NSURLAuthenticationMethodHTTPBasic, NSURLAuthenticationMethodHTTPDigest,
+            NSURLAuthenticationMethodNTLM, NSURLAuthenticationMethodNegotiate,
+        ]
+        if httpAuthentication.contains(challenge.protectionSpace.authenticationMethod) {
+            lock.lock()
+            pending[task.taskIdentifier]?.rejectedChallengeResponse = challenge.failureResponse
+            lock.unlock()
+            completionHandler(.rejectProtectionSpace, nil)
+        } else {
+            completionHandler(.performDefaultHandling, nil)
+        }
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        lock.lock()
+        pending[dataTask.taskIdentifier]?.response = response
+        lock.unlock()
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        lock.lock()
+        pending[dataTask.taskIdentifier]?.data.append(data)
+        lock.unlock()
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        lock.lock()
+        let entry = pending.removeValue(forKey: task.taskIdentifier)
+        lock.unlock()
+        guard let entry else { return }
+        if let error, let response = entry.rejectedChallengeResponse, (error as? URLError)?.code == .cancelled {
+            entry.continuation.resume(returning: (response, entry.data))
+        } else if let error {
+            entry.continuation.resume(throwing: URLSessionTransport.mapped(error))
+        } else if let response = entry.response ?? task.response {
+            entry.continuation.resume(returning: (response, entry.data))
+        } else {
+            entry.continuation.resume(throwing: NetworkRetryError.invalidResponse)
+        }
+    }
+}

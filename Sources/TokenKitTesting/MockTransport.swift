@@ -1,0 +1,186 @@
+public import Foundation
+public import HTTPTypes
+public import NetworkRetry
+
+/// A scripted ``HTTPTransport`` for tests: it answers from a queue of replies (then from a handler, if any)
+/// and records every request it was sent.
+///
+/// ```swift
+/// let transport = MockTransport(script: [
+///     .response(status: .unauthorized, headers: [.wwwAuthenticate: #"Bearer error="invalid_token""#]),
+///     .response(status: .ok, body: Data("{}".utf8)),
+/// ])
+/// // ... run the code under test ...
+/// #expect(transport.requests.count == 2)
+/// #expect(transport.requests[1].bearerToken == "fresh")
+/// ```
+///
+/// Its `description`, and that of each ``RecordedRequest``, print `Authorization`, `Proxy-Authorization`,
+/// `Cookie` and `Set-Cookie` values as `<redacted>`. When the script is empty and there is no handler, `send`
+/// throws ``MockTransport/ScriptExhausted``.
+public final class MockTransport: HTTPTransport, CustomStringConvertible {
+    /// One scripted answer.
+    public enum Reply: Sendable {
+        /// Answer with this response and body.
+        case response(HTTPResponse, Data)
+        /// Throw this error.
+        case failure(any Error)
+
+        /// A response with a status, optional headers and a body.
+        ///
+        /// - Parameters:
+        ///   - status: The status.
+        ///   - headers: Header fields.
+        ///   - body: The body; empty by default.
+        /// - Returns: The reply.
+        public static func response(
+            status: HTTPResponse.Status, headers: HTTPFields = [:], body: Data = Data()
+        )
+            -> Reply
+        {
+            .response(HTTPResponse(status: status, headerFields: headers), body)
+        }
+    }
+
+    /// Answers a request when the script is empty.
+    public typealias Handler = @Sendable (HTTPRequest, Data?) async throws -> (HTTPResponse, Data)
+
+    /// Thrown by ``send(_:body:)`` when the script is used up and there is no handler.
+    public struct ScriptExhausted: Error, Sendable, CustomStringConvertible {
+        /// The number of the request (1-based) that found the script empty.
+        public let requestNumber: Int
+        /// `MockTransport.ScriptExhausted(request n)`.
+        public var description: String { "MockTransport.ScriptExhausted(request \(requestNumber))" }
+    }
+
+    private struct State {
+        var script: [Reply]
+        var requests: [RecordedRequest] = []
+    }
+
+    private let state: MockTransportLock<State>
+    private let handler: Handler?
+
+    /// Creates a mock.
+    ///
+    /// - Parameters:
+    ///   - script: Replies used in order, one per request.
+    ///   - handler: Answers requests once the script is used up.
+    public init(script: [Reply] = [], handler: Handler? = nil) {
+        self.state = MockTransportLock(State(script: script))
+        self.handler = handler
+    }
+
+    /// Creates a mock that answers every request with `handler`.
+    ///
+    /// - Parameter handler: Computes the answer from the request.
+    public convenience init(handler: @escaping Handler) {
+        self.init(script: [], handler: handler)
+    }
+
+    /// Appends replies to the script.
+    ///
+    /// - Parameter replies: Replies to use after those already queued.
+    public func enqueue(_ replies: Reply...) {
+        state.withLock { $0.script += replies }
+    }
+
+    /// Every request sent so far, in order of arrival.
+    public var requests: [RecordedRequest] { state.withLock { $0.requests } }
+
+    /// The number of requests sent so far.
+    public var requestCount: Int { state.withLock { $0.requests.count } }
+
+    /// The number of scripted replies not used yet.
+    public var remainingScriptCount: Int { state.withLock { $0.script.count } }
+
+    /// Records the request, then answers from the script or the handler.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - body: Its body.
+    /// - Returns: The scripted response.
+    /// - Throws: A scripted error, the handler's error, or ``ScriptExhausted``.
+    public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        let (reply, number) = state.withLock { state -> (Reply?, Int) in
+            state.requests.append(RecordedRequest(request, body: body))
+            return (state.script.isEmpty ? nil : state.script.removeFirst(), state.requests.count)
+        }
+        switch reply {
+        case .response(let response, let data)?: return (response, data)
+        case .failure(let error)?: throw error
+        case nil:
+            guard let handler else { throw ScriptExhausted(requestNumber: number) }
+            return try await handler(request, body)
+        }
+    }
+
+    /// The request count and each recorded request, with credentials redacted.
+    public var description: String {
+        let requests = self.requests
+        return "MockTransport(\(requests.count) requests\(requests.map { "\n  \($0)" }.joined()))"
+    }
+}
+
+/// A request as a ``MockTransport`` received it.
+public struct RecordedRequest: Sendable, CustomStringConvertible {
+    /// The full request head.
+    public let request: HTTPRequest
+    /// The body, if any.
+    public let body: Data?
+
+    /// Records a request.
+    ///
+    /// - Parameters:
+    ///   - request: The request head.
+    ///   - body: The body.
+    public init(_ request: HTTPRequest, body: Data?) {
+        self.request = request
+        self.body = body
+    }
+
+    /// The method.
+    public var method: HTTPRequest.Method { request.method }
+    /// The scheme, such as `https`.
+    public var scheme: String? { request.scheme }
+    /// The authority, such as `api.example.com:8443`.
+    public var authority: String? { request.authority }
+    /// The path with its query.
+    public var path: String? { request.path }
+    /// The header fields (with their real values: do not print them; use `description`).
+    public var headerFields: HTTPFields { request.headerFields }
+
+    /// The token after `Bearer ` in `Authorization`, or `nil`. For assertions; never print it.
+    public var bearerToken: String? {
+        guard let value = request.headerFields[.authorization], value.hasPrefix("Bearer ") else { return nil }
+        return String(value.dropFirst("Bearer ".count))
+    }
+
+    /// Method, URL and headers, with `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie`
+    /// values replaced by `<redacted>`, and the body's size.
+    public var description: String {
+        let url = "\(request.scheme ?? "")://\(request.authority ?? "")\(request.path ?? "")"
+        let headers = request.headerFields.map { field in
+            Self.redactedNames.contains(field.name) ? "\(field.name): <redacted>" : "\(field.name): \(field.value)"
+        }
+        let bodyText = body.map { "\($0.count) bytes" } ?? "no body"
+        return "\(request.method.rawValue) \(url) [\(headers.joined(separator: ", "))] \(bodyText)"
+    }
+
+    private static let redactedNames: Set<HTTPField.Name> = [.authorization, .proxyAuthorization, .cookie, .setCookie]
+}
+
+/// A value behind an `NSLock`. `@unchecked Sendable`: every access to `value` goes through `withLock`, which
+/// holds `lock` (NSLock rather than `Mutex`, which needs macOS 15 while the package supports macOS 13).
+final class MockTransportLock<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

@@ -1,0 +1,138 @@
+import AuthToken
+import Foundation
+import HTTPTypes
+import Logging
+import NetworkRetry
+import TokenKitTesting
+
+/// A single-flight token provider for tests: hands out `current`, refreshes to the next token of
+/// `refreshedTokens` once per rejection of the current token, and answers a stale rejection with the current
+/// token without refreshing.
+actor FakeTokenProvider: TokenProvider {
+    private(set) var current: AuthToken
+    private var refreshedTokens: [String]
+    private var inFlight: Task<AuthToken, any Error>?
+    private(set) var refreshCount = 0
+    private(set) var validTokenCount = 0
+    private(set) var rejectedTokens: [String] = []
+    var validTokenError: (any Error)?
+    var refreshError: (any Error)?
+
+    init(current: String = "expired", refreshedTokens: [String] = ["fresh"]) {
+        self.current = Self.token(current)
+        self.refreshedTokens = refreshedTokens
+    }
+
+    static func token(_ text: String) -> AuthToken {
+        AuthToken(accessToken: text, refreshToken: "refresh-secret", receivedAt: Date(timeIntervalSince1970: 0))
+    }
+
+    func failValidToken(with error: any Error) { validTokenError = error }
+    func failRefresh(with error: any Error) { refreshError = error }
+
+    func validToken() async throws -> AuthToken {
+        validTokenCount += 1
+        if let validTokenError { throw validTokenError }
+        return current
+    }
+
+    func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken {
+        rejectedTokens.append(accessToken)
+        if let refreshError { throw refreshError }
+        if accessToken != current.accessToken { return current }
+        if let inFlight { return try await inFlight.value }
+        refreshCount += 1
+        let next = refreshedTokens.isEmpty ? current.accessToken : refreshedTokens.removeFirst()
+        let task = Task<AuthToken, any Error> {
+            await Task.yield()
+            return Self.token(next)
+        }
+        inFlight = task
+        let token = try await task.value
+        current = token
+        inFlight = nil
+        return token
+    }
+}
+
+/// Resumes every waiter once `count` have arrived.
+actor Barrier {
+    private let count: Int
+    private var arrived = 0
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(count: Int) { self.count = count }
+
+    func arrive() async {
+        arrived += 1
+        if arrived >= count {
+            for waiter in waiters { waiter.resume() }
+            waiters = []
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+}
+
+/// Collects log lines (message and metadata rendered as text) for assertions.
+final class CapturedLogs: @unchecked Sendable {
+    // `@unchecked Sendable`: `lines` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var storage: [String] = []
+
+    var lines: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage
+    }
+
+    func append(_ line: String) {
+        lock.lock()
+        storage.append(line)
+        lock.unlock()
+    }
+
+    func logger() -> Logger {
+        var logger = Logger(label: "test") { _ in CapturingHandler(logs: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+}
+
+struct CapturingHandler: LogHandler {
+    let logs: CapturedLogs
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let rendered = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        logs.append("\(event.level) \(event.message) \(rendered.joined(separator: " "))")
+    }
+}
+
+extension HTTPRequest {
+    static func api(
+        _ method: Method = .get, _ path: String = "/v1/items", authority: String = "api.example.com"
+    )
+        -> HTTPRequest
+    {
+        HTTPRequest(method: method, scheme: "https", authority: authority, path: path)
+    }
+}
+
+extension AuthenticatedClient.Configuration {
+    static let api = AuthenticatedClient.Configuration(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!])
+}
+
+func unauthorized(_ challenge: String? = #"Bearer error="invalid_token""#, body: String = "") -> MockTransport.Reply {
+    var headers = HTTPFields()
+    if let challenge { headers[.wwwAuthenticate] = challenge }
+    return .response(status: .unauthorized, headers: headers, body: Data(body.utf8))
+}
+
+func ok(_ body: String = "ok") -> MockTransport.Reply { .response(status: .ok, body: Data(body.utf8)) }

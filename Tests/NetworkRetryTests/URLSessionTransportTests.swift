@@ -1,0 +1,120 @@
+import AuthToken
+import Foundation
+import HTTPTypes
+import NetworkRetry
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite struct URLSessionTransportTests {
+    /// Answers `Bearer fresh` with 200 and an echo of the body, `Bearer expired` with an `invalid_token` 401,
+    /// `/cross` with a redirect to `localhost` (another origin than `127.0.0.1`), `/same` with a relative
+    /// redirect, and `/challenges` with two `WWW-Authenticate` lines.
+    static func route(_ request: LoopbackServer.Request, _ port: Int) -> LoopbackServer.Response {
+        let authorization = request.headers["authorization"]?.first
+        switch request.path {
+        case "/cross": return .init(status: 302, headers: [("Location", "http://localhost:\(port)/landing")])
+        case "/same": return .init(status: 302, headers: [("Location", "/landing")])
+        case "/landing": return .init(status: 200, body: Data("landed".utf8))
+        case "/challenges":
+            return .init(
+                status: 401,
+                headers: [
+                    ("WWW-Authenticate", #"Basic realm="x""#),
+                    ("WWW-Authenticate", "Bearer error=\"insufficient_scope\""),
+                ])
+        default:
+            if authorization == "Bearer expired" {
+                return .init(
+                    status: 401, headers: [("WWW-Authenticate", #"Bearer error="invalid_token""#)],
+                    body: Data("<html>no</html>".utf8))
+            }
+            return .init(status: 200, headers: [("X-Echo-Method", request.method)], body: request.body)
+        }
+    }
+
+    func client(port: Int, provider: FakeTokenProvider) -> AuthenticatedClient {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 20
+        return AuthenticatedClient(
+            transport: URLSessionTransport(configuration: configuration), tokenProvider: provider,
+            configuration: .init(allowedOrigins: [HTTPOrigin(scheme: "http", authority: "127.0.0.1:\(port)")!]))
+    }
+
+    func request(_ method: HTTPRequest.Method = .get, _ path: String, port: Int) -> HTTPRequest {
+        HTTPRequest(method: method, scheme: "http", authority: "127.0.0.1:\(port)", path: path)
+    }
+
+    @Test func aRealServerRejectionIsRefreshedAndTheBodyReplayed() async throws {
+        let server = try LoopbackServer(route: Self.route)
+        defer { server.stop() }
+        let provider = FakeTokenProvider()
+        let body = Data(#"{"calories":420}"#.utf8)
+        var request = request(.post, "/v1/meals", port: server.port)
+        request.headerFields[.contentType] = "application/json"
+        let (response, echoed) = try await client(port: server.port, provider: provider)
+            .executeWithAutoRetry(request, body: body)
+        #expect(response.status == .ok)
+        #expect(response.headerFields[HTTPField.Name("X-Echo-Method")!] == "POST")
+        #expect(echoed == body)
+        let received = server.received
+        #expect(received.map { $0.headers["authorization"] ?? [] } == [["Bearer expired"], ["Bearer fresh"]])
+        #expect(received.map(\.body) == [body, body])
+        #expect(await provider.refreshCount == 1)
+    }
+
+    @Test func theTransportReturnsRedirectsUnfollowed() async throws {
+        let server = try LoopbackServer(route: Self.route)
+        defer { server.stop() }
+        let transport = URLSessionTransport()
+        var request = request(.get, "/cross", port: server.port)
+        request.headerFields[.authorization] = "Bearer fresh"
+        let (response, _) = try await transport.send(request, body: nil)
+        #expect(response.status.code == 302)
+        #expect(response.headerFields[.location] == "http://localhost:\(server.port)/landing")
+        #expect(server.received.map(\.path) == ["/cross"])
+    }
+
+    @Test func aCrossOriginRedirectOnARealServerArrivesWithoutAuthorization() async throws {
+        let server = try LoopbackServer(route: Self.route)
+        defer { server.stop() }
+        let provider = FakeTokenProvider(current: "fresh")
+        let (response, body) = try await client(port: server.port, provider: provider)
+            .executeWithAutoRetry(request(.get, "/cross", port: server.port))
+        #expect(response.status == .ok)
+        #expect(body == Data("landed".utf8))
+        let received = server.received
+        #expect(received.map(\.path) == ["/cross", "/landing"])
+        #expect(received[0].headers["authorization"] == ["Bearer fresh"])
+        #expect(received[1].headers["authorization"] == nil)
+    }
+
+    @Test func aSameOriginRedirectOnARealServerKeepsAuthorization() async throws {
+        let server = try LoopbackServer(route: Self.route)
+        defer { server.stop() }
+        let provider = FakeTokenProvider(current: "fresh")
+        _ = try await client(port: server.port, provider: provider)
+            .executeWithAutoRetry(request(.get, "/same", port: server.port))
+        #expect(server.received.map { $0.headers["authorization"] ?? [] } == [["Bearer fresh"], ["Bearer fresh"]])
+    }
+
+    @Test func severalChallengeLinesSurviveURLSession() async throws {
+        let server = try LoopbackServer(route: Self.route)
+        defer { server.stop() }
+        await #expect(throws: NetworkRetryError.insufficientScope) {
+            try await client(port: server.port, provider: FakeTokenProvider(current: "fresh"))
+                .executeWithAutoRetry(request(.get, "/challenges", port: server.port))
+        }
+    }
+
+    @Test func aRefusedConnectionIsCannotConnect() async throws {
+        let port = try LoopbackServer.closedPort()
+        let error = await #expect(throws: NetworkRetryError.self) {
+            try await URLSessionTransport().send(request(.get, "/", port: port), body: nil)
+        }
+        #expect(error == .cannotConnect)
+        #expect(error?.underlying is URLError)
+    }
+}
