@@ -81,9 +81,10 @@ public actor SimulatedTokenServer: HTTPTransport {
 
     /// A fault to play on the next token request, instead of (or around) the normal answer.
     public struct Fault: Sendable, CustomStringConvertible {
-        enum Kind: Sendable {
+        indirect enum Kind: Sendable {
             case status(Int, retryAfter: Int?)
             case malformedJSON, connectionError, responseLostAfterRotation, invalidGrant, invalidClient, hold
+            case held(Kind)
         }
         let kind: Kind
 
@@ -121,9 +122,18 @@ public actor SimulatedTokenServer: HTTPTransport {
         /// The request waits until ``SimulatedTokenServer/releaseHeldRequests()`` and is then handled normally.
         public static let hold = Fault(kind: .hold)
 
+        /// The request waits until ``SimulatedTokenServer/releaseHeldRequests()``, then `fault` is played.
+        ///
+        /// - Parameter fault: The fault to play after the wait.
+        /// - Returns: The fault.
+        public static func held(_ fault: Fault) -> Fault { Fault(kind: .held(fault.kind)) }
+
         /// The fault's name.
-        public var description: String {
+        public var description: String { Self.name(kind) }
+
+        private static func name(_ kind: Kind) -> String {
             switch kind {
+            case .held(let inner): "held(\(name(inner)))"
             case .status(let code, let retryAfter): "status(\(code)\(retryAfter.map { ", retry after \($0)" } ?? ""))"
             case .malformedJSON: "malformedJSON"
             case .connectionError: "connectionError"
@@ -289,8 +299,12 @@ public actor SimulatedTokenServer: HTTPTransport {
         tokenRequestCount += 1
         var lostAfterRotation = false
         if !faults.isEmpty {
-            let fault = faults.removeFirst()
-            switch fault.kind {
+            var kind = faults.removeFirst().kind
+            if case .held(let inner) = kind {
+                try await hold()
+                kind = inner
+            }
+            switch kind {
             case .status(let code, let retryAfter):
                 var headers = HTTPFields()
                 if let retryAfter { headers[.retryAfter] = String(retryAfter) }
@@ -307,6 +321,8 @@ public actor SimulatedTokenServer: HTTPTransport {
                 try await hold()
             case .responseLostAfterRotation:
                 lostAfterRotation = true
+            case .held:
+                break  // nested holds are not played twice
             }
         }
         let answer =

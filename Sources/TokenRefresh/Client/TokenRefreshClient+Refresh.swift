@@ -120,8 +120,15 @@ extension TokenRefreshClient {
         self.flight = flight
         publishSnapshot()
         let startEpoch = epoch
-        flightTask = Task { await self.runFlight(flight, epoch: startEpoch, seed: seed) }
+        let task = Task { await self.runFlight(flight, epoch: startEpoch, seed: seed) }
+        flightTask = task
+        lastFlightTask = task
         return flight
+    }
+
+    /// Waits until the most recent refresh task has ended, abandoned or not (for tests).
+    func waitForLastRefreshTask() async {
+        await lastFlightTask?.value
     }
 
     func runFlight(_ flight: RefreshFlight, epoch startEpoch: UInt64, seed: String?) async {

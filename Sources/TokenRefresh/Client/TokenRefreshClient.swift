@@ -77,6 +77,8 @@ public actor TokenRefreshClient: TokenProvider {
     var epoch: UInt64 = 0
     var flight: RefreshFlight?
     var flightTask: Task<Void, Never>?
+    /// The most recent refresh task, kept after it is abandoned so tests can wait for it to end.
+    var lastFlightTask: Task<Void, Never>?
     var state: AuthState = .loading
     var isOffline = false
     /// Refresh tokens the server rejected; never sent again.
