@@ -351,7 +351,7 @@ extension TokenRefreshClient {
         session = nil
         loaded = true
         isOffline = false
-        abandonFlight(with: .failure(error ?? .signedOut))
+        abandonFlight(with: .failure(error ?? .signedOut), cancel: false)
         setState(.signedOut)
         if reason != .removedElsewhere {
             let condition: WriteCondition = storedGeneration.map { .generation($0) } ?? .always
@@ -366,11 +366,12 @@ extension TokenRefreshClient {
         logger.debug("session ended", metadata: ["reason": "\(reason)"])
     }
 
-    /// Resolves the flight in progress with `result` now, and stops its task; it will write nothing.
-    func abandonFlight(with result: Result<AuthToken, TokenRefreshError>) {
+    /// Resolves the flight in progress with `result` now; it will write nothing. `cancel` also stops its task
+    /// (not wanted when the flight itself ends the session).
+    func abandonFlight(with result: Result<AuthToken, TokenRefreshError>, cancel: Bool = true) {
         guard let flight else { return }
         self.flight = nil
-        flightTask?.cancel()
+        if cancel { flightTask?.cancel() }
         flightTask = nil
         publishSnapshot()
         flight.finish(result)
