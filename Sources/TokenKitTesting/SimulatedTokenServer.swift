@@ -220,7 +220,9 @@ public actor SimulatedTokenServer: HTTPTransport {
     ///   - receivedAt: When the client received the token; the server's now by default.
     ///   - lifetime: The access token's lifetime; the configured one by default. Pass 0 for an expired token.
     /// - Returns: The token pair as the client would hold it.
-    public func issueSession(userID: String = "user-1", receivedAt: Date? = nil, lifetime: TimeInterval? = nil)
+    public func issueSession(
+        userID: String = "user-1", receivedAt: Date? = nil, lifetime: TimeInterval? = nil
+    )
         -> AuthToken
     {
         let response = startFamily(userID: userID)

@@ -20,14 +20,16 @@ import TokenKitTesting
             let refreshed = try await rig.client.validToken()
             secrets += [refreshed.accessToken, refreshed.refreshToken!]
             await rig.server.enqueue(.serviceUnavailable(retryAfter: 60))
-            var configuration = TokenRefreshClient.Configuration()
-            configuration.backoff.retries = 0
-            if let error = await refreshError({ try await rig.client.refreshToken(afterRejectionOf: refreshed.accessToken) }) {
+            if let error = await refreshError({
+                try await rig.client.refreshToken(afterRejectionOf: refreshed.accessToken)
+            }) {
                 texts += [error.description, String(reflecting: error)]
             }
             rig.clock.advance(by: .seconds(60))
             await rig.server.enqueue(.invalidGrant)
-            if let error = await refreshError({ try await rig.client.refreshToken(afterRejectionOf: refreshed.accessToken) }) {
+            if let error = await refreshError({
+                try await rig.client.refreshToken(afterRejectionOf: refreshed.accessToken)
+            }) {
                 texts += [error.description, String(reflecting: error)]
             }
             let grant = SignInGrant.password(username: "alice", password: "correct horse", at: rig.endpoint)
@@ -47,7 +49,9 @@ import TokenKitTesting
         texts += all.compactMap(\.error).map { String(reflecting: $0) }
         for text in texts {
             for secret in secrets {
-                #expect(!text.contains(secret), "a description contains a secret (fingerprint \(AuthToken.fingerprint(secret)))")
+                #expect(
+                    !text.contains(secret),
+                    "a description contains a secret (fingerprint \(AuthToken.fingerprint(secret)))")
             }
         }
     }

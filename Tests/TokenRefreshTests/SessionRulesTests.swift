@@ -159,7 +159,8 @@ import TokenKitTesting
         let client = rig.client
         let caller = Task { try await client.validToken() }
         await yield { await gate.arrivals == 1 }
-        let fresh = AuthToken(accessToken: "new-session", refreshToken: "new-refresh", receivedAt: rig.clock.date, lifetime: 3600)
+        let fresh = AuthToken(
+            accessToken: "new-session", refreshToken: "new-refresh", receivedAt: rig.clock.date, lifetime: 3600)
         await client.signIn(with: fresh, userID: "user-2")
         // Waiters of the old refresh get the new session's token.
         #expect(try await caller.value == fresh)

@@ -8,7 +8,8 @@ import TokenKitTesting
 @testable import TokenRefresh
 
 @Suite struct StrategyTests {
-    private static let success = #"{"access_token":"new-access","token_type":"bearer","expires_in":3600,"refresh_token":"new-refresh","scope":"read"}"#
+    private static let success =
+        #"{"access_token":"new-access","token_type":"bearer","expires_in":3600,"refresh_token":"new-refresh","scope":"read"}"#
 
     private func form(_ body: Data?) -> [String: String] {
         let pairs = FormEncoding.decode(String(decoding: body ?? Data(), as: UTF8.self)) ?? []
@@ -28,7 +29,8 @@ import TokenKitTesting
         #expect(sent.request.path == "/oauth/token")
         #expect(sent.request.headerFields[.contentType] == "application/x-www-form-urlencoded")
         // RFC 6749 2.3.1: ID and secret are form-encoded, then joined and base64-encoded.
-        #expect(sent.request.headerFields[.authorization] == "Basic " + Data("my+app:s3cr%26t".utf8).base64EncodedString())
+        #expect(
+            sent.request.headerFields[.authorization] == "Basic " + Data("my+app:s3cr%26t".utf8).base64EncodedString())
         let body = String(decoding: sent.body ?? Data(), as: UTF8.self)
         #expect(body == "grant_type=refresh_token&refresh_token=rt%2F1%2B2&scope=read+write")
     }
@@ -36,7 +38,8 @@ import TokenKitTesting
     @Test func clientAuthenticationCanGoInTheBody() async throws {
         let transport = RecordingTransport(body: Self.success)
         let endpoint = TokenEndpoint(
-            url: tokenURL, client: OAuthClient(id: "app", secret: "secret", authentication: .body), transport: transport)
+            url: tokenURL, client: OAuthClient(id: "app", secret: "secret", authentication: .body), transport: transport
+        )
         _ = try await OAuthRefreshStrategy(endpoint: endpoint).refresh(using: "rt")
         let sent = try #require(transport.requests.first)
         #expect(sent.request.headerFields[.authorization] == nil)
@@ -47,7 +50,8 @@ import TokenKitTesting
     }
 
     @Test func theJSONEndpointPostsTheRefreshTokenWithTheAPIKey() async throws {
-        let transport = RecordingTransport(body: #"{"data":{"access_token":"a","refresh_token":"r","expires_in":"900"}}"#)
+        let transport = RecordingTransport(
+            body: #"{"data":{"access_token":"a","refresh_token":"r","expires_in":"900"}}"#)
         let strategy = JSONEndpointRefreshStrategy(baseURL: apiBaseURL, apiKey: "key-1", transport: transport)
         let response = try await strategy.refresh(using: "old-refresh")
         #expect(response.accessToken == "a")
@@ -63,7 +67,8 @@ import TokenKitTesting
 
     @Test func theJSONEndpointTellsARejectedRefreshTokenFromAWrongAPIKey() async throws {
         let rejected = JSONEndpointRefreshStrategy(
-            baseURL: apiBaseURL, apiKey: "k", transport: RecordingTransport(status: 401, body: #"{"error":"invalid token"}"#))
+            baseURL: apiBaseURL, apiKey: "k",
+            transport: RecordingTransport(status: 401, body: #"{"error":"invalid token"}"#))
         await #expect(throws: TokenRefreshError.refreshTokenRejected) { try await rejected.refresh(using: "r") }
         let forbidden = JSONEndpointRefreshStrategy(
             baseURL: apiBaseURL, apiKey: "k", transport: RecordingTransport(status: 403, body: "{}"))
@@ -85,7 +90,8 @@ import TokenKitTesting
 
     @Test func clientCredentialsNeedNoRefreshTokenAndNoPriorSession() async throws {
         let clock = ManualClock()
-        let server = SimulatedTokenServer(configuration: .init(clientID: "backend", clientSecret: "s"), now: clock.wallClock)
+        let server = SimulatedTokenServer(
+            configuration: .init(clientID: "backend", clientSecret: "s"), now: clock.wallClock)
         let endpoint = TokenEndpoint(url: tokenURL, client: OAuthClient(id: "backend", secret: "s"), transport: server)
         let client = TokenRefreshClient(
             strategy: ClientCredentialsStrategy(endpoint: endpoint), clock: clock, now: clock.wallClock)

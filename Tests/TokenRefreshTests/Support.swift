@@ -36,7 +36,8 @@ struct Rig {
         let server = SimulatedTokenServer(configuration: serverConfiguration, now: clock.wallClock)
         let store = store ?? InMemoryTokenStore()
         let endpoint = TokenEndpoint(
-            url: tokenURL, client: OAuthClient(id: serverConfiguration.clientID, secret: serverConfiguration.clientSecret),
+            url: tokenURL,
+            client: OAuthClient(id: serverConfiguration.clientID, secret: serverConfiguration.clientSecret),
             transport: server, now: clock.wallClock)
         var initial = AuthToken(accessToken: "none", receivedAt: clock.date)
         if seedSession {

@@ -6,7 +6,8 @@ import Testing
 
 @Suite struct TokenResponseParsingTests {
     @Test func anRFC6749SuccessBodyIsParsed() throws {
-        let body = #"{"access_token":"2YotnFZFEjr1zCsicMWpAA","token_type":"example","expires_in":3600,"#
+        let body =
+            #"{"access_token":"2YotnFZFEjr1zCsicMWpAA","token_type":"example","expires_in":3600,"#
             + #""refresh_token":"tGzv3JOkF0XG5Qx2TlKWIA","example_parameter":"example_value"}"#
         let response = try TokenResponse.parse(Data(body.utf8))
         #expect(response.tokenType == "example")
@@ -31,7 +32,9 @@ import Testing
         for _ in 0..<2000 {
             let length = Int(generator.next() % 96)
             let bytes = (0..<length).map { _ in
-                generator.next() % 4 == 0 ? UInt8(truncatingIfNeeded: generator.next()) : alphabet[Int(generator.next() % UInt64(alphabet.count))]
+                generator.next() % 4 == 0
+                    ? UInt8(truncatingIfNeeded: generator.next())
+                    : alphabet[Int(generator.next() % UInt64(alphabet.count))]
             }
             _ = try? TokenResponse.parse(Data(bytes))
             _ = TokenResponse.oauthErrorCode(Data(bytes))

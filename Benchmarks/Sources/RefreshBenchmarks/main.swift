@@ -95,7 +95,8 @@ func run() async {
     let hop = await Harness.nanosecondsPerOperation(iterations: 200_000) { _ = await cached.get() }
     let valid = await Harness.nanosecondsPerOperation(iterations: 200_000) { _ = try await client.validToken() }
     Harness.report(
-        "validToken() fresh vs actor hop", "\(Harness.format(valid)) vs \(Harness.format(hop)) = "
+        "validToken() fresh vs actor hop",
+        "\(Harness.format(valid)) vs \(Harness.format(hop)) = "
             + String(format: "%.2fx", valid / hop), target: "<= 2x", passed: valid <= 2 * hop)
 
     // 2. The synchronous snapshot read vs a plain Mutex read of the same token.
@@ -103,7 +104,8 @@ func run() async {
     let plain = Harness.nanosecondsPerOperation(iterations: 2_000_000) { _ = mutex.withLock { $0 } }
     let snapshot = Harness.nanosecondsPerOperation(iterations: 2_000_000) { _ = client.currentToken }
     Harness.report(
-        "currentToken snapshot vs Mutex read", "\(Harness.format(snapshot)) vs \(Harness.format(plain)) = "
+        "currentToken snapshot vs Mutex read",
+        "\(Harness.format(snapshot)) vs \(Harness.format(plain)) = "
             + String(format: "%.2fx", snapshot / plain), target: "<= 2x", passed: snapshot <= 2 * plain)
 
     // 3. Many waiters on one refresh: added cost per waiter, and growth from 10k to 20k.

@@ -99,7 +99,8 @@ extension TokenRefreshClient {
                 setState(.signedOut)
                 return
             }
-            session = Session(token: stored.token, userID: stored.userID, generation: stored.generation, persisted: true)
+            session = Session(
+                token: stored.token, userID: stored.userID, generation: stored.generation, persisted: true)
             setState(.signedIn(userID: stored.userID))
             logger.debug("session restored", metadata: ["token": "\(stored.token.fingerprint)"])
         case .absent:
@@ -212,7 +213,9 @@ extension TokenRefreshClient {
     }
 
     /// Calls the strategy, retrying transient failures with jittered backoff and `Retry-After`.
-    func attemptWithRetries(_ refreshToken: String?, epoch startEpoch: UInt64) async throws(TokenRefreshError)
+    func attemptWithRetries(
+        _ refreshToken: String?, epoch startEpoch: UInt64
+    ) async throws(TokenRefreshError)
         -> TokenResponse
     {
         var retry = 0
@@ -240,7 +243,9 @@ extension TokenRefreshClient {
                 }
                 throw failure
             }
-            let delay = failure.retryAfter ?? configuration.backoff.delay(attempt: consecutiveTransientFailures, random: random())
+            let delay =
+                failure.retryAfter
+                ?? configuration.backoff.delay(attempt: consecutiveTransientFailures, random: random())
             consecutiveTransientFailures += 1
             logger.debug("transient refresh failure", metadata: ["error": "\(failure)", "retry": "\(retry)"])
             let waitInside = failure.retryAfter.map { $0 <= configuration.backoff.maximumRetryAfterWait } ?? true
@@ -318,7 +323,9 @@ extension TokenRefreshClient {
     }
 
     /// `invalid_grant`: re-read the store once (another process may have rotated), else end the session.
-    func handleRejection(of refreshToken: String, epoch startEpoch: UInt64, seed: String?) async throws(TokenRefreshError)
+    func handleRejection(
+        of refreshToken: String, epoch startEpoch: UInt64, seed: String?
+    ) async throws(TokenRefreshError)
         -> AuthToken
     {
         deadRefreshTokens.insert(refreshToken)
@@ -406,7 +413,8 @@ extension TokenRefreshClient {
             }
         } catch {
             lastPersistAttempt = clock.elapsed
-            publish(.persistenceFailed(.storageUnavailable.with(underlying: error), tokenFingerprint: token.fingerprint))
+            publish(
+                .persistenceFailed(.storageUnavailable.with(underlying: error), tokenFingerprint: token.fingerprint))
         }
         publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))
         logger.debug("signed in", metadata: ["token": "\(token.fingerprint)"])
@@ -435,7 +443,8 @@ extension TokenRefreshClient {
             guard epoch == startEpoch else { return }
             _ = try? await adoptAfterConflict(epoch: startEpoch)
         } catch {
-            logger.debug("persisting the pending pair failed again", metadata: ["token": "\(pending.token.fingerprint)"])
+            logger.debug(
+                "persisting the pending pair failed again", metadata: ["token": "\(pending.token.fingerprint)"])
         }
     }
 }

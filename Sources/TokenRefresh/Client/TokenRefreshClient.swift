@@ -272,7 +272,8 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Throws: ``TokenRefreshError/storageUnavailable`` when the store could not be cleared (memory is).
     public func signOut(reason: AuthEvent.SignOutReason = .userAction) async throws {
         if !loaded, case .found(let stored) = await store.load(account: configuration.account), session == nil {
-            session = Session(token: stored.token, userID: stored.userID, generation: stored.generation, persisted: true)
+            session = Session(
+                token: stored.token, userID: stored.userID, generation: stored.generation, persisted: true)
         }
         let ended = session
         epoch &+= 1
@@ -291,7 +292,9 @@ public actor TokenRefreshClient: TokenProvider {
         logger.debug("signed out", metadata: ["reason": "\(reason)"])
         if let refreshToken = ended?.token.refreshToken, let revocation = configuration.revocation {
             do {
-                try await clock.withTimeout(configuration.revocationTimeout) { try await revocation.revoke(refreshToken) }
+                try await clock.withTimeout(configuration.revocationTimeout) {
+                    try await revocation.revoke(refreshToken)
+                }
             } catch {
                 logger.debug("revocation failed", metadata: ["error": "\(Self.classify(error))"])
             }
@@ -331,7 +334,9 @@ public actor TokenRefreshClient: TokenProvider {
     static func classify(_ error: any Error) -> TokenRefreshError {
         if let error = error as? TokenRefreshError { return error }
         if error is CancellationError { return .cancelled }
-        if let error = error as? PersistenceError { return TokenRefreshError.storageUnavailable.with(underlying: error) }
+        if let error = error as? PersistenceError {
+            return TokenRefreshError.storageUnavailable.with(underlying: error)
+        }
         return TokenRefreshError.transient.with(underlying: error)
     }
 }

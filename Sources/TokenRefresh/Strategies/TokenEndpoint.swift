@@ -125,7 +125,9 @@ public struct TokenEndpoint: Sendable {
         case nil:
             if let rejectionWithoutCode, status == 401 { return rejectionWithoutCode.with(status: status) }
             // RFC 6749 section 5.2: a 401 without a code is a failed client authentication.
-            if status == 401 { return TokenRefreshError.configuration.with(oauthError: "invalid_client").with(status: status) }
+            if status == 401 {
+                return TokenRefreshError.configuration.with(oauthError: "invalid_client").with(status: status)
+            }
             return TokenRefreshError.unexpectedResponse.with(status: status)
         }
     }
