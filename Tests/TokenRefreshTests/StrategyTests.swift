@@ -155,4 +155,15 @@ import TokenKitTesting
         #expect(throws: TokenRefreshError.invalidArgument) { try PKCE(verifier: "short") }
         #expect(PKCE.generate().verifier.count == 43)
     }
+
+    @Test func theEndpointURLBecomesSchemeAuthorityAndEncodedPath() throws {
+        let url = try #require(URL(string: "https://127.0.0.1:8443/a%20b/token?tenant=x"))
+        let request = try HTTPRequest.post(url, headers: [:])
+        #expect(request.scheme == "https")
+        #expect(request.authority == "127.0.0.1:8443")
+        #expect(request.path == "/a%20b/token?tenant=x")
+        #expect(throws: TokenRefreshError.invalidArgument) {
+            try HTTPRequest.post(URL(string: "/relative")!, headers: [:])
+        }
+    }
 }

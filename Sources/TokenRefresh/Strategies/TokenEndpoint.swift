@@ -141,8 +141,9 @@ extension HTTPRequest {
         }
         let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         let authority = url.port.map { "\(bracketed):\($0)" } ?? bracketed
-        var path = url.path.isEmpty ? "/" : url.path
-        if let query = url.query { path += "?" + query }
+        let encodedPath = url.path(percentEncoded: true)
+        var path = encodedPath.isEmpty ? "/" : encodedPath
+        if let query = url.query(percentEncoded: true) { path += "?" + query }
         return HTTPRequest(method: .post, scheme: scheme, authority: authority, path: path, headerFields: headers)
     }
 }
