@@ -56,6 +56,7 @@ let package = Package(
             name: "TokenRefresh",
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],

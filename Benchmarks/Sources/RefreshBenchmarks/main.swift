@@ -1,2 +1,130 @@
-// Filled by its issue.
-print("not yet measured")
+// Refresh benchmarks: ratios against baselines measured in the same run.
+// Run: swift run -c release --package-path Benchmarks RefreshBenchmarks
+import AuthToken
+import BenchmarkSupport
+import Foundation
+import Synchronization
+import TokenRefresh
+
+/// The baseline for `validToken()`: an actor that returns a cached token.
+actor CachedTokenActor {
+    let token: AuthToken
+    init(token: AuthToken) { self.token = token }
+    func get() -> AuthToken { token }
+}
+
+/// A gate the refresh closure waits at until every waiter has joined.
+actor Gate {
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var isOpen = false
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+    func open() {
+        isOpen = true
+        for waiter in waiters { waiter.resume() }
+        waiters = []
+    }
+}
+
+let fresh = AuthToken(accessToken: "fresh-access-token", refreshToken: "refresh", receivedAt: Date(), lifetime: 3600)
+let expired = AuthToken(
+    accessToken: "expired-access-token", refreshToken: "refresh", receivedAt: Date().addingTimeInterval(-7200),
+    lifetime: 3600)
+
+/// A client with an expired session whose refresh waits at `gate`.
+func clientWaitingAtGate(_ gate: Gate) async -> TokenRefreshClient {
+    let client = TokenRefreshClient(
+        strategy: ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
+            await gate.wait()
+            return TokenResponse(accessToken: "refreshed-access-token", refreshToken: "refresh-2", expiresIn: 3600)
+        })
+    await client.signIn(with: expired)
+    return client
+}
+
+/// Nanoseconds for `count` callers to get a token through one shared refresh.
+func waiters(_ count: Int, inTaskGroup: Bool) async -> Double {
+    await Harness.nanosecondsPerRun(samples: 9) {
+        let gate = Gate()
+        let client = await clientWaitingAtGate(gate)
+        if inTaskGroup {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<count { group.addTask { _ = try? await client.validToken() } }
+                while client.refreshWaiterCount < count { await Task.yield() }
+                await gate.open()
+                await group.waitForAll()
+            }
+        } else {
+            var tasks: [Task<Void, Never>] = []
+            tasks.reserveCapacity(count)
+            for _ in 0..<count { tasks.append(Task { _ = try? await client.validToken() }) }
+            while client.refreshWaiterCount < count { await Task.yield() }
+            await gate.open()
+            for task in tasks { await task.value }
+        }
+    }
+}
+
+/// Nanoseconds for `count` callers that each make a bare actor hop: the cost of the tasks themselves.
+func bareHops(_ count: Int, inTaskGroup: Bool) async -> Double {
+    let cached = CachedTokenActor(token: fresh)
+    return await Harness.nanosecondsPerRun(samples: 9) {
+        if inTaskGroup {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<count { group.addTask { _ = await cached.get() } }
+                await group.waitForAll()
+            }
+        } else {
+            var tasks: [Task<Void, Never>] = []
+            tasks.reserveCapacity(count)
+            for _ in 0..<count { tasks.append(Task { _ = await cached.get() }) }
+            for task in tasks { await task.value }
+        }
+    }
+}
+
+func run() async {
+    print("RefreshBenchmarks (release build, medians; ratios measured in this run)")
+
+    // 1. validToken() for a fresh token vs a bare actor hop returning a cached value.
+    let cached = CachedTokenActor(token: fresh)
+    let client = TokenRefreshClient(strategy: ClosureRefreshStrategy { _ in TokenResponse(accessToken: "unused") })
+    await client.signIn(with: fresh)
+    let hop = await Harness.nanosecondsPerOperation(iterations: 200_000) { _ = await cached.get() }
+    let valid = await Harness.nanosecondsPerOperation(iterations: 200_000) { _ = try await client.validToken() }
+    Harness.report(
+        "validToken() fresh vs actor hop",
+        "\(Harness.format(valid)) vs \(Harness.format(hop)) = "
+            + String(format: "%.2fx", valid / hop), target: "<= 2x", passed: valid <= 2 * hop)
+
+    // 2. The synchronous snapshot read vs a plain Mutex read of the same token.
+    let mutex = Mutex<AuthToken?>(fresh)
+    let plain = Harness.nanosecondsPerOperation(iterations: 2_000_000) { _ = mutex.withLock { $0 } }
+    let snapshot = Harness.nanosecondsPerOperation(iterations: 2_000_000) { _ = client.currentToken }
+    Harness.report(
+        "currentToken snapshot vs Mutex read",
+        "\(Harness.format(snapshot)) vs \(Harness.format(plain)) = "
+            + String(format: "%.2fx", snapshot / plain), target: "<= 2x", passed: snapshot <= 2 * plain)
+
+    // 3. Many waiters on one refresh: added cost per waiter, and growth from 10k to 20k.
+    for inTaskGroup in [false, true] {
+        let label = inTaskGroup ? "task-group children" : "unstructured tasks"
+        let base10 = await bareHops(10_000, inTaskGroup: inTaskGroup)
+        let wait10 = await waiters(10_000, inTaskGroup: inTaskGroup)
+        let wait20 = await waiters(20_000, inTaskGroup: inTaskGroup)
+        let added = (wait10 - base10) / 10_000
+        Harness.report(
+            "10,000 waiters on one refresh (\(label))",
+            "\(Harness.format(wait10)) total, \(Harness.format(wait10 / 10_000))/waiter, "
+                + "\(Harness.format(added)) added over \(Harness.format(base10 / 10_000))/bare-hop task",
+            target: "<= 2 us added per waiter", passed: added <= 2_000)
+        Harness.report(
+            "20,000 vs 10,000 waiters (\(label))",
+            "\(Harness.format(wait20)) vs \(Harness.format(wait10)) = " + String(format: "%.2fx", wait20 / wait10),
+            target: "<= 2.2x", passed: wait20 <= 2.2 * wait10)
+    }
+}
+
+await Task.detached { await run() }.value

@@ -1,0 +1,96 @@
+import AuthToken
+import Synchronization
+
+/// One shared refresh and the callers waiting for it.
+///
+/// Waiters park as continuations in arrival order and are resumed oldest-first when the refresh finishes.
+/// Registration, cancellation and completion take one lock each, outside the client actor, so a resumed
+/// waiter never queues on the actor again: 20,000 waiters cost twice what 10,000 do.
+final class RefreshFlight: Sendable {
+    private enum Slot {
+        case reserved
+        case waiting(CheckedContinuation<AuthToken, any Error>)
+        case cancelled
+    }
+
+    private struct State {
+        var slots: [Slot] = []
+        var result: Result<AuthToken, TokenRefreshError>?
+        var waiting = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// The number of callers waiting now.
+    var waiterCount: Int { state.withLock { $0.waiting } }
+
+    /// Whether the flight has finished.
+    var isFinished: Bool { state.withLock { $0.result != nil } }
+
+    /// Waits for the result. A cancelled caller leaves with ``TokenRefreshError/cancelled``; the refresh goes on.
+    func wait() async throws -> AuthToken {
+        let reservation: Result<Int, TokenRefreshError> = state.withLock { state in
+            if let result = state.result { return result.map { _ in -1 } }
+            state.slots.append(.reserved)
+            state.waiting += 1
+            return .success(state.slots.count - 1)
+        }
+        let index: Int
+        switch reservation {
+        case .failure(let error): throw error
+        case .success(let value) where value < 0: return try state.withLock { $0.result! }.get()
+        case .success(let value): index = value
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let immediate: Result<AuthToken, TokenRefreshError>? = state.withLock { state in
+                    if let result = state.result { return result }
+                    guard case .reserved = state.slots[index] else { return .failure(.cancelled) }
+                    state.slots[index] = .waiting(continuation)
+                    return nil
+                }
+                if let immediate { continuation.resume(with: immediate) }
+            }
+        } onCancel: {
+            let continuation: CheckedContinuation<AuthToken, any Error>? = state.withLock { state in
+                guard state.result == nil else { return nil }
+                switch state.slots[index] {
+                case .waiting(let continuation):
+                    state.slots[index] = .cancelled
+                    state.waiting -= 1
+                    return continuation
+                case .reserved:
+                    state.slots[index] = .cancelled
+                    state.waiting -= 1
+                    return nil
+                case .cancelled:
+                    return nil
+                }
+            }
+            continuation?.resume(throwing: TokenRefreshError.cancelled)
+        }
+    }
+
+    /// Resolves every waiter with `result`, oldest first. Only the first call has an effect.
+    ///
+    /// - Returns: The arrival indices of the waiters resumed, in the order they were resumed.
+    @discardableResult
+    func finish(_ result: Result<AuthToken, TokenRefreshError>) -> [Int] {
+        let slots: [Slot] = state.withLock { state in
+            guard state.result == nil else { return [] }
+            state.result = result
+            state.waiting = 0
+            defer { state.slots = [] }
+            return state.slots
+        }
+        var resumed: [Int] = []
+        resumed.reserveCapacity(slots.count)
+        for (index, slot) in slots.enumerated() {
+            if case .waiting(let continuation) = slot {
+                continuation.resume(with: result)
+                resumed.append(index)
+            }
+        }
+        return resumed
+    }
+}

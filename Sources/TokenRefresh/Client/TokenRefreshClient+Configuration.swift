@@ -1,0 +1,113 @@
+public import AuthToken
+import Foundation
+
+extension TokenRefreshClient {
+    /// Options for a ``TokenRefreshClient``. The defaults suit a mobile app talking to an OAuth server.
+    public struct Configuration: Sendable {
+        /// The store key of the session.
+        public var account: String
+        /// When a token counts as expired or expiring soon.
+        public var expiryPolicy: ExpiryPolicy
+        /// How long one attempt at the token endpoint may take; `nil` for no limit.
+        public var refreshTimeout: Duration?
+        /// The refresh rate breaker: at most this many refresh attempts in ``breakerWindow``.
+        public var maximumRefreshes: Int
+        /// The breaker's window.
+        public var breakerWindow: Duration
+        /// Retries and backoff after transient failures.
+        public var backoff: Backoff
+        /// The RFC 7009 revocation done at sign-out, if any.
+        public var revocation: TokenRevocation?
+        /// How often a token pair that failed to persist is written again (on the next call after this).
+        public var persistRetryInterval: Duration
+        /// How long sign-out waits for the revocation before giving up on it.
+        public var revocationTimeout: Duration
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - account: The store key; `default` by default.
+        ///   - expiryPolicy: The expiry margins.
+        ///   - refreshTimeout: The limit for one attempt; 30 s by default.
+        ///   - maximumRefreshes: The breaker's cap; 5 by default.
+        ///   - breakerWindow: The breaker's window; 30 s by default.
+        ///   - backoff: Retries and backoff.
+        ///   - revocation: The revocation at sign-out, if any.
+        ///   - persistRetryInterval: The pause between write retries; 5 s by default.
+        ///   - revocationTimeout: The limit for the revocation; 10 s by default.
+        public init(
+            account: String = "default",
+            expiryPolicy: ExpiryPolicy = .default,
+            refreshTimeout: Duration? = .seconds(30),
+            maximumRefreshes: Int = 5,
+            breakerWindow: Duration = .seconds(30),
+            backoff: Backoff = Backoff(),
+            revocation: TokenRevocation? = nil,
+            persistRetryInterval: Duration = .seconds(5),
+            revocationTimeout: Duration = .seconds(10)
+        ) {
+            self.account = account
+            self.expiryPolicy = expiryPolicy
+            self.refreshTimeout = refreshTimeout
+            self.maximumRefreshes = max(1, maximumRefreshes)
+            self.breakerWindow = breakerWindow
+            self.backoff = backoff
+            self.revocation = revocation
+            self.persistRetryInterval = persistRetryInterval
+            self.revocationTimeout = revocationTimeout
+        }
+    }
+
+    /// Retries and backoff after transient failures (connection errors, timeouts, 5xx, 429).
+    ///
+    /// Within one refresh, a transient failure is retried up to ``retries`` times after an exponentially
+    /// growing, jittered delay, or after the server's `Retry-After` when it is at most
+    /// ``maximumRetryAfterWait``. After the last failure, new refreshes are held back (callers get the
+    /// failure at once, or the still-valid token) until the next delay or the `Retry-After` has passed.
+    public struct Backoff: Sendable {
+        /// How many times one refresh retries a transient failure.
+        public var retries: Int
+        /// The first delay.
+        public var initialDelay: Duration
+        /// The longest delay.
+        public var maximumDelay: Duration
+        /// The factor between consecutive delays.
+        public var multiplier: Double
+        /// The longest `Retry-After` waited for inside a refresh; longer ones end the refresh at once and
+        /// hold back the next one.
+        public var maximumRetryAfterWait: Duration
+
+        /// Creates a backoff.
+        ///
+        /// - Parameters:
+        ///   - retries: Retries per refresh; 2 by default.
+        ///   - initialDelay: The first delay; 0.5 s by default.
+        ///   - maximumDelay: The longest delay; 60 s by default.
+        ///   - multiplier: The growth factor; 2 by default.
+        ///   - maximumRetryAfterWait: The longest `Retry-After` waited for in a refresh; 5 s by default.
+        public init(
+            retries: Int = 2, initialDelay: Duration = .milliseconds(500), maximumDelay: Duration = .seconds(60),
+            multiplier: Double = 2, maximumRetryAfterWait: Duration = .seconds(5)
+        ) {
+            self.retries = max(0, retries)
+            self.initialDelay = initialDelay
+            self.maximumDelay = maximumDelay
+            self.multiplier = max(1, multiplier)
+            self.maximumRetryAfterWait = maximumRetryAfterWait
+        }
+
+        /// The delay before retry number `attempt` (from 0), with "equal jitter": half fixed, half random.
+        ///
+        /// - Parameters:
+        ///   - attempt: The retry number, from 0.
+        ///   - random: A number in `0..<1`.
+        /// - Returns: The delay.
+        public func delay(attempt: Int, random: Double) -> Duration {
+            let initial = Double(initialDelay.components.seconds) + Double(initialDelay.components.attoseconds) / 1e18
+            let maximum = Double(maximumDelay.components.seconds) + Double(maximumDelay.components.attoseconds) / 1e18
+            let base = min(maximum, initial * pow(multiplier, Double(min(attempt, 60))))
+            let jitter = min(max(random, 0), 1)
+            return .milliseconds(Int64((base * (0.5 + 0.5 * jitter) * 1000).rounded()))
+        }
+    }
+}

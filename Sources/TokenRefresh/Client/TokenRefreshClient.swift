@@ -1,0 +1,342 @@
+public import AuthToken
+public import Foundation
+public import Logging
+public import NetworkRetry
+public import Persistence
+import Synchronization
+
+/// Hands out valid access tokens and refreshes them once for every caller, without ever losing a
+/// session by accident.
+///
+/// ```swift
+/// let endpoint = TokenEndpoint(url: tokenURL, client: OAuthClient(id: "app"), transport: transport)
+/// let client = TokenRefreshClient(strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store)
+/// try await client.signIn(.password(username: name, password: password, at: endpoint))
+/// let token = try await client.validToken()
+/// ```
+///
+/// The rules it follows (see the "Testing token flows" article for how each is shown):
+/// - **Single flight.** Concurrent callers share one refresh that runs in its own task with its own
+///   timeout. Waiters resume oldest-first; a cancelled waiter leaves and the refresh goes on.
+/// - **Stale rejection.** ``refreshToken(afterRejectionOf:)`` for a token older than the current one returns
+///   the current one without a network call.
+/// - **Re-read before refresh.** Under the store's exclusive access, a newer pair saved by another process
+///   is adopted instead of refreshing.
+/// - **Persist, then answer.** A new pair is written (conditional on the generation) before any waiter
+///   sees it. A failed write keeps the pair in memory, publishes ``AuthEvent/Kind/persistenceFailed``, and
+///   is retried; a response without a refresh token keeps the old one.
+/// - **Classified failures.** `invalid_grant` ends the session (after one re-read of the store) and that
+///   refresh token is never sent again; configuration errors wipe nothing; transient errors keep the session,
+///   back off with jitter and honour `Retry-After`.
+/// - **Generation guard.** A refresh that finishes after sign-out or after a newer session writes nothing.
+/// - **Rate breaker.** At most ``Configuration/maximumRefreshes`` attempts per ``Configuration/breakerWindow``.
+public actor TokenRefreshClient: TokenProvider {
+    struct Session: Sendable {
+        var token: AuthToken
+        var userID: String?
+        var generation: UInt64
+        var persisted: Bool
+    }
+
+    struct Snapshot: Sendable {
+        var token: AuthToken?
+        var state: AuthState = .loading
+        var needsActor = true
+        var isOffline = false
+        var flight: RefreshFlight?
+    }
+
+    struct Subscribers: Sendable {
+        var next: UInt64 = 0
+        var continuations: [UInt64: AsyncStream<AuthEvent>.Continuation] = [:]
+    }
+
+    /// What a caller does next: take a token, or wait for a shared refresh.
+    enum Next: Sendable {
+        case token(AuthToken)
+        case wait(RefreshFlight)
+    }
+
+    let strategy: any RefreshStrategy
+    let store: any TokenStore
+    /// The options this client was made with.
+    public nonisolated let configuration: Configuration
+    let clock: ClockHandle
+    nonisolated let now: @Sendable () -> Date
+    let random: @Sendable () -> Double
+    let logger: Logger
+
+    nonisolated let snapshot = Mutex(Snapshot())
+    nonisolated let subscribers = Mutex(Subscribers())
+
+    var session: Session?
+    var loaded = false
+    /// The generation known to be stored now (`nil`: nothing stored, or not read yet).
+    var storedGeneration: UInt64?
+    /// Bumped by sign-in, sign-out and session changes from outside a refresh: the generation guard.
+    var epoch: UInt64 = 0
+    var flight: RefreshFlight?
+    var flightTask: Task<Void, Never>?
+    /// The most recent refresh task, kept after it is abandoned so tests can wait for it to end.
+    var lastFlightTask: Task<Void, Never>?
+    var state: AuthState = .loading
+    var isOffline = false
+    /// Refresh tokens the server rejected; never sent again.
+    var deadRefreshTokens: Set<String> = []
+    /// When recent refresh attempts started, by the injected clock (the breaker).
+    var attemptTimes: [Duration] = []
+    /// No new refresh before this instant of the injected clock (backoff, `Retry-After`).
+    var retryNotBefore: Duration?
+    var lastTransientError: TokenRefreshError?
+    var consecutiveTransientFailures = 0
+    var lastPersistAttempt: Duration?
+    var persistInProgress = false
+
+    /// Creates a client.
+    ///
+    /// - Parameters:
+    ///   - strategy: How to get a new token.
+    ///   - store: Where the session is kept; an ``InMemoryTokenStore`` by default.
+    ///   - configuration: The options.
+    ///   - clock: The clock for timeouts, backoff and the breaker; `ContinuousClock()` by default.
+    ///   - now: The wall clock for token expiry; ``AuthToken/systemNow`` by default.
+    ///   - random: Numbers in `0..<1` for backoff jitter; the system generator by default.
+    ///   - logger: Where debug lines go (fingerprints only, never token text).
+    public init(
+        strategy: any RefreshStrategy,
+        store: any TokenStore = InMemoryTokenStore(),
+        configuration: Configuration = Configuration(),
+        clock: any Clock<Duration> = ContinuousClock(),
+        now: @escaping @Sendable () -> Date = AuthToken.systemNow,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        logger: Logger = Logger(label: "TokenKit.TokenRefresh")
+    ) {
+        self.strategy = strategy
+        self.store = store
+        self.configuration = configuration
+        self.clock = ClockHandle(clock)
+        self.now = now
+        self.random = random
+        self.logger = logger
+    }
+
+    deinit {
+        let continuations = subscribers.withLock { Array($0.continuations.values) }
+        for continuation in continuations { continuation.finish() }
+    }
+
+    // MARK: - Reading without an actor hop
+
+    /// The current access token, read without an actor hop (for main-actor callers). It may be expired;
+    /// use ``validToken()`` to get one that is not.
+    public nonisolated var currentToken: AuthToken? { snapshot.withLock { $0.token } }
+
+    /// The current state, read without an actor hop.
+    public nonisolated var currentState: AuthState { snapshot.withLock { $0.state } }
+
+    /// Whether the last refresh failed for lack of connectivity (a connection error or a timeout). The
+    /// session is kept; the app can show that it is offline.
+    public nonisolated var isOfflineNow: Bool { snapshot.withLock { $0.isOffline } }
+
+    /// How many callers are waiting for the refresh in flight (0 when none is).
+    public nonisolated var refreshWaiterCount: Int { snapshot.withLock { $0.flight }?.waiterCount ?? 0 }
+
+    /// A new stream of auth events. Each call returns its own stream; it ends when the client goes away.
+    ///
+    /// - Returns: The stream; it buffers the newest 256 events.
+    public nonisolated func events() -> AsyncStream<AuthEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: AuthEvent.self, bufferingPolicy: .bufferingNewest(256))
+        let id = subscribers.withLock { subscribers in
+            subscribers.next += 1
+            subscribers.continuations[subscribers.next] = continuation
+            return subscribers.next
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.continuations.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    // MARK: - Tokens
+
+    /// Returns an access token that is valid now, refreshing ahead of expiry when needed (shared with every
+    /// concurrent caller).
+    ///
+    /// When the token is still valid but due for a proactive refresh and that refresh fails transiently,
+    /// the still-valid token is returned.
+    ///
+    /// - Returns: The access token.
+    /// - Throws: ``TokenRefreshError/signedOut`` without a session; ``TokenRefreshError/refreshTokenRejected``
+    ///   when the session ended; a transient error (the session is kept); ``TokenRefreshError/cancelled``.
+    public nonisolated func validToken() async throws -> AuthToken {
+        let cached = snapshot.withLock { $0.needsActor ? nil : $0.token }
+        if let cached, !cached.willExpireSoon(at: now(), policy: configuration.expiryPolicy) { return cached }
+        switch try await prepareValidToken() {
+        case .token(let token):
+            return token
+        case .wait(let flight):
+            do {
+                return try await flight.wait()
+            } catch let error as TokenRefreshError where error.isTransient || error == .rateLimited {
+                if let token = currentToken, !token.isExpired(at: now(), policy: configuration.expiryPolicy) {
+                    return token
+                }
+                throw error
+            }
+        }
+    }
+
+    /// Returns a token to retry with after the server rejected `accessToken` (a 401).
+    ///
+    /// If the current token differs from the rejected one, another caller refreshed already: the current
+    /// token is returned without a network call. Otherwise one refresh runs for every concurrent caller.
+    ///
+    /// - Parameter accessToken: The access token the server rejected.
+    /// - Returns: A token to retry with.
+    /// - Throws: As ``validToken()``; a transient failure is thrown, since the rejected token is no use.
+    public nonisolated func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken {
+        switch try await prepareRefresh(rejecting: accessToken, seed: nil) {
+        case .token(let token): return token
+        case .wait(let flight): return try await flight.wait()
+        }
+    }
+
+    /// Refreshes with `refreshToken`, the seed apps' form.
+    ///
+    /// When it is the session's refresh token, one shared refresh runs. When the session already has a newer
+    /// one, the current token is returned (refreshed if due). Without a session, the refresh token starts one:
+    /// the way to migrate an app that stored only a refresh token.
+    ///
+    /// - Parameter refreshToken: The refresh token.
+    /// - Returns: The new (or current) token.
+    /// - Throws: As ``refreshToken(afterRejectionOf:)``.
+    public nonisolated func refreshToken(_ refreshToken: String) async throws -> AuthToken {
+        switch try await prepareRefresh(rejecting: nil, seed: refreshToken) {
+        case .token(let token): return token
+        case .wait(let flight): return try await flight.wait()
+        }
+    }
+
+    /// Reads the stored session, if that has not happened yet, and returns the state.
+    ///
+    /// - Returns: The state after reading; `loading` when the store is unavailable.
+    @discardableResult
+    public func restoreSession() async -> AuthState {
+        try? await ensureLoaded()
+        return state
+    }
+
+    // MARK: - Sign-in and sign-out
+
+    /// Starts a session with `grant`: a password grant, an authorization code with PKCE, or a custom one.
+    ///
+    /// Any refresh in flight for an older session resolves with the new token and writes nothing.
+    ///
+    /// - Parameters:
+    ///   - grant: The grant.
+    ///   - userID: The user ID, if the app knows it (otherwise taken from the response or the JWT `sub`).
+    /// - Returns: The new token.
+    /// - Throws: ``TokenRefreshError/signInRejected`` for wrong credentials; other classified errors.
+    @discardableResult
+    public func signIn(_ grant: SignInGrant, userID: String? = nil) async throws -> AuthToken {
+        let previous = state
+        let startEpoch = epoch
+        setState(.loading)
+        let response: TokenResponse
+        do {
+            response = try await grant.run()
+        } catch {
+            if epoch == startEpoch { setState(previous) }
+            throw Self.classify(error)
+        }
+        let token = response.token(receivedAt: now())
+        return await startSession(token, userID: userID ?? response.userID ?? token.parseUserIdFromJWT())
+    }
+
+    /// Starts a session with a token obtained elsewhere.
+    ///
+    /// - Parameters:
+    ///   - token: The token pair.
+    ///   - userID: The user ID, if known (otherwise the JWT `sub`).
+    /// - Returns: The token.
+    @discardableResult
+    public func signIn(with token: AuthToken, userID: String? = nil) async -> AuthToken {
+        await startSession(token, userID: userID ?? token.parseUserIdFromJWT())
+    }
+
+    /// Ends the session: clears memory and the store, fails waiting callers with
+    /// ``TokenRefreshError/signedOut``, publishes ``AuthEvent/Kind/signedOut``, and revokes the refresh token
+    /// when a revocation is configured (best effort). A refresh still running writes nothing.
+    ///
+    /// - Parameter reason: Why; ``AuthEvent/SignOutReason/userAction`` by default.
+    /// - Throws: ``TokenRefreshError/storageUnavailable`` when the store could not be cleared (memory is).
+    public func signOut(reason: AuthEvent.SignOutReason = .userAction) async throws {
+        if !loaded, case .found(let stored) = await store.load(account: configuration.account), session == nil {
+            session = Session(
+                token: stored.token, userID: stored.userID, generation: stored.generation, persisted: true)
+        }
+        let ended = session
+        epoch &+= 1
+        session = nil
+        loaded = true
+        abandonFlight(with: .failure(.signedOut))
+        setState(.signedOut)
+        var failure: TokenRefreshError?
+        do {
+            try await store.remove(account: configuration.account, condition: .always)
+            storedGeneration = nil
+        } catch {
+            failure = TokenRefreshError.storageUnavailable.with(underlying: error)
+        }
+        publish(.signedOut(reason: reason, userID: ended?.userID))
+        logger.debug("signed out", metadata: ["reason": "\(reason)"])
+        if let refreshToken = ended?.token.refreshToken, let revocation = configuration.revocation {
+            do {
+                try await clock.withTimeout(configuration.revocationTimeout) {
+                    try await revocation.revoke(refreshToken)
+                }
+            } catch {
+                logger.debug("revocation failed", metadata: ["error": "\(Self.classify(error))"])
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    // MARK: - Shared state
+
+    func setState(_ newState: AuthState) {
+        state = newState
+        publishSnapshot()
+    }
+
+    func publishSnapshot() {
+        let token = session?.token
+        let needsActor = !loaded || session?.persisted == false
+        let state = self.state
+        let isOffline = self.isOffline
+        let flight = self.flight
+        snapshot.withLock { snapshot in
+            snapshot.token = token
+            snapshot.state = state
+            snapshot.needsActor = needsActor
+            snapshot.isOffline = isOffline
+            snapshot.flight = flight
+        }
+    }
+
+    func publish(_ event: AuthEvent) {
+        let continuations = subscribers.withLock { Array($0.continuations.values) }
+        for continuation in continuations { continuation.yield(event) }
+    }
+
+    /// Turns any error into a ``TokenRefreshError``: cancellation stays cancellation, unknown errors are
+    /// transient.
+    static func classify(_ error: any Error) -> TokenRefreshError {
+        if let error = error as? TokenRefreshError { return error }
+        if error is CancellationError { return .cancelled }
+        if let error = error as? PersistenceError {
+            return TokenRefreshError.storageUnavailable.with(underlying: error)
+        }
+        return TokenRefreshError.transient.with(underlying: error)
+    }
+}

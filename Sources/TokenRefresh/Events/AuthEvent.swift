@@ -1,0 +1,163 @@
+/// Something that happened to a session, published on ``TokenRefreshClient/events()``.
+///
+/// An open set: compare ``kind`` with the static members of ``Kind``. Descriptions carry a token
+/// fingerprint at most, never token text.
+public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
+    /// What happened.
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+
+        /// A session started (sign-in, or a restored or adopted session).
+        public static let signedIn = Kind("signedIn")
+        /// The access token was refreshed.
+        public static let tokenRefreshed = Kind("tokenRefreshed")
+        /// The session ended; ``AuthEvent/reason`` says why.
+        public static let signedOut = Kind("signedOut")
+        /// A refresh failed and the session was kept; ``AuthEvent/error`` says why.
+        public static let refreshFailed = Kind("refreshFailed")
+        /// A new token pair could not be written to the store; it is kept in memory and the write is retried.
+        public static let persistenceFailed = Kind("persistenceFailed")
+        /// A token pair that failed to persist earlier has now been written.
+        public static let persistenceRecovered = Kind("persistenceRecovered")
+        /// The store could not be read (a locked Keychain). The session is not considered ended.
+        public static let storageUnavailable = Kind("storageUnavailable")
+
+        /// The kind's name.
+        public var description: String { name }
+    }
+
+    /// Why a session ended.
+    public struct SignOutReason: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+
+        /// The server rejected the refresh token (`invalid_grant`): revoked, reused, or expired server-side.
+        public static let revoked = SignOutReason("revoked")
+        /// The user (or the app) signed out.
+        public static let userAction = SignOutReason("userAction")
+        /// The access token expired and there was no way to refresh it.
+        public static let expired = SignOutReason("expired")
+        /// Another process removed the session from the shared store.
+        public static let removedElsewhere = SignOutReason("removedElsewhere")
+
+        /// The reason's name.
+        public var description: String { name }
+    }
+
+    /// What happened.
+    public let kind: Kind
+    /// The user concerned, when known.
+    public let userID: String?
+    /// For ``Kind/signedOut``: why.
+    public let reason: SignOutReason?
+    /// For failures: the error (its description is secret-free).
+    public let error: TokenRefreshError?
+    /// The fingerprint of the access token concerned, if any.
+    public let tokenFingerprint: String?
+
+    private init(
+        _ kind: Kind, userID: String? = nil, reason: SignOutReason? = nil, error: TokenRefreshError? = nil,
+        tokenFingerprint: String? = nil
+    ) {
+        self.kind = kind
+        self.userID = userID
+        self.reason = reason
+        self.error = error
+        self.tokenFingerprint = tokenFingerprint
+    }
+
+    /// A session started.
+    ///
+    /// - Parameters:
+    ///   - userID: The user, if known.
+    ///   - tokenFingerprint: The access token's fingerprint.
+    /// - Returns: The event.
+    public static func signedIn(userID: String?, tokenFingerprint: String? = nil) -> AuthEvent {
+        AuthEvent(.signedIn, userID: userID, tokenFingerprint: tokenFingerprint)
+    }
+
+    /// The token was refreshed.
+    ///
+    /// - Parameters:
+    ///   - userID: The user, if known.
+    ///   - tokenFingerprint: The new access token's fingerprint.
+    /// - Returns: The event.
+    public static func tokenRefreshed(userID: String?, tokenFingerprint: String?) -> AuthEvent {
+        AuthEvent(.tokenRefreshed, userID: userID, tokenFingerprint: tokenFingerprint)
+    }
+
+    /// The session ended.
+    ///
+    /// - Parameters:
+    ///   - reason: Why.
+    ///   - userID: The user, if known.
+    ///   - error: The error behind it, if any.
+    /// - Returns: The event.
+    public static func signedOut(
+        reason: SignOutReason, userID: String? = nil, error: TokenRefreshError? = nil
+    ) -> AuthEvent {
+        AuthEvent(.signedOut, userID: userID, reason: reason, error: error)
+    }
+
+    /// A refresh failed and the session was kept.
+    ///
+    /// - Parameters:
+    ///   - error: Why.
+    ///   - userID: The user, if known.
+    /// - Returns: The event.
+    public static func refreshFailed(_ error: TokenRefreshError, userID: String? = nil) -> AuthEvent {
+        AuthEvent(.refreshFailed, userID: userID, error: error)
+    }
+
+    /// A token pair could not be written to the store.
+    ///
+    /// - Parameters:
+    ///   - error: The store's error, wrapped.
+    ///   - tokenFingerprint: The unsaved access token's fingerprint.
+    /// - Returns: The event.
+    public static func persistenceFailed(_ error: TokenRefreshError, tokenFingerprint: String?) -> AuthEvent {
+        AuthEvent(.persistenceFailed, error: error, tokenFingerprint: tokenFingerprint)
+    }
+
+    /// A token pair that failed to persist has been written.
+    ///
+    /// - Parameter tokenFingerprint: The access token's fingerprint.
+    /// - Returns: The event.
+    public static func persistenceRecovered(tokenFingerprint: String?) -> AuthEvent {
+        AuthEvent(.persistenceRecovered, tokenFingerprint: tokenFingerprint)
+    }
+
+    /// The store could not be read.
+    ///
+    /// - Parameter error: The store's error, wrapped.
+    /// - Returns: The event.
+    public static func storageUnavailable(_ error: TokenRefreshError) -> AuthEvent {
+        AuthEvent(.storageUnavailable, error: error)
+    }
+
+    /// Two events are equal when kind, user, reason, error and fingerprint are.
+    public static func == (lhs: AuthEvent, rhs: AuthEvent) -> Bool {
+        lhs.kind == rhs.kind && lhs.userID == rhs.userID && lhs.reason == rhs.reason && lhs.error == rhs.error
+            && lhs.tokenFingerprint == rhs.tokenFingerprint
+    }
+
+    /// Hashes what `==` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(userID)
+        hasher.combine(reason)
+        hasher.combine(error)
+        hasher.combine(tokenFingerprint)
+    }
+
+    /// `AuthEvent.<kind>` with reason, user, error and fingerprint; never token text.
+    public var description: String {
+        var parts: [String] = []
+        if let reason { parts.append("reason: \(reason)") }
+        if let userID { parts.append("user: \(userID)") }
+        if let error { parts.append("error: \(error)") }
+        if let tokenFingerprint { parts.append("token: \(tokenFingerprint)") }
+        return "AuthEvent.\(kind)" + (parts.isEmpty ? "" : "(" + parts.joined(separator: ", ") + ")")
+    }
+}

@@ -1,0 +1,30 @@
+/// Where a session stands, in the seed apps' terms.
+public enum AuthState: Sendable, Hashable, CustomStringConvertible {
+    /// No session.
+    case signedOut
+    /// A session for `userID` (when known).
+    case signedIn(userID: String?)
+    /// The stored session is being read, or a sign-in is under way.
+    case loading
+    /// The access token has expired and could not be refreshed for a transient reason (offline). The
+    /// session is kept; the app may show cached data for `lastUserID` and try again later.
+    case expired(lastUserID: String?)
+
+    /// Whether a session exists (signed in or expired-but-kept).
+    public var hasSession: Bool {
+        switch self {
+        case .signedIn, .expired: true
+        case .signedOut, .loading: false
+        }
+    }
+
+    /// `signedIn(<user>)` and similar; user IDs are not secrets.
+    public var description: String {
+        switch self {
+        case .signedOut: "signedOut"
+        case .signedIn(let userID): "signedIn(\(userID ?? "unknown user"))"
+        case .loading: "loading"
+        case .expired(let userID): "expired(\(userID ?? "unknown user"))"
+        }
+    }
+}

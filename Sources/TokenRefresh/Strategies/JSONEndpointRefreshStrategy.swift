@@ -1,0 +1,65 @@
+public import AuthToken
+public import Foundation
+import HTTPTypes
+public import NetworkRetry
+
+/// A JSON refresh endpoint in the FitIQ style: `POST /api/v1/auth/refresh` with
+/// `{"refresh_token": "..."}` and an `X-API-Key` header, answered with a snake_case token body (optionally
+/// wrapped in `data`).
+///
+/// A 401 without an OAuth error code means the refresh token was rejected (the session is over); a 403
+/// means the API key is wrong (a configuration error, nothing is wiped).
+public struct JSONEndpointRefreshStrategy: RefreshStrategy {
+    /// The refresh endpoint URL.
+    public let url: URL
+    /// The API key sent as `X-API-Key`, if any. Never logged.
+    public let apiKey: String?
+    /// The transport.
+    public let transport: any HTTPTransport
+    /// The wall clock, for `Retry-After` given as an HTTP date.
+    public let now: @Sendable () -> Date
+
+    /// Creates the strategy.
+    ///
+    /// - Parameters:
+    ///   - baseURL: The API's base URL; the path `/api/v1/auth/refresh` is appended unless `path` says otherwise.
+    ///   - path: The refresh path.
+    ///   - apiKey: The API key for `X-API-Key`.
+    ///   - transport: The transport.
+    ///   - now: The wall clock.
+    public init(
+        baseURL: URL, path: String = "/api/v1/auth/refresh", apiKey: String?, transport: any HTTPTransport,
+        now: @escaping @Sendable () -> Date = AuthToken.systemNow
+    ) {
+        var text = baseURL.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        self.url = URL(string: text + (path.hasPrefix("/") ? path : "/" + path)) ?? baseURL
+        self.apiKey = apiKey
+        self.transport = transport
+        self.now = now
+    }
+
+    /// Posts the refresh token as JSON.
+    ///
+    /// - Parameter refreshToken: The refresh token.
+    /// - Returns: The token response.
+    /// - Throws: ``TokenRefreshError/missingRefreshToken`` without one; otherwise the classified answer.
+    public func refresh(using refreshToken: String?) async throws -> TokenResponse {
+        guard let refreshToken, !refreshToken.isEmpty else { throw TokenRefreshError.missingRefreshToken }
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        headers[.accept] = "application/json"
+        if let apiKey { headers[JSONEndpointRefreshStrategy.apiKeyField] = apiKey }
+        let request = try HTTPRequest.post(url, headers: headers)
+        let body = try JSONEncoder().encode(["refresh_token": refreshToken])
+        let (response, data) = try await TokenEndpoint.send(request, body: body, via: transport)
+        if response.status.code == 403 && TokenResponse.oauthErrorCode(data) == nil {
+            throw TokenRefreshError.configuration.with(status: 403)
+        }
+        return try TokenEndpoint.interpret(
+            response, body: data, isSignIn: false, now: now, rejectionWithoutCode: .refreshTokenRejected)
+    }
+
+    /// The `X-API-Key` header field name.
+    static let apiKeyField = HTTPField.Name("X-API-Key")!
+}

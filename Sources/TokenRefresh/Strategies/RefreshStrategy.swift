@@ -1,0 +1,37 @@
+/// How a session gets a new access token: the one network call a ``TokenRefreshClient`` shares among
+/// all its callers.
+///
+/// TokenKit ships the OAuth 2.0 `refresh_token` grant (``OAuthRefreshStrategy``), the FitIQ-style JSON
+/// endpoint (``JSONEndpointRefreshStrategy``), the client-credentials grant (``ClientCredentialsStrategy``)
+/// and a closure (``ClosureRefreshStrategy``). A strategy throws a classified ``TokenRefreshError``: the
+/// client ends the session on ``TokenRefreshError/refreshTokenRejected``, keeps it on a transient error,
+/// and wipes nothing on ``TokenRefreshError/configuration``. Any other error counts as transient.
+///
+/// A complete small conformance, for a server that hands out tokens from its own SDK:
+///
+/// ```swift
+/// struct SDKStrategy: RefreshStrategy {
+///     let sdk: MySDK
+///     var requiresRefreshToken: Bool { false }
+///     func refresh(using refreshToken: String?) async throws -> TokenResponse {
+///         TokenResponse(accessToken: try await sdk.currentToken(), expiresIn: 60)
+///     }
+/// }
+/// ```
+public protocol RefreshStrategy: Sendable {
+    /// Whether a refresh needs the session's refresh token. `true` by default; client credentials and
+    /// closures that ask an SDK do not.
+    var requiresRefreshToken: Bool { get }
+
+    /// Asks for a new token.
+    ///
+    /// - Parameter refreshToken: The session's refresh token, if it has one.
+    /// - Returns: The token response. A `nil` ``TokenResponse/refreshToken`` keeps the old one.
+    /// - Throws: A ``TokenRefreshError`` saying what went wrong; other errors count as transient.
+    func refresh(using refreshToken: String?) async throws -> TokenResponse
+}
+
+extension RefreshStrategy {
+    /// A refresh needs the refresh token, unless a strategy says otherwise.
+    public var requiresRefreshToken: Bool { true }
+}

@@ -1,0 +1,196 @@
+public import AuthToken
+public import Foundation
+public import HTTPTypes
+public import NetworkRetry
+
+/// An OAuth 2.0 token endpoint: where grants are exchanged for tokens (RFC 6749 section 3.2).
+///
+/// The strategies and sign-in grants share it. It sends form-encoded requests, authenticates the client
+/// as configured, and turns answers into a ``TokenResponse`` or a classified ``TokenRefreshError``.
+public struct TokenEndpoint: Sendable {
+    /// The endpoint URL (`https://auth.example.com/oauth/token`).
+    public let url: URL
+    /// The client the requests speak for.
+    public let client: OAuthClient
+    /// The transport that carries the requests.
+    public let transport: any HTTPTransport
+    /// Extra header fields sent with every request (an API key). Never logged.
+    public let additionalHeaders: HTTPFields
+    /// The wall clock, for `Retry-After` given as an HTTP date.
+    public let now: @Sendable () -> Date
+
+    /// Creates an endpoint.
+    ///
+    /// - Parameters:
+    ///   - url: The token endpoint URL.
+    ///   - client: The OAuth client.
+    ///   - transport: The transport to send with.
+    ///   - additionalHeaders: Extra header fields for every request.
+    ///   - now: The wall clock; ``AuthToken/systemNow`` by default.
+    public init(
+        url: URL, client: OAuthClient, transport: any HTTPTransport, additionalHeaders: HTTPFields = [:],
+        now: @escaping @Sendable () -> Date = AuthToken.systemNow
+    ) {
+        self.url = url
+        self.client = client
+        self.transport = transport
+        self.additionalHeaders = additionalHeaders
+        self.now = now
+    }
+
+    /// Sends a grant with `parameters` and returns the token response.
+    ///
+    /// - Parameters:
+    ///   - parameters: The form parameters (`grant_type` first), without client authentication.
+    ///   - isSignIn: Whether `invalid_grant` means a rejected sign-in rather than a dead refresh token.
+    /// - Returns: The token response.
+    /// - Throws: A classified ``TokenRefreshError``.
+    public func requestToken(
+        _ parameters: [(String, String)], isSignIn: Bool = false
+    ) async throws(TokenRefreshError) -> TokenResponse {
+        let (response, body) = try await post(parameters)
+        return try TokenEndpoint.interpret(response, body: body, isSignIn: isSignIn, now: now)
+    }
+
+    /// Sends a form POST with client authentication and returns the raw answer.
+    func post(_ parameters: [(String, String)]) async throws(TokenRefreshError) -> (HTTPResponse, Data) {
+        var fields = parameters
+        var headers = additionalHeaders
+        headers[.contentType] = "application/x-www-form-urlencoded"
+        headers[.accept] = "application/json"
+        if client.authentication.isBasic {
+            // RFC 6749 section 2.3.1: form-encode ID and secret before joining them.
+            let pair = FormEncoding.encode(client.id) + ":" + FormEncoding.encode(client.secret ?? "")
+            headers[.authorization] = "Basic " + Data(pair.utf8).base64EncodedString()
+        } else if client.authentication.isBody {
+            fields.append(("client_id", client.id))
+            if let secret = client.secret { fields.append(("client_secret", secret)) }
+        } else {
+            fields.append(("client_id", client.id))
+        }
+        let request = try HTTPRequest.post(url, headers: headers)
+        return try await TokenEndpoint.send(request, body: Data(FormEncoding.encode(fields).utf8), via: transport)
+    }
+
+    /// Sends through `transport`, turning thrown errors into classified ones.
+    static func send(
+        _ request: HTTPRequest, body: Data, via transport: any HTTPTransport
+    ) async throws(TokenRefreshError) -> (HTTPResponse, Data) {
+        do {
+            return try await transport.send(request, body: body)
+        } catch is CancellationError {
+            throw .cancelled
+        } catch {
+            if Task.isCancelled { throw .cancelled }
+            throw TokenRefreshError.transient.with(underlying: error).with(connectivityFailure: true)
+        }
+    }
+
+    /// Classifies a token endpoint answer (RFC 6749 sections 5.1 and 5.2).
+    static func interpret(
+        _ response: HTTPResponse, body: Data, isSignIn: Bool, now: @Sendable () -> Date,
+        rejectionWithoutCode: TokenRefreshError? = nil
+    ) throws(TokenRefreshError) -> TokenResponse {
+        let status = response.status.code
+        if (200..<300).contains(status) {
+            do {
+                return try TokenResponse.parse(body)
+            } catch {
+                throw error.with(status: status)
+            }
+        }
+        throw classify(response, body: body, isSignIn: isSignIn, now: now, rejectionWithoutCode: rejectionWithoutCode)
+    }
+
+    /// The error for a non-2xx answer.
+    static func classify(
+        _ response: HTTPResponse, body: Data, isSignIn: Bool, now: @Sendable () -> Date,
+        rejectionWithoutCode: TokenRefreshError? = nil
+    ) -> TokenRefreshError {
+        let status = response.status.code
+        let retryAfter = RetryAfter.parse(response.headerFields[.retryAfter], now: now())
+        if status == 408 || status == 429 || (500..<600).contains(status) {
+            return TokenRefreshError.transient.with(status: status).with(retryAfter: retryAfter)
+        }
+        let code = TokenResponse.oauthErrorCode(body)
+        switch code {
+        case "invalid_grant":
+            return (isSignIn ? TokenRefreshError.signInRejected : .refreshTokenRejected).with(status: status)
+        case "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope", "invalid_request":
+            return TokenRefreshError.configuration.with(oauthError: code).with(status: status)
+        case "temporarily_unavailable", "server_error":
+            return TokenRefreshError.transient.with(oauthError: code).with(status: status).with(retryAfter: retryAfter)
+        case .some(let other):
+            return TokenRefreshError.unexpectedResponse.with(oauthError: other).with(status: status)
+        case nil:
+            if let rejectionWithoutCode, status == 401 { return rejectionWithoutCode.with(status: status) }
+            // RFC 6749 section 5.2: a 401 without a code is a failed client authentication.
+            if status == 401 {
+                return TokenRefreshError.configuration.with(oauthError: "invalid_client").with(status: status)
+            }
+            return TokenRefreshError.unexpectedResponse.with(status: status)
+        }
+    }
+}
+
+extension HTTPRequest {
+    /// A POST to `url`, which must be absolute with a host.
+    static func post(_ url: URL, headers: HTTPFields) throws(TokenRefreshError) -> HTTPRequest {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
+            throw .invalidArgument
+        }
+        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        let authority = url.port.map { "\(bracketed):\($0)" } ?? bracketed
+        let encodedPath = url.path(percentEncoded: true)
+        var path = encodedPath.isEmpty ? "/" : encodedPath
+        if let query = url.query(percentEncoded: true) { path += "?" + query }
+        return HTTPRequest(method: .post, scheme: scheme, authority: authority, path: path, headerFields: headers)
+    }
+}
+
+/// `application/x-www-form-urlencoded` encoding (HTML, RFC 6749 appendix B).
+package enum FormEncoding {
+    /// Encodes the pairs as a form body.
+    package static func encode(_ pairs: [(String, String)]) -> String {
+        pairs.map { encode($0.0) + "=" + encode($0.1) }.joined(separator: "&")
+    }
+
+    /// Encodes one name or value: unreserved characters stay, space becomes `+`, the rest `%XX`.
+    package static func encode(_ text: String) -> String {
+        var result = ""
+        result.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "*"):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: " "):
+                result.append("+")
+            default:
+                let hex = Array("0123456789ABCDEF".unicodeScalars)
+                result.unicodeScalars.append("%")
+                result.unicodeScalars.append(hex[Int(byte >> 4)])
+                result.unicodeScalars.append(hex[Int(byte & 0x0F)])
+            }
+        }
+        return result
+    }
+
+    /// Decodes a form body into pairs; `nil` when it is not valid.
+    package static func decode(_ body: String) -> [(String, String)]? {
+        var pairs: [(String, String)] = []
+        for part in body.split(separator: "&", omittingEmptySubsequences: true) {
+            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = decodeComponent(pieces[0]) else { return nil }
+            let value = pieces.count > 1 ? decodeComponent(pieces[1]) : ""
+            guard let value else { return nil }
+            pairs.append((name, value))
+        }
+        return pairs
+    }
+
+    private static func decodeComponent(_ text: Substring) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+}

@@ -1,2 +1,0 @@
-// Placeholder: the TokenRefresh issue builds TokenRefreshClient here.
-internal import AuthToken

@@ -1,0 +1,58 @@
+import AuthToken
+import Foundation
+import Persistence
+import Testing
+import TokenKitTesting
+
+@testable import TokenRefresh
+
+@Suite struct RedactionTests {
+    @Test func noTokenOrSecretAppearsInAnyErrorOrEventDescription() async throws {
+        var secrets: [String] = []
+        var texts: [String] = []
+        let events: AsyncStream<AuthEvent>
+        do {
+            let store = FlakyStore()
+            let rig = try await Rig.make(server: .init(clientSecret: "client-secret-value"), store: store)
+            events = rig.client.events()
+            secrets += [rig.initial.accessToken, rig.initial.refreshToken!, "client-secret-value", "correct horse"]
+            await store.setFailSaves(true)
+            let refreshed = try await rig.client.validToken()
+            secrets += [refreshed.accessToken, refreshed.refreshToken!]
+            await rig.server.enqueue(.serviceUnavailable(retryAfter: 60))
+            if let error = await refreshError({
+                try await rig.client.refreshToken(afterRejectionOf: refreshed.accessToken)
+            }) {
+                texts += [error.description, String(reflecting: error)]
+            }
+            rig.clock.advance(by: .seconds(60))
+            await rig.server.enqueue(.invalidGrant)
+            if let error = await refreshError({
+                try await rig.client.refreshToken(afterRejectionOf: refreshed.accessToken)
+            }) {
+                texts += [error.description, String(reflecting: error)]
+            }
+            let grant = SignInGrant.password(username: "alice", password: "correct horse", at: rig.endpoint)
+            texts += [grant.description, rig.endpoint.client.description, String(reflecting: rig.endpoint.client)]
+            let response = TokenResponse(accessToken: refreshed.accessToken, refreshToken: refreshed.refreshToken)
+            texts += [response.description, String(reflecting: response)]
+            var dumped = ""
+            dump(response, to: &dumped)
+            texts.append(dumped)
+            let pkce = PKCE.generate()
+            secrets.append(pkce.verifier)
+            texts.append(pkce.description)
+        }
+        let all = await drain(events)
+        #expect(all.count >= 3)
+        texts += all.map(\.description)
+        texts += all.compactMap(\.error).map { String(reflecting: $0) }
+        for text in texts {
+            for secret in secrets {
+                #expect(
+                    !text.contains(secret),
+                    "a description contains a secret (fingerprint \(AuthToken.fingerprint(secret)))")
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+import AuthToken
+import Foundation
+import Persistence
+import Testing
+import TokenKitTesting
+
+@testable import TokenRefresh
+
+@Suite struct SessionRulesTests {
+    @Test func aStaleRejectionReturnsTheCurrentTokenWithoutANetworkCall() async throws {
+        let rig = try await Rig.make(expired: false)
+        let current = try await rig.client.validToken()
+        let retried = try await rig.client.refreshToken(afterRejectionOf: "an-older-access-token")
+        #expect(retried == current)
+        #expect(await rig.server.tokenRequestCount == 0)
+    }
+
+    @Test func aRejectionOfTheCurrentTokenRefreshesOnce() async throws {
+        let rig = try await Rig.make(expired: false)
+        let current = try await rig.client.validToken()
+        let client = rig.client
+        async let first = client.refreshToken(afterRejectionOf: current.accessToken)
+        async let second = client.refreshToken(afterRejectionOf: current.accessToken)
+        let (a, b) = try await (first, second)
+        #expect(a != current)
+        #expect(a == b)
+        #expect(await rig.server.refreshCount == 1)
+    }
+
+    @Test func theSeedFormRefreshesWithTheSessionsRefreshToken() async throws {
+        let rig = try await Rig.make(expired: false)
+        let refreshed = try await rig.client.refreshToken(rig.initial.refreshToken!)
+        #expect(refreshed != rig.initial)
+        #expect(await rig.server.presentedRefreshTokens == [rig.initial.refreshToken!])
+        // A refresh token that is no longer the session's is stale: no second refresh.
+        let again = try await rig.client.refreshToken(rig.initial.refreshToken!)
+        #expect(again == refreshed)
+        #expect(await rig.server.refreshCount == 1)
+    }
+
+    @Test func theSeedFormStartsASessionFromABareRefreshToken() async throws {
+        let rig = try await Rig.make(expired: false)
+        let store = InMemoryTokenStore()
+        let client = TokenRefreshClient(
+            strategy: OAuthRefreshStrategy(endpoint: rig.endpoint), store: store, clock: rig.clock,
+            now: rig.clock.wallClock)
+        let token = try await client.refreshToken(rig.initial.refreshToken!)
+        #expect(client.currentState == .signedIn(userID: "user-1"))
+        guard case .found(let stored) = await store.load(account: account) else {
+            Issue.record("no session stored")
+            return
+        }
+        #expect(stored.token == token)
+    }
+
+    @Test func aNewerPairSavedByAnotherProcessIsAdoptedInsteadOfRefreshing() async throws {
+        let rig = try await Rig.make()
+        #expect(await rig.client.restoreSession() == .signedIn(userID: "user-1"))
+        // Another process refreshed and saved a newer pair.
+        let newer = await rig.server.issueSession(userID: "user-1", receivedAt: rig.clock.date)
+        try await rig.store.save(
+            StoredSession(token: newer, userID: "user-1", generation: 2), account: account, condition: .generation(1))
+        let token = try await rig.client.validToken()
+        #expect(token == newer)
+        #expect(await rig.server.tokenRequestCount == 0)
+    }
+
+    @Test func theRotatedPairIsPersistedBeforeAnyWaiterSeesIt() async throws {
+        let rig = try await Rig.make()
+        let token = try await rig.client.validToken()
+        let stored = try #require(await rig.stored())
+        #expect(stored.token == token)
+        #expect(stored.generation == 2)
+        #expect(stored.token.refreshToken != rig.initial.refreshToken)
+        #expect(await rig.server.isActive(refreshToken: token.refreshToken!))
+    }
+
+    @Test func aResponseWithoutRefreshTokenKeepsTheOldOne() async throws {
+        let rig = try await Rig.make(
+            server: .init(rotatesRefreshTokens: false, omitsRefreshTokenInRefreshResponse: true))
+        let token = try await rig.client.validToken()
+        #expect(token.accessToken != rig.initial.accessToken)
+        #expect(token.refreshToken == rig.initial.refreshToken)
+        #expect(await rig.stored()?.token.refreshToken == rig.initial.refreshToken)
+    }
+
+    @Test func aResponseLostAfterTheServerRotatedIsRecoveredWithinTheGraceWindow() async throws {
+        let configuration = TokenRefreshClient.Configuration(
+            refreshTimeout: nil, backoff: .init(retries: 1, initialDelay: .seconds(1)))
+        let rig = try await Rig.make(server: .init(graceWindow: 30), configuration: configuration)
+        await rig.server.enqueue(.responseLostAfterRotation)
+        let client = rig.client
+        let caller = Task { try await client.validToken() }
+        await rig.clock.waitForSleepers(count: 1)
+        rig.clock.advance(by: .seconds(1))
+        let token = try await caller.value
+        #expect(await rig.server.graceRecoveries == 1)
+        #expect(await rig.server.reuseDetections == 0)
+        #expect(await rig.server.isActive(refreshToken: token.refreshToken!))
+        #expect(await rig.stored()?.token == token)
+    }
+
+    @Test func withoutAGraceWindowALostResponseEndsTheSessionByReuseDetection() async throws {
+        let configuration = TokenRefreshClient.Configuration(
+            refreshTimeout: nil, backoff: .init(retries: 1, initialDelay: .seconds(1)))
+        let rig = try await Rig.make(configuration: configuration)
+        await rig.server.enqueue(.responseLostAfterRotation)
+        let client = rig.client
+        let caller = Task { try await client.validToken() }
+        await rig.clock.waitForSleepers(count: 1)
+        rig.clock.advance(by: .seconds(1))
+        #expect(await refreshError { try await caller.value } == .refreshTokenRejected)
+        #expect(await rig.server.reuseDetections == 1)
+        #expect(await rig.server.isFamilyRevoked(refreshToken: rig.initial.refreshToken!))
+        #expect(await rig.stored() == nil)
+    }
+
+    @Test func signOutDuringARefreshLeavesTheStoreEmpty() async throws {
+        let gate = Gate()
+        let rig = try await Rig.make(strategy: { _ in
+            ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
+                await gate.wait()
+                return TokenResponse(accessToken: "late-access", refreshToken: "late-refresh", expiresIn: 3600)
+            }
+        })
+        let client = rig.client
+        let caller = Task { try await client.validToken() }
+        await yield { await gate.arrivals == 1 }
+        try await client.signOut()
+        #expect(await refreshError { try await caller.value } == .signedOut)
+        await gate.open()
+        await client.waitForLastRefreshTask()
+        #expect(await rig.stored() == nil)
+        #expect(client.currentToken == nil)
+        #expect(client.currentState == .signedOut)
+    }
+
+    @Test func signOutDuringAHeldServerRefreshLeavesTheStoreEmpty() async throws {
+        let rig = try await Rig.make()
+        await rig.server.enqueue(.hold)
+        let client = rig.client
+        let caller = Task { try await client.validToken() }
+        await rig.server.waitForHeldRequests(count: 1)
+        try await client.signOut()
+        await rig.server.releaseHeldRequests()
+        await client.waitForLastRefreshTask()
+        #expect(await refreshError { try await caller.value } == .signedOut)
+        #expect(await rig.stored() == nil)
+    }
+
+    @Test func aRefreshThatFinishesAfterANewSessionWasStoredWritesNothing() async throws {
+        let gate = Gate()
+        let rig = try await Rig.make(strategy: { _ in
+            ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
+                await gate.wait()
+                return TokenResponse(accessToken: "late-access", refreshToken: "late-refresh", expiresIn: 3600)
+            }
+        })
+        let client = rig.client
+        let caller = Task { try await client.validToken() }
+        await yield { await gate.arrivals == 1 }
+        let fresh = AuthToken(
+            accessToken: "new-session", refreshToken: "new-refresh", receivedAt: rig.clock.date, lifetime: 3600)
+        await client.signIn(with: fresh, userID: "user-2")
+        // Waiters of the old refresh get the new session's token.
+        #expect(try await caller.value == fresh)
+        await gate.open()
+        await client.waitForLastRefreshTask()
+        let stored = try #require(await rig.stored())
+        #expect(stored.token == fresh)
+        #expect(stored.userID == "user-2")
+        #expect(client.currentToken == fresh)
+    }
+
+    @Test func aFailingStoreKeepsTheRotatedPairInMemoryAndRetriesTheWrite() async throws {
+        let store = FlakyStore()
+        let events: AsyncStream<AuthEvent>
+        do {
+            let rig = try await Rig.make(store: store)
+            events = rig.client.events()
+            await store.setFailSaves(true)
+            let refreshed = try await rig.client.validToken()
+            #expect(refreshed != rig.initial)
+            #expect(rig.client.currentToken == refreshed)
+            #expect(await rig.stored()?.token == rig.initial)
+
+            // The rotated refresh token, kept only in memory, is the one used next.
+            let again = try await rig.client.refreshToken(afterRejectionOf: refreshed.accessToken)
+            #expect(await rig.server.presentedRefreshTokens.last == refreshed.refreshToken)
+            #expect(await rig.server.reuseDetections == 0)
+
+            // Once the store works again, the next call after the retry interval writes the pair.
+            await store.setFailSaves(false)
+            rig.clock.advance(by: .seconds(5))
+            #expect(try await rig.client.validToken() == again)
+            #expect(await rig.stored()?.token == again)
+        }
+        let kinds = await drain(events).map(\.kind)
+        #expect(kinds.filter { $0 == .persistenceFailed }.count == 2)
+        #expect(kinds.contains(.persistenceRecovered))
+        #expect(!kinds.contains(.signedOut))
+    }
+
+    @Test func anUnavailableStoreIsNotSignedOut() async throws {
+        let store = FlakyStore()
+        let rig = try await Rig.make(store: store, seedSession: false)
+        await store.setUnavailable(true)
+        #expect(await refreshError { try await rig.client.validToken() } == .storageUnavailable)
+        #expect(rig.client.currentState == .loading)
+    }
+
+    @Test func theRateBreakerStopsARefreshLoopWithAClearError() async throws {
+        let configuration = TokenRefreshClient.Configuration(maximumRefreshes: 5, breakerWindow: .seconds(30))
+        let rig = try await Rig.make(configuration: configuration, expired: false)
+        var token = try await rig.client.validToken()
+        for _ in 0..<5 { token = try await rig.client.refreshToken(afterRejectionOf: token.accessToken) }
+        let error = await refreshError { try await rig.client.refreshToken(afterRejectionOf: token.accessToken) }
+        #expect(error == .rateLimited)
+        #expect(error?.retryAfter == .seconds(30))
+        #expect(await rig.server.refreshCount == 5)
+        rig.clock.advance(by: .seconds(30))
+        _ = try await rig.client.refreshToken(afterRejectionOf: token.accessToken)
+        #expect(await rig.server.refreshCount == 6)
+    }
+
+    @Test func signOutClearsTheStoreRevokesTheRefreshTokenAndPublishesTheEvent() async throws {
+        let events: AsyncStream<AuthEvent>
+        do {
+            var configuration = TokenRefreshClient.Configuration()
+            let clock = ManualClock()
+            let server = SimulatedTokenServer(now: clock.wallClock)
+            let endpoint = TokenEndpoint(url: tokenURL, client: OAuthClient(id: "app"), transport: server)
+            configuration.revocation = .rfc7009(url: revokeURL, using: endpoint)
+            let client = TokenRefreshClient(
+                strategy: OAuthRefreshStrategy(endpoint: endpoint), configuration: configuration, clock: clock,
+                now: clock.wallClock)
+            events = client.events()
+            let token = try await client.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+            try await client.signOut()
+            #expect(await server.revocationCount == 1)
+            #expect(await server.isFamilyRevoked(refreshToken: token.refreshToken!))
+            #expect(client.currentState == .signedOut)
+            #expect(await refreshError { try await client.validToken() } == .signedOut)
+        }
+        let signedOut = await drain(events).filter { $0.kind == .signedOut }
+        #expect(signedOut.map(\.reason) == [.userAction])
+    }
+}

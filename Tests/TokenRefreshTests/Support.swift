@@ -1,0 +1,162 @@
+import AuthToken
+import Foundation
+import HTTPTypes
+import NetworkRetry
+import Persistence
+import Synchronization
+import TokenKitTesting
+import TokenRefresh
+
+let tokenURL = URL(string: "https://127.0.0.1/oauth/token")!
+let revokeURL = URL(string: "https://127.0.0.1/oauth/revoke")!
+let apiBaseURL = URL(string: "https://127.0.0.1")!
+let account = "default"
+
+/// A client wired to a simulated server, a manual clock and a store, with a session already stored.
+struct Rig {
+    let clock: ManualClock
+    let server: SimulatedTokenServer
+    let store: any TokenStore
+    let endpoint: TokenEndpoint
+    let client: TokenRefreshClient
+    /// The pair the session started with.
+    let initial: AuthToken
+
+    /// Builds a rig. `expired: true` stores a session whose access token has already expired.
+    static func make(
+        server serverConfiguration: SimulatedTokenServer.Configuration = .init(),
+        store: (any TokenStore)? = nil,
+        configuration: TokenRefreshClient.Configuration = .init(),
+        expired: Bool = true,
+        seedSession: Bool = true,
+        random: @escaping @Sendable () -> Double = { 0.5 },
+        strategy makeStrategy: ((TokenEndpoint) -> any RefreshStrategy)? = nil
+    ) async throws -> Rig {
+        let clock = ManualClock()
+        let server = SimulatedTokenServer(configuration: serverConfiguration, now: clock.wallClock)
+        let store = store ?? InMemoryTokenStore()
+        let endpoint = TokenEndpoint(
+            url: tokenURL,
+            client: OAuthClient(id: serverConfiguration.clientID, secret: serverConfiguration.clientSecret),
+            transport: server, now: clock.wallClock)
+        var initial = AuthToken(accessToken: "none", receivedAt: clock.date)
+        if seedSession {
+            // An expired token: received 2 h ago, valid for 1 h.
+            initial = await server.issueSession(
+                userID: "user-1", receivedAt: clock.date.addingTimeInterval(expired ? -7200 : 0))
+            try await store.save(
+                StoredSession(token: initial, userID: "user-1", generation: 1), account: account, condition: .always)
+        }
+        let strategy = makeStrategy?(endpoint) ?? OAuthRefreshStrategy(endpoint: endpoint)
+        let client = TokenRefreshClient(
+            strategy: strategy, store: store, configuration: configuration, clock: clock, now: clock.wallClock,
+            random: random)
+        return Rig(clock: clock, server: server, store: store, endpoint: endpoint, client: client, initial: initial)
+    }
+
+    /// The session in the store, or `nil`.
+    func stored() async -> StoredSession? {
+        if case .found(let session) = await store.load(account: account) { return session }
+        return nil
+    }
+}
+
+/// Every event of `stream` until it ends (when its client goes away).
+func drain(_ stream: AsyncStream<AuthEvent>) async -> [AuthEvent] {
+    var events: [AuthEvent] = []
+    for await event in stream { events.append(event) }
+    return events
+}
+
+/// Yields until `condition` holds; no real time passes, other tasks run.
+func yield(until condition: () async -> Bool) async {
+    while !(await condition()) { await Task.yield() }
+}
+
+/// The error `body` throws, as a `TokenRefreshError`, or `nil` when it succeeds.
+func refreshError(_ body: () async throws -> some Any) async -> TokenRefreshError? {
+    do {
+        _ = try await body()
+        return nil
+    } catch let error as TokenRefreshError {
+        return error
+    } catch {
+        return TokenRefreshError.unexpectedResponse.with(underlying: error)
+    }
+}
+
+/// A store whose writes can be made to fail and whose reads can be made unavailable.
+actor FlakyStore: TokenStore {
+    private var sessions: [String: StoredSession] = [:]
+    var failSaves = false
+    var unavailable = false
+    private(set) var saves = 0
+    private(set) var removes = 0
+
+    func setFailSaves(_ value: Bool) { failSaves = value }
+    func setUnavailable(_ value: Bool) { unavailable = value }
+
+    func load(account: String) async -> TokenStoreRead {
+        if unavailable { return .unavailable(.unavailable) }
+        return sessions[account].map(TokenStoreRead.found) ?? .absent
+    }
+
+    func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
+        if failSaves || unavailable { throw .writeFailed }
+        guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+        saves += 1
+        sessions[account] = session
+    }
+
+    func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        if unavailable { throw .unavailable }
+        guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+        removes += 1
+        sessions[account] = nil
+    }
+}
+
+/// A gate a strategy closure waits at; opening it lets every waiter through. Waiting ignores cancellation,
+/// like a server that answers whether or not anyone still listens.
+actor Gate {
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var isOpen = false
+    private(set) var arrivals = 0
+
+    func wait() async {
+        arrivals += 1
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func open() {
+        isOpen = true
+        let waiting = waiters
+        waiters = []
+        for waiter in waiting { waiter.resume() }
+    }
+}
+
+/// A transport that records requests and answers with a fixed response.
+final class RecordingTransport: HTTPTransport {
+    struct Recorded: Sendable {
+        let request: HTTPRequest
+        let body: Data?
+    }
+
+    private let state = Mutex<[Recorded]>([])
+    private let status: Int
+    private let responseBody: Data
+
+    init(status: Int = 200, body: String) {
+        self.status = status
+        self.responseBody = Data(body.utf8)
+    }
+
+    var requests: [Recorded] { state.withLock { $0 } }
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        state.withLock { $0.append(Recorded(request: request, body: body)) }
+        return (HTTPResponse(status: .init(code: status)), responseBody)
+    }
+}
