@@ -18,7 +18,9 @@ def _zero():
         # Failed refresh attempts answered with invalid_grant (reuse detections included).
         "reuse_detections_or_invalid_grants": 0,
         # Failed refresh attempts that presented a rotated-out or revoked refresh token
-        # while REFRESH_TOKEN_REUSE_PROTECTION was on: DOT revoked the whole family.
+        # while REFRESH_TOKEN_REUSE_PROTECTION was on and its family still had a live
+        # refresh token: DOT revoked the whole family (the session died). Presenting a
+        # token of an already dead family again is an invalid_grant, not a new detection.
         "reuse_detections": 0,
         # Refreshes that presented an already rotated refresh token and were honoured
         # because it was within REFRESH_TOKEN_GRACE_PERIOD_SECONDS.

@@ -27,6 +27,14 @@ class CountingValidator(OAuth2Validator):
         superseded = (
             was_revoked and get_access_token_model().objects.filter(source_refresh_token=row).exists()
         )
+        # A detection that kills something: the family still had a live member.
+        family_live = (
+            was_revoked
+            and row.token_family is not None
+            and get_refresh_token_model()
+            .objects.filter(token_family=row.token_family, revoked__isnull=True)
+            .exists()
+        )
         grace_expired = was_revoked and row.revoked <= timezone.now() - timedelta(
             seconds=oauth2_settings.REFRESH_TOKEN_GRACE_PERIOD_SECONDS
         )
@@ -37,7 +45,8 @@ class CountingValidator(OAuth2Validator):
             elif (
                 not ok
                 and (grace_expired or not superseded)
-                and oauth2_settings.REFRESH_TOKEN_REUSE_PROTECTION and row.token_family
+                and oauth2_settings.REFRESH_TOKEN_REUSE_PROTECTION
+                and family_live
             ):
                 stats.add("reuse_detections")
         return ok
