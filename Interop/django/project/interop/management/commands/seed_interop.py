@@ -1,0 +1,41 @@
+"""manage.py seed_interop: create (or reset) the test users and the two OAuth clients."""
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from oauth2_provider.models import get_application_model
+
+from interop import fixtures
+
+
+class Command(BaseCommand):
+    help = "Create or reset the interop test users and OAuth clients (idempotent)."
+
+    def handle(self, *args, **options):
+        User = get_user_model()
+        for username, password in fixtures.USERS.items():
+            user, _ = User.objects.get_or_create(username=username)
+            user.is_active = True
+            user.set_password(password)
+            user.save()
+
+        Application = get_application_model()
+        alice = User.objects.get(username="alice")
+        clients = [
+            (fixtures.CONFIDENTIAL_CLIENT_ID, Application.CLIENT_CONFIDENTIAL, fixtures.CONFIDENTIAL_CLIENT_SECRET),
+            (fixtures.PUBLIC_CLIENT_ID, Application.CLIENT_PUBLIC, ""),
+        ]
+        for client_id, client_type, secret in clients:
+            app = Application.objects.filter(client_id=client_id).first() or Application(client_id=client_id)
+            app.name = client_id
+            app.user = alice
+            app.client_type = client_type
+            app.authorization_grant_type = Application.GRANT_PASSWORD
+            app.redirect_uris = ""
+            app.skip_authorization = True
+            # Stored hashed (DOT hashes client secrets on save); the plaintext is the fixture.
+            app.client_secret = secret
+            app.save()
+
+        self.stdout.write(
+            f"interop: seeded users {sorted(fixtures.USERS)} and clients "
+            f"{fixtures.CONFIDENTIAL_CLIENT_ID} (confidential), {fixtures.PUBLIC_CLIENT_ID} (public)"
+        )

@@ -1,0 +1,95 @@
+"""Settings of the django-oauth-toolkit interop server. Test-only: never deploy this.
+
+Startup values come from environment variables (see Interop/README.md); the OAuth
+settings can be changed at run time through POST /debug/config.
+"""
+import os
+import tempfile
+from pathlib import Path
+
+
+def _env_int(name, default):
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+def _env_bool(name, default):
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be 0/1/true/false, got {raw!r}")
+
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# A fixed key is fine: the server only ever listens on 127.0.0.1 and holds test data.
+SECRET_KEY = "interop-test-only-not-a-secret"
+DEBUG = _env_bool("INTEROP_DJANGO_DEBUG", False)
+ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "oauth2_provider",
+    "interop.apps.InteropConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.common.CommonMiddleware",
+]
+
+ROOT_URLCONF = "interop.urls"
+WSGI_APPLICATION = "interop.wsgi.application"
+APPEND_SLASH = False
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.environ.get("INTEROP_DB") or os.path.join(tempfile.gettempdir(), "interop-dot.sqlite3"),
+        "OPTIONS": {
+            # Concurrent refreshes from several client processes: wait for the write
+            # lock instead of failing with "database is locked", and take it at the
+            # start of every transaction (SQLite has no SELECT ... FOR UPDATE).
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+    }
+}
+
+# Cheap hashing (test-only): DOT hashes client secrets with the default hasher too, so
+# every Basic-authenticated token request would otherwise pay ~0.5 s.
+PASSWORD_HASHERS = ["interop.hashers.FastPBKDF2PasswordHasher"]
+
+USE_TZ = True
+TIME_ZONE = "UTC"
+LANGUAGE_CODE = "en-us"
+USE_I18N = False
+
+OAUTH2_PROVIDER = {
+    "ACCESS_TOKEN_EXPIRE_SECONDS": _env_int("INTEROP_ACCESS_TOKEN_EXPIRE_SECONDS", 5),
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": _env_int("INTEROP_REFRESH_TOKEN_GRACE_PERIOD_SECONDS", 0),
+    "REFRESH_TOKEN_REUSE_PROTECTION": _env_bool("INTEROP_REFRESH_TOKEN_REUSE_PROTECTION", True),
+    "SCOPES": {"read": "Read", "write": "Write"},
+    "DEFAULT_SCOPES": ["read", "write"],
+    # Counts reuse detections and grace-window replays for /debug/stats.
+    "OAUTH2_VALIDATOR_CLASS": "interop.validators.CountingValidator",
+    # Rebuild the oauthlib server per request so /debug/config changes to the
+    # access-token lifetime take effect at once.
+    "ALWAYS_RELOAD_OAUTHLIB_CORE": True,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {
+        # The password grant is deprecated by RFC 9700; DOT logs a warning per use.
+        "oauth2_provider": {"handlers": ["console"], "level": "ERROR"},
+    },
+}

@@ -1,0 +1,187 @@
+"""Protected endpoint, counting token/revocation views, and the /debug/* test hooks."""
+import json
+import os
+import threading
+from datetime import timedelta
+
+from django.conf import settings
+from django.http import HttpResponseNotAllowed, JsonResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from oauth2_provider.models import get_access_token_model, get_refresh_token_model
+from oauth2_provider.oauth2_backends import get_oauthlib_core
+from oauth2_provider.settings import oauth2_settings
+from oauth2_provider.views import RevokeTokenView, TokenView
+
+from . import stats
+
+REALM = "interop"
+
+
+def _json_body(content):
+    try:
+        value = json.loads(content or b"{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+class CountingTokenView(TokenView):
+    """DOT's /o/token/, counting successes by grant_type and failures by error code."""
+
+    def post(self, request, *args, **kwargs):
+        request.body  # cache the raw body so request.POST stays readable after DOT
+        response = super().post(request, *args, **kwargs)
+        grant_type = request.POST.get("grant_type")
+        body = _json_body(response.content)
+        if response.status_code == 200:
+            stats.token_success(grant_type, body.get("access_token"))
+        else:
+            stats.token_failure(grant_type, body.get("error"))
+        return response
+
+
+class CountingRevokeTokenView(RevokeTokenView):
+    """DOT's RFC 7009 /o/revoke_token/, counting successful revocation requests."""
+
+    def post(self, request, *args, **kwargs):
+        response = super().post(request, *args, **kwargs)
+        if response.status_code == 200:
+            stats.add("revocations")
+        return response
+
+
+def _unauthorized(error):
+    # RFC 6750 section 3.1: no error code when the request carried no bearer token.
+    challenge = f'Bearer realm="{REALM}"'
+    if error:
+        challenge += f', error="{error}"'
+    response = JsonResponse({"error": error or "unauthorized"}, status=401)
+    response["WWW-Authenticate"] = challenge
+    return response
+
+
+def api_me(request):
+    """GET /api/me: 200 {"user": ...} for a valid bearer token, else 401 with a challenge."""
+    if request.method != "GET":
+        return HttpResponseNotAllowed(["GET"])
+    authorization = request.headers.get("Authorization", "")
+    scheme, _, credentials = authorization.partition(" ")
+    if scheme.lower() != "bearer":
+        stats.add("api_unauthorized")
+        return _unauthorized(None)
+    if not credentials.strip():
+        stats.add("api_unauthorized")
+        return _unauthorized("invalid_token")
+    valid, oauth_request = get_oauthlib_core().verify_request(request, scopes=[])
+    if not valid or oauth_request.user is None:
+        stats.add("api_unauthorized")
+        return _unauthorized("invalid_token")
+    stats.add("api_ok")
+    token = oauth_request.access_token
+    return JsonResponse(
+        {
+            "user": oauth_request.user.get_username(),
+            "client_id": token.application.client_id,
+            "scope": token.scope,
+        }
+    )
+
+
+@csrf_exempt
+def debug_stats(request):
+    """GET /debug/stats: the counters, plus this server's pid and OAuth settings."""
+    if request.method != "GET":
+        return HttpResponseNotAllowed(["GET"])
+    body = stats.snapshot()
+    body["pid"] = os.getpid()
+    body["config"] = _config()
+    return JsonResponse(body)
+
+
+@csrf_exempt
+def debug_reset(request):
+    """POST /debug/reset: zero the counters."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    stats.reset()
+    return JsonResponse(stats.snapshot())
+
+
+_CONFIG_KEYS = {
+    "access_token_expire_seconds": ("ACCESS_TOKEN_EXPIRE_SECONDS", int),
+    "refresh_token_grace_period_seconds": ("REFRESH_TOKEN_GRACE_PERIOD_SECONDS", int),
+    "refresh_token_reuse_protection": ("REFRESH_TOKEN_REUSE_PROTECTION", bool),
+}
+_config_lock = threading.Lock()
+
+
+def _config():
+    return {key: getattr(oauth2_settings, name) for key, (name, _) in _CONFIG_KEYS.items()}
+
+
+@csrf_exempt
+def debug_config(request):
+    """GET /debug/config: the OAuth settings in force. POST a JSON subset to change them."""
+    if request.method == "GET":
+        return JsonResponse(_config())
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["GET", "POST"])
+    try:
+        changes = json.loads(request.body or b"{}")
+    except ValueError:
+        return JsonResponse({"error": "body is not JSON"}, status=400)
+    if not isinstance(changes, dict):
+        return JsonResponse({"error": "body must be a JSON object"}, status=400)
+    unknown = sorted(set(changes) - set(_CONFIG_KEYS))
+    if unknown:
+        return JsonResponse({"error": f"unknown keys: {unknown}", "known": sorted(_CONFIG_KEYS)}, status=400)
+    for key, value in changes.items():
+        kind = _CONFIG_KEYS[key][1]
+        if kind is int and (type(value) is not int or value < 0):
+            return JsonResponse({"error": f"{key} must be a non-negative integer"}, status=400)
+        if kind is bool and type(value) is not bool:
+            return JsonResponse({"error": f"{key} must be true or false"}, status=400)
+    with _config_lock:
+        for key, value in changes.items():
+            settings.OAUTH2_PROVIDER[_CONFIG_KEYS[key][0]] = value
+        oauth2_settings.reload()
+    return JsonResponse(_config())
+
+
+@csrf_exempt
+def debug_expire_access_tokens(request):
+    """POST /debug/expire_access_tokens: make every live access token expired now.
+
+    Lets clients cross an access-token expiry without waiting on the server's clock.
+    Optional JSON body {"user": "alice"} limits it to one user.
+    """
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    now = timezone.now()
+    tokens = get_access_token_model().objects.filter(expires__gt=now)
+    user = _json_body(request.body).get("user")
+    if user:
+        tokens = tokens.filter(user__username=user)
+    expired = tokens.update(expires=now - timedelta(seconds=1))
+    return JsonResponse({"expired": expired})
+
+
+@csrf_exempt
+def debug_age_revocations(request):
+    """POST /debug/age_revocations {"seconds": N}: move every refresh-token revocation N s back.
+
+    Lets clients step past REFRESH_TOKEN_GRACE_PERIOD_SECONDS without waiting.
+    """
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    seconds = _json_body(request.body).get("seconds")
+    if type(seconds) is not int or seconds < 0:
+        return JsonResponse({"error": "seconds must be a non-negative integer"}, status=400)
+    rows = get_refresh_token_model().objects.filter(revoked__isnull=False)
+    aged = 0
+    for row in rows:
+        row.revoked = row.revoked - timedelta(seconds=seconds)
+        row.save(update_fields=["revoked"])
+        aged += 1
+    return JsonResponse({"aged": aged})
