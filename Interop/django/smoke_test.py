@@ -487,7 +487,12 @@ def main():
     args = parser.parse_args()
     if args.expect_reuse_protection is not None:
         args.expect_reuse_protection = bool(args.expect_reuse_protection)
-    config = Server(args.base_url).config()
+    try:
+        config = Server(args.base_url).config()
+    except OSError as error:
+        print(f"FAIL server_is_reachable: {args.base_url}: {type(error).__name__}", flush=True)
+        print("0 passed, 1 failed", flush=True)
+        return 1
     print(f"interop smoke test against {args.base_url} with {json.dumps(config, sort_keys=True)}", flush=True)
     passed, failed = run(Server(args.base_url), args)
     print(f"{passed} passed, {failed} failed", flush=True)
