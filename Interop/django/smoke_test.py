@@ -301,6 +301,42 @@ def run(server, args):
         check(status == 400 and body.get("error") == "invalid_grant", f"got {status} {body.get('error')}")
 
     @test
+    def token_errors_a_client_must_classify():
+        status, _, body = server.request(
+            "POST",
+            "/o/token/",
+            form={"grant_type": "refresh_token", "refresh_token": ctx["session"]["refresh_token"],
+                  "client_id": fixtures.PUBLIC_CLIENT_ID},
+        )
+        check(status == 400 and body.get("error") == "invalid_grant", f"another client's token: {status} {body.get('error')}")
+        server.tally["refresh_invalid_grant"] += 1
+        status, body = server.token("confidential", {"grant_type": "refresh_token"})
+        check(status == 400 and body.get("error") == "invalid_request", f"missing refresh_token: {status} {body.get('error')}")
+        status, body = server.token("confidential", {"grant_type": "client_credentials"})
+        check(status == 400 and body.get("error") == "unauthorized_client", f"client_credentials: {status} {body.get('error')}")
+        status, headers, body = server.request(
+            "POST",
+            "/o/token/",
+            form={"grant_type": "refresh_token", "refresh_token": ctx["session"]["refresh_token"],
+                  "client_id": fixtures.CONFIDENTIAL_CLIENT_ID},
+        )
+        check(status == 401 and body.get("error") == "invalid_client", f"no secret: {status} {body.get('error')}")
+        check(headers.get("WWW-Authenticate") == 'Bearer error="invalid_client"', "invalid_client challenge differs")
+
+    @test
+    def token_responses_are_not_cached_and_scope_can_narrow():
+        form, headers = {"grant_type": "password", "username": "alice", "password": fixtures.USERS["alice"]}, {}
+        server._client_auth("confidential", form, headers)
+        status, response_headers, body = server.request("POST", "/o/token/", form=form, headers=headers)
+        check(status == 200, f"password grant answered {status}")
+        server.tally["password_ok"] += 1
+        check(response_headers.get("Cache-Control") == "no-store", "token response lacks Cache-Control: no-store")
+        status, narrowed = server.token(
+            "confidential", {"grant_type": "refresh_token", "refresh_token": body["refresh_token"], "scope": "read"}
+        )
+        check(status == 200 and narrowed.get("scope") == "read", f"narrowed refresh: {status} {narrowed.get('scope')!r}")
+
+    @test
     def protected_call_with_a_valid_token_answers_the_user():
         status, challenge, body = server.me(ctx["session"]["access_token"])
         check(status == 200, f"/api/me answered {status}")
@@ -423,6 +459,9 @@ def run(server, args):
         got = {key: stats[key] for key in want}
         check(got == want, f"/debug/stats says {got}, the test saw {want}")
         check(stats["token_failures"].get("password:invalid_client") == 1, "invalid_client not counted")
+        check(stats["token_failures"].get("refresh_token:invalid_client") == 1, "refresh invalid_client not counted")
+        check(stats["token_failures"].get("refresh_token:invalid_request") == 1, "invalid_request not counted")
+        check(stats["token_failures"].get("client_credentials:unauthorized_client") == 1, "unauthorized_client not counted")
         check(stats["token_failures"].get("password:invalid_grant") == 1, "wrong password not counted")
         check(
             stats["token_failures"].get("refresh_token:invalid_grant") == tally["refresh_invalid_grant"],
@@ -487,7 +526,12 @@ def main():
     args = parser.parse_args()
     if args.expect_reuse_protection is not None:
         args.expect_reuse_protection = bool(args.expect_reuse_protection)
-    config = Server(args.base_url).config()
+    try:
+        config = Server(args.base_url).config()
+    except OSError as error:
+        print(f"FAIL server_is_reachable: {args.base_url}: {type(error).__name__}", flush=True)
+        print("0 passed, 1 failed", flush=True)
+        return 1
     print(f"interop smoke test against {args.base_url} with {json.dumps(config, sort_keys=True)}", flush=True)
     passed, failed = run(Server(args.base_url), args)
     print(f"{passed} passed, {failed} failed", flush=True)
