@@ -6,10 +6,14 @@ import Synchronization
 /// Waiters park as continuations in arrival order and are resumed oldest-first when the refresh finishes.
 /// Registration, cancellation and completion take one lock each, outside the client actor, so a resumed
 /// waiter never queues on the actor again: 20,000 waiters cost twice what 10,000 do.
+///
+/// The continuations are unsafe (no per-waiter canary allocation); exactly-once resumption is guaranteed by
+/// the slot state machine under the lock: a slot is taken out of `.waiting` before its continuation is resumed,
+/// either by ``finish(_:)`` (which empties all slots) or by the cancellation handler.
 final class RefreshFlight: Sendable {
     private enum Slot {
         case reserved
-        case waiting(CheckedContinuation<AuthToken, any Error>)
+        case waiting(UnsafeContinuation<AuthToken, any Error>)
         case cancelled
     }
 
@@ -42,7 +46,7 @@ final class RefreshFlight: Sendable {
         case .success(let value): index = value
         }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            try await withUnsafeThrowingContinuation { continuation in
                 let immediate: Result<AuthToken, TokenRefreshError>? = state.withLock { state in
                     if let result = state.result { return result }
                     guard case .reserved = state.slots[index] else { return .failure(.cancelled) }
@@ -52,7 +56,7 @@ final class RefreshFlight: Sendable {
                 if let immediate { continuation.resume(with: immediate) }
             }
         } onCancel: {
-            let continuation: CheckedContinuation<AuthToken, any Error>? = state.withLock { state in
+            let continuation: UnsafeContinuation<AuthToken, any Error>? = state.withLock { state in
                 guard state.result == nil else { return nil }
                 switch state.slots[index] {
                 case .waiting(let continuation):

@@ -42,6 +42,8 @@ public actor TokenRefreshClient: TokenProvider {
         var token: AuthToken?
         var state: AuthState = .loading
         var needsActor = true
+        /// When ``token`` becomes due for a proactive refresh (`willExpireSoon`), precomputed.
+        var refreshDue = Date.distantPast
         var isOffline = false
         var flight: RefreshFlight?
     }
@@ -168,10 +170,24 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Returns: The access token.
     /// - Throws: ``TokenRefreshError/signedOut`` without a session; ``TokenRefreshError/refreshTokenRejected``
     ///   when the session ended; a transient error (the session is kept); ``TokenRefreshError/cancelled``.
-    public nonisolated func validToken() async throws -> AuthToken {
-        let cached = snapshot.withLock { $0.needsActor ? nil : $0.token }
-        if let cached, !cached.willExpireSoon(at: now(), policy: configuration.expiryPolicy) { return cached }
-        switch try await prepareValidToken() {
+    public nonisolated(nonsending) func validToken() async throws -> AuthToken {
+        // The fast path is one clock read and one lock: no actor hop while the token is fresh, and none to
+        // join a refresh already in flight.
+        let time = now()
+        let fresh = snapshot.withLock { snapshot -> AuthToken? in
+            !snapshot.needsActor && time < snapshot.refreshDue ? snapshot.token : nil
+        }
+        if let fresh { return fresh }
+        let inFlight = snapshot.withLock { snapshot -> RefreshFlight? in
+            snapshot.needsActor || snapshot.token == nil ? nil : snapshot.flight
+        }
+        let next: Next
+        if let inFlight {
+            next = .wait(inFlight)
+        } else {
+            next = try await prepareValidToken()
+        }
+        switch next {
         case .token(let token):
             return token
         case .wait(let flight):
@@ -312,6 +328,19 @@ public actor TokenRefreshClient: TokenProvider {
     func publishSnapshot() {
         let token = session?.token
         let needsActor = !loaded || session?.persisted == false
+        var refreshDue = Date.distantPast
+        if let token {
+            let policy = configuration.expiryPolicy
+            if let expiresAt = token.expiresAt {
+                let lifetime =
+                    token.lifetime ?? token.expirationClaim.map { max(0, $0.timeIntervalSince(token.receivedAt)) }
+                let margin =
+                    policy.effectiveLeeway(lifetime: lifetime) + policy.effectiveRefreshThreshold(lifetime: lifetime)
+                refreshDue = expiresAt.addingTimeInterval(-margin)
+            } else {
+                refreshDue = .distantFuture  // no known expiry: never due (as `willExpireSoon`)
+            }
+        }
         let state = self.state
         let isOffline = self.isOffline
         let flight = self.flight
@@ -319,6 +348,7 @@ public actor TokenRefreshClient: TokenProvider {
             snapshot.token = token
             snapshot.state = state
             snapshot.needsActor = needsActor
+            snapshot.refreshDue = refreshDue
             snapshot.isOffline = isOffline
             snapshot.flight = flight
         }
