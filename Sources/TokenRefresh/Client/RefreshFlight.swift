@@ -24,6 +24,13 @@ final class RefreshFlight: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The client-wide count of waiting callers, readable without a lock.
+    private let counter: WaiterCounter
+
+    /// Creates a flight whose waiters are also counted in `counter`.
+    init(counter: WaiterCounter = WaiterCounter()) {
+        self.counter = counter
+    }
 
     /// The number of callers waiting now.
     var waiterCount: Int { state.withLock { $0.waiting } }
@@ -39,6 +46,7 @@ final class RefreshFlight: Sendable {
             state.waiting += 1
             return .success(state.slots.count - 1)
         }
+        if case .success(let index) = reservation, index >= 0 { counter.value.add(1, ordering: .relaxed) }
         let index: Int
         switch reservation {
         case .failure(let error): throw error
@@ -56,21 +64,22 @@ final class RefreshFlight: Sendable {
                 if let immediate { continuation.resume(with: immediate) }
             }
         } onCancel: {
-            let continuation: UnsafeContinuation<AuthToken, any Error>? = state.withLock { state in
-                guard state.result == nil else { return nil }
+            let (left, continuation) = state.withLock { state -> (Bool, UnsafeContinuation<AuthToken, any Error>?) in
+                guard state.result == nil else { return (false, nil) }
                 switch state.slots[index] {
                 case .waiting(let continuation):
                     state.slots[index] = .cancelled
                     state.waiting -= 1
-                    return continuation
+                    return (true, continuation)
                 case .reserved:
                     state.slots[index] = .cancelled
                     state.waiting -= 1
-                    return nil
+                    return (true, nil)
                 case .cancelled:
-                    return nil
+                    return (false, nil)
                 }
             }
+            if left { counter.value.subtract(1, ordering: .relaxed) }
             continuation?.resume(throwing: TokenRefreshError.cancelled)
         }
     }
@@ -80,13 +89,15 @@ final class RefreshFlight: Sendable {
     /// - Returns: The arrival indices of the waiters resumed, in the order they were resumed.
     @discardableResult
     func finish(_ result: Result<AuthToken, TokenRefreshError>) -> [Int] {
-        let slots: [Slot] = state.withLock { state in
-            guard state.result == nil else { return [] }
+        let (slots, waiting): ([Slot], Int) = state.withLock { state in
+            guard state.result == nil else { return ([], 0) }
             state.result = result
+            let waiting = state.waiting
             state.waiting = 0
             defer { state.slots = [] }
-            return state.slots
+            return (state.slots, waiting)
         }
+        counter.value.subtract(waiting, ordering: .relaxed)
         var resumed: [Int] = []
         resumed.reserveCapacity(slots.count)
         for (index, slot) in slots.enumerated() {
@@ -97,4 +108,9 @@ final class RefreshFlight: Sendable {
         }
         return resumed
     }
+}
+
+/// A count of the callers waiting on a client's flights, shared by them and readable without a lock.
+final class WaiterCounter: Sendable {
+    let value = Atomic<Int>(0)
 }

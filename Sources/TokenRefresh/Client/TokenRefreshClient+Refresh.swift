@@ -8,6 +8,12 @@ extension TokenRefreshClient {
 
     /// The actor half of ``validToken()``: a token, or a flight to wait for.
     func prepareValidToken() async throws(TokenRefreshError) -> Next {
+        // Callers that queued on the actor just before the refresh started join it at once.
+        if loaded, let flight, let session, session.persisted,
+            session.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy)
+        {
+            return .wait(flight)
+        }
         try await ensureLoaded()
         await retryPendingPersistIfDue()
         guard let session else {
@@ -117,7 +123,7 @@ extension TokenRefreshClient {
 
     /// Starts the shared refresh in its own task and returns the flight callers wait on.
     func startFlight(seed: String?) -> RefreshFlight {
-        let flight = RefreshFlight()
+        let flight = RefreshFlight(counter: waiterCounter)
         self.flight = flight
         publishSnapshot()
         let startEpoch = epoch

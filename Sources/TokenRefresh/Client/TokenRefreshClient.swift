@@ -53,6 +53,13 @@ public actor TokenRefreshClient: TokenProvider {
         var continuations: [UInt64: AsyncStream<AuthEvent>.Continuation] = [:]
     }
 
+    /// What the lock-only fast path of ``validToken()`` found.
+    enum FastPath {
+        case fresh(AuthToken)
+        case join(RefreshFlight)
+        case slow
+    }
+
     /// What a caller does next: take a token, or wait for a shared refresh.
     enum Next: Sendable {
         case token(AuthToken)
@@ -70,6 +77,7 @@ public actor TokenRefreshClient: TokenProvider {
 
     nonisolated let snapshot = Mutex(Snapshot())
     nonisolated let subscribers = Mutex(Subscribers())
+    nonisolated let waiterCounter = WaiterCounter()
 
     var session: Session?
     var loaded = false
@@ -141,7 +149,7 @@ public actor TokenRefreshClient: TokenProvider {
     public nonisolated var isOfflineNow: Bool { snapshot.withLock { $0.isOffline } }
 
     /// How many callers are waiting for the refresh in flight (0 when none is).
-    public nonisolated var refreshWaiterCount: Int { snapshot.withLock { $0.flight }?.waiterCount ?? 0 }
+    public nonisolated var refreshWaiterCount: Int { waiterCounter.value.load(ordering: .relaxed) }
 
     /// A new stream of auth events. Each call returns its own stream; it ends when the client goes away.
     ///
@@ -174,18 +182,16 @@ public actor TokenRefreshClient: TokenProvider {
         // The fast path is one clock read and one lock: no actor hop while the token is fresh, and none to
         // join a refresh already in flight.
         let time = now()
-        let fresh = snapshot.withLock { snapshot -> AuthToken? in
-            !snapshot.needsActor && time < snapshot.refreshDue ? snapshot.token : nil
-        }
-        if let fresh { return fresh }
-        let inFlight = snapshot.withLock { snapshot -> RefreshFlight? in
-            snapshot.needsActor || snapshot.token == nil ? nil : snapshot.flight
+        let path = snapshot.withLock { snapshot -> FastPath in
+            guard !snapshot.needsActor, snapshot.token != nil else { return .slow }
+            if time < snapshot.refreshDue, let token = snapshot.token { return .fresh(token) }
+            return snapshot.flight.map(FastPath.join) ?? .slow
         }
         let next: Next
-        if let inFlight {
-            next = .wait(inFlight)
-        } else {
-            next = try await prepareValidToken()
+        switch path {
+        case .fresh(let token): return token
+        case .join(let flight): next = .wait(flight)
+        case .slow: next = try await prepareValidToken()
         }
         switch next {
         case .token(let token):
