@@ -53,13 +53,6 @@ public actor TokenRefreshClient: TokenProvider {
         var continuations: [UInt64: AsyncStream<AuthEvent>.Continuation] = [:]
     }
 
-    /// What the lock-only fast path of ``validToken()`` found.
-    enum FastPath {
-        case fresh(AuthToken)
-        case join(RefreshFlight)
-        case slow
-    }
-
     /// What a caller does next: take a token, or wait for a shared refresh.
     enum Next: Sendable {
         case token(AuthToken)
@@ -182,16 +175,23 @@ public actor TokenRefreshClient: TokenProvider {
         // The fast path is one clock read and one lock: no actor hop while the token is fresh, and none to
         // join a refresh already in flight.
         let time = now()
-        let path = snapshot.withLock { snapshot -> FastPath in
-            guard !snapshot.needsActor, snapshot.token != nil else { return .slow }
-            if time < snapshot.refreshDue, let token = snapshot.token { return .fresh(token) }
-            return snapshot.flight.map(FastPath.join) ?? .slow
+        let fresh = snapshot.withLock { snapshot -> AuthToken? in
+            !snapshot.needsActor && time < snapshot.refreshDue ? snapshot.token : nil
+        }
+        if let fresh { return fresh }
+        return try await validTokenAfterFastPath()
+    }
+
+    /// The rest of ``validToken()`` when the token is not fresh: join or start a refresh.
+    nonisolated(nonsending) func validTokenAfterFastPath() async throws -> AuthToken {
+        let inFlight = snapshot.withLock { snapshot -> RefreshFlight? in
+            snapshot.needsActor || snapshot.token == nil ? nil : snapshot.flight
         }
         let next: Next
-        switch path {
-        case .fresh(let token): return token
-        case .join(let flight): next = .wait(flight)
-        case .slow: next = try await prepareValidToken()
+        if let inFlight {
+            next = .wait(inFlight)
+        } else {
+            next = try await prepareValidToken()
         }
         switch next {
         case .token(let token):
