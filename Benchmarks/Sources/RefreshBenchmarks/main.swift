@@ -191,11 +191,13 @@ func run() async throws {
         var parkeds: [Double] = []
         var tens: [Double] = []
         var twenties: [Double] = []
+        var parkedTwenties: [Double] = []
         for _ in 0..<11 {
             bases.append(await bareHops(10_000, inTaskGroup: inTaskGroup))
             parkeds.append(await bareContinuations(10_000, inTaskGroup: inTaskGroup))
             tens.append(await waiters(10_000, inTaskGroup: inTaskGroup))
             twenties.append(await waiters(20_000, inTaskGroup: inTaskGroup))
+            parkedTwenties.append(await bareContinuations(20_000, inTaskGroup: inTaskGroup))
         }
         let wait10 = Harness.median(tens)
         let added = Harness.median(zip(tens, bases).map { ($0 - $1) / 10_000 })
@@ -215,6 +217,10 @@ func run() async throws {
             "20,000 vs 10,000 waiters (\(label))",
             "\(Harness.format(Harness.median(twenties))) vs \(Harness.format(wait10)) = "
                 + String(format: "%.2fx", growth), target: "<= 2.2x", passed: growth <= 2.2)
+        let parkedGrowth = Harness.median(zip(parkedTwenties, parkeds).map { $0 / $1 })
+        print(
+            "      (diagnostic: tasks parked on a bare continuation grow "
+                + String(format: "%.2fx", parkedGrowth) + " from 10k to 20k)")
     }
 }
 

@@ -40,19 +40,14 @@ final class RefreshFlight: Sendable {
 
     /// Waits for the result. A cancelled caller leaves with ``TokenRefreshError/cancelled``; the refresh goes on.
     func wait() async throws -> AuthToken {
-        let reservation: Result<Int, TokenRefreshError> = state.withLock { state in
-            if let result = state.result { return result.map { _ in -1 } }
+        let reserved: Int? = state.withLock { state in
+            guard state.result == nil else { return nil }
             state.slots.append(.reserved)
             state.waiting += 1
-            return .success(state.slots.count - 1)
+            return state.slots.count - 1
         }
-        if case .success(let index) = reservation, index >= 0 { counter.value.add(1, ordering: .relaxed) }
-        let index: Int
-        switch reservation {
-        case .failure(let error): throw error
-        case .success(let value) where value < 0: return try state.withLock { $0.result! }.get()
-        case .success(let value): index = value
-        }
+        guard let index = reserved else { return try finishedResult() }
+        counter.value.add(1, ordering: .relaxed)
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 let immediate: Result<AuthToken, TokenRefreshError>? = state.withLock { state in
@@ -82,6 +77,11 @@ final class RefreshFlight: Sendable {
             if left { counter.value.subtract(1, ordering: .relaxed) }
             continuation?.resume(throwing: TokenRefreshError.cancelled)
         }
+    }
+
+    /// The result of a flight that has finished.
+    private func finishedResult() throws -> AuthToken {
+        try state.withLock { $0.result ?? .failure(.cancelled) }.get()
     }
 
     /// Resolves every waiter with `result`, oldest first. Only the first call has an effect.

@@ -179,33 +179,45 @@ public actor TokenRefreshClient: TokenProvider {
             !snapshot.needsActor && time < snapshot.refreshDue ? snapshot.token : nil
         }
         if let fresh { return fresh }
+        let flight = snapshot.withLock { snapshot -> RefreshFlight? in
+            snapshot.needsActor || snapshot.token == nil ? nil : snapshot.flight
+        }
+        if let flight {
+            do {
+                return try await flight.wait()
+            } catch {
+                return try stillValidToken(after: error)
+            }
+        }
         return try await validTokenAfterFastPath()
     }
 
     /// The rest of ``validToken()`` when the token is not fresh: join or start a refresh.
     nonisolated(nonsending) func validTokenAfterFastPath() async throws -> AuthToken {
-        let inFlight = snapshot.withLock { snapshot -> RefreshFlight? in
+        var flight = snapshot.withLock { snapshot -> RefreshFlight? in
             snapshot.needsActor || snapshot.token == nil ? nil : snapshot.flight
         }
-        let next: Next
-        if let inFlight {
-            next = .wait(inFlight)
-        } else {
-            next = try await prepareValidToken()
-        }
-        switch next {
-        case .token(let token):
-            return token
-        case .wait(let flight):
-            do {
-                return try await flight.wait()
-            } catch let error as TokenRefreshError where error.isTransient || error == .rateLimited {
-                if let token = currentToken, !token.isExpired(at: now(), policy: configuration.expiryPolicy) {
-                    return token
-                }
-                throw error
+        if flight == nil {
+            switch try await prepareValidToken() {
+            case .token(let token): return token
+            case .wait(let started): flight = started
             }
         }
+        do {
+            return try await flight!.wait()
+        } catch {
+            return try stillValidToken(after: error)
+        }
+    }
+
+    /// After a failed proactive refresh: the current token if it is still valid and the failure transient
+    /// (or the breaker), else the error.
+    nonisolated func stillValidToken(after error: any Error) throws -> AuthToken {
+        guard let error = error as? TokenRefreshError, error.isTransient || error == .rateLimited else { throw error }
+        if let token = currentToken, !token.isExpired(at: now(), policy: configuration.expiryPolicy) {
+            return token
+        }
+        throw error
     }
 
     /// Returns a token to retry with after the server rejected `accessToken` (a 401).
