@@ -4,8 +4,9 @@ import Synchronization
 /// One shared refresh and the callers waiting for it.
 ///
 /// Waiters park as continuations in arrival order and are resumed oldest-first when the refresh finishes.
-/// Registration, cancellation and completion take one lock each, outside the client actor, so a resumed
-/// waiter never queues on the actor again: 20,000 waiters cost twice what 10,000 do.
+/// Joining takes two short lock sections (reserve a slot, then park in it), cancellation and completion one
+/// each, all outside the client actor, so a resumed waiter never queues on the actor again: 20,000 waiters
+/// cost about twice what 10,000 do.
 ///
 /// The continuations are unsafe (no per-waiter canary allocation); exactly-once resumption is guaranteed by
 /// the slot state machine under the lock: a slot is taken out of `.waiting` before its continuation is resumed,
