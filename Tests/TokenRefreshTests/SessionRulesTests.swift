@@ -75,6 +75,24 @@ import TokenKitTesting
         #expect(await rig.server.isActive(refreshToken: token.refreshToken!))
     }
 
+    @Test func noWaiterNorSnapshotSeesTheRotatedPairBeforeItIsStored() async throws {
+        let store = FlakyStore()
+        let gate = Gate()
+        let rig = try await Rig.make(store: store)
+        await store.setSaveGate(gate)
+        let client = rig.client
+        let caller = Task { try await client.validToken() }
+        await yield { await gate.arrivals == 1 }
+        // The server has rotated; the write is pending: the waiter still waits, the snapshot shows the old pair.
+        #expect(await rig.server.refreshCount == 1)
+        #expect(client.refreshWaiterCount == 1)
+        #expect(client.currentToken == rig.initial)
+        await gate.open()
+        let token = try await caller.value
+        #expect(await rig.stored()?.token == token)
+        #expect(client.currentToken == token)
+    }
+
     @Test func aResponseWithoutRefreshTokenKeepsTheOldOne() async throws {
         let rig = try await Rig.make(
             server: .init(rotatesRefreshTokens: false, omitsRefreshTokenInRefreshResponse: true))

@@ -90,11 +90,14 @@ actor FlakyStore: TokenStore {
     private var sessions: [String: StoredSession] = [:]
     var failSaves = false
     var unavailable = false
+    /// When set, every save waits at this gate before it is applied.
+    var saveGate: Gate?
     private(set) var saves = 0
     private(set) var removes = 0
 
     func setFailSaves(_ value: Bool) { failSaves = value }
     func setUnavailable(_ value: Bool) { unavailable = value }
+    func setSaveGate(_ gate: Gate?) { saveGate = gate }
 
     func load(account: String) async -> TokenStoreRead {
         if unavailable { return .unavailable(.unavailable) }
@@ -102,6 +105,7 @@ actor FlakyStore: TokenStore {
     }
 
     func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
+        if let saveGate { await saveGate.wait() }
         if failSaves || unavailable { throw .writeFailed }
         guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
         saves += 1

@@ -8,6 +8,12 @@ extension TokenRefreshClient {
 
     /// The actor half of ``validToken()``: a token, or a flight to wait for.
     func prepareValidToken() async throws(TokenRefreshError) -> Next {
+        // Callers that queued on the actor just before the refresh started join it at once.
+        if loaded, let flight, let session, session.persisted,
+            session.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy)
+        {
+            return .wait(flight)
+        }
         try await ensureLoaded()
         await retryPendingPersistIfDue()
         guard let session else {
@@ -117,7 +123,7 @@ extension TokenRefreshClient {
 
     /// Starts the shared refresh in its own task and returns the flight callers wait on.
     func startFlight(seed: String?) -> RefreshFlight {
-        let flight = RefreshFlight()
+        let flight = RefreshFlight(counter: waiterCounter)
         self.flight = flight
         publishSnapshot()
         let startEpoch = epoch
@@ -276,27 +282,29 @@ extension TokenRefreshClient {
         let userID = response.userID ?? previous?.userID ?? token.parseUserIdFromJWT()
         let generation = max(previous?.generation ?? 0, storedGeneration ?? 0) &+ 1
         let condition: WriteCondition = storedGeneration.map { .generation($0) } ?? .absent
-        // Until the write lands, the new pair lives in memory only; it is never dropped.
-        session = Session(token: token, userID: userID, generation: generation, persisted: false)
-        isOffline = false
-        publishSnapshot()
+        // Nobody sees the new pair before the write has landed or failed: not the waiters, not the snapshot.
         let stored = StoredSession(token: token, userID: userID, generation: generation)
+        var writeFailure: TokenRefreshError?
         do {
             try await store.save(stored, account: configuration.account, condition: condition)
-            if epoch == startEpoch, session?.generation == generation {
-                session?.persisted = true
-                storedGeneration = generation
-            }
         } catch .conflict {
             // Someone stored a newer session meanwhile: it wins, and this refresh writes nothing.
             return try await adoptAfterConflict(epoch: startEpoch)
         } catch {
-            lastPersistAttempt = clock.elapsed
-            let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-            logger.debug("persisting the new pair failed; kept in memory", metadata: ["token": "\(token.fingerprint)"])
-            publish(.persistenceFailed(failure, tokenFingerprint: token.fingerprint))
+            writeFailure = TokenRefreshError.storageUnavailable.with(underlying: error)
         }
+        // Signed out or a new session while writing: this refresh is void.
         try checkEpoch(startEpoch)
+        // A failed write keeps the pair in memory (the rotated refresh token is never dropped) and is retried.
+        session = Session(token: token, userID: userID, generation: generation, persisted: writeFailure == nil)
+        isOffline = false
+        if let writeFailure {
+            lastPersistAttempt = clock.elapsed
+            logger.debug("persisting the new pair failed; kept in memory", metadata: ["token": "\(token.fingerprint)"])
+            publish(.persistenceFailed(writeFailure, tokenFingerprint: token.fingerprint))
+        } else {
+            storedGeneration = generation
+        }
         setState(.signedIn(userID: userID))
         if previous == nil {
             publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))

@@ -42,6 +42,8 @@ public actor TokenRefreshClient: TokenProvider {
         var token: AuthToken?
         var state: AuthState = .loading
         var needsActor = true
+        /// When ``token`` becomes due for a proactive refresh (`willExpireSoon`), precomputed.
+        var refreshDue = Date.distantPast
         var isOffline = false
         var flight: RefreshFlight?
     }
@@ -68,6 +70,7 @@ public actor TokenRefreshClient: TokenProvider {
 
     nonisolated let snapshot = Mutex(Snapshot())
     nonisolated let subscribers = Mutex(Subscribers())
+    nonisolated let waiterCounter = WaiterCounter()
 
     var session: Session?
     var loaded = false
@@ -139,7 +142,7 @@ public actor TokenRefreshClient: TokenProvider {
     public nonisolated var isOfflineNow: Bool { snapshot.withLock { $0.isOffline } }
 
     /// How many callers are waiting for the refresh in flight (0 when none is).
-    public nonisolated var refreshWaiterCount: Int { snapshot.withLock { $0.flight }?.waiterCount ?? 0 }
+    public nonisolated var refreshWaiterCount: Int { waiterCounter.value.load(ordering: .relaxed) }
 
     /// A new stream of auth events. Each call returns its own stream; it ends when the client goes away.
     ///
@@ -168,22 +171,53 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Returns: The access token.
     /// - Throws: ``TokenRefreshError/signedOut`` without a session; ``TokenRefreshError/refreshTokenRejected``
     ///   when the session ended; a transient error (the session is kept); ``TokenRefreshError/cancelled``.
-    public nonisolated func validToken() async throws -> AuthToken {
-        let cached = snapshot.withLock { $0.needsActor ? nil : $0.token }
-        if let cached, !cached.willExpireSoon(at: now(), policy: configuration.expiryPolicy) { return cached }
-        switch try await prepareValidToken() {
-        case .token(let token):
-            return token
-        case .wait(let flight):
+    public nonisolated(nonsending) func validToken() async throws -> AuthToken {
+        // The fast path is one clock read and one lock: no actor hop while the token is fresh, and none to
+        // join a refresh already in flight.
+        let time = now()
+        let fresh = snapshot.withLock { snapshot -> AuthToken? in
+            !snapshot.needsActor && time < snapshot.refreshDue ? snapshot.token : nil
+        }
+        if let fresh { return fresh }
+        let flight = snapshot.withLock { snapshot -> RefreshFlight? in
+            snapshot.needsActor || snapshot.token == nil ? nil : snapshot.flight
+        }
+        if let flight {
             do {
                 return try await flight.wait()
-            } catch let error as TokenRefreshError where error.isTransient || error == .rateLimited {
-                if let token = currentToken, !token.isExpired(at: now(), policy: configuration.expiryPolicy) {
-                    return token
-                }
-                throw error
+            } catch {
+                return try stillValidToken(after: error)
             }
         }
+        return try await validTokenAfterFastPath()
+    }
+
+    /// The rest of ``validToken()`` when the token is not fresh: join or start a refresh.
+    nonisolated(nonsending) func validTokenAfterFastPath() async throws -> AuthToken {
+        var flight = snapshot.withLock { snapshot -> RefreshFlight? in
+            snapshot.needsActor || snapshot.token == nil ? nil : snapshot.flight
+        }
+        if flight == nil {
+            switch try await prepareValidToken() {
+            case .token(let token): return token
+            case .wait(let started): flight = started
+            }
+        }
+        do {
+            return try await flight!.wait()
+        } catch {
+            return try stillValidToken(after: error)
+        }
+    }
+
+    /// After a failed proactive refresh: the current token if it is still valid and the failure transient
+    /// (or the breaker), else the error.
+    nonisolated func stillValidToken(after error: any Error) throws -> AuthToken {
+        guard let error = error as? TokenRefreshError, error.isTransient || error == .rateLimited else { throw error }
+        if let token = currentToken, !token.isExpired(at: now(), policy: configuration.expiryPolicy) {
+            return token
+        }
+        throw error
     }
 
     /// Returns a token to retry with after the server rejected `accessToken` (a 401).
@@ -312,6 +346,19 @@ public actor TokenRefreshClient: TokenProvider {
     func publishSnapshot() {
         let token = session?.token
         let needsActor = !loaded || session?.persisted == false
+        var refreshDue = Date.distantPast
+        if let token {
+            let policy = configuration.expiryPolicy
+            if let expiresAt = token.expiresAt {
+                let lifetime =
+                    token.lifetime ?? token.expirationClaim.map { max(0, $0.timeIntervalSince(token.receivedAt)) }
+                let margin =
+                    policy.effectiveLeeway(lifetime: lifetime) + policy.effectiveRefreshThreshold(lifetime: lifetime)
+                refreshDue = expiresAt.addingTimeInterval(-margin)
+            } else {
+                refreshDue = .distantFuture  // no known expiry: never due (as `willExpireSoon`)
+            }
+        }
         let state = self.state
         let isOffline = self.isOffline
         let flight = self.flight
@@ -319,6 +366,7 @@ public actor TokenRefreshClient: TokenProvider {
             snapshot.token = token
             snapshot.state = state
             snapshot.needsActor = needsActor
+            snapshot.refreshDue = refreshDue
             snapshot.isOffline = isOffline
             snapshot.flight = flight
         }
