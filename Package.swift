@@ -11,7 +11,8 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "TokenKit",
-    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
+    // Synchronization.Mutex (lock-based snapshot reads without an actor hop) needs these releases.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "TokenKit", targets: ["TokenKit"]),
         .library(name: "AuthToken", targets: ["AuthToken"]),

@@ -5,7 +5,7 @@ import PackageDescription
 // Run them release-built: `swift run -c release --package-path Benchmarks <Name>`.
 let package = Package(
     name: "TokenKitBenchmarks",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "TokenKit", path: ".."),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),

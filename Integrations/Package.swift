@@ -12,7 +12,7 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "TokenKitIntegrations",
-    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "TokenKitAsyncHTTPClient", targets: ["TokenKitAsyncHTTPClient"]),
         .library(name: "TokenKitOpenAPI", targets: ["TokenKitOpenAPI"]),
