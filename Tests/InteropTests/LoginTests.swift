@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+import TokenRefresh
+
+extension Interop {
+    /// Sign-in by the password grant with each kind of client DOT offers, then an authenticated request and a
+    /// refresh with the same client authentication.
+    @Suite(.enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
+    struct Login {
+        /// The clients: confidential with HTTP Basic, confidential with the secret in the body, public.
+        static let clients: [(name: String, client: OAuthClient)] = [
+            ("confidential, Basic", Credentials.confidentialBasic),
+            ("confidential, body", Credentials.confidentialBody),
+            ("public", Credentials.publicClient),
+        ]
+
+        @Test(arguments: clients.map(\.name))
+        func passwordGrantSignsInAndAuthenticatedRequestSucceeds(clientName: String) async throws {
+            let oauthClient = try #require(Self.clients.first { $0.name == clientName }?.client)
+            let server = try await InteropServer.prepared()
+            let session = InteropSession(server, oauthClient: oauthClient)
+
+            let token = try await session.signIn()
+            #expect(token.refreshToken != nil, "DOT issues a refresh token with the password grant")
+            #expect(token.lifetime == 3600)
+            #expect(session.client.currentState == .signedIn(userID: Credentials.username))
+
+            let me = try await session.me()
+            #expect(me.status == 200)
+            #expect(me.user == Credentials.username)
+            #expect(me.clientID == oauthClient.id)
+
+            var stats = try await server.stats()
+            #expect(stats.passwordGrants == 1)
+            #expect(stats.apiOK == 1)
+            #expect(stats.apiUnauthorized == 0, "a fresh token is never rejected")
+
+            // The same client authentication works for the refresh grant: cross an expiry on the server.
+            try await server.expireAccessTokens()
+            let again = try await session.me()
+            #expect(again.status == 200)
+            #expect(again.clientID == oauthClient.id)
+            stats = try await server.stats()
+            #expect(stats.refreshGrants == 1)
+            #expect(stats.failedTokenRequests == 0)
+            let refreshed = try #require(session.client.currentToken)
+            #expect(refreshed.accessToken != token.accessToken)
+            #expect(refreshed.refreshToken != token.refreshToken, "DOT rotates the refresh token")
+        }
+
+        @Test func wrongPasswordIsARejectedSignInAndNoSession() async throws {
+            let server = try await InteropServer.prepared()
+            let session = InteropSession(server)
+            let error = await thrownError { try await session.signIn(password: "not-alice-password") }
+            #expect(error as? TokenRefreshError == .signInRejected)
+            #expect(session.client.currentToken == nil)
+            #expect(await session.client.restoreSession() == .signedOut)
+            let stats = try await server.stats()
+            #expect(stats.tokenFailures["password:invalid_grant"] == 1)
+        }
+
+        @Test func wrongClientSecretIsAConfigurationError() async throws {
+            let server = try await InteropServer.prepared()
+            let session = InteropSession(
+                server, oauthClient: OAuthClient(id: Credentials.confidentialID, secret: "not-the-secret"))
+            let error = try #require(await thrownError { try await session.signIn() } as? TokenRefreshError)
+            #expect(error == .configuration)
+            #expect(error.oauthError == "invalid_client")
+            #expect(error.status == 401)
+        }
+    }
+}
