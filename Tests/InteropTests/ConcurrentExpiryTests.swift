@@ -1,3 +1,4 @@
+import AuthToken
 import Foundation
 import NetworkRetry
 import Testing

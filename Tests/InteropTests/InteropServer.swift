@@ -179,16 +179,26 @@ struct InteropServer {
         try expectOK(response.status.code, "/o/revoke_token/")
     }
 
-    /// Sends a refresh grant outside TokenKit and returns the HTTP status and the OAuth `error` code, if any.
-    func rawRefresh(_ refreshToken: String) async throws -> (status: Int, error: String?) {
+    /// Sends a refresh grant outside TokenKit, as `client` (secret in the body when it has one), and returns
+    /// the HTTP status and the OAuth `error` code, if any.
+    func rawRefresh(
+        _ refreshToken: String, as client: OAuthClient = Credentials.confidentialBasic
+    ) async throws -> (status: Int, error: String?) {
         var request = self.request(.post, "/o/token/")
         request.headerFields[.contentType] = "application/x-www-form-urlencoded"
-        let form =
-            "grant_type=refresh_token&refresh_token=\(Form.encode(refreshToken))"
-            + "&client_id=\(Credentials.confidentialID)&client_secret=\(Credentials.confidentialSecret)"
+        var form = "grant_type=refresh_token&refresh_token=\(Form.encode(refreshToken))&client_id=\(client.id)"
+        if let secret = client.secret { form += "&client_secret=\(Form.encode(secret))" }
         let (response, body) = try await transport.send(request, body: Data(form.utf8))
         let error = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["error"] as? String
         return (response.status.code, error)
+    }
+
+    /// The status of `GET /api/me` with `accessToken`, sent outside TokenKit.
+    func rawMe(_ accessToken: String) async throws -> Int {
+        var request = self.request(.get, "/api/me")
+        request.headerFields[.authorization] = "Bearer \(accessToken)"
+        let (response, _) = try await transport.send(request, body: nil)
+        return response.status.code
     }
 
     private func send(_ method: HTTPRequest.Method, _ path: String, json: Data? = nil) async throws -> (Int, Data) {

@@ -1,3 +1,4 @@
+import AuthToken
 import Foundation
 import NetworkRetry
 import Persistence
@@ -40,7 +41,9 @@ extension Interop {
             // Again, by every door: nothing is sent to the token endpoint.
             let second = await thrownError { try await session.me() }
             #expect(second as? TokenRefreshError == .signedOut)
-            let forced = await thrownError { try await session.client.refreshToken(afterRejectionOf: token.accessToken) }
+            let forced = await thrownError {
+                try await session.client.refreshToken(afterRejectionOf: token.accessToken)
+            }
             #expect(forced as? TokenRefreshError == .signedOut)
             let seeded = await thrownError { try await session.client.refreshToken(refreshToken) }
             #expect(seeded as? TokenRefreshError == .refreshTokenRejected, "the dead refresh token is remembered")
@@ -54,6 +57,62 @@ extension Interop {
             // A new client on the same store finds no session.
             let restarted = InteropSession(server, store: store)
             #expect(await restarted.client.restoreSession() == .signedOut)
+        }
+
+        /// Sign-out with an RFC 7009 revocation configured: TokenKit revokes the refresh token with the session's
+        /// own client authentication, and DOT then refuses both the refresh token and its access token.
+        @Test(arguments: Login.clients.map(\.name))
+        func signOutRevokesTheRefreshTokenAtTheServer(clientName: String) async throws {
+            let oauthClient = try #require(Login.clients.first { $0.name == clientName }?.client)
+            let server = try await InteropServer.prepared()
+            let endpoint = server.endpoint(oauthClient)
+            let configuration = TokenRefreshClient.Configuration(
+                revocation: .rfc7009(url: server.revokeURL, using: endpoint))
+            let session = InteropSession(server, oauthClient: oauthClient, configuration: configuration)
+            let events = session.client.events()
+            let token = try await session.signIn()
+            #expect(try await session.me().status == 200)
+
+            try await session.client.signOut()
+
+            let (signedOut, _) = await firstEvent(in: events) { $0.kind == .signedOut }
+            #expect(signedOut?.reason == .userAction)
+            #expect(try await server.stats().revocations == 1)
+            #expect(try await server.rawMe(token.accessToken) == 401, "the access token died with it")
+            let refresh = try await server.rawRefresh(try #require(token.refreshToken), as: oauthClient)
+            #expect(refresh.status == 400)
+            #expect(refresh.error == "invalid_grant", "DOT revoked the refresh token")
+        }
+
+        /// A refresh that DOT refuses with `invalid_client` (the app's client secret is wrong, say after a
+        /// rotation on the server) is a configuration error: TokenKit keeps the session and the store, publishes
+        /// `refreshFailed`, and does not sign out (ARCHITECTURE.md section 3, rule 5).
+        @Test func rejectedClientAuthenticationKeepsTheSession() async throws {
+            let server = try await InteropServer.prepared()
+            let store = InMemoryTokenStore()
+            let goodEndpoint = server.endpoint(Credentials.confidentialBasic)
+            let session = InteropSession(
+                server, oauthClient: OAuthClient(id: Credentials.confidentialID, secret: "rotated-away-secret"),
+                store: store)
+            let events = session.client.events()
+            let token = try await session.client.signIn(
+                .password(username: Credentials.username, password: Credentials.password, at: goodEndpoint),
+                userID: Credentials.username)
+
+            try await server.expireAccessTokens()
+            let error = try #require(await thrownError { try await session.me() } as? TokenRefreshError)
+            #expect(error == .configuration)
+            #expect(error.oauthError == "invalid_client")
+            #expect(!error.isTerminal)
+
+            let (failed, before) = await firstEvent(in: events) { $0.kind == .refreshFailed }
+            #expect(failed?.error == .configuration)
+            #expect(before.map(\.kind) == [.signedIn], "no sign-out")
+            #expect(session.client.currentState == .signedIn(userID: Credentials.username))
+            #expect(await storedSession(store)?.token == token, "the store still holds the session")
+            let stats = try await server.stats()
+            #expect(stats.tokenFailures["refresh_token:invalid_client"] == 1)
+            #expect(stats.refreshInvalidGrants == 0)
         }
     }
 }

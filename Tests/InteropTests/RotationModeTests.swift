@@ -1,3 +1,4 @@
+import AuthToken
 import Foundation
 import Persistence
 import Testing
@@ -147,10 +148,7 @@ extension Interop {
                 #expect(before.map(\.kind) == [.signedIn])
                 #expect(await isAbsent(store.load(account: "default")))
                 // What became of the pair DOT minted and TokenKit never saw.
-                var probe = server.request(.get, "/api/me")
-                probe.headerFields[.authorization] = "Bearer \(lostAccessToken)"
-                let (response, _) = try await server.transport.send(probe, body: nil)
-                #expect(response.status.code == (mode.familyRevoked ? 401 : 200))
+                #expect(try await server.rawMe(lostAccessToken) == (mode.familyRevoked ? 401 : 200))
                 // Nothing more is sent for the dead session.
                 #expect(await thrownError { try await session.me() } as? TokenRefreshError == .signedOut)
                 #expect(session.recorder.grantCount("refresh_token") == 2)

@@ -97,11 +97,16 @@ final class RecordingTransport: HTTPTransport {
 
     private func remember(_ value: String, as kind: String) {
         guard !value.isEmpty else { return }
-        state.withLock { $0.secrets[value] = kind }
+        // The first sighting names the kind (a token is an "access token" before it is a Bearer credential).
+        state.withLock { if $0.secrets[value] == nil { $0.secrets[value] = kind } }
         // The credential part of an Authorization value on its own, too.
         if kind == "authorization", let space = value.firstIndex(of: " ") {
             let credential = String(value[value.index(after: space)...])
-            if !credential.isEmpty { state.withLock { $0.secrets[credential] = "authorization credential" } }
+            if !credential.isEmpty {
+                state.withLock {
+                    if $0.secrets[credential] == nil { $0.secrets[credential] = "authorization credential" }
+                }
+            }
         }
     }
 }
