@@ -24,12 +24,13 @@ extension Interop {
                 directory: directory.storeDirectory,
                 configuration: .init(logger: capture.logger("TokenKit.Persistence.FileTokenStore")))
             let recorder = RecordingTransport(server.transport)
-            let revocation = TokenRevocation.rfc7009(
-                url: server.revokeURL, using: server.endpoint(Credentials.confidentialBasic, transport: recorder))
-            let configuration = TokenRefreshClient.Configuration(
-                backoff: .init(retries: 2, initialDelay: .zero), revocation: revocation)
             func makeSession(_ oauthClient: OAuthClient = Credentials.confidentialBasic) -> InteropSession {
-                InteropSession(
+                // Sign-out revokes with the session's own client (RFC 7009), through the recording transport.
+                let revocation = TokenRevocation.rfc7009(
+                    url: server.revokeURL, using: server.endpoint(oauthClient, transport: recorder))
+                let configuration = TokenRefreshClient.Configuration(
+                    backoff: .init(retries: 2, initialDelay: .zero), revocation: revocation)
+                return InteropSession(
                     server, oauthClient: oauthClient, store: store, configuration: configuration, recorder: recorder,
                     logger: capture.logger("TokenKit"))
             }
@@ -60,8 +61,14 @@ extension Interop {
             let restarted = makeSession()
             await restarted.client.restoreSession()
             #expect(try await restarted.me().status == 200)
+            // Both clients across one expiry: one refreshes, the other adopts the stored pair.
+            try await server.expireAccessTokens()
+            async let fromFirst = session.me()
+            async let fromRestarted = restarted.me()
+            #expect(try await [fromFirst.status, fromRestarted.status] == [200, 200])
             try await server.revokeRefreshToken(try #require(restarted.client.currentToken?.refreshToken))
-            _ = await thrownError { try await restarted.me() }
+            try await server.expireAccessTokens()
+            #expect(await thrownError { try await restarted.me() } as? TokenRefreshError == .refreshTokenRejected)
 
             // Sign in with the public client and sign out, which revokes at the server.
             let publicSession = makeSession(Credentials.publicClient)
@@ -70,7 +77,7 @@ extension Interop {
             try await publicSession.client.signOut()
 
             let stats = try await server.stats()
-            #expect(stats.refreshGrants >= 3)
+            #expect(stats.refreshGrants == 4, "one, the lost one, its replay, and one for both clients")
             #expect(stats.revocations == 2)
 
             var secrets = recorder.secrets
@@ -94,6 +101,9 @@ extension Interop {
             #expect(lines.contains { $0.hasPrefix("trace ") }, "trace lines are captured")
             #expect(lines.contains { $0.contains("token refreshed") })
             #expect(lines.contains { $0.contains("transient refresh failure") })
+            // The detector itself finds a secret where there is one.
+            let anyAccessToken = try #require(secrets.first { $0.value == "access token" }?.key)
+            #expect(leakedKinds(in: "x \(anyAccessToken) y", secrets: secrets) == ["access token": 1])
             let leaked = leakedKinds(in: lines.joined(separator: "\n"), secrets: secrets)
             #expect(leaked.isEmpty, "secrets found in \(lines.count) log lines, by kind: \(leaked)")
         }
