@@ -27,6 +27,12 @@ enum Credentials {
     static let confidentialID = "interop-confidential"
     static let confidentialSecret = "interop-confidential-secret"
     static let publicID = "interop-public"
+    /// A user and a client whose password and secret need form encoding (space, `+`, `&`, `=`, `%`, `/`,
+    /// `:`, non-ASCII).
+    static let specialUsername = "carol"
+    static let specialPassword = "carol p@ss+w0rd&=%/:é"
+    static let specialID = "interop-special"
+    static let specialSecret = "s3cret with spaces+plus/slash:colon%25&amp=é"
 
     /// The confidential client with HTTP Basic (`client_secret_basic`).
     static let confidentialBasic = OAuthClient(

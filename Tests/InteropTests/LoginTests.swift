@@ -69,5 +69,32 @@ extension Interop {
             #expect(error.oauthError == "invalid_client")
             #expect(error.status == 401)
         }
+
+        /// RFC 6749 section 2.3.1 and appendix B: the client ID and secret are form-encoded before they are
+        /// joined for HTTP Basic, and every form value is escaped. DOT decodes both ways; a password and a
+        /// secret full of reserved and non-ASCII characters sign in and refresh with either method.
+        @Test(arguments: ["basic", "body"])
+        func reservedCharactersInSecretAndPasswordSurviveEncoding(method: String) async throws {
+            let server = try await InteropServer.prepared()
+            let oauthClient = OAuthClient(
+                id: Credentials.specialID, secret: Credentials.specialSecret,
+                authentication: method == "basic" ? .basic : .body)
+            let session = InteropSession(server, oauthClient: oauthClient)
+            try await session.client.signIn(
+                .password(
+                    username: Credentials.specialUsername, password: Credentials.specialPassword,
+                    at: session.endpoint),
+                userID: Credentials.specialUsername)
+            let me = try await session.me()
+            #expect(me.status == 200)
+            #expect(me.user == Credentials.specialUsername)
+            #expect(me.clientID == Credentials.specialID)
+
+            try await server.expireAccessTokens()
+            #expect(try await session.me().status == 200)
+            let stats = try await server.stats()
+            #expect(stats.refreshGrants == 1)
+            #expect(stats.failedTokenRequests == 0)
+        }
     }
 }
