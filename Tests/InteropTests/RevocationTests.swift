@@ -114,5 +114,38 @@ extension Interop {
             #expect(stats.tokenFailures["refresh_token:invalid_client"] == 1)
             #expect(stats.refreshInvalidGrants == 0)
         }
+
+        /// Two clients share a `FileTokenStore` (two processes of one app). One signs out, which clears the store
+        /// and revokes the refresh token at DOT. The other's next request gets a 401; before refreshing it
+        /// re-reads the store (rule 3), finds the session gone, and ends its own session as removed elsewhere,
+        /// without presenting the revoked refresh token to DOT.
+        @Test func signOutInOneClientEndsTheOtherWithoutSendingTheRevokedToken() async throws {
+            let server = try await InteropServer.prepared()
+            let directory = TemporaryDirectory()
+            defer { directory.remove() }
+            let store = FileTokenStore(directory: directory.storeDirectory)
+            let endpoint = server.endpoint(Credentials.confidentialBasic)
+            let configuration = TokenRefreshClient.Configuration(
+                revocation: .rfc7009(url: server.revokeURL, using: endpoint))
+            let leaving = InteropSession(server, store: store, configuration: configuration)
+            try await leaving.signIn()
+            let staying = InteropSession(server, store: store, configuration: configuration)
+            #expect(await staying.client.restoreSession() == .signedIn(userID: Credentials.username))
+            let events = staying.client.events()
+            #expect(try await staying.me().status == 200)
+
+            try await leaving.client.signOut()
+            let error = await thrownError { try await staying.me() }
+            #expect(error as? TokenRefreshError == .signedOut)
+
+            let (signedOut, _) = await firstEvent(in: events) { $0.kind == .signedOut }
+            #expect(signedOut?.reason == .removedElsewhere)
+            #expect(staying.client.currentState == .signedOut)
+            let stats = try await server.stats()
+            #expect(stats.revocations == 1)
+            #expect(stats.refreshGrants == 0)
+            #expect(stats.failedTokenRequests == 0, "the revoked refresh token was not presented")
+            #expect(staying.recorder.grantCount("refresh_token") == 0)
+        }
     }
 }
