@@ -32,7 +32,9 @@ extension Interop {
             #expect(stats.apiOK == Self.requests + 1)
             #expect(stats.apiUnauthorized <= Self.requests, "each request was rejected at most once")
             #expect(session.recorder.grantCount("refresh_token") == 1, "and only one was sent")
-            #expect(session.client.currentToken?.accessToken != first.accessToken)
+            // Secrets are compared outside `#expect`, whose failure message would print the operands.
+            let replaced = session.client.currentToken?.accessToken != first.accessToken
+            #expect(replaced, "a new access token")
         }
 
         /// The client's wall clock passes the expiry (injected, no waiting), and the server expired the token

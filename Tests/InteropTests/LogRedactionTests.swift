@@ -66,7 +66,8 @@ extension Interop {
             async let fromFirst = session.me()
             async let fromRestarted = restarted.me()
             #expect(try await [fromFirst.status, fromRestarted.status] == [200, 200])
-            try await server.revokeRefreshToken(try #require(restarted.client.currentToken?.refreshToken))
+            let restartedRefreshToken = try #require(restarted.client.currentToken?.refreshToken)
+            try await server.revokeRefreshToken(restartedRefreshToken)
             try await server.expireAccessTokens()
             #expect(await thrownError { try await restarted.me() } as? TokenRefreshError == .refreshTokenRejected)
 
@@ -102,8 +103,9 @@ extension Interop {
             #expect(lines.contains { $0.contains("token refreshed") })
             #expect(lines.contains { $0.contains("transient refresh failure") })
             // The detector itself finds a secret where there is one.
-            let anyAccessToken = try #require(secrets.first { $0.value == "access token" }?.key)
-            #expect(leakedKinds(in: "x \(anyAccessToken) y", secrets: secrets) == ["access token": 1])
+            let anyAccessToken = secrets.first { $0.value == "access token" }?.key ?? ""
+            let planted = leakedKinds(in: "x \(anyAccessToken) y", secrets: secrets)
+            #expect(planted == ["access token": 1])
             let leaked = leakedKinds(in: lines.joined(separator: "\n"), secrets: secrets)
             #expect(leaked.isEmpty, "secrets found in \(lines.count) log lines, by kind: \(leaked)")
         }

@@ -45,8 +45,11 @@ extension Interop {
             #expect(stats.refreshGrants == 1)
             #expect(stats.failedTokenRequests == 0)
             let refreshed = try #require(session.client.currentToken)
-            #expect(refreshed.accessToken != token.accessToken)
-            #expect(refreshed.refreshToken != token.refreshToken, "DOT rotates the refresh token")
+            // Secrets are compared outside `#expect`, whose failure message would print the operands.
+            let newAccess = refreshed.accessToken != token.accessToken
+            let newRefresh = refreshed.refreshToken != token.refreshToken
+            #expect(newAccess, "a new access token")
+            #expect(newRefresh, "DOT rotates the refresh token")
         }
 
         @Test func wrongPasswordIsARejectedSignInAndNoSession() async throws {

@@ -78,8 +78,10 @@ extension Interop {
             let (signedOut, _) = await firstEvent(in: events) { $0.kind == .signedOut }
             #expect(signedOut?.reason == .userAction)
             #expect(try await server.stats().revocations == 1)
-            #expect(try await server.rawMe(token.accessToken) == 401, "the access token died with it")
-            let refresh = try await server.rawRefresh(try #require(token.refreshToken), as: oauthClient)
+            let accessStatus = try await server.rawMe(token.accessToken)
+            #expect(accessStatus == 401, "the access token died with it")
+            let oldRefreshToken = try #require(token.refreshToken)
+            let refresh = try await server.rawRefresh(oldRefreshToken, as: oauthClient)
             #expect(refresh.status == 400)
             #expect(refresh.error == "invalid_grant", "DOT revoked the refresh token")
         }

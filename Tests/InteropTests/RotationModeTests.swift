@@ -127,8 +127,11 @@ extension Interop {
                 #expect(stats.refreshGrants == 2)
                 #expect(stats.refreshGrantsReplayed == 1, "DOT handed out the same pair again")
                 let current = try #require(session.client.currentToken)
-                #expect(current.accessToken == lostAccessToken, "the client holds the pair DOT minted")
-                #expect(current.refreshToken != signedIn.refreshToken)
+                // Secrets are compared outside `#expect`, whose failure message would print the operands.
+                let holdsLostPair = current.accessToken == lostAccessToken
+                let rotated = current.refreshToken != signedIn.refreshToken
+                #expect(holdsLostPair, "the client holds the pair DOT minted")
+                #expect(rotated, "and its rotated refresh token")
                 #expect(await storedSession(store)?.token == current)
 
                 // The session goes on: the next expiry refreshes with the replayed (live) refresh token.
@@ -148,7 +151,8 @@ extension Interop {
                 #expect(before.map(\.kind) == [.signedIn])
                 #expect(await isAbsent(store.load(account: "default")))
                 // What became of the pair DOT minted and TokenKit never saw.
-                #expect(try await server.rawMe(lostAccessToken) == (mode.familyRevoked ? 401 : 200))
+                let lostPairStatus = try await server.rawMe(lostAccessToken)
+                #expect(lostPairStatus == (mode.familyRevoked ? 401 : 200))
                 // Nothing more is sent for the dead session.
                 #expect(await thrownError { try await session.me() } as? TokenRefreshError == .signedOut)
                 #expect(session.recorder.grantCount("refresh_token") == 2)

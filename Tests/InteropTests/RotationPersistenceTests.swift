@@ -17,15 +17,18 @@ extension Interop {
 
             let first = InteropSession(server, store: store)
             let signedIn = try await first.signIn()
-            #expect(await storedSession(store)?.token.refreshToken == signedIn.refreshToken)
+            // Tokens are compared as `AuthToken` values (their descriptions are redacted) or outside `#expect`,
+            // whose failure message would print string operands.
+            let storedAfterSignIn = await storedSession(store)?.token
+            #expect(storedAfterSignIn == signedIn)
 
             try await server.expireAccessTokens()
             #expect(try await first.me().status == 200)
             let rotated = try #require(first.client.currentToken)
-            #expect(rotated.refreshToken != signedIn.refreshToken)
+            let refreshRotated = rotated.refreshToken != signedIn.refreshToken
+            #expect(refreshRotated, "DOT rotated the refresh token")
             let stored = try #require(await storedSession(store))
-            #expect(stored.token.refreshToken == rotated.refreshToken, "the rotated refresh token was written")
-            #expect(stored.token.accessToken == rotated.accessToken)
+            #expect(stored.token == rotated, "the rotated pair was written")
             #expect(stored.userID == Credentials.username)
 
             // A new client on the same store (an app restart) restores the session ...
@@ -42,12 +45,15 @@ extension Interop {
             #expect(stats.failedTokenRequests == 0, "the stored refresh token was the live one")
             #expect(stats.reuseDetections == 0)
             let latest = try #require(second.client.currentToken)
-            #expect(latest.refreshToken != rotated.refreshToken)
-            #expect(await storedSession(store)?.token.refreshToken == latest.refreshToken)
+            let rotatedAgain = latest.refreshToken != rotated.refreshToken
+            #expect(rotatedAgain, "DOT rotated the refresh token again")
+            let storedLatest = await storedSession(store)?.token
+            #expect(storedLatest == latest)
 
             // The pre-rotation refresh token is dead on the server (checked after the fact: with reuse
             // protection on, this revokes the family, so it comes last).
-            let replay = try await server.rawRefresh(try #require(signedIn.refreshToken))
+            let firstRefreshToken = try #require(signedIn.refreshToken)
+            let replay = try await server.rawRefresh(firstRefreshToken)
             #expect(replay.status == 400)
             #expect(replay.error == "invalid_grant")
         }
