@@ -2,6 +2,7 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
+import TokenKitTesting
 import TokenRefresh
 
 extension Interop {
@@ -23,19 +24,26 @@ extension Interop {
         /// exclusive access, then a re-read of the store: the second client adopts the pair the first one
         /// saved instead of presenting the rotated-out token). DOT sees one refresh per expiry and never a
         /// reused refresh token.
-        @Test func strictServerNeverSeesAReusedRefreshToken() async throws {
+        ///
+        /// Two ways across each expiry: the server expires the token and the clients learn it from 401s
+        /// (`proactive: false`), or the clients' shared wall clock (injected) passes the expiry too, so they
+        /// refresh before sending (`proactive: true`, and then no request is rejected).
+        @Test(arguments: [false, true])
+        func strictServerNeverSeesAReusedRefreshToken(proactive: Bool) async throws {
             let server = try await InteropServer.prepared()
             #expect(try await server.config() == .baseline)
             let directory = TemporaryDirectory()
             defer { directory.remove() }
             let store = FileTokenStore(directory: directory.storeDirectory)
-            let first = InteropSession(server, store: store)
+            let wallClock = ManualClock()
+            let first = InteropSession(server, store: store, now: wallClock.wallClock)
             try await first.signIn()
-            let second = InteropSession(server, store: store)
+            let second = InteropSession(server, store: store, now: wallClock.wallClock)
             #expect(await second.client.restoreSession() == .signedIn(userID: Credentials.username))
 
             for expiry in 1...Self.expiries {
                 try await server.expireAccessTokens()
+                if proactive { wallClock.advance(by: .seconds(3600)) }
                 async let one = first.concurrentMe(Self.requestsPerClient)
                 async let two = second.concurrentMe(Self.requestsPerClient)
                 let results = await one + two
@@ -48,6 +56,7 @@ extension Interop {
             }
             let stats = try await server.stats()
             #expect(stats.apiOK == 2 * Self.requestsPerClient * Self.expiries)
+            if proactive { #expect(stats.apiUnauthorized == 0, "every refresh came before the requests") }
             #expect(stats.refreshGrantsReplayed == 0)
             #expect(first.client.currentToken == second.client.currentToken, "both hold the live pair")
             #expect(await storedSession(store)?.token == first.client.currentToken)
