@@ -103,5 +103,16 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Against the django-oauth-toolkit server of Interop/ (run by .ci/interop); skipped without
+        // TOKENKIT_INTEROP_URL.
+        .testTarget(
+            name: "InteropTests",
+            dependencies: [
+                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
     ]
 )

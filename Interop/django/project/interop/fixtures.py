@@ -5,6 +5,8 @@ import os
 USERS = {
     "alice": os.environ.get("INTEROP_ALICE_PASSWORD") or "alice-interop-password",
     "bob": "bob-interop-password",
+    # Characters that form encoding must escape (RFC 6749 appendix B), and non-ASCII.
+    "carol": "carol p@ss+w0rd&=%/:é",
 }
 
 # Confidential client: authenticates with HTTP Basic (client_secret_basic) or in the body.
@@ -13,3 +15,8 @@ CONFIDENTIAL_CLIENT_SECRET = "interop-confidential-secret"
 
 # Public client: no secret, sends client_id in the form body.
 PUBLIC_CLIENT_ID = "interop-public"
+
+# Confidential client whose secret needs escaping: HTTP Basic form-encodes ID and secret before
+# joining them (RFC 6749 section 2.3.1), and DOT unquotes them (unquote_plus).
+SPECIAL_CLIENT_ID = "interop-special"
+SPECIAL_CLIENT_SECRET = "s3cret with spaces+plus/slash:colon%25&amp=é"

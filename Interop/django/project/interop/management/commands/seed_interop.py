@@ -22,6 +22,7 @@ class Command(BaseCommand):
         clients = [
             (fixtures.CONFIDENTIAL_CLIENT_ID, Application.CLIENT_CONFIDENTIAL, fixtures.CONFIDENTIAL_CLIENT_SECRET),
             (fixtures.PUBLIC_CLIENT_ID, Application.CLIENT_PUBLIC, ""),
+            (fixtures.SPECIAL_CLIENT_ID, Application.CLIENT_CONFIDENTIAL, fixtures.SPECIAL_CLIENT_SECRET),
         ]
         for client_id, client_type, secret in clients:
             app = Application.objects.filter(client_id=client_id).first() or Application(client_id=client_id)
@@ -37,5 +38,6 @@ class Command(BaseCommand):
 
         self.stdout.write(
             f"interop: seeded users {sorted(fixtures.USERS)} and clients "
-            f"{fixtures.CONFIDENTIAL_CLIENT_ID} (confidential), {fixtures.PUBLIC_CLIENT_ID} (public)"
+            f"{fixtures.CONFIDENTIAL_CLIENT_ID} (confidential), {fixtures.PUBLIC_CLIENT_ID} (public), "
+            f"{fixtures.SPECIAL_CLIENT_ID} (confidential, secret with reserved characters)"
         )

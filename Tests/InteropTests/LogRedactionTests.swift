@@ -1,0 +1,113 @@
+import AuthToken
+import Foundation
+import Logging
+import NetworkRetry
+import Persistence
+import Testing
+import TokenRefresh
+
+extension Interop {
+    /// Nothing secret reaches a log: every TokenKit component that takes a `Logger` logs at `.trace` into a
+    /// capture during a full interop flow, and no access token, refresh token, client secret, password or
+    /// Authorization value that crossed the wire appears in it.
+    @Suite(.enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
+    struct LogRedaction {
+        @Test func traceLogsOfAFullFlowContainNoSecret() async throws {
+            let server = try await InteropServer.prepared(
+                config: ServerConfig(
+                    accessTokenExpireSeconds: 3600, refreshTokenReuseProtection: true,
+                    refreshTokenGracePeriodSeconds: 30))
+            let capture = CapturingLogHandler()
+            let directory = TemporaryDirectory()
+            defer { directory.remove() }
+            let store = FileTokenStore(
+                directory: directory.storeDirectory,
+                configuration: .init(logger: capture.logger("TokenKit.Persistence.FileTokenStore")))
+            let recorder = RecordingTransport(server.transport)
+            func makeSession(_ oauthClient: OAuthClient = Credentials.confidentialBasic) -> InteropSession {
+                // Sign-out revokes with the session's own client (RFC 7009), through the recording transport.
+                let revocation = TokenRevocation.rfc7009(
+                    url: server.revokeURL, using: server.endpoint(oauthClient, transport: recorder))
+                let configuration = TokenRefreshClient.Configuration(
+                    backoff: .init(retries: 2, initialDelay: .zero), revocation: revocation)
+                return InteropSession(
+                    server, oauthClient: oauthClient, store: store, configuration: configuration, recorder: recorder,
+                    logger: capture.logger("TokenKit"))
+            }
+
+            // A rejected password and a wrong client secret: secrets in failed requests count too.
+            let wrongPassword = "wrong-password-for-the-log-test"
+            let session = makeSession()
+            _ = await thrownError { try await session.signIn(password: wrongPassword) }
+            let wrongSecret = "wrong-secret-for-the-log-test"
+            _ = await thrownError {
+                try await makeSession(
+                    OAuthClient(id: Credentials.confidentialID, secret: wrongSecret, authentication: .body)
+                ).signIn()
+            }
+
+            // Sign in, request, refresh across an expiry with concurrent callers.
+            try await session.signIn()
+            #expect(try await session.me().status == 200)
+            try await server.expireAccessTokens()
+            #expect(await session.concurrentMe(20).allSatisfy { (try? $0.get()) == 200 })
+
+            // A refresh answer lost after rotation, recovered by the grace window (transient failure logged).
+            try await server.expireAccessTokens()
+            recorder.setLoss(.loseNextRefresh)
+            #expect(try await session.me().status == 200)
+
+            // A restart restores the session from the file store; then the server revokes it.
+            let restarted = makeSession()
+            await restarted.client.restoreSession()
+            #expect(try await restarted.me().status == 200)
+            // Both clients across one expiry: one refreshes, the other adopts the stored pair.
+            try await server.expireAccessTokens()
+            async let fromFirst = session.me()
+            async let fromRestarted = restarted.me()
+            #expect(try await [fromFirst.status, fromRestarted.status] == [200, 200])
+            let restartedRefreshToken = try #require(restarted.client.currentToken?.refreshToken)
+            try await server.revokeRefreshToken(restartedRefreshToken)
+            try await server.expireAccessTokens()
+            #expect(await thrownError { try await restarted.me() } as? TokenRefreshError == .refreshTokenRejected)
+
+            // Sign in with the public client and sign out, which revokes at the server.
+            let publicSession = makeSession(Credentials.publicClient)
+            try await publicSession.signIn()
+            #expect(try await publicSession.me().status == 200)
+            try await publicSession.client.signOut()
+
+            let stats = try await server.stats()
+            #expect(stats.refreshGrants == 4, "one, the lost one, its replay, and one for both clients")
+            #expect(stats.revocations == 2)
+
+            var secrets = recorder.secrets
+            for (secret, kind) in [
+                (Credentials.password, "password"), (wrongPassword, "password"),
+                (Credentials.confidentialSecret, "client secret"), (wrongSecret, "client secret"),
+            ] {
+                secrets[secret] = secrets[secret] ?? kind
+            }
+            let kinds = Set(secrets.values)
+            for kind in [
+                "access token", "refresh token", "password", "client_secret", "client secret", "authorization",
+                "authorization credential",
+            ] {
+                #expect(kinds.contains(kind), "the flow produced no \(kind) to look for")
+            }
+            #expect(secrets.count >= 12, "secrets collected: \(secrets.count)")
+
+            let lines = capture.lines
+            #expect(lines.count >= 50, "log lines captured: \(lines.count)")
+            #expect(lines.contains { $0.hasPrefix("trace ") }, "trace lines are captured")
+            #expect(lines.contains { $0.contains("token refreshed") })
+            #expect(lines.contains { $0.contains("transient refresh failure") })
+            // The detector itself finds a secret where there is one.
+            let anyAccessToken = secrets.first { $0.value == "access token" }?.key ?? ""
+            let planted = leakedKinds(in: "x \(anyAccessToken) y", secrets: secrets)
+            #expect(planted == ["access token": 1])
+            let leaked = leakedKinds(in: lines.joined(separator: "\n"), secrets: secrets)
+            #expect(leaked.isEmpty, "secrets found in \(lines.count) log lines, by kind: \(leaked)")
+        }
+    }
+}

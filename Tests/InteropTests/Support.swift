@@ -1,0 +1,277 @@
+import AuthToken
+import Foundation
+import HTTPTypes
+import Logging
+import NetworkRetry
+import Persistence
+import Synchronization
+import Testing
+import TokenRefresh
+
+/// Wraps the real transport: remembers every credential that crosses it (to check logs against), counts
+/// token-endpoint requests by grant type, and can lose the answer to a refresh after the server has
+/// processed it (the "response lost after rotation" fault).
+final class RecordingTransport: HTTPTransport {
+    /// What to do with the next refresh grant's answer.
+    enum Loss: Sendable {
+        /// Deliver it.
+        case none
+        /// Let the server process the refresh, then throw as if the connection dropped before the answer.
+        case loseNextRefresh
+        /// As ``loseNextRefresh``, then run `afterwards` (for example, age the server's revocations) before
+        /// the client sees the failure.
+        case loseNextRefreshThen(@Sendable () async throws -> Void)
+    }
+
+    /// The connection "dropped" before the answer arrived.
+    struct ResponseLost: Error, CustomStringConvertible {
+        var description: String { "the test dropped the answer to a refresh" }
+    }
+
+    private struct State {
+        var secrets: [String: String] = [:]
+        var grants: [String: Int] = [:]
+        var loss: Loss = .none
+        var lostResponseToken: String?
+    }
+
+    private let base: any HTTPTransport
+    private let state = Mutex(State())
+
+    init(_ base: any HTTPTransport) { self.base = base }
+
+    /// Every credential seen so far (value to kind: access token, refresh token, password, ...).
+    var secrets: [String: String] { state.withLock { $0.secrets } }
+
+    /// Token-endpoint requests sent, by `grant_type`.
+    func grantCount(_ grantType: String) -> Int { state.withLock { $0.grants[grantType] ?? 0 } }
+
+    /// The access token in the refresh answer that was lost, if one was.
+    var lostAccessToken: String? { state.withLock { $0.lostResponseToken } }
+
+    func setLoss(_ loss: Loss) { state.withLock { $0.loss = loss } }
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        var grantType: String?
+        if let authorization = request.headerFields[.authorization] { remember(authorization, as: "authorization") }
+        if let body, let form = String(data: body, encoding: .utf8),
+            request.headerFields[.contentType] == "application/x-www-form-urlencoded"
+        {
+            for (name, value) in Form.decode(form) {
+                switch name {
+                case "grant_type": grantType = value
+                case "password", "client_secret", "refresh_token", "token", "code", "code_verifier":
+                    remember(value, as: name)
+                default: break
+                }
+            }
+        }
+        if let grantType { state.withLock { $0.grants[grantType, default: 0] += 1 } }
+        let (response, data) = try await base.send(request, body: body)
+        if let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+            if let access = object["access_token"] as? String { remember(access, as: "access token") }
+            if let refresh = object["refresh_token"] as? String { remember(refresh, as: "refresh token") }
+        }
+        guard grantType == "refresh_token" else { return (response, data) }
+        let loss = state.withLock { state -> Loss in
+            defer { state.loss = .none }
+            return state.loss
+        }
+        switch loss {
+        case .none:
+            return (response, data)
+        case .loseNextRefresh:
+            recordLost(data)
+            throw ResponseLost()
+        case .loseNextRefreshThen(let afterwards):
+            recordLost(data)
+            try await afterwards()
+            throw ResponseLost()
+        }
+    }
+
+    private func recordLost(_ data: Data) {
+        let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        state.withLock { $0.lostResponseToken = object?["access_token"] as? String }
+    }
+
+    private func remember(_ value: String, as kind: String) {
+        guard !value.isEmpty else { return }
+        // The first sighting names the kind (a token is an "access token" before it is a Bearer credential).
+        state.withLock { if $0.secrets[value] == nil { $0.secrets[value] = kind } }
+        // The credential part of an Authorization value on its own, too.
+        if kind == "authorization", let space = value.firstIndex(of: " ") {
+            let credential = String(value[value.index(after: space)...])
+            if !credential.isEmpty {
+                state.withLock {
+                    if $0.secrets[credential] == nil { $0.secrets[credential] = "authorization credential" }
+                }
+            }
+        }
+    }
+}
+
+/// A `LogHandler` that keeps every line at every level, message and metadata rendered as text.
+final class CapturingLogHandler: LogHandler, Sendable {
+    private let captured = Mutex<[String]>([])
+
+    var lines: [String] { captured.withLock { $0 } }
+
+    var metadata: Logger.Metadata {
+        get { [:] }
+        set {}
+    }
+
+    var logLevel: Logger.Level {
+        get { .trace }
+        set {}
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { nil }
+        set {}
+    }
+
+    func log(event: LogEvent) {
+        let metadata = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+        let line = "\(event.level) [\(event.source)] \(event.message) \(metadata)"
+        captured.withLock { $0.append(line) }
+    }
+
+    /// A logger at `.trace` that writes here.
+    func logger(_ label: String) -> Logger {
+        var logger = Logger(label: label) { _ in self }
+        logger.logLevel = .trace
+        return logger
+    }
+}
+
+/// A directory of its own under the system's temporary directory, removed by ``remove()``.
+struct TemporaryDirectory {
+    let url: URL
+
+    init() {
+        url = FileManager.default.temporaryDirectory.appending(
+            path: "tokenkit-interop-\(UUID().uuidString)", directoryHint: .isDirectory)
+    }
+
+    /// The store's own directory inside (the store creates it with mode 0700).
+    var storeDirectory: URL { url.appending(path: "sessions", directoryHint: .isDirectory) }
+
+    func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// A TokenKit client stack against the interop server: token endpoint, refresh client, API client.
+struct InteropSession {
+    let server: InteropServer
+    let recorder: RecordingTransport
+    let endpoint: TokenEndpoint
+    let client: TokenRefreshClient
+    let api: AuthenticatedClient
+
+    /// Builds the stack for `oauthClient` over a ``RecordingTransport``.
+    init(
+        _ server: InteropServer, oauthClient: OAuthClient = Credentials.confidentialBasic,
+        store: any TokenStore = InMemoryTokenStore(),
+        configuration: TokenRefreshClient.Configuration = .init(),
+        now: @escaping @Sendable () -> Date = AuthToken.systemNow,
+        recorder: RecordingTransport? = nil,
+        logger: Logger? = nil
+    ) {
+        let recorder = recorder ?? RecordingTransport(server.transport)
+        let endpoint = server.endpoint(oauthClient, transport: recorder)
+        let refreshLogger = logger ?? Logger(label: "TokenKit.TokenRefresh")
+        let client = TokenRefreshClient(
+            strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store, configuration: configuration, now: now,
+            logger: refreshLogger)
+        self.init(server: server, recorder: recorder, endpoint: endpoint, client: client, logger: logger)
+    }
+
+    /// Builds the API half around an existing refresh client.
+    init(
+        server: InteropServer, recorder: RecordingTransport, endpoint: TokenEndpoint, client: TokenRefreshClient,
+        logger: Logger? = nil
+    ) {
+        self.server = server
+        self.recorder = recorder
+        self.endpoint = endpoint
+        self.client = client
+        self.api = AuthenticatedClient(
+            transport: recorder, tokenProvider: client, configuration: server.apiConfiguration,
+            logger: logger ?? AuthenticatedClient.defaultLogger)
+    }
+
+    /// Signs alice in with the password grant.
+    @discardableResult
+    func signIn(password: String = Credentials.password) async throws -> AuthToken {
+        try await client.signIn(
+            .password(username: Credentials.username, password: password, at: endpoint), userID: Credentials.username)
+    }
+
+    /// `GET /api/me` through `executeWithAutoRetry`: the status and the `user` and `client_id` the server saw.
+    func me() async throws -> (status: Int, user: String?, clientID: String?) {
+        let (response, body) = try await api.executeWithAutoRetry(server.request(.get, "/api/me"))
+        let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+        return (response.status.code, object?["user"] as? String, object?["client_id"] as? String)
+    }
+
+    /// `count` concurrent `GET /api/me` calls; the statuses, or the errors thrown, in no particular order.
+    func concurrentMe(_ count: Int) async -> [Result<Int, any Error>] {
+        await withTaskGroup(of: Result<Int, any Error>.self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    do {
+                        return .success(try await me().status)
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            var results: [Result<Int, any Error>] = []
+            for await result in group { results.append(result) }
+            return results
+        }
+    }
+}
+
+/// The first event of `stream` that `matches`, or `nil` if the stream ends first. Bounded by the suite's time
+/// limit; no clock is involved.
+func firstEvent(
+    in stream: AsyncStream<AuthEvent>, where matches: (AuthEvent) -> Bool
+) async -> (match: AuthEvent?, before: [AuthEvent]) {
+    var before: [AuthEvent] = []
+    for await event in stream {
+        if matches(event) { return (event, before) }
+        before.append(event)
+    }
+    return (nil, before)
+}
+
+/// The error `body` throws, or `nil` when it succeeds.
+func thrownError(_ body: () async throws -> some Any) async -> (any Error)? {
+    do {
+        _ = try await body()
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// The session stored for `account`, or `nil` when the store has none (or cannot be read).
+func storedSession(_ store: any TokenStore, account: String = "default") async -> StoredSession? {
+    if case .found(let session) = await store.load(account: account) { return session }
+    return nil
+}
+
+/// Whether `read` says the store holds no session.
+func isAbsent(_ read: TokenStoreRead) -> Bool {
+    if case .absent = read { return true }
+    return false
+}
+
+/// Which of `secrets` (value to kind) appear in `text`: kinds and counts only, never the values.
+func leakedKinds(in text: String, secrets: [String: String]) -> [String: Int] {
+    var leaked: [String: Int] = [:]
+    for (secret, kind) in secrets where text.contains(secret) { leaked[kind, default: 0] += 1 }
+    return leaked
+}
