@@ -175,7 +175,7 @@ public struct AuthenticatedClient: HTTPTransport {
             hopBody = nextBody
             onOrigin = HTTPOrigin(hop) == origin
             logger.trace(
-                "following redirect", metadata: ["status": "\(response.status.code)", "sameOrigin": "\(onOrigin)"])
+                "following redirect", metadata: ["status": "\(code)", "sameOrigin": "\(onOrigin)"])
         }
     }
 
