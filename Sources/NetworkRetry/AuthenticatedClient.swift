@@ -77,6 +77,9 @@ public struct AuthenticatedClient: HTTPTransport {
     public let configuration: Configuration
     /// The logger (debug and trace only).
     public let logger: Logger
+    private let authorizationCache = AuthorizationFieldCache()
+    /// The allowed origins that may carry a token, keyed by their usual spellings (`host`, `host:port`).
+    private let verbatimOrigins: [VerbatimOrigin]
 
     /// Creates a client.
     ///
@@ -93,6 +96,16 @@ public struct AuthenticatedClient: HTTPTransport {
         self.tokenProvider = tokenProvider
         self.configuration = configuration
         self.logger = logger
+        var verbatim: [VerbatimOrigin] = []
+        // Only the first few origins get a fast path; the rest are parsed and looked up in the set.
+        for origin in configuration.allowedOrigins.prefix(8) where origin.allowsCredentials {
+            if origin.port == (origin.isSecure ? 443 : 80) {
+                verbatim.append(VerbatimOrigin(scheme: origin.scheme, authority: origin.host, origin: origin))
+            }
+            verbatim.append(
+                VerbatimOrigin(scheme: origin.scheme, authority: "\(origin.host):\(origin.port)", origin: origin))
+        }
+        self.verbatimOrigins = verbatim
     }
 
     /// The same as ``executeWithAutoRetry(_:body:)``, so the client can stand in for a plain transport.
@@ -114,9 +127,7 @@ public struct AuthenticatedClient: HTTPTransport {
     /// - Returns: The final response and its body; never a 401.
     /// - Throws: ``NetworkRetryError``, an error of the token provider, or `CancellationError`.
     public func executeWithAutoRetry(_ request: HTTPRequest, body: Data? = nil) async throws -> (HTTPResponse, Data) {
-        guard let origin = HTTPOrigin(request) else { throw NetworkRetryError.invalidRequest }
-        guard configuration.allowedOrigins.contains(origin) else { throw NetworkRetryError.originNotAllowed }
-        guard origin.allowsCredentials else { throw NetworkRetryError.insecureTransport }
+        let origin = try checkedOrigin(of: request)
 
         var token = try await tokenProvider.validToken()
         var refreshed = false
@@ -128,15 +139,20 @@ public struct AuthenticatedClient: HTTPTransport {
             guard !token.accessToken.isEmpty else { throw NetworkRetryError.noToken }
             var outgoing = hop
             if onOrigin {
-                outgoing.headerFields[.authorization] = "Bearer " + token.accessToken
+                let field = authorizationCache.field(for: token.accessToken)
+                if outgoing.headerFields[.authorization] != nil { outgoing.headerFields[.authorization] = nil }
+                outgoing.headerFields.append(field)
             } else {
                 outgoing.headerFields[.authorization] = nil
                 outgoing.headerFields[.cookie] = nil
                 outgoing.headerFields[.proxyAuthorization] = nil
             }
             let (response, data) = try await exchange(outgoing, body: hopBody, token: onOrigin ? token : nil)
+            let code = response.status.code
 
-            switch RetryDecision(response: response, requestCarriedToken: onOrigin, alreadyRefreshed: refreshed) {
+            switch RetryDecision(
+                code: code, response: response, requestCarriedToken: onOrigin, alreadyRefreshed: refreshed)
+            {
             case .fail(let error):
                 logger.trace("request rejected", metadata: ["error": "\(error)"])
                 throw error
@@ -149,7 +165,8 @@ public struct AuthenticatedClient: HTTPTransport {
                 break
             }
 
-            guard configuration.followsRedirects, let next = redirect(from: hop, body: hopBody, response: response)
+            guard configuration.followsRedirects, (300..<400).contains(code),
+                let next = redirect(from: hop, body: hopBody, code: code, response: response)
             else { return (response, data) }
             redirects += 1
             guard redirects <= configuration.maximumRedirects else { throw NetworkRetryError.tooManyRedirects }
@@ -158,11 +175,27 @@ public struct AuthenticatedClient: HTTPTransport {
             hopBody = nextBody
             onOrigin = HTTPOrigin(hop) == origin
             logger.trace(
-                "following redirect", metadata: ["status": "\(response.status.code)", "sameOrigin": "\(onOrigin)"])
+                "following redirect", metadata: ["status": "\(code)", "sameOrigin": "\(onOrigin)"])
         }
     }
 
+    /// The request's origin, if a token may go there; otherwise the error that says why not.
+    private func checkedOrigin(of request: HTTPRequest) throws(NetworkRetryError) -> HTTPOrigin {
+        // Fast path: the scheme and authority exactly as an allowed, credential-safe origin is usually written.
+        // A linear scan: comparing two short strings is cheaper than hashing them, and lists are short.
+        if let scheme = request.scheme, let authority = request.authority {
+            for entry in verbatimOrigins where entry.authority == authority && entry.scheme == scheme {
+                return entry.origin
+            }
+        }
+        guard let origin = HTTPOrigin(request) else { throw .invalidRequest }
+        guard configuration.allowedOrigins.contains(origin) else { throw .originNotAllowed }
+        guard origin.allowsCredentials else { throw .insecureTransport }
+        return origin
+    }
+
     /// Sends one request through the transport, mapping its errors, and logs the exchange.
+    @inline(__always)
     private func exchange(_ request: HTTPRequest, body: Data?, token: AuthToken?) async throws -> (HTTPResponse, Data) {
         let result: (HTTPResponse, Data)
         do {
@@ -187,10 +220,12 @@ public struct AuthenticatedClient: HTTPTransport {
 
     /// The next hop of a redirect, or `nil` when `response` is not one to follow.
     private func redirect(
-        from request: HTTPRequest, body: Data?, response: HTTPResponse
+        from request: HTTPRequest, body: Data?, code: Int, response: HTTPResponse
     ) -> Result<(HTTPRequest, Data?), NetworkRetryError>? {
-        let code = response.status.code
-        guard [301, 302, 303, 307, 308].contains(code) else { return nil }
+        switch code {
+        case 301, 302, 303, 307, 308: break
+        default: return nil
+        }
         guard let location = response.headerFields[.location], let scheme = request.scheme,
             let authority = request.authority,
             let base = URL(string: "\(scheme)://\(authority)\(request.path ?? "/")"),
@@ -245,4 +280,29 @@ public func executeWithAutoRetry(
     try await AuthenticatedClient(
         transport: transport, tokenProvider: tokenProvider, configuration: configuration, logger: logger
     ).executeWithAutoRetry(request, body: body)
+}
+
+/// Remembers the `Authorization` field built for the last token: building an `HTTPField` checks every byte of
+/// the value, which for an 800-byte JWT was the largest cost of a request. `@unchecked Sendable`: `entry` is
+/// only touched while holding `lock`.
+final class AuthorizationFieldCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entry: (accessToken: String, field: HTTPField)?
+
+    /// The `Authorization: Bearer` field for `accessToken`.
+    func field(for accessToken: String) -> HTTPField {
+        lock.lock()
+        defer { lock.unlock() }
+        if let entry, entry.accessToken == accessToken { return entry.field }
+        let field = HTTPField(name: .authorization, value: "Bearer " + accessToken)
+        entry = (accessToken, field)
+        return field
+    }
+}
+
+/// A scheme and authority exactly as a request usually spells an allowed origin.
+struct VerbatimOrigin: Sendable {
+    let scheme: String
+    let authority: String
+    let origin: HTTPOrigin
 }

@@ -29,15 +29,15 @@ public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
     ///   - host: The host name or IP literal (IPv6 with or without brackets).
     ///   - port: The port; `nil` for the scheme's default.
     public init?(scheme: String, host: String, port: Int? = nil) {
-        let scheme = scheme.lowercased()
+        let scheme = asciiLowercased(scheme)
         let defaultPort: Int
         switch scheme {
         case "http": defaultPort = 80
         case "https": defaultPort = 443
         default: return nil
         }
-        var host = host.lowercased()
-        if host.contains(":") && !host.hasPrefix("[") { host = "[\(host)]" }
+        var host = asciiLowercased(host)
+        if host.utf8.contains(UInt8(ascii: ":")) && host.utf8.first != UInt8(ascii: "[") { host = "[" + host + "]" }
         let port = port ?? defaultPort
         guard !host.isEmpty, (1...65_535).contains(port) else { return nil }
         self.scheme = scheme
@@ -51,25 +51,27 @@ public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
     ///   - scheme: The URL scheme.
     ///   - authority: The authority; one with user info (`user@host`) is refused.
     public init?(scheme: String, authority: String) {
-        guard !authority.contains("@") else { return nil }
-        var host = Substring(authority)
+        // Byte scans only: this runs for every request, and Foundation's substring search is slow.
+        let bytes = authority.utf8
+        guard !bytes.contains(UInt8(ascii: "@")) else { return nil }
+        var hostEnd = bytes.endIndex
         var port: Int?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            host = authority[...close]
-            let rest = authority[authority.index(after: close)...]
-            if !rest.isEmpty {
-                guard rest.first == ":" else { return nil }
-                guard let parsed = Self.port(rest.dropFirst()) else { return nil }
+        if bytes.first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            hostEnd = bytes.index(after: close)
+            if hostEnd != bytes.endIndex {
+                guard bytes[hostEnd] == UInt8(ascii: ":") else { return nil }
+                guard let parsed = Self.port(bytes[bytes.index(after: hostEnd)...]) else { return nil }
                 port = parsed
             }
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = authority[..<colon]
-            guard !host.contains(":") else { return nil }
-            guard let parsed = Self.port(authority[authority.index(after: colon)...]) else { return nil }
+        } else if let colon = bytes.lastIndex(of: UInt8(ascii: ":")) {
+            guard !bytes[..<colon].contains(UInt8(ascii: ":")),
+                let parsed = Self.port(bytes[bytes.index(after: colon)...])
+            else { return nil }
+            hostEnd = colon
             port = parsed
         }
-        self.init(scheme: scheme, host: String(host), port: port)
+        self.init(scheme: scheme, host: String(authority[..<hostEnd]), port: port)
     }
 
     /// Reads the origin of a request's scheme and authority; `nil` if either is missing or unusable.
@@ -125,10 +127,14 @@ public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
     /// `scheme://host:port`.
     public var description: String { "\(scheme)://\(host):\(port)" }
 
-    private static func port(_ text: Substring) -> Int?? {
-        if text.isEmpty { return .some(nil) }
-        guard text.count <= 5, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let value = Int(text) else {
-            return nil
+    /// `nil` when not a port; `.some(nil)` when empty (the default port); else the number.
+    private static func port(_ digits: Substring.UTF8View) -> Int?? {
+        if digits.isEmpty { return .some(nil) }
+        guard digits.count <= 5 else { return nil }
+        var value = 0
+        for byte in digits {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
         }
         return .some(value)
     }

@@ -4,7 +4,8 @@ public import HTTPTypes
 /// Sends one HTTP request and returns the whole response.
 ///
 /// Bodies are buffered (`Data`), so a request can be replayed after a refresh. Adapters exist for
-/// URLSession, AsyncHTTPClient (behind a package trait) and a scripted mock in `TokenKitTesting`.
+/// URLSession (``URLSessionTransport``), AsyncHTTPClient (the separate `Integrations` package) and a scripted
+/// mock in `TokenKitTesting`.
 ///
 /// A complete small conformance:
 ///

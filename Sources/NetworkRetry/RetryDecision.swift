@@ -32,7 +32,13 @@ public enum RetryDecision: Sendable, Equatable {
     ///   - requestCarriedToken: Whether the request carried `Authorization: Bearer`.
     ///   - alreadyRefreshed: Whether the token was already refreshed for this request.
     public init(response: HTTPResponse, requestCarriedToken: Bool, alreadyRefreshed: Bool) {
-        let code = response.status.code
+        self.init(
+            code: response.status.code, response: response, requestCarriedToken: requestCarriedToken,
+            alreadyRefreshed: alreadyRefreshed)
+    }
+
+    /// The same, with the status code already read (`HTTPResponse.status` parses it on every access).
+    init(code: Int, response: HTTPResponse, requestCarriedToken: Bool, alreadyRefreshed: Bool) {
         guard code == 401 || code == 403 else {
             self = .deliver
             return

@@ -14,6 +14,9 @@ import Testing
         #expect(HTTPOrigin(string: "http://a.example") != HTTPOrigin(string: "https://a.example"))
         #expect(HTTPOrigin(scheme: "https", authority: "[::1]:8443")?.description == "https://[::1]:8443")
         #expect(HTTPOrigin(scheme: "https", host: "::1") == HTTPOrigin(scheme: "https", authority: "[::1]"))
+        #expect(HTTPOrigin(string: "http://[::1]:8080/x") == HTTPOrigin(scheme: "http", authority: "[::1]:8080"))
+        #expect(HTTPOrigin(string: "https://user:pw@api.example.com") == nil)
+        #expect(HTTPOrigin(string: "/relative") == nil)
     }
 
     @Test(arguments: [

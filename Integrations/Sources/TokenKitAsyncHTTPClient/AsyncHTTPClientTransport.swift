@@ -3,6 +3,7 @@ public import Foundation
 public import HTTPTypes
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 public import NetworkRetry
 
 /// An ``NetworkRetry/HTTPTransport`` over AsyncHTTPClient.
@@ -73,7 +74,9 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                 fields.append(HTTPField(name: name, value: header.value))
             }
             let head = HTTPResponse(status: .init(code: Int(response.status.code)), headerFields: fields)
-            if case .byteCount(let count) = response.body.contentLength, count > maximumResponseBodySize {
+            if let declared = response.headers.first(name: "content-length").flatMap({ Int($0) }),
+                declared > maximumResponseBodySize
+            {
                 throw NetworkRetryError.bodyTooLarge
             }
             var buffer = ByteBuffer()
@@ -85,25 +88,39 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                 buffer.writeBuffer(&chunk)
             }
             return (head, Data(buffer.readableBytesView))
-        } catch let error as NetworkRetryError {
-            throw error
-        } catch let error as CancellationError {
-            throw error
-        } catch let error as HTTPClientError {
+        } catch {
+            throw Self.mapped(error)
+        }
+    }
+
+    /// Maps an error of AsyncHTTPClient or NIO to the error ``send(_:body:)`` throws.
+    ///
+    /// AsyncHTTPClient keeps retrying a connection that fails until the request's deadline, then throws the
+    /// last connection error: that becomes ``NetworkRetry/NetworkRetryError/cannotConnect``.
+    ///
+    /// - Parameter error: What the client threw.
+    /// - Returns: A ``NetworkRetry/NetworkRetryError``, or `CancellationError`.
+    static func mapped(_ error: any Error) -> any Error {
+        switch error {
+        case let error as NetworkRetryError:
+            return error
+        case let error as CancellationError:
+            return error
+        case let error as HTTPClientError:
             switch error {
             case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout:
-                throw NetworkRetryError.timedOut.with(underlying: error)
+                return NetworkRetryError.timedOut.with(underlying: error)
             case .cancelled:
-                throw CancellationError()
+                return CancellationError()
             default:
-                throw NetworkRetryError.transport(error)
+                return NetworkRetryError.transport(error)
             }
-        } catch let error as NIOConnectionError {
-            throw NetworkRetryError.cannotConnect.with(underlying: error)
-        } catch let error as any IOError & Error {
-            throw NetworkRetryError.cannotConnect.with(underlying: error)
-        } catch {
-            throw NetworkRetryError.transport(error)
+        case let error as NIOConnectionError:
+            return NetworkRetryError.cannotConnect.with(underlying: error)
+        case let error as IOError:
+            return NetworkRetryError.cannotConnect.with(underlying: error)
+        default:
+            return NetworkRetryError.transport(error)
         }
     }
 }

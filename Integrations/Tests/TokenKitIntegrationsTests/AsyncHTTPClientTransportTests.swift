@@ -2,9 +2,11 @@ import AsyncHTTPClient
 import AuthToken
 import Foundation
 import HTTPTypes
+import NIOCore
 import NetworkRetry
 import Testing
-import TokenKitAsyncHTTPClient
+
+@testable import TokenKitAsyncHTTPClient
 
 @Suite struct AsyncHTTPClientTransportTests {
     static func route(_ request: LoopbackServer.Request, _ port: Int) -> LoopbackServer.Response {
@@ -71,12 +73,25 @@ import TokenKitAsyncHTTPClient
         }
     }
 
-    @Test func aRefusedConnectionIsCannotConnect() async throws {
-        let port = try LoopbackServer.closedPort()
+    // A refused connection is not exercised end to end: AsyncHTTPClient retries connecting until the request's
+    // deadline (a real wait), so the mapping of what it finally throws is tested directly.
+    @Test func clientErrorsAreMappedToNetworkRetryErrors() throws {
+        let refused = AsyncHTTPClientTransport.mapped(IOError(errnoCode: ECONNREFUSED, reason: "connect"))
+        #expect(refused as? NetworkRetryError == .cannotConnect)
+        #expect(AsyncHTTPClientTransport.mapped(HTTPClientError.deadlineExceeded) as? NetworkRetryError == .timedOut)
+        #expect(AsyncHTTPClientTransport.mapped(HTTPClientError.connectTimeout) as? NetworkRetryError == .timedOut)
+        #expect(AsyncHTTPClientTransport.mapped(HTTPClientError.cancelled) is CancellationError)
+        #expect(AsyncHTTPClientTransport.mapped(HTTPClientError.emptyHost) as? NetworkRetryError == .transport)
+        #expect(AsyncHTTPClientTransport.mapped(NetworkRetryError.bodyTooLarge) as? NetworkRetryError == .bodyTooLarge)
+    }
+
+    @Test func aResponseBodyOverTheLimitIsBodyTooLarge() async throws {
+        let server = try LoopbackServer { _, _ in .init(status: 200, body: Data(repeating: 65, count: 100)) }
+        defer { server.stop() }
         try await withClient { http in
-            let request = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(port)", path: "/")
-            await #expect(throws: NetworkRetryError.cannotConnect) {
-                try await AsyncHTTPClientTransport(client: http).send(request, body: nil)
+            let request = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/")
+            await #expect(throws: NetworkRetryError.bodyTooLarge) {
+                try await AsyncHTTPClientTransport(client: http, maximumResponseBodySize: 10).send(request, body: nil)
             }
         }
     }

@@ -19,19 +19,17 @@ import TokenKitOpenAPI
         init(_ statuses: [(Int, String?)]) { self.statuses = statuses }
 
         var calls: [(authorization: String?, body: [UInt8]?)] {
-            lock.lock()
-            defer { lock.unlock() }
-            return seen.map { (authorization: $0.0, body: $0.1) }
+            lock.withLock { seen.map { (authorization: $0.0, body: $0.1) } }
         }
 
         func callAsFunction(
             _ request: HTTPRequest, _ body: HTTPBody?, _ url: URL
         ) async throws -> (HTTPResponse, HTTPBody?) {
             let bytes: [UInt8]? = if let body { try await [UInt8](collecting: body, upTo: 1 << 20) } else { nil }
-            lock.lock()
-            seen.append((request.headerFields[.authorization], bytes))
-            let (status, challenge) = statuses.removeFirst()
-            lock.unlock()
+            let (status, challenge) = lock.withLock {
+                seen.append((request.headerFields[.authorization], bytes))
+                return statuses.removeFirst()
+            }
             var fields = HTTPFields()
             if let challenge { fields[.wwwAuthenticate] = challenge }
             return (HTTPResponse(status: .init(code: status), headerFields: fields), HTTPBody("ok"))
