@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Testing
+import TokenKitTesting
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

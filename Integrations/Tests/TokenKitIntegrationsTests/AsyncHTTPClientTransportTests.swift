@@ -5,6 +5,7 @@ import HTTPTypes
 import NIOCore
 import NetworkRetry
 import Testing
+import TokenKitTesting
 
 @testable import TokenKitAsyncHTTPClient
 

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -6,39 +6,64 @@ import Foundation
     import Darwin
 #endif
 
-/// A tiny HTTP/1.1 server on 127.0.0.1 for the URLSession integration tests: one thread, one connection at a
+/// A tiny HTTP/1.1 server on 127.0.0.1 for transport integration tests: one thread, one connection at a
 /// time, `Connection: close` on every response. `@unchecked Sendable`: `received` and `stopped` are only
 /// touched while holding `lock`; `listener` and `port` are set once in `init`.
-final class LoopbackServer: @unchecked Sendable {
-    struct Request: Sendable {
-        let method: String
-        let path: String
+public final class LoopbackServer: @unchecked Sendable {
+    /// A request the server received.
+    public struct Request: Sendable {
+        /// The method, such as `GET`.
+        public let method: String
+        /// The request target (path and query).
+        public let path: String
         /// Header names in lowercase, values in order.
-        let headers: [String: [String]]
-        let body: Data
+        public let headers: [String: [String]]
+        /// The body.
+        public let body: Data
     }
 
-    struct Response: Sendable {
-        var status: Int
-        var headers: [(String, String)] = []
-        var body = Data()
+    /// What the server answers.
+    public struct Response: Sendable {
+        /// The status code.
+        public var status: Int
+        /// Header fields, in order.
+        public var headers: [(String, String)]
+        /// The body.
+        public var body: Data
+
+        /// Creates a response.
+        ///
+        /// - Parameters:
+        ///   - status: The status code.
+        ///   - headers: Header fields, in order.
+        ///   - body: The body.
+        public init(status: Int, headers: [(String, String)] = [], body: Data = Data()) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
     }
 
-    let port: Int
+    /// The port the server listens on.
+    public let port: Int
     private let listener: Int32
     private let lock = NSLock()
     private var requests: [Request] = []
     private var stopped = false
     private let route: @Sendable (Request, Int) -> Response
 
-    var received: [Request] {
+    /// Every request received so far, in order.
+    public var received: [Request] {
         lock.lock()
         defer { lock.unlock() }
         return requests
     }
 
     /// Starts listening on an ephemeral port; `route` gets each request and the server's port.
-    init(route: @escaping @Sendable (Request, Int) -> Response) throws {
+    ///
+    /// - Parameter route: Answers each request; it gets the request and the server's port.
+    /// - Throws: A `POSIXError` when the socket cannot be opened or bound.
+    public init(route: @escaping @Sendable (Request, Int) -> Response) throws {
         self.route = route
         #if canImport(Glibc)
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -70,13 +95,17 @@ final class LoopbackServer: @unchecked Sendable {
     }
 
     /// A port nothing listens on (bound, then closed).
-    static func closedPort() throws -> Int {
+    ///
+    /// - Returns: The port number.
+    /// - Throws: A `POSIXError` when no socket can be had.
+    public static func closedPort() throws -> Int {
         let server = try LoopbackServer { _, _ in Response(status: 500) }
         server.stop()
         return server.port
     }
 
-    func stop() {
+    /// Stops accepting connections and closes the listening socket.
+    public func stop() {
         lock.lock()
         let wasStopped = stopped
         stopped = true
