@@ -84,7 +84,12 @@ struct DemoAuthServerCommand: AsyncParsableCommand {
                 FileHandle.standardOutput.write(Data(banner.utf8))
             }
         } catch let error as DemoAuthServerError {
-            let message = "error: could not start the server on 127.0.0.1:\(port): \(error)\n"
+            let cause = error.underlying.map { ": \($0)" } ?? ""
+            let message = """
+                error: could not listen on 127.0.0.1:\(port)\(cause)
+                Is another server using that port? Pick another with --port, or --port 0 for a free one.
+
+                """
             FileHandle.standardError.write(Data(message.utf8))
             throw ExitCode.failure
         }

@@ -35,6 +35,25 @@ struct LifecycleTests {
         await server.stop()
     }
 
+    @Test func runServesUntilStopped() async throws {
+        let server = DemoAuthServer(logger: testLogger)
+        let (urls, continuation) = AsyncStream<URL>.makeStream()
+        let running = Task {
+            try await server.run(onPort: 0) { url in
+                continuation.yield(url)
+                continuation.finish()
+            }
+        }
+        var iterator = urls.makeAsyncIterator()
+        let url = try #require(await iterator.next())
+        let client = TestClient(baseURL: url)
+        #expect(try await client.jsonLogin().status == 200)
+        client.close()
+        await server.stop()
+        try await running.value
+        #expect(server.baseURL == nil)
+    }
+
     @Test func aTakenPortFailsToStartWithAClearError() async throws {
         let holder = DemoAuthServer(logger: testLogger)
         let url = try await holder.start()

@@ -91,6 +91,42 @@ struct RefreshTests {
         }
     }
 
+    @Test func concurrentRefreshesOfOneTokenRotateOnceAndShareThePair() async throws {
+        try await withServer(.init(graceWindow: .seconds(60))) { server, client in
+            let login = try Pair(try await client.jsonLogin())
+            let pairs = try await withThrowingTaskGroup(of: Pair.self) { group in
+                for _ in 0..<20 {
+                    group.addTask { try Pair(try await client.jsonRefresh(login.refreshToken)) }
+                }
+                return try await group.reduce(into: [Pair]()) { $0.append($1) }
+            }
+            #expect(pairs.count == 20)
+            let distinctAccessTokens = Set(pairs.map(\.accessToken)).count
+            #expect(distinctAccessTokens == 1)
+            #expect(server.stats.refreshes == 1)
+            #expect(server.stats.graceReuses == 19)
+            #expect(server.stats.reuseDetections == 0)
+        }
+    }
+
+    @Test func concurrentRefreshesWithoutGraceRotateOnceAndRevokeTheFamily() async throws {
+        try await withServer { server, client in
+            let login = try Pair(try await client.jsonLogin())
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<10 {
+                    group.addTask { try await client.jsonRefresh(login.refreshToken).status }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 200 }.count == 1)
+            #expect(statuses.filter { $0 == 401 }.count == 9)
+            #expect(server.stats.refreshes == 1)
+            // The first late request is the reuse that revokes the family; the rest find it revoked.
+            #expect(server.stats.reuseDetections == 1)
+            #expect(server.stats.rejectedRefreshes == 9)
+        }
+    }
+
     @Test func withoutRotationTheRefreshTokenStaysAndIsNotResent() async throws {
         try await withServer(.init(rotateRefreshTokens: false)) { _, client in
             let login = try Pair(try await client.oauthLogin())
