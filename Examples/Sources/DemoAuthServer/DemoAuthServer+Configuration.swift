@@ -159,3 +159,27 @@ extension Duration {
     /// The whole seconds in this duration (fractions dropped).
     var wholeSeconds: Int { Int(components.seconds) }
 }
+
+extension DemoAuthServer.User: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The account without its password, such as `User(id: user-1001, email: demo@example.com, password: redacted)`.
+    public var description: String { "User(id: \(id), email: \(email), password: redacted)" }
+
+    /// The same as ``description``: the password never appears.
+    public var debugDescription: String { description }
+
+    /// A mirror without the password, so `dump()` does not print it.
+    public var customMirror: Mirror { Mirror(self, children: ["id": id, "email": email], displayStyle: .struct) }
+}
+
+extension DemoAuthServer.Client: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The client without its secret, such as `Client(id: demo-backend, confidential)`.
+    public var description: String { "Client(id: \(id), \(secret == nil ? "public" : "confidential"))" }
+
+    /// The same as ``description``: the secret never appears.
+    public var debugDescription: String { description }
+
+    /// A mirror without the secret, so `dump()` does not print it.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["id": id, "confidential": secret != nil], displayStyle: .struct)
+    }
+}
