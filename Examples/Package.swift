@@ -1,0 +1,71 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// The same strictness as the TokenKit package (see shared STYLE.md, "Package.swift").
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .treatWarning("ExplicitSendable", as: .warning),
+]
+
+// The examples live in their own package so that TokenKit's graph never sees Hummingbird or NIO.
+// Run the demo server: `swift run --package-path Examples demo-auth-server --help`.
+let package = Package(
+    name: "TokenKitExamples",
+    // Hummingbird 2 needs macOS 14; `Mutex` (Synchronization) needs macOS 15.
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "demo-auth-server", targets: ["demo-auth-server"])
+    ],
+    dependencies: [
+        .package(name: "TokenKit", path: ".."),
+        // Only the FullFoundation trait: the examples do not use swift-configuration.
+        .package(
+            url: "https://github.com/hummingbird-project/hummingbird.git",
+            from: "2.28.1",
+            traits: ["FullFoundation"]
+        ),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        .target(
+            name: "DemoAuthServer",
+            dependencies: [
+                .product(name: "AuthToken", package: "TokenKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "demo-auth-server",
+            dependencies: [
+                "DemoAuthServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "DemoAuthServerTests",
+            dependencies: [
+                "DemoAuthServer",
+                .product(name: "AuthToken", package: "TokenKit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+    ]
+)
