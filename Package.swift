@@ -73,6 +73,7 @@ let package = Package(
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),

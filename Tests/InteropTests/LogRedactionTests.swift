@@ -4,6 +4,7 @@ import Logging
 import NetworkRetry
 import Persistence
 import Testing
+import TokenKitTesting
 import TokenRefresh
 
 extension Interop {
@@ -17,7 +18,7 @@ extension Interop {
                 config: ServerConfig(
                     accessTokenExpireSeconds: 3600, refreshTokenReuseProtection: true,
                     refreshTokenGracePeriodSeconds: 30))
-            let capture = CapturingLogHandler()
+            let capture = LogCapture()
             let directory = TemporaryDirectory()
             defer { directory.remove() }
             let store = FileTokenStore(

@@ -111,41 +111,6 @@ final class RecordingTransport: HTTPTransport {
     }
 }
 
-/// A `LogHandler` that keeps every line at every level, message and metadata rendered as text.
-final class CapturingLogHandler: LogHandler, Sendable {
-    private let captured = Mutex<[String]>([])
-
-    var lines: [String] { captured.withLock { $0 } }
-
-    var metadata: Logger.Metadata {
-        get { [:] }
-        set {}
-    }
-
-    var logLevel: Logger.Level {
-        get { .trace }
-        set {}
-    }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { nil }
-        set {}
-    }
-
-    func log(event: LogEvent) {
-        let metadata = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
-        let line = "\(event.level) [\(event.source)] \(event.message) \(metadata)"
-        captured.withLock { $0.append(line) }
-    }
-
-    /// A logger at `.trace` that writes here.
-    func logger(_ label: String) -> Logger {
-        var logger = Logger(label: label) { _ in self }
-        logger.logLevel = .trace
-        return logger
-    }
-}
-
 /// A directory of its own under the system's temporary directory, removed by ``remove()``.
 struct TemporaryDirectory {
     let url: URL

@@ -5,6 +5,7 @@ import Logging
 import Persistence
 import Synchronization
 import Testing
+import TokenKitTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -170,8 +171,8 @@ import Testing
     @Test func logsNeverContainTokenText() async throws {
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
-        let handler = RecordingLogHandler()
-        let store = FileTokenStore(directory: temporary.storeDirectory, configuration: .init(logger: handler.logger))
+        let capture = LogCapture()
+        let store = FileTokenStore(directory: temporary.storeDirectory, configuration: .init(logger: capture.logger()))
         try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
         _ = await store.load(account: "alice")
         try await store.withExclusiveAccess(account: "alice") {
@@ -180,7 +181,7 @@ import Testing
         try Data("{".utf8).write(to: URL(fileURLWithPath: store.filePath(account: "alice")))
         _ = await store.load(account: "alice")
         try await store.remove(account: "alice", condition: .always)
-        let lines = handler.lines.withLock { $0 }
+        let lines = capture.lines
         #expect(lines.count >= 4)
         for line in lines {
             #expect(!line.contains("secret-"), "a log line carries token text")

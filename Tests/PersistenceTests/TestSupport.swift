@@ -80,30 +80,3 @@ extension TokenStoreRead {
         return false
     }
 }
-
-/// A log handler that keeps every message and its metadata, to check that nothing secret is logged.
-final class RecordingLogHandler: LogHandler, Sendable {
-    let lines = Mutex<[String]>([])
-    var metadata: Logger.Metadata {
-        get { [:] }
-        set {}
-    }
-    var logLevel: Logger.Level {
-        get { .trace }
-        set {}
-    }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { nil }
-        set {}
-    }
-
-    func log(event: LogEvent) {
-        let metadata = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
-        lines.withLock { $0.append("\(event.level) \(event.message) \(metadata)") }
-    }
-
-    var logger: Logger {
-        Logger(label: "test") { _ in self }
-    }
-}
