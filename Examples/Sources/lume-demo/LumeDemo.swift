@@ -1,0 +1,5 @@
+/// Placeholder while the Lume demo is written.
+@main
+struct LumeDemo {
+    static func main() {}
+}
