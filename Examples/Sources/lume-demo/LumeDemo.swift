@@ -36,6 +36,9 @@ struct LumeDemo: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Access-token lifetime of the in-process server.", valueName: "seconds"))
     var tokenLifetime = 3
 
+    @Flag(help: "Make the server answer every API call with an HTML page (fault injection), to see the app cope.")
+    var htmlServer = false
+
     @Flag(help: "Store a damaged token in the old format, to see the migration refuse it.")
     var corruptLegacyToken = false
 
@@ -65,6 +68,10 @@ struct LumeDemo: AsyncParsableCommand {
     private func demo(_ backend: DemoBackend, _ store: FileTokenStore, _ report: DemoReport) async throws {
         let baseURL = backend.baseURL
         report.step("server", backend.summary)
+        if htmlServer {
+            try await backend.setFaults(#"{"html_everywhere": true}"#)
+            report.step("fault", "the server now answers every API call with an HTML page")
+        }
         let transport = CountingTransport(URLSessionTransport())
         let endpoint = TokenEndpoint(
             url: baseURL.appending(path: "oauth/token"), client: OAuthClient(id: clientID), transport: transport)
@@ -78,10 +85,14 @@ struct LumeDemo: AsyncParsableCommand {
             "signed in (password grant) and stored its token as JSON under \"authToken\", the user ID under \"userID\"")
 
         // 2. First launch of the new version: move the session into the file store, once.
-        let outcome = try await SessionMigrator(
-            layout: .lume(userIDKey: "userID"), source: legacy, store: store, account: "default"
-        )
-        .migrate()
+        let outcome: SessionMigrator.Outcome
+        do {
+            outcome = try await SessionMigrator(
+                layout: .lume(userIDKey: "userID"), source: legacy, store: store, account: "default"
+            ).migrate()
+        } catch {
+            throw DemoFailure("the old app's stored session cannot be migrated: \(error)")
+        }
         let leftover = await legacy.values.count
         report.expect(
             outcome == .migrated && leftover == 0, "migrate", "outcome \(outcome), \(leftover) old keys left",
