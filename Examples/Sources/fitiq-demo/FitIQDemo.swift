@@ -18,7 +18,10 @@ struct FitIQDemo: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Use this demo auth server (e.g. http://127.0.0.1:8080) instead of starting one in-process.")
+    @Option(
+        help: ArgumentHelp(
+            "Use this demo auth server (e.g. http://127.0.0.1:8080) instead of starting one in-process.",
+            valueName: "url"))
     var server: String?
 
     @Option(help: "The e-mail to log in with.")
@@ -66,6 +69,7 @@ struct FitIQDemo: AsyncParsableCommand {
             } catch {
                 report.fatal(error)
             }
+            if htmlServer { try? await backend.setFaults("{}") }  // leave an external server as it was
             await backend.stop()
         } catch {
             report.fatal(error)

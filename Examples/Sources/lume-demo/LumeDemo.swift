@@ -21,7 +21,10 @@ struct LumeDemo: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Use this demo auth server (e.g. http://127.0.0.1:8080) instead of starting one in-process.")
+    @Option(
+        help: ArgumentHelp(
+            "Use this demo auth server (e.g. http://127.0.0.1:8080) instead of starting one in-process.",
+            valueName: "url"))
     var server: String?
 
     @Option(help: "The e-mail the old app version signed in with.")
@@ -57,6 +60,7 @@ struct LumeDemo: AsyncParsableCommand {
             } catch {
                 report.fatal(error)
             }
+            if htmlServer { try? await backend.setFaults("{}") }  // leave an external server as it was
             await backend.stop()
         } catch {
             report.fatal(error)
@@ -72,6 +76,7 @@ struct LumeDemo: AsyncParsableCommand {
             try await backend.setFaults(#"{"html_everywhere": true}"#)
             report.step("fault", "the server now answers every API call with an HTML page")
         }
+        let start = try await backend.stats()
         let transport = CountingTransport(URLSessionTransport())
         let endpoint = TokenEndpoint(
             url: baseURL.appending(path: "oauth/token"), client: OAuthClient(id: clientID), transport: transport)
@@ -178,7 +183,7 @@ struct LumeDemo: AsyncParsableCommand {
         let end = try await backend.stats()
         report.summary([
             ("HTTP requests (with sign-in, refreshes)", "\(transport.requests)"),
-            ("refreshes (server)", "\(end["refreshes", default: 0])"),
+            ("refreshes (server)", "\(end["refreshes", default: 0] - start["refreshes", default: 0])"),
             ("401 retries", "\(transport.unauthorized)"),
             ("transient refresh failures", "\(events.all.filter { $0.kind == .refreshFailed }.count)"),
             ("failed requests (offline)", "\(offlineFailures)"),
