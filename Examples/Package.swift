@@ -94,6 +94,17 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "DemoAppSupportTests",
+            dependencies: [
+                "DemoAppSupport",
+                "DemoAuthServer",
+                .product(name: "TokenKit", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "DemoAuthServerTests",
             dependencies: [
                 "DemoAuthServer",
