@@ -105,11 +105,11 @@ struct FitIQDemo: AsyncParsableCommand {
         let start = try await backend.stats()
         try await refresher.signIn(
             fitIQLogin(baseURL: baseURL, email: email, password: password, apiKey: apiKey, transport: transport))
-        let userID = refresher.currentState
+        let signedIn = refresher.currentState
         let lifetime = Int(refresher.currentToken?.lifetime ?? 0)
         report.expect(
             try await backend.stats()["logins", default: 0] - start["logins", default: 0] == 1, "login",
-            "\(userID), access token lives \(lifetime) s", proves: "the session is saved in the file store")
+            "\(signedIn), access token lives \(lifetime) s", proves: "the session is saved in the file store")
         guard lifetime <= 60 else {
             throw DemoFailure("the server's access tokens live \(lifetime) s; start it with --access-token-lifetime 3")
         }
