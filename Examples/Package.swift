@@ -16,7 +16,9 @@ let package = Package(
     // Hummingbird 2 needs macOS 14; `Mutex` (Synchronization) needs macOS 15.
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "demo-auth-server", targets: ["demo-auth-server"])
+        .executable(name: "demo-auth-server", targets: ["demo-auth-server"]),
+        .executable(name: "fitiq-demo", targets: ["fitiq-demo"]),
+        .executable(name: "lume-demo", targets: ["lume-demo"]),
     ],
     dependencies: [
         .package(name: "TokenKit", path: ".."),
@@ -54,6 +56,51 @@ let package = Package(
                 "DemoAuthServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // What both demo apps share: the server (in-process or external), step lines, the summary table.
+        .target(
+            name: "DemoAppSupport",
+            dependencies: [
+                "DemoAuthServer",
+                .product(name: "TokenKit", package: "TokenKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "fitiq-demo",
+            dependencies: [
+                "DemoAppSupport",
+                .product(name: "TokenKit", package: "TokenKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "lume-demo",
+            dependencies: [
+                "DemoAppSupport",
+                .product(name: "TokenKit", package: "TokenKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "DemoAppSupportTests",
+            dependencies: [
+                "DemoAppSupport",
+                "DemoAuthServer",
+                .product(name: "TokenKit", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strictSettings
         ),

@@ -1,0 +1,105 @@
+public import DemoAuthServer
+public import Foundation
+import HTTPTypes
+import HTTPTypesFoundation
+import Logging
+import TokenKit
+
+/// The auth server a demo talks to: the demo server started in this process (the default), or the one at
+/// `--server`. Both are driven over HTTP (`/debug/stats`, `/debug/faults`, `/debug/revoke-sessions`), so a
+/// demo runs the same against either.
+public final class DemoBackend: Sendable {
+    /// The server's base URL.
+    public let baseURL: URL
+    /// The in-process server, or `nil` when the demo uses an external one.
+    public let server: DemoAuthServer?
+    private let transport = URLSessionTransport()
+
+    private init(baseURL: URL, server: DemoAuthServer?) {
+        self.baseURL = baseURL
+        self.server = server
+    }
+
+    /// Starts the demo server in this process on a free loopback port, or checks that `external` answers.
+    ///
+    /// - Parameters:
+    ///   - external: The `--server` URL, or `nil` to start one in-process.
+    ///   - configuration: The in-process server's configuration.
+    /// - Returns: The backend.
+    /// - Throws: ``DemoFailure`` when the server cannot be started or reached.
+    public static func start(
+        external: String?, configuration: DemoAuthServer.Configuration
+    ) async throws -> DemoBackend {
+        guard let external else {
+            var logger = Logger(label: "demo-auth-server")
+            logger.logLevel = .error  // the demo prints its own lines
+            let server = DemoAuthServer(configuration: configuration, logger: logger)
+            let url = try await server.start()
+            return DemoBackend(baseURL: url, server: server)
+        }
+        guard let url = URL(string: external), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+            throw DemoFailure("--server \(external) is not an http(s) URL")
+        }
+        let backend = DemoBackend(baseURL: url, server: nil)
+        do {
+            _ = try await backend.stats()
+        } catch {
+            throw DemoFailure("cannot reach the auth server at \(external): \(DemoFailure.describe(error))")
+        }
+        return backend
+    }
+
+    /// `in-process at <url>` or `external at <url>`.
+    public var summary: String {
+        (server == nil ? "external server at " : "in-process demo server at ") + baseURL.absoluteString
+    }
+
+    /// The server's counters (`/debug/stats`): `logins`, `refreshes`, `reuse_detections`, ...
+    ///
+    /// - Returns: The counters by their snake_case names.
+    /// - Throws: ``DemoFailure`` when the answer is not the counters.
+    public func stats() async throws -> [String: Int] {
+        let data = try await call(.get, "debug/stats")
+        guard let stats = try? JSONDecoder().decode([String: Int].self, from: data) else {
+            throw DemoFailure("\(baseURL.absoluteString)/debug/stats did not answer the demo server's counters")
+        }
+        return stats
+    }
+
+    /// Replaces the server's fault plan (`POST /debug/faults`), for example `{"html_everywhere": true}`.
+    ///
+    /// - Parameter json: The plan, as the README's fault table describes.
+    /// - Throws: ``DemoFailure`` when the server refuses it.
+    public func setFaults(_ json: String) async throws {
+        _ = try await call(.post, "debug/faults", body: Data(json.utf8))
+    }
+
+    /// Revokes every session on the server, as an administrator would (`POST /debug/revoke-sessions`).
+    ///
+    /// - Throws: ``DemoFailure`` when the server refuses it.
+    public func revokeAllSessions() async throws {
+        _ = try await call(.post, "debug/revoke-sessions", body: Data("{}".utf8))
+    }
+
+    /// Stops the in-process server (the port stays known, so ``restart()`` binds it again).
+    public func stop() async {
+        await server?.stop()
+    }
+
+    /// Starts the in-process server again on the same port; its sessions are kept.
+    ///
+    /// - Throws: What ``DemoAuthServer/start(onPort:)`` throws.
+    public func restart() async throws {
+        try await server?.start(onPort: baseURL.port)
+    }
+
+    private func call(_ method: HTTPRequest.Method, _ path: String, body: Data? = nil) async throws -> Data {
+        var request = HTTPRequest(method: method, url: baseURL.appending(path: path))
+        if body != nil { request.headerFields[.contentType] = "application/json" }
+        let (response, data) = try await transport.send(request, body: body)
+        guard response.status.kind == .successful else {
+            throw DemoFailure("\(method) /\(path) answered HTTP \(response.status.code)")
+        }
+        return data
+    }
+}

@@ -1,0 +1,55 @@
+import TokenKit
+
+/// A failed step of a demo, with the one line the user sees.
+public struct DemoFailure: Error, CustomStringConvertible {
+    /// The message.
+    public let description: String
+
+    /// Creates a failure.
+    ///
+    /// - Parameter message: One line, without token text.
+    public init(_ message: String) {
+        self.description = message
+    }
+
+    /// One line for any error a demo can meet; never a stack trace, never token text (TokenKit's error
+    /// descriptions carry none).
+    ///
+    /// - Parameter error: The error.
+    /// - Returns: The message.
+    public static func describe(_ error: any Error) -> String {
+        let text: String
+        switch error {
+        case let failure as DemoFailure:
+            text = failure.description
+        case let error as TokenRefreshError:
+            text = describe(error)
+        case let error as NetworkRetryError where error == .cannotConnect || error == .timedOut:
+            text = "cannot connect to the server (\(error == .timedOut ? "timed out" : "connection refused"))"
+        case let error as PersistenceError:
+            text = "the session store cannot be used: \(error)"
+        default:
+            text = String(describing: error)
+        }
+        return text.split(whereSeparator: \.isNewline).joined(separator: " ")
+    }
+
+    private static func describe(_ error: TokenRefreshError) -> String {
+        let status = error.status.map { " (HTTP \($0))" } ?? ""
+        switch error {
+        case .signInRejected:
+            return "sign-in refused: wrong e-mail or password\(status)"
+        case .malformedResponse, .unexpectedResponse:
+            return "the server's answer is not the JSON a token endpoint sends\(status); is it an HTML page?"
+        case .configuration:
+            return "the server refused the app itself (API key or client ID)\(status): \(error)"
+        case .refreshTokenRejected:
+            return "the server rejected the refresh token; the session is over, sign in again"
+        case .storageUnavailable:
+            return "the stored session cannot be read: \(error.underlying.map { describe($0) } ?? "\(error)")"
+        default:
+            if let underlying = error.underlying { return describe(underlying) }
+            return error.isConnectivityFailure ? "cannot connect to the server: \(error)" : "\(error)"
+        }
+    }
+}

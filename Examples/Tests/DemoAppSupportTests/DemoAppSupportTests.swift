@@ -1,0 +1,67 @@
+import DemoAppSupport
+import DemoAuthServer
+import Foundation
+import HTTPTypes
+import Testing
+import TokenKit
+import TokenKitTesting
+
+@Suite("Demo app support")
+struct DemoAppSupportTests {
+    @Test func wrongCredentialsReadAsARefusedSignIn() {
+        let message = DemoFailure.describe(TokenRefreshError.signInRejected.with(status: 401))
+        #expect(message == "sign-in refused: wrong e-mail or password (HTTP 401)")
+    }
+
+    @Test func aRefusedConnectionInsideAWrappedErrorReadsAsUnreachable() {
+        let wrapped = TokenRefreshError.transient.with(underlying: NetworkRetryError.cannotConnect)
+        #expect(DemoFailure.describe(wrapped) == "cannot connect to the server (connection refused)")
+    }
+
+    @Test func aMessageIsAlwaysOneLine() {
+        let message = DemoFailure.describe(DemoFailure("first\nsecond\r\nthird"))
+        #expect(message == "first second third")
+    }
+
+    @Test func theTransportCountsRequestsAndUnauthorizedAnswers() async throws {
+        let answers = MockTransport(script: [
+            .response(status: .unauthorized), .response(status: .ok), .response(status: .unauthorized),
+        ])
+        let transport = CountingTransport(answers)
+        let request = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:1", path: "/")
+        for _ in 0..<3 { _ = try await transport.send(request, body: nil) }
+        #expect(transport.requests == 3)
+        #expect(transport.unauthorized == 2)
+    }
+
+    @Test func aFailedExpectationFailsTheReport() {
+        let report = DemoReport(title: "test report")
+        report.expect(true, "holds", "1 == 1", proves: "nothing")
+        #expect(!report.failed)
+        report.expect(false, "breaks", "1 != 2", proves: "a failure is counted")
+        #expect(report.failed)
+    }
+
+    @Test func aServerURLThatIsNotHTTPIsRefusedWithAMessage() async {
+        await #expect(throws: DemoFailure.self) {
+            _ = try await DemoBackend.start(external: "ftp://127.0.0.1", configuration: .init())
+        }
+    }
+
+    @Test func anUnreachableServerIsReportedAsSuch() async throws {
+        let error = await #expect(throws: DemoFailure.self) {
+            _ = try await DemoBackend.start(external: "http://127.0.0.1:9", configuration: .init())
+        }
+        #expect(try #require(error).description.hasPrefix("cannot reach the auth server at http://127.0.0.1:9"))
+    }
+
+    @Test func theInProcessServerCountsAndRevokes() async throws {
+        let backend = try await DemoBackend.start(external: nil, configuration: .init())
+        let stats = try await backend.stats()
+        try await backend.revokeAllSessions()
+        try await backend.setFaults(#"{"html_everywhere": true}"#)
+        await backend.stop()
+        #expect(stats["logins"] == 0)
+        #expect(backend.server?.faults.htmlEverywhere == true)
+    }
+}
