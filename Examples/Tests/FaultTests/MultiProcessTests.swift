@@ -87,7 +87,7 @@ struct WorkerOutcome: Sendable {
     /// Launches `executable` and waits for it to exit (its output goes to a file, so a full pipe cannot stall it).
     static func run(_ executable: URL, arguments: [String]) async throws -> WorkerOutcome {
         let log = FileManager.default.temporaryDirectory.appending(path: "session-worker-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        try #require(FileManager.default.createFile(atPath: log.path, contents: nil), "cannot create \(log.path)")
         defer { try? FileManager.default.removeItem(at: log) }
         let handle = try FileHandle(forWritingTo: log)
         defer { try? handle.close() }

@@ -149,7 +149,12 @@ struct ServerFaultTests {
             let held = await harness.validTokens(5)
             #expect(held.allSatisfy { $0.failure == .transient && $0.failure?.retryAfter == .seconds(1) })
             await #expect(throws: TokenRefreshError.self) { try await harness.fetch() }
-            #expect(harness.server.stats.refreshAttempts == 1)  // none before Retry-After
+            let rejected = try #require(harness.client.currentToken).accessToken
+            let afterRejection = await #expect(throws: TokenRefreshError.self) {
+                try await harness.client.refreshToken(afterRejectionOf: rejected)
+            }
+            #expect(afterRejection == .transient)
+            #expect(harness.server.stats.refreshAttempts == 1)  // none before Retry-After, not even after a 401
             #expect(harness.client.currentState.hasSession)
             #expect(await harness.stored() == before)
 
