@@ -8,15 +8,23 @@ import TokenKitTesting
 /// The server rotated, then the answer was lost: the client still holds the refresh token the server retired.
 struct LostResponse: Sendable, CustomTestStringConvertible {
     let testDescription: String
-    let faults: DemoAuthServer.Faults
+    /// The server's faults.
+    var faults = DemoAuthServer.Faults()
+    /// What the transport in front of the server does to the refresh.
+    var transportMode = FaultyTransport.Mode.forward
     /// Whether the first refresh (whose answer is lost) fails for want of an answer (the refresh timeout or a
     /// connection error), rather than with a status.
     let connectivity: Bool
+    /// Whether the request may hang until the refresh timeout (the server closed the connection unanswered).
+    var mayHang = false
 
     static let all: [LostResponse] = [
         LostResponse(
             testDescription: "connection closed after rotation",
-            faults: .init(dropResponseAfterRotationNextRefreshes: 1), connectivity: true),
+            faults: .init(dropResponseAfterRotationNextRefreshes: 1), connectivity: true,
+            mayHang: true),
+        LostResponse(
+            testDescription: "connection reset mid-response", transportMode: .resetAfterSending, connectivity: true),
         LostResponse(
             testDescription: "500 after rotation", faults: .init(failAfterRotationNextRefreshes: 1),
             connectivity: false),
@@ -27,10 +35,10 @@ extension Harness {
     /// Expires the token and refreshes once while the answer gets lost. A connection the server closed after
     /// rotating can leave URLSession on Linux waiting for its own 60-second timeout (observed on a reused
     /// connection), so once the server has rotated, the test moves the injected clock past the client's refresh
-    /// timeout: the refresh ends as a `timeout` then, or earlier with a connection error. `answered`: the server
-    /// answers (a status), so the refresh ends by itself.
+    /// timeout: the refresh ends as a `timeout` then, or earlier with a connection error. `mayHang`: whether the
+    /// fault can leave the request waiting like that (otherwise the refresh ends by itself).
     func refreshWithLostAnswer(
-        answered: Bool, sourceLocation: SourceLocation = #_sourceLocation
+        mayHang: Bool, sourceLocation: SourceLocation = #_sourceLocation
     ) async -> TokenRefreshError? {
         expire()
         let finished = Mutex(false)
@@ -38,7 +46,7 @@ extension Harness {
             defer { finished.withLock { $0 = true } }
             return try await client.validToken()
         }
-        if !answered {
+        if mayHang {
             await poll(sourceLocation: sourceLocation) {
                 server.stats.refreshes == 1 && (clock.sleeperCount == 1 || finished.withLock { $0 })
             }
@@ -58,10 +66,12 @@ struct LostResponseTests {
             server: .init(accessTokenLifetime: .seconds(Harness.accessTokenLifetime), reuseDetection: true)
         ) { harness in
             harness.server.setFaults(lost.faults)
+            harness.transport.set(lost.transportMode)
 
-            let first = await harness.refreshWithLostAnswer(answered: !lost.connectivity)
+            let first = await harness.refreshWithLostAnswer(mayHang: lost.mayHang)
             #expect(first?.isTransient == true)
             #expect(first?.isConnectivityFailure == lost.connectivity)
+            harness.transport.set(.forward)
             #expect(harness.server.stats.refreshes == 1)  // the server did rotate
             #expect(harness.client.currentState.hasSession)  // a transient failure: kept for now
 
@@ -91,10 +101,12 @@ struct LostResponseTests {
                 graceWindow: .seconds(30))
         ) { harness in
             harness.server.setFaults(lost.faults)
+            harness.transport.set(lost.transportMode)
 
-            let first = await harness.refreshWithLostAnswer(answered: !lost.connectivity)
+            let first = await harness.refreshWithLostAnswer(mayHang: lost.mayHang)
             #expect(first?.isTransient == true)
             #expect(first?.isConnectivityFailure == lost.connectivity)
+            harness.transport.set(.forward)
 
             harness.clock.advance(by: .seconds(5))  // well inside the grace window
             #expect(try await harness.fetch() == 200)

@@ -54,6 +54,9 @@ final class FaultyTransport: HTTPTransport {
     enum Mode: Sendable {
         case forward
         case hang
+        /// The server gets the request and answers, but the connection is reset before the answer arrives
+        /// (the error URLSession reports for a reset connection).
+        case resetAfterSending
         case answer(status: Int, contentType: String, body: String)
     }
 
@@ -70,6 +73,9 @@ final class FaultyTransport: HTTPTransport {
         switch mode.withLock({ $0 }) {
         case .forward:
             return try await base.send(request, body: body)
+        case .resetAfterSending:
+            _ = try await base.send(request, body: body)
+            throw NetworkRetryError.cannotConnect
         case .hang:
             let (stream, continuation) = AsyncStream<Never>.makeStream()
             await withTaskCancellationHandler {
