@@ -93,6 +93,18 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // One process of the multi-process test (Tests/FaultTests): several share one file store.
+        .executableTarget(
+            name: "session-worker",
+            dependencies: [
+                "DemoAppSupport",
+                .product(name: "TokenKit", package: "TokenKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "DemoAppSupportTests",
             dependencies: [
@@ -101,6 +113,19 @@ let package = Package(
                 .product(name: "TokenKit", package: "TokenKit"),
                 .product(name: "TokenKitTesting", package: "TokenKit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // TokenKit against the demo server under injected faults, and several processes on one file store.
+        .testTarget(
+            name: "FaultTests",
+            dependencies: [
+                "DemoAuthServer",
+                .product(name: "TokenKit", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
