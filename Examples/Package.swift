@@ -120,6 +120,7 @@ let package = Package(
         .testTarget(
             name: "FaultTests",
             dependencies: [
+                "DemoAppSupport",
                 "DemoAuthServer",
                 .product(name: "TokenKit", package: "TokenKit"),
                 .product(name: "TokenKitTesting", package: "TokenKit"),

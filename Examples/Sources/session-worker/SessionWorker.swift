@@ -59,7 +59,8 @@ struct SessionWorker: AsyncParsableCommand {
 
         var state = await refresher.restoreSession()
         if case .signedOut = state {
-            try await refresher.signIn(login(baseURL: baseURL, transport: transport))
+            try await refresher.signIn(
+                fitIQLogin(baseURL: baseURL, email: email, password: password, apiKey: apiKey, transport: transport))
             state = refresher.currentState
         }
         guard state.hasSession else { throw DemoFailure("no session: the store answered \(state)") }
@@ -105,32 +106,4 @@ struct SessionWorker: AsyncParsableCommand {
         let seconds = max(0, expiresAt.addingTimeInterval(-margin).timeIntervalSinceNow) + 0.05
         try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
     }
-
-    /// The FitIQ-style login (`POST /api/v1/auth/login`, JSON, `X-API-Key`) as a custom sign-in grant.
-    private func login(baseURL: URL, transport: any HTTPTransport) -> SignInGrant {
-        let apiKey = apiKey
-        let credentials = ["email": email, "password": password]
-        return .custom {
-            var request = HTTPRequest(method: .post, url: baseURL.appending(path: "api/v1/auth/login"))
-            request.headerFields[.contentType] = "application/json"
-            request.headerFields[HTTPField.Name("X-API-Key")!] = apiKey
-            let (response, data) = try await transport.send(request, body: try JSONEncoder().encode(credentials))
-            let decoder = JSONDecoder()
-            decoder.keyDecodingStrategy = .convertFromSnakeCase
-            guard response.status == .ok, let answer = try? decoder.decode(LoginAnswer.self, from: data) else {
-                throw TokenRefreshError.signInRejected.with(status: response.status.code)
-            }
-            return TokenResponse(
-                accessToken: answer.accessToken, refreshToken: answer.refreshToken, expiresIn: answer.expiresIn,
-                userID: answer.userId)
-        }
-    }
-}
-
-/// The FitIQ-style login answer (decoded from snake_case).
-private struct LoginAnswer: Decodable {
-    let accessToken: String
-    let refreshToken: String
-    let expiresIn: Double?
-    let userId: String?
 }

@@ -1,3 +1,4 @@
+import DemoAppSupport
 import DemoAuthServer
 import Foundation
 import HTTPTypes
@@ -20,31 +21,11 @@ enum Demo {
         return logger
     }
 
-    /// The FitIQ-style login (`POST /api/v1/auth/login`, JSON, `X-API-Key`) as a custom sign-in grant: the
-    /// JSON refresh endpoint only takes refresh tokens issued by this login.
+    /// The FitIQ-style login as a custom sign-in grant: the JSON refresh endpoint only takes refresh tokens issued
+    /// by this login.
     static func login(baseURL: URL, transport: any HTTPTransport) -> SignInGrant {
-        .custom {
-            var request = HTTPRequest(method: .post, url: baseURL.appending(path: "api/v1/auth/login"))
-            request.headerFields[.contentType] = "application/json"
-            request.headerFields[HTTPField.Name("X-API-Key")!] = apiKey
-            let credentials = ["email": "demo@example.com", "password": "password123"]
-            let (response, data) = try await transport.send(request, body: try JSONEncoder().encode(credentials))
-            let decoder = JSONDecoder()
-            decoder.keyDecodingStrategy = .convertFromSnakeCase
-            guard response.status == .ok, let answer = try? decoder.decode(LoginAnswer.self, from: data) else {
-                throw TokenRefreshError.signInRejected.with(status: response.status.code)
-            }
-            return TokenResponse(
-                accessToken: answer.accessToken, refreshToken: answer.refreshToken, expiresIn: answer.expiresIn,
-                userID: answer.userId)
-        }
-    }
-
-    private struct LoginAnswer: Decodable {
-        let accessToken: String
-        let refreshToken: String
-        let expiresIn: Double?
-        let userId: String?
+        fitIQLogin(
+            baseURL: baseURL, email: "demo@example.com", password: "password123", apiKey: apiKey, transport: transport)
     }
 }
 

@@ -1,12 +1,20 @@
-import DemoAppSupport
-import Foundation
+public import Foundation
 import HTTPTypes
 import HTTPTypesFoundation
-import TokenKit
+public import TokenKit
 
 /// FitIQ's login: `POST /api/v1/auth/login` with JSON and `X-API-Key`. It is not an OAuth endpoint, so it
-/// is a `SignInGrant.custom` that turns the answer into a `TokenResponse`.
-func fitIQLogin(
+/// is a `SignInGrant.custom` that turns the answer into a `TokenResponse`. The demo apps, the multi-process
+/// worker and the fault tests all sign in through it.
+///
+/// - Parameters:
+///   - baseURL: The server's base URL.
+///   - email: The e-mail to sign in with.
+///   - password: The password.
+///   - apiKey: The `X-API-Key` value.
+///   - transport: How to send the request.
+/// - Returns: A grant for `TokenRefreshClient.signIn(_:)`.
+public func fitIQLogin(
     baseURL: URL, email: String, password: String, apiKey: String, transport: any HTTPTransport
 ) -> SignInGrant {
     .custom {
