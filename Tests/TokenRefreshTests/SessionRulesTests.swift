@@ -135,15 +135,8 @@ import TokenKitTesting
 
     @Test func signOutDuringARefreshLeavesTheStoreEmpty() async throws {
         let gate = Gate()
-        let rig = try await Rig.make(strategy: { _ in
-            ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
-                await gate.wait()
-                return TokenResponse(accessToken: "late-access", refreshToken: "late-refresh", expiresIn: 3600)
-            }
-        })
+        let (rig, caller) = try await Rig.withLateRefresh(behind: gate)
         let client = rig.client
-        let caller = Task { try await client.validToken() }
-        await yield { await gate.arrivals == 1 }
         try await client.signOut()
         #expect(await refreshError { try await caller.value } == .signedOut)
         await gate.open()
@@ -168,15 +161,8 @@ import TokenKitTesting
 
     @Test func aRefreshThatFinishesAfterANewSessionWasStoredWritesNothing() async throws {
         let gate = Gate()
-        let rig = try await Rig.make(strategy: { _ in
-            ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
-                await gate.wait()
-                return TokenResponse(accessToken: "late-access", refreshToken: "late-refresh", expiresIn: 3600)
-            }
-        })
+        let (rig, caller) = try await Rig.withLateRefresh(behind: gate)
         let client = rig.client
-        let caller = Task { try await client.validToken() }
-        await yield { await gate.arrivals == 1 }
         let fresh = AuthToken(
             accessToken: "new-session", refreshToken: "new-refresh", receivedAt: rig.clock.date, lifetime: 3600)
         await client.signIn(with: fresh, userID: "user-2")

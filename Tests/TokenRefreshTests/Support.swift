@@ -54,6 +54,21 @@ struct Rig {
         return Rig(clock: clock, server: server, store: store, endpoint: endpoint, client: client, initial: initial)
     }
 
+    /// A rig whose refresh waits at `gate` and then answers a "late" pair, with one caller already waiting in
+    /// that refresh: the setting for the generation-guard tests.
+    static func withLateRefresh(behind gate: Gate) async throws -> (Rig, Task<AuthToken, any Error>) {
+        let rig = try await make(strategy: { _ in
+            ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
+                await gate.wait()
+                return TokenResponse(accessToken: "late-access", refreshToken: "late-refresh", expiresIn: 3600)
+            }
+        })
+        let client = rig.client
+        let caller = Task { try await client.validToken() }
+        await yield { await gate.arrivals == 1 }
+        return (rig, caller)
+    }
+
     /// The session in the store, or `nil`.
     func stored() async -> StoredSession? {
         if case .found(let session) = await store.load(account: account) { return session }
