@@ -11,6 +11,15 @@ let strictSettings: [SwiftSetting] = [
 
 // The examples live in their own package so that TokenKit's graph never sees Hummingbird or NIO.
 // Run the demo server: `swift run --package-path Examples demo-auth-server --help`.
+/// What each example executable (the two demos and the multi-process worker) depends on.
+let appDependencies: [Target.Dependency] = [
+    "DemoAppSupport",
+    .product(name: "TokenKit", package: "TokenKit"),
+    .product(name: "HTTPTypes", package: "swift-http-types"),
+    .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+    .product(name: "ArgumentParser", package: "swift-argument-parser"),
+]
+
 let package = Package(
     name: "TokenKitExamples",
     // Hummingbird 2 needs macOS 14; `Mutex` (Synchronization) needs macOS 15.
@@ -73,36 +82,18 @@ let package = Package(
         ),
         .executableTarget(
             name: "fitiq-demo",
-            dependencies: [
-                "DemoAppSupport",
-                .product(name: "TokenKit", package: "TokenKit"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            dependencies: appDependencies,
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "lume-demo",
-            dependencies: [
-                "DemoAppSupport",
-                .product(name: "TokenKit", package: "TokenKit"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            dependencies: appDependencies,
             swiftSettings: strictSettings
         ),
         // One process of the multi-process test (Tests/FaultTests): several share one file store.
         .executableTarget(
             name: "session-worker",
-            dependencies: [
-                "DemoAppSupport",
-                .product(name: "TokenKit", package: "TokenKit"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            dependencies: appDependencies,
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -103,3 +103,34 @@ public final class DemoBackend: Sendable {
         return data
     }
 }
+
+extension DemoBackend {
+    /// Runs one demo from start to end: starts the backend (in-process, or `external`), runs `demo`, turns
+    /// any error into one `FAIL` line of `report`, clears a fault the demo set on an external server, and
+    /// stops the backend. The caller exits non-zero when `report.failed`.
+    ///
+    /// - Parameters:
+    ///   - external: The `--server` URL, or `nil` to start the demo server in this process.
+    ///   - tokenLifetime: The access-token lifetime in seconds for the in-process server.
+    ///   - resetsFaults: Whether the demo set a fault that must be cleared afterwards.
+    ///   - report: Where steps and failures go.
+    ///   - demo: The demo's steps.
+    public static func run(
+        external: String?, tokenLifetime: Int, resetsFaults: Bool, report: DemoReport,
+        _ demo: (DemoBackend) async throws -> Void
+    ) async {
+        do {
+            let backend = try await start(
+                external: external, configuration: .init(accessTokenLifetime: .seconds(tokenLifetime)))
+            do {
+                try await demo(backend)
+            } catch {
+                report.fatal(error)
+            }
+            if resetsFaults { try? await backend.setFaults("{}") }  // leave an external server as it was
+            await backend.stop()
+        } catch {
+            report.fatal(error)
+        }
+    }
+}

@@ -61,18 +61,10 @@ struct FitIQDemo: AsyncParsableCommand {
         let report = DemoReport(title: "FitIQ-like demo: 4 API clients, 1 TokenRefreshClient, a file store")
         let temporary = FileManager.default.temporaryDirectory.appending(path: "fitiq-demo-\(UUID().uuidString)")
         let directory = storeDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? temporary
-        do {
-            let backend = try await DemoBackend.start(
-                external: server, configuration: .init(accessTokenLifetime: .seconds(tokenLifetime)))
-            do {
-                try await demo(backend, directory, report)
-            } catch {
-                report.fatal(error)
-            }
-            if htmlServer { try? await backend.setFaults("{}") }  // leave an external server as it was
-            await backend.stop()
-        } catch {
-            report.fatal(error)
+        await DemoBackend.run(
+            external: server, tokenLifetime: tokenLifetime, resetsFaults: htmlServer, report: report
+        ) { backend in
+            try await demo(backend, directory, report)
         }
         try? FileManager.default.removeItem(at: temporary)
         if report.failed { throw ExitCode.failure }

@@ -52,18 +52,10 @@ struct LumeDemo: AsyncParsableCommand {
     func run() async throws {
         let report = DemoReport(title: "Lume-like demo: migration, OAuth refresh grant, auth events")
         let directory = FileManager.default.temporaryDirectory.appending(path: "lume-demo-\(UUID().uuidString)")
-        do {
-            let backend = try await DemoBackend.start(
-                external: server, configuration: .init(accessTokenLifetime: .seconds(tokenLifetime)))
-            do {
-                try await demo(backend, FileTokenStore(directory: directory), report)
-            } catch {
-                report.fatal(error)
-            }
-            if htmlServer { try? await backend.setFaults("{}") }  // leave an external server as it was
-            await backend.stop()
-        } catch {
-            report.fatal(error)
+        await DemoBackend.run(
+            external: server, tokenLifetime: tokenLifetime, resetsFaults: htmlServer, report: report
+        ) { backend in
+            try await demo(backend, FileTokenStore(directory: directory), report)
         }
         try? FileManager.default.removeItem(at: directory)
         if report.failed { throw ExitCode.failure }
