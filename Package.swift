@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "NetworkRetry", targets: ["NetworkRetry"]),
         .library(name: "TokenRefresh", targets: ["TokenRefresh"]),
         .library(name: "TokenKitTesting", targets: ["TokenKitTesting"]),
+        .library(name: "TokenKitTestingTraits", targets: ["TokenKitTestingTraits"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
@@ -77,21 +78,28 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // The `.logLeakCheck()` Swift Testing trait: the whole test run logs at trace level into a capture
+        // that is searched for secrets.
+        .target(
+            name: "TokenKitTestingTraits",
+            dependencies: ["TokenKitTesting"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "AuthTokenTests",
-            dependencies: ["AuthToken"],
+            dependencies: ["AuthToken", "TokenKitTestingTraits"],
             resources: [.copy("Vectors")],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "PersistenceTests",
-            dependencies: ["AuthToken", "Persistence", "TokenKitTesting"],
+            dependencies: ["AuthToken", "Persistence", "TokenKitTesting", "TokenKitTestingTraits"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "NetworkRetryTests",
             dependencies: [
-                "AuthToken", "NetworkRetry", "TokenKitTesting",
+                "AuthToken", "NetworkRetry", "TokenKitTesting", "TokenKitTestingTraits",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strictSettings
@@ -99,7 +107,7 @@ let package = Package(
         .testTarget(
             name: "TokenRefreshTests",
             dependencies: [
-                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting",
+                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitTestingTraits",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strictSettings
@@ -109,7 +117,7 @@ let package = Package(
         .testTarget(
             name: "InteropTests",
             dependencies: [
-                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting",
+                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitTestingTraits",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],

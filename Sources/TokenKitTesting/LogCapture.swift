@@ -3,6 +3,8 @@ import Synchronization
 
 /// Captures every log line, at every level, as text, so a test can assert that no secret reaches a log.
 ///
+/// Once ``ProcessLogCapture`` is installed, each line also goes to the process-wide capture.
+///
 /// ```swift
 /// let capture = LogCapture()
 /// let client = TokenRefreshClient(strategy: strategy, logger: capture.logger("TokenKit"))
@@ -15,7 +17,7 @@ public final class LogCapture: Sendable {
     /// Creates an empty capture.
     public init() {}
 
-    /// Every line captured so far, in order: level, `[source]`, message, then sorted metadata.
+    /// Every line captured so far, in order: level, label, `[source]`, message, then sorted metadata.
     public var lines: [String] { captured.withLock { $0 } }
 
     /// A logger at `.trace` level whose lines go to this capture.
@@ -23,15 +25,17 @@ public final class LogCapture: Sendable {
     /// - Parameter label: The logger's label.
     /// - Returns: The logger.
     public func logger(_ label: String = "TokenKit") -> Logger {
-        Logger(label: label) { _ in Handler(capture: self) }
+        Logger(label: label) { _ in Handler(capture: self, label: label) }
     }
 
-    fileprivate func append(_ line: String) {
+    fileprivate func append(_ line: String, label: String) {
         captured.withLock { $0.append(line) }
+        ProcessLogCapture.record(line, label: label)
     }
 
     private struct Handler: LogHandler {
         let capture: LogCapture
+        let label: String
         var metadata: Logger.Metadata = [:]
         var logLevel: Logger.Level = .trace
 
@@ -41,9 +45,7 @@ public final class LogCapture: Sendable {
         }
 
         func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
-            let rendered = merged.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
-            capture.append("\(event.level) [\(event.source)] \(event.message) \(rendered)")
+            capture.append(ProcessLogCapture.render(event, label: label, metadata: metadata), label: label)
         }
     }
 }

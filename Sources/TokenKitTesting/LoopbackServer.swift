@@ -175,7 +175,9 @@ public final class LoopbackServer: @unchecked Sendable {
         requests.append(request)
         lock.unlock()
 
+        registerSecrets(of: request)
         let response = route(request, port)
+        TestSecrets.shared.registerFields(inBody: response.body, origin: "LoopbackServer response")
         var text =
             "HTTP/1.1 \(response.status) Status\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
         for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
@@ -196,5 +198,17 @@ public final class LoopbackServer: @unchecked Sendable {
             return start
         }
         return nil
+    }
+
+    /// Registers the request's credentials in ``TestSecrets/shared`` (header values, query, body).
+    private func registerSecrets(of request: Request) {
+        let origin = "LoopbackServer request"
+        for (name, values) in request.headers {
+            for value in values { TestSecrets.shared.registerHeader(name: name, value: value, origin: origin) }
+        }
+        if let query = request.path.split(separator: "?", maxSplits: 1).dropFirst().first {
+            TestSecrets.shared.registerFields(inBody: Data(query.utf8), origin: origin)
+        }
+        TestSecrets.shared.registerFields(inBody: request.body, origin: origin)
     }
 }

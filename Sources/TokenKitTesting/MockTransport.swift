@@ -15,6 +15,9 @@ public import NetworkRetry
 /// #expect(transport.requests[1].bearerToken == "fresh")
 /// ```
 ///
+/// Every credential in a request and every token in a response body is registered in
+/// ``TestSecrets/shared``, so a log check knows to look for it.
+///
 /// Its `description`, and that of each ``RecordedRequest``, print `Authorization`, `Proxy-Authorization`,
 /// `Cookie` and `Set-Cookie` values as `<redacted>`. When the script is empty and there is no handler, `send`
 /// throws ``MockTransport/ScriptExhausted``.
@@ -106,13 +109,17 @@ public final class MockTransport: HTTPTransport, CustomStringConvertible {
             state.requests.append(RecordedRequest(request, body: body))
             return (state.script.isEmpty ? nil : state.script.removeFirst(), state.requests.count)
         }
+        TestSecrets.shared.registerCredentials(in: request, body: body, origin: "MockTransport request")
+        let answer: (HTTPResponse, Data)
         switch reply {
-        case .response(let response, let data)?: return (response, data)
+        case .response(let response, let data)?: answer = (response, data)
         case .failure(let error)?: throw error
         case nil:
             guard let handler else { throw ScriptExhausted(requestNumber: number) }
-            return try await handler(request, body)
+            answer = try await handler(request, body)
         }
+        TestSecrets.shared.registerFields(inBody: answer.1, origin: "MockTransport response")
+        return answer
     }
 
     /// The request count and each recorded request, with credentials redacted.

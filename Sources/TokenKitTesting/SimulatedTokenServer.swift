@@ -197,6 +197,14 @@ public actor SimulatedTokenServer: HTTPTransport {
     public init(configuration: Configuration = Configuration(), now: @escaping @Sendable () -> Date) {
         self.configuration = configuration
         self.now = now
+        let origin = "SimulatedTokenServer configuration"
+        if let secret = configuration.clientSecret {
+            TestSecrets.shared.register(secret, as: .clientSecret, origin: origin)
+        }
+        if let apiKey = configuration.apiKey { TestSecrets.shared.register(apiKey, as: .credential, origin: origin) }
+        for password in configuration.users.values {
+            TestSecrets.shared.register(password, as: .password, origin: origin)
+        }
     }
 
     // MARK: - Scripting
@@ -241,7 +249,8 @@ public actor SimulatedTokenServer: HTTPTransport {
     /// - Returns: The code.
     public func authorizationCode(userID: String, codeChallenge: String, redirectURI: String) -> String {
         serial += 1
-        let code = "code-\(serial)"
+        let code = "authorization-code-\(serial)"
+        TestSecrets.shared.register(code, as: .credential, origin: "SimulatedTokenServer authorization code")
         codes[code] = Code(userID: userID, challenge: codeChallenge, redirectURI: redirectURI)
         return code
     }
@@ -292,6 +301,7 @@ public actor SimulatedTokenServer: HTTPTransport {
     /// - Returns: The answer.
     /// - Throws: ``ConnectionError`` for connection faults; `CancellationError` when a held request is cancelled.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        TestSecrets.shared.registerCredentials(in: request, body: body, origin: "SimulatedTokenServer request")
         let path = String((request.path ?? "/").split(separator: "?", maxSplits: 1).first ?? "/")
         guard request.method == .post else { return Self.answer(405, [:]) }
         if path == configuration.revocationPath { return revoke(request, body: body ?? Data()) }
@@ -457,7 +467,9 @@ public actor SimulatedTokenServer: HTTPTransport {
 
     private func newRefreshToken() -> String {
         serial += 1
-        return "rt-\(serial)-" + String(UInt64.random(in: .min ... .max), radix: 36)
+        let token = "rt-\(serial)-" + String(UInt64.random(in: .min ... .max), radix: 36)
+        TestSecrets.shared.register(token, as: .refreshToken, origin: "SimulatedTokenServer")
+        return token
     }
 
     private func issueAccessToken(userID: String) -> String {
@@ -466,7 +478,9 @@ public actor SimulatedTokenServer: HTTPTransport {
         let header = Self.base64URL(#"{"alg":"HS256","typ":"JWT"}"#)
         let payload = Self.base64URL(
             #"{"sub":"\#(userID)","iat":\#(issuedAt),"exp":\#(issuedAt + Int(lifetime)),"jti":"at-\#(serial)"}"#)
-        return "\(header).\(payload).c2ln"
+        let token = "\(header).\(payload).c2ln"
+        TestSecrets.shared.register(token, as: .accessToken, origin: "SimulatedTokenServer")
+        return token
     }
 
     private func authenticates(_ request: HTTPRequest, form: [String: String]) -> Bool {

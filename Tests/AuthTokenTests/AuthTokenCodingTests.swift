@@ -1,8 +1,9 @@
 import AuthToken
 import Foundation
 import Testing
+import TokenKitTestingTraits
 
-@Suite struct AuthTokenCodingTests {
+@Suite(.logLeakCheck()) struct AuthTokenCodingTests {
     @Test func codableRoundTripsExactly() throws {
         let token = AuthToken(
             accessToken: JWTFixtures.token(iat: 1, exp: 61), refreshToken: "refresh-1", tokenType: "DPoP",
@@ -15,7 +16,7 @@ import Testing
     }
 
     @Test func optionalFieldsRoundTripAsAbsent() throws {
-        let token = AuthToken(accessToken: "opaque", receivedAt: Date(timeIntervalSince1970: 5))
+        let token = AuthToken(accessToken: "opaque-access-token", receivedAt: Date(timeIntervalSince1970: 5))
         let decoded = try JSONDecoder().decode(AuthToken.self, from: JSONEncoder().encode(token))
         #expect(decoded == token)
         #expect(decoded.refreshToken == nil && decoded.lifetime == nil && decoded.scope == nil)
@@ -23,15 +24,15 @@ import Testing
 
     @Test func replacingTheRefreshTokenKeepsEverythingElse() {
         let token = AuthToken(
-            accessToken: "a", refreshToken: "old", receivedAt: Date(timeIntervalSince1970: 5), lifetime: 9)
-        let replaced = token.replacingRefreshToken("new")
-        #expect(replaced.refreshToken == "new")
-        #expect(replaced.accessToken == "a" && replaced.lifetime == 9 && replaced.receivedAt == token.receivedAt)
+            accessToken: "coding-access", refreshToken: "old-refresh-token", receivedAt: Date(timeIntervalSince1970: 5), lifetime: 9)
+        let replaced = token.replacingRefreshToken("new-refresh-token")
+        #expect(replaced.refreshToken == "new-refresh-token")
+        #expect(replaced.accessToken == "coding-access" && replaced.lifetime == 9 && replaced.receivedAt == token.receivedAt)
     }
 }
 
 /// No token text in any description, mirror, dump or error.
-@Suite struct RedactionTests {
+@Suite(.logLeakCheck()) struct RedactionTests {
     static let accessSecret = JWTFixtures.token(sub: "secret-subject", iat: 1, exp: 61)
     static let refreshSecret = "refresh-SECRET-value-123"
     let token = AuthToken.withParsedExpiration(

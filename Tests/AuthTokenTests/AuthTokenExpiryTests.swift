@@ -1,15 +1,16 @@
 import AuthToken
 import Foundation
 import Testing
+import TokenKitTestingTraits
 
-@Suite struct AuthTokenExpiryTests {
+@Suite(.logLeakCheck()) struct AuthTokenExpiryTests {
     let received = Date(timeIntervalSince1970: 1_000_000)
 
     @Test func lifetimeIsMeasuredFromReceiptNotFromTheDeviceClockAgainstExp() {
         // The server's clock says exp is at 2_000_060, but the device received the token at 1_000_000 (its
         // clock runs 1_000_000 s behind). exp - iat = 60 s, so the token lives until received + 60.
         let jwt = JWTFixtures.token(iat: 2_000_000, exp: 2_000_060)
-        let token = AuthToken.withParsedExpiration(accessToken: jwt, refreshToken: "r", receivedAt: received)
+        let token = AuthToken.withParsedExpiration(accessToken: jwt, refreshToken: "refresh-token-r", receivedAt: received)
         #expect(token.lifetime == 60)
         #expect(token.expiresAt == received.addingTimeInterval(60))
         #expect(token.expirationClaim == Date(timeIntervalSince1970: 2_000_060))
@@ -34,7 +35,7 @@ import Testing
 
     @Test func anOpaqueTokenWithExpiresInWorksTheSameWay() {
         let token = AuthToken.withParsedExpiration(
-            accessToken: "opaque-abc", refreshToken: "r", expiresIn: 3600, receivedAt: received)
+            accessToken: "opaque-abc", refreshToken: "refresh-token-r", expiresIn: 3600, receivedAt: received)
         #expect(token.secondsUntilExpiration(at: received.addingTimeInterval(600)) == 3000)
         #expect(token.isValid(at: received.addingTimeInterval(600)))
         #expect(!token.willExpireSoon(at: received.addingTimeInterval(600)))
@@ -44,7 +45,7 @@ import Testing
     }
 
     @Test func aTokenWithNoExpiryIsNeverExpiredAndValidateSaysSo() {
-        let token = AuthToken(accessToken: "opaque", refreshToken: "r", receivedAt: received)
+        let token = AuthToken(accessToken: "opaque-access-token", refreshToken: "refresh-token-r", receivedAt: received)
         let farFuture = received.addingTimeInterval(10 * 365 * 86_400)
         #expect(token.expiresAt == nil)
         #expect(!token.isExpired(at: farFuture))
@@ -57,7 +58,7 @@ import Testing
     /// A 5-minute threshold on a 60-second token would mean "refresh on every call".
     @Test(arguments: [60.0, 300.0, 3600.0, 86_400.0])
     func aShortLivedTokenIsNotExpiringSoonForMostOfItsLife(lifetime: TimeInterval) {
-        let token = AuthToken(accessToken: "a", receivedAt: received, lifetime: lifetime)
+        let token = AuthToken(accessToken: "access-token-a", receivedAt: received, lifetime: lifetime)
         #expect(!token.willExpireSoon(at: received))
         #expect(!token.willExpireSoon(at: received.addingTimeInterval(lifetime * 0.6)))
         #expect(token.willExpireSoon(at: received.addingTimeInterval(lifetime - min(lifetime * 0.1, 100))))
@@ -74,18 +75,18 @@ import Testing
     }
 
     @Test func negativeOrNonFiniteLifetimesAreIgnored() {
-        #expect(AuthToken(accessToken: "a", receivedAt: received, lifetime: -1).lifetime == nil)
-        #expect(AuthToken(accessToken: "a", receivedAt: received, lifetime: .infinity).lifetime == nil)
-        #expect(AuthToken(accessToken: "a", receivedAt: received, lifetime: .nan).lifetime == nil)
+        #expect(AuthToken(accessToken: "access-token-a", receivedAt: received, lifetime: -1).lifetime == nil)
+        #expect(AuthToken(accessToken: "access-token-a", receivedAt: received, lifetime: .infinity).lifetime == nil)
+        #expect(AuthToken(accessToken: "access-token-a", receivedAt: received, lifetime: .nan).lifetime == nil)
     }
 }
 
-@Suite struct AuthTokenValidationTests {
+@Suite(.logLeakCheck()) struct AuthTokenValidationTests {
     let now = Date(timeIntervalSince1970: 1_000_000)
 
     @Test func aGoodTokenHasNoProblems() {
         let token = AuthToken.withParsedExpiration(
-            accessToken: JWTFixtures.token(iat: 1_000_000, exp: 1_003_600, nbf: 1_000_000), refreshToken: "r",
+            accessToken: JWTFixtures.token(iat: 1_000_000, exp: 1_003_600, nbf: 1_000_000), refreshToken: "refresh-token-r",
             receivedAt: now)
         #expect(token.validate(now: now, requireRefreshToken: true).isEmpty)
     }
@@ -98,13 +99,13 @@ import Testing
 
     @Test func iatAndNbfWithinTheLeewayAreAccepted() {
         let jwt = JWTFixtures.token(iat: 1_000_005, exp: 1_003_600, nbf: 1_000_005)
-        let token = AuthToken.withParsedExpiration(accessToken: jwt, refreshToken: "r", receivedAt: now)
+        let token = AuthToken.withParsedExpiration(accessToken: jwt, refreshToken: "refresh-token-r", receivedAt: now)
         #expect(token.validate(now: now).isEmpty)
     }
 
     @Test func reportsExpiredEmptyAndMissingRefresh() {
         #expect(AuthToken(accessToken: "", receivedAt: now).validate(now: now) == [.emptyAccessToken])
-        let expired = AuthToken(accessToken: "opaque", receivedAt: now, lifetime: 60)
+        let expired = AuthToken(accessToken: "opaque-access-token", receivedAt: now, lifetime: 60)
         #expect(
             expired.validate(now: now.addingTimeInterval(61), requireRefreshToken: true) == [
                 .expired, .missingRefreshToken,

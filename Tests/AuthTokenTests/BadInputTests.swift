@@ -1,9 +1,10 @@
 import AuthToken
 import Foundation
 import Testing
+import TokenKitTestingTraits
 
 /// Every malformed input gives a typed error naming the part and the reason: never a crash or a hang.
-@Suite struct BadInputTests {
+@Suite(.logLeakCheck()) struct BadInputTests {
     struct Case: Sendable, CustomTestStringConvertible {
         let name: String
         let token: String

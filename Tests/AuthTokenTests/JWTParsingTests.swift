@@ -1,8 +1,9 @@
 import AuthToken
 import Foundation
 import Testing
+import TokenKitTestingTraits
 
-@Suite struct JWTParsingTests {
+@Suite(.logLeakCheck()) struct JWTParsingTests {
     @Test func readsRegisteredAndCustomClaimsWithTheirTypes() throws {
         let payload = #"""
             {"sub":"u1","iss":"https://issuer.example","aud":["api","web"],"jti":"id-1","exp":1700000000.5,

@@ -1,9 +1,10 @@
 import AuthToken
 import Foundation
 import Testing
+import TokenKitTestingTraits
 
 /// The published JOSE vectors in `Vectors/jws-rfc7515.json` (RFC 7515 appendix A, RFC 7519 section 3.1).
-@Suite struct VectorTests {
+@Suite(.logLeakCheck()) struct VectorTests {
     struct Vector: Decodable, Sendable, CustomTestStringConvertible {
         let name: String
         let alg: String

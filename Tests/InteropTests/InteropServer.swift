@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Testing
+import TokenKitTestingTraits
 import TokenRefresh
 
 /// Every interop test, run one at a time: they share one server, its counters and its settings.
@@ -15,6 +16,7 @@ import TokenRefresh
 /// `/debug/stats` counts what the server saw.
 @Suite(
     .serialized,
+    .logLeakCheck(),
     .enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil),
     .timeLimit(.minutes(2))
 )

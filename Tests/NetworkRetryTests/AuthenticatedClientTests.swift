@@ -4,8 +4,9 @@ import HTTPTypes
 import NetworkRetry
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 
-@Suite struct AuthenticatedClientTests {
+@Suite(.logLeakCheck()) struct AuthenticatedClientTests {
     struct Boom: Error {}
 
     let provider = FakeTokenProvider()
@@ -25,7 +26,7 @@ import TokenKitTesting
         let (response, body) = try await client(transport).executeWithAutoRetry(.api(), body: nil)
         #expect(response.status == .ok)
         #expect(body == Data("done".utf8))
-        #expect(transport.requests.map(\.bearerToken) == ["expired"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-token"])
         #expect(await provider.refreshCount == 0)
         #expect(await provider.validTokenCount == 1)
     }
@@ -35,7 +36,7 @@ import TokenKitTesting
         var request = HTTPRequest.api()
         request.headerFields[.authorization] = "Basic c2VjcmV0"
         _ = try await client(transport).executeWithAutoRetry(request)
-        #expect(transport.requests[0].headerFields[values: .authorization] == ["Bearer expired"])
+        #expect(transport.requests[0].headerFields[values: .authorization] == ["Bearer expired-token"])
     }
 
     @Test func anEmptyResponseBodyIsDelivered() async throws {
@@ -50,7 +51,7 @@ import TokenKitTesting
         let (response, _) = try await executeWithAutoRetry(
             .api(), transport: transport, tokenProvider: provider, configuration: .api)
         #expect(response.status == .ok)
-        #expect(transport.requests.map(\.bearerToken) == ["expired", "fresh"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-token", "fresh-token"])
     }
 
     @Test func theClientIsItselfATransport() async throws {
@@ -64,7 +65,7 @@ import TokenKitTesting
 
     static let refreshingChallenges: [String?] = [
         #"Bearer error="invalid_token""#,
-        #"Bearer realm="api", error="invalid_token", error_description="expired""#,
+        #"Bearer realm="api", error="invalid_token", error_description="expired-token""#,
         "Bearer",
         #"bearer realm="api""#,
         #"Bearer error="token_expired""#,
@@ -81,11 +82,11 @@ import TokenKitTesting
         let (response, data) = try await client(transport).executeWithAutoRetry(.api(.post), body: body)
         #expect(response.status == .ok)
         #expect(data == Data("second".utf8))
-        #expect(transport.requests.map(\.bearerToken) == ["expired", "fresh"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-token", "fresh-token"])
         #expect(transport.requests.map(\.body) == [body, body])
         #expect(transport.requests.map(\.method) == [.post, .post])
         #expect(await provider.refreshCount == 1)
-        #expect(await provider.rejectedTokens == ["expired"])
+        #expect(await provider.rejectedTokens == ["expired-token"])
     }
 
     @Test func a401WithABodyThatIsNotJSONStillRefreshes() async throws {
@@ -111,16 +112,16 @@ import TokenKitTesting
         let provider = self.provider
         // While the first request is in flight, another caller refreshes; then the server rejects the old token.
         let transport = MockTransport { request, _ in
-            if request.headerFields[.authorization] == "Bearer expired" {
-                _ = try await provider.refreshToken(afterRejectionOf: "expired")
+            if request.headerFields[.authorization] == "Bearer expired-token" {
+                _ = try await provider.refreshToken(afterRejectionOf: "expired-token")
                 return (HTTPResponse(status: .unauthorized, headerFields: [.wwwAuthenticate: "Bearer"]), Data())
             }
             return (HTTPResponse(status: .ok), Data())
         }
         let (response, _) = try await client(transport).executeWithAutoRetry(.api())
         #expect(response.status == .ok)
-        #expect(transport.requests.map(\.bearerToken) == ["expired", "fresh"])
-        #expect(await provider.rejectedTokens == ["expired", "expired"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-token", "fresh-token"])
+        #expect(await provider.rejectedTokens == ["expired-token", "expired-token"])
         #expect(await provider.refreshCount == 1)
     }
 
@@ -285,7 +286,7 @@ import TokenKitTesting
         let origin = try #require(HTTPOrigin(scheme: "http", authority: authority))
         let request = HTTPRequest(method: .get, scheme: "http", authority: authority, path: "/")
         _ = try await client(transport, configuration: .init(allowedOrigins: [origin])).executeWithAutoRetry(request)
-        #expect(transport.requests.map(\.bearerToken) == ["expired"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-token"])
     }
 
     @Test func aRequestWithoutAUsableURLIsInvalid() async throws {
@@ -314,7 +315,7 @@ import TokenKitTesting
         let transport = MockTransport(script: [Self.redirect(.found, to: "/v2/items?page=2"), ok()])
         _ = try await client(transport).executeWithAutoRetry(.api())
         #expect(transport.requests.map(\.path) == ["/v1/items", "/v2/items?page=2"])
-        #expect(transport.requests.map(\.bearerToken) == ["expired", "expired"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-token", "expired-token"])
     }
 
     @Test(arguments: [
@@ -343,7 +344,7 @@ import TokenKitTesting
             ok(),
         ])
         _ = try await client(transport).executeWithAutoRetry(.api())
-        #expect(transport.requests.map(\.bearerToken) == ["expired", nil, "expired"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-token", nil, "expired-token"])
     }
 
     @Test func a401AfterACrossOriginRedirectIsUnauthorizedWithoutRefresh() async throws {
@@ -397,13 +398,13 @@ import TokenKitTesting
         let transport = MockTransport(script: [Self.redirect(.found, to: "/v1/moved"), unauthorized(), ok()])
         _ = try await client(transport).executeWithAutoRetry(.api())
         #expect(transport.requests.map(\.path) == ["/v1/items", "/v1/moved", "/v1/moved"])
-        #expect(transport.requests.map(\.bearerToken) == ["expired", "expired", "fresh"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-token", "expired-token", "fresh-token"])
     }
 
     // MARK: Logging and secrets
 
     @Test func logsCarryMethodPathStatusAndFingerprintButNoTokenOrQuery() async throws {
-        let logs = CapturedLogs()
+        let logs = LogCapture()
         let transport = MockTransport(script: [unauthorized(), ok()])
         let client = AuthenticatedClient(
             transport: transport, tokenProvider: provider, configuration: .api, logger: logs.logger())
@@ -413,9 +414,9 @@ import TokenKitTesting
         #expect(text.contains("http.path=/v1/items"))
         #expect(text.contains("http.status=401"))
         #expect(text.contains("http.status=200"))
-        #expect(text.contains(AuthToken.fingerprint("expired")))
-        #expect(text.contains(AuthToken.fingerprint("fresh")))
-        for secret in ["Bearer", "expired ", "=expired", "=fresh", "querysecret", "refresh-secret", "invalid_token"] {
+        #expect(text.contains(AuthToken.fingerprint("expired-token")))
+        #expect(text.contains(AuthToken.fingerprint("fresh-token")))
+        for secret in ["Bearer", "expired-token ", "=expired-token", "=fresh-token", "querysecret", "refresh-secret", "invalid_token"] {
             #expect(!text.contains(secret), "a log line leaks a secret-like string")
         }
     }

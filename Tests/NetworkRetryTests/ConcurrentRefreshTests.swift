@@ -4,16 +4,17 @@ import HTTPTypes
 import NetworkRetry
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 
-@Suite struct ConcurrentRefreshTests {
+@Suite(.logLeakCheck()) struct ConcurrentRefreshTests {
     @Test func twoHundredConcurrent401sWithTheSameExpiredTokenCauseExactlyOneRefresh() async throws {
         let count = 200
-        let provider = FakeTokenProvider(current: "expired", refreshedTokens: ["fresh", "fresher"])
+        let provider = FakeTokenProvider(current: "expired-token", refreshedTokens: ["fresh-token", "fresher-token"])
         let barrier = Barrier(count: count)
         // Every request with the expired token waits until all have been sent with it, then gets a 401; so all
         // 200 are rejected before anyone refreshes.
         let transport = MockTransport { request, _ in
-            if request.headerFields[.authorization] == "Bearer expired" {
+            if request.headerFields[.authorization] == "Bearer expired-token" {
                 await barrier.arrive()
                 return (
                     HTTPResponse(
@@ -45,6 +46,6 @@ import TokenKitTesting
         var attempts: [String: [String?]] = [:]
         for request in requests { attempts[request.path ?? "", default: []].append(request.bearerToken) }
         #expect(attempts.count == count)
-        #expect(attempts.values.allSatisfy { $0 == ["expired", "fresh"] }, "every request is retried once, none twice")
+        #expect(attempts.values.allSatisfy { $0 == ["expired-token", "fresh-token"] }, "every request is retried once, none twice")
     }
 }

@@ -2,8 +2,9 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Testing
+import TokenKitTestingTraits
 
-@Suite struct HTTPOriginTests {
+@Suite(.logLeakCheck()) struct HTTPOriginTests {
     @Test func defaultPortsAndCaseAreNormalised() throws {
         #expect(HTTPOrigin(string: "https://API.example.com") == HTTPOrigin(scheme: "https", host: "api.example.com"))
         #expect(

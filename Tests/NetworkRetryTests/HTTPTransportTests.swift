@@ -2,8 +2,9 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Testing
+import TokenKitTestingTraits
 
-@Suite struct HTTPTransportTests {
+@Suite(.logLeakCheck()) struct HTTPTransportTests {
     struct Echo: HTTPTransport {
         func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
             (HTTPResponse(status: .ok), body ?? Data())

@@ -3,8 +3,9 @@ import HTTPTypes
 import NetworkRetry
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 
-@Suite struct MockTransportTests {
+@Suite(.logLeakCheck()) struct MockTransportTests {
     struct Boom: Error {}
 
     @Test func itAnswersFromTheScriptThenTheHandlerAndRecordsEverything() async throws {

@@ -1,7 +1,6 @@
 import AuthToken
 import Foundation
 import HTTPTypes
-import Logging
 import NetworkRetry
 import TokenKitTesting
 
@@ -18,7 +17,7 @@ actor FakeTokenProvider: TokenProvider {
     var validTokenError: (any Error)?
     var refreshError: (any Error)?
 
-    init(current: String = "expired", refreshedTokens: [String] = ["fresh"]) {
+    init(current: String = "expired-token", refreshedTokens: [String] = ["fresh-token"]) {
         self.current = Self.token(current)
         self.refreshedTokens = refreshedTokens
     }
@@ -71,47 +70,6 @@ actor Barrier {
             return
         }
         await withCheckedContinuation { waiters.append($0) }
-    }
-}
-
-/// Collects log lines (message and metadata rendered as text) for assertions.
-final class CapturedLogs: @unchecked Sendable {
-    // `@unchecked Sendable`: `lines` is only touched while holding `lock`.
-    private let lock = NSLock()
-    private var storage: [String] = []
-
-    var lines: [String] {
-        lock.lock()
-        defer { lock.unlock() }
-        return storage
-    }
-
-    func append(_ line: String) {
-        lock.lock()
-        storage.append(line)
-        lock.unlock()
-    }
-
-    func logger() -> Logger {
-        var logger = Logger(label: "test") { _ in CapturingHandler(logs: self) }
-        logger.logLevel = .trace
-        return logger
-    }
-}
-
-struct CapturingHandler: LogHandler {
-    let logs: CapturedLogs
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let rendered = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        logs.append("\(event.level) \(event.message) \(rendered.joined(separator: " "))")
     }
 }
 

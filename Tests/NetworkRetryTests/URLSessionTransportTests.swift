@@ -4,13 +4,14 @@ import HTTPTypes
 import NetworkRetry
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
 
-@Suite struct URLSessionTransportTests {
-    /// Answers `Bearer fresh` with 200 and an echo of the body, `Bearer expired` with an `invalid_token` 401,
+@Suite(.logLeakCheck()) struct URLSessionTransportTests {
+    /// Answers `Bearer fresh-token` with 200 and an echo of the body, `Bearer expired-token` with an `invalid_token` 401,
     /// `/cross` with a redirect to `localhost` (another origin than `127.0.0.1`), `/same` with a relative
     /// redirect, and `/challenges` with two `WWW-Authenticate` lines.
     static func route(_ request: LoopbackServer.Request, _ port: Int) -> LoopbackServer.Response {
@@ -27,7 +28,7 @@ import TokenKitTesting
                     ("WWW-Authenticate", "Bearer error=\"insufficient_scope\""),
                 ])
         default:
-            if authorization == "Bearer expired" {
+            if authorization == "Bearer expired-token" {
                 return .init(
                     status: 401, headers: [("WWW-Authenticate", #"Bearer error="invalid_token""#)],
                     body: Data("<html>no</html>".utf8))
@@ -61,7 +62,7 @@ import TokenKitTesting
         #expect(response.headerFields[HTTPField.Name("X-Echo-Method")!] == "POST")
         #expect(echoed == body)
         let received = server.received
-        #expect(received.map { $0.headers["authorization"] ?? [] } == [["Bearer expired"], ["Bearer fresh"]])
+        #expect(received.map { $0.headers["authorization"] ?? [] } == [["Bearer expired-token"], ["Bearer fresh-token"]])
         #expect(received.map(\.body) == [body, body])
         #expect(await provider.refreshCount == 1)
     }
@@ -71,7 +72,7 @@ import TokenKitTesting
         defer { server.stop() }
         let transport = URLSessionTransport()
         var request = request(.get, "/cross", port: server.port)
-        request.headerFields[.authorization] = "Bearer fresh"
+        request.headerFields[.authorization] = "Bearer fresh-token"
         let (response, _) = try await transport.send(request, body: nil)
         #expect(response.status.code == 302)
         #expect(response.headerFields[.location] == "http://localhost:\(server.port)/landing")
@@ -81,31 +82,31 @@ import TokenKitTesting
     @Test func aCrossOriginRedirectOnARealServerArrivesWithoutAuthorization() async throws {
         let server = try LoopbackServer(route: Self.route)
         defer { server.stop() }
-        let provider = FakeTokenProvider(current: "fresh")
+        let provider = FakeTokenProvider(current: "fresh-token")
         let (response, body) = try await client(port: server.port, provider: provider)
             .executeWithAutoRetry(request(.get, "/cross", port: server.port))
         #expect(response.status == .ok)
         #expect(body == Data("landed".utf8))
         let received = server.received
         #expect(received.map(\.path) == ["/cross", "/landing"])
-        #expect(received[0].headers["authorization"] == ["Bearer fresh"])
+        #expect(received[0].headers["authorization"] == ["Bearer fresh-token"])
         #expect(received[1].headers["authorization"] == nil)
     }
 
     @Test func aSameOriginRedirectOnARealServerKeepsAuthorization() async throws {
         let server = try LoopbackServer(route: Self.route)
         defer { server.stop() }
-        let provider = FakeTokenProvider(current: "fresh")
+        let provider = FakeTokenProvider(current: "fresh-token")
         _ = try await client(port: server.port, provider: provider)
             .executeWithAutoRetry(request(.get, "/same", port: server.port))
-        #expect(server.received.map { $0.headers["authorization"] ?? [] } == [["Bearer fresh"], ["Bearer fresh"]])
+        #expect(server.received.map { $0.headers["authorization"] ?? [] } == [["Bearer fresh-token"], ["Bearer fresh-token"]])
     }
 
     @Test func severalChallengeLinesSurviveURLSession() async throws {
         let server = try LoopbackServer(route: Self.route)
         defer { server.stop() }
         await #expect(throws: NetworkRetryError.insufficientScope) {
-            try await client(port: server.port, provider: FakeTokenProvider(current: "fresh"))
+            try await client(port: server.port, provider: FakeTokenProvider(current: "fresh-token"))
                 .executeWithAutoRetry(request(.get, "/challenges", port: server.port))
         }
     }

@@ -1,7 +1,8 @@
 import NetworkRetry
 import Testing
+import TokenKitTestingTraits
 
-@Suite struct WWWAuthenticateTests {
+@Suite(.logLeakCheck()) struct WWWAuthenticateTests {
     struct Case: Sendable, CustomTestStringConvertible {
         let input: String
         let expected: [AuthenticationChallenge]?

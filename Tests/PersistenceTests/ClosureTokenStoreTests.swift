@@ -3,8 +3,9 @@ import Foundation
 import Persistence
 import Synchronization
 import Testing
+import TokenKitTestingTraits
 
-@Suite struct ClosureTokenStoreTests {
+@Suite(.logLeakCheck()) struct ClosureTokenStoreTests {
     @Test func callsTheClosuresWithTheirArguments() async throws {
         let calls = Mutex<[String]>([])
         let store = ClosureTokenStore(

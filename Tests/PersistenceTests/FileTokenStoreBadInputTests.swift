@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Persistence
 import Testing
+import TokenKitTestingTraits
 
 #if canImport(Glibc)
     import Glibc
@@ -13,7 +14,7 @@ import Testing
 #endif
 
 /// Damaged, foreign and unwritable inputs: each gives a typed error, keeps what was stored, and deletes nothing.
-@Suite struct FileTokenStoreBadInputTests {
+@Suite(.logLeakCheck()) struct FileTokenStoreBadInputTests {
     /// Contents that are not a session this code can read, because they are damaged.
     struct DamagedContents: CustomTestStringConvertible, Sendable {
         let name: String

@@ -2,6 +2,7 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
+import TokenKitTestingTraits
 
 #if canImport(Glibc)
     import Glibc
@@ -16,7 +17,7 @@ import Testing
 /// The child is the `TokenStoreProbe` executable, which `swift build --build-tests` and `swift test` build
 /// next to the test bundle. These tests block their thread on pipes and child processes, so they run one
 /// at a time.
-@Suite(.serialized) struct FileTokenStoreProcessTests {
+@Suite(.serialized, .logLeakCheck()) struct FileTokenStoreProcessTests {
     /// The probe executable in the build products directory, next to the test binary.
     static func probeURL() throws -> URL {
         if let path = ProcessInfo.processInfo.environment["TOKENKIT_PROBE"] { return URL(fileURLWithPath: path) }

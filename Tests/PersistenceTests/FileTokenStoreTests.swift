@@ -6,6 +6,7 @@ import Persistence
 import Synchronization
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 
 #if canImport(Glibc)
     import Glibc
@@ -15,7 +16,7 @@ import TokenKitTesting
     import Darwin
 #endif
 
-@Suite struct FileTokenStoreTests {
+@Suite(.logLeakCheck()) struct FileTokenStoreTests {
     @Test func savedSessionLoadsBackEqualAfterAFreshStoreOpensTheDirectory() async throws {
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
@@ -189,7 +190,7 @@ import TokenKitTesting
     }
 }
 
-@Suite struct FileTokenStoreLockTests {
+@Suite(.logLeakCheck()) struct FileTokenStoreLockTests {
     @Test func tasksSharingTheDirectoryThroughTwoStoresLoseNoUpdate() async throws {
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }

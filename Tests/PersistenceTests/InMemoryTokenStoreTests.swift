@@ -2,12 +2,14 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
+import TokenKitTesting
+import TokenKitTestingTraits
 
-@Suite struct InMemoryTokenStoreTests {
+@Suite(.logLeakCheck()) struct InMemoryTokenStoreTests {
     private func session(generation: UInt64) -> StoredSession {
         StoredSession(
-            token: AuthToken(
-                accessToken: "a\(generation)", refreshToken: "r", receivedAt: Date(timeIntervalSince1970: 0)),
+            token: TestSecrets.shared.register(AuthToken(
+                accessToken: "memory-access-\(generation)", refreshToken: "memory-refresh", receivedAt: Date(timeIntervalSince1970: 0))),
             userID: "user", generation: generation)
     }
 

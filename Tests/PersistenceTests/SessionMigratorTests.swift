@@ -3,8 +3,9 @@ import Foundation
 import Persistence
 import Synchronization
 import Testing
+import TokenKitTestingTraits
 
-@Suite struct SessionMigratorTests {
+@Suite(.logLeakCheck()) struct SessionMigratorTests {
     static let now = Date(timeIntervalSince1970: 1_750_000_000)
 
     /// An unsigned JWT with the given claims.

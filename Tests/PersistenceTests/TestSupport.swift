@@ -4,6 +4,7 @@ import Logging
 import Persistence
 import Synchronization
 import Testing
+import TokenKitTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -47,18 +48,19 @@ func permissions(_ path: String) -> UInt32 {
 /// A session whose every field follows from `generation` (the probe builds the same ones).
 func probeSession(generation: UInt64, scope: String? = nil) -> StoredSession {
     let padding = String(repeating: "x", count: 64 + Int(generation % 512))
-    let token = AuthToken(
+    let token = TestSecrets.shared.register(AuthToken(
         accessToken: "access-\(generation)-\(padding)", refreshToken: "refresh-\(generation)", scope: scope,
-        receivedAt: Date(timeIntervalSince1970: Double(generation)), lifetime: 3600)
+        receivedAt: Date(timeIntervalSince1970: Double(generation)), lifetime: 3600))
     return StoredSession(token: token, userID: "user-\(generation)", generation: generation)
 }
 
 /// A small session with recognisable token text.
 func sampleSession(generation: UInt64, userID: String? = "user-1") -> StoredSession {
     StoredSession(
-        token: AuthToken(
-            accessToken: "secret-access-\(generation)", refreshToken: "secret-refresh-\(generation)",
-            receivedAt: Date(timeIntervalSince1970: 1_700_000_000), lifetime: 900),
+        token: TestSecrets.shared.register(
+            AuthToken(
+                accessToken: "secret-access-\(generation)", refreshToken: "secret-refresh-\(generation)",
+                receivedAt: Date(timeIntervalSince1970: 1_700_000_000), lifetime: 900)),
         userID: userID, generation: generation)
 }
 

@@ -3,10 +3,11 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 
 @testable import TokenRefresh
 
-@Suite struct FailureClassificationTests {
+@Suite(.logLeakCheck()) struct FailureClassificationTests {
     @Test func invalidGrantSignsOutOnceAndEveryWaiterFails() async throws {
         let events: AsyncStream<AuthEvent>
         do {
@@ -177,10 +178,10 @@ import TokenKitTesting
     @Test func aSessionWithoutRefreshTokenEndsWhenItsTokenExpires() async throws {
         let clock = ManualClock()
         let store = InMemoryTokenStore()
-        let token = AuthToken(accessToken: "opaque", receivedAt: clock.date.addingTimeInterval(-120), lifetime: 60)
+        let token = AuthToken(accessToken: "opaque-access-token", receivedAt: clock.date.addingTimeInterval(-120), lifetime: 60)
         try await store.save(StoredSession(token: token, generation: 1), account: account, condition: .always)
         let client = TokenRefreshClient(
-            strategy: ClosureRefreshStrategy(requiresRefreshToken: true) { _ in TokenResponse(accessToken: "x") },
+            strategy: ClosureRefreshStrategy(requiresRefreshToken: true) { _ in TokenResponse(accessToken: "never-issued-token") },
             store: store, clock: clock, now: clock.wallClock)
         #expect(await refreshError { try await client.validToken() } == .sessionExpired)
         #expect(client.currentState == .signedOut)

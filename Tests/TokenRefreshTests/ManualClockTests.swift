@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 
-@Suite struct ManualClockTests {
+@Suite(.logLeakCheck()) struct ManualClockTests {
     @Test func aSleeperWakesOnlyWhenTheClockPassesItsDeadline() async throws {
         let clock = ManualClock()
         let sleeper = Task { try await clock.sleep(for: .seconds(10)) }

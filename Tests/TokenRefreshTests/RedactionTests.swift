@@ -3,10 +3,11 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 
 @testable import TokenRefresh
 
-@Suite struct RedactionTests {
+@Suite(.logLeakCheck()) struct RedactionTests {
     @Test func noTokenOrSecretAppearsInAnyErrorOrEventDescription() async throws {
         var secrets: [String] = []
         var texts: [String] = []

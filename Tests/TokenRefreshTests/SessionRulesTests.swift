@@ -3,10 +3,11 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 
 @testable import TokenRefresh
 
-@Suite struct SessionRulesTests {
+@Suite(.logLeakCheck()) struct SessionRulesTests {
     @Test func aStaleRejectionReturnsTheCurrentTokenWithoutANetworkCall() async throws {
         let rig = try await Rig.make(expired: false)
         let current = try await rig.client.validToken()

@@ -3,10 +3,11 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 
 @testable import TokenRefresh
 
-@Suite struct SingleFlightTests {
+@Suite(.logLeakCheck()) struct SingleFlightTests {
     @Test func thousandConcurrentCallersWithAnExpiredTokenCauseExactlyOneRefresh() async throws {
         let rig = try await Rig.make()
         await rig.server.enqueue(.hold)
@@ -38,7 +39,7 @@ import TokenKitTesting
 
     @Test func waitersAreResumedInArrivalOrder() async throws {
         let flight = RefreshFlight()
-        let token = AuthToken(accessToken: "shared", receivedAt: Date(timeIntervalSince1970: 0), lifetime: 60)
+        let token = AuthToken(accessToken: "shared-access-token", receivedAt: Date(timeIntervalSince1970: 0), lifetime: 60)
         var tasks: [Task<AuthToken, any Error>] = []
         for index in 0..<20 {
             tasks.append(Task { try await flight.wait() })
@@ -51,7 +52,7 @@ import TokenKitTesting
 
     @Test func aCancelledWaiterLeavesAndIsSkippedWhileTheOthersKeepTheirOrder() async throws {
         let flight = RefreshFlight()
-        let token = AuthToken(accessToken: "shared", receivedAt: Date(timeIntervalSince1970: 0), lifetime: 60)
+        let token = AuthToken(accessToken: "shared-access-token", receivedAt: Date(timeIntervalSince1970: 0), lifetime: 60)
         var tasks: [Task<AuthToken, any Error>] = []
         for index in 0..<5 {
             tasks.append(Task { try await flight.wait() })

@@ -4,10 +4,11 @@ import HTTPTypes
 import Persistence
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 
 @testable import TokenRefresh
 
-@Suite struct StrategyTests {
+@Suite(.logLeakCheck()) struct StrategyTests {
     private static let success =
         #"{"access_token":"new-access","token_type":"bearer","expires_in":3600,"refresh_token":"new-refresh","scope":"read"}"#
 
@@ -17,10 +18,10 @@ import TokenKitTesting
     }
 
     @Test func theRefreshTokenGrantIsFormEncodedWithBasicClientAuthentication() async throws {
-        let transport = RecordingTransport(body: Self.success)
+        let transport = fixedResponse(body: Self.success)
         let endpoint = TokenEndpoint(
-            url: tokenURL, client: OAuthClient(id: "my app", secret: "s3cr&t"), transport: transport)
-        let response = try await OAuthRefreshStrategy(endpoint: endpoint, scope: "read write").refresh(using: "rt/1+2")
+            url: tokenURL, client: OAuthClient(id: "my app", secret: "s3cr&t-value"), transport: transport)
+        let response = try await OAuthRefreshStrategy(endpoint: endpoint, scope: "read write").refresh(using: "refresh/1+2")
         #expect(response.accessToken == "new-access")
         #expect(response.tokenType == "Bearer")
         #expect(response.expiresIn == 3600)
@@ -30,36 +31,36 @@ import TokenKitTesting
         #expect(sent.request.headerFields[.contentType] == "application/x-www-form-urlencoded")
         // RFC 6749 2.3.1: ID and secret are form-encoded, then joined and base64-encoded.
         #expect(
-            sent.request.headerFields[.authorization] == "Basic " + Data("my+app:s3cr%26t".utf8).base64EncodedString())
+            sent.request.headerFields[.authorization] == "Basic " + Data("my+app:s3cr%26t-value".utf8).base64EncodedString())
         let body = String(decoding: sent.body ?? Data(), as: UTF8.self)
-        #expect(body == "grant_type=refresh_token&refresh_token=rt%2F1%2B2&scope=read+write")
+        #expect(body == "grant_type=refresh_token&refresh_token=refresh%2F1%2B2&scope=read+write")
     }
 
     @Test func clientAuthenticationCanGoInTheBody() async throws {
-        let transport = RecordingTransport(body: Self.success)
+        let transport = fixedResponse(body: Self.success)
         let endpoint = TokenEndpoint(
-            url: tokenURL, client: OAuthClient(id: "app", secret: "secret", authentication: .body), transport: transport
+            url: tokenURL, client: OAuthClient(id: "app", secret: "body-client-secret", authentication: .body), transport: transport
         )
-        _ = try await OAuthRefreshStrategy(endpoint: endpoint).refresh(using: "rt")
+        _ = try await OAuthRefreshStrategy(endpoint: endpoint).refresh(using: "refresh-token-rt")
         let sent = try #require(transport.requests.first)
         #expect(sent.request.headerFields[.authorization] == nil)
         let fields = form(sent.body)
         #expect(fields["client_id"] == "app")
-        #expect(fields["client_secret"] == "secret")
-        #expect(fields["refresh_token"] == "rt")
+        #expect(fields["client_secret"] == "body-client-secret")
+        #expect(fields["refresh_token"] == "refresh-token-rt")
     }
 
     @Test func theJSONEndpointPostsTheRefreshTokenWithTheAPIKey() async throws {
-        let transport = RecordingTransport(
-            body: #"{"data":{"access_token":"a","refresh_token":"r","expires_in":"900"}}"#)
-        let strategy = JSONEndpointRefreshStrategy(baseURL: apiBaseURL, apiKey: "key-1", transport: transport)
+        let transport = fixedResponse(
+            body: #"{"data":{"access_token":"json-access-token","refresh_token":"json-refresh-token","expires_in":"900"}}"#)
+        let strategy = JSONEndpointRefreshStrategy(baseURL: apiBaseURL, apiKey: "api-key-number-1", transport: transport)
         let response = try await strategy.refresh(using: "old-refresh")
-        #expect(response.accessToken == "a")
-        #expect(response.refreshToken == "r")
+        #expect(response.accessToken == "json-access-token")
+        #expect(response.refreshToken == "json-refresh-token")
         #expect(response.expiresIn == 900)
         let sent = try #require(transport.requests.first)
         #expect(sent.request.path == "/api/v1/auth/refresh")
-        #expect(sent.request.headerFields[HTTPField.Name("X-API-Key")!] == "key-1")
+        #expect(sent.request.headerFields[HTTPField.Name("X-API-Key")!] == "api-key-number-1")
         #expect(sent.request.headerFields[.contentType] == "application/json")
         let body = try JSONSerialization.jsonObject(with: sent.body ?? Data()) as? [String: String]
         #expect(body == ["refresh_token": "old-refresh"])
@@ -67,21 +68,21 @@ import TokenKitTesting
 
     @Test func theJSONEndpointTellsARejectedRefreshTokenFromAWrongAPIKey() async throws {
         let rejected = JSONEndpointRefreshStrategy(
-            baseURL: apiBaseURL, apiKey: "k",
-            transport: RecordingTransport(status: 401, body: #"{"error":"invalid token"}"#))
-        await #expect(throws: TokenRefreshError.refreshTokenRejected) { try await rejected.refresh(using: "r") }
+            baseURL: apiBaseURL, apiKey: "wrong-api-key",
+            transport: fixedResponse(status: 401, body: #"{"error":"invalid token"}"#))
+        await #expect(throws: TokenRefreshError.refreshTokenRejected) { try await rejected.refresh(using: "rejected-refresh-token") }
         let forbidden = JSONEndpointRefreshStrategy(
-            baseURL: apiBaseURL, apiKey: "k", transport: RecordingTransport(status: 403, body: "{}"))
-        await #expect(throws: TokenRefreshError.configuration) { try await forbidden.refresh(using: "r") }
+            baseURL: apiBaseURL, apiKey: "wrong-api-key", transport: fixedResponse(status: 403, body: "{}"))
+        await #expect(throws: TokenRefreshError.configuration) { try await forbidden.refresh(using: "rejected-refresh-token") }
     }
 
     @Test func theJSONEndpointWorksAgainstTheSimulatedServer() async throws {
         let clock = ManualClock()
-        let server = SimulatedTokenServer(configuration: .init(apiKey: "key"), now: clock.wallClock)
+        let server = SimulatedTokenServer(configuration: .init(apiKey: "simulated-api-key"), now: clock.wallClock)
         let initial = await server.issueSession(userID: "u", receivedAt: clock.date.addingTimeInterval(-7200))
         let store = InMemoryTokenStore(sessions: [account: StoredSession(token: initial, userID: "u", generation: 1)])
         let client = TokenRefreshClient(
-            strategy: JSONEndpointRefreshStrategy(baseURL: apiBaseURL, apiKey: "key", transport: server), store: store,
+            strategy: JSONEndpointRefreshStrategy(baseURL: apiBaseURL, apiKey: "simulated-api-key", transport: server), store: store,
             clock: clock, now: clock.wallClock)
         let token = try await client.validToken()
         #expect(token.refreshToken != initial.refreshToken)
@@ -91,8 +92,8 @@ import TokenKitTesting
     @Test func clientCredentialsNeedNoRefreshTokenAndNoPriorSession() async throws {
         let clock = ManualClock()
         let server = SimulatedTokenServer(
-            configuration: .init(clientID: "backend", clientSecret: "s"), now: clock.wallClock)
-        let endpoint = TokenEndpoint(url: tokenURL, client: OAuthClient(id: "backend", secret: "s"), transport: server)
+            configuration: .init(clientID: "backend", clientSecret: "backend-client-secret"), now: clock.wallClock)
+        let endpoint = TokenEndpoint(url: tokenURL, client: OAuthClient(id: "backend", secret: "backend-client-secret"), transport: server)
         let client = TokenRefreshClient(
             strategy: ClientCredentialsStrategy(endpoint: endpoint), clock: clock, now: clock.wallClock)
         let token = try await client.validToken()
@@ -121,7 +122,7 @@ import TokenKitTesting
         let client = TokenRefreshClient(
             strategy: OAuthRefreshStrategy(endpoint: endpoint), clock: clock, now: clock.wallClock)
         await #expect(throws: TokenRefreshError.signInRejected) {
-            try await client.signIn(.password(username: "alice", password: "wrong", at: endpoint))
+            try await client.signIn(.password(username: "alice", password: "wrong-password", at: endpoint))
         }
         #expect(client.currentState == .loading || client.currentState == .signedOut)
         let token = try await client.signIn(.password(username: "alice", password: "correct horse", at: endpoint))

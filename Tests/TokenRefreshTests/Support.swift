@@ -39,7 +39,7 @@ struct Rig {
             url: tokenURL,
             client: OAuthClient(id: serverConfiguration.clientID, secret: serverConfiguration.clientSecret),
             transport: server, now: clock.wallClock)
-        var initial = AuthToken(accessToken: "none", receivedAt: clock.date)
+        var initial = AuthToken(accessToken: "placeholder-without-session", receivedAt: clock.date)
         if seedSession {
             // An expired token: received 2 h ago, valid for 1 h.
             initial = await server.issueSession(
@@ -156,26 +156,7 @@ actor Gate {
     }
 }
 
-/// A transport that records requests and answers with a fixed response.
-final class RecordingTransport: HTTPTransport {
-    struct Recorded: Sendable {
-        let request: HTTPRequest
-        let body: Data?
-    }
-
-    private let state = Mutex<[Recorded]>([])
-    private let status: Int
-    private let responseBody: Data
-
-    init(status: Int = 200, body: String) {
-        self.status = status
-        self.responseBody = Data(body.utf8)
-    }
-
-    var requests: [Recorded] { state.withLock { $0 } }
-
-    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        state.withLock { $0.append(Recorded(request: request, body: body)) }
-        return (HTTPResponse(status: .init(code: status)), responseBody)
-    }
+/// A mock transport that records requests and answers each with the same response.
+func fixedResponse(status: Int = 200, body: String) -> MockTransport {
+    MockTransport { _, _ in (HTTPResponse(status: .init(code: status)), Data(body.utf8)) }
 }

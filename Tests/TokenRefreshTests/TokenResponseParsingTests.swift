@@ -1,10 +1,11 @@
 import Foundation
 import HTTPTypes
 import Testing
+import TokenKitTestingTraits
 
 @testable import TokenRefresh
 
-@Suite struct TokenResponseParsingTests {
+@Suite(.logLeakCheck()) struct TokenResponseParsingTests {
     @Test func anRFC6749SuccessBodyIsParsed() throws {
         let body =
             #"{"access_token":"2YotnFZFEjr1zCsicMWpAA","token_type":"example","expires_in":3600,"#
@@ -17,9 +18,9 @@ import Testing
 
     @Test(arguments: [
         "", "null", "[]", "\"text\"", "{}", #"{"access_token":""}"#, #"{"access_token":5}"#,
-        #"{"access_token":"a","expires_in":true}"#, #"{"access_token":"a","expires_in":-1}"#,
-        #"{"access_token":"a","expires_in":"soon"}"#, #"{"access_token":"a","refresh_token":7}"#,
-        #"{"access_token":"a","token_type":""}"#, "<html>captive portal</html>", "{\"access_token\": ",
+        #"{"access_token":"malformed-case-token","expires_in":true}"#, #"{"access_token":"malformed-case-token","expires_in":-1}"#,
+        #"{"access_token":"malformed-case-token","expires_in":"soon"}"#, #"{"access_token":"malformed-case-token","refresh_token":7}"#,
+        #"{"access_token":"malformed-case-token","token_type":""}"#, "<html>captive portal</html>", "{\"access_token\": ",
         String(repeating: "[", count: 100_000),
     ])
     func malformedBodiesAreATypedErrorNotACrash(_ body: String) {

@@ -1,0 +1,106 @@
+import Logging
+import Synchronization
+
+/// Captures every log line of the process, at trace level, from every logger made with `Logger(label:)`
+/// and from every ``LogCapture``, so a whole test run can be searched for secrets.
+///
+/// Call ``bootstrap()`` before the first logger is made (it calls `LoggingSystem.bootstrap`, which a
+/// process may do only once). Each line records the ``scope`` it was logged in, so a leak can be
+/// blamed on one test. The `LogLeakCheck` trait of `TokenKitTestingTraits` does all of this for a
+/// Swift Testing run.
+///
+/// ```swift
+/// ProcessLogCapture.bootstrap()
+/// let before = ProcessLogCapture.count
+/// try await ProcessLogCapture.$scope.withValue("login test") { try await runLogin() }
+/// let lines = ProcessLogCapture.lines(after: before).filter { $0.scope == "login test" }
+/// ```
+public enum ProcessLogCapture: Sendable {
+    /// One captured line.
+    public struct Line: Sendable {
+        /// Level, label, `[source]`, message, then metadata sorted by key.
+        public let text: String
+        /// The scope it was logged in, if any.
+        public let scope: String?
+    }
+
+    private struct State {
+        var installed = false
+        var lines: [Line] = []
+        var labels: Set<String> = []
+    }
+
+    private static let state = Mutex(State())
+
+    /// The test (or other unit of work) the current task belongs to; lines logged in it carry it.
+    @TaskLocal public static var scope: String?
+
+    /// Installs the capture as the process's logging backend, at trace level. Only the first call in a
+    /// process does anything.
+    ///
+    /// - Returns: Whether this call installed it.
+    @discardableResult
+    public static func bootstrap() -> Bool {
+        let first = state.withLock { state in
+            defer { state.installed = true }
+            return !state.installed
+        }
+        if first {
+            LoggingSystem.bootstrap { label in Handler(label: label) }
+        }
+        return first
+    }
+
+    /// Whether ``bootstrap()`` has run in this process.
+    public static var isInstalled: Bool { state.withLock { $0.installed } }
+
+    /// The number of lines captured so far.
+    public static var count: Int { state.withLock { $0.lines.count } }
+
+    /// The labels of the loggers that logged at least one line.
+    public static var labels: Set<String> { state.withLock { $0.labels } }
+
+    /// The lines captured after the first `index` ones.
+    ///
+    /// - Parameter index: A value ``count`` had earlier; 0 for every line.
+    /// - Returns: The lines, in order.
+    public static func lines(after index: Int) -> [Line] {
+        state.withLock { Array($0.lines.dropFirst(index)) }
+    }
+
+    /// Adds a line, tagged with the current ``scope``. Does nothing before ``bootstrap()``.
+    ///
+    /// - Parameters:
+    ///   - text: The rendered line.
+    ///   - label: The label of the logger that logged it.
+    public static func record(_ text: String, label: String) {
+        let line = Line(text: text, scope: scope)
+        state.withLock { state in
+            guard state.installed else { return }
+            state.lines.append(line)
+            state.labels.insert(label)
+        }
+    }
+
+    /// Renders a log event the way ``LogCapture`` and the process capture keep it.
+    static func render(_ event: LogEvent, label: String, metadata: Logger.Metadata) -> String {
+        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        let rendered = merged.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+        return "\(event.level) \(label) [\(event.source)] \(event.message) \(rendered)"
+    }
+
+    private struct Handler: LogHandler {
+        let label: String
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            ProcessLogCapture.record(ProcessLogCapture.render(event, label: label, metadata: metadata), label: label)
+        }
+    }
+}

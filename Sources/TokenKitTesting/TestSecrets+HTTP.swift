@@ -1,0 +1,112 @@
+public import Foundation
+public import HTTPTypes
+
+extension TestSecrets {
+    /// Registers the credentials a request carries: the `Authorization` and `Proxy-Authorization` values
+    /// (and the client secret inside `Basic`), API-key headers, and secret fields of the query and of a
+    /// form or JSON body (`password`, `client_secret`, `refresh_token`, `code_verifier`, ...).
+    ///
+    /// - Parameters:
+    ///   - request: The request head.
+    ///   - body: The body, if any.
+    ///   - origin: Where the request was seen, such as `MockTransport`.
+    public func registerCredentials(in request: HTTPRequest, body: Data?, origin: String) {
+        for field in request.headerFields {
+            registerHeader(name: field.name.canonicalName, value: field.value, origin: origin)
+        }
+        if let path = request.path, let query = path.split(separator: "?", maxSplits: 1).dropFirst().first {
+            registerFields(formEncoded: String(query), origin: origin)
+        }
+        if let body { registerFields(inBody: body, origin: origin) }
+    }
+
+    /// Registers the secret fields of a request or response body: a JSON object (searched at every depth,
+    /// snake_case or camelCase keys) or a form-encoded string.
+    ///
+    /// - Parameters:
+    ///   - body: The body.
+    ///   - origin: Where the body was seen.
+    public func registerFields(inBody body: Data, origin: String) {
+        guard !body.isEmpty else { return }
+        if let json = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]) {
+            registerFields(inJSON: json, origin: origin)
+        } else if let text = String(data: body, encoding: .utf8), text.contains("=") {
+            registerFields(formEncoded: text, origin: origin)
+        }
+    }
+
+    /// Registers a header's credential if the header carries one.
+    ///
+    /// - Parameters:
+    ///   - name: The field name, any case.
+    ///   - value: The field value.
+    ///   - origin: Where the header was seen.
+    public func registerHeader(name: String, value: String, origin: String) {
+        let lowered = name.lowercased()
+        if lowered == "authorization" || lowered == "proxy-authorization" {
+            let parts = value.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2 else { return register(value, as: .credential, origin: origin) }
+            let scheme = parts[0].lowercased()
+            let parameter = String(parts[1]).trimmingCharacters(in: .whitespaces)
+            switch scheme {
+            case "bearer", "dpop": register(parameter, as: .accessToken, origin: origin)
+            case "basic":
+                register(parameter, as: .credential, origin: origin)
+                if let decoded = Data(base64Encoded: parameter).flatMap({ String(data: $0, encoding: .utf8) }),
+                    let colon = decoded.firstIndex(of: ":")
+                {
+                    let secret = String(decoded[decoded.index(after: colon)...])
+                    register(Self.formDecoded(secret), as: .clientSecret, origin: origin)
+                }
+            default: register(parameter, as: .credential, origin: origin)
+            }
+        } else if lowered.contains("api-key") || lowered.contains("apikey") || lowered == "cookie" {
+            register(value, as: .credential, origin: origin)
+        }
+    }
+
+    /// The kind of the secret a field with this name holds, or `nil` for a field that holds none.
+    ///
+    /// - Parameter name: A form field or JSON key.
+    /// - Returns: The kind.
+    public static func kind(ofField name: String) -> Kind? {
+        switch name.lowercased().replacingOccurrences(of: "_", with: "") {
+        case "accesstoken": .accessToken
+        case "refreshtoken": .refreshToken
+        case "idtoken": .idToken
+        case "clientsecret": .clientSecret
+        case "password", "newpassword": .password
+        case "token", "code", "codeverifier", "clientassertion", "assertion", "subjecttoken", "apikey": .credential
+        default: nil
+        }
+    }
+
+    private func registerFields(inJSON json: Any, origin: String) {
+        if let object = json as? [String: Any] {
+            for (key, value) in object {
+                if let text = value as? String, let kind = Self.kind(ofField: key) {
+                    register(text, as: kind, origin: origin)
+                } else {
+                    registerFields(inJSON: value, origin: origin)
+                }
+            }
+        } else if let array = json as? [Any] {
+            for element in array { registerFields(inJSON: element, origin: origin) }
+        }
+    }
+
+    private func registerFields(formEncoded text: String, origin: String) {
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let kind = Self.kind(ofField: Self.formDecoded(String(parts[0]))) else {
+                continue
+            }
+            register(Self.formDecoded(String(parts[1])), as: kind, origin: origin)
+        }
+    }
+
+    private static func formDecoded(_ text: String) -> String {
+        let spaced = text.replacingOccurrences(of: "+", with: " ")
+        return spaced.removingPercentEncoding ?? spaced
+    }
+}

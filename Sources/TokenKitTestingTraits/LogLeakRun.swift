@@ -1,0 +1,148 @@
+import Foundation
+import Synchronization
+import TokenKitTesting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The state of one process's log check: which tests directories were scanned, which leaks were already
+/// reported by a test, and the search at exit.
+final class LogLeakRun: Sendable {
+    static let shared = LogLeakRun()
+
+    private struct State {
+        var installed = false
+        var scannedDirectories: Set<String> = []
+        var literalCount = 0
+        var serial = 0
+        var testCount = 0
+        /// `line index / secret value` pairs a test already reported.
+        var reported: Set<String> = []
+        var reportedShort: Set<String> = []
+        var search: (secretCount: Int, search: LogLeakSearch)?
+    }
+
+    private let state = Mutex(State())
+
+    /// Installs the process capture and the check at exit; only the first call does anything.
+    func install() {
+        let first = state.withLock { state in
+            defer { state.installed = true }
+            return !state.installed
+        }
+        guard first else { return }
+        ProcessLogCapture.bootstrap()
+        atexit { LogLeakRun.shared.finish() }
+    }
+
+    /// Starts a test: registers the secret literals of its tests directory (once per directory).
+    ///
+    /// - Returns: The test's scope, and a message for each literal too short to search for.
+    func begin(testName: String, testsDirectory file: String) -> (scope: String, problems: [String]) {
+        install()
+        let directory = Self.testsDirectory(containing: file)
+        let (scan, serial) = state.withLock { state in
+            state.serial += 1
+            state.testCount += 1
+            return (state.scannedDirectories.insert(directory.path).inserted, state.serial)
+        }
+        var problems: [String] = []
+        if scan {
+            let literals = TestSecrets()
+            let count = literals.registerLiterals(inSourcesUnder: directory)
+            for secret in literals.all {
+                TestSecrets.shared.register(secret.value, as: secret.kind, origin: secret.origin)
+                if secret.value.utf8.count < TestSecrets.minimumLength,
+                    state.withLock({ $0.reportedShort.insert(secret.value).inserted })
+                {
+                    problems.append(Self.tooShortMessage(secret))
+                }
+            }
+            state.withLock { $0.literalCount += count }
+        }
+        return ("\(testName) #\(serial)", problems)
+    }
+
+    /// Ends a test: searches its lines for every secret known now.
+    ///
+    /// - Returns: One message per problem: a leak, or a secret the test registered that is too short.
+    func end(scope: String, firstLine: Int) -> [String] {
+        let secrets = TestSecrets.shared.all
+        let search = search(for: secrets)
+        var problems: [String] = []
+        for (offset, line) in ProcessLogCapture.lines(after: firstLine).enumerated() where line.scope == scope {
+            for leak in search.leaks(in: line.text) {
+                let key = "\(firstLine + offset)/\(leak.secret.value)"
+                if state.withLock({ $0.reported.insert(key).inserted }) {
+                    problems.append("A log line contains a secret: \(leak)")
+                }
+            }
+        }
+        for secret in secrets where secret.scope == scope && secret.value.utf8.count < TestSecrets.minimumLength {
+            if state.withLock({ $0.reportedShort.insert(secret.value).inserted }) {
+                problems.append(Self.tooShortMessage(secret))
+            }
+        }
+        return problems
+    }
+
+    /// At exit: searches every line for every secret, prints a summary, and exits with 1 on a leak no test
+    /// reported.
+    func finish() {
+        guard ProcessLogCapture.isInstalled else { return }
+        let lines = ProcessLogCapture.lines(after: 0)
+        let secrets = TestSecrets.shared.all
+        let search = LogLeakSearch(secrets: secrets)
+        var leaks: [(index: Int, leak: LogLeakSearch.Leak)] = []
+        for (index, line) in lines.enumerated() {
+            for leak in search.leaks(in: line.text) { leaks.append((index, leak)) }
+        }
+        let tooShort = secrets.filter { $0.value.utf8.count < TestSecrets.minimumLength }
+        let (reported, reportedShort, literals, tests) = state.withLock {
+            ($0.reported, $0.reportedShort, $0.literalCount, $0.testCount)
+        }
+        let unreported = leaks.filter { !reported.contains("\($0.index)/\($0.leak.secret.value)") }
+        let unreportedShort = tooShort.filter { !reportedShort.contains($0.value) }
+        if let path = ProcessInfo.processInfo.environment["TOKENKIT_LOG_CAPTURE_FILE"] {
+            let text = lines.map { "\($0.scope ?? "-")\t\($0.text)" }.joined(separator: "\n") + "\n"
+            try? text.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        let kinds = Dictionary(grouping: secrets, by: \.kind.description).map { "\($0.value.count) \($0.key)" }
+        let summary =
+            "TokenKit log leak check: \(tests) test cases logged \(lines.count) lines at trace level "
+            + "from \(ProcessLogCapture.labels.count) loggers; searched for \(secrets.count) secrets "
+            + "(\(kinds.sorted().joined(separator: ", ")); \(literals) literals in test sources); "
+            + "leaks found: \(leaks.count); secrets too short to search for: \(tooShort.count)."
+        var report = [summary]
+        report += unreported.map { "Leak outside a test's check: \($0.leak)" }
+        report += unreportedShort.map { Self.tooShortMessage($0) }
+        FileHandle.standardError.write(Data((report.joined(separator: "\n") + "\n").utf8))
+        if !unreported.isEmpty || !unreportedShort.isEmpty { _exit(1) }
+    }
+
+    private func search(for secrets: [TestSecrets.Secret]) -> LogLeakSearch {
+        if let cached = state.withLock({ $0.search }), cached.secretCount == secrets.count { return cached.search }
+        let search = LogLeakSearch(secrets: secrets)
+        state.withLock { $0.search = (secrets.count, search) }
+        return search
+    }
+
+    private static func tooShortMessage(_ secret: TestSecrets.Secret) -> String {
+        "Secret too short to search logs for without false alarms (under \(TestSecrets.minimumLength) bytes): "
+            + "\(secret); use a longer one."
+    }
+
+    /// The nearest directory named `Tests` above `file`, or the file's own directory.
+    private static func testsDirectory(containing file: String) -> URL {
+        var url = URL(fileURLWithPath: file).deletingLastPathComponent()
+        let start = url
+        while url.path != "/" {
+            if url.lastPathComponent == "Tests" { return url }
+            url.deleteLastPathComponent()
+        }
+        return start
+    }
+}
