@@ -112,6 +112,15 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .testTarget(
+            name: "TokenKitTestingTests",
+            dependencies: [
+                "AuthToken", "TokenKitTesting", "TokenKitTestingTraits",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Against the django-oauth-toolkit server of Interop/ (run by .ci/interop); skipped without
         // TOKENKIT_INTEROP_URL.
         .testTarget(

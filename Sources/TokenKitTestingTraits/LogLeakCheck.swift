@@ -46,7 +46,7 @@ public struct LogLeakCheck: SuiteTrait, TestTrait, TestScoping {
         // Declared on a suite and on a suite nested in it: check once, in the outer scope.
         guard ProcessLogCapture.scope == nil else { return try await function() }
         let (scope, literalProblems) = LogLeakRun.shared.begin(testName: "\(test.id)", testsDirectory: testsDirectory)
-        for problem in literalProblems { Issue.record(Comment(rawValue: problem)) }
+        for problem in literalProblems { Issue.record(Comment(rawValue: problem), sourceLocation: test.sourceLocation) }
         let firstLine = ProcessLogCapture.count
         var thrown: (any Error)?
         do {
@@ -55,7 +55,7 @@ public struct LogLeakCheck: SuiteTrait, TestTrait, TestScoping {
             thrown = error
         }
         for problem in LogLeakRun.shared.end(scope: scope, firstLine: firstLine) {
-            Issue.record(Comment(rawValue: problem))
+            Issue.record(Comment(rawValue: problem), sourceLocation: test.sourceLocation)
         }
         if let thrown { throw thrown }
     }
@@ -68,7 +68,7 @@ extension Trait where Self == LogLeakCheck {
     ///   `Tests` directory are registered.
     /// - Returns: The trait.
     public static func logLeakCheck(file: String = #filePath) -> Self {
-        LogLeakRun.shared.install()
+        LogLeakRun.install()
         return LogLeakCheck(testsDirectory: file)
     }
 }

@@ -11,10 +11,10 @@ import TokenKitTesting
 /// The state of one process's log check: which tests directories were scanned, which leaks were already
 /// reported by a test, and the search at exit.
 final class LogLeakRun: Sendable {
-    static let shared = LogLeakRun()
+    /// The run of this process: every test with the trait, searched for ``TestSecrets/shared``.
+    static let shared = LogLeakRun(secrets: .shared)
 
     private struct State {
-        var installed = false
         var scannedDirectories: Set<String> = []
         var literalCount = 0
         var serial = 0
@@ -26,23 +26,23 @@ final class LogLeakRun: Sendable {
     }
 
     private let state = Mutex(State())
+    private let secrets: TestSecrets
 
-    /// Installs the process capture and the check at exit; only the first call does anything.
-    func install() {
-        let first = state.withLock { state in
-            defer { state.installed = true }
-            return !state.installed
+    /// A run that searches for the secrets of `secrets`.
+    init(secrets: TestSecrets) { self.secrets = secrets }
+
+    /// Installs the process capture, and the search of ``shared`` at exit; only the first call does anything.
+    static func install() {
+        if ProcessLogCapture.bootstrap() {
+            atexit { LogLeakRun.shared.finish() }
         }
-        guard first else { return }
-        ProcessLogCapture.bootstrap()
-        atexit { LogLeakRun.shared.finish() }
     }
 
     /// Starts a test: registers the secret literals of its tests directory (once per directory).
     ///
     /// - Returns: The test's scope, and a message for each literal too short to search for.
     func begin(testName: String, testsDirectory file: String) -> (scope: String, problems: [String]) {
-        install()
+        Self.install()
         let directory = Self.testsDirectory(containing: file)
         let (scan, serial) = state.withLock { state in
             state.serial += 1
@@ -54,7 +54,7 @@ final class LogLeakRun: Sendable {
             let literals = TestSecrets()
             let count = literals.registerLiterals(inSourcesUnder: directory)
             for secret in literals.all {
-                TestSecrets.shared.register(secret.value, as: secret.kind, origin: secret.origin)
+                secrets.register(secret.value, as: secret.kind, origin: secret.origin)
                 if secret.value.utf8.count < TestSecrets.minimumLength,
                     state.withLock({ $0.reportedShort.insert(secret.value).inserted })
                 {
@@ -70,7 +70,7 @@ final class LogLeakRun: Sendable {
     ///
     /// - Returns: One message per problem: a leak, or a secret the test registered that is too short.
     func end(scope: String, firstLine: Int) -> [String] {
-        let secrets = TestSecrets.shared.all
+        let secrets = secrets.all
         let search = search(for: secrets)
         var problems: [String] = []
         for (offset, line) in ProcessLogCapture.lines(after: firstLine).enumerated() where line.scope == scope {
@@ -89,12 +89,18 @@ final class LogLeakRun: Sendable {
         return problems
     }
 
-    /// At exit: searches every line for every secret, prints a summary, and exits with 1 on a leak no test
-    /// reported.
-    func finish() {
-        guard ProcessLogCapture.isInstalled else { return }
+    /// What the search at exit found.
+    struct Summary {
+        /// The one-line summary, then one line per problem no test reported.
+        let report: String
+        /// Whether there is a problem no test reported.
+        let failed: Bool
+    }
+
+    /// Searches every line of the process for every secret.
+    func summarize() -> Summary {
         let lines = ProcessLogCapture.lines(after: 0)
-        let secrets = TestSecrets.shared.all
+        let secrets = secrets.all
         let search = LogLeakSearch(secrets: secrets)
         var leaks: [(index: Int, leak: LogLeakSearch.Leak)] = []
         for (index, line) in lines.enumerated() {
@@ -106,10 +112,6 @@ final class LogLeakRun: Sendable {
         }
         let unreported = leaks.filter { !reported.contains("\($0.index)/\($0.leak.secret.value)") }
         let unreportedShort = tooShort.filter { !reportedShort.contains($0.value) }
-        if let path = ProcessInfo.processInfo.environment["TOKENKIT_LOG_CAPTURE_FILE"] {
-            let text = lines.map { "\($0.scope ?? "-")\t\($0.text)" }.joined(separator: "\n") + "\n"
-            try? text.write(toFile: path, atomically: true, encoding: .utf8)
-        }
         let kinds = Dictionary(grouping: secrets, by: \.kind.description).map { "\($0.value.count) \($0.key)" }
         let summary =
             "TokenKit log leak check: \(tests) test cases logged \(lines.count) lines at trace level "
@@ -119,8 +121,21 @@ final class LogLeakRun: Sendable {
         var report = [summary]
         report += unreported.map { "Leak outside a test's check: \($0.leak)" }
         report += unreportedShort.map { Self.tooShortMessage($0) }
-        FileHandle.standardError.write(Data((report.joined(separator: "\n") + "\n").utf8))
-        if !unreported.isEmpty || !unreportedShort.isEmpty { _exit(1) }
+        return Summary(
+            report: report.joined(separator: "\n"), failed: !unreported.isEmpty || !unreportedShort.isEmpty)
+    }
+
+    /// At exit: writes the capture to `TOKENKIT_LOG_CAPTURE_FILE` if that is set, prints the summary to
+    /// standard error, and exits with 1 on a problem no test reported.
+    func finish() {
+        let summary = summarize()
+        if let path = ProcessInfo.processInfo.environment["TOKENKIT_LOG_CAPTURE_FILE"] {
+            let lines = ProcessLogCapture.lines(after: 0)
+            let text = lines.map { "\($0.scope ?? "-")\t\($0.text)" }.joined(separator: "\n") + "\n"
+            try? text.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        FileHandle.standardError.write(Data((summary.report + "\n").utf8))
+        if summary.failed { _exit(1) }
     }
 
     private func search(for secrets: [TestSecrets.Secret]) -> LogLeakSearch {

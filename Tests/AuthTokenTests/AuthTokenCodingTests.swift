@@ -24,10 +24,13 @@ import TokenKitTestingTraits
 
     @Test func replacingTheRefreshTokenKeepsEverythingElse() {
         let token = AuthToken(
-            accessToken: "coding-access", refreshToken: "old-refresh-token", receivedAt: Date(timeIntervalSince1970: 5), lifetime: 9)
+            accessToken: "coding-access", refreshToken: "old-refresh-token", receivedAt: Date(timeIntervalSince1970: 5),
+            lifetime: 9)
         let replaced = token.replacingRefreshToken("new-refresh-token")
         #expect(replaced.refreshToken == "new-refresh-token")
-        #expect(replaced.accessToken == "coding-access" && replaced.lifetime == 9 && replaced.receivedAt == token.receivedAt)
+        #expect(
+            replaced.accessToken == "coding-access" && replaced.lifetime == 9 && replaced.receivedAt == token.receivedAt
+        )
     }
 }
 

@@ -10,7 +10,8 @@ import TokenKitTestingTraits
         // The server's clock says exp is at 2_000_060, but the device received the token at 1_000_000 (its
         // clock runs 1_000_000 s behind). exp - iat = 60 s, so the token lives until received + 60.
         let jwt = JWTFixtures.token(iat: 2_000_000, exp: 2_000_060)
-        let token = AuthToken.withParsedExpiration(accessToken: jwt, refreshToken: "refresh-token-r", receivedAt: received)
+        let token = AuthToken.withParsedExpiration(
+            accessToken: jwt, refreshToken: "refresh-token-r", receivedAt: received)
         #expect(token.lifetime == 60)
         #expect(token.expiresAt == received.addingTimeInterval(60))
         #expect(token.expirationClaim == Date(timeIntervalSince1970: 2_000_060))
@@ -86,7 +87,8 @@ import TokenKitTestingTraits
 
     @Test func aGoodTokenHasNoProblems() {
         let token = AuthToken.withParsedExpiration(
-            accessToken: JWTFixtures.token(iat: 1_000_000, exp: 1_003_600, nbf: 1_000_000), refreshToken: "refresh-token-r",
+            accessToken: JWTFixtures.token(iat: 1_000_000, exp: 1_003_600, nbf: 1_000_000),
+            refreshToken: "refresh-token-r",
             receivedAt: now)
         #expect(token.validate(now: now, requireRefreshToken: true).isEmpty)
     }

@@ -26,7 +26,7 @@ import TokenKitTestingTraits
         let (response, body) = try await client(transport).executeWithAutoRetry(.api(), body: nil)
         #expect(response.status == .ok)
         #expect(body == Data("done".utf8))
-        #expect(transport.requests.map(\.bearerToken) == ["expired-token"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-bearer-x1"])
         #expect(await provider.refreshCount == 0)
         #expect(await provider.validTokenCount == 1)
     }
@@ -36,7 +36,7 @@ import TokenKitTestingTraits
         var request = HTTPRequest.api()
         request.headerFields[.authorization] = "Basic c2VjcmV0"
         _ = try await client(transport).executeWithAutoRetry(request)
-        #expect(transport.requests[0].headerFields[values: .authorization] == ["Bearer expired-token"])
+        #expect(transport.requests[0].headerFields[values: .authorization] == ["Bearer expired-bearer-x1"])
     }
 
     @Test func anEmptyResponseBodyIsDelivered() async throws {
@@ -51,7 +51,7 @@ import TokenKitTestingTraits
         let (response, _) = try await executeWithAutoRetry(
             .api(), transport: transport, tokenProvider: provider, configuration: .api)
         #expect(response.status == .ok)
-        #expect(transport.requests.map(\.bearerToken) == ["expired-token", "fresh-token"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-bearer-x1", "fresh-bearer-x2"])
     }
 
     @Test func theClientIsItselfATransport() async throws {
@@ -65,7 +65,7 @@ import TokenKitTestingTraits
 
     static let refreshingChallenges: [String?] = [
         #"Bearer error="invalid_token""#,
-        #"Bearer realm="api", error="invalid_token", error_description="expired-token""#,
+        #"Bearer realm="api", error="invalid_token", error_description="expired-bearer-x1""#,
         "Bearer",
         #"bearer realm="api""#,
         #"Bearer error="token_expired""#,
@@ -82,11 +82,11 @@ import TokenKitTestingTraits
         let (response, data) = try await client(transport).executeWithAutoRetry(.api(.post), body: body)
         #expect(response.status == .ok)
         #expect(data == Data("second".utf8))
-        #expect(transport.requests.map(\.bearerToken) == ["expired-token", "fresh-token"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-bearer-x1", "fresh-bearer-x2"])
         #expect(transport.requests.map(\.body) == [body, body])
         #expect(transport.requests.map(\.method) == [.post, .post])
         #expect(await provider.refreshCount == 1)
-        #expect(await provider.rejectedTokens == ["expired-token"])
+        #expect(await provider.rejectedTokens == ["expired-bearer-x1"])
     }
 
     @Test func a401WithABodyThatIsNotJSONStillRefreshes() async throws {
@@ -112,16 +112,16 @@ import TokenKitTestingTraits
         let provider = self.provider
         // While the first request is in flight, another caller refreshes; then the server rejects the old token.
         let transport = MockTransport { request, _ in
-            if request.headerFields[.authorization] == "Bearer expired-token" {
-                _ = try await provider.refreshToken(afterRejectionOf: "expired-token")
+            if request.headerFields[.authorization] == "Bearer expired-bearer-x1" {
+                _ = try await provider.refreshToken(afterRejectionOf: "expired-bearer-x1")
                 return (HTTPResponse(status: .unauthorized, headerFields: [.wwwAuthenticate: "Bearer"]), Data())
             }
             return (HTTPResponse(status: .ok), Data())
         }
         let (response, _) = try await client(transport).executeWithAutoRetry(.api())
         #expect(response.status == .ok)
-        #expect(transport.requests.map(\.bearerToken) == ["expired-token", "fresh-token"])
-        #expect(await provider.rejectedTokens == ["expired-token", "expired-token"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-bearer-x1", "fresh-bearer-x2"])
+        #expect(await provider.rejectedTokens == ["expired-bearer-x1", "expired-bearer-x1"])
         #expect(await provider.refreshCount == 1)
     }
 
@@ -286,7 +286,7 @@ import TokenKitTestingTraits
         let origin = try #require(HTTPOrigin(scheme: "http", authority: authority))
         let request = HTTPRequest(method: .get, scheme: "http", authority: authority, path: "/")
         _ = try await client(transport, configuration: .init(allowedOrigins: [origin])).executeWithAutoRetry(request)
-        #expect(transport.requests.map(\.bearerToken) == ["expired-token"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-bearer-x1"])
     }
 
     @Test func aRequestWithoutAUsableURLIsInvalid() async throws {
@@ -315,7 +315,7 @@ import TokenKitTestingTraits
         let transport = MockTransport(script: [Self.redirect(.found, to: "/v2/items?page=2"), ok()])
         _ = try await client(transport).executeWithAutoRetry(.api())
         #expect(transport.requests.map(\.path) == ["/v1/items", "/v2/items?page=2"])
-        #expect(transport.requests.map(\.bearerToken) == ["expired-token", "expired-token"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-bearer-x1", "expired-bearer-x1"])
     }
 
     @Test(arguments: [
@@ -344,7 +344,7 @@ import TokenKitTestingTraits
             ok(),
         ])
         _ = try await client(transport).executeWithAutoRetry(.api())
-        #expect(transport.requests.map(\.bearerToken) == ["expired-token", nil, "expired-token"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-bearer-x1", nil, "expired-bearer-x1"])
     }
 
     @Test func a401AfterACrossOriginRedirectIsUnauthorizedWithoutRefresh() async throws {
@@ -398,7 +398,7 @@ import TokenKitTestingTraits
         let transport = MockTransport(script: [Self.redirect(.found, to: "/v1/moved"), unauthorized(), ok()])
         _ = try await client(transport).executeWithAutoRetry(.api())
         #expect(transport.requests.map(\.path) == ["/v1/items", "/v1/moved", "/v1/moved"])
-        #expect(transport.requests.map(\.bearerToken) == ["expired-token", "expired-token", "fresh-token"])
+        #expect(transport.requests.map(\.bearerToken) == ["expired-bearer-x1", "expired-bearer-x1", "fresh-bearer-x2"])
     }
 
     // MARK: Logging and secrets
@@ -414,9 +414,12 @@ import TokenKitTestingTraits
         #expect(text.contains("http.path=/v1/items"))
         #expect(text.contains("http.status=401"))
         #expect(text.contains("http.status=200"))
-        #expect(text.contains(AuthToken.fingerprint("expired-token")))
-        #expect(text.contains(AuthToken.fingerprint("fresh-token")))
-        for secret in ["Bearer", "expired-token ", "=expired-token", "=fresh-token", "querysecret", "refresh-secret", "invalid_token"] {
+        #expect(text.contains(AuthToken.fingerprint("expired-bearer-x1")))
+        #expect(text.contains(AuthToken.fingerprint("fresh-bearer-x2")))
+        for secret in [
+            "Bearer", "expired-bearer-x1 ", "=expired-bearer-x1", "=fresh-bearer-x2", "querysecret", "refresh-secret",
+            "invalid_token",
+        ] {
             #expect(!text.contains(secret), "a log line leaks a secret-like string")
         }
     }

@@ -9,12 +9,13 @@ import TokenKitTestingTraits
 @Suite(.logLeakCheck()) struct ConcurrentRefreshTests {
     @Test func twoHundredConcurrent401sWithTheSameExpiredTokenCauseExactlyOneRefresh() async throws {
         let count = 200
-        let provider = FakeTokenProvider(current: "expired-token", refreshedTokens: ["fresh-token", "fresher-token"])
+        let provider = FakeTokenProvider(
+            current: "expired-bearer-x1", refreshedTokens: ["fresh-bearer-x2", "fresher-bearer-x3"])
         let barrier = Barrier(count: count)
         // Every request with the expired token waits until all have been sent with it, then gets a 401; so all
         // 200 are rejected before anyone refreshes.
         let transport = MockTransport { request, _ in
-            if request.headerFields[.authorization] == "Bearer expired-token" {
+            if request.headerFields[.authorization] == "Bearer expired-bearer-x1" {
                 await barrier.arrive()
                 return (
                     HTTPResponse(
@@ -46,6 +47,8 @@ import TokenKitTestingTraits
         var attempts: [String: [String?]] = [:]
         for request in requests { attempts[request.path ?? "", default: []].append(request.bearerToken) }
         #expect(attempts.count == count)
-        #expect(attempts.values.allSatisfy { $0 == ["expired-token", "fresh-token"] }, "every request is retried once, none twice")
+        #expect(
+            attempts.values.allSatisfy { $0 == ["expired-bearer-x1", "fresh-bearer-x2"] },
+            "every request is retried once, none twice")
     }
 }

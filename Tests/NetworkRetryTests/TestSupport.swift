@@ -17,7 +17,7 @@ actor FakeTokenProvider: TokenProvider {
     var validTokenError: (any Error)?
     var refreshError: (any Error)?
 
-    init(current: String = "expired-token", refreshedTokens: [String] = ["fresh-token"]) {
+    init(current: String = "expired-bearer-x1", refreshedTokens: [String] = ["fresh-bearer-x2"]) {
         self.current = Self.token(current)
         self.refreshedTokens = refreshedTokens
     }

@@ -11,7 +11,7 @@ import TokenKitTestingTraits
 #endif
 
 @Suite(.logLeakCheck()) struct URLSessionTransportTests {
-    /// Answers `Bearer fresh-token` with 200 and an echo of the body, `Bearer expired-token` with an `invalid_token` 401,
+    /// Answers `Bearer fresh-bearer-x2` with 200 and an echo of the body, `Bearer expired-bearer-x1` with an `invalid_token` 401,
     /// `/cross` with a redirect to `localhost` (another origin than `127.0.0.1`), `/same` with a relative
     /// redirect, and `/challenges` with two `WWW-Authenticate` lines.
     static func route(_ request: LoopbackServer.Request, _ port: Int) -> LoopbackServer.Response {
@@ -28,7 +28,7 @@ import TokenKitTestingTraits
                     ("WWW-Authenticate", "Bearer error=\"insufficient_scope\""),
                 ])
         default:
-            if authorization == "Bearer expired-token" {
+            if authorization == "Bearer expired-bearer-x1" {
                 return .init(
                     status: 401, headers: [("WWW-Authenticate", #"Bearer error="invalid_token""#)],
                     body: Data("<html>no</html>".utf8))
@@ -62,7 +62,10 @@ import TokenKitTestingTraits
         #expect(response.headerFields[HTTPField.Name("X-Echo-Method")!] == "POST")
         #expect(echoed == body)
         let received = server.received
-        #expect(received.map { $0.headers["authorization"] ?? [] } == [["Bearer expired-token"], ["Bearer fresh-token"]])
+        #expect(
+            received.map { $0.headers["authorization"] ?? [] } == [
+                ["Bearer expired-bearer-x1"], ["Bearer fresh-bearer-x2"],
+            ])
         #expect(received.map(\.body) == [body, body])
         #expect(await provider.refreshCount == 1)
     }
@@ -72,7 +75,7 @@ import TokenKitTestingTraits
         defer { server.stop() }
         let transport = URLSessionTransport()
         var request = request(.get, "/cross", port: server.port)
-        request.headerFields[.authorization] = "Bearer fresh-token"
+        request.headerFields[.authorization] = "Bearer fresh-bearer-x2"
         let (response, _) = try await transport.send(request, body: nil)
         #expect(response.status.code == 302)
         #expect(response.headerFields[.location] == "http://localhost:\(server.port)/landing")
@@ -82,31 +85,34 @@ import TokenKitTestingTraits
     @Test func aCrossOriginRedirectOnARealServerArrivesWithoutAuthorization() async throws {
         let server = try LoopbackServer(route: Self.route)
         defer { server.stop() }
-        let provider = FakeTokenProvider(current: "fresh-token")
+        let provider = FakeTokenProvider(current: "fresh-bearer-x2")
         let (response, body) = try await client(port: server.port, provider: provider)
             .executeWithAutoRetry(request(.get, "/cross", port: server.port))
         #expect(response.status == .ok)
         #expect(body == Data("landed".utf8))
         let received = server.received
         #expect(received.map(\.path) == ["/cross", "/landing"])
-        #expect(received[0].headers["authorization"] == ["Bearer fresh-token"])
+        #expect(received[0].headers["authorization"] == ["Bearer fresh-bearer-x2"])
         #expect(received[1].headers["authorization"] == nil)
     }
 
     @Test func aSameOriginRedirectOnARealServerKeepsAuthorization() async throws {
         let server = try LoopbackServer(route: Self.route)
         defer { server.stop() }
-        let provider = FakeTokenProvider(current: "fresh-token")
+        let provider = FakeTokenProvider(current: "fresh-bearer-x2")
         _ = try await client(port: server.port, provider: provider)
             .executeWithAutoRetry(request(.get, "/same", port: server.port))
-        #expect(server.received.map { $0.headers["authorization"] ?? [] } == [["Bearer fresh-token"], ["Bearer fresh-token"]])
+        #expect(
+            server.received.map { $0.headers["authorization"] ?? [] } == [
+                ["Bearer fresh-bearer-x2"], ["Bearer fresh-bearer-x2"],
+            ])
     }
 
     @Test func severalChallengeLinesSurviveURLSession() async throws {
         let server = try LoopbackServer(route: Self.route)
         defer { server.stop() }
         await #expect(throws: NetworkRetryError.insufficientScope) {
-            try await client(port: server.port, provider: FakeTokenProvider(current: "fresh-token"))
+            try await client(port: server.port, provider: FakeTokenProvider(current: "fresh-bearer-x2"))
                 .executeWithAutoRetry(request(.get, "/challenges", port: server.port))
         }
     }

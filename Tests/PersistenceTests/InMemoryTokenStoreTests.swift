@@ -8,8 +8,10 @@ import TokenKitTestingTraits
 @Suite(.logLeakCheck()) struct InMemoryTokenStoreTests {
     private func session(generation: UInt64) -> StoredSession {
         StoredSession(
-            token: TestSecrets.shared.register(AuthToken(
-                accessToken: "memory-access-\(generation)", refreshToken: "memory-refresh", receivedAt: Date(timeIntervalSince1970: 0))),
+            token: TestSecrets.shared.register(
+                AuthToken(
+                    accessToken: "memory-access-\(generation)", refreshToken: "memory-refresh",
+                    receivedAt: Date(timeIntervalSince1970: 0))),
             userID: "user", generation: generation)
     }
 

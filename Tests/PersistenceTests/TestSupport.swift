@@ -48,9 +48,10 @@ func permissions(_ path: String) -> UInt32 {
 /// A session whose every field follows from `generation` (the probe builds the same ones).
 func probeSession(generation: UInt64, scope: String? = nil) -> StoredSession {
     let padding = String(repeating: "x", count: 64 + Int(generation % 512))
-    let token = TestSecrets.shared.register(AuthToken(
-        accessToken: "access-\(generation)-\(padding)", refreshToken: "refresh-\(generation)", scope: scope,
-        receivedAt: Date(timeIntervalSince1970: Double(generation)), lifetime: 3600))
+    let token = TestSecrets.shared.register(
+        AuthToken(
+            accessToken: "access-\(generation)-\(padding)", refreshToken: "refresh-\(generation)", scope: scope,
+            receivedAt: Date(timeIntervalSince1970: Double(generation)), lifetime: 3600))
     return StoredSession(token: token, userID: "user-\(generation)", generation: generation)
 }
 

@@ -178,10 +178,13 @@ import TokenKitTestingTraits
     @Test func aSessionWithoutRefreshTokenEndsWhenItsTokenExpires() async throws {
         let clock = ManualClock()
         let store = InMemoryTokenStore()
-        let token = AuthToken(accessToken: "opaque-access-token", receivedAt: clock.date.addingTimeInterval(-120), lifetime: 60)
+        let token = AuthToken(
+            accessToken: "opaque-access-token", receivedAt: clock.date.addingTimeInterval(-120), lifetime: 60)
         try await store.save(StoredSession(token: token, generation: 1), account: account, condition: .always)
         let client = TokenRefreshClient(
-            strategy: ClosureRefreshStrategy(requiresRefreshToken: true) { _ in TokenResponse(accessToken: "never-issued-token") },
+            strategy: ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
+                TokenResponse(accessToken: "never-issued-token")
+            },
             store: store, clock: clock, now: clock.wallClock)
         #expect(await refreshError { try await client.validToken() } == .sessionExpired)
         #expect(client.currentState == .signedOut)

@@ -39,7 +39,8 @@ import TokenKitTestingTraits
 
     @Test func waitersAreResumedInArrivalOrder() async throws {
         let flight = RefreshFlight()
-        let token = AuthToken(accessToken: "shared-access-token", receivedAt: Date(timeIntervalSince1970: 0), lifetime: 60)
+        let token = AuthToken(
+            accessToken: "shared-access-token", receivedAt: Date(timeIntervalSince1970: 0), lifetime: 60)
         var tasks: [Task<AuthToken, any Error>] = []
         for index in 0..<20 {
             tasks.append(Task { try await flight.wait() })
@@ -52,7 +53,8 @@ import TokenKitTestingTraits
 
     @Test func aCancelledWaiterLeavesAndIsSkippedWhileTheOthersKeepTheirOrder() async throws {
         let flight = RefreshFlight()
-        let token = AuthToken(accessToken: "shared-access-token", receivedAt: Date(timeIntervalSince1970: 0), lifetime: 60)
+        let token = AuthToken(
+            accessToken: "shared-access-token", receivedAt: Date(timeIntervalSince1970: 0), lifetime: 60)
         var tasks: [Task<AuthToken, any Error>] = []
         for index in 0..<5 {
             tasks.append(Task { try await flight.wait() })

@@ -21,7 +21,8 @@ import TokenKitTestingTraits
         let transport = fixedResponse(body: Self.success)
         let endpoint = TokenEndpoint(
             url: tokenURL, client: OAuthClient(id: "my app", secret: "s3cr&t-value"), transport: transport)
-        let response = try await OAuthRefreshStrategy(endpoint: endpoint, scope: "read write").refresh(using: "refresh/1+2")
+        let response = try await OAuthRefreshStrategy(endpoint: endpoint, scope: "read write").refresh(
+            using: "refresh/1+2")
         #expect(response.accessToken == "new-access")
         #expect(response.tokenType == "Bearer")
         #expect(response.expiresIn == 3600)
@@ -31,7 +32,8 @@ import TokenKitTestingTraits
         #expect(sent.request.headerFields[.contentType] == "application/x-www-form-urlencoded")
         // RFC 6749 2.3.1: ID and secret are form-encoded, then joined and base64-encoded.
         #expect(
-            sent.request.headerFields[.authorization] == "Basic " + Data("my+app:s3cr%26t-value".utf8).base64EncodedString())
+            sent.request.headerFields[.authorization] == "Basic "
+                + Data("my+app:s3cr%26t-value".utf8).base64EncodedString())
         let body = String(decoding: sent.body ?? Data(), as: UTF8.self)
         #expect(body == "grant_type=refresh_token&refresh_token=refresh%2F1%2B2&scope=read+write")
     }
@@ -39,7 +41,8 @@ import TokenKitTestingTraits
     @Test func clientAuthenticationCanGoInTheBody() async throws {
         let transport = fixedResponse(body: Self.success)
         let endpoint = TokenEndpoint(
-            url: tokenURL, client: OAuthClient(id: "app", secret: "body-client-secret", authentication: .body), transport: transport
+            url: tokenURL, client: OAuthClient(id: "app", secret: "body-client-secret", authentication: .body),
+            transport: transport
         )
         _ = try await OAuthRefreshStrategy(endpoint: endpoint).refresh(using: "refresh-token-rt")
         let sent = try #require(transport.requests.first)
@@ -52,8 +55,11 @@ import TokenKitTestingTraits
 
     @Test func theJSONEndpointPostsTheRefreshTokenWithTheAPIKey() async throws {
         let transport = fixedResponse(
-            body: #"{"data":{"access_token":"json-access-token","refresh_token":"json-refresh-token","expires_in":"900"}}"#)
-        let strategy = JSONEndpointRefreshStrategy(baseURL: apiBaseURL, apiKey: "api-key-number-1", transport: transport)
+            body:
+                #"{"data":{"access_token":"json-access-token","refresh_token":"json-refresh-token","expires_in":"900"}}"#
+        )
+        let strategy = JSONEndpointRefreshStrategy(
+            baseURL: apiBaseURL, apiKey: "api-key-number-1", transport: transport)
         let response = try await strategy.refresh(using: "old-refresh")
         #expect(response.accessToken == "json-access-token")
         #expect(response.refreshToken == "json-refresh-token")
@@ -70,10 +76,14 @@ import TokenKitTestingTraits
         let rejected = JSONEndpointRefreshStrategy(
             baseURL: apiBaseURL, apiKey: "wrong-api-key",
             transport: fixedResponse(status: 401, body: #"{"error":"invalid token"}"#))
-        await #expect(throws: TokenRefreshError.refreshTokenRejected) { try await rejected.refresh(using: "rejected-refresh-token") }
+        await #expect(throws: TokenRefreshError.refreshTokenRejected) {
+            try await rejected.refresh(using: "rejected-refresh-token")
+        }
         let forbidden = JSONEndpointRefreshStrategy(
             baseURL: apiBaseURL, apiKey: "wrong-api-key", transport: fixedResponse(status: 403, body: "{}"))
-        await #expect(throws: TokenRefreshError.configuration) { try await forbidden.refresh(using: "rejected-refresh-token") }
+        await #expect(throws: TokenRefreshError.configuration) {
+            try await forbidden.refresh(using: "rejected-refresh-token")
+        }
     }
 
     @Test func theJSONEndpointWorksAgainstTheSimulatedServer() async throws {
@@ -82,7 +92,8 @@ import TokenKitTestingTraits
         let initial = await server.issueSession(userID: "u", receivedAt: clock.date.addingTimeInterval(-7200))
         let store = InMemoryTokenStore(sessions: [account: StoredSession(token: initial, userID: "u", generation: 1)])
         let client = TokenRefreshClient(
-            strategy: JSONEndpointRefreshStrategy(baseURL: apiBaseURL, apiKey: "simulated-api-key", transport: server), store: store,
+            strategy: JSONEndpointRefreshStrategy(baseURL: apiBaseURL, apiKey: "simulated-api-key", transport: server),
+            store: store,
             clock: clock, now: clock.wallClock)
         let token = try await client.validToken()
         #expect(token.refreshToken != initial.refreshToken)
@@ -93,7 +104,8 @@ import TokenKitTestingTraits
         let clock = ManualClock()
         let server = SimulatedTokenServer(
             configuration: .init(clientID: "backend", clientSecret: "backend-client-secret"), now: clock.wallClock)
-        let endpoint = TokenEndpoint(url: tokenURL, client: OAuthClient(id: "backend", secret: "backend-client-secret"), transport: server)
+        let endpoint = TokenEndpoint(
+            url: tokenURL, client: OAuthClient(id: "backend", secret: "backend-client-secret"), transport: server)
         let client = TokenRefreshClient(
             strategy: ClientCredentialsStrategy(endpoint: endpoint), clock: clock, now: clock.wallClock)
         let token = try await client.validToken()

@@ -18,9 +18,12 @@ import TokenKitTestingTraits
 
     @Test(arguments: [
         "", "null", "[]", "\"text\"", "{}", #"{"access_token":""}"#, #"{"access_token":5}"#,
-        #"{"access_token":"malformed-case-token","expires_in":true}"#, #"{"access_token":"malformed-case-token","expires_in":-1}"#,
-        #"{"access_token":"malformed-case-token","expires_in":"soon"}"#, #"{"access_token":"malformed-case-token","refresh_token":7}"#,
-        #"{"access_token":"malformed-case-token","token_type":""}"#, "<html>captive portal</html>", "{\"access_token\": ",
+        #"{"access_token":"malformed-case-token","expires_in":true}"#,
+        #"{"access_token":"malformed-case-token","expires_in":-1}"#,
+        #"{"access_token":"malformed-case-token","expires_in":"soon"}"#,
+        #"{"access_token":"malformed-case-token","refresh_token":7}"#,
+        #"{"access_token":"malformed-case-token","token_type":""}"#, "<html>captive portal</html>",
+        "{\"access_token\": ",
         String(repeating: "[", count: 100_000),
     ])
     func malformedBodiesAreATypedErrorNotACrash(_ body: String) {

@@ -1,0 +1,72 @@
+import AuthToken
+import Foundation
+import Testing
+import TokenKitTesting
+import TokenKitTestingTraits
+
+@Suite(.logLeakCheck()) struct LogLeakSearchTests {
+    private static let secret = "s3cret refresh/token+value&more"
+
+    private func search(_ values: [String], kind: TestSecrets.Kind = .refreshToken) -> LogLeakSearch {
+        let secrets = TestSecrets()
+        for value in values { secrets.register(value, as: kind) }
+        return LogLeakSearch(secrets: secrets.all)
+    }
+
+    @Test(arguments: [
+        "debug token=\(secret)",
+        "debug body=s3cret%20refresh%2Ftoken%2Bvalue%26more",
+        "debug form=s3cret+refresh%2Ftoken%2Bvalue%26more",
+        #"debug json={"refresh_token":"s3cret refresh\/token+value&more"}"#,
+    ])
+    func aSecretIsFoundAsItIsAndEncoded(_ line: String) throws {
+        let leaks = search([Self.secret]).leaks(in: line)
+        let leak = try #require(leaks.first)
+        #expect(leaks.count == 1)
+        #expect(leak.secret.kind == .refreshToken)
+        #expect(leak.redactedLine.contains("<refresh token \(AuthToken.fingerprint(Self.secret))>"))
+        #expect(!leak.redactedLine.contains("s3cret"))
+        #expect(!leak.description.contains("s3cret"), "a report must not print the secret it found")
+    }
+
+    @Test func aFingerprintOrAPrefixIsNoLeak() {
+        let search = search([Self.secret])
+        let lines = [
+            "trace refreshing token=\(AuthToken.fingerprint(Self.secret))",
+            "trace prefix=\(Self.secret.prefix(12))",
+            "trace nothing at all",
+            "",
+        ]
+        #expect(search.leaks(in: lines).isEmpty)
+    }
+
+    @Test func secretsSharingTheirFirstBytesAreToldApart() {
+        let first = "eyJhbGciOiJIUzI1NiJ9.first-payload.sig"
+        let second = "eyJhbGciOiJIUzI1NiJ9.second-payload.sig"
+        let search = search([first, second], kind: .accessToken)
+        let leaks = search.leaks(in: "info a=\(second) b=eyJhbGciOiJIUzI1NiJ9.third")
+        #expect(leaks.map(\.secret.value) == [second])
+    }
+
+    @Test func aSecretAtTheVeryEndOrStartOfALineIsFound() {
+        let search = search(["edge-of-line-secret"])
+        #expect(search.leaks(in: "edge-of-line-secret").count == 1)
+        #expect(search.leaks(in: "x edge-of-line-secret").count == 1)
+        #expect(search.leaks(in: "edge-of-line-secre").isEmpty)
+    }
+
+    @Test func aSecretTooShortIsNotSearchedButListed() {
+        let secrets = TestSecrets()
+        secrets.register("abc", as: .password)
+        secrets.register("long-enough-password", as: .password)
+        #expect(secrets.tooShort.map(\.value) == ["abc"])
+        #expect(LogLeakSearch(secrets: secrets.all).leaks(in: "abc abc abc").isEmpty)
+    }
+
+    @Test func tenThousandSecretsAreSearchedInOnePassPerLine() {
+        let values = (0..<10_000).map { "refresh-token-\($0)-padding" }
+        let search = search(values)
+        let lines = (0..<1000).map { "debug request=\($0) status=200" } + ["warning leaked=refresh-token-4242-padding"]
+        #expect(search.leaks(in: lines).map(\.secret.value) == ["refresh-token-4242-padding"])
+    }
+}
