@@ -82,33 +82,32 @@ extension Interop {
             #expect(stats.refreshGrants == 4, "one, the lost one, its replay, and one for both clients")
             #expect(stats.revocations == 2)
 
-            var secrets = recorder.secrets
+            let secrets = TestSecrets()
+            for secret in recorder.secrets { secrets.register(secret.value, as: secret.kind, origin: secret.origin) }
             for (secret, kind) in [
-                (Credentials.password, "password"), (wrongPassword, "password"),
-                (Credentials.confidentialSecret, "client secret"), (wrongSecret, "client secret"),
+                (Credentials.password, TestSecrets.Kind.password), (wrongPassword, .password),
+                (Credentials.confidentialSecret, .clientSecret), (wrongSecret, .clientSecret),
             ] {
-                secrets[secret] = secrets[secret] ?? kind
+                secrets.register(secret, as: kind)
             }
-            let kinds = Set(secrets.values)
-            for kind in [
-                "access token", "refresh token", "password", "client_secret", "client secret", "authorization",
-                "authorization credential",
-            ] {
+            let kinds = Set(secrets.all.map(\.kind))
+            for kind in [TestSecrets.Kind.accessToken, .refreshToken, .password, .clientSecret, .credential] {
                 #expect(kinds.contains(kind), "the flow produced no \(kind) to look for")
             }
             #expect(secrets.count >= 12, "secrets collected: \(secrets.count)")
+            #expect(secrets.tooShort.isEmpty)
 
             let lines = capture.lines
             #expect(lines.count >= 50, "log lines captured: \(lines.count)")
             #expect(lines.contains { $0.hasPrefix("trace ") }, "trace lines are captured")
             #expect(lines.contains { $0.contains("token refreshed") })
             #expect(lines.contains { $0.contains("transient refresh failure") })
-            // The detector itself finds a secret where there is one.
-            let anyAccessToken = secrets.first { $0.value == "access token" }?.key ?? ""
-            let planted = leakedKinds(in: "x \(anyAccessToken) y", secrets: secrets)
-            #expect(planted == ["access token": 1])
-            let leaked = leakedKinds(in: lines.joined(separator: "\n"), secrets: secrets)
-            #expect(leaked.isEmpty, "secrets found in \(lines.count) log lines, by kind: \(leaked)")
+            let search = LogLeakSearch(secrets: secrets.all)
+            // The search itself finds a secret where there is one.
+            let anyAccessToken = secrets.all.first { $0.kind == .accessToken }?.value ?? ""
+            #expect(search.leaks(in: "x \(anyAccessToken) y").map(\.secret.kind) == [.accessToken])
+            let leaks = search.leaks(in: lines)
+            #expect(leaks.isEmpty, "secrets found in \(lines.count) log lines: \(leaks)")
         }
     }
 }

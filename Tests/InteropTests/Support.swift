@@ -6,9 +6,11 @@ import NetworkRetry
 import Persistence
 import Synchronization
 import Testing
+import TokenKitTesting
 import TokenRefresh
 
-/// Wraps the real transport: remembers every credential that crosses it (to check logs against), counts
+/// Wraps the real transport: registers every credential that crosses it (to check logs against; in its own
+/// ``secrets`` and in `TestSecrets.shared`, which the `.logLeakCheck()` trait searches for), counts
 /// token-endpoint requests by grant type, and can lose the answer to a refresh after the server has
 /// processed it (the "response lost after rotation" fault).
 final class RecordingTransport: HTTPTransport {
@@ -29,7 +31,6 @@ final class RecordingTransport: HTTPTransport {
     }
 
     private struct State {
-        var secrets: [String: String] = [:]
         var grants: [String: Int] = [:]
         var loss: Loss = .none
         var lostResponseToken: String?
@@ -37,11 +38,12 @@ final class RecordingTransport: HTTPTransport {
 
     private let base: any HTTPTransport
     private let state = Mutex(State())
+    private let seen = TestSecrets()
 
     init(_ base: any HTTPTransport) { self.base = base }
 
-    /// Every credential seen so far (value to kind: access token, refresh token, password, ...).
-    var secrets: [String: String] { state.withLock { $0.secrets } }
+    /// Every credential seen so far: access tokens, refresh tokens, passwords, client secrets, ...
+    var secrets: [TestSecrets.Secret] { seen.all }
 
     /// Token-endpoint requests sent, by `grant_type`.
     func grantCount(_ grantType: String) -> Int { state.withLock { $0.grants[grantType] ?? 0 } }
@@ -52,26 +54,18 @@ final class RecordingTransport: HTTPTransport {
     func setLoss(_ loss: Loss) { state.withLock { $0.loss = loss } }
 
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        for registry in [seen, TestSecrets.shared] {
+            registry.registerCredentials(in: request, body: body, origin: "interop request")
+        }
         var grantType: String?
-        if let authorization = request.headerFields[.authorization] { remember(authorization, as: "authorization") }
         if let body, let form = String(data: body, encoding: .utf8),
             request.headerFields[.contentType] == "application/x-www-form-urlencoded"
         {
-            for (name, value) in Form.decode(form) {
-                switch name {
-                case "grant_type": grantType = value
-                case "password", "client_secret", "refresh_token", "token", "code", "code_verifier":
-                    remember(value, as: name)
-                default: break
-                }
-            }
+            grantType = Form.decode(form).first { $0.0 == "grant_type" }?.1
         }
         if let grantType { state.withLock { $0.grants[grantType, default: 0] += 1 } }
         let (response, data) = try await base.send(request, body: body)
-        if let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
-            if let access = object["access_token"] as? String { remember(access, as: "access token") }
-            if let refresh = object["refresh_token"] as? String { remember(refresh, as: "refresh token") }
-        }
+        for registry in [seen, TestSecrets.shared] { registry.registerFields(inBody: data, origin: "interop response") }
         guard grantType == "refresh_token" else { return (response, data) }
         let loss = state.withLock { state -> Loss in
             defer { state.loss = .none }
@@ -93,21 +87,6 @@ final class RecordingTransport: HTTPTransport {
     private func recordLost(_ data: Data) {
         let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         state.withLock { $0.lostResponseToken = object?["access_token"] as? String }
-    }
-
-    private func remember(_ value: String, as kind: String) {
-        guard !value.isEmpty else { return }
-        // The first sighting names the kind (a token is an "access token" before it is a Bearer credential).
-        state.withLock { if $0.secrets[value] == nil { $0.secrets[value] = kind } }
-        // The credential part of an Authorization value on its own, too.
-        if kind == "authorization", let space = value.firstIndex(of: " ") {
-            let credential = String(value[value.index(after: space)...])
-            if !credential.isEmpty {
-                state.withLock {
-                    if $0.secrets[credential] == nil { $0.secrets[credential] = "authorization credential" }
-                }
-            }
-        }
     }
 }
 
@@ -232,11 +211,4 @@ func storedSession(_ store: any TokenStore, account: String = "default") async -
 func isAbsent(_ read: TokenStoreRead) -> Bool {
     if case .absent = read { return true }
     return false
-}
-
-/// Which of `secrets` (value to kind) appear in `text`: kinds and counts only, never the values.
-func leakedKinds(in text: String, secrets: [String: String]) -> [String: Int] {
-    var leaked: [String: Int] = [:]
-    for (secret, kind) in secrets where text.contains(secret) { leaked[kind, default: 0] += 1 }
-    return leaked
 }
