@@ -1,0 +1,39 @@
+public import Foundation
+public import HTTPTypes
+public import NetworkRetry
+
+/// Wraps a transport and registers in a ``TestSecrets`` the credentials of every request and the tokens of
+/// every response body, so a log check knows the secrets a real server issued.
+///
+/// ```swift
+/// let transport = SecretRegisteringTransport(URLSessionTransport())
+/// let client = TokenRefreshClient(strategy: OAuthRefreshStrategy(endpoint: endpoint(transport)), ...)
+/// ```
+public struct SecretRegisteringTransport: HTTPTransport {
+    private let base: any HTTPTransport
+    private let secrets: TestSecrets
+
+    /// Wraps `base`.
+    ///
+    /// - Parameters:
+    ///   - base: The transport that sends the requests.
+    ///   - secrets: Where to register; ``TestSecrets/shared`` by default.
+    public init(_ base: any HTTPTransport, registeringIn secrets: TestSecrets = .shared) {
+        self.base = base
+        self.secrets = secrets
+    }
+
+    /// Registers the request's credentials, sends it, and registers the tokens in the answer.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - body: Its body.
+    /// - Returns: The base transport's answer.
+    /// - Throws: What the base transport throws.
+    public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        secrets.registerCredentials(in: request, body: body, origin: "request")
+        let (response, data) = try await base.send(request, body: body)
+        secrets.registerFields(inBody: data, origin: "response")
+        return (response, data)
+    }
+}
