@@ -3,11 +3,12 @@ import Foundation
 import NetworkRetry
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 import TokenRefresh
 
 extension Interop {
     /// 100 concurrent requests across an access-token expiry: one refresh on the server, every request served.
-    @Suite(.enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
+    @Suite(.logLeakCheck(), .enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
     struct ConcurrentExpiry {
         static let requests = 100
 

@@ -5,13 +5,14 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 import TokenRefresh
 
 extension Interop {
     /// Nothing secret reaches a log: every TokenKit component that takes a `Logger` logs at `.trace` into a
     /// capture during a full interop flow, and no access token, refresh token, client secret, password or
     /// Authorization value that crossed the wire appears in it.
-    @Suite(.enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
+    @Suite(.logLeakCheck(), .enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
     struct LogRedaction {
         @Test func traceLogsOfAFullFlowContainNoSecret() async throws {
             let server = try await InteropServer.prepared(

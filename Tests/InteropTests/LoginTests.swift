@@ -1,12 +1,13 @@
 import AuthToken
 import Foundation
 import Testing
+import TokenKitTestingTraits
 import TokenRefresh
 
 extension Interop {
     /// Sign-in by the password grant with each kind of client DOT offers, then an authenticated request and a
     /// refresh with the same client authentication.
-    @Suite(.enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
+    @Suite(.logLeakCheck(), .enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
     struct Login {
         /// The clients: confidential with HTTP Basic, confidential with the secret in the body, public.
         static let clients: [(name: String, client: OAuthClient)] = [

@@ -3,12 +3,13 @@ import Foundation
 import NetworkRetry
 import Persistence
 import Testing
+import TokenKitTestingTraits
 import TokenRefresh
 
 extension Interop {
     /// A refresh token revoked on the server (RFC 7009) ends the session: one failed refresh, a signed-out
     /// event with the revoked reason, an empty store, and the dead token never sent again.
-    @Suite(.enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
+    @Suite(.logLeakCheck(), .enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
     struct Revocation {
         @Test func revokedRefreshTokenEndsTheSessionOnce() async throws {
             let server = try await InteropServer.prepared()

@@ -3,6 +3,7 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 import TokenRefresh
 
 extension Interop {
@@ -13,7 +14,7 @@ extension Interop {
     /// token. Presenting the rotated-out token again is `invalid_grant`; with reuse protection on, that also
     /// revokes the whole token family (the live pair dies). Within a grace window of N seconds after the
     /// rotation, the rotated-out token instead gets `200` with the same pair it already produced.
-    @Suite(.enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
+    @Suite(.logLeakCheck(), .enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
     struct RotationModes {
         static let expiries = 3
         static let requestsPerClient = 50

@@ -2,12 +2,13 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
+import TokenKitTestingTraits
 import TokenRefresh
 
 extension Interop {
     /// DOT rotates the refresh token on every refresh; the rotated one must reach the store, or the next
     /// process to start would present a dead token.
-    @Suite(.enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
+    @Suite(.logLeakCheck(), .enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
     struct RotationPersistence {
         @Test func rotatedRefreshTokenIsPersistedAndUsedByTheNextClient() async throws {
             let server = try await InteropServer.prepared()
