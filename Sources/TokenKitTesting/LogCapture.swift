@@ -25,27 +25,11 @@ public final class LogCapture: Sendable {
     /// - Parameter label: The logger's label.
     /// - Returns: The logger.
     public func logger(_ label: String = "TokenKit") -> Logger {
-        Logger(label: label) { _ in Handler(capture: self, label: label) }
-    }
-
-    fileprivate func append(_ line: String, label: String) {
-        captured.withLock { $0.append(line) }
-        ProcessLogCapture.record(line, label: label)
-    }
-
-    private struct Handler: LogHandler {
-        let capture: LogCapture
-        let label: String
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            capture.append(ProcessLogCapture.render(event, label: label, metadata: metadata), label: label)
+        Logger(label: label) { _ in
+            LineHandler(label: label) { line in
+                self.captured.withLock { $0.append(line) }
+                ProcessLogCapture.record(line, label: label)
+            }
         }
     }
 }

@@ -46,7 +46,9 @@ public enum ProcessLogCapture: Sendable {
             return !state.installed
         }
         if first {
-            LoggingSystem.bootstrap { label in Handler(label: label) }
+            LoggingSystem.bootstrap { label in
+                LineHandler(label: label) { line in ProcessLogCapture.record(line, label: label) }
+            }
         }
         return first
     }
@@ -81,26 +83,24 @@ public enum ProcessLogCapture: Sendable {
             state.labels.insert(label)
         }
     }
+}
 
-    /// Renders a log event the way ``LogCapture`` and the process capture keep it.
-    static func render(_ event: LogEvent, label: String, metadata: Logger.Metadata) -> String {
-        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
-        let rendered = merged.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
-        return "\(event.level) \(label) [\(event.source)] \(event.message) \(rendered)"
+/// A log handler at `.trace` that renders each event as one line (level, label, `[source]`, message, then
+/// metadata sorted by key) and hands it to `sink`.
+struct LineHandler: LogHandler {
+    let label: String
+    let sink: @Sendable (String) -> Void
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
     }
 
-    private struct Handler: LogHandler {
-        let label: String
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            ProcessLogCapture.record(ProcessLogCapture.render(event, label: label, metadata: metadata), label: label)
-        }
+    func log(event: LogEvent) {
+        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        let rendered = merged.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+        sink("\(event.level) \(label) [\(event.source)] \(event.message) \(rendered)")
     }
 }
