@@ -4,8 +4,9 @@ import Synchronization
 /// Captures every log line of the process, at trace level, from every logger made with `Logger(label:)`
 /// and from every ``LogCapture``, so a whole test run can be searched for secrets.
 ///
-/// Call ``bootstrap()`` before the first logger is made (it calls `LoggingSystem.bootstrap`, which a
-/// process may do only once). Each line records the ``scope`` it was logged in, so a leak can be
+/// Call ``bootstrap()`` before the first logger is made: a `Logger` keeps the handler it was made with, so one
+/// made earlier (a `static let`, say) logs elsewhere. It calls `LoggingSystem.bootstrap`, which swift-log
+/// allows once per process: a test process that bootstraps its own backend cannot also use this capture. Each line records the ``scope`` it was logged in, so a leak can be
 /// blamed on one test. The `LogLeakCheck` trait of `TokenKitTestingTraits` does all of this for a
 /// Swift Testing run.
 ///
