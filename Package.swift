@@ -87,7 +87,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AuthTokenTests",
-            dependencies: ["AuthToken", "TokenKitTestingTraits"],
+            dependencies: ["AuthToken", "TokenKitTesting", "TokenKitTestingTraits"],
             resources: [.copy("Vectors")],
             swiftSettings: strictSettings
         ),
@@ -115,7 +115,7 @@ let package = Package(
         .testTarget(
             name: "TokenKitTestingTests",
             dependencies: [
-                "AuthToken", "TokenKitTesting", "TokenKitTestingTraits",
+                "AuthToken", "NetworkRetry", "TokenKitTesting", "TokenKitTestingTraits",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -2,10 +2,11 @@ import AuthToken
 import Foundation
 
 /// Searches log lines for secrets, as they are and in the forms a log line is likely to carry them in:
-/// percent-encoded (a URL or form body), with `+` for spaces, and JSON-escaped.
+/// percent-encoded (upper- or lowercase hex; as a URL query encodes them; with `+` for spaces in a form body),
+/// JSON-escaped, and base64 or base64url (a secret encoded on its own).
 ///
 /// One pass over each line's bytes, whatever the number of secrets: each secret form is indexed by its
-/// first ``TestSecrets/minimumLength`` bytes, and each window of the line is looked up in that index.
+/// first 8 bytes, and each 8-byte window of the line is looked up in that index.
 ///
 /// ```swift
 /// let search = LogLeakSearch(secrets: TestSecrets.shared.all)
@@ -17,7 +18,7 @@ public struct LogLeakSearch: Sendable {
     public struct Leak: Sendable, CustomStringConvertible {
         /// The secret that was found.
         public let secret: TestSecrets.Secret
-        /// The line, with every secret found in it replaced by `<kind fingerprint>`.
+        /// The line, with every secret found in it replaced by `<kind fingerprint>` (`<password>` for a password).
         public let redactedLine: String
 
         /// What leaked and the redacted line; never the secret.
@@ -27,6 +28,12 @@ public struct LogLeakSearch: Sendable {
     private struct Form: Sendable {
         let bytes: [UInt8]
         let secret: Int
+    }
+
+    private struct Match {
+        let start: Int
+        let form: Form
+        var end: Int { start + form.bytes.count }
     }
 
     private let secrets: [TestSecrets.Secret]
@@ -60,42 +67,68 @@ public struct LogLeakSearch: Sendable {
     /// - Parameter line: A log line.
     /// - Returns: One leak per secret found in it.
     public func leaks(in line: String) -> [Leak] {
-        let found = matches(in: Array(line.utf8))
+        let bytes = Array(line.utf8)
+        let found = matches(in: bytes)
         guard !found.isEmpty else { return [] }
-        var redacted = line
-        for match in found.sorted(by: { $0.bytes.count > $1.bytes.count }) {
-            let secret = secrets[match.secret]
-            let text = String(decoding: match.bytes, as: UTF8.self)
-            redacted = redacted.replacingOccurrences(
-                of: text, with: "<\(secret.kind) \(AuthToken.fingerprint(secret.value))>")
-        }
+        let redacted = redact(bytes, found)
         var seen: Set<Int> = []
         return found.compactMap { match in
-            guard seen.insert(match.secret).inserted else { return nil }
-            return Leak(secret: secrets[match.secret], redactedLine: redacted)
+            guard seen.insert(match.form.secret).inserted else { return nil }
+            return Leak(secret: secrets[match.form.secret], redactedLine: redacted)
         }
     }
 
-    private func matches(in bytes: [UInt8]) -> [Form] {
-        let width = TestSecrets.minimumLength
+    /// The line with each run of overlapping matches replaced by the placeholder of its longest match. Bytes,
+    /// not characters: a match found in bytes is replaced in bytes, whatever the line's normalization.
+    private func redact(_ bytes: [UInt8], _ found: [Match]) -> String {
+        var output: [UInt8] = []
+        var position = 0
+        var matches = found.sorted { $0.start < $1.start }[...]
+        while let first = matches.popFirst() {
+            var end = first.end
+            var longest = first
+            while let next = matches.first, next.start < end {
+                matches.removeFirst()
+                end = max(end, next.end)
+                if next.form.bytes.count > longest.form.bytes.count { longest = next }
+            }
+            output += bytes[position..<first.start]
+            output += Array(Self.placeholder(secrets[longest.form.secret]).utf8)
+            position = end
+        }
+        output += bytes[position...]
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    private static func placeholder(_ secret: TestSecrets.Secret) -> String {
+        secret.kind == .password ? "<password>" : "<\(secret.kind) \(AuthToken.fingerprint(secret.value))>"
+    }
+
+    private func matches(in bytes: [UInt8]) -> [Match] {
+        let width = Self.keyWidth
         guard bytes.count >= width, !index.isEmpty else { return [] }
-        var found: [Form] = []
+        var found: [Match] = []
         for start in 0...(bytes.count - width) {
             guard let candidates = index[Self.key(bytes, at: start)] else { continue }
             for form in candidates where start + form.bytes.count <= bytes.count {
-                if bytes[start..<(start + form.bytes.count)].elementsEqual(form.bytes) { found.append(form) }
+                if bytes[start..<(start + form.bytes.count)].elementsEqual(form.bytes) {
+                    found.append(Match(start: start, form: form))
+                }
             }
         }
         return found
     }
 
+    /// The bytes of a form's index key: its first 8, which ``TestSecrets/minimumLength`` guarantees it has.
+    private static let keyWidth = MemoryLayout<UInt64>.size
+
     private static func key(_ bytes: [UInt8], at start: Int) -> UInt64 {
         var key: UInt64 = 0
-        for offset in 0..<TestSecrets.minimumLength { key = key << 8 | UInt64(bytes[start + offset]) }
+        for offset in 0..<keyWidth { key = key << 8 | UInt64(bytes[start + offset]) }
         return key
     }
 
-    /// The secret as it is, percent-encoded, form-encoded and JSON-escaped (each once, if different).
+    /// The secret as it is and in each encoding searched for (each once).
     static func forms(of value: String) -> [String] {
         var unreserved = CharacterSet.alphanumerics
         unreserved.insert(charactersIn: "-._~")
@@ -104,13 +137,36 @@ public struct LogLeakSearch: Sendable {
         formAllowed.insert(" ")
         let form = (value.addingPercentEncoding(withAllowedCharacters: formAllowed) ?? value)
             .replacingOccurrences(of: " ", with: "+")
+        let query = value.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? value
         let json = value.replacingOccurrences(of: "\\", with: "\\\\")
             .replacingOccurrences(of: "\"", with: "\\\"")
             .replacingOccurrences(of: "/", with: "\\/")
+        let base64 = Data(value.utf8).base64EncodedString()
+        let base64URL = base64.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
         var forms: [String] = []
-        for candidate in [value, percent, form, json] where !forms.contains(candidate) {
+        for candidate in [value, percent, lowercasedEscapes(percent), form, query, json, base64, base64URL]
+        where !forms.contains(candidate) {
             forms.append(candidate)
         }
         return forms
+    }
+
+    /// `%2F` as `%2f`: the hex digits of each percent escape in lowercase.
+    private static func lowercasedEscapes(_ text: String) -> String {
+        var output = ""
+        var pending = 0
+        for character in text {
+            if character == "%" {
+                pending = 2
+                output.append(character)
+            } else if pending > 0 {
+                pending -= 1
+                output += character.lowercased()
+            } else {
+                output.append(character)
+            }
+        }
+        return output
     }
 }

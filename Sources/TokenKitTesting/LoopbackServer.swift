@@ -177,7 +177,7 @@ public final class LoopbackServer: @unchecked Sendable {
 
         registerSecrets(of: request)
         let response = route(request, port)
-        TestSecrets.shared.registerFields(inBody: response.body, origin: "LoopbackServer response")
+        TestSecrets.shared.registerTokens(inResponseBody: response.body, origin: "LoopbackServer response")
         var text =
             "HTTP/1.1 \(response.status) Status\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
         for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
@@ -207,8 +207,8 @@ public final class LoopbackServer: @unchecked Sendable {
             for value in values { TestSecrets.shared.registerHeader(name: name, value: value, origin: origin) }
         }
         if let query = request.path.split(separator: "?", maxSplits: 1).dropFirst().first {
-            TestSecrets.shared.registerFields(inBody: Data(query.utf8), origin: origin)
+            TestSecrets.shared.registerCredentials(inRequestBody: Data(query.utf8), origin: origin)
         }
-        TestSecrets.shared.registerFields(inBody: request.body, origin: origin)
+        TestSecrets.shared.registerCredentials(inRequestBody: request.body, origin: origin)
     }
 }

@@ -118,7 +118,7 @@ public final class MockTransport: HTTPTransport, CustomStringConvertible {
             guard let handler else { throw ScriptExhausted(requestNumber: number) }
             answer = try await handler(request, body)
         }
-        TestSecrets.shared.registerFields(inBody: answer.1, origin: "MockTransport response")
+        TestSecrets.shared.registerTokens(inResponseBody: answer.1, origin: "MockTransport response")
         return answer
     }
 

@@ -33,7 +33,7 @@ public struct SecretRegisteringTransport: HTTPTransport {
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         secrets.registerCredentials(in: request, body: body, origin: "request")
         let (response, data) = try await base.send(request, body: body)
-        secrets.registerFields(inBody: data, origin: "response")
+        secrets.registerTokens(inResponseBody: data, origin: "response")
         return (response, data)
     }
 }

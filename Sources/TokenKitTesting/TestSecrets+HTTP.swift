@@ -15,23 +15,40 @@ extension TestSecrets {
             registerHeader(name: field.name.canonicalName, value: field.value, origin: origin)
         }
         if let path = request.path, let query = path.split(separator: "?", maxSplits: 1).dropFirst().first {
-            registerFields(formEncoded: String(query), origin: origin)
+            registerFields(formEncoded: String(query), origin: origin, kinds: nil)
         }
-        if let body { registerFields(inBody: body, origin: origin) }
+        if let body { registerFields(in: body, origin: origin, kinds: nil) }
     }
 
-    /// Registers the secret fields of a request or response body: a JSON object (searched at every depth,
-    /// snake_case or camelCase keys) or a form-encoded string.
+    /// Registers the tokens in a response body, a JSON object (searched at every depth, snake_case or
+    /// camelCase keys) or a form-encoded string: access, refresh and ID tokens and client secrets. Fields that
+    /// hold a credential only in a request (`code`, `token`, `password`) are left alone, so an error body such
+    /// as `{"code": "invalid_request"}` registers nothing.
     ///
     /// - Parameters:
     ///   - body: The body.
     ///   - origin: Where the body was seen.
-    public func registerFields(inBody body: Data, origin: String) {
+    public func registerTokens(inResponseBody body: Data, origin: String) {
+        registerFields(in: body, origin: origin, kinds: [.accessToken, .refreshToken, .idToken, .clientSecret])
+    }
+
+    /// Registers every secret field of a request body or query string (JSON or form-encoded), as
+    /// ``registerCredentials(in:body:origin:)`` does for a whole request.
+    ///
+    /// - Parameters:
+    ///   - body: The body, or a query string as bytes.
+    ///   - origin: Where it was seen.
+    public func registerCredentials(inRequestBody body: Data, origin: String) {
+        registerFields(in: body, origin: origin, kinds: nil)
+    }
+
+    /// Registers the secret fields of a body; `kinds` limits them (`nil`: every kind).
+    private func registerFields(in body: Data, origin: String, kinds: Set<Kind>?) {
         guard !body.isEmpty else { return }
         if let json = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]) {
-            registerFields(inJSON: json, origin: origin)
+            registerFields(inJSON: json, origin: origin, kinds: kinds)
         } else if let text = String(data: body, encoding: .utf8), text.contains("=") {
-            registerFields(formEncoded: text, origin: origin)
+            registerFields(formEncoded: text, origin: origin, kinds: kinds)
         }
     }
 
@@ -55,7 +72,9 @@ extension TestSecrets {
                 if let decoded = Data(base64Encoded: parameter).flatMap({ String(data: $0, encoding: .utf8) }),
                     let colon = decoded.firstIndex(of: ":")
                 {
+                    // RFC 6749 2.3.1 form-encodes the secret first; a client that does not sends it as is.
                     let secret = String(decoded[decoded.index(after: colon)...])
+                    register(secret, as: .clientSecret, origin: origin)
                     register(Self.formDecoded(secret), as: .clientSecret, origin: origin)
                 }
             default: register(parameter, as: .credential, origin: origin)
@@ -81,31 +100,31 @@ extension TestSecrets {
         }
     }
 
-    private func registerFields(inJSON json: Any, origin: String) {
+    private func registerFields(inJSON json: Any, origin: String, kinds: Set<Kind>?) {
         if let object = json as? [String: Any] {
             for (key, value) in object {
                 if let text = value as? String, let kind = Self.kind(ofField: key) {
-                    register(text, as: kind, origin: origin)
+                    if kinds?.contains(kind) ?? true { register(text, as: kind, origin: origin) }
                 } else {
-                    registerFields(inJSON: value, origin: origin)
+                    registerFields(inJSON: value, origin: origin, kinds: kinds)
                 }
             }
         } else if let array = json as? [Any] {
-            for element in array { registerFields(inJSON: element, origin: origin) }
+            for element in array { registerFields(inJSON: element, origin: origin, kinds: kinds) }
         }
     }
 
-    private func registerFields(formEncoded text: String, origin: String) {
+    private func registerFields(formEncoded text: String, origin: String, kinds: Set<Kind>?) {
         for pair in text.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, let kind = Self.kind(ofField: Self.formDecoded(String(parts[0]))) else {
-                continue
-            }
+            guard parts.count == 2, let kind = Self.kind(ofField: Self.formDecoded(String(parts[0]))),
+                kinds?.contains(kind) ?? true
+            else { continue }
             register(Self.formDecoded(String(parts[1])), as: kind, origin: origin)
         }
     }
 
-    private static func formDecoded(_ text: String) -> String {
+    static func formDecoded(_ text: String) -> String {
         let spaced = text.replacingOccurrences(of: "+", with: " ")
         return spaced.removingPercentEncoding ?? spaced
     }

@@ -48,11 +48,15 @@ public final class TestSecrets: Sendable {
         /// The test scope (``ProcessLogCapture/scope``) that registered it, if any.
         public let scope: String?
 
-        /// Kind, fingerprint and origin; never the value.
-        public var description: String { "\(kind) \(AuthToken.fingerprint(value)) (from \(origin))" }
+        /// Kind, fingerprint and origin; never the value. A password gets no fingerprint: a 32-bit hash of a
+        /// low-entropy secret can be reversed by trying candidates.
+        public var description: String {
+            kind == .password ? "password (from \(origin))" : "\(kind) \(AuthToken.fingerprint(value)) (from \(origin))"
+        }
     }
 
-    /// Secrets shorter than this many UTF-8 bytes are not searched for.
+    /// Secrets shorter than this many UTF-8 bytes are not searched for. At least 8: ``LogLeakSearch`` indexes
+    /// secrets by their first 8 bytes.
     public static let minimumLength = 8
 
     /// The registry the fakes of this module use.
@@ -76,14 +80,6 @@ public final class TestSecrets: Sendable {
 
     /// The secrets too short to search for.
     public var tooShort: [Secret] { all.filter { $0.value.utf8.count < Self.minimumLength } }
-
-    /// The secrets registered since the first `index` ones.
-    ///
-    /// - Parameter index: A value ``count`` had earlier.
-    /// - Returns: The secrets registered after it.
-    public func registered(after index: Int) -> [Secret] {
-        state.withLock { Array($0.order.dropFirst(index)) }
-    }
 
     /// Registers a token's access token and refresh token.
     ///

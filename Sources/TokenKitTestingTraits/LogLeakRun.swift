@@ -33,10 +33,16 @@ final class LogLeakRun: Sendable {
 
     /// Installs the process capture, and the search of ``shared`` at exit; only the first call does anything.
     static func install() {
-        if ProcessLogCapture.bootstrap() {
-            atexit { LogLeakRun.shared.finish() }
+        ProcessLogCapture.bootstrap()
+        // Its own flag, not `bootstrap()`'s answer: the capture may have been installed by someone else first.
+        let first = installed.withLock { installed in
+            defer { installed = true }
+            return !installed
         }
+        if first { atexit { LogLeakRun.shared.finish() } }
     }
+
+    private static let installed = Mutex(false)
 
     /// Starts a test: registers the secret literals of its tests directory (once per directory).
     ///
@@ -125,17 +131,14 @@ final class LogLeakRun: Sendable {
             report: report.joined(separator: "\n"), failed: !unreported.isEmpty || !unreportedShort.isEmpty)
     }
 
-    /// At exit: writes the capture to `TOKENKIT_LOG_CAPTURE_FILE` if that is set, prints the summary to
-    /// standard error, and exits with 1 on a problem no test reported.
+    /// At exit: prints the summary to standard error, and exits with 1 on a problem no test reported.
     func finish() {
         let summary = summarize()
-        if let path = ProcessInfo.processInfo.environment["TOKENKIT_LOG_CAPTURE_FILE"] {
-            let lines = ProcessLogCapture.lines(after: 0)
-            let text = lines.map { "\($0.scope ?? "-")\t\($0.text)" }.joined(separator: "\n") + "\n"
-            try? text.write(toFile: path, atomically: true, encoding: .utf8)
-        }
         FileHandle.standardError.write(Data((summary.report + "\n").utf8))
-        if summary.failed { _exit(1) }
+        if summary.failed {
+            fflush(nil)
+            _exit(1)
+        }
     }
 
     private func search(for secrets: [TestSecrets.Secret]) -> LogLeakSearch {

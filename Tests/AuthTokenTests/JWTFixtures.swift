@@ -1,4 +1,5 @@
 import Foundation
+import TokenKitTesting
 
 /// Builds compact JWTs for tests. The signature is a fixed fake: nothing here verifies it.
 enum JWTFixtures {
@@ -11,9 +12,11 @@ enum JWTFixtures {
 
     static func base64URL(_ text: String) -> String { base64URL(Array(text.utf8)) }
 
-    /// A compact JWT whose payload is `payloadJSON` verbatim.
+    /// A compact JWT whose payload is `payloadJSON` verbatim, registered as a test secret.
     static func token(payloadJSON: String, headerJSON: String = #"{"alg":"RS256","typ":"JWT"}"#) -> String {
-        "\(base64URL(headerJSON)).\(base64URL(payloadJSON)).c2lnbmF0dXJl"
+        let token = "\(base64URL(headerJSON)).\(base64URL(payloadJSON)).c2lnbmF0dXJl"
+        TestSecrets.shared.register(token, as: .accessToken)
+        return token
     }
 
     /// A compact JWT with the given numeric claims and a subject.

@@ -65,7 +65,9 @@ final class RecordingTransport: HTTPTransport {
         }
         if let grantType { state.withLock { $0.grants[grantType, default: 0] += 1 } }
         let (response, data) = try await base.send(request, body: body)
-        for registry in [seen, TestSecrets.shared] { registry.registerFields(inBody: data, origin: "interop response") }
+        for registry in [seen, TestSecrets.shared] {
+            registry.registerTokens(inResponseBody: data, origin: "interop response")
+        }
         guard grantType == "refresh_token" else { return (response, data) }
         let loss = state.withLock { state -> Loss in
             defer { state.loss = .none }

@@ -65,7 +65,7 @@ import TokenKitTestingTraits
 
     static let refreshingChallenges: [String?] = [
         #"Bearer error="invalid_token""#,
-        #"Bearer realm="api", error="invalid_token", error_description="expired-bearer-x1""#,
+        #"Bearer realm="api", error="invalid_token", error_description="the token expired""#,
         "Bearer",
         #"bearer realm="api""#,
         #"Bearer error="token_expired""#,

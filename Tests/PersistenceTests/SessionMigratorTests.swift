@@ -3,6 +3,7 @@ import Foundation
 import Persistence
 import Synchronization
 import Testing
+import TokenKitTesting
 import TokenKitTestingTraits
 
 @Suite(.logLeakCheck()) struct SessionMigratorTests {
@@ -18,7 +19,11 @@ import TokenKitTestingTraits
         return base64URL(#"{"alg":"HS256","typ":"JWT"}"#) + "." + base64URL(claims) + ".c2lnbmF0dXJl"
     }
 
-    static let fitIQAccessToken = jwt(#"{"sub":"u-42","iat":1749999000,"exp":1750002600}"#)
+    static let fitIQAccessToken: String = {
+        let token = jwt(#"{"sub":"u-42","iat":1749999000,"exp":1750002600}"#)
+        TestSecrets.shared.register(token, as: .accessToken)  // made at run time: the literal scan cannot see it
+        return token
+    }()
 
     static func fitIQSource() -> InMemoryLegacyKeyValueSource {
         InMemoryLegacyKeyValueSource(strings: [
@@ -71,7 +76,8 @@ import TokenKitTestingTraits
     }
 
     @Test func lumeExpiryWrittenAsAnISO8601StringIsRead() async throws {
-        let json = #"{"accessToken":"a","refreshToken":"r","expiresAt":"2025-06-15T15:21:40Z"}"#
+        let json =
+            #"{"accessToken":"lume-iso-access","refreshToken":"lume-iso-refresh","expiresAt":"2025-06-15T15:21:40Z"}"#
         let source = InMemoryLegacyKeyValueSource(strings: ["authToken": json])
         let store = InMemoryTokenStore()
         #expect(try await Self.migrator(.lume(), source, store).migrate() == .migrated)
@@ -147,13 +153,15 @@ import TokenKitTestingTraits
     }
 
     @Test func anInterruptedLumeMigrationIsCompletedOnTheNextLaunch() async throws {
-        let inner = InMemoryLegacyKeyValueSource(strings: ["authToken": #"{"accessToken":"a","expiresAt":1}"#])
+        let inner = InMemoryLegacyKeyValueSource(strings: [
+            "authToken": #"{"accessToken":"interrupted-lume-access","expiresAt":1}"#
+        ])
         let source = InterruptingSource(inner, failAfter: 0)
         let store = InMemoryTokenStore()
         await #expect(throws: PersistenceError.writeFailed) {
             try await Self.migrator(.lume(), source, store).migrate()
         }
-        #expect(await store.load(account: "default").session?.token.accessToken == "a")
+        #expect(await store.load(account: "default").session?.token.accessToken == "interrupted-lume-access")
         source.heal()
         #expect(try await Self.migrator(.lume(), source, store).migrate() == .finishedEarlierMigration)
         #expect(await inner.values.isEmpty)

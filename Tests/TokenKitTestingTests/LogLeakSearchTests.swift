@@ -18,6 +18,9 @@ import TokenKitTestingTraits
         "debug body=s3cret%20refresh%2Ftoken%2Bvalue%26more",
         "debug form=s3cret+refresh%2Ftoken%2Bvalue%26more",
         #"debug json={"refresh_token":"s3cret refresh\/token+value&more"}"#,
+        "debug body=s3cret%20refresh%2ftoken%2bvalue%26more",
+        "debug url=https://example.com/cb?t=s3cret%20refresh/token+value&more",
+        "debug encoded=\(Data(secret.utf8).base64EncodedString())",
     ])
     func aSecretIsFoundAsItIsAndEncoded(_ line: String) throws {
         let leaks = search([Self.secret]).leaks(in: line)
@@ -27,6 +30,30 @@ import TokenKitTestingTraits
         #expect(leak.redactedLine.contains("<refresh token \(AuthToken.fingerprint(Self.secret))>"))
         #expect(!leak.redactedLine.contains("s3cret"))
         #expect(!leak.description.contains("s3cret"), "a report must not print the secret it found")
+    }
+
+    @Test func theRedactedLineHidesTheSecretWhateverItsNormalization() throws {
+        // "é" as e + combining accent: a character-based replace would not find the bytes the search found.
+        let decomposed = "secret-cafe\u{301}-value"
+        let leak = try #require(search([decomposed]).leaks(in: "x \(decomposed) y").first)
+        #expect(!leak.redactedLine.contains("secret-cafe"))
+        #expect(leak.redactedLine.hasPrefix("x <refresh token ") && leak.redactedLine.hasSuffix("> y"))
+    }
+
+    @Test func overlappingSecretsAreRedactedTogether() throws {
+        let search = search(["overlap-secret-one", "secret-one-and-more"])
+        let leaks = search.leaks(in: "a overlap-secret-one-and-more b")
+        #expect(leaks.count == 2)
+        let line = try #require(leaks.first).redactedLine
+        #expect(line.hasPrefix("a <refresh token ") && line.hasSuffix("> b"))
+        #expect(!line.contains("secret") && !line.contains("more"))
+    }
+
+    @Test func aPasswordIsNeverFingerprinted() throws {
+        let search = search(["correct-horse-password"], kind: .password)
+        let leak = try #require(search.leaks(in: "p=correct-horse-password").first)
+        #expect(leak.redactedLine == "p=<password>")
+        #expect(!leak.description.contains(AuthToken.fingerprint("correct-horse-password")))
     }
 
     @Test func aFingerprintOrAPrefixIsNoLeak() {

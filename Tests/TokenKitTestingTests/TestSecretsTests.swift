@@ -37,14 +37,34 @@ import TokenKitTestingTraits
         let secrets = TestSecrets()
         let body =
             #"{"data":{"access_token":"nested-access","refreshToken":"camel-refresh","user":"alice"},"id_token":"oidc-id-token"}"#
-        secrets.registerFields(inBody: Data(body.utf8), origin: "test")
+        secrets.registerTokens(inResponseBody: Data(body.utf8), origin: "test")
         #expect(
             kinds(secrets) == [
                 "nested-access": .accessToken, "camel-refresh": .refreshToken, "oidc-id-token": .idToken,
             ])
-        secrets.registerFields(inBody: Data("<html>not a token</html>".utf8), origin: "test")
-        secrets.registerFields(inBody: Data(), origin: "test")
+        secrets.registerTokens(inResponseBody: Data("<html>not a token</html>".utf8), origin: "test")
+        secrets.registerTokens(inResponseBody: Data(), origin: "test")
         #expect(secrets.count == 3)
+    }
+
+    @Test func anErrorBodysCodeIsNoSecretButARequestsCodeIs() {
+        let secrets = TestSecrets()
+        secrets.registerTokens(
+            inResponseBody: Data(
+                #"{"code":"invalid_request","token":"not-a-token-here","password":"not-a-password-here"}"#.utf8),
+            origin: "test")
+        #expect(secrets.count == 0)
+        secrets.registerCredentials(
+            inRequestBody: Data("grant_type=authorization_code&code=auth-code-99".utf8), origin: "test")
+        #expect(kinds(secrets) == ["auth-code-99": .credential])
+    }
+
+    @Test func aBasicSecretIsRegisteredAsSentAndFormDecoded() {
+        let secrets = TestSecrets()
+        let value = "Basic " + Data("app:plain+secret%41".utf8).base64EncodedString()
+        secrets.registerHeader(name: "authorization", value: value, origin: "test")
+        let clientSecrets = secrets.all.filter { $0.kind == .clientSecret }.map(\.value)
+        #expect(clientSecrets == ["plain+secret%41", "plain secretA"])
     }
 
     @Test func theLiteralScanFindsLabelsJSONKeysAndFormFields() {
@@ -53,16 +73,21 @@ import TokenKitTestingTraits
             let client = OAuthClient(id: "app", secret: "literal-client-secret")
             let json = #"{"refresh_token":"literal-json-refresh","expires_in":3600}"#
             let escaped = "{\"password\":\"literal-escaped-password\"}"
-            let form = "grant_type=password&password=literal-form-password&scope=read"
+            let form = "grant_type=password&password=literal+form%2Fpassword&scope=read"
+            let legacy = ["refreshToken": "literal-camel-refresh", "unrelated": "kept"]
+            let pkce = try PKCE(verifier: "literal-pkce-verifier")
             """#
         let found = TestSecrets.secretLiterals(in: source)
         #expect(
             found.map(\.value) == [
                 "literal-access", "literal-client-secret", "literal-json-refresh", "literal-escaped-password",
-                "literal-form-password",
+                "literal form/password", "literal-camel-refresh", "literal-pkce-verifier",
             ])
-        #expect(found.map(\.kind) == [.accessToken, .clientSecret, .refreshToken, .password, .password])
-        #expect(found.map(\.line) == [1, 2, 3, 4, 5])
+        #expect(
+            found.map(\.kind) == [
+                .accessToken, .clientSecret, .refreshToken, .password, .password, .refreshToken, .credential,
+            ])
+        #expect(found.map(\.line) == [1, 2, 3, 4, 5, 6, 7])
     }
 
     @Test func theMockTransportRegistersWhatCrossesIt() async throws {

@@ -165,7 +165,7 @@ import TokenKitTestingTraits
     @Test func pkceMatchesTheRFC7636Example() throws {
         let pkce = try PKCE(verifier: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")
         #expect(pkce.challenge == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")
-        #expect(throws: TokenRefreshError.invalidArgument) { try PKCE(verifier: "short") }
+        #expect(throws: TokenRefreshError.invalidArgument) { try PKCE(verifier: "too-short-verifier") }
         #expect(PKCE.generate().verifier.count == 43)
     }
 
