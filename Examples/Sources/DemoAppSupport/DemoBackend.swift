@@ -2,7 +2,7 @@ public import DemoAuthServer
 public import Foundation
 import HTTPTypes
 import HTTPTypesFoundation
-import Logging
+public import Logging
 import TokenKit
 
 /// The auth server a demo talks to: the demo server started in this process (the default), or the one at
@@ -25,14 +25,21 @@ public final class DemoBackend: Sendable {
     /// - Parameters:
     ///   - external: The `--server` URL, or `nil` to start one in-process.
     ///   - configuration: The in-process server's configuration.
+    ///   - logger: The in-process server's logger; `nil` (the default) logs errors only, as the demo prints its
+    ///     own lines. Tests pass one at trace level.
     /// - Returns: The backend.
     /// - Throws: ``DemoFailure`` when the server cannot be started or reached.
     public static func start(
-        external: String?, configuration: DemoAuthServer.Configuration
+        external: String?, configuration: DemoAuthServer.Configuration, logger: Logger? = nil
     ) async throws -> DemoBackend {
         guard let external else {
-            var logger = Logger(label: "demo-auth-server")
-            logger.logLevel = .error  // the demo prints its own lines
+            let logger =
+                logger
+                ?? {
+                    var logger = Logger(label: "demo-auth-server")
+                    logger.logLevel = .error  // the demo prints its own lines
+                    return logger
+                }()
             let server = DemoAuthServer(configuration: configuration, logger: logger)
             let url = try await server.start()
             return DemoBackend(baseURL: url, server: server)
