@@ -33,14 +33,7 @@ public final class DemoBackend: Sendable {
         external: String?, configuration: DemoAuthServer.Configuration, logger: Logger? = nil
     ) async throws -> DemoBackend {
         guard let external else {
-            let logger =
-                logger
-                ?? {
-                    var logger = Logger(label: "demo-auth-server")
-                    logger.logLevel = .error  // the demo prints its own lines
-                    return logger
-                }()
-            let server = DemoAuthServer(configuration: configuration, logger: logger)
+            let server = DemoAuthServer(configuration: configuration, logger: logger ?? quietLogger)
             let url = try await server.start()
             return DemoBackend(baseURL: url, server: server)
         }
@@ -54,6 +47,13 @@ public final class DemoBackend: Sendable {
             throw DemoFailure("cannot reach the auth server at \(external): \(DemoFailure.describe(error))")
         }
         return backend
+    }
+
+    /// The in-process server's logger in a demo: errors only, as the demo prints its own lines.
+    private static var quietLogger: Logger {
+        var logger = Logger(label: "demo-auth-server")
+        logger.logLevel = .error
+        return logger
     }
 
     /// `in-process at <url>` or `external at <url>`.
