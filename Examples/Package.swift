@@ -103,7 +103,9 @@ let package = Package(
                 "DemoAuthServer",
                 .product(name: "TokenKit", package: "TokenKit"),
                 .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "TokenKitTestingTraits", package: "TokenKit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
@@ -115,6 +117,7 @@ let package = Package(
                 "DemoAuthServer",
                 .product(name: "TokenKit", package: "TokenKit"),
                 .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "TokenKitTestingTraits", package: "TokenKit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -126,6 +129,8 @@ let package = Package(
             dependencies: [
                 "DemoAuthServer",
                 .product(name: "AuthToken", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "TokenKitTestingTraits", package: "TokenKit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

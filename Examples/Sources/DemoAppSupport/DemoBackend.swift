@@ -2,7 +2,7 @@ public import DemoAuthServer
 public import Foundation
 import HTTPTypes
 import HTTPTypesFoundation
-import Logging
+public import Logging
 import TokenKit
 
 /// The auth server a demo talks to: the demo server started in this process (the default), or the one at
@@ -25,15 +25,15 @@ public final class DemoBackend: Sendable {
     /// - Parameters:
     ///   - external: The `--server` URL, or `nil` to start one in-process.
     ///   - configuration: The in-process server's configuration.
+    ///   - logger: The in-process server's logger; `nil` (the default) logs errors only, as the demo prints its
+    ///     own lines. Tests pass one at trace level.
     /// - Returns: The backend.
     /// - Throws: ``DemoFailure`` when the server cannot be started or reached.
     public static func start(
-        external: String?, configuration: DemoAuthServer.Configuration
+        external: String?, configuration: DemoAuthServer.Configuration, logger: Logger? = nil
     ) async throws -> DemoBackend {
         guard let external else {
-            var logger = Logger(label: "demo-auth-server")
-            logger.logLevel = .error  // the demo prints its own lines
-            let server = DemoAuthServer(configuration: configuration, logger: logger)
+            let server = DemoAuthServer(configuration: configuration, logger: logger ?? quietLogger)
             let url = try await server.start()
             return DemoBackend(baseURL: url, server: server)
         }
@@ -47,6 +47,13 @@ public final class DemoBackend: Sendable {
             throw DemoFailure("cannot reach the auth server at \(external): \(DemoFailure.describe(error))")
         }
         return backend
+    }
+
+    /// The in-process server's logger in a demo: errors only, as the demo prints its own lines.
+    private static var quietLogger: Logger {
+        var logger = Logger(label: "demo-auth-server")
+        logger.logLevel = .error
+        return logger
     }
 
     /// `in-process at <url>` or `external at <url>`.

@@ -2,11 +2,13 @@ import DemoAppSupport
 import DemoAuthServer
 import Foundation
 import HTTPTypes
+import Logging
 import Testing
 import TokenKit
 import TokenKitTesting
+import TokenKitTestingTraits
 
-@Suite("Demo app support")
+@Suite("Demo app support", .logLeakCheck())
 struct DemoAppSupportTests {
     @Test func wrongCredentialsReadAsARefusedSignIn() {
         let message = DemoFailure.describe(TokenRefreshError.signInRejected.with(status: 401))
@@ -56,7 +58,15 @@ struct DemoAppSupportTests {
     }
 
     @Test func theInProcessServerCountsAndRevokes() async throws {
-        let backend = try await DemoBackend.start(external: nil, configuration: .init())
+        var logger = Logger(label: "demo-auth-server")
+        logger.logLevel = .trace  // every line of the server and of Hummingbird goes to the log check
+        let configuration = DemoAuthServer.Configuration()
+        for user in configuration.users { TestSecrets.shared.register(user.password, as: .password) }
+        for case let secret? in configuration.clients.map(\.secret) {
+            TestSecrets.shared.register(secret, as: .clientSecret)
+        }
+        if let apiKey = configuration.apiKey { TestSecrets.shared.register(apiKey, as: .credential) }
+        let backend = try await DemoBackend.start(external: nil, configuration: configuration, logger: logger)
         let stats = try await backend.stats()
         try await backend.revokeAllSessions()
         try await backend.setFaults(#"{"html_everywhere": true}"#)

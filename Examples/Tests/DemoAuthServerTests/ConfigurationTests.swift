@@ -1,7 +1,8 @@
 import DemoAuthServer
 import Testing
+import TokenKitTestingTraits
 
-@Suite("Configuration")
+@Suite("Configuration", .logLeakCheck())
 struct ConfigurationTests {
     @Test func descriptionsNeverShowPasswordsOrSecrets() {
         let configuration = DemoAuthServer.Configuration()

@@ -1,12 +1,13 @@
 import DemoAuthServer
 import Foundation
 import Testing
+import TokenKitTestingTraits
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
 
-@Suite("Fault injection")
+@Suite("Fault injection", .logLeakCheck())
 struct FaultTests {
     @Test func serverErrorsComeBeforeRotationAndCountDown() async throws {
         try await withServer(.init(faults: .init(failNextRefreshes: 2))) { server, client in

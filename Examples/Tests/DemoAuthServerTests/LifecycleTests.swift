@@ -1,8 +1,9 @@
 import DemoAuthServer
 import Foundation
 import Testing
+import TokenKitTestingTraits
 
-@Suite("Starting and stopping")
+@Suite("Starting and stopping", .logLeakCheck())
 struct LifecycleTests {
     @Test func startsOnAFreeLoopbackPortAndStops() async throws {
         let server = DemoAuthServer(logger: testLogger)

@@ -3,8 +3,9 @@ import Crypto
 import DemoAuthServer
 import Foundation
 import Testing
+import TokenKitTestingTraits
 
-@Suite("Logging in")
+@Suite("Logging in", .logLeakCheck())
 struct LoginTests {
     @Test func jsonLoginIssuesAnES256AccessTokenThatTokenKitParses() async throws {
         let clock = TestWallClock()
@@ -49,7 +50,7 @@ struct LoginTests {
 
     @Test func jsonLoginRefusesAWrongPassword() async throws {
         try await withServer { _, client in
-            let reply = try await client.jsonLogin(password: "wrong")
+            let reply = try await client.jsonLogin(password: "wrong-password")
             #expect(reply.status == 401)
             #expect(reply.errorCode == "invalid_credentials")
             let stats = try await client.stats()
@@ -73,7 +74,8 @@ struct LoginTests {
             let login = try await client.postJSON("/api/v1/auth/login", body, apiKey: apiKey)
             #expect(login.status == 401)
             #expect(login.errorCode == "invalid_client")
-            let refresh = try await client.postJSON("/api/v1/auth/refresh", ["refresh_token": "x"], apiKey: apiKey)
+            let refresh = try await client.postJSON(
+                "/api/v1/auth/refresh", ["refresh_token": "not-a-refresh-token"], apiKey: apiKey)
             #expect(refresh.status == 401)
             #expect(refresh.errorCode == "invalid_client")
         }
@@ -95,7 +97,10 @@ struct LoginTests {
         try await withServer { _, client in
             let reply = try await client.postForm(
                 "/oauth/token",
-                ["grant_type": "password", "username": "demo@example.com", "password": "nope", "client_id": "demo-app"]
+                [
+                    "grant_type": "password", "username": "demo@example.com", "password": "not-the-password",
+                    "client_id": "demo-app",
+                ]
             )
             #expect(reply.status == 400)
             #expect(reply.errorCode == "invalid_grant")

@@ -2,8 +2,9 @@ import AuthToken
 import DemoAuthServer
 import Foundation
 import Testing
+import TokenKitTestingTraits
 
-@Suite("Refreshing and rotation")
+@Suite("Refreshing and rotation", .logLeakCheck())
 struct RefreshTests {
     @Test func jsonRefreshRotatesAndRefusesTheOldTokenAfterwards() async throws {
         let clock = TestWallClock()
@@ -185,7 +186,7 @@ struct RefreshTests {
             let missingGrant = try await client.postForm("/oauth/token", ["client_id": "demo-app"])
             #expect(missingGrant.errorCode == "invalid_request")
 
-            let unknownClient = try await client.oauthRefresh("x", clientID: "nobody")
+            let unknownClient = try await client.oauthRefresh("not-a-refresh-token", clientID: "nobody")
             #expect(unknownClient.status == 401)
             #expect(unknownClient.errorCode == "invalid_client")
 
@@ -193,7 +194,7 @@ struct RefreshTests {
             #expect(noClient.status == 401)
             #expect(noClient.errorCode == "invalid_client")
 
-            let wrongSecret = "Basic " + Data("demo-backend:wrong".utf8).base64EncodedString()
+            let wrongSecret = "Basic " + Data("demo-backend:wrong-secret".utf8).base64EncodedString()
             let badBasic = try await client.postForm(
                 "/oauth/token", ["grant_type": "client_credentials"], headers: ["Authorization": wrongSecret]
             )
@@ -224,7 +225,7 @@ struct RefreshTests {
         try await withServer { _, client in
             let login = try Pair(try await client.jsonLogin())
             _ = try await client.jsonRefresh(login.refreshToken)
-            _ = try await client.jsonRefresh("unknown")
+            _ = try await client.jsonRefresh("unknown-refresh-token")
             let stats = try await client.stats()
             #expect(stats.logins == 1)
             #expect(stats.refreshAttempts == 2)

@@ -1,8 +1,9 @@
 import DemoAuthServer
 import Foundation
 import Testing
+import TokenKitTestingTraits
 
-@Suite("Protected resources")
+@Suite("Protected resources", .logLeakCheck())
 struct ResourceTests {
     @Test(arguments: ["/api/v1/progress", "/api/v1/sleep", "/api/v1/nutrition"])
     func aFreshTokenIsServed(path: String) async throws {

@@ -1,8 +1,9 @@
 import DemoAuthServer
 import Foundation
 import Testing
+import TokenKitTestingTraits
 
-@Suite("Revocation")
+@Suite("Revocation", .logLeakCheck())
 struct RevocationTests {
     @Test func revokingARefreshTokenEndsItsSession() async throws {
         try await withServer { server, client in
@@ -37,7 +38,8 @@ struct RevocationTests {
 
     @Test func unknownTokensAreAnsweredWithSuccessAndCountNothing() async throws {
         try await withServer { _, client in
-            let revoke = try await client.postForm("/oauth/revoke", ["token": "unknown", "client_id": "demo-app"])
+            let revoke = try await client.postForm(
+                "/oauth/revoke", ["token": "unknown-token", "client_id": "demo-app"])
             #expect(revoke.status == 200)
             #expect(try await client.stats().revocations == 0)
 
@@ -45,7 +47,7 @@ struct RevocationTests {
             #expect(missing.status == 400)
             #expect(missing.errorCode == "invalid_request")
 
-            let noClient = try await client.postForm("/oauth/revoke", ["token": "unknown"])
+            let noClient = try await client.postForm("/oauth/revoke", ["token": "unknown-token"])
             #expect(noClient.status == 401)
             #expect(noClient.errorCode == "invalid_client")
         }

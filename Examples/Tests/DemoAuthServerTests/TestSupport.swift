@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import TokenKitTesting
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -111,8 +112,15 @@ struct TestClient: Sendable {
     ) async throws -> Reply {
         var request = URLRequest(url: baseURL.appendingPathComponent(path))
         request.httpMethod = method
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        // The log check searches the run's log lines for every credential sent and every token received.
+        for (name, value) in headers {
+            request.setValue(value, forHTTPHeaderField: name)
+            // `Bearer ` without a token carries no secret (registered, the bare scheme would be one).
+            guard value.split(separator: " ").count != 1 || !value.hasSuffix(" ") else { continue }
+            TestSecrets.shared.registerHeader(name: name, value: value, origin: "TestClient request")
+        }
         request.httpBody = body
+        if let body { TestSecrets.shared.registerFields(inBody: body, origin: "TestClient request") }
         let data: Data
         let response: URLResponse
         do {
@@ -125,6 +133,7 @@ struct TestClient: Sendable {
             throw error
         }
         let http = try #require(response as? HTTPURLResponse)
+        TestSecrets.shared.registerFields(inBody: data, origin: "TestClient response")
         return Reply(status: http.statusCode, headers: Reply.headers(of: http), body: data)
     }
 
@@ -184,12 +193,25 @@ struct TestClient: Sendable {
     }
 }
 
-/// A quiet logger for tests.
-let testLogger: Logger = {
+/// The server's logger in tests: at trace, so every line of the server and of Hummingbird goes to the log
+/// check's capture. Made on each use, after the check installed its logging backend.
+var testLogger: Logger {
     var logger = Logger(label: "demo-auth-server-tests")
-    logger.logLevel = .error
+    logger.logLevel = .trace
     return logger
-}()
+}
+
+extension TestSecrets {
+    /// Registers the secrets a demo server configuration holds: its users' passwords, its clients' secrets
+    /// and its API key.
+    func registerSecrets(of configuration: DemoAuthServer.Configuration) {
+        for user in configuration.users { register(user.password, as: .password, origin: "demo server \(user.id)") }
+        for client in configuration.clients {
+            if let secret = client.secret { register(secret, as: .clientSecret, origin: "demo server \(client.id)") }
+        }
+        if let apiKey = configuration.apiKey { register(apiKey, as: .credential, origin: "demo server API key") }
+    }
+}
 
 /// Starts a server on a free loopback port, runs the body with a client, and stops the server.
 func withServer<T>(
@@ -197,6 +219,7 @@ func withServer<T>(
     clock: TestWallClock = TestWallClock(),
     _ body: (DemoAuthServer, TestClient) async throws -> T
 ) async throws -> T {
+    TestSecrets.shared.registerSecrets(of: configuration)
     let server = DemoAuthServer(configuration: configuration, now: clock.now, logger: testLogger)
     let client = TestClient(baseURL: try await server.start())
     do {

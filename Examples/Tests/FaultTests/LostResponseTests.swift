@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import TokenKit
 import TokenKitTesting
+import TokenKitTestingTraits
 
 /// The server rotated, then the answer was lost: the client still holds the refresh token the server retired.
 struct LostResponse: Sendable, CustomTestStringConvertible {
@@ -56,7 +57,7 @@ extension Harness {
     }
 }
 
-@Suite("A token response lost after the server rotated")
+@Suite("A token response lost after the server rotated", .logLeakCheck())
 struct LostResponseTests {
     /// Reuse detection on, no grace window: presenting the retired token again revokes the family, so the
     /// session ends once, as revoked, and the store is cleared; the dead token is not sent a third time.

@@ -2,11 +2,12 @@ import DemoAuthServer
 import Foundation
 import Testing
 import TokenKit
+import TokenKitTestingTraits
 
 /// Several app processes share one `FileTokenStore` directory and one demo server. The store's cross-process
 /// lock and the re-read before refreshing (rule 3) must make each expiry cost exactly one refresh, even with
 /// reuse detection on and no grace window, where a second refresh with the same token would revoke the session.
-@Suite("Several processes on one file store")
+@Suite("Several processes on one file store", .logLeakCheck())
 struct MultiProcessTests {
     static let processes = 4
     static let requests = 50
@@ -35,16 +36,16 @@ struct MultiProcessTests {
     @Test(.timeLimit(.minutes(1)))
     func fourProcessesMakeOneRefreshPerExpiryAndNoReuse() async throws {
         let worker = try Self.workerURL()
-        let server = DemoAuthServer(
-            configuration: .init(
-                accessTokenLifetime: .seconds(Self.accessTokenLifetime), reuseDetection: true, graceWindow: .zero),
-            logger: Demo.quietLogger)
+        let configuration = DemoAuthServer.Configuration(
+            accessTokenLifetime: .seconds(Self.accessTokenLifetime), reuseDetection: true, graceWindow: .zero)
+        Demo.registerSecrets(of: configuration)
+        let server = DemoAuthServer(configuration: configuration, logger: Demo.traceLogger)
         let baseURL = try await server.start()
         let directory = FileManager.default.temporaryDirectory.appending(path: "multi-process-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
 
         // Sign in once; the workers find the session in the store.
-        let transport = URLSessionTransport()
+        let transport = Demo.transport()
         let signIn = TokenRefreshClient(
             strategy: JSONEndpointRefreshStrategy(baseURL: baseURL, apiKey: Demo.apiKey, transport: transport),
             store: FileTokenStore(directory: directory))

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TokenKit
 import TokenKitTesting
+import TokenKitTestingTraits
 
 /// A fault on the refresh path that ends the refresh without rotating anything.
 struct RefreshFault: Sendable, CustomTestStringConvertible {
@@ -37,7 +38,7 @@ struct RefreshFault: Sendable, CustomTestStringConvertible {
     ]
 }
 
-@Suite("TokenKit against the demo server under faults")
+@Suite("TokenKit against the demo server under faults", .logLeakCheck())
 struct ServerFaultTests {
     /// Rule 5: a failure that is not `invalid_grant` never ends the session. Every concurrent caller shares the
     /// one failed attempt; the stored pair is untouched; the next call refreshes with it.

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import TokenKit
 import TokenKitTesting
+import TokenKitTestingTraits
 
 /// A switch a test flips to make one store operation fail, and a count of the attempts it saw.
 final class StoreSwitch: Sendable {
@@ -25,7 +26,7 @@ final class StoreSwitch: Sendable {
     }
 }
 
-@Suite("TokenKit with a failing store, against the demo server")
+@Suite("TokenKit with a failing store, against the demo server", .logLeakCheck())
 struct StoreFaultTests {
     /// Rule 4: the rotated pair is never dropped. It stays in memory, `persistenceFailed` is published, the next
     /// refresh sends the rotated refresh token (the server detects no reuse), and the write is retried until

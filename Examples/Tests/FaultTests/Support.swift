@@ -14,11 +14,33 @@ enum Demo {
     static let apiKey = "demo-api-key"
     static let userID = "user-1001"
 
-    /// A logger that keeps the server quiet in test output.
-    static var quietLogger: Logger {
+    /// The server's logger in tests: at trace, so every line of the server and of Hummingbird goes to the log
+    /// check's capture (not to the test output). Made on each use, after the check installed its backend.
+    static var traceLogger: Logger {
         var logger = Logger(label: "demo-auth-server")
-        logger.logLevel = .critical
+        logger.logLevel = .trace
         return logger
+    }
+
+    /// A transport over real HTTP that registers, for the log check, every credential it sends and every
+    /// token it receives.
+    static func transport() -> any HTTPTransport { SecretRegisteringTransport(URLSessionTransport()) }
+
+    /// Registers the secrets a demo server configuration holds: its users' passwords, its clients' secrets
+    /// and its API key.
+    static func registerSecrets(of configuration: DemoAuthServer.Configuration) {
+        let secrets = TestSecrets.shared
+        for user in configuration.users {
+            secrets.register(user.password, as: .password, origin: "demo server \(user.id)")
+        }
+        for client in configuration.clients {
+            if let secret = client.secret {
+                secrets.register(secret, as: .clientSecret, origin: "demo server \(client.id)")
+            }
+        }
+        if let apiKey = configuration.apiKey {
+            secrets.register(apiKey, as: .credential, origin: "demo server API key")
+        }
     }
 
     /// The FitIQ-style login as a custom sign-in grant: the JSON refresh endpoint only takes refresh tokens issued
@@ -136,11 +158,12 @@ final class Harness: Sendable {
         configuration: TokenRefreshClient.Configuration = Harness.clientConfiguration(),
         store wrap: (FileTokenStore) -> any TokenStore = { $0 }
     ) async throws {
-        server = DemoAuthServer(configuration: serverConfiguration, now: clock.wallClock, logger: Demo.quietLogger)
+        Demo.registerSecrets(of: serverConfiguration)
+        server = DemoAuthServer(configuration: serverConfiguration, now: clock.wallClock, logger: Demo.traceLogger)
         baseURL = try await server.start()
         directory = FileManager.default.temporaryDirectory.appending(path: "fault-tests-\(UUID().uuidString)")
         fileStore = FileTokenStore(directory: directory)
-        transport = FaultyTransport(URLSessionTransport())
+        transport = FaultyTransport(Demo.transport())
         client = TokenRefreshClient(
             strategy: JSONEndpointRefreshStrategy(
                 baseURL: baseURL, apiKey: Demo.apiKey, transport: transport, now: clock.wallClock),

@@ -1,6 +1,7 @@
 public import AsyncHTTPClient
 public import Foundation
 public import HTTPTypes
+public import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -34,6 +35,10 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     public var timeout: Duration
     /// The largest response body that is buffered; a larger one fails with `bodyTooLarge`.
     public var maximumResponseBodySize: Int
+    /// The logger AsyncHTTPClient logs each request to; `nil` (the default) turns its request logging off.
+    /// At trace level AsyncHTTPClient logs the response heads and the first bytes of bodies (hex-encoded), so
+    /// keep it above trace outside tests.
+    public var logger: Logger?
 
     /// Creates a transport over `client`.
     ///
@@ -41,10 +46,15 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     ///   - client: The client; preferably with redirects disallowed.
     ///   - timeout: The deadline per request; defaults to 60 seconds.
     ///   - maximumResponseBodySize: The response body limit; defaults to 16 MiB.
-    public init(client: HTTPClient, timeout: Duration = .seconds(60), maximumResponseBodySize: Int = 16 << 20) {
+    ///   - logger: Where AsyncHTTPClient logs each request; `nil` (the default) for nowhere.
+    public init(
+        client: HTTPClient, timeout: Duration = .seconds(60), maximumResponseBodySize: Int = 16 << 20,
+        logger: Logger? = nil
+    ) {
         self.client = client
         self.timeout = timeout
         self.maximumResponseBodySize = maximumResponseBodySize
+        self.logger = logger
     }
 
     /// Sends `request` and buffers the response body.
@@ -67,7 +77,8 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
 
         do {
             let seconds = timeout.components.seconds
-            let response = try await client.execute(outgoing, timeout: .seconds(seconds > 0 ? seconds : 1))
+            let response = try await client.execute(
+                outgoing, timeout: .seconds(seconds > 0 ? seconds : 1), logger: logger)
             var fields = HTTPFields()
             for header in response.headers {
                 guard let name = HTTPField.Name(header.name) else { continue }

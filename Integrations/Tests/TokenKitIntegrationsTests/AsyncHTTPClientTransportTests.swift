@@ -2,28 +2,40 @@ import AsyncHTTPClient
 import AuthToken
 import Foundation
 import HTTPTypes
+import Logging
 import NIOCore
 import NetworkRetry
 import Testing
 import TokenKitTesting
+import TokenKitTestingTraits
 
 @testable import TokenKitAsyncHTTPClient
 
-@Suite struct AsyncHTTPClientTransportTests {
+@Suite(.logLeakCheck()) struct AsyncHTTPClientTransportTests {
     static func route(_ request: LoopbackServer.Request, _ port: Int) -> LoopbackServer.Response {
         switch request.path {
         case "/cross": return .init(status: 302, headers: [("Location", "http://localhost:\(port)/landing")])
         default:
-            if request.headers["authorization"] == ["Bearer expired"] {
+            if request.headers["authorization"] == ["Bearer \(SequenceTokenProvider.expired)"] {
                 return .init(status: 401, headers: [("WWW-Authenticate", #"Bearer error="invalid_token""#)])
             }
             return .init(status: 200, body: request.body)
         }
     }
 
+    /// AsyncHTTPClient's logger in tests: at trace, so its lines (connection pool and each request) go to the
+    /// log check's capture. Made on each use, after the check installed its logging backend.
+    static var traceLogger: Logger {
+        var logger = Logger(label: "async-http-client")
+        logger.logLevel = .trace
+        return logger
+    }
+
     func withClient(_ body: (HTTPClient) async throws -> Void) async throws {
+        let logger = Self.traceLogger
         let http = HTTPClient(
-            eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(redirectConfiguration: .disallow),
+            backgroundActivityLogger: logger)
         do {
             try await body(http)
         } catch {
@@ -39,7 +51,7 @@ import TokenKitTesting
         try await withClient { http in
             let provider = SequenceTokenProvider()
             let client = AuthenticatedClient(
-                transport: AsyncHTTPClientTransport(client: http), tokenProvider: provider,
+                transport: AsyncHTTPClientTransport(client: http, logger: Self.traceLogger), tokenProvider: provider,
                 configuration: .init(allowedOrigins: [
                     HTTPOrigin(scheme: "http", authority: "127.0.0.1:\(server.port)")!
                 ]))
@@ -50,7 +62,9 @@ import TokenKitTesting
             #expect(response.status == .ok)
             #expect(echoed == body)
             #expect(
-                server.received.map { $0.headers["authorization"] ?? [] } == [["Bearer expired"], ["Bearer fresh"]])
+                server.received.map { $0.headers["authorization"] ?? [] } == [
+                    ["Bearer \(SequenceTokenProvider.expired)"], ["Bearer \(SequenceTokenProvider.fresh)"],
+                ])
             #expect(await provider.refreshCount == 1)
         }
     }
@@ -60,8 +74,8 @@ import TokenKitTesting
         defer { server.stop() }
         try await withClient { http in
             let client = AuthenticatedClient(
-                transport: AsyncHTTPClientTransport(client: http),
-                tokenProvider: SequenceTokenProvider(current: "fresh"),
+                transport: AsyncHTTPClientTransport(client: http, logger: Self.traceLogger),
+                tokenProvider: SequenceTokenProvider(current: SequenceTokenProvider.fresh),
                 configuration: .init(allowedOrigins: [
                     HTTPOrigin(scheme: "http", authority: "127.0.0.1:\(server.port)")!
                 ]))
@@ -92,7 +106,8 @@ import TokenKitTesting
         try await withClient { http in
             let request = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/")
             await #expect(throws: NetworkRetryError.bodyTooLarge) {
-                try await AsyncHTTPClientTransport(client: http, maximumResponseBodySize: 10).send(request, body: nil)
+                try await AsyncHTTPClientTransport(client: http, maximumResponseBodySize: 10, logger: Self.traceLogger)
+                    .send(request, body: nil)
             }
         }
     }

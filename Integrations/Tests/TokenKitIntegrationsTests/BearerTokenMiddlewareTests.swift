@@ -5,8 +5,9 @@ import NetworkRetry
 import OpenAPIRuntime
 import Testing
 import TokenKitOpenAPI
+import TokenKitTestingTraits
 
-@Suite struct BearerTokenMiddlewareTests {
+@Suite(.logLeakCheck()) struct BearerTokenMiddlewareTests {
     struct Boom: Error {}
 
     /// Records what `next` was given and answers from a list of statuses.
@@ -60,7 +61,10 @@ import TokenKitOpenAPI
             request, body: Self.stream(["{\"kcal\":", "420}"]), baseURL: baseURL, operationID: "addMeal",
             next: next.callAsFunction)
         #expect(response.status == .ok)
-        #expect(next.calls.map(\.authorization) == ["Bearer expired", "Bearer fresh"])
+        #expect(
+            next.calls.map(\.authorization) == [
+                "Bearer \(SequenceTokenProvider.expired)", "Bearer \(SequenceTokenProvider.fresh)",
+            ])
         #expect(next.calls.map(\.body) == [Array(#"{"kcal":420}"#.utf8), Array(#"{"kcal":420}"#.utf8)])
         #expect(await provider.refreshCount == 1)
     }

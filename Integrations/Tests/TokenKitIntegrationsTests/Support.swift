@@ -1,14 +1,25 @@
 import AuthToken
 import Foundation
 import NetworkRetry
+import TokenKitTesting
 
 /// Hands out `current`; a rejection of the current token moves to the next of `refreshed` (one refresh).
+///
+/// Every token it may hand out is registered in `TestSecrets.shared`, so the log check searches for it.
 actor SequenceTokenProvider: TokenProvider {
+    /// The token handed out first by default: the server in the tests rejects it.
+    static let expired = "expired-access-token"
+    /// The token a refresh hands out by default.
+    static let fresh = "fresh-access-token"
+
     private(set) var current: String
     private var refreshed: [String]
     private(set) var refreshCount = 0
 
-    init(current: String = "expired", refreshed: [String] = ["fresh"]) {
+    init(current: String = SequenceTokenProvider.expired, refreshed: [String] = [SequenceTokenProvider.fresh]) {
+        for token in [current] + refreshed {
+            TestSecrets.shared.register(token, as: .accessToken, origin: "SequenceTokenProvider")
+        }
         self.current = current
         self.refreshed = refreshed
     }
