@@ -3,7 +3,8 @@ import Foundation
 
 /// Searches log lines for secrets, as they are and in the forms a log line is likely to carry them in:
 /// percent-encoded (upper- or lowercase hex; as a URL query encodes them; with `+` for spaces in a form body),
-/// JSON-escaped, and base64 or base64url (a secret encoded on its own).
+/// JSON-escaped, base64 or base64url (a secret encoded on its own), and lowercase hex, packed or with a space
+/// between bytes (as SwiftNIO's `hexDump` prints a body that AsyncHTTPClient logs at trace).
 ///
 /// One pass over each line's bytes, whatever the number of secrets: each secret form is indexed by its
 /// first 8 bytes, and each 8-byte window of the line is looked up in that index.
@@ -144,8 +145,12 @@ public struct LogLeakSearch: Sendable {
         let base64 = Data(value.utf8).base64EncodedString()
         let base64URL = base64.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
+        let hexBytes = value.utf8.map { String(format: "%02x", $0) }
         var forms: [String] = []
-        for candidate in [value, percent, lowercasedEscapes(percent), form, query, json, base64, base64URL]
+        for candidate in [
+            value, percent, lowercasedEscapes(percent), form, query, json, base64, base64URL,
+            hexBytes.joined(), hexBytes.joined(separator: " "),
+        ]
         where !forms.contains(candidate) {
             forms.append(candidate)
         }

@@ -61,8 +61,15 @@ extension TestSecrets {
     public func registerHeader(name: String, value: String, origin: String) {
         let lowered = name.lowercased()
         if lowered == "authorization" || lowered == "proxy-authorization" {
-            let parts = value.split(separator: " ", maxSplits: 1)
-            guard parts.count == 2 else { return register(value, as: .credential, origin: origin) }
+            let parts = value.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
+            guard parts.count == 2 else {
+                // A scheme alone (`Bearer `, as a test of a missing token sends) carries no secret; a bare value does.
+                let schemes: Set<String> = ["bearer", "basic", "dpop", "digest", "negotiate"]
+                if let only = parts.first, !schemes.contains(only.lowercased()) {
+                    register(String(only), as: .credential, origin: origin)
+                }
+                return
+            }
             let scheme = parts[0].lowercased()
             let parameter = String(parts[1]).trimmingCharacters(in: .whitespaces)
             switch scheme {

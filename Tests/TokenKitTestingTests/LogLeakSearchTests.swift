@@ -21,6 +21,8 @@ import TokenKitTestingTraits
         "debug body=s3cret%20refresh%2ftoken%2bvalue%26more",
         "debug url=https://example.com/cb?t=s3cret%20refresh/token+value&more",
         "debug encoded=\(Data(secret.utf8).base64EncodedString())",
+        "trace body=" + secret.utf8.map { String(format: "%02x", $0) }.joined(separator: " "),
+        "trace body=" + secret.utf8.map { String(format: "%02x", $0) }.joined(),
     ])
     func aSecretIsFoundAsItIsAndEncoded(_ line: String) throws {
         let leaks = search([Self.secret]).leaks(in: line)

@@ -33,6 +33,15 @@ import TokenKitTestingTraits
         #expect(kinds(secrets) == ["header-access-token": .accessToken])
     }
 
+    @Test func aSchemeWithoutACredentialRegistersNothingButABareValueDoes() {
+        let secrets = TestSecrets()
+        secrets.registerHeader(name: "Authorization", value: "Bearer ", origin: "test")
+        secrets.registerHeader(name: "Authorization", value: "basic", origin: "test")
+        #expect(secrets.count == 0)
+        secrets.registerHeader(name: "Authorization", value: "raw-api-token-value", origin: "test")
+        #expect(kinds(secrets) == ["raw-api-token-value": .credential])
+    }
+
     @Test func aResponseBodysTokensAreRegisteredAtAnyDepth() {
         let secrets = TestSecrets()
         let body =

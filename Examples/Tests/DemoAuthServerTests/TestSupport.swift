@@ -115,12 +115,10 @@ struct TestClient: Sendable {
         // The log check searches the run's log lines for every credential sent and every token received.
         for (name, value) in headers {
             request.setValue(value, forHTTPHeaderField: name)
-            // `Bearer ` without a token carries no secret (registered, the bare scheme would be one).
-            guard value.split(separator: " ").count != 1 || !value.hasSuffix(" ") else { continue }
             TestSecrets.shared.registerHeader(name: name, value: value, origin: "TestClient request")
         }
         request.httpBody = body
-        if let body { TestSecrets.shared.registerFields(inBody: body, origin: "TestClient request") }
+        if let body { TestSecrets.shared.registerCredentials(inRequestBody: body, origin: "TestClient request") }
         let data: Data
         let response: URLResponse
         do {
@@ -133,7 +131,7 @@ struct TestClient: Sendable {
             throw error
         }
         let http = try #require(response as? HTTPURLResponse)
-        TestSecrets.shared.registerFields(inBody: data, origin: "TestClient response")
+        TestSecrets.shared.registerTokens(inResponseBody: data, origin: "TestClient response")
         return Reply(status: http.statusCode, headers: Reply.headers(of: http), body: data)
     }
 
