@@ -1,5 +1,4 @@
 public import Logging
-import Synchronization
 
 /// Captures every log line, at every level, as text, so a test can assert that no secret reaches a log.
 ///
@@ -12,7 +11,7 @@ import Synchronization
 /// #expect(!capture.lines.contains { $0.contains(refreshToken) })
 /// ```
 public final class LogCapture: Sendable {
-    private let captured = Mutex<[String]>([])
+    private let captured = Locked<[String]>([])
 
     /// Creates an empty capture.
     public init() {}

@@ -61,7 +61,7 @@ public final class MockTransport: HTTPTransport, CustomStringConvertible {
         var requests: [RecordedRequest] = []
     }
 
-    private let state: MockTransportLock<State>
+    private let state: Locked<State>
     private let handler: Handler?
 
     /// Creates a mock.
@@ -70,7 +70,7 @@ public final class MockTransport: HTTPTransport, CustomStringConvertible {
     ///   - script: Replies used in order, one per request.
     ///   - handler: Answers requests once the script is used up.
     public init(script: [Reply] = [], handler: Handler? = nil) {
-        self.state = MockTransportLock(State(script: script))
+        self.state = Locked(State(script: script))
         self.handler = handler
     }
 
@@ -175,19 +175,4 @@ public struct RecordedRequest: Sendable, CustomStringConvertible {
     }
 
     private static let redactedNames: Set<HTTPField.Name> = [.authorization, .proxyAuthorization, .cookie, .setCookie]
-}
-
-/// A value behind an `NSLock`. `@unchecked Sendable`: every access to `value` goes through `withLock`, which
-/// holds `lock` (NSLock rather than `Mutex`, which needs macOS 15 while the package supports macOS 13).
-final class MockTransportLock<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
 }

@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 
 /// Captures every log line of the process, at trace level, from every logger made with `Logger(label:)`
 /// and from every ``LogCapture``, so a whole test run can be searched for secrets.
@@ -31,7 +30,7 @@ public enum ProcessLogCapture: Sendable {
         var labels: Set<String> = []
     }
 
-    private static let state = Mutex(State())
+    private static let state = Locked(State())
 
     /// The test (or other unit of work) the current task belongs to; lines logged in it carry it.
     @TaskLocal public static var scope: String?

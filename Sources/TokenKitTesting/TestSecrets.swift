@@ -1,5 +1,4 @@
 public import AuthToken
-import Synchronization
 
 /// A registry of the secrets a test run uses, so its log lines can be searched for them.
 ///
@@ -67,7 +66,7 @@ public final class TestSecrets: Sendable {
         var known: Set<String> = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates an empty registry.
     public init() {}

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import TokenKitTesting
 
 #if canImport(Glibc)
@@ -25,7 +24,7 @@ final class LogLeakRun: Sendable {
         var search: (secretCount: Int, search: LogLeakSearch)?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let secrets: TestSecrets
 
     /// A run that searches for the secrets of `secrets`.
@@ -42,7 +41,7 @@ final class LogLeakRun: Sendable {
         if first { atexit { LogLeakRun.shared.finish() } }
     }
 
-    private static let installed = Mutex(false)
+    private static let installed = Locked(false)
 
     /// Starts a test: registers the secret literals of its tests directory (once per directory).
     ///
