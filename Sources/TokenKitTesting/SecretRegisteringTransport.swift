@@ -11,14 +11,15 @@ public import NetworkRetry
 /// ```
 public struct SecretRegisteringTransport: HTTPTransport {
     private let base: any HTTPTransport
-    private let secrets: TestSecrets
+    private let secrets: [TestSecrets]
 
     /// Wraps `base`.
     ///
     /// - Parameters:
     ///   - base: The transport that sends the requests.
-    ///   - secrets: Where to register; ``TestSecrets/shared`` by default.
-    public init(_ base: any HTTPTransport, registeringIn secrets: TestSecrets = .shared) {
+    ///   - secrets: Where to register; ``TestSecrets/shared`` by default. Add a registry of your own to tell
+    ///     which secrets one flow used.
+    public init(_ base: any HTTPTransport, registeringIn secrets: [TestSecrets] = [.shared]) {
         self.base = base
         self.secrets = secrets
     }
@@ -31,9 +32,9 @@ public struct SecretRegisteringTransport: HTTPTransport {
     /// - Returns: The base transport's answer.
     /// - Throws: What the base transport throws.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        secrets.registerCredentials(in: request, body: body, origin: "request")
+        for registry in secrets { registry.registerCredentials(in: request, body: body, origin: "request") }
         let (response, data) = try await base.send(request, body: body)
-        secrets.registerTokens(inResponseBody: data, origin: "response")
+        for registry in secrets { registry.registerTokens(inResponseBody: data, origin: "response") }
         return (response, data)
     }
 }

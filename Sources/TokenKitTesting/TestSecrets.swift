@@ -47,10 +47,13 @@ public final class TestSecrets: Sendable {
         /// The test scope (``ProcessLogCapture/scope``) that registered it, if any.
         public let scope: String?
 
-        /// Kind, fingerprint and origin; never the value. A password gets no fingerprint: a 32-bit hash of a
-        /// low-entropy secret can be reversed by trying candidates.
+        /// Kind, fingerprint and origin; never the value. A password, or a secret too short to search for,
+        /// gets no fingerprint: a 32-bit hash of a low-entropy secret can be reversed by trying candidates.
         public var description: String {
-            kind == .password ? "password (from \(origin))" : "\(kind) \(AuthToken.fingerprint(value)) (from \(origin))"
+            guard kind != .password, value.utf8.count >= TestSecrets.minimumLength else {
+                return "\(kind) (from \(origin))"
+            }
+            return "\(kind) \(AuthToken.fingerprint(value)) (from \(origin))"
         }
     }
 

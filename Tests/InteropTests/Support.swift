@@ -40,7 +40,7 @@ final class RecordingTransport: HTTPTransport {
     private let state = Mutex(State())
     private let seen = TestSecrets()
 
-    init(_ base: any HTTPTransport) { self.base = base }
+    init(_ base: any HTTPTransport) { self.base = SecretRegisteringTransport(base, registeringIn: [seen, .shared]) }
 
     /// Every credential seen so far: access tokens, refresh tokens, passwords, client secrets, ...
     var secrets: [TestSecrets.Secret] { seen.all }
@@ -54,9 +54,6 @@ final class RecordingTransport: HTTPTransport {
     func setLoss(_ loss: Loss) { state.withLock { $0.loss = loss } }
 
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        for registry in [seen, TestSecrets.shared] {
-            registry.registerCredentials(in: request, body: body, origin: "interop request")
-        }
         var grantType: String?
         if let body, let form = String(data: body, encoding: .utf8),
             request.headerFields[.contentType] == "application/x-www-form-urlencoded"
@@ -65,9 +62,6 @@ final class RecordingTransport: HTTPTransport {
         }
         if let grantType { state.withLock { $0.grants[grantType, default: 0] += 1 } }
         let (response, data) = try await base.send(request, body: body)
-        for registry in [seen, TestSecrets.shared] {
-            registry.registerTokens(inResponseBody: data, origin: "interop response")
-        }
         guard grantType == "refresh_token" else { return (response, data) }
         let loss = state.withLock { state -> Loss in
             defer { state.loss = .none }

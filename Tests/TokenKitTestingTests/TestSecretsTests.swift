@@ -112,6 +112,14 @@ import TokenKitTestingTraits
         #expect(found["mock-answered-access"] == .accessToken)
     }
 
+    @Test func aShortSecretOrAPasswordIsDescribedWithoutFingerprint() {
+        let secrets = TestSecrets()
+        secrets.register("abc", as: .accessToken, origin: "Short.swift:1")
+        secrets.register("long-enough-password", as: .password, origin: "Pass.swift:2")
+        #expect(
+            secrets.all.map(\.description) == ["access token (from Short.swift:1)", "password (from Pass.swift:2)"])
+    }
+
     @Test func aSecretsDescriptionIsItsKindFingerprintAndOrigin() {
         let secrets = TestSecrets()
         secrets.register("described-secret-value", as: .clientSecret, origin: "Here.swift:3")
