@@ -44,7 +44,8 @@ let package = Package(
             name: "PersistenceKeychain", dependencies: ["AuthToken", "Persistence"], swiftSettings: strictSettings),
         // A child process for the Persistence crash and lock tests (not a product).
         .executableTarget(
-            name: "TokenStoreProbe", dependencies: ["AuthToken", "Persistence"], swiftSettings: strictSettings),
+            name: "TokenStoreProbe", dependencies: ["AuthToken", "Persistence", "TokenRefresh"],
+            swiftSettings: strictSettings),
         .target(
             name: "NetworkRetry",
             dependencies: [
@@ -93,7 +94,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PersistenceTests",
-            dependencies: ["AuthToken", "Persistence", "TokenKitTesting", "TokenKitTestingTraits"],
+            dependencies: ["AuthToken", "Persistence", "TokenRefresh", "TokenKitTesting", "TokenKitTestingTraits"],
             swiftSettings: strictSettings
         ),
         .testTarget(

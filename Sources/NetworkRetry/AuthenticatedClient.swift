@@ -30,9 +30,12 @@ public import Logging
 /// ## Redirects
 /// Transports return 3xx responses as they are. With ``Configuration/followsRedirects`` (the default) this
 /// client follows up to ``Configuration/maximumRedirects`` of them itself. The token is attached only while
-/// the request stays on its original origin (scheme, host and port); a hop to another origin is sent without
-/// `Authorization`, `Cookie` and `Proxy-Authorization`, even if it later comes back. 303, and 301/302 after a
-/// `POST`, become a `GET` without a body; 307 and 308 replay the method and body.
+/// every hop so far has stayed on the request's original origin (scheme, host and port). Once a redirect
+/// leaves the origin, that hop and every later hop of the call are sent without `Authorization`, `Cookie` and
+/// `Proxy-Authorization`, wherever they go, including back to the original origin: otherwise whoever controls
+/// the middle hop could choose which authenticated request the client makes. A 401 on such a hop is not
+/// retried with a token. 303, and 301/302 after a `POST`, become a `GET` without a body; 307 and 308 replay
+/// the method and body.
 ///
 /// ## Errors
 /// Errors from the token provider are rethrown as they are (a signed-out session stays recognisable).
@@ -173,7 +176,9 @@ public struct AuthenticatedClient: HTTPTransport {
             let (nextRequest, nextBody) = try next.get()
             hop = nextRequest
             hopBody = nextBody
-            onOrigin = HTTPOrigin(hop) == origin
+            // Once a hop has left the origin, no later hop of this call carries credentials, even one that
+            // comes back: whoever controls the middle hop must not choose which authenticated request is made.
+            onOrigin = onOrigin && HTTPOrigin(hop) == origin
             logger.trace(
                 "following redirect", metadata: ["status": "\(code)", "sameOrigin": "\(onOrigin)"])
         }
@@ -260,6 +265,23 @@ public struct AuthenticatedClient: HTTPTransport {
     }
 }
 
+extension AuthenticatedClient: CustomReflectable {
+    /// The configuration and the types of the transport and token provider; never a token (the cached
+    /// `Authorization` field is not shown).
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "allowedOrigins": configuration.allowedOrigins.map(\.description).sorted(),
+                "followsRedirects": configuration.followsRedirects,
+                "maximumRedirects": configuration.maximumRedirects,
+                "transport": String(describing: type(of: transport)),
+                "tokenProvider": String(describing: type(of: tokenProvider)),
+            ],
+            displayStyle: .struct)
+    }
+}
+
 /// Sends `request` with a Bearer token from `tokenProvider`, refreshing and retrying once after a 401 that a
 /// refresh can fix. The seed's name for ``AuthenticatedClient/executeWithAutoRetry(_:body:)``; keep an
 /// ``AuthenticatedClient`` around instead when sending many requests.
@@ -285,7 +307,7 @@ public func executeWithAutoRetry(
 /// Remembers the `Authorization` field built for the last token: building an `HTTPField` checks every byte of
 /// the value, which for an 800-byte JWT was the largest cost of a request. `@unchecked Sendable`: `entry` is
 /// only touched while holding `lock`.
-final class AuthorizationFieldCache: @unchecked Sendable {
+final class AuthorizationFieldCache: @unchecked Sendable, CustomReflectable {
     private let lock = NSLock()
     private var entry: (accessToken: String, field: HTTPField)?
 
@@ -298,6 +320,9 @@ final class AuthorizationFieldCache: @unchecked Sendable {
         entry = (accessToken, field)
         return field
     }
+
+    /// Nothing: the cached field holds a token.
+    var customMirror: Mirror { Mirror(self, children: [:]) }
 }
 
 /// A scheme and authority exactly as a request usually spells an allowed origin.

@@ -2,7 +2,7 @@
 public struct PersistenceError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: String, Hashable, Sendable {
         case unavailable, conflict, corrupt, unsupportedFormatVersion, permissionsTooWide, wrongKey
-        case writeFailed, readFailed, lockFailed, notAFile, migrationFailed
+        case writeFailed, readFailed, lockFailed, lockTimedOut, notAFile, migrationFailed
     }
     private let code: Code
     /// A short, secret-free explanation (a path, an errno name), if any.
@@ -31,6 +31,9 @@ public struct PersistenceError: Error, Sendable, Hashable, CustomStringConvertib
     public static let readFailed = PersistenceError(.readFailed)
     /// The store's lock could not be taken.
     public static let lockFailed = PersistenceError(.lockFailed)
+    /// Another process (or task) held the store's lock longer than the configured wait
+    /// (``FileTokenStore/Configuration/lockTimeout``). Nothing was changed; trying again later may succeed.
+    public static let lockTimedOut = PersistenceError(.lockTimedOut)
     /// Something other than a regular file stands where the session file should be.
     public static let notAFile = PersistenceError(.notAFile)
     /// Migrating an older stored format failed; the old entries are kept.

@@ -1,3 +1,5 @@
+import Persistence
+
 /// An error from refreshing, signing in or signing out. Its description never contains token text,
 /// a client secret or a password.
 ///
@@ -127,13 +129,16 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     /// Hashes the code only, to agree with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    /// `TokenRefreshError.<code>` with the OAuth code, status and wait, if any. Never token text.
+    /// `TokenRefreshError.<code>` with the OAuth code, status, wait and an underlying store error, if any.
+    /// Never token text.
     public var description: String {
         var parts: [String] = []
         if let oauthError { parts.append(oauthError) }
         if let status { parts.append("HTTP \(status)") }
         if let retryAfter { parts.append("retry after \(retryAfter.components.seconds) s") }
         if isConnectivityFailure && code == .transient { parts.append("connectivity") }
+        // A store's errors are secret-free by contract and say why a session could not be kept (a path, a mode).
+        if let persistence = underlying as? PersistenceError { parts.append("\(persistence)") }
         let detail = parts.isEmpty ? "" : "(" + parts.joined(separator: ", ") + ")"
         return "TokenRefreshError.\(code.rawValue)\(detail)"
     }

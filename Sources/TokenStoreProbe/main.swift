@@ -5,11 +5,15 @@
 //       Saves generation g, g+1, ... forever, printing "saved <g>" after each save returns.
 //   TokenStoreProbe increment <directory> <account> <count> <worker>
 //       <count> times, under withExclusiveAccess: load, add one to this worker's counter, save. Prints "done".
+//   TokenStoreProbe hang-refresh <directory> <account> 0
+//       A TokenRefreshClient over the store whose token request never answers: it asks for a valid token,
+//       prints "refreshing" once the request is under way (the store's lock is then held), and hangs.
 //
 // Sessions are derived from their generation (see `probeSession`), so a reader can check one is intact.
 import AuthToken
 import Foundation
 import Persistence
+import TokenRefresh
 
 #if canImport(Glibc)
     import Glibc
@@ -38,8 +42,12 @@ func probeSession(generation: UInt64, scope: String? = nil) -> StoredSession {
 }
 
 func runProbe(_ arguments: [String]) async {
-    guard arguments.count >= 5 else { fail("usage: save-loop|increment <directory> <account> <number> [worker]") }
-    let store = FileTokenStore(directory: URL(fileURLWithPath: arguments[2]))
+    guard arguments.count >= 5 else {
+        fail("usage: save-loop|increment|hang-refresh <directory> <account> <number> [worker]")
+    }
+    // A generous lock timeout: the increment test counts lost updates, not waits on a loaded machine.
+    let store = FileTokenStore(
+        directory: URL(fileURLWithPath: arguments[2]), configuration: .init(lockTimeout: .seconds(120)))
     let account = arguments[3]
     guard let number = UInt64(arguments[4]) else { fail("not a number") }
 
@@ -85,6 +93,15 @@ func runProbe(_ arguments: [String]) async {
             }
         }
         say("done")
+    case "hang-refresh":
+        let client = TokenRefreshClient(
+            strategy: ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
+                say("refreshing")
+                while true { try await Task.sleep(for: .seconds(3600)) }
+            },
+            store: store, configuration: .init(account: account, refreshTimeout: nil))
+        _ = try? await client.validToken()
+        fail("the hung refresh ended")
     default:
         fail("unknown mode \(arguments[1])")
     }

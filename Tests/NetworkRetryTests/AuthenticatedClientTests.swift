@@ -337,14 +337,39 @@ import TokenKitTestingTraits
         #expect("\(second.scheme ?? "")://\(second.authority ?? "")\(second.path ?? "")" == location)
     }
 
-    @Test func aRedirectBackToTheOriginGetsTheTokenAgain() async throws {
+    /// Defect 1 of issue 12: a chain api -> other -> api used to re-attach the token (and the caller's cookie) on
+    /// the last hop, so the middle hop chose which authenticated request was made.
+    @Test func aRedirectThatComesBackToTheOriginStaysWithoutCredentials() async throws {
+        let transport = MockTransport(script: [
+            Self.redirect(.temporaryRedirect, to: "https://other.example.net/hop"),
+            Self.redirect(.temporaryRedirect, to: "https://api.example.com/v1/admin/delete-account"),
+            Self.redirect(.found, to: "/v1/admin/confirm"),
+            ok(),
+        ])
+        var request = HTTPRequest.api(.post)
+        request.headerFields[.cookie] = "session=abc"
+        request.headerFields[.proxyAuthorization] = "Basic cHJveHktdXNlci14OTpwcm94eS1wYXNzd29yZC14OQ=="
+        _ = try await client(transport).executeWithAutoRetry(request, body: Data("{}".utf8))
+        #expect(transport.requests.map(\.bearerToken) == ["expired-bearer-x1", nil, nil, nil])
+        for hop in transport.requests.dropFirst() {
+            #expect(hop.headerFields[.authorization] == nil)
+            #expect(hop.headerFields[.cookie] == nil)
+            #expect(hop.headerFields[.proxyAuthorization] == nil)
+        }
+        #expect(transport.requests.last?.path == "/v1/admin/confirm")
+    }
+
+    @Test func a401AfterARedirectBackToTheOriginIsNotRetriedWithAToken() async throws {
         let transport = MockTransport(script: [
             Self.redirect(.found, to: "https://sso.example.com/hop"),
             Self.redirect(.found, to: "https://api.example.com/v1/done"),
-            ok(),
+            unauthorized(),
         ])
-        _ = try await client(transport).executeWithAutoRetry(.api())
-        #expect(transport.requests.map(\.bearerToken) == ["expired-bearer-x1", nil, "expired-bearer-x1"])
+        await #expect(throws: NetworkRetryError.unauthorized) {
+            try await client(transport).executeWithAutoRetry(.api())
+        }
+        #expect(await provider.refreshCount == 0)
+        #expect(transport.requests.map(\.bearerToken) == ["expired-bearer-x1", nil, nil])
     }
 
     @Test func a401AfterACrossOriginRedirectIsUnauthorizedWithoutRefresh() async throws {

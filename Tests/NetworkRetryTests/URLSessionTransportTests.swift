@@ -18,6 +18,8 @@ import TokenKitTestingTraits
         let authorization = request.headers["authorization"]?.first
         switch request.path {
         case "/cross": return .init(status: 302, headers: [("Location", "http://localhost:\(port)/landing")])
+        case "/away": return .init(status: 307, headers: [("Location", "http://localhost:\(port)/back")])
+        case "/back": return .init(status: 307, headers: [("Location", "http://127.0.0.1:\(port)/v1/admin/delete")])
         case "/same": return .init(status: 302, headers: [("Location", "/landing")])
         case "/landing": return .init(status: 200, body: Data("landed".utf8))
         case "/challenges":
@@ -94,6 +96,23 @@ import TokenKitTestingTraits
         #expect(received.map(\.path) == ["/cross", "/landing"])
         #expect(received[0].headers["authorization"] == ["Bearer fresh-bearer-x2"])
         #expect(received[1].headers["authorization"] == nil)
+    }
+
+    /// Defect 1 of issue 12 over real HTTP: 127.0.0.1 -> localhost -> 127.0.0.1 carries no credentials after
+    /// the first hop.
+    @Test func aRedirectThatComesBackOnARealServerArrivesWithoutCredentials() async throws {
+        let server = try LoopbackServer(route: Self.route)
+        defer { server.stop() }
+        let provider = FakeTokenProvider(current: "fresh-bearer-x2")
+        var request = request(.post, "/away", port: server.port)
+        request.headerFields[.cookie] = "session=loopback-cookie-value"
+        let (response, _) = try await client(port: server.port, provider: provider)
+            .executeWithAutoRetry(request, body: Data("{}".utf8))
+        #expect(response.status == .ok)
+        let received = server.received
+        #expect(received.map(\.path) == ["/away", "/back", "/v1/admin/delete"])
+        #expect(received.map { $0.headers["authorization"] ?? [] } == [["Bearer fresh-bearer-x2"], [], []])
+        #expect(received.map { $0.headers["cookie"] ?? [] } == [["session=loopback-cookie-value"], [], []])
     }
 
     @Test func aSameOriginRedirectOnARealServerKeepsAuthorization() async throws {

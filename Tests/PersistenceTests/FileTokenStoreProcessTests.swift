@@ -2,7 +2,9 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
+import TokenKitTesting
 import TokenKitTestingTraits
+import TokenRefresh
 
 #if canImport(Glibc)
     import Glibc
@@ -159,5 +161,59 @@ import TokenKitTestingTraits
         #expect(session.generation == UInt64(workers * rounds))
         let expected = (0..<workers).map { "w\($0):\(rounds)" }.joined(separator: ",")
         #expect(session.token.scope == expected)
+    }
+
+    /// Defect 5 of issue 12: one process whose token request hangs holds the store's lock; another process
+    /// answers within its lock timeout instead of waiting behind it, and never refreshes without the lock.
+    @Test(.timeLimit(.minutes(1))) func aHungRefreshInAnotherProcessDoesNotBlockThisOne() async throws {
+        let probe = try Self.probeURL()
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        // Valid for 100 more seconds of its hour: due for a proactive refresh, not expired.
+        let token = AuthToken(
+            accessToken: "hung-lock-access-x7", refreshToken: "hung-lock-refresh-x7",
+            receivedAt: Date().addingTimeInterval(-3500), lifetime: 3600)
+        try await FileTokenStore(directory: temporary.storeDirectory)
+            .save(StoredSession(token: token, userID: "user-1", generation: 1), account: "hung", condition: .always)
+
+        let process = Process()
+        process.executableURL = probe
+        process.arguments = ["hang-refresh", temporary.storeDirectory.path, "hung", "0"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        #expect(LineReader(output.fileHandleForReading).nextLine() == "refreshing")
+
+        let attempts = Locked(0)
+        let store = FileTokenStore(
+            directory: temporary.storeDirectory, configuration: .init(lockTimeout: .milliseconds(300)))
+        let client = TokenRefreshClient(
+            strategy: ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
+                attempts.withLock { $0 += 1 }
+                return TokenResponse(accessToken: "never-issued-access", refreshToken: "never-issued-refresh")
+            },
+            store: store, configuration: .init(account: "hung"))
+
+        // The stored token is still valid: it is used although its refresh could not take the lock.
+        let started = ContinuousClock.now
+        let valid = try await client.validToken()
+        #expect(valid.accessToken == token.accessToken)
+
+        // A forced refresh cannot use the rejected token: a transient error, and the session is kept.
+        let error = await #expect(throws: TokenRefreshError.self) {
+            try await client.refreshToken(afterRejectionOf: token.accessToken)
+        }
+        #expect(error?.isTransient == true)
+        #expect((error?.underlying as? PersistenceError) == .lockTimedOut)
+        let elapsed = ContinuousClock.now - started
+        // Two waits of 0.3 s each; the other process's refresh never ends, so without the bound this would hang.
+        #expect(elapsed < .seconds(30), "answered after \(elapsed)")
+        #expect(attempts.withLock { $0 } == 0, "never refreshes without the lock")
+        #expect(client.currentState == .signedIn(userID: "user-1"))
+        #expect(process.isRunning, "the other process still holds the lock")
     }
 }

@@ -141,13 +141,46 @@ import TokenKitTestingTraits
         #expect(try Data(contentsOf: URL(fileURLWithPath: aside)) == aliceBytes)
     }
 
-    @Test func widerDirectoryPermissionsAreRefused() async throws {
+    /// Defect 7 of issue 12: a directory made by `mkdir -p` (0755) used to be refused, so every save failed.
+    @Test func aDirectoryMadeByMkdirIsTightenedTo0700AndUsed() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        try FileManager.default.createDirectory(
+            at: temporary.storeDirectory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o755])
+        let capture = LogCapture()
+        let store = FileTokenStore(
+            directory: temporary.storeDirectory, configuration: .init(logger: capture.logger()))
+        try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
+        #expect(await store.load(account: "alice").session?.generation == 1)
+        let mode = try FileManager.default.attributesOfItem(atPath: temporary.storeDirectory.path)[.posixPermissions]
+        #expect((mode as? NSNumber)?.intValue == 0o700)
+        #expect(capture.lines.contains { $0.contains("tightened the session directory to mode 700") })
+    }
+
+    @Test func aWidenedDirectoryHoldingOnlyTheStoresFilesIsTightened() async throws {
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
         let store = FileTokenStore(directory: temporary.storeDirectory)
         try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
         _ = chmod(temporary.storeDirectory.path, 0o755)
-        #expect(await store.load(account: "alice").error == .permissionsTooWide)
+        #expect(await store.load(account: "alice").session?.generation == 1)
+        try await store.save(sampleSession(generation: 2), account: "alice", condition: .always)
+    }
+
+    @Test func aWideDirectoryWithOtherFilesIsRefusedWithAnErrorThatSaysWhy() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
+        try Data("notes".utf8).write(to: temporary.storeDirectory.appendingPathComponent("notes.txt"))
+        _ = chmod(temporary.storeDirectory.path, 0o755)
+        let error = try #require(await store.load(account: "alice").error)
+        #expect(error == .permissionsTooWide)
+        let detail = try #require(error.detail)
+        #expect(detail.contains(temporary.storeDirectory.standardizedFileURL.path))
+        #expect(detail.contains("mode 755"))
+        #expect(detail.contains("needs 700"))
         await #expect(throws: PersistenceError.permissionsTooWide) {
             try await store.save(sampleSession(generation: 2), account: "alice", condition: .always)
         }
@@ -194,9 +227,12 @@ import TokenKitTestingTraits
     @Test func tasksSharingTheDirectoryThroughTwoStoresLoseNoUpdate() async throws {
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
+        // No lock timeout: this test is about lost updates, and a loaded machine may starve a holder for seconds.
+        let unbounded = FileTokenStore.Configuration(lockTimeout: nil)
         let stores = [
-            FileTokenStore(directory: temporary.storeDirectory),
-            FileTokenStore(directory: URL(fileURLWithPath: temporary.storeDirectory.path + "/")),
+            FileTokenStore(directory: temporary.storeDirectory, configuration: unbounded),
+            FileTokenStore(
+                directory: URL(fileURLWithPath: temporary.storeDirectory.path + "/"), configuration: unbounded),
         ]
         let tasks = 6
         let rounds = 10
@@ -261,6 +297,31 @@ import TokenKitTestingTraits
         }
         waiter.cancel()
         await #expect(throws: PersistenceError.lockFailed) { try await waiter.value }
+        releaseContinuation.yield()
+        try await holder.value
+        #expect(try await store.withExclusiveAccess(account: "a") { "free again" } == "free again")
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aTaskWaitingForTheLockGivesUpAfterTheLockTimeout() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(
+            directory: temporary.storeDirectory, configuration: .init(lockTimeout: .milliseconds(50)))
+        let (entered, enteredContinuation) = AsyncStream.makeStream(of: Void.self)
+        let (release, releaseContinuation) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task {
+            try await store.withExclusiveAccess(account: "a") {
+                enteredContinuation.yield()
+                for await _ in release { break }
+            }
+        }
+        for await _ in entered { break }
+        await #expect(throws: PersistenceError.lockTimedOut) {
+            try await store.withExclusiveAccess(account: "a") { "ran" }
+        }
+        await #expect(throws: PersistenceError.lockTimedOut) {
+            try await store.save(sampleSession(generation: 1), account: "a", condition: .always)
+        }
         releaseContinuation.yield()
         try await holder.value
         #expect(try await store.withExclusiveAccess(account: "a") { "free again" } == "free again")

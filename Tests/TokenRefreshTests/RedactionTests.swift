@@ -1,5 +1,6 @@
 import AuthToken
 import Foundation
+import NetworkRetry
 import Persistence
 import Testing
 import TokenKitTesting
@@ -54,6 +55,33 @@ import TokenKitTestingTraits
                     !text.contains(secret),
                     "a description contains a secret (fingerprint \(AuthToken.fingerprint(secret)))")
             }
+        }
+    }
+
+    /// Defect 2 of issue 12: `dump(client)` used to print the rejected refresh tokens the actor kept.
+    @Test func dumpingClientsAfterARejectedRefreshShowsNoToken() async throws {
+        let rig = try await Rig.make()
+        var seen = [rig.initial.accessToken, rig.initial.refreshToken!]
+        let refreshed = try await rig.client.validToken()
+        seen += [refreshed.accessToken, refreshed.refreshToken!]
+        rig.clock.advance(by: .seconds(7200))
+        await rig.server.enqueue(.invalidGrant)
+        #expect(await refreshError { try await rig.client.validToken() } == .refreshTokenRejected)
+        // Rejected again from memory, without a request: the client still recognises the dead token.
+        #expect(
+            await refreshError { try await rig.client.refreshToken(refreshed.refreshToken!) } == .refreshTokenRejected)
+
+        let authenticated = AuthenticatedClient(
+            transport: rig.server, tokenProvider: rig.client,
+            configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://127.0.0.1")!]))
+        var dumped = ""
+        dump(rig.client, to: &dumped)
+        dump(authenticated, to: &dumped)
+        dumped += String(reflecting: rig.client) + "\n" + String(reflecting: authenticated)
+        #expect(dumped.contains("signedOut"))
+        #expect(dumped.contains("allowedOrigins"))
+        for secret in seen {
+            #expect(!dumped.contains(secret), "the dump shows a token (fingerprint \(AuthToken.fingerprint(secret)))")
         }
     }
 }

@@ -166,7 +166,7 @@ import TokenKitTestingTraits
         let client = rig.client
         let fresh = AuthToken(
             accessToken: "new-session", refreshToken: "new-refresh", receivedAt: rig.clock.date, lifetime: 3600)
-        await client.signIn(with: fresh, userID: "user-2")
+        try await client.signIn(with: fresh, userID: "user-2")
         // Waiters of the old refresh get the new session's token.
         #expect(try await caller.value == fresh)
         await gate.open()

@@ -43,7 +43,7 @@ func clientWaitingAtGate(_ gate: Gate) async -> TokenRefreshClient {
             await gate.wait()
             return TokenResponse(accessToken: "refreshed-access-token", refreshToken: "refresh-2", expiresIn: 3600)
         })
-    await client.signIn(with: expired)
+    try! await client.signIn(with: expired)
     return client
 }
 
@@ -131,11 +131,11 @@ func run() async throws {
     // so the two are measured in alternating rounds and the verdict uses the median of the per-round ratios.
     let cached = CachedTokenActor(token: fresh)
     let client = TokenRefreshClient(strategy: ClosureRefreshStrategy { _ in TokenResponse(accessToken: "unused") })
-    await client.signIn(with: fresh)
+    try! await client.signIn(with: fresh)
     let fixedNow = Date()
     let clockless = TokenRefreshClient(
         strategy: ClosureRefreshStrategy { _ in TokenResponse(accessToken: "unused") }, now: { fixedNow })
-    await clockless.signIn(with: fresh)
+    try! await clockless.signIn(with: fresh)
     var hops: [Double] = []
     var valids: [Double] = []
     var clocklessValids: [Double] = []

@@ -24,42 +24,85 @@ package final class ProcessLocalLocks: Sendable {
     }
     private struct State {
         var nextID: UInt64 = 0
+        /// Waiters whose deadline passed before they were queued.
+        var expired: Set<UInt64> = []
         /// A key is held while it has an entry; its waiters queue in arrival order.
         var entries: [String: Entry] = [:]
     }
     private let state = Mutex(State())
 
+    /// Why a wait for a lock ended without it.
+    package struct TimedOut: Error {}
+
+    /// Waits until `key` is free and takes it, giving up after `timeout`.
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled while waiting; ``TimedOut`` when `timeout`
+    ///   passed first.
+    package func acquire(_ key: String, timeout: Duration?) async throws {
+        guard let timeout else { return try await acquire(key) }
+        let id: UInt64 = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            if Task.isCancelled { return }
+            let waiter: Waiter? = state.withLock { state in
+                guard let index = state.entries[key]?.waiters.firstIndex(where: { $0.id == id }) else {
+                    state.expired.insert(id)
+                    return nil
+                }
+                return state.entries[key]!.waiters.remove(at: index)
+            }
+            waiter?.continuation.resume(throwing: TimedOut())
+        }
+        defer {
+            timer.cancel()
+            _ = state.withLock { $0.expired.remove(id) }
+        }
+        try await acquire(key, id: id)
+    }
+
     /// Waits until `key` is free and takes it.
     ///
     /// - Throws: `CancellationError` when the task is cancelled while waiting.
     package func acquire(_ key: String) async throws {
+        try await acquire(key, id: nil)
+    }
+
+    private func acquire(_ key: String, id givenID: UInt64?) async throws {
         // Fast path: a free lock is taken without suspending the task.
         let id: UInt64? = state.withLock { state in
             guard state.entries[key] != nil else {
                 state.entries[key] = Entry()
                 return nil
             }
+            if let givenID { return givenID }
             state.nextID += 1
             return state.nextID
         }
         guard let id else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let granted: Bool? = state.withLock { state in
+                enum Outcome { case granted, cancelled, timedOut, queued }
+                let outcome: Outcome = state.withLock { state in
                     guard state.entries[key] != nil else {
                         state.entries[key] = Entry()
-                        return true
+                        return .granted
                     }
                     // The cancellation flag is set before the handler runs, and both take the mutex, so a
-                    // waiter is either found by the handler or sees the flag here.
-                    if Task.isCancelled { return false }
+                    // waiter is either found by the handler or sees the flag here. The same holds for a
+                    // deadline timer, which marks the waiter expired when it is not queued yet.
+                    if Task.isCancelled { return .cancelled }
+                    if state.expired.remove(id) != nil { return .timedOut }
                     state.entries[key]!.waiters.append(Waiter(id: id, continuation: continuation))
-                    return nil
+                    return .queued
                 }
-                switch granted {
-                case true?: continuation.resume()
-                case false?: continuation.resume(throwing: CancellationError())
-                case nil: break
+                switch outcome {
+                case .granted: continuation.resume()
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                case .timedOut: continuation.resume(throwing: TimedOut())
+                case .queued: break
                 }
             }
         } onCancel: {
@@ -110,12 +153,17 @@ struct HeldFileLock: Sendable {
     let key: String
     let descriptor: Int32
 
-    /// Takes the process-local lock for `key`, then an exclusive `flock` on `lockPath`.
+    /// Takes the process-local lock for `key`, then an exclusive `flock` on `lockPath`, waiting at most
+    /// `timeout` for both (`nil`: no limit).
     static func acquire(
-        key: String, lockPath: String, faults: FileFaults
+        key: String, lockPath: String, faults: FileFaults, timeout: Duration?
     ) async throws(PersistenceError) -> HeldFileLock {
+        let clock = ContinuousClock()
+        let deadline = timeout.map { clock.now.advanced(by: $0) }
         do {
-            try await ProcessLocalLocks.shared.acquire(key)
+            try await ProcessLocalLocks.shared.acquire(key, timeout: timeout)
+        } catch is ProcessLocalLocks.TimedOut {
+            throw PersistenceError.lockTimedOut.with(detail: "another task of this process held it for \(timeout!)")
         } catch {
             throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
         }
@@ -132,7 +180,18 @@ struct HeldFileLock: Sendable {
             case .success(true):
                 return HeldFileLock(key: key, descriptor: descriptor)
             case .success(false):
-                // Another process holds it: wait on a thread of our own, not on one of the cooperative pool.
+                if let deadline {
+                    // Another process holds it: poll until the deadline, so a process stuck in a refresh
+                    // cannot hold every other one hostage.
+                    do throws(PersistenceError) {
+                        try await pollLock(descriptor, until: deadline, clock: clock)
+                    } catch {
+                        _ = POSIX.closeChecked(descriptor)
+                        throw error
+                    }
+                    return HeldFileLock(key: key, descriptor: descriptor)
+                }
+                // No limit: wait on a thread of our own, not on one of the cooperative pool.
                 if let code = await blockingLockOnThread(descriptor) {
                     _ = POSIX.closeChecked(descriptor)
                     throw PersistenceError.lockFailed.with(detail: "flock: \(code)")
@@ -153,6 +212,29 @@ struct HeldFileLock: Sendable {
         POSIX.unlock(descriptor)
         _ = POSIX.closeChecked(descriptor)
         ProcessLocalLocks.shared.release(key)
+    }
+
+    /// Tries the `flock` again after growing pauses (1 ms to 50 ms) until it is taken or `deadline` passes.
+    private static func pollLock(
+        _ descriptor: Int32, until deadline: ContinuousClock.Instant, clock: ContinuousClock
+    ) async throws(PersistenceError) {
+        var pause = Duration.milliseconds(1)
+        while true {
+            let now = clock.now
+            guard now < deadline else {
+                throw PersistenceError.lockTimedOut.with(detail: "another process held the lock file")
+            }
+            do {
+                try await Task.sleep(for: min(pause, now.duration(to: deadline)))
+            } catch {
+                throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
+            }
+            switch POSIX.tryExclusiveLock(descriptor) {
+            case .success(true): return
+            case .success(false): pause = min(pause * 2, .milliseconds(50))
+            case .failure(let code): throw PersistenceError.lockFailed.with(detail: "flock: \(code)")
+            }
+        }
     }
 
     private static func blockingLockOnThread(_ descriptor: Int32) async -> Errno? {

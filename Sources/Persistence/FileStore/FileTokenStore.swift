@@ -9,11 +9,15 @@ public import Logging
 /// ## What it guarantees
 /// - **Atomic, durable writes.** A save writes a temporary file, fsyncs it, renames it over the old file and
 ///   fsyncs the directory. A crash at any point leaves either the old session or the new one, whole.
-/// - **Private files.** The directory is created with mode 0700 and files with 0600. If the modes on disk are
-///   wider, reads and writes fail with ``PersistenceError/permissionsTooWide`` rather than trusting them.
+/// - **Private files.** The directory is created with mode 0700 and files with 0600. A directory with wider
+///   modes (`mkdir -p` makes 0755) is tightened to 0700, with a `notice` log line, when this process owns it and
+///   it holds nothing but the store's files. Otherwise reads and writes fail with
+///   ``PersistenceError/permissionsTooWide``, whose detail names the path, the mode found and the mode needed.
 ///   Give the store a directory of its own (not `/tmp`).
 /// - **A lock shared by processes.** ``withExclusiveAccess(account:_:)`` holds an advisory `flock` on a
-///   per-account lock file for the whole body, so processes sharing the directory refresh one at a time. The
+///   per-account lock file for the whole body, so processes sharing the directory refresh one at a time. A
+///   waiter gives up after ``Configuration/lockTimeout`` (5 s by default) with ``PersistenceError/lockTimedOut``,
+///   so one stalled refresh cannot block every process. The
 ///   same lock serialises tasks in this process (waiters queue in arrival order, without blocking threads).
 ///   Saves and removals take the lock too, and check their ``WriteCondition`` under it. Inside the body, the
 ///   store's own operations see the lock as held by the task and its child tasks, and do not take it again.
@@ -44,6 +48,12 @@ public struct FileTokenStore: TokenStore {
         public var encryptionKey: SymmetricKey?
         /// Where debug and trace messages go. Nothing from a session's tokens is ever logged.
         public var logger: Logger
+        /// The longest wait for the account's lock (held by another process's refresh, say) before an
+        /// operation gives up with ``PersistenceError/lockTimedOut``; `nil` waits without limit.
+        ///
+        /// A ``TokenRefreshClient`` that times out re-reads the store and uses a token another process saved if
+        /// it is still valid; it never refreshes without the lock.
+        public var lockTimeout: Duration?
         /// Failures to inject into file-system steps, for tests.
         package var faults: FileFaults = .none
 
@@ -52,12 +62,15 @@ public struct FileTokenStore: TokenStore {
         /// - Parameters:
         ///   - encryptionKey: A key to seal sessions with, or `nil` for plain JSON.
         ///   - logger: Where debug and trace messages go.
+        ///   - lockTimeout: The longest wait for the account's lock; 5 s by default.
         public init(
             encryptionKey: SymmetricKey? = nil,
-            logger: Logger = Logger(label: "TokenKit.Persistence.FileTokenStore")
+            logger: Logger = Logger(label: "TokenKit.Persistence.FileTokenStore"),
+            lockTimeout: Duration? = .seconds(5)
         ) {
             self.encryptionKey = encryptionKey
             self.logger = logger
+            self.lockTimeout = lockTimeout
         }
     }
 
@@ -211,7 +224,8 @@ public struct FileTokenStore: TokenStore {
         try files.ensureDirectory()
         let key = lockKey(files)
         if ProcessLocalLocks.heldKeys.contains(key) { return try await body() }
-        let lock = try await HeldFileLock.acquire(key: key, lockPath: files.lockPath, faults: configuration.faults)
+        let lock = try await HeldFileLock.acquire(
+            key: key, lockPath: files.lockPath, faults: configuration.faults, timeout: configuration.lockTimeout)
         configuration.logger.trace("lock taken", metadata: ["file": "\(files.fileName)"])
         defer {
             lock.release()
@@ -243,7 +257,8 @@ public struct FileTokenStore: TokenStore {
         try files.ensureDirectory()
         let key = lockKey(files)
         if ProcessLocalLocks.heldKeys.contains(key) { return try operation() }
-        let lock = try await HeldFileLock.acquire(key: key, lockPath: files.lockPath, faults: configuration.faults)
+        let lock = try await HeldFileLock.acquire(
+            key: key, lockPath: files.lockPath, faults: configuration.faults, timeout: configuration.lockTimeout)
         defer { lock.release() }
         return try operation()
     }

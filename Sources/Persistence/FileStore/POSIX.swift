@@ -36,6 +36,8 @@ enum POSIX {
     struct Status {
         var mode: UInt32
         var size: Int
+        /// The owner's user ID.
+        var owner: UInt32 = 0
         var isDirectory: Bool { mode & modeTypeMask == modeDirectory }
         var isRegularFile: Bool { mode & modeTypeMask == modeRegular }
         /// Permission bits for group and others.
@@ -48,14 +50,14 @@ enum POSIX {
     static func status(_ path: String) -> Result<Status, Errno> {
         var info = stat()
         if lstat(path, &info) != 0 { return .failure(Errno(errno)) }
-        return .success(Status(mode: UInt32(info.st_mode), size: Int(info.st_size)))
+        return .success(Status(mode: UInt32(info.st_mode), size: Int(info.st_size), owner: UInt32(info.st_uid)))
     }
 
     /// `fstat(fd)`, or the errno.
     static func status(descriptor: Int32) -> Result<Status, Errno> {
         var info = stat()
         if fstat(descriptor, &info) != 0 { return .failure(Errno(errno)) }
-        return .success(Status(mode: UInt32(info.st_mode), size: Int(info.st_size)))
+        return .success(Status(mode: UInt32(info.st_mode), size: Int(info.st_size), owner: UInt32(info.st_uid)))
     }
 
     /// Opens `path` for reading without following a symbolic link.
@@ -173,6 +175,14 @@ enum POSIX {
     }
 
     static var processID: Int32 { getpid() }
+
+    /// The effective user ID of this process.
+    static var effectiveUserID: UInt32 { UInt32(geteuid()) }
+
+    /// `chmod(path, mode)`, or the errno.
+    static func changeMode(_ path: String, to mode: UInt32) -> Result<Void, Errno> {
+        chmod(path, mode_t(mode)) == 0 ? .success(()) : .failure(Errno(errno))
+    }
 
     private static func retryingOnInterrupt<R: BinaryInteger>(_ call: () -> R) -> R {
         while true {

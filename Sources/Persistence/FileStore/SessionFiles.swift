@@ -49,11 +49,32 @@ struct SessionFiles: Sendable {
                 throw PersistenceError.notAFile.with(detail: "the store path is not a directory")
             }
             guard status.groupOrOtherBits == 0 else {
-                throw PersistenceError.permissionsTooWide.with(
-                    detail: "directory mode \(String(status.mode & 0o777, radix: 8)), expected 700")
+                try tightenDirectory(status)
+                return true
             }
             return true
         }
+    }
+
+    /// A directory readable by others (`mkdir -p` gives 0755) is tightened to 0700 when this process owns it
+    /// and it holds nothing but this store's files; otherwise the error names the path and both modes.
+    private func tightenDirectory(_ status: POSIX.Status) throws(PersistenceError) {
+        let found = String(status.mode & 0o777, radix: 8)
+        let foreign = POSIX.directoryEntries(directory).filter { !$0.hasPrefix("session-") }
+        if status.owner == POSIX.effectiveUserID, foreign.isEmpty,
+            case .success = POSIX.changeMode(directory, to: 0o700)
+        {
+            logger.notice(
+                "tightened the session directory to mode 700 (owner only)",
+                metadata: ["directory": "\(directory)", "modeFound": "\(found)"])
+            return
+        }
+        let why =
+            status.owner != POSIX.effectiveUserID
+            ? "another user owns it"
+            : foreign.isEmpty ? "chmod failed" : "it holds \(foreign.count) file(s) that are not the store's"
+        throw PersistenceError.permissionsTooWide.with(
+            detail: "directory \(directory) has mode \(found), needs 700; not tightened because \(why)")
     }
 
     /// Creates the directory (mode 0700, and any missing parents) if it does not exist, then checks it.

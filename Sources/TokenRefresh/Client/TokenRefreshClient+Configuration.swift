@@ -22,6 +22,11 @@ extension TokenRefreshClient {
         public var persistRetryInterval: Duration
         /// How long sign-out waits for the revocation before giving up on it.
         public var revocationTimeout: Duration
+        /// Whether a sign-in whose session could not be written to the store still succeeds, with the session
+        /// kept in memory and the write retried. `false` by default: such a sign-in throws
+        /// ``TokenRefreshError/storageUnavailable`` (its ``TokenRefreshError/underlying`` says why), because a
+        /// session that is never stored is lost at the next launch. An ``InMemoryTokenStore`` needs no opt-in.
+        public var allowsMemoryOnlySessions: Bool
 
         /// Creates a configuration.
         ///
@@ -35,6 +40,8 @@ extension TokenRefreshClient {
         ///   - revocation: The revocation at sign-out, if any.
         ///   - persistRetryInterval: The pause between write retries; 5 s by default.
         ///   - revocationTimeout: The limit for the revocation; 10 s by default.
+        ///   - allowsMemoryOnlySessions: Whether a sign-in that could not be stored still succeeds; `false` by
+        ///     default.
         public init(
             account: String = "default",
             expiryPolicy: ExpiryPolicy = .default,
@@ -44,7 +51,8 @@ extension TokenRefreshClient {
             backoff: Backoff = Backoff(),
             revocation: TokenRevocation? = nil,
             persistRetryInterval: Duration = .seconds(5),
-            revocationTimeout: Duration = .seconds(10)
+            revocationTimeout: Duration = .seconds(10),
+            allowsMemoryOnlySessions: Bool = false
         ) {
             self.account = account
             self.expiryPolicy = expiryPolicy
@@ -55,6 +63,7 @@ extension TokenRefreshClient {
             self.revocation = revocation
             self.persistRetryInterval = persistRetryInterval
             self.revocationTimeout = revocationTimeout
+            self.allowsMemoryOnlySessions = allowsMemoryOnlySessions
         }
     }
 

@@ -139,14 +139,34 @@ extension TokenRefreshClient {
     }
 
     func runFlight(_ flight: RefreshFlight, epoch startEpoch: UInt64, seed: String?) async {
-        let result: Result<AuthToken, TokenRefreshError>
-        do {
-            let token = try await store.withExclusiveAccess(account: configuration.account) {
-                try await self.refreshLocked(epoch: startEpoch, seed: seed)
+        var result: Result<AuthToken, TokenRefreshError>
+        var retry = 0
+        while true {
+            retryOutsideLock = nil
+            do {
+                let attempt = retry
+                let token = try await store.withExclusiveAccess(account: configuration.account) {
+                    try await self.refreshLocked(epoch: startEpoch, seed: seed, retry: attempt)
+                }
+                result = .success(token)
+            } catch let error as PersistenceError where error == .lockTimedOut {
+                result = await afterLockTimeout(error, epoch: startEpoch)
+            } catch {
+                result = .failure(Self.classify(error))
             }
-            result = .success(token)
-        } catch {
-            result = .failure(Self.classify(error))
+            // A transient failure with retries left: wait with the lock released (other processes need not
+            // wait behind the backoff), then take it again and re-read the store before the next attempt.
+            guard case .failure = result, let pending = retryOutsideLock, pending.epoch == startEpoch,
+                epoch == startEpoch
+            else { break }
+            retryOutsideLock = nil
+            retry = pending.retry
+            do {
+                try await clock.sleep(for: pending.delay)
+            } catch {
+                result = .failure(.cancelled)
+                break
+            }
         }
         if self.flight === flight {
             self.flight = nil
@@ -156,8 +176,35 @@ extension TokenRefreshClient {
         flight.finish(result)
     }
 
+    /// Another process held the store's lock past its timeout (its refresh may hang). Never refresh without the
+    /// lock: re-read the store and use the token there if it is still valid (the other process may have
+    /// finished); otherwise fail transiently and keep the session.
+    func afterLockTimeout(
+        _ error: PersistenceError, epoch startEpoch: UInt64
+    ) async -> Result<AuthToken, TokenRefreshError> {
+        let failure = TokenRefreshError.transient.with(underlying: error)
+        logger.debug("the store's lock was not free in time", metadata: ["error": "\(error)"])
+        guard epoch == startEpoch else { return .failure(.signedOut) }
+        if case .found(let stored) = await store.load(account: configuration.account), epoch == startEpoch,
+            stored.generation != storedGeneration || session == nil,
+            !stored.token.isExpired(at: now(), policy: configuration.expiryPolicy),
+            !(stored.token.refreshToken.map(deadRefreshTokens.contains) ?? false)
+        {
+            adopt(stored)
+            logger.debug("adopted a pair saved elsewhere", metadata: ["token": "\(stored.token.fingerprint)"])
+            publish(.tokenRefreshed(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
+            return .success(stored.token)
+        }
+        // The session is kept; while its token is still valid, validToken() callers get it (as after any
+        // transient failure of a proactive refresh).
+        publish(.refreshFailed(failure, userID: session?.userID))
+        return .failure(failure)
+    }
+
     /// The refresh proper, under the store's exclusive access.
-    func refreshLocked(epoch startEpoch: UInt64, seed: String?) async throws(TokenRefreshError) -> AuthToken {
+    func refreshLocked(
+        epoch startEpoch: UInt64, seed: String?, retry: Int
+    ) async throws(TokenRefreshError) -> AuthToken {
         try checkEpoch(startEpoch)
         if seed == nil, let adopted = try await rereadStore(epoch: startEpoch) { return adopted }
         let current = session
@@ -168,10 +215,20 @@ extension TokenRefreshClient {
         if deadRefreshTokens.contains(refreshToken) { throw .refreshTokenRejected }
         let sent = refreshToken.isEmpty ? nil : refreshToken
         do {
-            let response = try await attemptWithRetries(sent, epoch: startEpoch)
+            let response = try await attemptWithRetries(sent, epoch: startEpoch, retry: retry, sleepsUnderLock: false)
             return try await completeRefresh(response, sent: sent, from: current, epoch: startEpoch)
         } catch .refreshTokenRejected {
-            guard let sent else { throw .refreshTokenRejected }
+            guard let sent else {
+                // A strategy without a refresh token (an SDK, client credentials) was told the session is
+                // over: end it once, like any other rejection, instead of handing out the rejected token.
+                try checkEpoch(startEpoch)
+                if session != nil || state.hasSession {
+                    await endSession(reason: .revoked, error: .refreshTokenRejected)
+                } else if state != .signedOut {
+                    setState(.signedOut)
+                }
+                throw .refreshTokenRejected
+            }
             return try await handleRejection(of: sent, epoch: startEpoch, seed: seed)
         }
     }
@@ -219,12 +276,15 @@ extension TokenRefreshClient {
     }
 
     /// Calls the strategy, retrying transient failures with jittered backoff and `Retry-After`.
+    ///
+    /// With `sleepsUnderLock` false, a failure that is to be retried is thrown at once with the plan left in
+    /// ``retryOutsideLock``: the caller waits with the store's lock released and comes back with `retry`.
     func attemptWithRetries(
-        _ refreshToken: String?, epoch startEpoch: UInt64
+        _ refreshToken: String?, epoch startEpoch: UInt64, retry startRetry: Int = 0, sleepsUnderLock: Bool = true
     ) async throws(TokenRefreshError)
         -> TokenResponse
     {
-        var retry = 0
+        var retry = startRetry
         while true {
             try checkEpoch(startEpoch)
             if let blocked = blockedRefreshError() { throw blocked }
@@ -265,6 +325,10 @@ extension TokenRefreshClient {
                 throw failure
             }
             retry += 1
+            if !sleepsUnderLock {
+                retryOutsideLock = (startEpoch, retry, delay)
+                throw failure
+            }
             do {
                 try await clock.sleep(for: delay)
             } catch {
@@ -394,10 +458,19 @@ extension TokenRefreshClient {
 
     // MARK: - Sessions
 
-    func startSession(_ token: AuthToken, userID: String?) async -> AuthToken {
+    func startSession(
+        _ token: AuthToken, userID: String?, previousState: AuthState
+    ) async throws(TokenRefreshError) -> AuthToken {
         if !loaded, case .found(let stored) = await store.load(account: configuration.account) {
             storedGeneration = stored.generation
+            if session == nil {
+                // Kept so that a sign-in that cannot be stored falls back to the stored session.
+                session = Session(
+                    token: stored.token, userID: stored.userID, generation: stored.generation, persisted: true)
+                loaded = true
+            }
         }
+        let prior = (session: session, loaded: loaded)
         epoch &+= 1
         let generation = max(storedGeneration ?? 0, session?.generation ?? 0) &+ 1
         session = Session(token: token, userID: userID, generation: generation, persisted: false)
@@ -420,9 +493,23 @@ extension TokenRefreshClient {
                 publishSnapshot()
             }
         } catch {
+            let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
+            publish(.persistenceFailed(failure, tokenFingerprint: token.fingerprint))
+            if !configuration.allowsMemoryOnlySessions && epoch == startEpoch {
+                // A session that is never stored is lost at the next launch: say so now, and keep what was
+                // there before (the previous session, still in the store, or none).
+                logger.debug("sign-in not stored; rolled back", metadata: ["error": "\(error)"])
+                epoch &+= 1
+                session = prior.session
+                loaded = prior.loaded
+                if prior.session != nil && previousState.hasSession {
+                    setState(previousState)
+                } else {
+                    setState(prior.session.map { .signedIn(userID: $0.userID) } ?? .signedOut)
+                }
+                throw failure
+            }
             lastPersistAttempt = clock.elapsed
-            publish(
-                .persistenceFailed(.storageUnavailable.with(underlying: error), tokenFingerprint: token.fingerprint))
         }
         publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))
         logger.debug("signed in", metadata: ["token": "\(token.fingerprint)"])

@@ -84,8 +84,8 @@ public actor TokenRefreshClient: TokenProvider {
     var lastFlightTask: Task<Void, Never>?
     var state: AuthState = .loading
     var isOffline = false
-    /// Refresh tokens the server rejected; never sent again.
-    var deadRefreshTokens: Set<String> = []
+    /// Refresh tokens the server rejected, as keyed hashes; never sent again.
+    var deadRefreshTokens = RejectedRefreshTokens()
     /// When recent refresh attempts started, by the injected clock (the breaker).
     var attemptTimes: [Duration] = []
     /// No new refresh before this instant of the injected clock (backoff, `Retry-After`).
@@ -93,6 +93,8 @@ public actor TokenRefreshClient: TokenProvider {
     var lastTransientError: TokenRefreshError?
     var consecutiveTransientFailures = 0
     var lastPersistAttempt: Duration?
+    /// A transient failure to retry after `delay`, with the store's lock released (set by the refresh task).
+    var retryOutsideLock: (epoch: UInt64, retry: Int, delay: Duration)?
     var persistInProgress = false
 
     /// Creates a client.
@@ -270,7 +272,10 @@ public actor TokenRefreshClient: TokenProvider {
     ///   - grant: The grant.
     ///   - userID: The user ID, if the app knows it (otherwise taken from the response or the JWT `sub`).
     /// - Returns: The new token.
-    /// - Throws: ``TokenRefreshError/signInRejected`` for wrong credentials; other classified errors.
+    /// - Throws: ``TokenRefreshError/signInRejected`` for wrong credentials (its ``TokenRefreshError/oauthError``
+    ///   keeps the server's code); ``TokenRefreshError/storageUnavailable`` when the new session could not be
+    ///   stored (unless ``Configuration/allowsMemoryOnlySessions``); other classified errors. After a failure the
+    ///   state is the session that was there before, or `signedOut`; never `loading`.
     @discardableResult
     public func signIn(_ grant: SignInGrant, userID: String? = nil) async throws -> AuthToken {
         let previous = state
@@ -280,11 +285,27 @@ public actor TokenRefreshClient: TokenProvider {
         do {
             response = try await grant.run()
         } catch {
-            if epoch == startEpoch { setState(previous) }
+            if epoch == startEpoch { await settleStateAfterFailedSignIn(previous: previous) }
             throw Self.classify(error)
         }
         let token = response.token(receivedAt: now())
-        return await startSession(token, userID: userID ?? response.userID ?? token.parseUserIdFromJWT())
+        return try await startSession(
+            token, userID: userID ?? response.userID ?? token.parseUserIdFromJWT(), previousState: previous)
+    }
+
+    /// After a failed sign-in, the state says what is true: the session that was there before (read from the
+    /// store if it was never read), or signed out. Never `loading`.
+    func settleStateAfterFailedSignIn(previous: AuthState) async {
+        try? await ensureLoaded()
+        if let session {
+            switch previous {
+            case .signedIn, .expired: setState(previous)
+            default: setState(.signedIn(userID: session.userID))
+            }
+        } else {
+            // Nothing usable is held (and the store may be unreadable): there is no session to use now.
+            setState(.signedOut)
+        }
     }
 
     /// Starts a session with a token obtained elsewhere.
@@ -293,9 +314,11 @@ public actor TokenRefreshClient: TokenProvider {
     ///   - token: The token pair.
     ///   - userID: The user ID, if known (otherwise the JWT `sub`).
     /// - Returns: The token.
+    /// - Throws: ``TokenRefreshError/storageUnavailable`` when the session could not be stored (unless
+    ///   ``Configuration/allowsMemoryOnlySessions``); the client then keeps what it had before.
     @discardableResult
-    public func signIn(with token: AuthToken, userID: String? = nil) async -> AuthToken {
-        await startSession(token, userID: userID ?? token.parseUserIdFromJWT())
+    public func signIn(with token: AuthToken, userID: String? = nil) async throws -> AuthToken {
+        try await startSession(token, userID: userID ?? token.parseUserIdFromJWT(), previousState: state)
     }
 
     /// Ends the session: clears memory and the store, fails waiting callers with
@@ -386,5 +409,52 @@ public actor TokenRefreshClient: TokenProvider {
             return TokenRefreshError.storageUnavailable.with(underlying: error)
         }
         return TokenRefreshError.transient.with(underlying: error)
+            .with(connectivityFailure: isConnectivityFailure(error))
+    }
+
+    /// Whether `error`, thrown by any strategy, says the device could not reach the server: then the
+    /// client counts as offline (``isOfflineNow``), whichever strategy failed.
+    static func isConnectivityFailure(_ error: any Error) -> Bool {
+        if let error = error as? NetworkRetryError {
+            if error == .cannotConnect || error == .timedOut { return true }
+            return error.underlying.map(isConnectivityFailure) ?? false
+        }
+        if let error = error as? URLError {
+            switch error.code {
+            case .notConnectedToInternet, .networkConnectionLost, .cannotConnectToHost, .cannotFindHost,
+                .dnsLookupFailed, .timedOut, .internationalRoamingOff, .dataNotAllowed, .callIsActive:
+                return true
+            default:
+                return false
+            }
+        }
+        if let error = error as? POSIXError {
+            switch error.code {
+            case .ECONNREFUSED, .ECONNRESET, .ECONNABORTED, .ENETDOWN, .ENETUNREACH, .EHOSTUNREACH, .ETIMEDOUT:
+                return true
+            default:
+                return false
+            }
+        }
+        return false
+    }
+}
+
+extension TokenRefreshClient: CustomReflectable {
+    /// What the client holds, without secrets: state, the token's fingerprint and expiry, whether a refresh
+    /// is running, and the strategy and store types. `dump(client)` shows this instead of the actor's fields.
+    public nonisolated var customMirror: Mirror {
+        let snapshot = self.snapshot.withLock { $0 }
+        var children: [(label: String?, value: Any)] = [
+            ("state", snapshot.state),
+            ("token", snapshot.token.map { "\($0)" } ?? "none"),
+            ("isOffline", snapshot.isOffline),
+            ("refreshInFlight", snapshot.flight != nil),
+            ("refreshWaiters", refreshWaiterCount),
+            ("account", configuration.account),
+        ]
+        children.append(("strategy", String(describing: type(of: strategy))))
+        children.append(("store", String(describing: type(of: store))))
+        return Mirror(self, children: children, displayStyle: .class)
     }
 }

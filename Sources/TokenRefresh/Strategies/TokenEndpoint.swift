@@ -49,7 +49,10 @@ public struct TokenEndpoint: Sendable {
         _ parameters: [(String, String)], isSignIn: Bool = false
     ) async throws(TokenRefreshError) -> TokenResponse {
         let (response, body) = try await post(parameters)
-        return try TokenEndpoint.interpret(response, body: body, isSignIn: isSignIn, now: now)
+        let grantType = parameters.first { $0.0 == "grant_type" }?.1
+        return try TokenEndpoint.interpret(
+            response, body: body, isSignIn: isSignIn, now: now,
+            checksUserCredentials: isSignIn && grantType == "password")
     }
 
     /// Sends a form POST with client authentication and returns the raw answer.
@@ -89,7 +92,7 @@ public struct TokenEndpoint: Sendable {
     /// Classifies a token endpoint answer (RFC 6749 sections 5.1 and 5.2).
     static func interpret(
         _ response: HTTPResponse, body: Data, isSignIn: Bool, now: @Sendable () -> Date,
-        rejectionWithoutCode: TokenRefreshError? = nil
+        rejectionWithoutCode: TokenRefreshError? = nil, checksUserCredentials: Bool = false
     ) throws(TokenRefreshError) -> TokenResponse {
         let status = response.status.code
         if (200..<300).contains(status) {
@@ -99,23 +102,36 @@ public struct TokenEndpoint: Sendable {
                 throw error.with(status: status)
             }
         }
-        throw classify(response, body: body, isSignIn: isSignIn, now: now, rejectionWithoutCode: rejectionWithoutCode)
+        throw classify(
+            response, body: body, isSignIn: isSignIn, now: now, rejectionWithoutCode: rejectionWithoutCode,
+            checksUserCredentials: checksUserCredentials)
     }
 
-    /// The error for a non-2xx answer.
+    /// The error for a non-2xx answer. Every error carries the status and the server's OAuth `error` code,
+    /// when it gave one.
+    ///
+    /// - Parameters:
+    ///   - isSignIn: Whether `invalid_grant` means a rejected sign-in rather than a dead refresh token.
+    ///   - checksUserCredentials: Whether the grant carried a user's credentials (the password grant): some
+    ///     servers answer a wrong password with `400 invalid_request` (authlib), which then is a rejected
+    ///     sign-in, not a configuration error. `invalid_client` and `unauthorized_client` stay configuration
+    ///     errors either way.
     static func classify(
         _ response: HTTPResponse, body: Data, isSignIn: Bool, now: @Sendable () -> Date,
-        rejectionWithoutCode: TokenRefreshError? = nil
+        rejectionWithoutCode: TokenRefreshError? = nil, checksUserCredentials: Bool = false
     ) -> TokenRefreshError {
         let status = response.status.code
         let retryAfter = RetryAfter.parse(response.headerFields[.retryAfter], now: now())
-        if status == 408 || status == 429 || (500..<600).contains(status) {
-            return TokenRefreshError.transient.with(status: status).with(retryAfter: retryAfter)
-        }
         let code = TokenResponse.oauthErrorCode(body)
+        if status == 408 || status == 429 || (500..<600).contains(status) {
+            return TokenRefreshError.transient.with(oauthError: code).with(status: status).with(retryAfter: retryAfter)
+        }
         switch code {
         case "invalid_grant":
-            return (isSignIn ? TokenRefreshError.signInRejected : .refreshTokenRejected).with(status: status)
+            return (isSignIn ? TokenRefreshError.signInRejected : .refreshTokenRejected).with(oauthError: code)
+                .with(status: status)
+        case "invalid_request" where checksUserCredentials && status == 400:
+            return TokenRefreshError.signInRejected.with(oauthError: code).with(status: status)
         case "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope", "invalid_request":
             return TokenRefreshError.configuration.with(oauthError: code).with(status: status)
         case "temporarily_unavailable", "server_error":
