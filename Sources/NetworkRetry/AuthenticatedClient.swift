@@ -54,6 +54,11 @@ public struct AuthenticatedClient: HTTPTransport {
         public var followsRedirects: Bool
         /// The most redirects one call follows before throwing ``NetworkRetryError/tooManyRedirects``.
         public var maximumRedirects: Int
+        /// Whether a 401 that a refresh did not cure ends the session (the token provider's
+        /// ``TokenProvider/sessionRejected(afterRefreshOf:endSession:)`` is told either way), like a global 401
+        /// handler that clears the session and shows the login screen. `false` by default: the session is kept
+        /// and the call throws ``NetworkRetryError/unauthorizedAfterRefresh``.
+        public var endsSessionWhenRefreshDoesNotHelp: Bool
 
         /// Creates a configuration.
         ///
@@ -61,11 +66,16 @@ public struct AuthenticatedClient: HTTPTransport {
         ///   - allowedOrigins: The origins a token may be sent to.
         ///   - followsRedirects: Whether to follow redirects; defaults to `true`.
         ///   - maximumRedirects: The redirect cap; defaults to 5.
-        public init(allowedOrigins: some Sequence<HTTPOrigin>, followsRedirects: Bool = true, maximumRedirects: Int = 5)
-        {
+        ///   - endsSessionWhenRefreshDoesNotHelp: Whether a 401 after a refresh ends the session; `false` by
+        ///     default.
+        public init(
+            allowedOrigins: some Sequence<HTTPOrigin>, followsRedirects: Bool = true, maximumRedirects: Int = 5,
+            endsSessionWhenRefreshDoesNotHelp: Bool = false
+        ) {
             self.allowedOrigins = Set(allowedOrigins)
             self.followsRedirects = followsRedirects
             self.maximumRedirects = max(0, maximumRedirects)
+            self.endsSessionWhenRefreshDoesNotHelp = endsSessionWhenRefreshDoesNotHelp
         }
     }
 
@@ -158,6 +168,10 @@ public struct AuthenticatedClient: HTTPTransport {
             {
             case .fail(let error):
                 logger.trace("request rejected", metadata: ["error": "\(error)"])
+                if error == .unauthorizedAfterRefresh {
+                    await tokenProvider.sessionRejected(
+                        afterRefreshOf: token.accessToken, endSession: configuration.endsSessionWhenRefreshDoesNotHelp)
+                }
                 throw error
             case .refreshAndRetry:
                 logger.trace("refreshing after 401", metadata: ["token": "\(token.fingerprint)"])

@@ -30,4 +30,22 @@ public protocol TokenProvider: Sendable {
     /// - Returns: A token to retry with.
     /// - Throws: When the refresh fails.
     func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken
+
+    /// Told when the server rejected `accessToken` although it came from a refresh made for that very
+    /// request: a refresh does not cure this session. The default does nothing.
+    ///
+    /// - Parameters:
+    ///   - accessToken: The access token the server rejected after the refresh.
+    ///   - endSession: Whether the app asked to end the session in this case
+    ///     (``AuthenticatedClient/Configuration/endsSessionWhenRefreshDoesNotHelp``).
+    func sessionRejected(afterRefreshOf accessToken: String, endSession: Bool) async
+}
+
+extension TokenProvider {
+    /// Does nothing: a provider without a session to end ignores the news.
+    ///
+    /// - Parameters:
+    ///   - accessToken: The rejected access token.
+    ///   - endSession: Whether the app asked to end the session.
+    public func sessionRejected(afterRefreshOf accessToken: String, endSession: Bool) async {}
 }

@@ -56,13 +56,15 @@ import TokenKitTestingTraits
 
     @Test func aNewerPairSavedByAnotherProcessIsAdoptedInsteadOfRefreshing() async throws {
         let rig = try await Rig.make()
-        #expect(await rig.client.restoreSession() == .signedIn(userID: "user-1"))
+        // The stored access token has expired: the session reads expired until it is renewed.
+        #expect(await rig.client.restoreSession() == .expired(lastUserID: "user-1"))
         // Another process refreshed and saved a newer pair.
         let newer = await rig.server.issueSession(userID: "user-1", receivedAt: rig.clock.date)
         try await rig.store.save(
             StoredSession(token: newer, userID: "user-1", generation: 2), account: account, condition: .generation(1))
         let token = try await rig.client.validToken()
         #expect(token == newer)
+        #expect(rig.client.currentState == .signedIn(userID: "user-1"))
         #expect(await rig.server.tokenRequestCount == 0)
     }
 

@@ -66,7 +66,7 @@ extension TokenRefreshClient {
             await endSession(reason: .expired, error: .sessionExpired)
             throw .sessionExpired
         }
-        return .wait(startFlight(seed: nil))
+        return .wait(startFlight(seed: nil, forced: accessToken != nil))
     }
 
     /// The error that holds a new refresh back (backoff, `Retry-After`, the breaker), if any.
@@ -107,7 +107,10 @@ extension TokenRefreshClient {
             }
             session = Session(
                 token: stored.token, userID: stored.userID, generation: stored.generation, persisted: true)
-            setState(.signedIn(userID: stored.userID))
+            // A token that expired while the app was closed reads as expired until a refresh renews it.
+            let expired = stored.token.isExpired(at: now(), policy: configuration.expiryPolicy)
+            setState(expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID))
+            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
             logger.debug("session restored", metadata: ["token": "\(stored.token.fingerprint)"])
         case .absent:
             loaded = true
@@ -122,8 +125,9 @@ extension TokenRefreshClient {
     // MARK: - The shared refresh
 
     /// Starts the shared refresh in its own task and returns the flight callers wait on.
-    func startFlight(seed: String?) -> RefreshFlight {
+    func startFlight(seed: String?, forced: Bool = false) -> RefreshFlight {
         let flight = RefreshFlight(counter: waiterCounter)
+        flightIsForced = forced
         self.flight = flight
         publishSnapshot()
         let startEpoch = epoch
@@ -217,6 +221,14 @@ extension TokenRefreshClient {
         do {
             let response = try await attemptWithRetries(sent, epoch: startEpoch, retry: retry, sleepsUnderLock: false)
             return try await completeRefresh(response, sent: sent, from: current, epoch: startEpoch)
+        } catch .signedOut where sent == nil && epoch == startEpoch {
+            // The token provider (an SDK) reports that it has no session: end ours once, with that reason.
+            if session != nil || state.hasSession {
+                await endSession(reason: .providerSignedOut, error: .signedOut)
+            } else if state != .signedOut {
+                setState(.signedOut)
+            }
+            throw .signedOut
         } catch .refreshTokenRejected {
             guard let sent else {
                 // A strategy without a refresh token (an SDK, client credentials) was told the session is
@@ -290,10 +302,11 @@ extension TokenRefreshClient {
             if let blocked = blockedRefreshError() { throw blocked }
             attemptTimes.append(clock.elapsed)
             let strategy = self.strategy
+            let forced = flightIsForced
             let failure: TokenRefreshError
             do {
                 let response = try await clock.withTimeout(configuration.refreshTimeout) {
-                    try await strategy.refresh(using: refreshToken)
+                    try await strategy.refresh(using: refreshToken, forced: forced)
                 }
                 consecutiveTransientFailures = 0
                 retryNotBefore = nil

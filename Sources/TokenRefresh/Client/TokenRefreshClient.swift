@@ -70,6 +70,7 @@ public actor TokenRefreshClient: TokenProvider {
 
     nonisolated let snapshot = Mutex(Snapshot())
     nonisolated let subscribers = Mutex(Subscribers())
+    nonisolated let stateSubscribers = Mutex(StateSubscribers())
     nonisolated let waiterCounter = WaiterCounter()
 
     var session: Session?
@@ -93,6 +94,9 @@ public actor TokenRefreshClient: TokenProvider {
     var lastTransientError: TokenRefreshError?
     var consecutiveTransientFailures = 0
     var lastPersistAttempt: Duration?
+    /// Whether the refresh in flight follows a rejection by the server (a 401), so a provider should skip
+    /// its cache (Clerk's `getToken(skipCache:)`).
+    var flightIsForced = false
     /// A transient failure to retry after `delay`, with the store's lock released (set by the refresh task).
     var retryOutsideLock: (epoch: UInt64, retry: Int, delay: Duration)?
     var persistInProgress = false
@@ -128,6 +132,8 @@ public actor TokenRefreshClient: TokenProvider {
     deinit {
         let continuations = subscribers.withLock { Array($0.continuations.values) }
         for continuation in continuations { continuation.finish() }
+        let stateContinuations = stateSubscribers.withLock { Array($0.continuations.values) }
+        for continuation in stateContinuations { continuation.finish() }
     }
 
     // MARK: - Reading without an actor hop
@@ -255,10 +261,22 @@ public actor TokenRefreshClient: TokenProvider {
 
     /// Reads the stored session, if that has not happened yet, and returns the state.
     ///
-    /// - Returns: The state after reading; `loading` when the store is unavailable.
+    /// A restored session publishes ``AuthEvent/Kind/sessionRestored`` and reads `signedIn`, or `expired` when
+    /// its access token expired meanwhile.
+    ///
+    /// With `validatingWithProvider`, the session is then checked with the token provider, as an app checks its
+    /// SDK at launch (Clerk's `load()` then `getToken()`): a valid token is fetched (refreshed if due). A
+    /// rejection ends the session with its reason; a connectivity failure keeps it (`expired` if its token has
+    /// expired) until ``networkRestored()``.
+    ///
+    /// - Parameter validatingWithProvider: Whether to check the session with the provider; `false` by default.
+    /// - Returns: The state afterwards; `loading` when the store is unavailable.
     @discardableResult
-    public func restoreSession() async -> AuthState {
+    public func restoreSession(validatingWithProvider: Bool = false) async -> AuthState {
         try? await ensureLoaded()
+        if validatingWithProvider, loaded, session != nil || !strategy.requiresRefreshToken {
+            _ = try? await validToken()
+        }
         return state
     }
 
@@ -364,6 +382,7 @@ public actor TokenRefreshClient: TokenProvider {
     func setState(_ newState: AuthState) {
         state = newState
         publishSnapshot()
+        publishState(newState)
     }
 
     func publishSnapshot() {

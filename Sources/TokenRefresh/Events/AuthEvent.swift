@@ -22,6 +22,10 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
         public static let persistenceRecovered = Kind("persistenceRecovered")
         /// The store could not be read (a locked Keychain). The session is not considered ended.
         public static let storageUnavailable = Kind("storageUnavailable")
+        /// A stored session was read at launch (``TokenRefreshClient/restoreSession()``).
+        public static let sessionRestored = Kind("sessionRestored")
+        /// The server rejected a request again after a refresh (a 401 a refresh did not cure).
+        public static let unauthorizedAfterRefresh = Kind("unauthorizedAfterRefresh")
 
         /// The kind's name.
         public var description: String { name }
@@ -40,6 +44,11 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
         public static let expired = SignOutReason("expired")
         /// Another process removed the session from the shared store.
         public static let removedElsewhere = SignOutReason("removedElsewhere")
+        /// The token provider (an SDK such as Clerk's) reported that it has no session any more.
+        public static let providerSignedOut = SignOutReason("providerSignedOut")
+        /// The server kept rejecting requests after a refresh, and the app asked for the session to end then
+        /// (``TokenRefreshClient/sessionRejected(afterRefreshOf:endSession:)``).
+        public static let unauthorized = SignOutReason("unauthorized")
 
         /// The reason's name.
         public var description: String { name }
@@ -126,6 +135,26 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
     /// - Returns: The event.
     public static func persistenceRecovered(tokenFingerprint: String?) -> AuthEvent {
         AuthEvent(.persistenceRecovered, tokenFingerprint: tokenFingerprint)
+    }
+
+    /// A stored session was read.
+    ///
+    /// - Parameters:
+    ///   - userID: The user, if known.
+    ///   - tokenFingerprint: The stored access token's fingerprint.
+    /// - Returns: The event.
+    public static func sessionRestored(userID: String?, tokenFingerprint: String?) -> AuthEvent {
+        AuthEvent(.sessionRestored, userID: userID, tokenFingerprint: tokenFingerprint)
+    }
+
+    /// The server rejected a request again after a refresh.
+    ///
+    /// - Parameters:
+    ///   - userID: The user, if known.
+    ///   - tokenFingerprint: The rejected access token's fingerprint.
+    /// - Returns: The event.
+    public static func unauthorizedAfterRefresh(userID: String?, tokenFingerprint: String?) -> AuthEvent {
+        AuthEvent(.unauthorizedAfterRefresh, userID: userID, tokenFingerprint: tokenFingerprint)
     }
 
     /// The store could not be read.

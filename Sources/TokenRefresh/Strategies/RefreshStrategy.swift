@@ -29,9 +29,32 @@ public protocol RefreshStrategy: Sendable {
     /// - Returns: The token response. A `nil` ``TokenResponse/refreshToken`` keeps the old one.
     /// - Throws: A ``TokenRefreshError`` saying what went wrong; other errors count as transient.
     func refresh(using refreshToken: String?) async throws -> TokenResponse
+
+    /// Asks for a new token, saying whether the server rejected the current one.
+    ///
+    /// A strategy over an SDK that caches tokens skips its cache when `forced` is `true` (a 401 said the
+    /// cached token is no good). The default calls ``refresh(using:)``.
+    ///
+    /// - Parameters:
+    ///   - refreshToken: The session's refresh token, if it has one.
+    ///   - forced: Whether this refresh follows a rejection of the current access token by the server.
+    /// - Returns: The token response.
+    /// - Throws: As ``refresh(using:)``.
+    func refresh(using refreshToken: String?, forced: Bool) async throws -> TokenResponse
 }
 
 extension RefreshStrategy {
     /// A refresh needs the refresh token, unless a strategy says otherwise.
     public var requiresRefreshToken: Bool { true }
+
+    /// Calls ``refresh(using:)``: most strategies refresh the same way whatever the reason.
+    ///
+    /// - Parameters:
+    ///   - refreshToken: The session's refresh token, if it has one.
+    ///   - forced: Ignored.
+    /// - Returns: What ``refresh(using:)`` returns.
+    /// - Throws: What ``refresh(using:)`` throws.
+    public func refresh(using refreshToken: String?, forced: Bool) async throws -> TokenResponse {
+        try await refresh(using: refreshToken)
+    }
 }

@@ -1,0 +1,170 @@
+public import Foundation
+public import TokenRefresh
+
+/// A scriptable stand-in for an SDK that owns the session (the `ClerkMockProvider` of the CommuteTimely seed):
+/// it hands out JWT-shaped tokens for a mock user, changes state when the test says so, counts the calls, and
+/// never touches the network.
+///
+/// ```swift
+/// let clock = ManualClock()
+/// let sdk = MockSessionProvider(now: clock.wallClock)
+/// sdk.signIn(MockSessionProvider.User(id: "user_2abc", firstName: "Ada"))
+/// let auth = TokenRefreshClient(strategy: sdk.strategy, clock: clock, now: clock.wallClock)
+/// let token = try await auth.validToken()
+/// sdk.goOffline()
+/// ```
+///
+/// The tokens are unsigned (`alg: none`): fine for a client under test, which reads claims without verifying
+/// them, and refused by any verifier. Each is registered in ``TestSecrets/shared``.
+public final class MockSessionProvider: Sendable {
+    /// The mock user, with the fields CommuteTimely's `User` has.
+    public struct User: Sendable, Hashable {
+        /// The user ID (the token's `sub`).
+        public var id: String
+        /// The first name, if any.
+        public var firstName: String?
+        /// The last name, if any.
+        public var lastName: String?
+        /// The e-mail address, if any.
+        public var email: String?
+        /// The profile image URL, if any.
+        public var imageURL: String?
+
+        /// Creates a user.
+        ///
+        /// - Parameters:
+        ///   - id: The user ID.
+        ///   - firstName: The first name.
+        ///   - lastName: The last name.
+        ///   - email: The e-mail address.
+        ///   - imageURL: The profile image URL.
+        public init(
+            id: String, firstName: String? = nil, lastName: String? = nil, email: String? = nil,
+            imageURL: String? = nil
+        ) {
+            self.id = id
+            self.firstName = firstName
+            self.lastName = lastName
+            self.email = email
+            self.imageURL = imageURL
+        }
+    }
+
+    private struct State {
+        var user: User?
+        var sessionID = 0
+        var cached: (token: String, expires: Date)?
+        var offline = false
+        var revoked = false
+        var issued = 0
+        var calls = 0
+        var forcedCalls = 0
+    }
+
+    private let state = Locked(State())
+    private let now: @Sendable () -> Date
+    /// How long each token lives.
+    public let tokenLifetime: TimeInterval
+
+    /// Creates a provider with no session.
+    ///
+    /// - Parameters:
+    ///   - tokenLifetime: How long each token lives; 60 s by default, as Clerk's session tokens.
+    ///   - now: The wall clock; pass a ``ManualClock``'s ``ManualClock/wallClock``.
+    public init(tokenLifetime: TimeInterval = 60, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.tokenLifetime = tokenLifetime
+        self.now = now
+    }
+
+    /// The strategy to give a `TokenRefreshClient`.
+    public var strategy: SDKTokenStrategy {
+        SDKTokenStrategy { [self] forceRefresh in try self.token(forceRefresh: forceRefresh) }
+    }
+
+    /// The signed-in user, if any.
+    public var user: User? { state.withLock { $0.user } }
+    /// How many times a token was asked for.
+    public var tokenCalls: Int { state.withLock { $0.calls } }
+    /// How many of those asked to skip the cache (after a 401).
+    public var forcedTokenCalls: Int { state.withLock { $0.forcedCalls } }
+    /// How many distinct tokens were minted.
+    public var issuedTokens: Int { state.withLock { $0.issued } }
+
+    /// Starts a session for `user`, as the SDK's sign-in would.
+    ///
+    /// - Parameter user: The user.
+    public func signIn(_ user: User) {
+        state.withLock { state in
+            state.user = user
+            state.sessionID += 1
+            state.cached = nil
+            state.revoked = false
+        }
+    }
+
+    /// Ends the session on the SDK's side (signed out on another device): the next call returns `nil`.
+    public func signOut() {
+        state.withLock { state in
+            state.user = nil
+            state.cached = nil
+        }
+    }
+
+    /// Drops the cached token, so the next call mints a new one.
+    public func expireToken() { state.withLock { $0.cached = nil } }
+
+    /// Makes every call fail with `URLError(.notConnectedToInternet)` until ``comeOnline()``.
+    public func goOffline() { state.withLock { $0.offline = true } }
+
+    /// Ends ``goOffline()``.
+    public func comeOnline() { state.withLock { $0.offline = false } }
+
+    /// Revokes the session on the server's side: the next call throws `TokenRefreshError.refreshTokenRejected`.
+    public func revoke() {
+        state.withLock { state in
+            state.revoked = true
+            state.cached = nil
+        }
+    }
+
+    /// The SDK's `getToken(skipCache:)`: the cached token while it is valid (unless `forceRefresh`), a new one
+    /// otherwise.
+    ///
+    /// - Parameter forceRefresh: Whether to skip the cache.
+    /// - Returns: The token, or `nil` without a session.
+    /// - Throws: `URLError(.notConnectedToInternet)` while offline; `TokenRefreshError.refreshTokenRejected`
+    ///   once revoked.
+    public func token(forceRefresh: Bool = false) throws -> String? {
+        let date = now()
+        let minted: String? = try state.withLock { state in
+            state.calls += 1
+            if forceRefresh { state.forcedCalls += 1 }
+            if state.offline { throw URLError(.notConnectedToInternet) }
+            if state.revoked { throw TokenRefreshError.refreshTokenRejected }
+            guard let user = state.user else { return nil }
+            if !forceRefresh, let cached = state.cached, cached.expires > date { return cached.token }
+            state.issued += 1
+            let token = Self.jwt(
+                sub: user.id, sid: "sess_mock_\(state.sessionID)", iat: date, lifetime: tokenLifetime,
+                serial: state.issued)
+            state.cached = (token, date.addingTimeInterval(tokenLifetime))
+            return token
+        }
+        if let minted { TestSecrets.shared.register(minted, as: .accessToken, origin: "MockSessionProvider") }
+        return minted
+    }
+
+    private static func jwt(sub: String, sid: String, iat: Date, lifetime: TimeInterval, serial: Int) -> String {
+        let issued = Int(iat.timeIntervalSince1970)
+        let header = #"{"alg":"none","typ":"JWT"}"#
+        let payload =
+            #"{"sub":"\#(sub)","sid":"\#(sid)","iat":\#(issued),"exp":\#(issued + Int(lifetime)),"#
+            + #""jti":"mock-\#(serial)","azp":"https://app.example.com"}"#
+        return base64URL(header) + "." + base64URL(payload) + "."
+    }
+
+    private static func base64URL(_ text: String) -> String {
+        Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+}

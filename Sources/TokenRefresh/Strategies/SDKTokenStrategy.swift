@@ -1,0 +1,55 @@
+/// Tokens from an SDK that owns the session and its refresh (Clerk's `session.getToken()`, Firebase's
+/// `getIDToken(forcingRefresh:)`).
+///
+/// TokenKit's job is then to hand the SDK's token to every request, ask once for all concurrent callers, skip
+/// the SDK's cache after a 401, and tell the app the truth about the session:
+///
+/// ```swift
+/// let auth = TokenRefreshClient(strategy: SDKTokenStrategy { forceRefresh in
+///     try await clerk.session?.getToken(.init(skipCache: forceRefresh))?.jwt
+/// })
+/// let api = AuthenticatedClient(transport: transport, tokenProvider: auth, configuration: configuration)
+/// ```
+///
+/// - The closure returns the token (a JWT, whose `exp` and `iat` give its lifetime), or `nil` when the SDK
+///   has no session: the session then ends once, with ``AuthEvent/SignOutReason/providerSignedOut``.
+/// - Throw ``TokenRefreshError/refreshTokenRejected`` when the SDK says the session was revoked: it ends once,
+///   with ``AuthEvent/SignOutReason/revoked``.
+/// - Connectivity errors (`URLError`, `POSIXError` connection failures) count as offline: the session is kept
+///   and ``TokenRefreshClient/isOfflineNow`` says so.
+/// - `forceRefresh` is `true` when the server rejected the current token (a 401), so the SDK should not
+///   answer from its cache.
+public struct SDKTokenStrategy: RefreshStrategy {
+    private let body: @Sendable (_ forceRefresh: Bool) async throws -> String?
+    /// An SDK keeps its own refresh token: `false`.
+    public var requiresRefreshToken: Bool { false }
+
+    /// Creates the strategy.
+    ///
+    /// - Parameter body: Returns the SDK's current token, or `nil` without a session; skips the SDK's cache
+    ///   when its argument is `true`.
+    public init(_ body: @escaping @Sendable (_ forceRefresh: Bool) async throws -> String?) {
+        self.body = body
+    }
+
+    /// Asks the SDK for its token, from its cache if it has a good one.
+    ///
+    /// - Parameter refreshToken: Ignored (the SDK keeps its own).
+    /// - Returns: The SDK's token.
+    /// - Throws: ``TokenRefreshError/signedOut`` when the SDK has no session; what the closure throws.
+    public func refresh(using refreshToken: String?) async throws -> TokenResponse {
+        try await refresh(using: refreshToken, forced: false)
+    }
+
+    /// Asks the SDK for its token, skipping its cache when `forced`.
+    ///
+    /// - Parameters:
+    ///   - refreshToken: Ignored (the SDK keeps its own).
+    ///   - forced: Whether the server rejected the current token.
+    /// - Returns: The SDK's token.
+    /// - Throws: ``TokenRefreshError/signedOut`` when the SDK has no session; what the closure throws.
+    public func refresh(using refreshToken: String?, forced: Bool) async throws -> TokenResponse {
+        guard let token = try await body(forced), !token.isEmpty else { throw TokenRefreshError.signedOut }
+        return TokenResponse(accessToken: token)
+    }
+}

@@ -1,0 +1,179 @@
+import AuthToken
+import Foundation
+import HTTPTypes
+import NetworkRetry
+import Persistence
+import Testing
+import TokenKitTesting
+import TokenKitTestingTraits
+
+@testable import TokenRefresh
+
+/// The session state as a value and a stream, over an SDK that owns the session (issue 15).
+@Suite(.logLeakCheck()) struct SessionStateTests {
+    /// Collects a state stream in the background, as a UI loop would.
+    final class StateLog: Sendable {
+        let states = Locked<[AuthState]>([])
+        let task: Task<Void, Never>
+
+        init(_ stream: AsyncStream<AuthState>) {
+            let states = self.states
+            task = Task { for await state in stream { states.withLock { $0.append(state) } } }
+        }
+
+        var all: [AuthState] { states.withLock { $0 } }
+
+        /// Waits until `count` states arrived; no real time passes.
+        func wait(for count: Int) async {
+            while all.count < count { await Task.yield() }
+        }
+    }
+
+    func sdkClient() -> (TokenRefreshClient, MockSessionProvider, ManualClock) {
+        let clock = ManualClock()
+        let sdk = MockSessionProvider(now: clock.wallClock)
+        let client = TokenRefreshClient(
+            strategy: sdk.strategy, configuration: .init(backoff: .init(retries: 0)), clock: clock,
+            now: clock.wallClock)
+        return (client, sdk, clock)
+    }
+
+    @Test func theStreamYieldsTheCurrentStateFirstThenEveryChange() async throws {
+        let rig = try await Rig.make(expired: false)
+        let log = StateLog(rig.client.states())
+        await log.wait(for: 1)
+        #expect(log.all == [.loading])
+        #expect(await rig.client.restoreSession() == .signedIn(userID: "user-1"))
+        try await rig.client.signOut()
+        await log.wait(for: 3)
+        #expect(log.all == [.loading, .signedIn(userID: "user-1"), .signedOut])
+        // A late subscriber gets the current state first.
+        var late = rig.client.states().makeAsyncIterator()
+        #expect(await late.next() == .signedOut)
+        log.task.cancel()
+    }
+
+    @Test func aRestoredSessionPublishesItselfAndAnExpiredOneReadsExpired() async throws {
+        let rig = try await Rig.make(expired: true)
+        let events = rig.client.events()
+        #expect(await rig.client.restoreSession() == .expired(lastUserID: "user-1"))
+        var iterator = events.makeAsyncIterator()
+        let first = await iterator.next()
+        #expect(first?.kind == .sessionRestored)
+        #expect(first?.userID == "user-1")
+        // A refresh renews it.
+        _ = try await rig.client.validToken()
+        #expect(rig.client.currentState == .signedIn(userID: "user-1"))
+    }
+
+    @Test func concurrentCallersShareOneCallOfTheSDK() async throws {
+        let (client, sdk, _) = sdkClient()
+        sdk.signIn(.init(id: "user_2share"))
+        let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<50 { group.addTask { try await client.validToken().accessToken } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(tokens.count == 1)
+        #expect(sdk.tokenCalls == 1)
+        #expect(client.currentState == .signedIn(userID: "user_2share"))
+    }
+
+    @Test func a401MakesTheSDKSkipItsCacheOnce() async throws {
+        let (client, sdk, _) = sdkClient()
+        sdk.signIn(.init(id: "user_2force"))
+        let transport = MockTransport(script: [
+            .response(status: .unauthorized, headers: [.wwwAuthenticate: #"Bearer error="invalid_token""#]),
+            .response(status: .ok),
+        ])
+        let api = AuthenticatedClient(
+            transport: transport, tokenProvider: client,
+            configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
+        let (response, _) = try await api.executeWithAutoRetry(
+            HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/users/me"))
+        #expect(response.status == .ok)
+        #expect(sdk.tokenCalls == 2)
+        #expect(sdk.forcedTokenCalls == 1)
+        #expect(Set(transport.requests.map(\.bearerToken)).count == 2)
+    }
+
+    @Test func anSDKWithoutASessionEndsOursOnceWithItsReason() async throws {
+        let (client, sdk, clock) = sdkClient()
+        sdk.signIn(.init(id: "user_2gone"))
+        let events = client.events()
+        _ = try await client.validToken()
+        sdk.signOut()
+        clock.advance(by: .seconds(120))
+        #expect(await refreshError { try await client.validToken() } == .signedOut)
+        #expect(client.currentState == .signedOut)
+        var iterator = events.makeAsyncIterator()
+        var signedOut: AuthEvent?
+        while let event = await iterator.next() {
+            if event.kind == .signedOut {
+                signedOut = event
+                break
+            }
+        }
+        #expect(signedOut?.reason == .providerSignedOut)
+        #expect(signedOut?.userID == "user_2gone")
+    }
+
+    @Test func aRefreshThatDoesNotCureA401EndsTheSessionWhenTheAppAsks() async throws {
+        for ends in [false, true] {
+            let (client, sdk, _) = sdkClient()
+            sdk.signIn(.init(id: "user_2policy"))
+            let events = client.events()
+            let unauthorized = MockTransport.Reply.response(
+                status: .unauthorized, headers: [.wwwAuthenticate: #"Bearer error="invalid_token""#])
+            let api = AuthenticatedClient(
+                transport: MockTransport(script: [unauthorized, unauthorized]), tokenProvider: client,
+                configuration: .init(
+                    allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!],
+                    endsSessionWhenRefreshDoesNotHelp: ends))
+            await #expect(throws: NetworkRetryError.unauthorizedAfterRefresh) {
+                try await api.executeWithAutoRetry(
+                    HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/users/me"))
+            }
+            #expect(client.currentState.hasSession == !ends)
+            var kinds: [AuthEvent.Kind] = []
+            var iterator = events.makeAsyncIterator()
+            while let event = await iterator.next() {
+                kinds.append(event.kind)
+                if event.kind == .unauthorizedAfterRefresh { break }
+            }
+            #expect(kinds.contains(.unauthorizedAfterRefresh))
+        }
+    }
+
+    /// The CommuteTimely `RootView` loop over the stream: launch, sign-in, offline, back online, revocation.
+    @Test func theRootViewLoopSeesEachStateOfALaunchSignInOfflineAndRevocation() async throws {
+        let (client, sdk, clock) = sdkClient()
+        let log = StateLog(client.states())
+        // Launch without a session.
+        #expect(await client.restoreSession(validatingWithProvider: true) == .signedOut)
+        // Sign-in through the SDK; the app asks for a token.
+        sdk.signIn(.init(id: "user_2root", firstName: "Ada"))
+        #expect(await client.restoreSession(validatingWithProvider: true) == .signedIn(userID: "user_2root"))
+        // The token expires while the device is offline: the session is kept, as expired.
+        clock.advance(by: .seconds(61))
+        sdk.goOffline()
+        let offline = await refreshError { try await client.validToken() }
+        #expect(offline?.isConnectivityFailure == true)
+        #expect(client.isOfflineNow)
+        #expect(client.currentState == .expired(lastUserID: "user_2root"))
+        // Back online: the app says so and the session is renewed.
+        sdk.comeOnline()
+        #expect(await client.networkRestored() == .signedIn(userID: "user_2root"))
+        #expect(!client.isOfflineNow)
+        // The server revokes the session.
+        sdk.revoke()
+        clock.advance(by: .seconds(61))
+        #expect(await refreshError { try await client.validToken() } == .refreshTokenRejected)
+        await log.wait(for: 6)
+        #expect(
+            log.all == [
+                .loading, .signedOut, .signedIn(userID: "user_2root"), .expired(lastUserID: "user_2root"),
+                .signedIn(userID: "user_2root"), .signedOut,
+            ])
+        log.task.cancel()
+    }
+}
