@@ -13,7 +13,7 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     private enum Code: String, Hashable, Sendable {
         case refreshTokenRejected, configuration, transient, timeout, rateLimited, signedOut, sessionExpired
         case missingRefreshToken, storageUnavailable, cancelled, malformedResponse, unexpectedResponse
-        case signInRejected, invalidArgument
+        case signInRejected, invalidArgument, serverRefused
     }
     private let code: Code
     /// The OAuth `error` code the token endpoint returned (`invalid_grant`, `invalid_client`), if any.
@@ -74,6 +74,9 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     public static let unexpectedResponse = TokenRefreshError(.unexpectedResponse)
     /// The token endpoint rejected a sign-in (wrong password, a used or expired authorization code).
     public static let signInRejected = TokenRefreshError(.signInRejected)
+    /// The server refused a request that was to end the session on its side (an account deletion, a
+    /// sign-out everywhere); ``status`` says how. The local session is kept.
+    public static let serverRefused = TokenRefreshError(.serverRefused)
     /// An argument is unusable (an endpoint URL without a host, a malformed PKCE verifier).
     public static let invalidArgument = TokenRefreshError(.invalidArgument)
 

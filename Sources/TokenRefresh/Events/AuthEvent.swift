@@ -49,6 +49,11 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
         /// The server kept rejecting requests after a refresh, and the app asked for the session to end then
         /// (``TokenRefreshClient/sessionRejected(afterRefreshOf:endSession:)``).
         public static let unauthorized = SignOutReason("unauthorized")
+        /// The account was deleted on the server (``TokenRefreshClient/deleteAccount(_:body:through:)``).
+        public static let accountDeleted = SignOutReason("accountDeleted")
+        /// Every session of the user was revoked on the server
+        /// (``TokenRefreshClient/signOutEverywhere(_:body:through:)``).
+        public static let signedOutEverywhere = SignOutReason("signedOutEverywhere")
 
         /// The reason's name.
         public var description: String { name }

@@ -52,6 +52,37 @@ public struct SignInGrant: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Sign in with Apple: exchanges the identity token Apple gave the app, with the raw nonce, at the app
+    /// backend's token endpoint (RFC 8693 token exchange; the backend verifies the token with Apple's keys).
+    ///
+    /// Before anything is sent, the identity token's claims are checked on the device: `iss` is Apple,
+    /// `aud` contains `clientID` (the app's bundle ID or services ID), it has not expired, and its `nonce`
+    /// claim is the SHA-256 (hex) of `rawNonce`, as Apple's flow sets it. A token that fails a check throws
+    /// ``TokenRefreshError/invalidArgument`` and goes nowhere. The Apple UI part stays in the app.
+    ///
+    /// - Parameters:
+    ///   - identityToken: The JWT from `ASAuthorizationAppleIDCredential.identityToken`.
+    ///   - rawNonce: The nonce whose SHA-256 the app put in the Apple request.
+    ///   - clientID: The expected audience.
+    ///   - endpoint: The backend's token endpoint.
+    ///   - now: The wall clock for the expiry check.
+    /// - Returns: The grant.
+    public static func appleIdentityToken(
+        _ identityToken: String, rawNonce: String, clientID: String, at endpoint: TokenEndpoint,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) -> SignInGrant {
+        SignInGrant(name: "apple_identity_token") {
+            try AppleIdentityToken.check(identityToken, rawNonce: rawNonce, clientID: clientID, now: now())
+            let parameters = [
+                ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"),
+                ("subject_token", identityToken),
+                ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token"),
+                ("nonce", rawNonce),
+            ]
+            return try await endpoint.requestToken(parameters, isSignIn: true)
+        }
+    }
+
     /// A grant done by a closure (an SDK's sign-in, a custom endpoint).
     ///
     /// - Parameter body: Returns the token response of the sign-in.
