@@ -106,7 +106,8 @@ public struct TokenVerifier: Sendable {
         self.configuration = configuration
         self.keySource = keySource
         self.now = now
-        cache = configuration.tokenCacheCapacity > 0 ? VerifiedTokenCache(capacity: configuration.tokenCacheCapacity) : nil
+        cache =
+            configuration.tokenCacheCapacity > 0 ? VerifiedTokenCache(capacity: configuration.tokenCacheCapacity) : nil
     }
 
     /// How many verified tokens the cache holds.
@@ -152,11 +153,14 @@ public struct TokenVerifier: Sendable {
             let valid: Bool
             switch algorithm.hash {
             case .sha256:
-                valid = HMAC<SHA256>.isValidAuthenticationCode(jws.signature, authenticating: jws.signingInput, using: secret)
+                valid = HMAC<SHA256>.isValidAuthenticationCode(
+                    jws.signature, authenticating: jws.signingInput, using: secret)
             case .sha384:
-                valid = HMAC<SHA384>.isValidAuthenticationCode(jws.signature, authenticating: jws.signingInput, using: secret)
+                valid = HMAC<SHA384>.isValidAuthenticationCode(
+                    jws.signature, authenticating: jws.signingInput, using: secret)
             case .sha512:
-                valid = HMAC<SHA512>.isValidAuthenticationCode(jws.signature, authenticating: jws.signingInput, using: secret)
+                valid = HMAC<SHA512>.isValidAuthenticationCode(
+                    jws.signature, authenticating: jws.signingInput, using: secret)
             }
             guard valid else { throw .invalidSignature }
         } else {

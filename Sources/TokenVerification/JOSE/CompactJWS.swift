@@ -25,7 +25,9 @@ struct CompactJWS {
         let headerBytes = token[..<dots[0]]
         let payloadBytes = token[(dots[0] + 1)..<dots[1]]
         let signatureBytes = token[(dots[1] + 1)...]
-        guard !headerBytes.isEmpty, !payloadBytes.isEmpty, !signatureBytes.isEmpty,
+        // An empty signature is let through to the header check, so `alg: none` gets its own reason; no
+        // algorithm accepts an empty signature.
+        guard !headerBytes.isEmpty, !payloadBytes.isEmpty,
             let headerJSON = Base64URL.decode(headerBytes), let payload = Base64URL.decode(payloadBytes),
             let signature = Base64URL.decode(signatureBytes)
         else { throw .malformedToken }

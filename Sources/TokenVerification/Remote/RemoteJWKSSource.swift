@@ -338,7 +338,8 @@ public actor RemoteJWKSSource: JWKSSource {
             for skipped in set.skipped {
                 logger.debug("JWKS key skipped", metadata: ["key": "\(skipped)"])
             }
-            let lifetime = min(max(maxAge ?? configuration.defaultMaxAge, configuration.minimumMaxAge),
+            let lifetime = min(
+                max(maxAge ?? configuration.defaultMaxAge, configuration.minimumMaxAge),
                 configuration.maximumMaxAge)
             let lead = min(configuration.refreshAhead, lifetime / 2)
             logger.debug(
@@ -434,7 +435,8 @@ final class Race<Value: Sendable>: Sendable {
     private let state = Mutex(State.waiting(nil))
 
     func finish(_ result: Result<Value, TokenVerificationError>) {
-        let continuation = state.withLock { state -> CheckedContinuation<Result<Value, TokenVerificationError>, Never>? in
+        let continuation = state.withLock {
+            state -> CheckedContinuation<Result<Value, TokenVerificationError>, Never>? in
             guard case .waiting(let continuation) = state else { return nil }
             state = .done(result)
             return continuation
