@@ -92,6 +92,7 @@ public struct TokenVerifier: Sendable {
     /// The wall clock for `exp`, `nbf` and `iat`.
     public let now: @Sendable () -> Date
     let cache: VerifiedTokenCache?
+    let rules: TokenRules
 
     /// A verifier.
     ///
@@ -106,6 +107,7 @@ public struct TokenVerifier: Sendable {
         self.configuration = configuration
         self.keySource = keySource
         self.now = now
+        rules = TokenRules(configuration)
         cache =
             configuration.tokenCacheCapacity > 0 ? VerifiedTokenCache(capacity: configuration.tokenCacheCapacity) : nil
     }
@@ -129,7 +131,7 @@ public struct TokenVerifier: Sendable {
             if let entry = cache.entry(for: tokenDigest) {
                 if entry.key.map(keySource.isPublished) ?? true {
                     do {
-                        try checkClaims(entry.claims.members, now: now)
+                        try rules.checkClaims(entry.claims.members, now: now)
                         return entry.claims
                     } catch {
                         cache.remove(tokenDigest)
@@ -142,9 +144,9 @@ public struct TokenVerifier: Sendable {
         }
 
         let jws = try CompactJWS(bytes)
-        let (algorithm, keyID) = try checkHeader(jws.header)
+        let (algorithm, keyID) = try rules.checkHeader(jws.header)
         guard algorithm.signatureLengths.contains(jws.signature.count) else { throw .malformedToken }
-        try checkClaims(jws.claims, now: now)
+        try rules.checkClaims(jws.claims, now: now)
 
         var verifyingKey: JWK?
         if algorithm.family == .hmac {
@@ -175,88 +177,5 @@ public struct TokenVerifier: Sendable {
         let claims = VerifiedClaims(members: jws.claims, payload: jws.payload, algorithm: algorithm, keyID: keyID)
         if let cache, let digest { cache.insert(.init(claims: claims, key: verifyingKey), for: digest) }
         return claims
-    }
-
-    /// The header checks: the algorithm, `crit`, key references, `kid` and `typ`.
-    func checkHeader(_ header: [String: JSONValue]) throws(TokenVerificationError) -> (JWSAlgorithm, String?) {
-        guard let name = header["alg"]?.stringValue else { throw .algorithmNotAllowed }
-        guard name.lowercased() != "none" else { throw .unsignedToken }
-        guard let algorithm = JWSAlgorithm(name: name), configuration.algorithms.contains(algorithm) else {
-            throw .algorithmNotAllowed
-        }
-        if algorithm.family == .hmac, configuration.hmacSecret == nil { throw .algorithmNotAllowed }
-        guard header["crit"] == nil else { throw .unsupportedCriticalHeader }
-        for name in ["jku", "x5u", "jwk", "x5c"] where header[name] != nil { throw .untrustedKeyReference }
-        var keyID: String?
-        if let kid = header["kid"] {
-            guard let kid = kid.stringValue, KeyID.isValid(kid) else { throw .invalidKeyID }
-            keyID = kid
-        }
-        if let required = configuration.requiredType {
-            guard let type = header["typ"]?.stringValue, Self.mediaType(type) == Self.mediaType(required) else {
-                throw .typeMismatch
-            }
-        }
-        return (algorithm, keyID)
-    }
-
-    /// RFC 7515 section 4.1.9: compared without case, `application/` optional.
-    private static func mediaType(_ type: String) -> String {
-        let lower = type.lowercased()
-        return lower.hasPrefix("application/") ? String(lower.dropFirst("application/".count)) : lower
-    }
-
-    /// The claim checks, in a fixed order.
-    func checkClaims(_ claims: [String: JSONValue], now: Date) throws(TokenVerificationError) {
-        for name in configuration.requiredClaims.sorted() where claims[name] == nil { throw .missingClaim(name) }
-        guard let subject = claims["sub"] else { throw .missingClaim("sub") }
-        guard subject.stringValue != nil else { throw .invalidClaim("sub") }
-        guard let issuer = claims["iss"] else { throw .missingClaim("iss") }
-        guard let issuer = issuer.stringValue else { throw .invalidClaim("iss") }
-        guard issuer == configuration.issuer else { throw .issuerMismatch }
-
-        let seconds = now.timeIntervalSince1970
-        let leeway = Self.seconds(configuration.leeway)
-        if let value = claims["exp"] {
-            guard let expiration = NumericDate.seconds(value) else { throw .invalidClaim("exp") }
-            guard seconds < expiration + leeway else { throw .expired }
-        }
-        if let value = claims["nbf"] {
-            guard let notBefore = NumericDate.seconds(value) else { throw .invalidClaim("nbf") }
-            guard seconds + leeway >= notBefore else { throw .notYetValid }
-        }
-        if let value = claims["iat"] {
-            guard let issuedAt = NumericDate.seconds(value) else { throw .invalidClaim("iat") }
-            guard issuedAt <= seconds + leeway else { throw .issuedInFuture }
-            if let maximumAge = configuration.maximumTokenAge {
-                guard seconds - issuedAt <= Self.seconds(maximumAge) + leeway else { throw .tokenTooOld }
-            }
-        } else if configuration.maximumTokenAge != nil {
-            throw .missingClaim("iat")
-        }
-
-        if let audiences = configuration.audiences {
-            guard let value = claims["aud"] else { throw .missingClaim("aud") }
-            let names: [String]
-            switch value {
-            case .string(let name): names = [name]
-            case .array(let elements):
-                let strings = elements.compactMap(\.stringValue)
-                guard strings.count == elements.count else { throw .invalidClaim("aud") }
-                names = strings
-            default: throw .invalidClaim("aud")
-            }
-            guard names.contains(where: audiences.contains) else { throw .audienceMismatch }
-        }
-        if let parties = configuration.allowedParties, let value = claims["azp"] {
-            guard let party = value.stringValue else { throw .invalidClaim("azp") }
-            guard parties.contains(party) else { throw .partyNotAllowed }
-        }
-        if let value = claims["sid"], value.stringValue == nil { throw .invalidClaim("sid") }
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
