@@ -9,6 +9,9 @@ extension RemoteJWKSSource {
     /// A fetch through `URLSession`: a GET with `Accept: application/json`; any status but 200 throws, and
     /// the `Cache-Control` header's `max-age` is passed on.
     ///
+    /// The source's ``JWKSet/Limits`` apply to the body once it is read; `URLSession` reads a body whole, so an
+    /// endpoint that sends a huge one costs memory until then. Supply your own fetch to stream with a hard cap.
+    ///
     /// - Parameter session: The session; a fresh ephemeral one by default.
     /// - Returns: The fetch function.
     public static func urlSessionFetch(_ session: URLSession = URLSession(configuration: .ephemeral)) -> Fetch {
