@@ -139,7 +139,6 @@ let package = Package(
                 "AuthToken", "TokenVerification", "TokenKitTesting", "TokenKitTestingTraits",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),

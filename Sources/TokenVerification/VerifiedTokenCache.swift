@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import Synchronization
 
 /// A bounded cache from the SHA-256 of a whole token to its verified claims and the key that verified it.
 ///
@@ -20,7 +19,7 @@ final class VerifiedTokenCache: Sendable {
     }
 
     let capacity: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(capacity: Int) {
         self.capacity = capacity
