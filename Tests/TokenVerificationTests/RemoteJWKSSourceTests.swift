@@ -145,6 +145,20 @@ import TokenVerification
         #expect(RemoteJWKSSource.maxAge(cacheControl: "max-age=-1") == nil)
     }
 
+    @Test func aLongMaxAgeIsCappedAtTheMaximum() async throws {
+        // max-age of ten days is cut to the 24-hour maximum; the refresh starts a minute before that.
+        let fetcher = ScriptedFetcher([TestKeys.allJWKS], maxAge: .seconds(864_000))
+        let (_, verifier, clock) = Self.setUp(fetcher)
+        let valid = TestKeys.token(.es256, payload: TestKeys.claims(exp: "1800200000"))
+        _ = try await verifier.verify(valid)
+        clock.advance(by: .seconds(86_400 - 61))
+        _ = try await verifier.verify(valid)
+        #expect(fetcher.count == 1)
+        clock.advance(by: .seconds(2))
+        _ = try await verifier.verify(valid)
+        #expect(await eventually { fetcher.count == 2 })
+    }
+
     @Test func theLastGoodKeysServeWhileTheEndpointIsDownForABoundedTime() async throws {
         let fetcher = ScriptedFetcher(steps: [.document(TestKeys.allJWKS, maxAge: nil), .failure])
         let (source, verifier, clock) = Self.setUp(fetcher)

@@ -32,6 +32,16 @@ import TokenVerification
         #expect(source.lookups == 1)
     }
 
+    @Test func anHMACTokenIsCachedToo() async throws {
+        let source = CountingSource(StaticJWKSSource(TestKeys.keySet()))
+        let verifier = TestKeys.verifier(
+            .init(issuer: TestKeys.issuer, algorithms: [.hs256], hmacSecret: TestKeys.hmacSecret), source: source)
+        let token = TestKeys.token(.hs256)
+        for _ in 0..<3 { #expect(try await verifier.verify(token).algorithm == .hs256) }
+        #expect(verifier.cachedTokenCount == 1)
+        #expect(source.lookups == 0)
+    }
+
     @Test func theCacheIsBounded() async throws {
         var configuration = TokenVerifier.Configuration(issuer: TestKeys.issuer, algorithms: JWSAlgorithm.asymmetric)
         configuration.tokenCacheCapacity = 3
