@@ -51,6 +51,8 @@ public struct JWKSet: Sendable {
     public let keys: [JWK]
     /// The keys that were skipped, with their reasons.
     public let skipped: [SkippedKey]
+    /// `kid` and thumbprint of every key, so a verified-token cache hit checks its key in constant time.
+    private let identities: Set<String>
 
     /// A set of already parsed keys.
     ///
@@ -58,6 +60,7 @@ public struct JWKSet: Sendable {
     public init(keys: [JWK]) {
         self.keys = keys
         self.skipped = []
+        identities = Set(keys.map(Self.identity))
     }
 
     /// Parses a key set document.
@@ -84,7 +87,10 @@ public struct JWKSet: Sendable {
         }
         self.keys = keys
         self.skipped = skipped
+        identities = Set(keys.map(Self.identity))
     }
+
+    private static func identity(_ key: JWK) -> String { (key.keyID ?? "") + " " + key.thumbprint }
 
     /// Parses a JSON object with the strict parser (duplicate names refused).
     static func parseObject(_ data: Data) throws(TokenVerificationError) -> [String: JSONValue] {
@@ -129,7 +135,7 @@ public struct JWKSet: Sendable {
 
     /// Whether a key with this thumbprint and `kid` is in the set.
     func contains(_ key: JWK) -> Bool {
-        keys.contains { $0.thumbprint == key.thumbprint && $0.keyID == key.keyID }
+        identities.contains(Self.identity(key))
     }
 
     enum Lookup {
