@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "PersistenceKeychain", targets: ["PersistenceKeychain"]),
         .library(name: "NetworkRetry", targets: ["NetworkRetry"]),
         .library(name: "TokenRefresh", targets: ["TokenRefresh"]),
+        .library(name: "TokenVerification", targets: ["TokenVerification"]),
         .library(name: "TokenKitTesting", targets: ["TokenKitTesting"]),
         .library(name: "TokenKitTestingTraits", targets: ["TokenKitTestingTraits"]),
     ],
@@ -61,6 +62,17 @@ let package = Package(
                 "AuthToken", "Persistence", "NetworkRetry",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Backends verify incoming JWS tokens against a JWKS: Foundation, swift-crypto and swift-log only (no NIO).
+        .target(
+            name: "TokenVerification",
+            dependencies: [
+                "AuthToken",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -119,6 +131,15 @@ let package = Package(
                 "AuthToken", "NetworkRetry", "TokenKitTesting", "TokenKitTestingTraits",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenVerificationTests",
+            dependencies: [
+                "AuthToken", "TokenVerification", "TokenKitTesting", "TokenKitTestingTraits",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
         ),

@@ -1,0 +1,49 @@
+#if canImport(FoundationNetworking)
+    import Foundation
+    public import FoundationNetworking
+#else
+    public import Foundation
+#endif
+
+extension RemoteJWKSSource {
+    /// A fetch through `URLSession`: a GET with `Accept: application/json`; any status but 200 throws, and
+    /// the `Cache-Control` header's `max-age` is passed on.
+    ///
+    /// The source's ``JWKSet/Limits`` apply to the body once it is read; `URLSession` reads a body whole, so an
+    /// endpoint that sends a huge one costs memory until then. Supply your own fetch to stream with a hard cap.
+    ///
+    /// - Parameter session: The session; a fresh ephemeral one by default.
+    /// - Returns: The fetch function.
+    public static func urlSessionFetch(_ session: URLSession = URLSession(configuration: .ephemeral)) -> Fetch {
+        { url in
+            var request = URLRequest(url: url)
+            request.setValue("application/json", forHTTPHeaderField: "Accept")
+            let (data, response) = try await session.data(for: request)
+            guard let http = response as? HTTPURLResponse, http.statusCode == 200 else {
+                throw URLError(.badServerResponse)
+            }
+            return Response(body: data, maxAge: maxAge(cacheControl: http.value(forHTTPHeaderField: "Cache-Control")))
+        }
+    }
+
+    /// The `max-age` of a `Cache-Control` value: `nil` without one, zero for `no-store` or `no-cache`.
+    ///
+    /// - Parameter cacheControl: The header value.
+    /// - Returns: The lifetime it allows, or `nil`.
+    public static func maxAge(cacheControl: String?) -> Duration? {
+        guard let cacheControl else { return nil }
+        var result: Duration?
+        for directive in cacheControl.split(separator: ",") {
+            let parts = directive.split(separator: "=", maxSplits: 1)
+            let name = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
+            if name == "no-store" || name == "no-cache" { return .zero }
+            if name == "max-age", parts.count == 2,
+                let seconds = Int64(parts[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: ["\""])),
+                seconds >= 0
+            {
+                result = .seconds(seconds)
+            }
+        }
+        return result
+    }
+}

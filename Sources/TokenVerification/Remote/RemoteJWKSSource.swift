@@ -1,0 +1,461 @@
+import AuthToken
+public import Foundation
+public import Logging
+
+/// A key source that fetches a JWKS over a pluggable fetch function, caches it, and refetches it rarely.
+///
+/// ```swift
+/// let keys = RemoteJWKSSource(jwksURL: URL(string: "https://clerk.example.com/.well-known/jwks.json")!)
+/// // or, through OpenID Connect discovery:
+/// let keys = RemoteJWKSSource(location: .openIDDiscovery(issuer: URL(string: "https://accounts.example.com")!))
+/// ```
+///
+/// The rules, each a failure of a well-known library turned round:
+/// - **One fetch for everyone.** Concurrent verifiers share the fetch in flight.
+/// - **Cache per `Cache-Control: max-age`**, clamped to ``Configuration/minimumMaxAge`` and
+///   ``Configuration/maximumMaxAge`` (``Configuration/defaultMaxAge`` without one). A background refresh
+///   starts ``Configuration/refreshAhead`` before the set goes stale; verifiers keep using the current set.
+/// - **Unknown `kid`: at most one refetch per ``Configuration/unknownKeyCooldown``** (30 s). Inside the
+///   cooldown an unknown `kid` is refused at once, without waiting and without a fetch; a token whose `kid` is
+///   known never waits behind a fetch. The `kid`s refused since the last fetch are remembered (a bounded
+///   negative cache) so each is logged once.
+/// - **The endpoint is down:** the last good set keeps serving for ``Configuration/maximumStaleness`` past
+///   its freshness, with retries every ``Configuration/retryAfterFailure``.
+/// - **Bounds:** ``Configuration/fetchTimeout`` (the fetch is abandoned, even if it ignores cancellation),
+///   ``JWKSet/Limits`` on the document's size and key count. A key that does not parse is skipped and logged.
+///
+/// All time comes from the injected clock, so tests drive it with a manual clock.
+public actor RemoteJWKSSource: JWKSSource {
+    /// What a fetch returns: the body, and the `Cache-Control: max-age` if the response had one.
+    public struct Response: Sendable {
+        /// The response body.
+        public var body: Data
+        /// The response's `max-age`, or `nil`.
+        public var maxAge: Duration?
+
+        /// A response.
+        ///
+        /// - Parameters:
+        ///   - body: The body.
+        ///   - maxAge: The `max-age`, or `nil`.
+        public init(body: Data, maxAge: Duration? = nil) {
+            self.body = body
+            self.maxAge = maxAge
+        }
+    }
+
+    /// Fetches a URL: the JWKS or the discovery document. Throw for any status other than 200.
+    public typealias Fetch = @Sendable (URL) async throws -> Response
+
+    /// Where the key set is.
+    public enum Location: Sendable, Hashable {
+        /// The JWKS document itself.
+        case jwks(URL)
+        /// An OpenID Connect issuer: its `/.well-known/openid-configuration` names the `jwks_uri`. The
+        /// document's `issuer` must be this URL, and the `jwks_uri` must be `https` (or `http` to loopback).
+        case openIDDiscovery(issuer: URL)
+    }
+
+    /// Cache and fetch bounds.
+    public struct Configuration: Sendable {
+        /// The cache lifetime when the response has no `max-age`. Default 10 minutes.
+        public var defaultMaxAge: Duration
+        /// The shortest cache lifetime, whatever `max-age` says. Default 1 minute.
+        public var minimumMaxAge: Duration
+        /// The longest cache lifetime, whatever `max-age` says. Default 24 hours.
+        public var maximumMaxAge: Duration
+        /// How long before the set goes stale a background refresh starts (at most half the lifetime).
+        /// Default 1 minute.
+        public var refreshAhead: Duration
+        /// The least time between two fetches caused by unknown `kid`s. Default 30 seconds.
+        public var unknownKeyCooldown: Duration
+        /// How often a failed fetch is retried. Default 5 seconds.
+        public var retryAfterFailure: Duration
+        /// How long past its freshness the last good set keeps serving while fetches fail. Default 1 hour.
+        public var maximumStaleness: Duration
+        /// The longest a fetch may take. Default 5 seconds.
+        public var fetchTimeout: Duration
+        /// The most `kid`s remembered as unknown between two fetches. Default 1,000.
+        public var negativeCacheCapacity: Int
+        /// Bounds on the JWKS document. A remote set never has symmetric keys: `allowsSymmetricKeys` is ignored.
+        public var limits: JWKSet.Limits
+        /// The largest discovery document accepted, in bytes. Default 64 KiB.
+        public var maximumDiscoveryBytes: Int
+
+        /// A configuration with the defaults, changed where given.
+        ///
+        /// - Parameters:
+        ///   - defaultMaxAge: Cache lifetime without `max-age`.
+        ///   - minimumMaxAge: Shortest cache lifetime.
+        ///   - maximumMaxAge: Longest cache lifetime.
+        ///   - refreshAhead: Background refresh lead.
+        ///   - unknownKeyCooldown: Least time between fetches for unknown `kid`s.
+        ///   - retryAfterFailure: Retry interval after a failed fetch.
+        ///   - maximumStaleness: How long a stale set serves while fetches fail.
+        ///   - fetchTimeout: Longest fetch.
+        ///   - negativeCacheCapacity: Most unknown `kid`s remembered.
+        ///   - limits: JWKS document bounds.
+        ///   - maximumDiscoveryBytes: Largest discovery document.
+        public init(
+            defaultMaxAge: Duration = .seconds(600), minimumMaxAge: Duration = .seconds(60),
+            maximumMaxAge: Duration = .seconds(86_400), refreshAhead: Duration = .seconds(60),
+            unknownKeyCooldown: Duration = .seconds(30), retryAfterFailure: Duration = .seconds(5),
+            maximumStaleness: Duration = .seconds(3_600), fetchTimeout: Duration = .seconds(5),
+            negativeCacheCapacity: Int = 1_000, limits: JWKSet.Limits = JWKSet.Limits(),
+            maximumDiscoveryBytes: Int = 64 * 1024
+        ) {
+            self.defaultMaxAge = defaultMaxAge
+            self.minimumMaxAge = minimumMaxAge
+            self.maximumMaxAge = maximumMaxAge
+            self.refreshAhead = refreshAhead
+            self.unknownKeyCooldown = unknownKeyCooldown
+            self.retryAfterFailure = retryAfterFailure
+            self.maximumStaleness = maximumStaleness
+            self.fetchTimeout = fetchTimeout
+            self.negativeCacheCapacity = negativeCacheCapacity
+            self.limits = limits
+            self.maximumDiscoveryBytes = maximumDiscoveryBytes
+        }
+    }
+
+    /// Everything the synchronous paths read, behind one lock. Times are durations since the source was made.
+    struct State: Sendable {
+        var keySet: JWKSet?
+        var freshUntil: Duration = .zero
+        var usableUntil: Duration = .zero
+        var refreshAt: Duration = .zero
+        var lastAttempt: Duration?
+        var lastError: TokenVerificationError?
+        var fetching = false
+        var refreshScheduled = false
+        var unknownKeyIDs: Set<String> = []
+        var fetchCount = 0
+    }
+
+    /// Where the set is.
+    public nonisolated let location: Location
+    /// The bounds.
+    public nonisolated let configuration: Configuration
+    private nonisolated let fetch: Fetch
+    private nonisolated let logger: Logger
+    private nonisolated let elapsed: @Sendable () -> Duration
+    private nonisolated let sleep: @Sendable (Duration) async throws -> Void
+    private let state = Locked(State())
+    private var inFlight: Task<Void, Never>?
+    private var discoveredJWKSURL: URL?
+
+    /// A source for the key set at `location`.
+    ///
+    /// - Parameters:
+    ///   - location: The JWKS URL, or an issuer for OpenID Connect discovery.
+    ///   - configuration: Cache and fetch bounds.
+    ///   - clock: The clock for cache lifetimes, cooldowns and the fetch timeout.
+    ///   - logger: Where fetches, failures and skipped keys are logged (debug level).
+    ///   - fetch: Fetches a URL; ``urlSessionFetch(_:)`` by default.
+    public init(
+        location: Location, configuration: Configuration = Configuration(),
+        clock: any Clock<Duration> = ContinuousClock(), logger: Logger = Logger(label: "tokenkit.verification.jwks"),
+        fetch: @escaping Fetch = RemoteJWKSSource.urlSessionFetch()
+    ) {
+        self.location = location
+        self.configuration = configuration
+        self.fetch = fetch
+        self.logger = logger
+        (elapsed, sleep) = Self.handles(clock)
+    }
+
+    /// A source for the JWKS at `jwksURL`.
+    ///
+    /// - Parameters:
+    ///   - jwksURL: The JWKS document's URL.
+    ///   - configuration: Cache and fetch bounds.
+    ///   - clock: The clock.
+    ///   - logger: The logger.
+    ///   - fetch: Fetches a URL.
+    public init(
+        jwksURL: URL, configuration: Configuration = Configuration(), clock: any Clock<Duration> = ContinuousClock(),
+        logger: Logger = Logger(label: "tokenkit.verification.jwks"),
+        fetch: @escaping Fetch = RemoteJWKSSource.urlSessionFetch()
+    ) {
+        self.init(location: .jwks(jwksURL), configuration: configuration, clock: clock, logger: logger, fetch: fetch)
+    }
+
+    private static func handles(
+        _ clock: some Clock<Duration>
+    ) -> (@Sendable () -> Duration, @Sendable (Duration) async throws -> Void) {
+        let start = clock.now
+        return ({ start.duration(to: clock.now) }, { try await clock.sleep(for: $0) })
+    }
+
+    /// How many fetches of the key set have been attempted (discovery documents not counted).
+    public nonisolated var fetchCount: Int { state.withLock { $0.fetchCount } }
+
+    /// The current key set, if one is usable.
+    public nonisolated var currentKeySet: JWKSet? {
+        let now = elapsed()
+        return state.withLock { $0.keySet != nil && now < $0.usableUntil ? $0.keySet : nil }
+    }
+
+    /// The key for a token's `kid`: from the cached set at once if it has it; otherwise after the shared fetch,
+    /// if the cooldown allows one.
+    ///
+    /// - Parameters:
+    ///   - keyID: The token's `kid`, or `nil`.
+    ///   - algorithm: The token's algorithm.
+    /// - Returns: The key.
+    /// - Throws: ``TokenVerificationError/unknownKeyID``, ``TokenVerificationError/missingKeyID``, or a key set
+    ///   error when no usable set could be had.
+    public nonisolated func key(
+        for keyID: String?, algorithm: JWSAlgorithm
+    ) async throws(TokenVerificationError) -> JWK {
+        enum Decision {
+            case found(JWK)
+            case refuse(TokenVerificationError, logKeyID: String?)
+            case askActor
+        }
+        let now = elapsed()
+        let cooldown = configuration.unknownKeyCooldown
+        let capacity = configuration.negativeCacheCapacity
+        let (decision, scheduleRefresh) = state.withLock { state -> (Decision, Bool) in
+            guard let set = state.keySet, now < state.usableUntil else { return (.askActor, false) }
+            var schedule = false
+            if now >= state.refreshAt, !state.refreshScheduled, !state.fetching {
+                state.refreshScheduled = true
+                schedule = true
+            }
+            switch set.key(for: keyID, algorithm: algorithm) {
+            case .found(let key): return (.found(key), schedule)
+            case .ambiguous: return (.refuse(.missingKeyID, logKeyID: nil), schedule)
+            case .unknown:
+                guard let keyID else { return (.refuse(.missingKeyID, logKeyID: nil), schedule) }
+                if state.fetching { return (.askActor, schedule) }
+                if let last = state.lastAttempt, now - last < cooldown {
+                    let first = state.unknownKeyIDs.count < capacity && state.unknownKeyIDs.insert(keyID).inserted
+                    return (.refuse(.unknownKeyID, logKeyID: first ? keyID : nil), schedule)
+                }
+                return (.askActor, schedule)
+            }
+        }
+        if scheduleRefresh { Task { await self.refreshInBackground() } }
+        switch decision {
+        case .found(let key):
+            return key
+        case .refuse(let error, let loggedKeyID):
+            if let loggedKeyID {
+                logger.debug("Unknown kid refused inside the refetch cooldown", metadata: ["kid": "\(loggedKeyID)"])
+            }
+            throw error
+        case .askActor:
+            return try await fetchThenLookUp(keyID: keyID, algorithm: algorithm)
+        }
+    }
+
+    /// Whether `key` is in the current (still usable) set.
+    ///
+    /// - Parameter key: A key this source returned.
+    /// - Returns: Whether it is still published.
+    public nonisolated func isPublished(_ key: JWK) -> Bool {
+        let now = elapsed()
+        return state.withLock { state in
+            guard let set = state.keySet, now < state.usableUntil else { return false }
+            return set.contains(key)
+        }
+    }
+
+    /// Fetches the set now (joining a fetch in flight), whatever the cache and cooldown say.
+    public func refresh() async {
+        await fetchShared()
+    }
+
+    private func refreshInBackground() async {
+        await fetchShared()
+    }
+
+    private func fetchThenLookUp(keyID: String?, algorithm: JWSAlgorithm) async throws(TokenVerificationError) -> JWK {
+        let now = elapsed()
+        let configuration = configuration
+        let mayFetch = state.withLock { state -> Bool in
+            let usable = state.keySet != nil && now < state.usableUntil
+            guard let last = state.lastAttempt else { return true }
+            if !usable && state.lastError != nil { return now - last >= configuration.retryAfterFailure }
+            return !usable || now - last >= configuration.unknownKeyCooldown
+        }
+        if let inFlight {
+            await inFlight.value
+        } else if mayFetch {
+            await fetchShared()
+        }
+        let after = elapsed()
+        let capacity = configuration.negativeCacheCapacity
+        let result = state.withLock { state -> Result<JWK, TokenVerificationError> in
+            guard let set = state.keySet, after < state.usableUntil else {
+                return .failure(state.lastError ?? .keySetUnavailable)
+            }
+            switch set.key(for: keyID, algorithm: algorithm) {
+            case .found(let key): return .success(key)
+            case .ambiguous: return .failure(.missingKeyID)
+            case .unknown:
+                guard let keyID else { return .failure(.missingKeyID) }
+                if state.unknownKeyIDs.count < capacity { state.unknownKeyIDs.insert(keyID) }
+                return .failure(.unknownKeyID)
+            }
+        }
+        return try result.get()
+    }
+
+    private func fetchShared() async {
+        if let inFlight {
+            await inFlight.value
+            return
+        }
+        let task = Task { await self.performFetch() }
+        inFlight = task
+        await task.value
+        inFlight = nil
+    }
+
+    private func performFetch() async {
+        let started = elapsed()
+        state.withLock { state in
+            state.lastAttempt = started
+            state.fetching = true
+            state.fetchCount += 1
+        }
+        let result: Result<(JWKSet, Duration?), TokenVerificationError>
+        do throws(TokenVerificationError) {
+            let url = try await jwksURL()
+            let response = try await fetchWithTimeout(url)
+            var limits = configuration.limits
+            limits.allowsSymmetricKeys = false
+            result = .success((try JWKSet(json: response.body, limits: limits), response.maxAge))
+        } catch {
+            result = .failure(error)
+        }
+        let now = elapsed()
+        switch result {
+        case .success(let (set, maxAge)):
+            for skipped in set.skipped {
+                logger.debug("JWKS key skipped", metadata: ["key": "\(skipped)"])
+            }
+            let lifetime = min(
+                max(maxAge ?? configuration.defaultMaxAge, configuration.minimumMaxAge),
+                configuration.maximumMaxAge)
+            let lead = min(configuration.refreshAhead, lifetime / 2)
+            logger.debug(
+                "JWKS fetched",
+                metadata: ["keys": "\(set.keys.count)", "skipped": "\(set.skipped.count)", "maxAge": "\(lifetime)"])
+            state.withLock { state in
+                state.keySet = set
+                state.freshUntil = now + lifetime
+                state.usableUntil = now + lifetime + configuration.maximumStaleness
+                state.refreshAt = now + lifetime - lead
+                state.lastError = nil
+                state.unknownKeyIDs = []
+            }
+        case .failure(let error):
+            logger.debug("JWKS fetch failed", metadata: ["reason": "\(error.reason)"])
+            state.withLock { state in
+                state.lastError = error
+                state.refreshAt = now + configuration.retryAfterFailure
+            }
+        }
+        state.withLock { state in
+            state.fetching = false
+            state.refreshScheduled = false
+        }
+    }
+
+    /// The JWKS URL: the configured one, or the discovered `jwks_uri` (discovered once, then kept).
+    private func jwksURL() async throws(TokenVerificationError) -> URL {
+        switch location {
+        case .jwks(let url):
+            return url
+        case .openIDDiscovery(let issuer):
+            if let discoveredJWKSURL { return discoveredJWKSURL }
+            var text = issuer.absoluteString
+            while text.hasSuffix("/") { text.removeLast() }
+            guard let discoveryURL = URL(string: text + "/.well-known/openid-configuration") else {
+                throw .keySetInvalid
+            }
+            let response = try await fetchWithTimeout(discoveryURL)
+            guard response.body.count <= configuration.maximumDiscoveryBytes else { throw .keySetTooLarge }
+            let document = try JWKSet.parseObject(response.body)
+            guard document["issuer"]?.stringValue == issuer.absoluteString || document["issuer"]?.stringValue == text,
+                let uri = document["jwks_uri"]?.stringValue, let url = URL(string: uri), Self.isAcceptable(url)
+            else {
+                logger.debug("OpenID discovery document refused", metadata: ["url": "\(discoveryURL)"])
+                throw .keySetInvalid
+            }
+            discoveredJWKSURL = url
+            return url
+        }
+    }
+
+    /// `https`, or `http` to a loopback host.
+    static func isAcceptable(_ url: URL) -> Bool {
+        switch url.scheme?.lowercased() {
+        case "https": return url.host != nil
+        case "http": return ["localhost", "127.0.0.1", "::1", "[::1]"].contains(url.host ?? "")
+        default: return false
+        }
+    }
+
+    private nonisolated func fetchWithTimeout(_ url: URL) async throws(TokenVerificationError) -> Response {
+        let fetch = fetch
+        let sleep = sleep
+        let timeout = configuration.fetchTimeout
+        let race = Race<Response>()
+        let work = Task {
+            do {
+                race.finish(.success(try await fetch(url)))
+            } catch {
+                race.finish(.failure(.keySetUnavailable))
+            }
+        }
+        let timer = Task {
+            do {
+                try await sleep(timeout)
+                race.finish(.failure(.fetchTimedOut))
+            } catch {}
+        }
+        let result = await race.value
+        work.cancel()
+        timer.cancel()
+        return try result.get()
+    }
+}
+
+/// The first of several results, awaited by one task; later results are dropped.
+final class Race<Value: Sendable>: Sendable {
+    private enum State {
+        case waiting(CheckedContinuation<Result<Value, TokenVerificationError>, Never>?)
+        case done(Result<Value, TokenVerificationError>)
+    }
+    private let state = Locked(State.waiting(nil))
+
+    func finish(_ result: Result<Value, TokenVerificationError>) {
+        let continuation = state.withLock {
+            state -> CheckedContinuation<Result<Value, TokenVerificationError>, Never>? in
+            guard case .waiting(let continuation) = state else { return nil }
+            state = .done(result)
+            return continuation
+        }
+        continuation?.resume(returning: result)
+    }
+
+    var value: Result<Value, TokenVerificationError> {
+        get async {
+            await withCheckedContinuation { continuation in
+                let done = state.withLock { state -> Result<Value, TokenVerificationError>? in
+                    switch state {
+                    case .done(let result): return result
+                    case .waiting:
+                        state = .waiting(continuation)
+                        return nil
+                    }
+                }
+                if let done { continuation.resume(returning: done) }
+            }
+        }
+    }
+}

@@ -1,0 +1,163 @@
+/// Why a token was not accepted, or why keys could not be had. Safe to log: no description, property or
+/// challenge ever contains token text, a claim value or key material.
+///
+/// Compare with the static members: `error == .expired`, `error == .invalidClaim("exp")`. Every error has a
+/// stable ``reason`` code, and maps to an RFC 6750 challenge through ``wwwAuthenticate``.
+public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: String, Hashable, Sendable {
+        // The token's shape, checked before any key is looked up.
+        case malformedToken, tokenTooLong, duplicateJSONName, unsignedToken, algorithmNotAllowed
+        case unsupportedCriticalHeader, untrustedKeyReference, invalidKeyID, typeMismatch
+        // Claims, also checked before any key is looked up.
+        case missingClaim, invalidClaim, expired, notYetValid, issuedInFuture, tokenTooOld
+        case issuerMismatch, audienceMismatch, partyNotAllowed
+        // Keys and the signature.
+        case missingKeyID, unknownKeyID, keyAlgorithmMismatch, weakKey, invalidSignature
+        // The key set.
+        case keySetUnavailable, keySetInvalid, keySetTooLarge, tooManyKeys, fetchTimedOut
+        // The Authorization header (see BearerAuthenticator).
+        case missingAuthorization
+    }
+    private let code: Code
+    /// For ``missingClaim(_:)`` and ``invalidClaim(_:)``: the claim's name (never its value).
+    public let claim: String?
+
+    private init(_ code: Code, claim: String? = nil) {
+        self.code = code
+        self.claim = claim
+    }
+
+    /// The token is not a JWS in compact serialization: not three base64url segments, a header or payload
+    /// that is not a JSON object, or a signature of the wrong length for its algorithm.
+    public static let malformedToken = TokenVerificationError(.malformedToken)
+    /// The token is longer than ``TokenVerifier/Configuration/maximumTokenLength``.
+    public static let tokenTooLong = TokenVerificationError(.tokenTooLong)
+    /// A JSON object in the header, the claims or a key set names a member twice (RFC 7515 section 5.2).
+    public static let duplicateJSONName = TokenVerificationError(.duplicateJSONName)
+    /// The header says `alg: none` (in any letter case): an unsigned token is never accepted.
+    public static let unsignedToken = TokenVerificationError(.unsignedToken)
+    /// The header's `alg` is missing, unknown, or not in ``TokenVerifier/Configuration/algorithms``.
+    public static let algorithmNotAllowed = TokenVerificationError(.algorithmNotAllowed)
+    /// The header has a `crit` member: no JWS extension is understood here, so every one is refused
+    /// (RFC 7515 section 4.1.11).
+    public static let unsupportedCriticalHeader = TokenVerificationError(.unsupportedCriticalHeader)
+    /// The header names its own key (`jku`, `x5u`, `jwk` or `x5c`). Those are never fetched or trusted; a token
+    /// carrying one is refused, so a key from an attacker cannot even be considered.
+    public static let untrustedKeyReference = TokenVerificationError(.untrustedKeyReference)
+    /// The header's `kid` is not a string of at most 256 characters from `A-Z a-z 0-9 - _ . : + / =`
+    /// without `..` (so no path or SQL syntax ever reaches a key lookup).
+    public static let invalidKeyID = TokenVerificationError(.invalidKeyID)
+    /// The header's `typ` is not ``TokenVerifier/Configuration/requiredType``.
+    public static let typeMismatch = TokenVerificationError(.typeMismatch)
+    /// A claim the configuration requires is absent.
+    ///
+    /// - Parameter name: The claim's name.
+    /// - Returns: The error.
+    public static func missingClaim(_ name: String) -> TokenVerificationError {
+        TokenVerificationError(.missingClaim, claim: name)
+    }
+    /// A claim has the wrong type or a value out of range (`exp` as a string, `aud` as a number).
+    ///
+    /// - Parameter name: The claim's name.
+    /// - Returns: The error.
+    public static func invalidClaim(_ name: String) -> TokenVerificationError {
+        TokenVerificationError(.invalidClaim, claim: name)
+    }
+    /// `exp` has passed, beyond the leeway.
+    public static let expired = TokenVerificationError(.expired)
+    /// `nbf` is in the future, beyond the leeway.
+    public static let notYetValid = TokenVerificationError(.notYetValid)
+    /// `iat` is in the future, beyond the leeway.
+    public static let issuedInFuture = TokenVerificationError(.issuedInFuture)
+    /// `iat` is longer ago than ``TokenVerifier/Configuration/maximumTokenAge``.
+    public static let tokenTooOld = TokenVerificationError(.tokenTooOld)
+    /// `iss` is not exactly ``TokenVerifier/Configuration/issuer``.
+    public static let issuerMismatch = TokenVerificationError(.issuerMismatch)
+    /// `aud` names none of ``TokenVerifier/Configuration/audiences``.
+    public static let audienceMismatch = TokenVerificationError(.audienceMismatch)
+    /// `azp` is not one of ``TokenVerifier/Configuration/allowedParties``.
+    public static let partyNotAllowed = TokenVerificationError(.partyNotAllowed)
+    /// The token has no `kid` and the key set has more than one key that could verify it.
+    public static let missingKeyID = TokenVerificationError(.missingKeyID)
+    /// No key in the key set has the token's `kid`, also after the refetch the cooldown allowed (if any).
+    public static let unknownKeyID = TokenVerificationError(.unknownKeyID)
+    /// The key with the token's `kid` cannot verify the header's `alg`: another key type or curve, or the
+    /// key's own `alg` differs. The algorithm comes from the key and the allow-list, never the token alone.
+    public static let keyAlgorithmMismatch = TokenVerificationError(.keyAlgorithmMismatch)
+    /// The configured HMAC secret is shorter than the hash of the token's algorithm (RFC 7518 section 3.2).
+    public static let weakKey = TokenVerificationError(.weakKey)
+    /// The signature does not verify with the key.
+    public static let invalidSignature = TokenVerificationError(.invalidSignature)
+    /// No usable key set: the first fetch failed, or the last good set is older than the staleness bound.
+    /// A problem of the server, not of the token (``BearerAuthenticator`` answers 503).
+    public static let keySetUnavailable = TokenVerificationError(.keySetUnavailable)
+    /// A key set document is not a JSON object with a `keys` array (or a discovery document has no
+    /// `jwks_uri`).
+    public static let keySetInvalid = TokenVerificationError(.keySetInvalid)
+    /// A key set document is larger than ``JWKSet/Limits/maximumBytes``.
+    public static let keySetTooLarge = TokenVerificationError(.keySetTooLarge)
+    /// A key set has more keys than ``JWKSet/Limits/maximumKeys``.
+    public static let tooManyKeys = TokenVerificationError(.tooManyKeys)
+    /// Fetching the key set took longer than ``RemoteJWKSSource/Configuration/fetchTimeout``.
+    public static let fetchTimedOut = TokenVerificationError(.fetchTimedOut)
+    /// The request has no `Authorization: Bearer` credential.
+    public static let missingAuthorization = TokenVerificationError(.missingAuthorization)
+
+    /// A stable code for logs and metrics, such as `expired` or `unknownKeyID`.
+    public var reason: String { code.rawValue }
+
+    /// Whether the token itself is at fault (a 401), rather than the verifier's access to keys (a 503).
+    public var isTokenProblem: Bool {
+        switch code {
+        case .keySetUnavailable, .keySetInvalid, .keySetTooLarge, .tooManyKeys, .fetchTimedOut: false
+        default: true
+        }
+    }
+
+    /// A fixed English sentence for `error_description`: never token text, only characters RFC 6750 allows.
+    public var safeDescription: String {
+        switch code {
+        case .malformedToken: "The token is malformed"
+        case .tokenTooLong: "The token is too long"
+        case .duplicateJSONName: "The token repeats a JSON member"
+        case .unsignedToken: "Unsigned tokens are not accepted"
+        case .algorithmNotAllowed: "The signing algorithm is not accepted"
+        case .unsupportedCriticalHeader: "The token has an unsupported critical header"
+        case .untrustedKeyReference: "The token references its own key"
+        case .invalidKeyID: "The key ID is invalid"
+        case .typeMismatch: "The token type is not accepted"
+        case .missingClaim: "The token lacks a required claim"
+        case .invalidClaim: "The token has an invalid claim"
+        case .expired: "The token has expired"
+        case .notYetValid: "The token is not valid yet"
+        case .issuedInFuture: "The token is issued in the future"
+        case .tokenTooOld: "The token is too old"
+        case .issuerMismatch: "The token issuer is not accepted"
+        case .audienceMismatch: "The token audience is not accepted"
+        case .partyNotAllowed: "The authorized party is not accepted"
+        case .missingKeyID: "The token has no key ID"
+        case .unknownKeyID: "The signing key is unknown"
+        case .keyAlgorithmMismatch: "The key does not match the algorithm"
+        case .weakKey: "The key is too weak for the algorithm"
+        case .invalidSignature: "The signature is invalid"
+        case .keySetUnavailable, .keySetInvalid, .keySetTooLarge, .tooManyKeys, .fetchTimedOut:
+            "The signing keys are unavailable"
+        case .missingAuthorization: "No bearer token"
+        }
+    }
+
+    /// The RFC 6750 challenge for a 401: `Bearer error="invalid_token", error_description="..."`, or a bare
+    /// `Bearer` for a request without a credential (section 3.1); `nil` for a problem of the key set.
+    public var wwwAuthenticate: String? {
+        if code == .missingAuthorization { return "Bearer" }
+        guard isTokenProblem else { return nil }
+        return #"Bearer error="invalid_token", error_description="\#(safeDescription)""#
+    }
+
+    /// `TokenVerificationError.<reason>`, with the claim name for claim errors; never a value.
+    public var description: String {
+        var text = "TokenVerificationError.\(code.rawValue)"
+        if let claim { text += "(\(claim))" }
+        return text
+    }
+}
