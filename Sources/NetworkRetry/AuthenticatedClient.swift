@@ -59,6 +59,8 @@ public struct AuthenticatedClient: HTTPTransport {
         /// handler that clears the session and shows the login screen. `false` by default: the session is kept
         /// and the call throws ``NetworkRetryError/unauthorizedAfterRefresh``.
         public var endsSessionWhenRefreshDoesNotHelp: Bool
+        /// How the credential travels: `Authorization: Bearer` (the default) or a session cookie.
+        public var credentialPresentation: CredentialPresentation
 
         /// Creates a configuration.
         ///
@@ -68,14 +70,16 @@ public struct AuthenticatedClient: HTTPTransport {
         ///   - maximumRedirects: The redirect cap; defaults to 5.
         ///   - endsSessionWhenRefreshDoesNotHelp: Whether a 401 after a refresh ends the session; `false` by
         ///     default.
+        ///   - credentialPresentation: How the credential travels; `Authorization: Bearer` by default.
         public init(
             allowedOrigins: some Sequence<HTTPOrigin>, followsRedirects: Bool = true, maximumRedirects: Int = 5,
-            endsSessionWhenRefreshDoesNotHelp: Bool = false
+            endsSessionWhenRefreshDoesNotHelp: Bool = false, credentialPresentation: CredentialPresentation = .bearer
         ) {
             self.allowedOrigins = Set(allowedOrigins)
             self.followsRedirects = followsRedirects
             self.maximumRedirects = max(0, maximumRedirects)
             self.endsSessionWhenRefreshDoesNotHelp = endsSessionWhenRefreshDoesNotHelp
+            self.credentialPresentation = credentialPresentation
         }
     }
 
@@ -90,7 +94,7 @@ public struct AuthenticatedClient: HTTPTransport {
     public let configuration: Configuration
     /// The logger (debug and trace only).
     public let logger: Logger
-    private let authorizationCache = AuthorizationFieldCache()
+    private let authorizationCache: AuthorizationFieldCache
     /// The allowed origins that may carry a token, keyed by their usual spellings (`host`, `host:port`).
     private let verbatimOrigins: [VerbatimOrigin]
 
@@ -109,6 +113,7 @@ public struct AuthenticatedClient: HTTPTransport {
         self.tokenProvider = tokenProvider
         self.configuration = configuration
         self.logger = logger
+        self.authorizationCache = AuthorizationFieldCache(presentation: configuration.credentialPresentation)
         var verbatim: [VerbatimOrigin] = []
         // Only the first few origins get a fast path; the rest are parsed and looked up in the set.
         for origin in configuration.allowedOrigins.prefix(8) where origin.allowsCredentials {
@@ -153,8 +158,15 @@ public struct AuthenticatedClient: HTTPTransport {
             var outgoing = hop
             if onOrigin {
                 let field = authorizationCache.field(for: token.accessToken)
-                if outgoing.headerFields[.authorization] != nil { outgoing.headerFields[.authorization] = nil }
-                outgoing.headerFields.append(field)
+                if field.name == .authorization {
+                    if outgoing.headerFields[.authorization] != nil { outgoing.headerFields[.authorization] = nil }
+                    outgoing.headerFields.append(field)
+                } else if let cookies = outgoing.headerFields[.cookie] {
+                    // One Cookie line (RFC 6265 section 5.4): the caller's cookies, then the session's.
+                    outgoing.headerFields[.cookie] = cookies + "; " + field.value
+                } else {
+                    outgoing.headerFields.append(field)
+                }
             } else {
                 outgoing.headerFields[.authorization] = nil
                 outgoing.headerFields[.cookie] = nil
@@ -324,19 +336,71 @@ public func executeWithAutoRetry(
 final class AuthorizationFieldCache: @unchecked Sendable, CustomReflectable {
     private let lock = NSLock()
     private var entry: (accessToken: String, field: HTTPField)?
+    private let presentation: CredentialPresentation
 
-    /// The `Authorization: Bearer` field for `accessToken`.
+    init(presentation: CredentialPresentation = .bearer) {
+        self.presentation = presentation
+    }
+
+    /// The `Authorization: Bearer` (or `Cookie`) field for `accessToken`.
     func field(for accessToken: String) -> HTTPField {
         lock.lock()
         defer { lock.unlock() }
         if let entry, entry.accessToken == accessToken { return entry.field }
-        let field = HTTPField(name: .authorization, value: "Bearer " + accessToken)
+        let field = presentation.field(for: accessToken)
         entry = (accessToken, field)
         return field
     }
 
     /// Nothing: the cached field holds a token.
     var customMirror: Mirror { Mirror(self, children: [:]) }
+}
+
+/// How ``AuthenticatedClient`` presents the credential: the one thing that differs between a Bearer token and
+/// a cookie session. Everything else (origins, https, redirects, the refresh and retry after a 401) is the same.
+public struct CredentialPresentation: Sendable, Hashable, CustomStringConvertible {
+    private enum Kind: Hashable {
+        case bearer
+        case cookie(String)
+    }
+    private let kind: Kind
+
+    /// `Authorization: Bearer <token>` (RFC 6750).
+    public static let bearer = CredentialPresentation(kind: .bearer)
+
+    /// `Cookie: <name>=<token>`: a session cookie the client owns (never a global cookie jar). Other cookies
+    /// of the request are kept on the origin and, like it, dropped once a redirect leaves the origin.
+    ///
+    /// - Parameter name: The cookie's name (`better-auth.session_token`).
+    /// - Returns: The presentation.
+    public static func cookie(named name: String) -> CredentialPresentation {
+        CredentialPresentation(kind: .cookie(name))
+    }
+
+    /// The cookie's name, for a cookie presentation.
+    public var cookieName: String? {
+        if case .cookie(let name) = kind { return name }
+        return nil
+    }
+
+    /// The header field carrying `credential`.
+    ///
+    /// - Parameter credential: The access token or cookie value.
+    /// - Returns: The field.
+    public func field(for credential: String) -> HTTPField {
+        switch kind {
+        case .bearer: HTTPField(name: .authorization, value: "Bearer " + credential)
+        case .cookie(let name): HTTPField(name: .cookie, value: name + "=" + credential)
+        }
+    }
+
+    /// `bearer` or `cookie(<name>)`.
+    public var description: String {
+        switch kind {
+        case .bearer: "bearer"
+        case .cookie(let name): "cookie(\(name))"
+        }
+    }
 }
 
 /// A scheme and authority exactly as a request usually spells an allowed origin.

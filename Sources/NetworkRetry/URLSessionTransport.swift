@@ -24,9 +24,17 @@ public final class URLSessionTransport: HTTPTransport {
 
     /// Creates a transport with its own session.
     ///
-    /// - Parameter configuration: The session configuration; defaults to `.ephemeral` (no disk cache, no
-    ///   persistent cookies).
-    public init(configuration: URLSessionConfiguration = .ephemeral) {
+    /// Cookies are turned off whatever the configuration says: no cookie jar stores a `Set-Cookie`, and none
+    /// adds a `Cookie`. A session cookie is a credential that TokenKit keeps and presents itself
+    /// (``CredentialPresentation/cookie(named:)``), only to configured origins.
+    ///
+    /// - Parameter configuration: The session configuration; defaults to `.ephemeral` (no disk cache).
+    public init(configuration given: URLSessionConfiguration = .ephemeral) {
+        // A copy: the caller's configuration object is left as it was.
+        let configuration = (given.copy() as? URLSessionConfiguration) ?? given
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
         let delegate = SessionDelegate()
         self.delegate = delegate
         self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
@@ -64,9 +72,11 @@ public final class URLSessionTransport: HTTPTransport {
         else { throw NetworkRetryError.invalidRequest }
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = request.method.rawValue
-        for field in request.headerFields {
+        for field in request.headerFields where field.name != .cookie {
             urlRequest.addValue(field.value, forHTTPHeaderField: field.name.rawName)
         }
+        // Cookie crumbs join with "; " (RFC 6265 section 5.4), not with the ", " of other repeated fields.
+        if let cookies = request.headerFields[.cookie] { urlRequest.setValue(cookies, forHTTPHeaderField: "Cookie") }
         urlRequest.httpBody = body
         return urlRequest
     }

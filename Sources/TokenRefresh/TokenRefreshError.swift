@@ -13,7 +13,7 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     private enum Code: String, Hashable, Sendable {
         case refreshTokenRejected, configuration, transient, timeout, rateLimited, signedOut, sessionExpired
         case missingRefreshToken, storageUnavailable, cancelled, malformedResponse, unexpectedResponse
-        case signInRejected, invalidArgument, serverRefused
+        case signInRejected, invalidArgument, serverRefused, sessionInvalidated
     }
     private let code: Code
     /// The OAuth `error` code the token endpoint returned (`invalid_grant`, `invalid_client`), if any.
@@ -74,6 +74,10 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     public static let unexpectedResponse = TokenRefreshError(.unexpectedResponse)
     /// The token endpoint rejected a sign-in (wrong password, a used or expired authorization code).
     public static let signInRejected = TokenRefreshError(.signInRejected)
+    /// The server says the session no longer exists (a cookie session's check answered `null` or 401: logged
+    /// out on another device, expired, or the account deleted). Terminal: the session ends with
+    /// ``AuthEvent/SignOutReason/invalidatedOnServer``.
+    public static let sessionInvalidated = TokenRefreshError(.sessionInvalidated)
     /// The server refused a request that was to end the session on its side (an account deletion, a
     /// sign-out everywhere); ``status`` says how. The local session is kept.
     public static let serverRefused = TokenRefreshError(.serverRefused)
@@ -81,7 +85,9 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     public static let invalidArgument = TokenRefreshError(.invalidArgument)
 
     /// Whether the session is over and the user must sign in again.
-    public var isTerminal: Bool { code == .refreshTokenRejected || code == .sessionExpired }
+    public var isTerminal: Bool {
+        code == .refreshTokenRejected || code == .sessionExpired || code == .sessionInvalidated
+    }
     /// Whether trying again later may succeed, with the session kept meanwhile.
     public var isTransient: Bool { code == .transient || code == .timeout }
 

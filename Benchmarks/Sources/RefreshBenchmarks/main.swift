@@ -183,6 +183,48 @@ func run() async throws {
         "\(Harness.format(Harness.median(snapshots))) vs \(Harness.format(Harness.median(plains))) = "
             + String(format: "%.2fx", snapshotRatio), target: "<= 2x", passed: snapshotRatio <= 2)
 
+    // 2b. The session state: the synchronous read, and the first element of a new states() stream, each
+    // against a Mutex read of an AuthState (issue 15's target: within 2x). A bare AsyncStream made, fed one
+    // value and read once is printed beside it: the floor any stream-based first element pays.
+    let stateMutex = Mutex<AuthState>(.signedIn(userID: "user-1"))
+    var statePlains: [Double] = []
+    var stateReads: [Double] = []
+    var firstElements: [Double] = []
+    var bareStreams: [Double] = []
+    for _ in 0..<7 {
+        statePlains.append(
+            Harness.nanosecondsPerOperation(samples: 5, iterations: 500_000) { blackHole(stateMutex.withLock { $0 }) })
+        stateReads.append(
+            Harness.nanosecondsPerOperation(samples: 5, iterations: 500_000) { blackHole(client.currentState) })
+        firstElements.append(
+            await Harness.nanosecondsPerOperation(samples: 5, iterations: 20_000) {
+                var iterator = client.states().makeAsyncIterator()
+                blackHole(await iterator.next())
+            })
+        bareStreams.append(
+            await Harness.nanosecondsPerOperation(samples: 5, iterations: 20_000) {
+                let (stream, continuation) = AsyncStream.makeStream(of: AuthState.self)
+                continuation.yield(.signedOut)
+                var iterator = stream.makeAsyncIterator()
+                blackHole(await iterator.next())
+            })
+    }
+    let stateRatio = Harness.median(zip(stateReads, statePlains).map { $0 / $1 })
+    Harness.report(
+        "currentState read vs Mutex read",
+        "\(Harness.format(Harness.median(stateReads))) vs \(Harness.format(Harness.median(statePlains))) = "
+            + String(format: "%.2fx", stateRatio), target: "<= 2x", passed: stateRatio <= 2)
+    let firstRatio = Harness.median(zip(firstElements, statePlains).map { $0 / $1 })
+    Harness.report(
+        "first element of states() vs Mutex read",
+        "\(Harness.format(Harness.median(firstElements))) vs \(Harness.format(Harness.median(statePlains))) = "
+            + String(format: "%.2fx", firstRatio), target: "<= 2x", passed: firstRatio <= 2)
+    let overBare = Harness.median(zip(firstElements, bareStreams).map { $0 / $1 })
+    print(
+        "      (diagnostic: a bare AsyncStream made, fed and read once costs "
+            + "\(Harness.format(Harness.median(bareStreams))); states()'s first element is "
+            + String(format: "%.2fx", overBare) + " of that)")
+
     // 3. Many waiters on one refresh: added cost per waiter, and growth from 10k to 20k. Each round measures
     // every variant once, in turn; verdicts use medians over rounds of the per-round differences and ratios.
     for inTaskGroup in [false, true] {

@@ -221,6 +221,15 @@ extension TokenRefreshClient {
         do {
             let response = try await attemptWithRetries(sent, epoch: startEpoch, retry: retry, sleepsUnderLock: false)
             return try await completeRefresh(response, sent: sent, from: current, epoch: startEpoch)
+        } catch .sessionInvalidated where epoch == startEpoch {
+            // The server says the session is gone (a cookie session's check): end it once, with that reason.
+            if let sent { deadRefreshTokens.insert(sent) }
+            if session != nil || state.hasSession {
+                await endSession(reason: .invalidatedOnServer, error: .sessionInvalidated)
+            } else if state != .signedOut {
+                setState(.signedOut)
+            }
+            throw .sessionInvalidated
         } catch .signedOut where sent == nil && epoch == startEpoch {
             // The token provider (an SDK) reports that it has no session: end ours once, with that reason.
             if session != nil || state.hasSession {

@@ -76,7 +76,7 @@ extension TokenRefreshClient {
     public func networkRestored() async -> AuthState {
         retryNotBefore = nil
         lastTransientError = nil
-        if state.hasSession || !strategy.requiresRefreshToken { _ = try? await validToken() }
+        await checkWithProvider()
         return state
     }
 }

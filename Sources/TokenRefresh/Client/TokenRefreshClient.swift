@@ -274,10 +274,25 @@ public actor TokenRefreshClient: TokenProvider {
     @discardableResult
     public func restoreSession(validatingWithProvider: Bool = false) async -> AuthState {
         try? await ensureLoaded()
-        if validatingWithProvider, loaded, session != nil || !strategy.requiresRefreshToken {
-            _ = try? await validToken()
-        }
+        if validatingWithProvider, loaded { await checkWithProvider() }
         return state
+    }
+
+    /// Asks the provider whether the session still holds: a session check for strategies that check with the
+    /// server (even while the credential looks fresh), a valid token for the others. A connectivity failure
+    /// keeps the session as expired (offline).
+    func checkWithProvider() async {
+        do {
+            if strategy.checksSessionWithServer, let current = session?.token.accessToken {
+                _ = try await refreshToken(afterRejectionOf: current)
+            } else if session != nil || !strategy.requiresRefreshToken {
+                _ = try await validToken()
+            }
+        } catch let error as TokenRefreshError where error.isConnectivityFailure {
+            if let session { setState(.expired(lastUserID: session.userID)) }
+        } catch {
+            // Rejections have ended the session already; other failures keep it as it is.
+        }
     }
 
     // MARK: - Sign-in and sign-out

@@ -51,6 +51,8 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
         public static let unauthorized = SignOutReason("unauthorized")
         /// The account was deleted on the server (``TokenRefreshClient/deleteAccount(_:body:through:)``).
         public static let accountDeleted = SignOutReason("accountDeleted")
+        /// The server no longer knows the session (a cookie session's check found it gone).
+        public static let invalidatedOnServer = SignOutReason("invalidatedOnServer")
         /// Every session of the user was revoked on the server
         /// (``TokenRefreshClient/signOutEverywhere(_:body:through:)``).
         public static let signedOutEverywhere = SignOutReason("signedOutEverywhere")

@@ -41,11 +41,18 @@ public protocol RefreshStrategy: Sendable {
     /// - Returns: The token response.
     /// - Throws: As ``refresh(using:)``.
     func refresh(using refreshToken: String?, forced: Bool) async throws -> TokenResponse
+
+    /// Whether a refresh is a check of the session with the server (a cookie session), so that validating a
+    /// session at launch runs it even while the credential looks fresh. `false` by default.
+    var checksSessionWithServer: Bool { get }
 }
 
 extension RefreshStrategy {
     /// A refresh needs the refresh token, unless a strategy says otherwise.
     public var requiresRefreshToken: Bool { true }
+
+    /// `false`: a refresh gets a new token; validating at launch refreshes only when one is due.
+    public var checksSessionWithServer: Bool { false }
 
     /// Calls ``refresh(using:)``: most strategies refresh the same way whatever the reason.
     ///

@@ -1,0 +1,155 @@
+public import Foundation
+
+/// A `Set-Cookie` header field parsed as RFC 6265 section 5.2 says, with the checks a client that keeps a
+/// session cookie needs: the domain must match the request's host, a `Secure` cookie must arrive over https,
+/// and a cookie that is too large or has control characters is refused.
+///
+/// ```swift
+/// let cookie = try SetCookie(parsing: field, requestHost: "api.example.com", requestIsSecure: true, now: Date())
+/// if cookie.name == "better-auth.session_token" { ... }
+/// ```
+public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
+    /// Why a `Set-Cookie` was refused.
+    public enum Refusal: Error, Sendable, Hashable {
+        /// No `name=value` pair, or an empty name.
+        case malformed
+        /// The field is larger than ``SetCookie/maximumSize`` (4096 bytes, RFC 6265 section 6.1).
+        case tooLarge
+        /// The name or value has control characters, or the name has separators.
+        case invalidCharacters
+        /// The `Domain` attribute does not domain-match the request's host.
+        case foreignDomain
+        /// The cookie is `Secure` but arrived over plain http (other than loopback).
+        case secureOverInsecureTransport
+    }
+
+    /// The largest `Set-Cookie` field accepted, in bytes.
+    public static let maximumSize = 4096
+
+    /// The cookie's name.
+    public let name: String
+    /// The cookie's value. A credential: never logged or printed.
+    public let value: String
+    /// When the cookie expires (from `Max-Age`, which wins, or `Expires`); `nil` for a session cookie.
+    public let expiresAt: Date?
+    /// The domain it applies to (the request's host when no `Domain` was given).
+    public let domain: String
+    /// Whether a `Domain` attribute widened it to subdomains.
+    public let includesSubdomains: Bool
+    /// The path it applies to.
+    public let path: String
+    /// Whether it may only be sent over https.
+    public let isSecure: Bool
+    /// Whether it is hidden from scripts.
+    public let isHTTPOnly: Bool
+    /// The `SameSite` attribute as sent (`Strict`, `Lax`, `None`), if any.
+    public let sameSite: String?
+
+    /// Parses one `Set-Cookie` field value.
+    ///
+    /// - Parameters:
+    ///   - field: The field value.
+    ///   - requestHost: The host the response came from.
+    ///   - requestIsSecure: Whether it came over https (or to loopback).
+    ///   - now: The time `Max-Age` counts from.
+    /// - Throws: ``Refusal`` saying why the cookie was refused.
+    public init(parsing field: String, requestHost: String, requestIsSecure: Bool, now: Date) throws(Refusal) {
+        guard field.utf8.count <= Self.maximumSize else { throw .tooLarge }
+        var parts = field.split(separator: ";", omittingEmptySubsequences: false).makeIterator()
+        guard let pair = parts.next(), let equals = pair.firstIndex(of: "=") else { throw .malformed }
+        let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
+        var value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+        if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+            value = String(value.dropFirst().dropLast())
+        }
+        guard !name.isEmpty else { throw .malformed }
+        guard Self.isToken(name), value.unicodeScalars.allSatisfy(Self.isCookieOctet) else { throw .invalidCharacters }
+        let host = requestHost.lowercased()
+        var expiresAt: Date?
+        var maxAgeSeen = false
+        var domain = host
+        var includesSubdomains = false
+        var path = "/"
+        var secure = false
+        var httpOnly = false
+        var sameSite: String?
+        while let attribute = parts.next() {
+            let pieces = attribute.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = pieces[0].trimmingCharacters(in: .whitespaces).lowercased()
+            let argument = pieces.count > 1 ? pieces[1].trimmingCharacters(in: .whitespaces) : ""
+            switch key {
+            case "max-age":
+                guard let seconds = Int(argument) else { continue }
+                expiresAt = seconds <= 0 ? Date.distantPast : now.addingTimeInterval(TimeInterval(seconds))
+                maxAgeSeen = true
+            case "expires" where !maxAgeSeen:
+                if let date = Self.httpDate(argument) { expiresAt = date }
+            case "domain":
+                var wanted = argument.lowercased()
+                if wanted.hasPrefix(".") { wanted.removeFirst() }
+                guard !wanted.isEmpty else { continue }
+                guard host == wanted || host.hasSuffix("." + wanted) else { throw .foreignDomain }
+                domain = wanted
+                includesSubdomains = true
+            case "path":
+                if argument.hasPrefix("/") { path = argument }
+            case "secure": secure = true
+            case "httponly": httpOnly = true
+            case "samesite": sameSite = argument.isEmpty ? nil : argument
+            default: continue
+            }
+        }
+        if secure && !requestIsSecure { throw .secureOverInsecureTransport }
+        self.name = name
+        self.value = value
+        self.expiresAt = expiresAt
+        self.domain = domain
+        self.includesSubdomains = includesSubdomains
+        self.path = path
+        self.isSecure = secure
+        self.isHTTPOnly = httpOnly
+        self.sameSite = sameSite
+    }
+
+    /// Whether the server asked to delete the cookie (`Max-Age=0` or an `Expires` in the past).
+    ///
+    /// - Parameter now: The time to compare with.
+    /// - Returns: `true` when it is already expired.
+    public func isExpired(at now: Date) -> Bool { expiresAt.map { $0 <= now } ?? false }
+
+    /// Name, domain, path and flags; never the value.
+    public var description: String {
+        var flags: [String] = []
+        if isSecure { flags.append("Secure") }
+        if isHTTPOnly { flags.append("HttpOnly") }
+        if let sameSite { flags.append("SameSite=\(sameSite)") }
+        return "SetCookie(\(name), domain: \(domain), path: \(path)"
+            + (flags.isEmpty ? "" : ", " + flags.joined(separator: ", "))
+            + ")"
+    }
+
+    /// RFC 6265 `token`: visible ASCII without separators.
+    private static func isToken(_ text: String) -> Bool {
+        text.unicodeScalars.allSatisfy { scalar in
+            scalar.value > 0x20 && scalar.value < 0x7F && !"()<>@,;:\\\"/[]?={} \t".unicodeScalars.contains(scalar)
+        }
+    }
+
+    /// RFC 6265 `cookie-octet`: visible ASCII except `"`, `,`, `;` and `\`.
+    private static func isCookieOctet(_ scalar: Unicode.Scalar) -> Bool {
+        let value = scalar.value
+        return value == 0x21 || (0x23...0x2B).contains(value) || (0x2D...0x3A).contains(value)
+            || (0x3C...0x5B).contains(value) || (0x5D...0x7E).contains(value)
+    }
+
+    private static func httpDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
+            formatter.dateFormat = format
+            if let date = formatter.date(from: text) { return date }
+        }
+        return nil
+    }
+}
