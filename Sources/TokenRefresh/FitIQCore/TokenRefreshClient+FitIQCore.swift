@@ -1,0 +1,68 @@
+import AuthToken
+public import Foundation
+public import Persistence
+
+extension TokenRefreshClient {
+    /// Creates a client for the FitIQ refresh endpoint, the unification analysis's
+    /// `TokenRefreshClient(networkClient:baseURL:apiKey:)`.
+    ///
+    /// It posts `{"refreshToken": "..."}` to `baseURL/api/v1/auth/refresh` with `X-API-Key` through the app's
+    /// network client (``JSONEndpointRefreshStrategy`` over ``NetworkClientTransport``), and is the same
+    /// single-flight client as every other: concurrent ``refreshToken(_:)`` calls share one refresh.
+    ///
+    /// ```swift
+    /// lazy var tokenRefreshClient: TokenRefreshClient = {
+    ///     TokenRefreshClient(networkClient: networkClient, baseURL: Config.baseURL, apiKey: Config.apiKey)
+    /// }()
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - networkClient: The app's network client.
+    ///   - baseURL: The API's base URL.
+    ///   - apiKey: The API key sent as `X-API-Key`.
+    ///   - store: Where the session is kept; in memory by default (the app's persistence keeps the pair, through
+    ///     ``NetworkClientProtocol/executeWithAutoRetry(request:tokenRefreshClient:authTokenPersistence:retryCount:)``).
+    ///     Pass an ``AuthTokenPersistenceStore`` to keep client and persistence on one storage.
+    ///   - configuration: The options.
+    public init(
+        networkClient: any NetworkClientProtocol, baseURL: URL, apiKey: String,
+        store: any TokenStore = InMemoryTokenStore(), configuration: Configuration = Configuration()
+    ) {
+        self.init(
+            strategy: JSONEndpointRefreshStrategy(
+                baseURL: baseURL, apiKey: apiKey, transport: NetworkClientTransport(networkClient)),
+            store: store, configuration: configuration)
+    }
+
+    /// The token to retry with after a request carrying `rejected` got a 401, saved in `persistence` first.
+    ///
+    /// Concurrent callers share one refresh (this client's single flight), and a caller whose request carried
+    /// an older token than the one saved meanwhile retries with the saved one, without refreshing again.
+    ///
+    /// - Parameters:
+    ///   - rejected: The access token the rejected request carried, if any.
+    ///   - persistence: The app's persistence.
+    /// - Returns: The token to retry with.
+    /// - Throws: ``APIError/unauthorized`` when no refresh token is stored; the refresh's error.
+    nonisolated func tokenForRetry(
+        rejecting rejected: String?, persistence: any AuthTokenPersistenceProtocol
+    ) async throws -> AuthToken {
+        // The refresh token first, then the access token: a pair saved between the two reads shows in the second.
+        guard let storedRefresh = try persistence.fetchRefreshToken(), !storedRefresh.isEmpty else {
+            throw APIError.unauthorized
+        }
+        let storedAccess = try persistence.fetchAccessToken()
+        if let rejected, let storedAccess, !storedAccess.isEmpty, storedAccess != rejected {
+            // Another caller refreshed and saved already: a stale rejection.
+            return AuthToken.withParsedExpiration(accessToken: storedAccess, refreshToken: storedRefresh)
+        }
+        let token: AuthToken
+        if let rejected, let current = currentToken, current.refreshToken == storedRefresh {
+            token = try await refreshToken(afterRejectionOf: rejected)
+        } else {
+            token = try await refreshToken(storedRefresh)
+        }
+        try persistence.save(accessToken: token.accessToken, refreshToken: token.refreshToken ?? storedRefresh)
+        return token
+    }
+}
