@@ -53,8 +53,9 @@ extension TokenRefreshClient {
         }
         let storedAccess = try persistence.fetchAccessToken()
         if let rejected, let storedAccess, !storedAccess.isEmpty, storedAccess != rejected {
-            // Another caller refreshed and saved already: a stale rejection.
-            return AuthToken.withParsedExpiration(accessToken: storedAccess, refreshToken: storedRefresh)
+            // Another caller refreshed and saved already: a stale rejection. Only the access token is used (for
+            // the retry's header), so its claims are not parsed.
+            return AuthToken(accessToken: storedAccess, refreshToken: storedRefresh, receivedAt: now())
         }
         let token: AuthToken
         if let rejected, let current = currentToken, current.refreshToken == storedRefresh {
