@@ -132,7 +132,10 @@ let package = Package(
         // without `ExistentialAny` (the analysis writes `AuthTokenPersistenceProtocol`, not `any ...`).
         .testTarget(
             name: "FitIQCoreTests",
-            dependencies: ["TokenKit", "TokenKitTesting", "TokenKitTestingTraits"],
+            dependencies: [
+                "TokenKit", "TokenKitTesting", "TokenKitTestingTraits",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             swiftSettings: appCallSiteSettings
         ),
         // Against the django-oauth-toolkit server of Interop/ (run by .ci/interop); skipped without
