@@ -31,7 +31,7 @@ extension NetworkClientProtocol {
     /// - Throws: ``APIError/unauthorized`` when no refresh token is stored or the retry is rejected too; a
     ///   ``TokenRefreshError`` when the refresh fails; what ``executeRequest(request:)`` throws otherwise.
     public func executeWithAutoRetry(
-        request: URLRequest,
+        request: consuming URLRequest,
         tokenRefreshClient: TokenRefreshClient,
         authTokenPersistence: any AuthTokenPersistenceProtocol,
         retryCount: Int = 0
@@ -41,7 +41,8 @@ extension NetworkClientProtocol {
         } catch let error as APIError where error == .unauthorized && retryCount < 1 {
             let token = try await tokenRefreshClient.tokenForRetry(
                 rejecting: Self.bearerToken(of: request), persistence: authTokenPersistence)
-            var retryRequest = request
+            // Taken, not copied: a caller that is done with its request spares Foundation a copy of it.
+            var retryRequest = consume request
             retryRequest.setValue("Bearer \(token.accessToken)", forHTTPHeaderField: "Authorization")
             return try await executeWithAutoRetry(
                 request: retryRequest, tokenRefreshClient: tokenRefreshClient,
@@ -49,11 +50,14 @@ extension NetworkClientProtocol {
         }
     }
 
-    /// The bearer token `request` carries, if any.
+    /// The bearer token `request` carries, if any (`Bearer` in any case, then spaces, then the token).
     private static func bearerToken(of request: URLRequest) -> String? {
         guard let value = request.value(forHTTPHeaderField: "Authorization") else { return nil }
-        let parts = value.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return parts[1].trimmingCharacters(in: .whitespaces)
+        let utf8 = value.utf8
+        guard utf8.count > 7, utf8.prefix(6).elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 }),
+            utf8.dropFirst(6).first == UInt8(ascii: " ")
+        else { return nil }
+        let token = utf8.dropFirst(7).drop { $0 == UInt8(ascii: " ") }
+        return token.isEmpty ? nil : String(Substring(token))
     }
 }
