@@ -136,6 +136,12 @@ final class ProgressAPIClient: Sendable {
         }
         #expect(backend.snapshot.rejectedRefreshes == 1)
         #expect(backend.snapshot.resourceRequests == 1)
+
+        // The dead refresh token is remembered: the next 401 fails at once, without another refresh request.
+        await #expect(throws: TokenRefreshError.refreshTokenRejected) {
+            try await dependencies.progressAPIClient.fetchProgress()
+        }
+        #expect(backend.snapshot.rejectedRefreshes == 1)
     }
 
     @Test func withoutAStoredRefreshTokenTheUnauthorizedIsThrown() async throws {
