@@ -118,6 +118,28 @@ final class ProgressAPIClient: Sendable {
         #expect(try persistence.fetchRefreshToken() == state.refresh)
     }
 
+    /// FitIQ's own login code saves a new pair while the client still holds the session it refreshed earlier.
+    @Test(arguments: [1, 20])
+    func aPairFromASignInOutsideTokenKitIsAdoptedAndRefreshedOnce(concurrentCalls: Int) async throws {
+        let (backend, persistence, dependencies, clock) = try Self.app()
+        let api = dependencies.progressAPIClient
+        clock.advance(by: .seconds(1000))
+        #expect(try await api.fetchProgress() == 1234)  // the client now holds the refreshed session
+        clock.advance(by: .seconds(10))
+        let relogin = backend.login()  // the user signed out and in again through the app's login screen
+        try persistence.save(accessToken: relogin.accessToken, refreshToken: relogin.refreshToken)
+        clock.advance(by: .seconds(1000))
+
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<concurrentCalls { group.addTask { try await api.fetchProgress() } }
+            for try await steps in group { #expect(steps == 1234) }
+        }
+        #expect(backend.snapshot.refreshes == 2, "one refresh per expiry, the second with the new login's token")
+        #expect(backend.snapshot.rejectedRefreshes == 0)
+        #expect(backend.snapshot.requestsAheadOfPersistence == 0)
+        #expect(dependencies.tokenRefreshClient.currentToken?.accessToken == backend.snapshot.access)
+    }
+
     @Test func aSecondUnauthorizedIsThrownNotLoopedOn() async throws {
         let (backend, _, dependencies, _) = try Self.app()
         backend.state.withLock { $0.rejectEverything = true }

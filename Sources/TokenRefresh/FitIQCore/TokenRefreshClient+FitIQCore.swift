@@ -1,5 +1,6 @@
 import AuthToken
 public import Foundation
+import Logging
 public import Persistence
 
 extension TokenRefreshClient {
@@ -37,7 +38,9 @@ extension TokenRefreshClient {
     /// The token to retry with after a request carrying `rejected` got a 401, saved in `persistence` first.
     ///
     /// Concurrent callers share one refresh (this client's single flight), and a caller whose request carried
-    /// an older token than the one saved meanwhile retries with the saved one, without refreshing again.
+    /// an older token than the one saved meanwhile retries with the saved one, without refreshing again. When the
+    /// app signed in anew through its own code (the stored pair is a JWT issued after this client's session), the
+    /// client adopts the stored pair before refreshing it; for opaque tokens, call ``signIn(with:userID:)``.
     ///
     /// - Parameters:
     ///   - rejected: The access token the rejected request carried, if any.
@@ -57,6 +60,12 @@ extension TokenRefreshClient {
             // the retry's header), so its claims are not parsed.
             return AuthToken(accessToken: storedAccess, refreshToken: storedRefresh, receivedAt: now())
         }
+        if let rejected, rejected == storedAccess, let current = currentToken, current.refreshToken != storedRefresh,
+            current.accessToken != rejected, Self.wasIssued(rejected, after: current.accessToken)
+        {
+            // The app signed in anew through its own code: the stored pair is newer than this client's session.
+            await adoptSignedInPair(AuthToken.withParsedExpiration(accessToken: rejected, refreshToken: storedRefresh))
+        }
         let token: AuthToken
         if let rejected, let current = currentToken, current.refreshToken == storedRefresh {
             token = try await refreshToken(afterRejectionOf: rejected)
@@ -65,5 +74,22 @@ extension TokenRefreshClient {
         }
         try persistence.save(accessToken: token.accessToken, refreshToken: token.refreshToken ?? storedRefresh)
         return token
+    }
+
+    /// Makes `token` the session, unless the session already carries its refresh token (another caller adopted
+    /// it first). Runs on the actor, and the session is replaced before the first suspension, so concurrent
+    /// callers adopt it once.
+    func adoptSignedInPair(_ token: AuthToken) async {
+        guard let session, session.token.refreshToken != token.refreshToken else { return }
+        logger.debug("adopting a newer stored pair", metadata: ["token": "\(token.fingerprint)"])
+        _ = await startSession(token, userID: token.parseUserIdFromJWT() ?? session.userID)
+    }
+
+    /// Whether both tokens are JWTs and `token` was issued (`iat`) strictly after `other`.
+    static func wasIssued(_ token: String, after other: String) -> Bool {
+        guard let issued = AuthToken(accessToken: token, receivedAt: .distantPast).claims?.issuedAt,
+            let otherIssued = AuthToken(accessToken: other, receivedAt: .distantPast).claims?.issuedAt
+        else { return false }
+        return issued > otherIssued
     }
 }
