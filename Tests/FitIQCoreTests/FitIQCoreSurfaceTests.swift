@@ -89,4 +89,43 @@ import TokenKitTestingTraits
         try await reopened.flush()
         #expect(await store.load(account: "default").session == nil)
     }
+
+    @Test func theAppsPersistenceAsAStoreHonoursConditionsAndHidesItsErrors() async throws {
+        struct KeychainLocked: Error, CustomStringConvertible {
+            var description: String { "locked; last value surface-secret-in-error-text" }
+        }
+        final class LockedKeychain: AuthTokenPersistenceProtocol {
+            func save(accessToken: String, refreshToken: String) throws { throw KeychainLocked() }
+            func fetchAccessToken() throws -> String? { throw KeychainLocked() }
+            func fetchRefreshToken() throws -> String? { throw KeychainLocked() }
+            func deleteTokens() throws { throw KeychainLocked() }
+            func saveUserProfileID(_ userID: UUID) throws { throw KeychainLocked() }
+            func fetchUserProfileID() throws -> UUID? { throw KeychainLocked() }
+            func deleteUserProfileID() throws { throw KeychainLocked() }
+        }
+        guard case .unavailable(let error) = await AuthTokenPersistenceStore(LockedKeychain()).load(account: "default")
+        else {
+            Issue.record("a throwing Keychain read is unavailable, not signed out")
+            return
+        }
+        #expect(error == .readFailed)
+        #expect(!"\(error)".contains("surface-secret-in-error-text"))
+
+        let store = AuthTokenPersistenceStore(KeychainAuthTokenAdapter())
+        let token = AuthToken(
+            accessToken: "surface-conditional-access", refreshToken: "surface-conditional-refresh",
+            receivedAt: Date(timeIntervalSince1970: 0))
+        try await store.save(StoredSession(token: token, generation: 1), account: "default", condition: .absent)
+        await #expect(throws: PersistenceError.conflict) {
+            try await store.save(StoredSession(token: token, generation: 2), account: "default", condition: .absent)
+        }
+        await #expect(throws: PersistenceError.conflict) {
+            try await store.save(
+                StoredSession(token: token, generation: 2), account: "default", condition: .generation(7))
+        }
+        try await store.save(StoredSession(token: token, generation: 2), account: "default", condition: .generation(1))
+        #expect(await store.load(account: "default").session?.generation == 2)
+        try await store.remove(account: "default", condition: .generation(2))
+        #expect(await store.load(account: "default").session == nil)
+    }
 }
