@@ -9,6 +9,13 @@ let strictSettings: [SwiftSetting] = [
     .treatWarning("ExplicitSendable", as: .warning),
 ]
 
+/// `strictSettings` without `ExistentialAny`, for tests that compile app code as the apps wrote it.
+let appCallSiteSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .treatWarning("ExplicitSendable", as: .warning),
+]
+
 let package = Package(
     name: "TokenKit",
     // Synchronization.Mutex (lock-based snapshot reads without an actor hop) needs these releases.
@@ -142,6 +149,16 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
+        ),
+        // The unification analysis's call sites, compiled as the apps wrote them: through `import TokenKit`, and
+        // without `ExistentialAny` (the analysis writes `AuthTokenPersistenceProtocol`, not `any ...`).
+        .testTarget(
+            name: "FitIQCoreTests",
+            dependencies: [
+                "TokenKit", "TokenKitTesting", "TokenKitTestingTraits",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: appCallSiteSettings
         ),
         // Against the django-oauth-toolkit server of Interop/ (run by .ci/interop); skipped without
         // TOKENKIT_INTEROP_URL.

@@ -34,6 +34,11 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
+        // The FitIQCore surface (executeWithAutoRetry over NetworkClientProtocol) against the core calls it wraps.
+        .executableTarget(
+            name: "FitIQCoreBenchmarks",
+            dependencies: ["BenchmarkSupport", .product(name: "TokenKit", package: "TokenKit")]
+        ),
         .executableTarget(
             name: "RefreshBenchmarks",
             dependencies: [

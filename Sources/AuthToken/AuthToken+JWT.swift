@@ -3,9 +3,17 @@ public import Foundation
 extension AuthToken {
     /// Creates a token whose expiry comes from the access token's JWT claims.
     ///
-    /// With `exp` and `iat` the lifetime is `exp - iat`, measured from `receivedAt` (immune to a device
-    /// clock that is off); with `exp` alone the raw `exp` is the expiry. An `expiresIn` from the token
-    /// response wins over both. An opaque token without `expiresIn` has no known expiry.
+    /// **Fresh from an endpoint** (`receivedAt` given): with `exp` and `iat` the lifetime is `exp - iat`,
+    /// measured from `receivedAt` (immune to a device clock that is off); with `exp` alone the raw `exp` is the
+    /// expiry. An `expiresIn` from the token response wins over both.
+    ///
+    /// **Rebuilt from stored strings** (`receivedAt` omitted, the seed's `withParsedExpiration(accessToken:
+    /// refreshToken:)`): when the token was received is unknown, so no lifetime can be measured from receipt.
+    /// The expiry is the raw `exp` against the clock, and an `exp` in the past is expired. (An `expiresIn`
+    /// given without `receivedAt` is counted from now.) See
+    /// ``withParsedExpiration(accessToken:refreshToken:tokenType:scope:restoredAt:)`` to inject the clock.
+    ///
+    /// An opaque token without `expiresIn` has no known expiry.
     ///
     /// - Parameters:
     ///   - accessToken: The access token (a JWT or opaque).
@@ -13,7 +21,7 @@ extension AuthToken {
     ///   - tokenType: The token type; defaults to `Bearer`.
     ///   - scope: The granted scope, if known.
     ///   - expiresIn: The OAuth `expires_in`, if the response carried one.
-    ///   - receivedAt: When the token was received; defaults to ``systemNow``.
+    ///   - receivedAt: When the token was received; `nil` (the default) when that is unknown.
     /// - Returns: The token.
     public static func withParsedExpiration(
         accessToken: String,
@@ -21,8 +29,19 @@ extension AuthToken {
         tokenType: String = "Bearer",
         scope: String? = nil,
         expiresIn: TimeInterval? = nil,
-        receivedAt: Date = AuthToken.systemNow()
+        receivedAt: Date? = nil
     ) -> AuthToken {
+        guard let receivedAt else {
+            let now = AuthToken.systemNow()
+            if let expiresIn {
+                return withParsedExpiration(
+                    accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope,
+                    expiresIn: expiresIn, receivedAt: now)
+            }
+            return withParsedExpiration(
+                accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope,
+                restoredAt: now)
+        }
         let claims = try? JWT(parsing: accessToken).claims
         let expiration = claims?.expiration
         var lifetime = expiresIn
@@ -32,6 +51,32 @@ extension AuthToken {
         return AuthToken(
             accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope,
             receivedAt: receivedAt, lifetime: lifetime, expirationClaim: expiration)
+    }
+
+    /// Rebuilds a token from stored strings (the FitIQ layout: two strings, `exp` parsed when needed), whose
+    /// receipt time is unknown.
+    ///
+    /// The expiry is the JWT's raw `exp` compared with the clock: an `exp` in the past is expired, whatever
+    /// `iat` says. No lifetime is measured from `restoredAt`, so a token stored long ago does not start a
+    /// fresh lifetime. ``receivedAt`` is set to `restoredAt`, the moment of rebuilding.
+    ///
+    /// - Parameters:
+    ///   - accessToken: The access token (a JWT or opaque).
+    ///   - refreshToken: The refresh token, if any.
+    ///   - tokenType: The token type; defaults to `Bearer`.
+    ///   - scope: The granted scope, if known.
+    ///   - restoredAt: Now, by the wall clock in use.
+    /// - Returns: The token; an opaque token has no known expiry.
+    public static func withParsedExpiration(
+        accessToken: String,
+        refreshToken: String?,
+        tokenType: String = "Bearer",
+        scope: String? = nil,
+        restoredAt: Date
+    ) -> AuthToken {
+        AuthToken(
+            accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope,
+            receivedAt: restoredAt, lifetime: nil, expirationClaim: try? JWT(parsing: accessToken).claims.expiration)
     }
 
     /// The `exp` claim of the access token, or `nil` when it is not a JWT or has no valid `exp`.

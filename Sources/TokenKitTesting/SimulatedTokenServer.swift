@@ -382,7 +382,8 @@ public actor SimulatedTokenServer: HTTPTransport {
             return Self.answer(403, ["error": "forbidden"])
         }
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-            let refreshToken = object["refresh_token"] as? String
+            // `refreshToken` is what the FitIQ and Lume apps send; `refresh_token` what snake_case backends read.
+            let refreshToken = (object["refreshToken"] ?? object["refresh_token"]) as? String
         else { return Self.answer(400, ["error": "bad request"]) }
         guard let issued = refresh(refreshToken) else {
             return Self.answer(401, ["error": "invalid refresh token"])

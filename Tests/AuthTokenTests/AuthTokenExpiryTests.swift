@@ -34,6 +34,35 @@ import TokenKitTestingTraits
         #expect(token.secondsUntilExpiration(at: received) == 3600)
     }
 
+    /// Option B of the analysis: two stored strings, `exp` parsed when needed. The receipt time is unknown, so
+    /// `exp - iat` must not start a fresh lifetime now: a JWT that expired in 2023 is expired.
+    @Test func aTokenRebuiltFromStoredStringsTakesItsExpiryFromExpAgainstTheClock() {
+        let expiredIn2023 = JWTFixtures.token(iat: 1_690_000_000, exp: 1_690_003_600)
+        let rebuilt = AuthToken.withParsedExpiration(accessToken: expiredIn2023, refreshToken: "refresh-token-r")
+        #expect(rebuilt.lifetime == nil)
+        #expect(rebuilt.expiresAt == Date(timeIntervalSince1970: 1_690_003_600))
+        #expect(rebuilt.isExpired)
+        #expect(!rebuilt.isValid)
+        #expect(rebuilt.validate().contains(.expired))
+
+        let restored = AuthToken.withParsedExpiration(
+            accessToken: JWTFixtures.token(iat: 999_000, exp: 1_000_600), refreshToken: "refresh-token-r",
+            restoredAt: received)
+        #expect(restored.expiresAt == Date(timeIntervalSince1970: 1_000_600))
+        #expect(!restored.isExpired(at: received))
+        #expect(restored.isExpired(at: received.addingTimeInterval(600)))
+        #expect(restored.validate(now: received.addingTimeInterval(601)) == [.expired])
+        #expect(restored.validate(now: received).isEmpty)
+    }
+
+    @Test func aTokenFreshFromAnEndpointKeepsItsReceiptRelativeLifetime() {
+        // The same JWT, received now from an endpoint: exp - iat from receipt, whatever the device clock says.
+        let jwt = JWTFixtures.token(iat: 1_690_000_000, exp: 1_690_003_600)
+        let fresh = AuthToken.withParsedExpiration(accessToken: jwt, refreshToken: nil, receivedAt: received)
+        #expect(fresh.lifetime == 3600)
+        #expect(!fresh.isExpired(at: received.addingTimeInterval(60)))
+    }
+
     @Test func anOpaqueTokenWithExpiresInWorksTheSameWay() {
         let token = AuthToken.withParsedExpiration(
             accessToken: "opaque-abc", refreshToken: "refresh-token-r", expiresIn: 3600, receivedAt: received)

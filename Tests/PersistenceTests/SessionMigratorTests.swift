@@ -50,8 +50,21 @@ import TokenKitTestingTraits
         #expect(session.token.refreshToken == "fitiq-refresh")
         #expect(session.token.receivedAt == Self.now)
         #expect(session.token.expirationClaim == Date(timeIntervalSince1970: 1_750_002_600))
-        #expect(session.token.lifetime == 3600)  // exp - iat, measured from receipt
+        // When the strings were received is unknown: no lifetime from "receipt", the raw exp against the clock.
+        #expect(session.token.lifetime == nil)
+        #expect(session.token.expiresAt == Date(timeIntervalSince1970: 1_750_002_600))
         #expect(await source.values.keys.sorted() == ["unrelated"])
+    }
+
+    @Test func aFitIQTokenWhoseExpIsPastMigratesAsExpired() async throws {
+        let expired = Self.jwt(#"{"sub":"u-42","iat":1690000000,"exp":1690003600}"#)
+        TestSecrets.shared.register(expired, as: .accessToken)
+        let source = InMemoryLegacyKeyValueSource(strings: ["accessToken": expired, "refreshToken": "fitiq-refresh"])
+        let store = InMemoryTokenStore()
+        #expect(try await Self.migrator(.fitIQ(), source, store).migrate() == .migrated)
+        let session = try #require(await store.load(account: "default").session)
+        #expect(session.token.isExpired(at: Self.now))
+        #expect(session.token.validate(now: Self.now).contains(.expired))
     }
 
     @Test func lumeTokenMovesIntoTheStoreWithItsExpiry() async throws {

@@ -69,7 +69,19 @@ import TokenKitTestingTraits
         #expect(sent.request.headerFields[HTTPField.Name("X-API-Key")!] == "api-key-number-1")
         #expect(sent.request.headerFields[.contentType] == "application/json")
         let body = try JSONSerialization.jsonObject(with: sent.body ?? Data()) as? [String: String]
-        #expect(body == ["refresh_token": "old-refresh"])
+        #expect(body == ["refreshToken": "old-refresh"], "the seed's RefreshTokenRequest, default JSONEncoder")
+    }
+
+    @Test func theJSONEndpointBodyKeyCanBeSnakeCase() async throws {
+        let transport = fixedResponse(body: #"{"accessToken":"camel-access-token","refreshToken":"camel-refresh"}"#)
+        let strategy = JSONEndpointRefreshStrategy(
+            baseURL: apiBaseURL, apiKey: "api-key-number-2", transport: transport,
+            refreshTokenKey: JSONEndpointRefreshStrategy.snakeCaseRefreshTokenKey)
+        let response = try await strategy.refresh(using: "old-snake-refresh")
+        #expect(response.accessToken == "camel-access-token" && response.refreshToken == "camel-refresh")
+        let sent = try #require(transport.requests.first)
+        let body = try JSONSerialization.jsonObject(with: sent.body ?? Data()) as? [String: String]
+        #expect(body == ["refresh_token": "old-snake-refresh"])
     }
 
     @Test func theJSONEndpointTellsARejectedRefreshTokenFromAWrongAPIKey() async throws {

@@ -16,6 +16,35 @@ import TokenKitTestingTraits
         #expect(response.refreshToken == "tGzv3JOkF0XG5Qx2TlKWIA")
     }
 
+    /// The seed decodes `TokenResponse` with `.convertFromSnakeCase`, so its backends may answer in either style.
+    @Test(arguments: [
+        #"{"accessToken":"fitiq-access-token","refreshToken":"fitiq-refresh-token","expiresIn":900}"#,
+        #"{"access_token":"fitiq-access-token","refresh_token":"fitiq-refresh-token","expires_in":900}"#,
+        #"{"data":{"accessToken":"fitiq-access-token","refreshToken":"fitiq-refresh-token","expiresIn":"900"}}"#,
+        #"{"data":{"access_token":"fitiq-access-token","refresh_token":"fitiq-refresh-token","expires_in":900}}"#,
+    ])
+    func camelCaseAndSnakeCaseAnswersBothParse(_ body: String) throws {
+        let response = try TokenResponse.parse(Data(body.utf8))
+        #expect(response.accessToken == "fitiq-access-token")
+        #expect(response.refreshToken == "fitiq-refresh-token")
+        #expect(response.expiresIn == 900)
+    }
+
+    @Test func camelCaseUserAndTypeFieldsAreRead() throws {
+        let body = #"{"accessToken":"camel-access-token","tokenType":"bearer","userId":"user-7"}"#
+        let response = try TokenResponse.parse(Data(body.utf8))
+        #expect(response.tokenType == "Bearer" && response.userID == "user-7")
+        #expect(response.refreshToken == nil)
+    }
+
+    @Test(arguments: [
+        #"{"accessToken":5}"#, #"{"accessToken":"malformed-case-token","expiresIn":"soon"}"#,
+        #"{"accessToken":"malformed-case-token","refreshToken":7}"#,
+    ])
+    func malformedCamelCaseBodiesAreATypedError(_ body: String) {
+        #expect(throws: TokenRefreshError.malformedResponse) { try TokenResponse.parse(Data(body.utf8)) }
+    }
+
     @Test(arguments: [
         "", "null", "[]", "\"text\"", "{}", #"{"access_token":""}"#, #"{"access_token":5}"#,
         #"{"access_token":"malformed-case-token","expires_in":true}"#,

@@ -2,16 +2,28 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 
-/// The snake_case token response both styles of endpoint answer (RFC 6749 section 5.1).
+/// The token response: snake_case for the OAuth endpoints (RFC 6749 section 5.1), camelCase for the FitIQ-style
+/// JSON endpoints (the analysis's `TokenResponse { accessToken, refreshToken }`, which the apps decode with
+/// `.convertFromSnakeCase`).
 struct TokenResponse: Encodable {
+    /// How the keys are spelled.
+    enum KeyStyle: Sendable {
+        /// `access_token`, `refresh_token`, ...
+        case snakeCase
+        /// `accessToken`, `refreshToken`, ...
+        case camelCase
+    }
+
     var accessToken: String
     var tokenType = "Bearer"
     var expiresIn: Int
     var refreshToken: String?
     var scope: String?
     var userID: String?
+    var keys = KeyStyle.snakeCase
 
-    init(_ tokens: IssuedTokens, includeUserID: Bool = false) {
+    init(_ tokens: IssuedTokens, includeUserID: Bool = false, keys: KeyStyle = .snakeCase) {
+        self.keys = keys
         accessToken = tokens.accessToken
         expiresIn = tokens.expiresIn
         refreshToken = tokens.refreshToken
@@ -26,6 +38,32 @@ struct TokenResponse: Encodable {
         case refreshToken = "refresh_token"
         case scope
         case userID = "user_id"
+    }
+
+    /// The same fields in camelCase.
+    enum CamelCaseKeys: String, CodingKey {
+        case accessToken, tokenType, expiresIn, refreshToken, scope, userId
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        switch keys {
+        case .snakeCase:
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(accessToken, forKey: .accessToken)
+            try container.encode(tokenType, forKey: .tokenType)
+            try container.encode(expiresIn, forKey: .expiresIn)
+            try container.encodeIfPresent(refreshToken, forKey: .refreshToken)
+            try container.encodeIfPresent(scope, forKey: .scope)
+            try container.encodeIfPresent(userID, forKey: .userID)
+        case .camelCase:
+            var container = encoder.container(keyedBy: CamelCaseKeys.self)
+            try container.encode(accessToken, forKey: .accessToken)
+            try container.encode(tokenType, forKey: .tokenType)
+            try container.encode(expiresIn, forKey: .expiresIn)
+            try container.encodeIfPresent(refreshToken, forKey: .refreshToken)
+            try container.encodeIfPresent(scope, forKey: .scope)
+            try container.encodeIfPresent(userID, forKey: .userId)
+        }
     }
 }
 
@@ -53,8 +91,10 @@ enum Responses {
     }
 
     /// A token response, never cached (RFC 6749 section 5.1).
-    static func tokens(_ tokens: IssuedTokens, includeUserID: Bool = false) -> Response {
-        json(TokenResponse(tokens, includeUserID: includeUserID), headers: noStore)
+    static func tokens(
+        _ tokens: IssuedTokens, includeUserID: Bool = false, keys: TokenResponse.KeyStyle = .snakeCase
+    ) -> Response {
+        json(TokenResponse(tokens, includeUserID: includeUserID, keys: keys), headers: noStore)
     }
 
     /// An error in the RFC 6749 section 5.2 shape: `{"error": ..., "error_description": ...}`.

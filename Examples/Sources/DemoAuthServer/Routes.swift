@@ -54,6 +54,13 @@ struct Routes: Sendable {
             }
         }
 
+        router.post("/api/v1/health-data/sync") { request, _ in
+            let batch = try await request.body.collect(upTo: Self.photoLimit)
+            return self.protected(request) { claims in
+                ["user_id": claims.sub, "bytes_received": batch.readableBytes, "accepted": true]
+            }
+        }
+
         if configuration.debugEndpoints {
             router.get("/debug/stats") { _, _ in Responses.json(self.authority.stats) }
             router.get("/debug/faults") { _, _ in Responses.json(self.authority.faults) }
@@ -70,9 +77,24 @@ struct Routes: Sendable {
         var password: String
     }
 
+    /// The analysis's `RefreshTokenRequest(refreshToken:)` as a default `JSONEncoder` writes it:
+    /// `{"refreshToken": "..."}`. `{"refresh_token": "..."}` is read too, for clients configured for snake_case
+    /// backends.
     private struct RefreshBody: Decodable {
         var refreshToken: String
-        enum CodingKeys: String, CodingKey { case refreshToken = "refresh_token" }
+        enum CodingKeys: String, CodingKey {
+            case refreshToken
+            case snakeCase = "refresh_token"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            if let value = try container.decodeIfPresent(String.self, forKey: .refreshToken) {
+                refreshToken = value
+            } else {
+                refreshToken = try container.decode(String.self, forKey: .snakeCase)
+            }
+        }
     }
 
     /// `nil` when the API key is right (or not required), else the `401` to answer.
@@ -95,24 +117,24 @@ struct Routes: Sendable {
         else {
             return Responses.oauthError("invalid_credentials", "Wrong email or password", status: .unauthorized)
         }
-        return Responses.tokens(tokens, includeUserID: true)
+        return Responses.tokens(tokens, includeUserID: true, keys: .camelCase)
     }
 
     private func jsonRefresh(_ request: Request, _ context: DemoRequestContext) async throws -> Response {
         if let failure = apiKeyFailure(request) { return failure }
         let body = try await request.body.collect(upTo: Self.formLimit)
         guard let refresh = try? JSONDecoder().decode(RefreshBody.self, from: Data(body.readableBytesView)) else {
-            return Responses.oauthError("invalid_request", "Expected a JSON body with \"refresh_token\"")
+            return Responses.oauthError("invalid_request", "Expected a JSON body with \"refreshToken\"")
         }
         let outcome = try authority.refresh(refresh.refreshToken, clientID: nil, endpoint: "json")
-        return try await respond(to: outcome, rejectionStatus: .unauthorized, context: context)
+        return try await respond(to: outcome, rejectionStatus: .unauthorized, context: context, keys: .camelCase)
     }
 
     private func jsonLogout(_ request: Request) async throws -> Response {
         if let failure = apiKeyFailure(request) { return failure }
         let body = try await request.body.collect(upTo: Self.formLimit)
         guard let logout = try? JSONDecoder().decode(RefreshBody.self, from: Data(body.readableBytesView)) else {
-            return Responses.oauthError("invalid_request", "Expected a JSON body with \"refresh_token\"")
+            return Responses.oauthError("invalid_request", "Expected a JSON body with \"refreshToken\"")
         }
         authority.revoke(logout.refreshToken, clientID: nil)
         return Response(status: .noContent)
@@ -210,11 +232,12 @@ struct Routes: Sendable {
 
     /// Answers a refresh outcome: tokens, `invalid_grant`, or the injected fault.
     private func respond(
-        to outcome: RefreshOutcome, rejectionStatus: HTTPResponse.Status, context: DemoRequestContext
+        to outcome: RefreshOutcome, rejectionStatus: HTTPResponse.Status, context: DemoRequestContext,
+        keys: TokenResponse.KeyStyle = .snakeCase
     ) async throws -> Response {
         switch outcome {
         case .issued(let tokens, .none):
-            return Responses.tokens(tokens)
+            return Responses.tokens(tokens, keys: keys)
         case .issued(_, .dropAfterRotation):
             // The server has rotated; the client never hears of it.
             try? await context.channel.close()

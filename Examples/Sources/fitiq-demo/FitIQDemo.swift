@@ -4,16 +4,17 @@ import DemoAuthServer
 import Foundation
 import TokenKit
 
-/// `fitiq-demo`: four FitIQ-style API clients share one `TokenRefreshClient` across several token expiries.
+/// `fitiq-demo`: five FitIQ-style API clients, written as the unification analysis migrates them, share one
+/// `TokenRefreshClient` across several token expiries.
 @main
 struct FitIQDemo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fitiq-demo",
-        abstract: "FitIQ-like app: four API clients share one TokenRefreshClient; one refresh per expiry.",
+        abstract: "FitIQ-like app: five API clients share one TokenRefreshClient; one refresh per expiry.",
         discussion: """
             Starts the demo auth server in-process (or uses --server), logs in, fires concurrent requests \
-            from four API clients across several access-token expiries, checks that each expiry caused \
-            exactly one refresh and no request failed, then restarts from the file store without logging in. \
+            from five API clients across several access-token expiries, checks that each expiry caused \
+            exactly one refresh and no request failed, then restarts from the stored pair without logging in. \
             Exits non-zero when an expectation fails.
             """
     )
@@ -58,7 +59,7 @@ struct FitIQDemo: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let report = DemoReport(title: "FitIQ-like demo: 4 API clients, 1 TokenRefreshClient, a file store")
+        let report = DemoReport(title: "FitIQ-like demo: 5 API clients, 1 TokenRefreshClient, executeWithAutoRetry")
         let temporary = FileManager.default.temporaryDirectory.appending(path: "fitiq-demo-\(UUID().uuidString)")
         let directory = storeDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? temporary
         await DemoBackend.run(
@@ -86,22 +87,26 @@ struct FitIQDemo: AsyncParsableCommand {
         case .absent: report.step("store", "no session yet in \(directory.path)")
         }
 
-        // One transport, one refresh client, one authenticated client: shared by every API client.
+        // The app's own network client (it throws APIError.unauthorized on a 401) and its token persistence (the
+        // Keychain in the app; a file store here). AppDependencies makes the one TokenRefreshClient.
         let transport = CountingTransport(URLSessionTransport())
-        let refresher = makeRefreshClient(baseURL: baseURL, store: store, transport: transport)
-        let api = AuthenticatedClient(
-            transport: transport, tokenProvider: refresher,
-            configuration: .init(allowedOrigins: [HTTPOrigin(baseURL)].compactMap { $0 }))
-        let clients = fitIQClients(api, baseURL)
+        let networkClient = HTTPTransportNetworkClient(transport: transport)
+        let persistence = try await TokenStoreAuthTokenPersistence(store: store)
+        let dependencies = AppDependencies(
+            networkClient: networkClient, authTokenPersistence: persistence, baseURL: baseURL, apiKey: apiKey)
+        let clients = dependencies.apiClients
 
+        // FitIQ's login (`UserAuthAPIClient`) stores the pair through the persistence.
         let start = try await backend.stats()
-        try await refresher.signIn(
+        let login = try await dependencies.tokenRefreshClient.signIn(
             fitIQLogin(baseURL: baseURL, email: email, password: password, apiKey: apiKey, transport: transport))
-        let signedIn = refresher.currentState
-        let lifetime = Int(refresher.currentToken?.lifetime ?? 0)
+        try persistence.save(accessToken: login.accessToken, refreshToken: login.refreshToken ?? "")
+        try await persistence.flush()
+        let lifetime = Int(login.lifetime ?? 0)
         report.expect(
             try await backend.stats()["logins", default: 0] - start["logins", default: 0] == 1, "login",
-            "\(signedIn), access token lives \(lifetime) s", proves: "the session is saved in the file store")
+            "\(dependencies.tokenRefreshClient.currentState), access token lives \(lifetime) s",
+            proves: "the pair is saved through AuthTokenPersistenceProtocol")
         guard lifetime <= 60 else {
             throw DemoFailure("the server's access tokens live \(lifetime) s; start it with --access-token-lifetime 3")
         }
@@ -109,7 +114,7 @@ struct FitIQDemo: AsyncParsableCommand {
         var failures = 0
         var apiRequests = 0
         for round in 0...expiries {
-            if round > 0 { try await waitUntilExpired(refresher) }
+            if round > 0 { try await waitUntilExpired(persistence) }
             let before = try await backend.stats()
             let (sent, failed, firstError) = await fire(clients, perClient: requestsPerClient)
             let refreshes = try await backend.stats()["refreshes", default: 0] - before["refreshes", default: 0]
@@ -124,28 +129,29 @@ struct FitIQDemo: AsyncParsableCommand {
             } else {
                 report.expect(
                     refreshes == 1 && failed == 0, "expiry \(round)/\(expiries)", what + (firstError ?? ""),
-                    proves: "one refresh for all callers (single flight)")
+                    proves: "executeWithAutoRetry: one refresh for all callers (single flight)")
             }
         }
+        try await persistence.flush()
 
-        // "Restart": a new refresh client on the same directory, as the app's next launch would make.
+        // "Restart": new dependencies on the same directory, as the app's next launch would make.
         let loginsBefore = try await backend.stats()["logins", default: 0]
-        let relaunched = makeRefreshClient(
-            baseURL: baseURL, store: FileTokenStore(directory: directory),
-            transport: transport)
-        let state = await relaunched.restoreSession()
-        let relaunchedAPI = AuthenticatedClient(
-            transport: transport, tokenProvider: relaunched,
-            configuration: .init(allowedOrigins: [HTTPOrigin(baseURL)].compactMap { $0 }))
-        let (sent, failed, firstError) = await fire(fitIQClients(relaunchedAPI, baseURL), perClient: 1)
+        let relaunchedStore = FileTokenStore(directory: directory)
+        let relaunchedPersistence = try await TokenStoreAuthTokenPersistence(store: relaunchedStore)
+        let relaunched = AppDependencies(
+            networkClient: networkClient, authTokenPersistence: relaunchedPersistence, baseURL: baseURL,
+            apiKey: apiKey)
+        let stored = try relaunchedPersistence.fetchToken() != nil
+        let (sent, failed, firstError) = await fire(relaunched.apiClients, perClient: 1)
+        try await relaunchedPersistence.flush()
         failures += failed
         apiRequests += sent
         let logins = try await backend.stats()["logins", default: 0] - loginsBefore
         report.expect(
-            state.hasSession && failed == 0 && logins == 0, "restart",
-            "new client on the same store: \(state), \(sent) requests, \(failed) failed, \(logins) logins"
-                + (firstError ?? ""),
-            proves: "the session resumes from the file store without logging in")
+            stored && failed == 0 && logins == 0, "restart",
+            "new AppDependencies on the same store: \(stored ? "a stored pair" : "nothing stored"), \(sent) requests, "
+                + "\(failed) failed, \(logins) logins" + (firstError ?? ""),
+            proves: "the session resumes from the stored pair without logging in")
 
         let end = try await backend.stats()
         let refreshes = end["refreshes", default: 0] - start["refreshes", default: 0]
@@ -161,17 +167,6 @@ struct FitIQDemo: AsyncParsableCommand {
             ("failed requests", "\(failures)"),
             ("logins (server)", "\(end["logins", default: 0] - start["logins", default: 0])"),
         ])
-    }
-
-    private func makeRefreshClient(
-        baseURL: URL, store: FileTokenStore, transport: any HTTPTransport
-    ) -> TokenRefreshClient {
-        TokenRefreshClient(
-            strategy: JSONEndpointRefreshStrategy(baseURL: baseURL, apiKey: apiKey, transport: transport),
-            store: store,
-            // The default breaker (5 refreshes in 30 s) suits tokens that live minutes. These live a few
-            // seconds, so `--expiries 8` would trip it: allow one refresh per second instead.
-            configuration: .init(maximumRefreshes: 30, breakerWindow: .seconds(30)))
     }
 
     /// Fires `perClient` requests from every client at once.
@@ -195,9 +190,9 @@ struct FitIQDemo: AsyncParsableCommand {
         }
     }
 
-    /// Waits, in real time, until the current access token has expired: this wait is the demo.
-    private func waitUntilExpired(_ refresher: TokenRefreshClient) async throws {
-        let expiresAt = refresher.currentToken?.expiresAt ?? Date()
+    /// Waits, in real time, until the stored access token has expired: this wait is the demo.
+    private func waitUntilExpired(_ persistence: any AuthTokenPersistenceProtocol) async throws {
+        let expiresAt = try persistence.fetchToken()?.expiresAt ?? Date()
         let seconds = max(0, expiresAt.timeIntervalSinceNow) + 0.2
         try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
     }

@@ -14,9 +14,11 @@ struct LoginTests {
             #expect(reply.status == 200)
             #expect(reply.header("Cache-Control") == "no-store")
             let object = try reply.json()
-            #expect(object["token_type"] as? String == "Bearer")
-            #expect(object["expires_in"] as? Int == 5)
-            #expect(object["user_id"] as? String == "user-1001")
+            // The analysis's camelCase `TokenResponse`.
+            #expect(object["tokenType"] as? String == "Bearer")
+            #expect(object["expiresIn"] as? Int == 5)
+            #expect(object["userId"] as? String == "user-1001")
+            #expect(object["access_token"] == nil)
             let pair = try Pair(reply)
             #expect(pair.refreshToken?.isEmpty == false)
 
@@ -75,7 +77,7 @@ struct LoginTests {
             #expect(login.status == 401)
             #expect(login.errorCode == "invalid_client")
             let refresh = try await client.postJSON(
-                "/api/v1/auth/refresh", ["refresh_token": "not-a-refresh-token"], apiKey: apiKey)
+                "/api/v1/auth/refresh", ["refreshToken": "not-a-refresh-token"], apiKey: apiKey)
             #expect(refresh.status == 401)
             #expect(refresh.errorCode == "invalid_client")
         }

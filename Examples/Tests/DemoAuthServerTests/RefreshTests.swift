@@ -14,8 +14,8 @@ struct RefreshTests {
             let reply = try await client.jsonRefresh(login.refreshToken)
             #expect(reply.status == 200)
             let object = try reply.json()
-            #expect(object["token_type"] as? String == "Bearer")
-            #expect(object["expires_in"] as? Int == 900)
+            #expect(object["tokenType"] as? String == "Bearer")
+            #expect(object["expiresIn"] as? Int == 900)
             let refreshed = try Pair(reply)
             let rotated = refreshed.refreshToken != nil && refreshed.refreshToken != login.refreshToken
             #expect(rotated)
@@ -26,6 +26,19 @@ struct RefreshTests {
             #expect(reused.status == 401)
             #expect(reused.errorCode == "invalid_grant")
             #expect(server.stats.refreshes == 1)
+        }
+    }
+
+    @Test func jsonRefreshReadsTheAnalysisBodyAndASnakeCaseOne() async throws {
+        try await withServer { server, client in
+            let login = try Pair(try await client.jsonLogin())
+            let camel = try await client.postJSON("/api/v1/auth/refresh", ["refreshToken": login.refreshToken ?? ""])
+            #expect(camel.status == 200)
+            let rotated = try Pair(camel)
+            let snake = try await client.postJSON(
+                "/api/v1/auth/refresh", ["refresh_token": rotated.refreshToken ?? ""])
+            #expect(snake.status == 200)
+            #expect(server.stats.refreshes == 2)
         }
     }
 

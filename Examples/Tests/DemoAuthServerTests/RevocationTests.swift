@@ -68,7 +68,7 @@ struct RevocationTests {
     @Test func jsonLogoutRevokesTheSession() async throws {
         try await withServer { _, client in
             let pair = try Pair(try await client.jsonLogin())
-            let logout = try await client.postJSON("/api/v1/auth/logout", ["refresh_token": pair.refreshToken ?? ""])
+            let logout = try await client.postJSON("/api/v1/auth/logout", ["refreshToken": pair.refreshToken ?? ""])
             #expect(logout.status == 204)
             #expect(try await client.jsonRefresh(pair.refreshToken).errorCode == "invalid_grant")
         }

@@ -86,9 +86,11 @@ struct Pair: Sendable, Equatable {
 
     init(_ reply: Reply, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let object = try reply.json(sourceLocation: sourceLocation)
-        accessToken = try #require(object["access_token"] as? String, sourceLocation: sourceLocation)
-        refreshToken = object["refresh_token"] as? String
-        expiresIn = object["expires_in"] as? Int
+        // The OAuth endpoints answer in snake_case, the FitIQ-style JSON endpoints in camelCase.
+        accessToken = try #require(
+            (object["access_token"] ?? object["accessToken"]) as? String, sourceLocation: sourceLocation)
+        refreshToken = (object["refresh_token"] ?? object["refreshToken"]) as? String
+        expiresIn = (object["expires_in"] ?? object["expiresIn"]) as? Int
     }
 }
 
@@ -163,7 +165,7 @@ struct TestClient: Sendable {
     }
 
     func jsonRefresh(_ refreshToken: String?) async throws -> Reply {
-        try await postJSON("/api/v1/auth/refresh", ["refresh_token": refreshToken ?? ""])
+        try await postJSON("/api/v1/auth/refresh", ["refreshToken": refreshToken ?? ""])
     }
 
     func oauthLogin(clientID: String = "demo-app") async throws -> Reply {

@@ -23,7 +23,8 @@ public struct LegacySessionLayout: Sendable {
     let read: @Sendable (_ values: [String: Data], _ now: Date) -> Reading
 
     /// The FitIQ layout: the access token, the refresh token and the user profile ID under separate keys, as
-    /// strings. The expiry is parsed from the access token's JWT claims.
+    /// strings. The expiry is parsed from the access token's JWT claims: when the strings were received is
+    /// unknown, so it is the raw `exp` against the clock, and an `exp` in the past is expired.
     ///
     /// - Parameters:
     ///   - accessTokenKey: The key of the access token.
@@ -41,7 +42,7 @@ public struct LegacySessionLayout: Sendable {
             }
             guard let accessToken = string(accessTokenKey) else { return .nothing }
             let token = AuthToken.withParsedExpiration(
-                accessToken: accessToken, refreshToken: string(refreshTokenKey), receivedAt: now)
+                accessToken: accessToken, refreshToken: string(refreshTokenKey), restoredAt: now)
             return .session(token, userID: string(userProfileIDKey))
         }
     }

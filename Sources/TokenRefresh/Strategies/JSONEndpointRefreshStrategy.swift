@@ -4,8 +4,12 @@ import HTTPTypes
 public import NetworkRetry
 
 /// A JSON refresh endpoint in the FitIQ style: `POST /api/v1/auth/refresh` with
-/// `{"refresh_token": "..."}` and an `X-API-Key` header, answered with a snake_case token body (optionally
-/// wrapped in `data`).
+/// `{"refreshToken": "..."}` (what the seed's `RefreshTokenRequest` encodes with a default `JSONEncoder`) and
+/// an `X-API-Key` header, answered with a token body in camelCase or snake_case keys, optionally wrapped in
+/// `data` (the seed decodes it with `.convertFromSnakeCase`, which accepts both).
+///
+/// For a backend that wants `{"refresh_token": "..."}`, pass ``snakeCaseRefreshTokenKey`` as
+/// `refreshTokenKey`.
 ///
 /// A 401 without an OAuth error code means the refresh token was rejected (the session is over); a 403
 /// means the API key is wrong (a configuration error, nothing is wiped).
@@ -18,6 +22,13 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
     public let transport: any HTTPTransport
     /// The wall clock, for `Retry-After` given as an HTTP date.
     public let now: @Sendable () -> Date
+    /// The JSON key the refresh token is sent under: `refreshToken` by default.
+    public let refreshTokenKey: String
+
+    /// `refreshToken`, the key the FitIQ and Lume backends read (the default).
+    public static let camelCaseRefreshTokenKey = "refreshToken"
+    /// `refresh_token`, for backends that want snake_case request bodies.
+    public static let snakeCaseRefreshTokenKey = "refresh_token"
 
     /// Creates the strategy.
     ///
@@ -26,9 +37,12 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
     ///   - path: The refresh path.
     ///   - apiKey: The API key for `X-API-Key`.
     ///   - transport: The transport.
+    ///   - refreshTokenKey: The JSON key of the refresh token in the request body; ``camelCaseRefreshTokenKey``
+    ///     (`refreshToken`) by default.
     ///   - now: The wall clock.
     public init(
         baseURL: URL, path: String = "/api/v1/auth/refresh", apiKey: String?, transport: any HTTPTransport,
+        refreshTokenKey: String = JSONEndpointRefreshStrategy.camelCaseRefreshTokenKey,
         now: @escaping @Sendable () -> Date = AuthToken.systemNow
     ) {
         var text = baseURL.absoluteString
@@ -37,9 +51,10 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
         self.apiKey = apiKey
         self.transport = transport
         self.now = now
+        self.refreshTokenKey = refreshTokenKey
     }
 
-    /// Posts the refresh token as JSON.
+    /// Posts the refresh token as JSON, `{"<refreshTokenKey>": "..."}`.
     ///
     /// - Parameter refreshToken: The refresh token.
     /// - Returns: The token response.
@@ -51,7 +66,7 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
         headers[.accept] = "application/json"
         if let apiKey { headers[JSONEndpointRefreshStrategy.apiKeyField] = apiKey }
         let request = try HTTPRequest.post(url, headers: headers)
-        let body = try JSONEncoder().encode(["refresh_token": refreshToken])
+        let body = try JSONEncoder().encode([refreshTokenKey: refreshToken])
         let (response, data) = try await TokenEndpoint.send(request, body: body, via: transport)
         if response.status.code == 403 && TokenResponse.oauthErrorCode(data) == nil {
             throw TokenRefreshError.configuration.with(status: 403)

@@ -87,8 +87,9 @@ extension TokenResponse {
     /// The largest body a token endpoint answer may have; anything longer is malformed.
     static let maximumBodySize = 256 * 1024
 
-    /// Parses an RFC 6749 section 5.1 success body (or the FitIQ snake_case body, optionally wrapped in
-    /// `data`). Never crashes: anything unexpected is ``TokenRefreshError/malformedResponse``.
+    /// Parses an RFC 6749 section 5.1 success body, or the FitIQ body: snake_case or camelCase keys
+    /// (`access_token` or `accessToken`, and so on), optionally wrapped in `data`. Never crashes: anything
+    /// unexpected is ``TokenRefreshError/malformedResponse``.
     ///
     /// - Parameter body: The response body.
     /// - Returns: The parsed response.
@@ -144,6 +145,9 @@ private struct Wire: Decodable {
     }
 }
 
+/// The token fields, read under either key style: snake_case (RFC 6749) or camelCase (the FitIQ and Lume
+/// backends, which the seed decodes with `.convertFromSnakeCase`, so both spellings work there). When a body
+/// carries both spellings of a field, the snake_case one wins.
 private struct Fields: Decodable {
     let accessToken: String?
     let refreshToken: String?
@@ -152,32 +156,50 @@ private struct Fields: Decodable {
     let scope: String?
     let userID: String?
 
-    enum CodingKeys: String, CodingKey {
-        case accessToken = "access_token", refreshToken = "refresh_token", tokenType = "token_type"
-        case expiresIn = "expires_in", scope, userID = "user_id", userProfileID = "user_profile_id"
+    /// A key given by its spelling.
+    struct Key: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 
     init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        accessToken = try container.decodeIfPresent(String.self, forKey: .accessToken)
-        refreshToken = try container.decodeIfPresent(String.self, forKey: .refreshToken)
-        tokenType = try container.decodeIfPresent(String.self, forKey: .tokenType)
-        if let number = try? container.decodeIfPresent(Double.self, forKey: .expiresIn) {
-            expiresIn = number
-        } else if let text = try container.decodeIfPresent(String.self, forKey: .expiresIn) {
-            // Some servers send the lifetime as a string.
-            guard let number = Double(text) else {
-                throw DecodingError.dataCorruptedError(
-                    forKey: .expiresIn, in: container, debugDescription: "not a number")
+        let container = try decoder.container(keyedBy: Key.self)
+        /// The first spelling of a field that is present.
+        func key(_ names: String...) -> Key? {
+            names.lazy.map(Key.init).first { container.contains($0) }
+        }
+        accessToken = try key("access_token", "accessToken").flatMap {
+            try container.decodeIfPresent(String.self, forKey: $0)
+        }
+        refreshToken = try key("refresh_token", "refreshToken").flatMap {
+            try container.decodeIfPresent(String.self, forKey: $0)
+        }
+        tokenType = try key("token_type", "tokenType").flatMap {
+            try container.decodeIfPresent(String.self, forKey: $0)
+        }
+        if let expiresKey = key("expires_in", "expiresIn") {
+            if let number = try? container.decodeIfPresent(Double.self, forKey: expiresKey) {
+                expiresIn = number
+            } else if let text = try container.decodeIfPresent(String.self, forKey: expiresKey) {
+                // Some servers send the lifetime as a string.
+                guard let number = Double(text) else {
+                    throw DecodingError.dataCorruptedError(
+                        forKey: expiresKey, in: container, debugDescription: "not a number")
+                }
+                expiresIn = number
+            } else {
+                expiresIn = nil
             }
-            expiresIn = number
         } else {
             expiresIn = nil
         }
-        scope = try? container.decodeIfPresent(String.self, forKey: .scope)
+        scope = key("scope").flatMap { try? container.decodeIfPresent(String.self, forKey: $0) }
         userID =
-            (try? container.decodeIfPresent(String.self, forKey: .userID))
-            ?? (try? container.decodeIfPresent(String.self, forKey: .userProfileID))
+            ["user_id", "userId", "userID", "user_profile_id", "userProfileId", "userProfileID"].lazy
+            .compactMap { name in try? container.decodeIfPresent(String.self, forKey: Key(name)) }.first
     }
 }
 

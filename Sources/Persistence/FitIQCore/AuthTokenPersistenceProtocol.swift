@@ -1,0 +1,128 @@
+public import AuthToken
+public import Foundation
+
+/// The FitIQ apps' synchronous token persistence (`AuthTokenPersistencePortProtocol` in FitIQ, the protocol
+/// the unification analysis keeps in FitIQCore), with Option A's whole-token methods.
+///
+/// An app's existing conformer with only the seven FitIQ methods still conforms: ``saveToken(_:)``,
+/// ``fetchToken()`` and ``deleteToken()`` have default implementations over them that follow the
+/// analysis's recommended Option B (two strings stored; the expiry parsed from the JWT's `exp` when needed).
+///
+/// Use it with `NetworkClientProtocol.executeWithAutoRetry(request:tokenRefreshClient:authTokenPersistence:
+/// retryCount:)`, or let it back a `TokenRefreshClient` through ``AuthTokenPersistenceStore``. Any
+/// ``TokenStore`` serves it through ``TokenStoreAuthTokenPersistence``.
+///
+/// Conformers must be `Sendable` (the seed's protocol is not): a final class whose only stored properties are
+/// `let` constants, such as a Keychain adapter, is. A complete small conformance:
+///
+/// ```swift
+/// final class DictionaryPersistence: AuthTokenPersistenceProtocol, @unchecked Sendable {
+///     // `values` is only touched while holding `lock`.
+///     private let lock = NSLock()
+///     private var values: [String: String] = [:]
+///
+///     func save(accessToken: String, refreshToken: String) throws {
+///         lock.withLock { values["access"] = accessToken; values["refresh"] = refreshToken }
+///     }
+///     func fetchAccessToken() throws -> String? { lock.withLock { values["access"] } }
+///     func fetchRefreshToken() throws -> String? { lock.withLock { values["refresh"] } }
+///     func deleteTokens() throws { lock.withLock { values["access"] = nil; values["refresh"] = nil } }
+///     func saveUserProfileID(_ userID: UUID) throws { lock.withLock { values["user"] = userID.uuidString } }
+///     func fetchUserProfileID() throws -> UUID? { lock.withLock { values["user"].flatMap(UUID.init) } }
+///     func deleteUserProfileID() throws { lock.withLock { values["user"] = nil } }
+/// }
+/// ```
+public protocol AuthTokenPersistenceProtocol: Sendable {
+    /// Stores the whole token (Option A).
+    ///
+    /// The default implementation calls ``save(accessToken:refreshToken:)``, with an empty refresh token when
+    /// the token has none; the expiry is not stored (it is parsed from the JWT when read back).
+    ///
+    /// - Parameter token: The token.
+    /// - Throws: When the token cannot be stored.
+    func saveToken(_ token: AuthToken) throws
+
+    /// Reads the whole token (Option A), or `nil` when none is stored.
+    ///
+    /// The default implementation rebuilds it from ``fetchAccessToken()`` and ``fetchRefreshToken()`` with
+    /// `AuthToken.withParsedExpiration(accessToken:refreshToken:)`: the expiry is the JWT's `exp` against the
+    /// clock, and an `exp` in the past is expired.
+    ///
+    /// - Returns: The token, or `nil`.
+    /// - Throws: When the storage cannot be read.
+    func fetchToken() throws -> AuthToken?
+
+    /// Deletes the stored token (Option A). The default implementation calls ``deleteTokens()``.
+    ///
+    /// - Throws: When the token cannot be deleted.
+    func deleteToken() throws
+
+    /// Stores the access and refresh tokens.
+    ///
+    /// - Parameters:
+    ///   - accessToken: The access token.
+    ///   - refreshToken: The refresh token.
+    /// - Throws: When they cannot be stored.
+    func save(accessToken: String, refreshToken: String) throws
+
+    /// Reads the stored access token.
+    ///
+    /// - Returns: The access token, or `nil` when none is stored.
+    /// - Throws: When the storage cannot be read.
+    func fetchAccessToken() throws -> String?
+
+    /// Reads the stored refresh token.
+    ///
+    /// - Returns: The refresh token, or `nil` when none is stored.
+    /// - Throws: When the storage cannot be read.
+    func fetchRefreshToken() throws -> String?
+
+    /// Deletes the access and refresh tokens.
+    ///
+    /// - Throws: When they cannot be deleted.
+    func deleteTokens() throws
+
+    /// Stores the signed-in user's profile ID.
+    ///
+    /// - Parameter userID: The user profile ID.
+    /// - Throws: When it cannot be stored.
+    func saveUserProfileID(_ userID: UUID) throws
+
+    /// Reads the signed-in user's profile ID.
+    ///
+    /// - Returns: The user profile ID, or `nil` when none is stored.
+    /// - Throws: When the storage cannot be read.
+    func fetchUserProfileID() throws -> UUID?
+
+    /// Deletes the user profile ID.
+    ///
+    /// - Throws: When it cannot be deleted.
+    func deleteUserProfileID() throws
+}
+
+extension AuthTokenPersistenceProtocol {
+    /// Stores the token's access and refresh tokens through ``save(accessToken:refreshToken:)``.
+    ///
+    /// - Parameter token: The token; an absent refresh token is stored as an empty string.
+    /// - Throws: What ``save(accessToken:refreshToken:)`` throws.
+    public func saveToken(_ token: AuthToken) throws {
+        try save(accessToken: token.accessToken, refreshToken: token.refreshToken ?? "")
+    }
+
+    /// Rebuilds the token from the two stored strings, its expiry parsed from the JWT's `exp`.
+    ///
+    /// - Returns: The token, or `nil` when no (non-empty) access token is stored.
+    /// - Throws: What the fetch methods throw.
+    public func fetchToken() throws -> AuthToken? {
+        guard let accessToken = try fetchAccessToken(), !accessToken.isEmpty else { return nil }
+        let refreshToken = try fetchRefreshToken().flatMap { $0.isEmpty ? nil : $0 }
+        return AuthToken.withParsedExpiration(accessToken: accessToken, refreshToken: refreshToken)
+    }
+
+    /// Deletes the tokens through ``deleteTokens()``.
+    ///
+    /// - Throws: What ``deleteTokens()`` throws.
+    public func deleteToken() throws {
+        try deleteTokens()
+    }
+}

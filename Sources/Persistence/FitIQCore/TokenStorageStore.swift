@@ -1,0 +1,81 @@
+import AuthToken
+import Synchronization
+
+/// A ``TokenStore`` over a ``TokenStorageProtocol`` (Lume's Keychain storage), so that it backs a
+/// `TokenRefreshClient`.
+///
+/// Lume's storage keeps no generation or user ID: the user ID is the access token's JWT `sub`, and this
+/// adapter counts its own writes for conditional writes.
+/// The check and the write are two calls to the storage, so the condition is exact for one writer at a time (a
+/// `TokenRefreshClient` writes one at a time).
+public actor TokenStorageStore: TokenStore {
+    /// The storage.
+    public let storage: any TokenStorageProtocol
+    private var generation: UInt64 = 0
+
+    /// Creates the adapter.
+    ///
+    /// - Parameter storage: The storage.
+    public init(_ storage: any TokenStorageProtocol) {
+        self.storage = storage
+    }
+
+    /// Reads the token.
+    ///
+    /// - Parameter account: Ignored: the storage keeps one token.
+    /// - Returns: `.found` (with the JWT `sub` as the user ID), `.absent`, or `.unavailable` when the read threw.
+    public func load(account: String) async -> TokenStoreRead {
+        do {
+            guard let token = try await storage.getToken() else { return .absent }
+            return .found(StoredSession(token: token, userID: token.parseUserIdFromJWT(), generation: generation))
+        } catch {
+            return .unavailable(.readFailed.with(detail: "the token storage threw \(type(of: error))"))
+        }
+    }
+
+    /// Stores the session's token if `condition` holds.
+    ///
+    /// - Parameters:
+    ///   - session: The session.
+    ///   - account: Ignored.
+    ///   - condition: When the write may happen.
+    /// - Throws: ``PersistenceError/conflict`` or ``PersistenceError/writeFailed``.
+    public func save(
+        _ session: StoredSession, account: String, condition: WriteCondition
+    ) async throws(PersistenceError) {
+        try await check(condition)
+        do {
+            try await storage.saveToken(session.token)
+        } catch {
+            throw .writeFailed.with(detail: "the token storage threw \(type(of: error))")
+        }
+        generation = max(generation &+ 1, session.generation)
+    }
+
+    /// Deletes the token if `condition` holds.
+    ///
+    /// - Parameters:
+    ///   - account: Ignored.
+    ///   - condition: When the removal may happen.
+    /// - Throws: ``PersistenceError/conflict`` or ``PersistenceError/writeFailed``.
+    public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        try await check(condition)
+        do {
+            try await storage.deleteToken()
+        } catch {
+            throw .writeFailed.with(detail: "the token storage threw \(type(of: error))")
+        }
+        generation &+= 1
+    }
+
+    private func check(_ condition: WriteCondition) async throws(PersistenceError) {
+        if condition == .always { return }
+        let stored: Bool
+        do {
+            stored = try await storage.getToken() != nil
+        } catch {
+            throw .readFailed.with(detail: "the token storage threw \(type(of: error))")
+        }
+        guard condition.allows(current: stored ? generation : nil) else { throw .conflict }
+    }
+}

@@ -1,0 +1,61 @@
+public import AuthToken
+
+/// Serves Lume's ``TokenStorageProtocol`` from any ``TokenStore`` (a file store, the Keychain store, memory).
+///
+/// ```swift
+/// let tokenStorage: any TokenStorageProtocol = TokenStoreTokenStorage(store: InMemoryTokenStore())
+/// ```
+public struct TokenStoreTokenStorage: TokenStorageProtocol {
+    /// The store.
+    public let store: any TokenStore
+    /// The account key the token is kept under.
+    public let account: String
+
+    /// Creates the adapter.
+    ///
+    /// - Parameters:
+    ///   - store: The store.
+    ///   - account: The account key; `default` (a `TokenRefreshClient`'s default) unless given.
+    public init(store: any TokenStore, account: String = "default") {
+        self.store = store
+        self.account = account
+    }
+
+    /// Stores the token, keeping the stored user ID, with the next generation.
+    ///
+    /// - Parameter token: The token.
+    /// - Throws: A ``PersistenceError``.
+    public func saveToken(_ token: AuthToken) async throws {
+        var userID: String?
+        var generation: UInt64 = 0
+        switch await store.load(account: account) {
+        case .found(let stored):
+            userID = stored.userID
+            generation = stored.generation
+        case .absent: break
+        case .unavailable(let error): throw error
+        }
+        try await store.save(
+            StoredSession(token: token, userID: userID, generation: generation &+ 1), account: account,
+            condition: .always)
+    }
+
+    /// Reads the token.
+    ///
+    /// - Returns: The token, or `nil` when none is stored.
+    /// - Throws: The ``PersistenceError`` of an unavailable store (not "signed out").
+    public func getToken() async throws -> AuthToken? {
+        switch await store.load(account: account) {
+        case .found(let stored): return stored.token
+        case .absent: return nil
+        case .unavailable(let error): throw error
+        }
+    }
+
+    /// Deletes the token.
+    ///
+    /// - Throws: A ``PersistenceError``.
+    public func deleteToken() async throws {
+        try await store.remove(account: account, condition: .always)
+    }
+}

@@ -1,0 +1,42 @@
+public import Foundation
+public import HTTPTypes
+public import NetworkRetry
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// An `HTTPTransport` over an app's ``NetworkClientProtocol``, so that a `TokenRefreshClient` reaches the
+/// refresh endpoint through the app's own client (its headers, its session, its logging).
+///
+/// ``APIError/unauthorized`` (a 401) and ``APIError/httpStatus(_:)`` come back as responses with that status
+/// and an empty body, so the refresh strategy classifies them; other errors are passed on.
+public struct NetworkClientTransport: HTTPTransport {
+    /// The app's network client.
+    public let networkClient: any NetworkClientProtocol
+
+    /// Creates the transport.
+    ///
+    /// - Parameter networkClient: The app's network client.
+    public init(_ networkClient: any NetworkClientProtocol) {
+        self.networkClient = networkClient
+    }
+
+    /// Sends `request` through the network client.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - body: The body, if any.
+    /// - Returns: The response head and body.
+    /// - Throws: What the network client throws, except the HTTP statuses it reports as ``APIError``.
+    public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        let urlRequest = try FoundationConversion.urlRequest(request, body: body)
+        do {
+            let (data, response) = try await networkClient.executeRequest(request: urlRequest)
+            return (FoundationConversion.httpResponse(response), data)
+        } catch let error as APIError {
+            guard let status = error.statusCode else { throw error }
+            return (HTTPResponse(status: .init(code: status)), Data())
+        }
+    }
+}
