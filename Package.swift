@@ -160,6 +160,16 @@ let package = Package(
             ],
             swiftSettings: appCallSiteSettings
         ),
+        // Tokens minted by PyJWT and jwcrypto (Interop/jose, run by .ci/jose-interop); skipped without
+        // TOKENKIT_JOSE_FIXTURES.
+        .testTarget(
+            name: "JOSEIssuerTests",
+            dependencies: [
+                "TokenVerification", "TokenKitTesting", "TokenKitTestingTraits",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Against the django-oauth-toolkit server of Interop/ (run by .ci/interop); skipped without
         // TOKENKIT_INTEROP_URL.
         .testTarget(

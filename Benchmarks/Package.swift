@@ -10,6 +10,7 @@ let package = Package(
         .package(name: "TokenKit", path: ".."),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         .target(name: "BenchmarkSupport"),
@@ -45,6 +46,18 @@ let package = Package(
                 "BenchmarkSupport",
                 .product(name: "TokenRefresh", package: "TokenKit"),
                 .product(name: "TokenKitTesting", package: "TokenKit"),
+            ]
+        ),
+        // The system OpenSSL's libcrypto (libssl-dev), the baseline VerifyBenchmarks measures swift-crypto against.
+        .systemLibrary(name: "COpenSSLCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .executableTarget(
+            name: "VerifyBenchmarks",
+            dependencies: [
+                "BenchmarkSupport", "COpenSSLCrypto",
+                .product(name: "TokenVerification", package: "TokenKit"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
     ]

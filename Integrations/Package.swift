@@ -16,6 +16,7 @@ let package = Package(
     products: [
         .library(name: "TokenKitAsyncHTTPClient", targets: ["TokenKitAsyncHTTPClient"]),
         .library(name: "TokenKitOpenAPI", targets: ["TokenKitOpenAPI"]),
+        .library(name: "TokenKitHummingbird", targets: ["TokenKitHummingbird"]),
     ],
     dependencies: [
         .package(name: "TokenKit", path: ".."),
@@ -24,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         .target(
@@ -64,6 +67,34 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Bearer JWT verification for Hummingbird 2 servers: TokenVerification behind a RouterMiddleware.
+        .target(
+            name: "TokenKitHummingbird",
+            dependencies: [
+                .product(name: "TokenVerification", package: "TokenKit"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenKitHummingbirdTests",
+            dependencies: [
+                "TokenKitHummingbird",
+                .product(name: "TokenVerification", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "TokenKitTestingTraits", package: "TokenKit"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
         ),

@@ -1,0 +1,213 @@
+// Token verification: TokenVerification's TokenVerifier against vapor/jwt-kit 5's verify of the same token and
+// key, against the bare swift-crypto signature check, and against the system OpenSSL (libcrypto, the design
+// card's libssl-dev) doing the same signature check, for RS256 (2048-bit) and ES256, in one run.
+// Targets (issue 17): a first verification at least 2x faster than jwt-kit and within 1.25x of the bare
+// swift-crypto check; a repeat through the verified-token cache at least 20x faster than jwt-kit.
+import BenchmarkSupport
+import COpenSSLCrypto
+import Crypto
+import Foundation
+import JWTKit
+import TokenVerification
+import _CryptoExtras
+
+func base64URL<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
+    Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+        .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+}
+
+/// The token's facts, as statics (not top-level variables, which would be main-actor isolated).
+enum Fixture {
+    static let issuer = "https://clerk.bench.example.com"
+    static let now = Int(Date().timeIntervalSince1970)
+    /// A Clerk session token's claims: issued now, valid for a day (so the run never crosses `exp`).
+    static let payload = #"""
+        {"azp":"https://app.example.com","exp":\#(now + 86_400),"iat":\#(now),"iss":"\#(issuer)",\#
+        "nbf":\#(now - 10),"sid":"sess_2bench9xyzABCDEFGHIJKLMN","sub":"user_2benchABCDEFGHIJKLMNOPQ",\#
+        "jti":"8f14e45fceea467a95756b3c2c8f1a2d","role":"member"}
+        """#
+}
+
+struct BenchPayload: JWTPayload {
+    var iss: IssuerClaim
+    var sub: SubjectClaim
+    var exp: ExpirationClaim
+    var sid: String
+    var azp: String
+    // Fair to jwt-kit: it checks what TokenVerifier checks (exp and iss; the signature it checks itself).
+    func verify(using algorithm: some JWTAlgorithm) async throws {
+        try exp.verifyNotExpired()
+        guard iss.value == Fixture.issuer else {
+            throw JWTError.claimVerificationFailure(failedClaim: iss, reason: "iss")
+        }
+    }
+}
+
+struct Case {
+    let name: String
+    let algorithm: TokenVerification.JWSAlgorithm
+    let token: String
+    let jwks: String
+    /// The signing input and the raw signature, decoded once: what the bare checks get.
+    let signingInput: [UInt8]
+    let signature: [UInt8]
+    let swiftCryptoCheck: () -> Bool
+    /// The same check through the system OpenSSL: SPKI DER and DER (ECDSA) or raw (RSA) signature.
+    let publicKeyDER: [UInt8]
+    let openSSLSignature: [UInt8]
+}
+
+func makeCase(_ algorithm: TokenVerification.JWSAlgorithm) throws -> Case {
+    let kid = algorithm == .rs256 ? "bench-rsa-2026" : "bench-ec-2026"
+    let header = #"{"alg":"\#(algorithm.name)","typ":"JWT","kid":"\#(kid)"}"#
+    let signingInput = base64URL(Array(header.utf8)) + "." + base64URL(Array(Fixture.payload.utf8))
+    let input = Array(signingInput.utf8)
+    if algorithm == .rs256 {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let signature = try key.signature(for: input, padding: .insecurePKCS1v1_5)
+        let primitives = try key.publicKey.getKeyPrimitives()
+        let jwk =
+            #"{"kty":"RSA","use":"sig","alg":"RS256","kid":"\#(kid)","n":"\#(base64URL(primitives.modulus))","#
+            + #""e":"\#(base64URL(primitives.publicExponent))"}"#
+        let publicKey = key.publicKey
+        let raw = Array(signature.rawRepresentation)
+        return Case(
+            name: "RS256", algorithm: algorithm, token: signingInput + "." + base64URL(raw),
+            jwks: #"{"keys":[\#(jwk)]}"#, signingInput: input, signature: raw,
+            swiftCryptoCheck: {
+                publicKey.isValidSignature(
+                    _RSA.Signing.RSASignature(rawRepresentation: raw), for: input, padding: .insecurePKCS1v1_5)
+            },
+            publicKeyDER: Array(publicKey.derRepresentation), openSSLSignature: raw)
+    } else {
+        let key = P256.Signing.PrivateKey()
+        let signature = try key.signature(for: input)
+        let point = Array(key.publicKey.x963Representation.dropFirst())
+        let jwk =
+            #"{"kty":"EC","crv":"P-256","use":"sig","alg":"ES256","kid":"\#(kid)","#
+            + #""x":"\#(base64URL(point[..<32]))","y":"\#(base64URL(point[32...]))"}"#
+        let publicKey = key.publicKey
+        let raw = Array(signature.rawRepresentation)
+        return Case(
+            name: "ES256", algorithm: algorithm, token: signingInput + "." + base64URL(raw),
+            jwks: #"{"keys":[\#(jwk)]}"#, signingInput: input, signature: raw,
+            swiftCryptoCheck: {
+                guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: raw) else { return false }
+                return publicKey.isValidSignature(signature, for: input)
+            },
+            publicKeyDER: Array(publicKey.derRepresentation), openSSLSignature: Array(signature.derRepresentation))
+    }
+}
+
+/// An EVP_PKEY from SPKI DER, and one EVP_DigestVerify per call (a fresh context each time, as a verifier does).
+final class OpenSSLVerifier {
+    let key: OpaquePointer
+
+    init(der: [UInt8]) {
+        key = der.withUnsafeBufferPointer { buffer in
+            var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PUBKEY(nil, &pointer, buffer.count)!
+        }
+    }
+
+    deinit { EVP_PKEY_free(key) }
+
+    func verify(signature: [UInt8], input: [UInt8]) -> Bool {
+        let context = EVP_MD_CTX_new()
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { return false }
+        return EVP_DigestVerify(context, signature, signature.count, input, input.count) == 1
+    }
+}
+
+/// Measures one algorithm and prints its lines; returns whether every target was met.
+///
+/// `@concurrent` and with local state only: the loops run on the global executor, as a server's request
+/// handlers do, so no figure includes a hop to the main actor (which top-level code and its closures are on).
+@concurrent func measure(_ algorithm: TokenVerification.JWSAlgorithm, iterations: Int) async throws -> Bool {
+    var sink = 0
+    var allPassed = true
+    let bench = try makeCase(algorithm)
+    let keySet = try JWKSet(json: Data(bench.jwks.utf8))
+    let configuration = { (capacity: Int) in
+        TokenVerifier.Configuration(
+            issuer: Fixture.issuer, algorithms: [algorithm], requiredClaims: ["exp", "sub"],
+            tokenCacheCapacity: capacity)
+    }
+    // No cache: every call is a first verification (parse, header and claim checks, key lookup, signature).
+    let uncached = TokenVerifier(configuration: configuration(0), keySource: StaticJWKSSource(keySet))
+    let cached = TokenVerifier(configuration: configuration(1_000), keySource: StaticJWKSSource(keySet))
+    let keys = JWTKeyCollection()
+    try await keys.add(jwksJSON: bench.jwks)
+    let openSSL = OpenSSLVerifier(der: bench.publicKeyDER)
+
+    // Every side must accept the token, or the comparison means nothing.
+    let ours = try await uncached.verify(bench.token)
+    let theirs = try await keys.verify(bench.token, as: BenchPayload.self)
+    precondition(ours.subject == theirs.sub.value && ours.sessionID == theirs.sid)
+    precondition(bench.swiftCryptoCheck())
+    precondition(openSSL.verify(signature: bench.openSSLSignature, input: bench.signingInput))
+    _ = try await cached.verify(bench.token)
+
+    // Interleaved rounds: the machine's load drifts (CI shares its cores), so every variant is measured in
+    // every round and each figure is the median over rounds; a ratio then compares like with like.
+    var rounds: [[Double]] = []
+    for _ in 0..<15 {
+        let first = try await Harness.nanosecondsPerOperation(samples: 3, iterations: iterations) {
+            sink &+= try await uncached.verify(bench.token).members.count
+        }
+        let repeated = try await Harness.nanosecondsPerOperation(samples: 3, iterations: iterations * 10) {
+            sink &+= try await cached.verify(bench.token).members.count
+        }
+        let jwtKit = try await Harness.nanosecondsPerOperation(samples: 3, iterations: iterations) {
+            sink &+= try await keys.verify(bench.token, as: BenchPayload.self).sid.utf8.count
+        }
+        let swiftCrypto = Harness.nanosecondsPerOperation(samples: 3, iterations: iterations) {
+            sink &+= bench.swiftCryptoCheck() ? 1 : 0
+        }
+        let openSSLCheck = Harness.nanosecondsPerOperation(samples: 3, iterations: iterations) {
+            sink &+= openSSL.verify(signature: bench.openSSLSignature, input: bench.signingInput) ? 1 : 0
+        }
+        rounds.append([first, repeated, jwtKit, swiftCrypto, openSSLCheck])
+    }
+    let figures = (0..<5).map { column in Harness.median(rounds.map { $0[column] }) }
+    let (first, repeated, jwtKit, swiftCrypto, openSSLCheck) = (
+        figures[0], figures[1], figures[2], figures[3], figures[4]
+    )
+
+    print("-- \(bench.name): token \(bench.token.utf8.count) bytes")
+    print("TokenVerifier first verification (no cache)   \(Harness.format(first))")
+    print("TokenVerifier repeat (verified-token cache)   \(Harness.format(repeated))")
+    print("jwt-kit 5 JWTKeyCollection.verify              \(Harness.format(jwtKit))")
+    print("bare swift-crypto signature check              \(Harness.format(swiftCrypto))")
+    print(
+        "bare OpenSSL \(OPENSSL_VERSION_MAJOR).\(OPENSSL_VERSION_MINOR) EVP_DigestVerify        \(Harness.format(openSSLCheck))"
+    )
+    let versusJWTKit = jwtKit / first
+    allPassed =
+        Harness.report(
+            "\(bench.name) first verification vs jwt-kit 5", String(format: "%.2fx faster", versusJWTKit),
+            target: ">= 2x faster", passed: versusJWTKit >= 2) && allPassed
+    let versusBare = first / swiftCrypto
+    allPassed =
+        Harness.report(
+            "\(bench.name) first verification vs bare swift-crypto check", String(format: "%.2fx its time", versusBare),
+            target: "<= 1.25x", passed: versusBare <= 1.25) && allPassed
+    let cacheVersusJWTKit = jwtKit / repeated
+    allPassed =
+        Harness.report(
+            "\(bench.name) cached repeat vs jwt-kit 5", String(format: "%.0fx faster", cacheVersusJWTKit),
+            target: ">= 20x faster", passed: cacheVersusJWTKit >= 20) && allPassed
+    print(
+        String(
+            format: "info  \(bench.name) OpenSSL signature check vs swift-crypto's: %.2fx its time (no target)",
+            openSSLCheck / swiftCrypto))
+    if sink == 42 { print("") }
+    return allPassed
+}
+
+var allPassed = true
+for algorithm in [TokenVerification.JWSAlgorithm.rs256, .es256] {
+    allPassed = try await measure(algorithm, iterations: 400) && allPassed
+}
+if !allPassed { print("VerifyBenchmarks: at least one target missed (see MISS lines)") }
