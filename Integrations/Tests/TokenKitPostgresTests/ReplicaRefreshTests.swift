@@ -1,0 +1,57 @@
+import AuthToken
+import Foundation
+import Persistence
+import PostgresNIO
+import Testing
+import TokenKitPostgres
+import TokenKitTesting
+import TokenKitTestingTraits
+import TokenRefresh
+
+@Suite(.logLeakCheck(), .enabled(if: TestDatabase.isConfigured, TestDatabase.skipMessage))
+struct ReplicaRefreshTests {
+    @Test func twoReplicasRefreshAnExpiredSessionOnce() async throws {
+        let table = uniqueTable()
+        let clock = ManualClock()
+        let server = SimulatedTokenServer(
+            configuration: .init(rotatesRefreshTokens: true, detectsReuse: true, graceWindow: 0), now: clock.wallClock)
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server,
+            now: clock.wallClock)
+        try await withClient { first in
+            try await withClient { second in
+                let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
+                let stores = [
+                    PostgresTokenStore(client: first, configuration: configuration),
+                    PostgresTokenStore(client: second, configuration: configuration),
+                ]
+                let initial = await server.issueSession(
+                    userID: "user-1", receivedAt: clock.date.addingTimeInterval(-7200))
+                try await stores[0].save(
+                    StoredSession(token: initial, userID: "user-1", generation: 1), account: "alice",
+                    condition: .always)
+                let clients = stores.map { store in
+                    TokenRefreshClient(
+                        strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
+                        configuration: .init(account: "alice"), clock: clock, now: clock.wallClock)
+                }
+                let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+                    for client in clients {
+                        for _ in 0..<20 {
+                            group.addTask { try await client.validToken().accessToken }
+                        }
+                    }
+                    return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+                }
+                #expect(await server.refreshCount == 1)
+                #expect(await server.reuseDetections == 0)
+                #expect(tokens.count == 1)
+                #expect(!tokens.contains(initial.accessToken))
+                let saved = await stored(stores[1], account: "alice")
+                #expect(saved.map { tokens.contains($0.token.accessToken) } == true)
+                #expect(saved?.generation ?? 0 > 1)
+                try await dropTable(table, client: first)
+            }
+        }
+    }
+}
