@@ -54,4 +54,51 @@ struct ReplicaRefreshTests {
             }
         }
     }
+
+    @Test func aReplicaThatCannotGetTheLockInTimeUsesTheTokenTheHolderStored() async throws {
+        let table = uniqueTable()
+        let clock = ManualClock()
+        let server = SimulatedTokenServer(configuration: .init(detectsReuse: true), now: clock.wallClock)
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server,
+            now: clock.wallClock)
+        try await withClient { first in
+            try await withClient { second in
+                let holderStore = PostgresTokenStore(
+                    client: first, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+                let waiterStore = PostgresTokenStore(
+                    client: second, configuration: .init(tableName: table, lockTimeout: .milliseconds(300)))
+                let expired = await server.issueSession(
+                    userID: "user-1", receivedAt: clock.date.addingTimeInterval(-7200))
+                try await holderStore.save(
+                    StoredSession(token: expired, userID: "user-1", generation: 1), account: "alice",
+                    condition: .always)
+                let waiter = TokenRefreshClient(
+                    strategy: OAuthRefreshStrategy(endpoint: endpoint), store: waiterStore,
+                    configuration: .init(account: "alice"), clock: clock, now: clock.wallClock)
+                #expect(await waiter.restoreSession() == .signedIn(userID: "user-1"))
+
+                // Another replica holds the lock, and has stored its refreshed pair but not yet let go.
+                let fresh = await server.issueSession(userID: "user-1", receivedAt: clock.date)
+                let holding = AsyncStream<Void>.makeStream()
+                let release = AsyncStream<Void>.makeStream()
+                let holder = Task {
+                    try await holderStore.withExclusiveAccess(account: "alice") {
+                        try await holderStore.save(
+                            StoredSession(token: fresh, userID: "user-1", generation: 2), account: "alice",
+                            condition: .generation(1))
+                        holding.continuation.yield()
+                        for await _ in release.stream { break }
+                    }
+                }
+                for await _ in holding.stream { break }
+                let token = try await waiter.validToken()
+                #expect(token.accessToken == fresh.accessToken)
+                #expect(await server.refreshCount == 0)
+                release.continuation.yield()
+                try await holder.value
+                try await dropTable(table, client: first)
+            }
+        }
+    }
 }
