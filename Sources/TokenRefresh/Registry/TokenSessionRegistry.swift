@@ -171,29 +171,39 @@ public final class TokenSessionRegistry: Sendable {
 
     private func checkOut(_ account: String, active: Bool) -> TokenRefreshClient {
         let time = handle.elapsed
+        if let client = state.withLock({ state in Self.touch(&state, account, time: time, active: active) }) {
+            return client
+        }
+        // Made outside the lock (the strategy factory is the caller's code); the first one registered wins.
+        var options = configuration.client
+        options.account = account
+        let made = TokenRefreshClient(
+            strategy: makeStrategy(account), store: store, configuration: options, clock: clock, now: now,
+            random: random, logger: logger)
         let (client, overBound) = state.withLock { state -> (TokenRefreshClient, Bool) in
-            if var entry = state.entries[account] {
-                entry.lastUse = time
-                entry.uses &+= 1
-                if active { entry.active += 1 }
-                state.entries[account] = entry
-                return (entry.client, false)
-            }
-            var options = configuration.client
-            options.account = account
-            let client = TokenRefreshClient(
-                strategy: makeStrategy(account), store: store, configuration: options, clock: clock, now: now,
-                random: random, logger: logger)
-            state.entries[account] = Entry(client: client, lastUse: time, uses: 0, active: active ? 1 : 0)
+            if let existing = Self.touch(&state, account, time: time, active: active) { return (existing, false) }
+            state.entries[account] = Entry(client: made, lastUse: time, uses: 0, active: active ? 1 : 0)
             let overBound = state.entries.count > configuration.maximumClients && !state.evicting
             if overBound { state.evicting = true }
-            return (client, overBound)
+            return (made, overBound)
         }
         if overBound {
             // Off the caller's path: the pass checks each candidate on its actor.
             Task { await self.evict(alreadyMarked: true) }
         }
         return client
+    }
+
+    /// The registered client for `account`, marked as used (and active), or `nil`.
+    private static func touch(
+        _ state: inout State, _ account: String, time: Duration, active: Bool
+    ) -> TokenRefreshClient? {
+        guard var entry = state.entries[account] else { return nil }
+        entry.lastUse = time
+        entry.uses &+= 1
+        if active { entry.active += 1 }
+        state.entries[account] = entry
+        return entry.client
     }
 
     private func checkIn(_ account: String) {
