@@ -41,8 +41,8 @@ import Synchronization
 /// ```
 ///
 /// The store borrows the app's `PostgresClient` (its pool); the app runs the client (`client.run()`, or in a
-/// `ServiceGroup`). Each lock holder uses one pooled connection for the lock and others for the reads and writes
-/// inside the body, so give the pool more connections than the refreshes you expect at once.
+/// `ServiceGroup`). Each lock holder uses one pooled connection for the lock and for the store's reads and writes
+/// inside the body (keep those sequential); waiters hold no connection between attempts.
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: .init(
@@ -250,7 +250,11 @@ public struct PostgresTokenStore: TokenStore {
     }
 
     private func fetchRow(account: String) async throws -> Row? {
-        let rows = try await client.query(
+        try await withSessionConnection { connection in try await self.fetchRow(account: account, on: connection) }
+    }
+
+    private func fetchRow(account: String, on connection: PostgresConnection) async throws -> Row? {
+        let rows = try await connection.query(
             """
             SELECT generation, format_version, key_check, payload FROM \(unescaped: table) WHERE account = \(account)
             """, logger: configuration.logger)
@@ -301,45 +305,49 @@ public struct PostgresTokenStore: TokenStore {
         let keyCheck = format.keyCheck
         let bytes = ByteBuffer(bytes: payload)
         let logger = configuration.logger
-        return try await client.withTransaction(logger: logger) { connection -> PersistenceError? in
-            let header = try await self.lockedHeader(account: account, on: connection)
-            if let header, let refusal = self.unreadable(header) { return refusal }
-            guard condition.allows(current: header?.generation) else { return .conflict }
-            if header != nil {
-                try await connection.query(
+        return try await withSessionConnection { connection in
+            try await connection.withTransaction(logger: logger) { connection -> PersistenceError? in
+                let header = try await self.lockedHeader(account: account, on: connection)
+                if let header, let refusal = self.unreadable(header) { return refusal }
+                guard condition.allows(current: header?.generation) else { return .conflict }
+                if header != nil {
+                    try await connection.query(
+                        """
+                        UPDATE \(unescaped: self.table) SET generation = \(generation), format_version = \(version),
+                            key_check = \(keyCheck), payload = \(bytes), updated_at = now()
+                        WHERE account = \(account)
+                        """, logger: logger)
+                    return nil
+                }
+                // No row to lock: a concurrent insert may win the race, and then this one is the conflict.
+                let rows = try await connection.query(
                     """
-                    UPDATE \(unescaped: self.table) SET generation = \(generation), format_version = \(version),
-                        key_check = \(keyCheck), payload = \(bytes), updated_at = now()
-                    WHERE account = \(account)
+                    INSERT INTO \(unescaped: self.table) (account, generation, format_version, key_check, payload)
+                    VALUES (\(account), \(generation), \(version), \(keyCheck), \(bytes))
+                    ON CONFLICT (account) DO NOTHING
+                    RETURNING 1
                     """, logger: logger)
-                return nil
+                var inserted = false
+                for try await _ in rows { inserted = true }
+                return inserted ? nil : PersistenceError.conflict
             }
-            // No row to lock: a concurrent insert may win the race, and then this one is the conflict.
-            let rows = try await connection.query(
-                """
-                INSERT INTO \(unescaped: self.table) (account, generation, format_version, key_check, payload)
-                VALUES (\(account), \(generation), \(version), \(keyCheck), \(bytes))
-                ON CONFLICT (account) DO NOTHING
-                RETURNING 1
-                """, logger: logger)
-            var inserted = false
-            for try await _ in rows { inserted = true }
-            return inserted ? nil : PersistenceError.conflict
         }
     }
 
     /// Deletes the row if `condition` holds; the refusal when it does not.
     private func delete(account: String, condition: WriteCondition) async throws -> PersistenceError? {
         let logger = configuration.logger
-        return try await client.withTransaction(logger: logger) { connection -> PersistenceError? in
-            let header = try await self.lockedHeader(account: account, on: connection)
-            if condition != .always, let header, let refusal = self.unreadable(header) { return refusal }
-            guard condition.allows(current: header?.generation) else { return .conflict }
-            if header != nil {
-                try await connection.query(
-                    "DELETE FROM \(unescaped: self.table) WHERE account = \(account)", logger: logger)
+        return try await withSessionConnection { connection in
+            try await connection.withTransaction(logger: logger) { connection -> PersistenceError? in
+                let header = try await self.lockedHeader(account: account, on: connection)
+                if condition != .always, let header, let refusal = self.unreadable(header) { return refusal }
+                guard condition.allows(current: header?.generation) else { return .conflict }
+                if header != nil {
+                    try await connection.query(
+                        "DELETE FROM \(unescaped: self.table) WHERE account = \(account)", logger: logger)
+                }
+                return nil
             }
-            return nil
         }
     }
 

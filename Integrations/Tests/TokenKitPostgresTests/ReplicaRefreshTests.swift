@@ -101,4 +101,49 @@ struct ReplicaRefreshTests {
             }
         }
     }
+
+    @Test func twoRegistriesOverOneTableRefreshEachAccountOnce() async throws {
+        let table = uniqueTable()
+        let clock = ManualClock()
+        let server = SimulatedTokenServer(configuration: .init(detectsReuse: true), now: clock.wallClock)
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server,
+            now: clock.wallClock)
+        let accounts = (0..<25).map { "account-\($0)" }
+        try await withClient { first in
+            try await withClient { second in
+                let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
+                let stores = [
+                    PostgresTokenStore(client: first, configuration: configuration),
+                    PostgresTokenStore(client: second, configuration: configuration),
+                ]
+                for account in accounts {
+                    let expired = await server.issueSession(
+                        userID: account, receivedAt: clock.date.addingTimeInterval(-7200))
+                    try await stores[0].save(
+                        StoredSession(token: expired, userID: account, generation: 1), account: account,
+                        condition: .always)
+                }
+                let registries = stores.map { store in
+                    TokenSessionRegistry(store: store, clock: clock, now: clock.wallClock) { _ in
+                        OAuthRefreshStrategy(endpoint: endpoint)
+                    }
+                }
+                let tokens = try await withThrowingTaskGroup(of: (String, String).self) { group in
+                    for registry in registries {
+                        for account in accounts {
+                            for _ in 0..<4 {
+                                group.addTask { (account, try await registry.validToken(for: account).accessToken) }
+                            }
+                        }
+                    }
+                    return try await group.reduce(into: [String: Set<String>]()) { $0[$1.0, default: []].insert($1.1) }
+                }
+                #expect(await server.refreshCount == accounts.count)
+                #expect(await server.reuseDetections == 0)
+                #expect(tokens.values.allSatisfy { $0.count == 1 })
+                try await dropTable(table, client: first)
+            }
+        }
+    }
 }
