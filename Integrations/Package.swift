@@ -2,7 +2,8 @@
 import PackageDescription
 
 // Adapters with heavy dependencies live in their own package, so TokenKit's own graph never pulls NIO or the
-// OpenAPI runtime. Depend on the product you need: `TokenKitAsyncHTTPClient` or `TokenKitOpenAPI`.
+// OpenAPI runtime. Depend on the product you need: `TokenKitAsyncHTTPClient`, `TokenKitOpenAPI` or
+// `TokenKitPostgres`.
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
@@ -17,6 +18,7 @@ let package = Package(
         .library(name: "TokenKitAsyncHTTPClient", targets: ["TokenKitAsyncHTTPClient"]),
         .library(name: "TokenKitOpenAPI", targets: ["TokenKitOpenAPI"]),
         .library(name: "TokenKitHummingbird", targets: ["TokenKitHummingbird"]),
+        .library(name: "TokenKitPostgres", targets: ["TokenKitPostgres"]),
     ],
     dependencies: [
         .package(name: "TokenKit", path: ".."),
@@ -26,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
@@ -49,6 +52,35 @@ let package = Package(
                 .product(name: "AuthToken", package: "TokenKit"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "TokenKitPostgres",
+            dependencies: [
+                .product(name: "Persistence", package: "TokenKit"),
+                .product(name: "AuthToken", package: "TokenKit"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenKitPostgresTests",
+            dependencies: [
+                "TokenKitPostgres",
+                .product(name: "Persistence", package: "TokenKit"),
+                .product(name: "AuthToken", package: "TokenKit"),
+                .product(name: "TokenRefresh", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "TokenKitTestingTraits", package: "TokenKit"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

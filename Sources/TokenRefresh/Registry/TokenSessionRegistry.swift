@@ -1,0 +1,270 @@
+public import AuthToken
+public import Foundation
+public import Logging
+public import Persistence
+import Synchronization
+
+/// One ``TokenRefreshClient`` per account, for a process that holds many users' sessions (a backend acting on
+/// their behalf): clients are made on first use over one shared strategy factory and store, and idle ones are
+/// evicted under a bound.
+///
+/// - **Per-account single flight.** Every caller for an account gets the same client while it is registered, so
+///   concurrent ``validToken(for:)`` calls on an expired session share one refresh. With a store shared between
+///   processes (`PostgresTokenStore` in TokenKitPostgres, `FileTokenStore`), the store's lock makes that one
+///   refresh across processes too.
+/// - **No lost rotation.** A client is evicted only when it is idle: no caller inside ``validToken(for:)`` or
+///   ``refreshToken(afterRejectionOf:for:)``, no refresh running, and its pair persisted (a pair whose write
+///   failed stays in memory, with its client, until a retry stores it). An evicted account's next call makes a
+///   new client, which reads the stored pair.
+/// - **Bounded.** Past ``Configuration/maximumClients`` the least recently used idle clients are evicted, down to
+///   ``Configuration/evictionTarget``; ``evictIdle()`` also evicts every idle client unused for
+///   ``Configuration/idleTimeout``.
+///
+/// Lookups take a lock, not an actor hop, so a fresh token through the registry costs little more than through
+/// the client itself.
+///
+/// ```swift
+/// let registry = TokenSessionRegistry(store: store) { account in
+///     OAuthRefreshStrategy(endpoint: endpoint)
+/// }
+/// let token = try await registry.validToken(for: userID)
+/// ```
+public final class TokenSessionRegistry: Sendable {
+    /// Options for a ``TokenSessionRegistry``.
+    public struct Configuration: Sendable {
+        /// The most clients kept before the least recently used idle ones are evicted.
+        public var maximumClients: Int
+        /// How far an eviction pass brings the count down, so that passes are rare.
+        public var evictionTarget: Int
+        /// How long a client may go unused before ``TokenSessionRegistry/evictIdle()`` evicts it.
+        public var idleTimeout: Duration
+        /// The options every client is made with; the registry sets ``TokenRefreshClient/Configuration/account``.
+        public var client: TokenRefreshClient.Configuration
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - maximumClients: The most clients kept; 10,000 by default.
+        ///   - evictionTarget: The count an eviction pass aims for; 90 % of `maximumClients` by default.
+        ///   - idleTimeout: How long a client may go unused before ``TokenSessionRegistry/evictIdle()`` evicts it;
+        ///     10 minutes by default.
+        ///   - client: The options for each client.
+        public init(
+            maximumClients: Int = 10_000, evictionTarget: Int? = nil, idleTimeout: Duration = .seconds(600),
+            client: TokenRefreshClient.Configuration = .init()
+        ) {
+            self.maximumClients = max(1, maximumClients)
+            self.evictionTarget = min(self.maximumClients, max(0, evictionTarget ?? self.maximumClients * 9 / 10))
+            self.idleTimeout = idleTimeout
+            self.client = client
+        }
+    }
+
+    private struct Entry {
+        let client: TokenRefreshClient
+        var lastUse: Duration
+        /// Bumped on every use: an eviction checked against an older value does not evict.
+        var uses: UInt64
+        /// Callers inside a registry call on this client now.
+        var active: Int
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var evicting = false
+        var evictions = 0
+    }
+
+    /// The options the registry was made with.
+    public let configuration: Configuration
+    private let store: any TokenStore
+    private let makeStrategy: @Sendable (String) -> any RefreshStrategy
+    private let clock: any Clock<Duration>
+    private let handle: ClockHandle
+    private let now: @Sendable () -> Date
+    private let random: @Sendable () -> Double
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    /// Creates a registry.
+    ///
+    /// - Parameters:
+    ///   - store: The store every client shares.
+    ///   - configuration: The bound, the idle timeout and the clients' options.
+    ///   - clock: The clock for the clients and for idle times; `ContinuousClock()` by default.
+    ///   - now: The wall clock for token expiry; ``AuthToken/systemNow`` by default.
+    ///   - random: Numbers in `0..<1` for the clients' backoff jitter.
+    ///   - logger: Where the registry and its clients log (fingerprints only).
+    ///   - makeStrategy: Makes the refresh strategy for an account (usually the same one for every account, over
+    ///     one shared transport).
+    public init(
+        store: any TokenStore,
+        configuration: Configuration = Configuration(),
+        clock: any Clock<Duration> = ContinuousClock(),
+        now: @escaping @Sendable () -> Date = AuthToken.systemNow,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        logger: Logger = Logger(label: "TokenKit.TokenSessionRegistry"),
+        makeStrategy: @escaping @Sendable (String) -> any RefreshStrategy
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.makeStrategy = makeStrategy
+        self.clock = clock
+        self.handle = ClockHandle(clock)
+        self.now = now
+        self.random = random
+        self.logger = logger
+    }
+
+    /// The number of clients registered now.
+    public var count: Int { state.withLock { $0.entries.count } }
+
+    /// The number of clients evicted so far.
+    public var evictionCount: Int { state.withLock { $0.evictions } }
+
+    /// The client for `account`, made on first use. Prefer ``validToken(for:)``: a client held outside the
+    /// registry's calls may be evicted while in use (it keeps working, but a second client for the account may
+    /// then be made).
+    ///
+    /// - Parameter account: The account key.
+    /// - Returns: The account's client.
+    public func client(for account: String) -> TokenRefreshClient {
+        checkOut(account, active: false)
+    }
+
+    /// A valid access token for `account`: its client's ``TokenRefreshClient/validToken()``.
+    ///
+    /// - Parameter account: The account key.
+    /// - Returns: A token that is not about to expire.
+    /// - Throws: What the client's `validToken()` throws (``TokenRefreshError``).
+    public func validToken(for account: String) async throws -> AuthToken {
+        let client = checkOut(account, active: true)
+        defer { checkIn(account) }
+        return try await client.validToken()
+    }
+
+    /// Refreshes `account`'s token after the server rejected `accessToken`: its client's
+    /// ``TokenRefreshClient/refreshToken(afterRejectionOf:)``.
+    ///
+    /// - Parameters:
+    ///   - accessToken: The access token the server rejected.
+    ///   - account: The account key.
+    /// - Returns: The token to retry with.
+    /// - Throws: What the client throws (``TokenRefreshError``).
+    public func refreshToken(afterRejectionOf accessToken: String, for account: String) async throws -> AuthToken {
+        let client = checkOut(account, active: true)
+        defer { checkIn(account) }
+        return try await client.refreshToken(afterRejectionOf: accessToken)
+    }
+
+    /// Evicts every idle client unused for ``Configuration/idleTimeout`` and, past
+    /// ``Configuration/maximumClients``, the least recently used idle ones down to ``Configuration/evictionTarget``.
+    /// A client with a refresh running or a pair not yet persisted is kept.
+    ///
+    /// - Returns: The number of clients evicted.
+    @discardableResult
+    public func evictIdle() async -> Int {
+        await evict(alreadyMarked: false)
+    }
+
+    // MARK: Internals
+
+    private func checkOut(_ account: String, active: Bool) -> TokenRefreshClient {
+        let time = handle.elapsed
+        if let client = state.withLock({ state in Self.touch(&state, account, time: time, active: active) }) {
+            return client
+        }
+        // Made outside the lock (the strategy factory is the caller's code); the first one registered wins.
+        var options = configuration.client
+        options.account = account
+        let made = TokenRefreshClient(
+            strategy: makeStrategy(account), store: store, configuration: options, clock: clock, now: now,
+            random: random, logger: logger)
+        let (client, overBound) = state.withLock { state -> (TokenRefreshClient, Bool) in
+            if let existing = Self.touch(&state, account, time: time, active: active) { return (existing, false) }
+            state.entries[account] = Entry(client: made, lastUse: time, uses: 0, active: active ? 1 : 0)
+            let overBound = state.entries.count > configuration.maximumClients && !state.evicting
+            if overBound { state.evicting = true }
+            return (made, overBound)
+        }
+        if overBound {
+            // Off the caller's path: the pass checks each candidate on its actor.
+            Task { await self.evict(alreadyMarked: true) }
+        }
+        return client
+    }
+
+    /// The registered client for `account`, marked as used (and active), or `nil`.
+    private static func touch(
+        _ state: inout State, _ account: String, time: Duration, active: Bool
+    ) -> TokenRefreshClient? {
+        guard var entry = state.entries[account] else { return nil }
+        entry.lastUse = time
+        entry.uses &+= 1
+        if active { entry.active += 1 }
+        state.entries[account] = entry
+        return entry.client
+    }
+
+    private func checkIn(_ account: String) {
+        state.withLock { state in
+            guard var entry = state.entries[account] else { return }
+            entry.active -= 1
+            state.entries[account] = entry
+        }
+    }
+
+    /// One eviction pass (at most one runs at a time); `alreadyMarked` when the caller set `evicting` itself.
+    private func evict(alreadyMarked: Bool) async -> Int {
+        if !alreadyMarked {
+            let started = state.withLock { state -> Bool in
+                guard !state.evicting else { return false }
+                state.evicting = true
+                return true
+            }
+            guard started else { return 0 }
+        }
+        defer { state.withLock { $0.evicting = false } }
+        let time = handle.elapsed
+        let idleTimeout = configuration.idleTimeout
+        // Candidates, least recently used first: every stale one, then as many more as the bound needs.
+        let (candidates, excess) = state.withLock { state -> ([(String, TokenRefreshClient, UInt64)], Int) in
+            let unused = state.entries.filter { $0.value.active == 0 }
+                .sorted { $0.value.lastUse < $1.value.lastUse }
+            let excess = max(0, state.entries.count - configuration.evictionTarget)
+            let overBound = state.entries.count > configuration.maximumClients
+            var picked: [(String, TokenRefreshClient, UInt64)] = []
+            for (index, (account, entry)) in unused.enumerated() {
+                let stale = time - entry.lastUse >= idleTimeout
+                guard stale || (overBound && index < excess) else { break }
+                picked.append((account, entry.client, entry.uses))
+            }
+            return (picked, overBound ? excess : 0)
+        }
+        var evicted = 0
+        for (account, client, uses) in candidates {
+            guard await client.isEvictable() else { continue }
+            let removed = state.withLock { state -> Bool in
+                guard let entry = state.entries[account], entry.client === client, entry.uses == uses,
+                    entry.active == 0
+                else { return false }
+                state.entries[account] = nil
+                state.evictions += 1
+                return true
+            }
+            if removed { evicted += 1 }
+        }
+        if evicted > 0 {
+            logger.debug("idle clients evicted", metadata: ["evicted": "\(evicted)", "excess": "\(excess)"])
+        }
+        return evicted
+    }
+}
+
+extension TokenRefreshClient {
+    /// Whether a registry may drop this client without losing anything: no refresh running, no write in progress,
+    /// and the session (if any) persisted.
+    func isEvictable() -> Bool {
+        flight == nil && !persistInProgress && (session?.persisted ?? true)
+    }
+}
