@@ -82,7 +82,7 @@ extension TokenRefreshClient {
     func adoptSignedInPair(_ token: AuthToken) async {
         guard let session, session.token.refreshToken != token.refreshToken else { return }
         logger.debug("adopting a newer stored pair", metadata: ["token": "\(token.fingerprint)"])
-        _ = await startSession(token, userID: token.parseUserIdFromJWT() ?? session.userID)
+        _ = try? await startSession(token, userID: token.parseUserIdFromJWT() ?? session.userID, previousState: state)
     }
 
     /// Whether both tokens are JWTs and `token` was issued (`iat`) strictly after `other`.
