@@ -51,7 +51,7 @@ public func fuzzVerifier(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     precondition(Base64URL.decode(Array(Base64URL.encode(bytes).utf8)) == bytes, "base64url round trip")
 
     // The strict JSON parser never traps on any input, nor nests past its bound.
-    _ = bytes.withUnsafeBufferPointer { try? StrictJSON.parse($0) }
+    _ = bytes.withUnsafeBufferPointer { try? JSONParser.parse($0, rejectingDuplicateNames: true) }
     return 0
 }
 

@@ -2,18 +2,33 @@
 ///
 /// Foundation's `JSONSerialization` costs several microseconds per token and bridges every value; this
 /// reads the bytes once, validates UTF-8 per string, and bounds nesting so no input can exhaust the stack.
-struct JSONParser {
+///
+/// Claims read for scheduling let the last of two equal names win, as RFC 7519 allows a reader to; a verifier
+/// (TokenVerification) refuses duplicate names, as RFC 7515 section 5.2 asks, so that two readers never see two
+/// different `alg`s or `exp`s.
+package struct JSONParser {
     /// Objects and arrays may nest this deep; JWT claims rarely nest more than three levels.
     static let maximumDepth = 64
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
 
-    enum Failure: Error { case invalid, tooDeep }
+    private var rejectsDuplicateNames = false
+
+    /// Why parsing failed.
+    package enum Failure: Error { case invalid, tooDeep, duplicateName }
 
     /// Parses `bytes` as one JSON value with nothing but whitespace around it.
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(Failure) -> JSONValue {
+    ///
+    /// - Parameters:
+    ///   - bytes: The UTF-8 text.
+    ///   - rejectingDuplicateNames: Whether an object with two equal member names is refused
+    ///     (``Failure/duplicateName``) instead of keeping the last.
+    package static func parse(
+        _ bytes: UnsafeBufferPointer<UInt8>, rejectingDuplicateNames: Bool = false
+    ) throws(Failure) -> JSONValue {
         var parser = JSONParser(bytes: bytes)
+        parser.rejectsDuplicateNames = rejectingDuplicateNames
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
@@ -78,7 +93,10 @@ struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw .invalid }
             index += 1
             skipWhitespace()
-            members[name] = try parseValue(depth: depth)
+            let value = try parseValue(depth: depth)
+            guard members.updateValue(value, forKey: name) == nil || !rejectsDuplicateNames else {
+                throw .duplicateName
+            }
             skipWhitespace()
             guard index < bytes.count else { throw .invalid }
             if bytes[index] == UInt8(ascii: ",") {

@@ -108,7 +108,7 @@ public struct JWT: Sendable, Hashable {
             throw .malformedJWT(part, .notJSONObject)
         case .failure(.tooDeep):
             throw .malformedJWT(part, .tooDeep)
-        case .failure(.invalid):
+        case .failure(.invalid), .failure(.duplicateName):  // no duplicate check is asked for here
             // Tell "not text at all" apart from "text that is not JSON".
             let isUTF8 = decoded.withUnsafeBufferPointer(UTF8Validation.isValid)
             throw .malformedJWT(part, isUTF8 ? .notJSON : .notUTF8)

@@ -1,4 +1,7 @@
-import Persistence
+// `Fuzz/run` compiles this file on its own, without the Persistence module.
+#if canImport(Persistence)
+    import Persistence
+#endif
 
 /// An error from refreshing, signing in or signing out. Its description never contains token text,
 /// a client secret or a password.
@@ -147,7 +150,9 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
         if let retryAfter { parts.append("retry after \(retryAfter.components.seconds) s") }
         if isConnectivityFailure && code == .transient { parts.append("connectivity") }
         // A store's errors are secret-free by contract and say why a session could not be kept (a path, a mode).
-        if let persistence = underlying as? PersistenceError { parts.append("\(persistence)") }
+        #if canImport(Persistence)
+            if let persistence = underlying as? PersistenceError { parts.append("\(persistence)") }
+        #endif
         let detail = parts.isEmpty ? "" : "(" + parts.joined(separator: ", ") + ")"
         return "TokenRefreshError.\(code.rawValue)\(detail)"
     }

@@ -94,10 +94,10 @@ public struct JWKSet: Sendable {
 
     /// Parses a JSON object with the strict parser (duplicate names refused).
     static func parseObject(_ data: Data) throws(TokenVerificationError) -> [String: JSONValue] {
-        let result: Result<JSONValue, StrictJSON.Failure> = data.withUnsafeBytes { raw in
+        let result: Result<JSONValue, JSONParser.Failure> = data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
-            do throws(StrictJSON.Failure) {
-                return .success(try StrictJSON.parse(bytes))
+            do throws(JSONParser.Failure) {
+                return .success(try JSONParser.parse(bytes, rejectingDuplicateNames: true))
             } catch {
                 return .failure(error)
             }

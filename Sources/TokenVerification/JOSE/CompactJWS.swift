@@ -39,9 +39,9 @@ struct CompactJWS {
     }
 
     private static func object(_ bytes: [UInt8]) throws(TokenVerificationError) -> [String: JSONValue] {
-        let result: Result<JSONValue, StrictJSON.Failure> = bytes.withUnsafeBufferPointer { buffer in
-            do throws(StrictJSON.Failure) {
-                return .success(try StrictJSON.parse(buffer))
+        let result: Result<JSONValue, JSONParser.Failure> = bytes.withUnsafeBufferPointer { buffer in
+            do throws(JSONParser.Failure) {
+                return .success(try JSONParser.parse(buffer, rejectingDuplicateNames: true))
             } catch {
                 return .failure(error)
             }
