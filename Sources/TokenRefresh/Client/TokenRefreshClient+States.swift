@@ -1,4 +1,4 @@
-public import AuthToken
+import AuthToken
 import Foundation
 import Synchronization
 

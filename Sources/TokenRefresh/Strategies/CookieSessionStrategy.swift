@@ -1,6 +1,6 @@
 public import AuthToken
 public import Foundation
-public import HTTPTypes
+import HTTPTypes
 public import NetworkRetry
 
 /// A cookie session (BetterAuth, Django, Rails): the credential is an HttpOnly session cookie that TokenKit
