@@ -76,7 +76,8 @@ struct ReplicaRefreshTests {
                 let waiter = TokenRefreshClient(
                     strategy: OAuthRefreshStrategy(endpoint: endpoint), store: waiterStore,
                     configuration: .init(account: "alice"), clock: clock, now: clock.wallClock)
-                #expect(await waiter.restoreSession() == .signedIn(userID: "user-1"))
+                // Its access token expired two hours ago: the restored session reads expired until renewed.
+                #expect(await waiter.restoreSession() == .expired(lastUserID: "user-1"))
 
                 // Another replica holds the lock, and has stored its refreshed pair but not yet let go.
                 let fresh = await server.issueSession(userID: "user-1", receivedAt: clock.date)
@@ -94,6 +95,7 @@ struct ReplicaRefreshTests {
                 for await _ in holding.stream { break }
                 let token = try await waiter.validToken()
                 #expect(token.accessToken == fresh.accessToken)
+                #expect(waiter.currentState == .signedIn(userID: "user-1"))
                 #expect(await server.refreshCount == 0)
                 release.continuation.yield()
                 try await holder.value
