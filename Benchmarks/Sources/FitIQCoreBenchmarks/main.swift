@@ -73,7 +73,7 @@ func runBenchmarks() async throws -> Bool {
     let persistence = MemoryPersistence()
     try persistence.save(accessToken: current, refreshToken: "refresh-current")
     let client = TokenRefreshClient(strategy: UnusedStrategy())
-    await client.signIn(
+    try await client.signIn(
         with: AuthToken.withParsedExpiration(
             accessToken: current, refreshToken: "refresh-current", receivedAt: Date()))
     let url = URL(string: "https://api.fitiq.example/api/v1/progress")!
