@@ -85,6 +85,11 @@ public final class URLSessionTransport: HTTPTransport {
         guard let response = response as? HTTPURLResponse, (100...999).contains(response.statusCode) else {
             throw NetworkRetryError.invalidResponse
         }
+        return httpResponse(converting: response)
+    }
+
+    /// The response head of an `HTTPURLResponse`: its status and every header field with a valid name.
+    package static func httpResponse(converting response: HTTPURLResponse) -> HTTPResponse {
         var fields = HTTPFields()
         for (key, value) in response.allHeaderFields {
             guard let key = key as? String, let value = value as? String, let name = HTTPField.Name(key) else {

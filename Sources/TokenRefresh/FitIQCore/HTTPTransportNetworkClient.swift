@@ -83,13 +83,6 @@ enum FoundationConversion {
 
     /// The response head of an `HTTPURLResponse`.
     static func httpResponse(_ response: HTTPURLResponse) -> HTTPResponse {
-        var fields = HTTPFields()
-        for (key, value) in response.allHeaderFields {
-            guard let key = key as? String, let value = value as? String, let name = HTTPField.Name(key) else {
-                continue
-            }
-            fields.append(HTTPField(name: name, value: value))
-        }
-        return HTTPResponse(status: .init(code: response.statusCode), headerFields: fields)
+        URLSessionTransport.httpResponse(converting: response)
     }
 }
