@@ -1,3 +1,4 @@
+import AuthToken
 import Crypto
 import Foundation
 
@@ -19,7 +20,7 @@ final class VerifiedTokenCache: Sendable {
     }
 
     let capacity: Int
-    private let state = Locked(State())
+    private let state = LockedValue(State())
 
     init(capacity: Int) {
         self.capacity = capacity

@@ -140,7 +140,7 @@ public actor RemoteJWKSSource: JWKSSource {
     private nonisolated let logger: Logger
     private nonisolated let elapsed: @Sendable () -> Duration
     private nonisolated let sleep: @Sendable (Duration) async throws -> Void
-    private let state = Locked(State())
+    private let state = LockedValue(State())
     private var inFlight: Task<Void, Never>?
     private var discoveredJWKSURL: URL?
 
@@ -431,7 +431,7 @@ final class Race<Value: Sendable>: Sendable {
         case waiting(CheckedContinuation<Result<Value, TokenVerificationError>, Never>?)
         case done(Result<Value, TokenVerificationError>)
     }
-    private let state = Locked(State.waiting(nil))
+    private let state = LockedValue(State.waiting(nil))
 
     func finish(_ result: Result<Value, TokenVerificationError>) {
         let continuation = state.withLock {
