@@ -54,9 +54,9 @@ final class AnalysisBackend: Sendable {
 
     let clock: ManualClock
     let style: AnswerStyle
-    let state = Mutex(State())
+    let state = Locked(State())
     /// What the app's persistence holds as its access token now (checked when a refreshed token arrives).
-    let persistedAccessToken = Mutex<(@Sendable () -> String?)?>(nil)
+    let persistedAccessToken = Locked<(@Sendable () -> String?)?>(nil)
 
     init(clock: ManualClock, style: AnswerStyle = .camelCase) {
         self.clock = clock
