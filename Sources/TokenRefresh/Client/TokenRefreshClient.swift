@@ -69,8 +69,8 @@ public actor TokenRefreshClient: TokenProvider {
     let logger: Logger
 
     nonisolated let snapshot = Mutex(Snapshot())
-    nonisolated let subscribers = Mutex(Subscribers())
-    nonisolated let stateSubscribers = Mutex(StateSubscribers())
+    nonisolated let subscribers = LockedValue(Subscribers())
+    nonisolated let stateSubscribers = LockedValue(StateSubscribers())
     nonisolated let waiterCounter = WaiterCounter()
 
     var session: Session?
