@@ -4,88 +4,32 @@ import Logging
 import Persistence
 
 extension TokenRefreshClient {
+    /// What a caller does next: take a token, or wait for a shared refresh.
+    enum Next: Sendable {
+        case token(AuthToken)
+        case wait(RefreshFlight)
+    }
+
     // MARK: - Deciding what a caller does
 
-    /// The actor half of ``validToken()``: a token, or a flight to wait for.
-    func prepareValidToken() async throws(TokenRefreshError) -> Next {
-        // Callers that queued on the actor just before the refresh started join it at once.
-        if loaded, let flight, let session, session.persisted,
-            session.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy)
-        {
+    /// The actor half of ``validToken()`` and the forced refreshes: reads the store if needed, writes a pending
+    /// pair if due, then does what ``SessionMachine/decide(_:now:elapsed:)`` says.
+    func prepare(_ request: SessionMachine.Request) async throws(TokenRefreshError) -> Next {
+        try await ensureLoaded()
+        await retryPendingPersistIfDue()
+        switch machine.decide(request, now: now(), elapsed: clock.elapsed) {
+        case .token(let token):
+            return .token(token)
+        case .join(let flight):
             return .wait(flight)
+        case .startRefresh(let seed, let forced):
+            return .wait(startFlight(seed: seed, forced: forced))
+        case .fail(let error):
+            throw error
+        case .endSessionThenFail(let error):
+            await endSession(reason: .expired, error: error)
+            throw error
         }
-        try await ensureLoaded()
-        await retryPendingPersistIfDue()
-        guard let session else {
-            // Strategies that need no refresh token (client credentials, an SDK) start a session themselves.
-            guard !strategy.requiresRefreshToken else { throw .signedOut }
-            if let flight { return .wait(flight) }
-            if let blocked = blockedRefreshError() { throw blocked }
-            return .wait(startFlight(seed: nil))
-        }
-        let policy = configuration.expiryPolicy
-        let time = now()
-        if !session.token.willExpireSoon(at: time, policy: policy) { return .token(session.token) }
-        if let flight { return .wait(flight) }
-        let stillValid = !session.token.isExpired(at: time, policy: policy)
-        if let blocked = blockedRefreshError() {
-            if stillValid { return .token(session.token) }
-            noteExpiredIfOffline()
-            throw blocked
-        }
-        if strategy.requiresRefreshToken && session.token.refreshToken == nil {
-            if stillValid { return .token(session.token) }
-            await endSession(reason: .expired, error: .sessionExpired)
-            throw .sessionExpired
-        }
-        return .wait(startFlight(seed: nil))
-    }
-
-    /// The actor half of the forced refreshes: after a rejection (`rejecting`) or with a seed refresh token.
-    func prepareRefresh(rejecting accessToken: String?, seed: String?) async throws(TokenRefreshError) -> Next {
-        try await ensureLoaded()
-        await retryPendingPersistIfDue()
-        if let seed, deadRefreshTokens.contains(seed) { throw .refreshTokenRejected }
-        guard let session else {
-            guard let seed, !seed.isEmpty else { throw .signedOut }
-            if let flight { return .wait(flight) }
-            if let blocked = blockedRefreshError() { throw blocked }
-            return .wait(startFlight(seed: seed))
-        }
-        if let accessToken, accessToken != session.token.accessToken {
-            logger.debug("stale rejection", metadata: ["current": "\(session.token.fingerprint)"])
-            return try await prepareValidToken()
-        }
-        if let seed, seed != session.token.refreshToken { return try await prepareValidToken() }
-        if let flight { return .wait(flight) }
-        if let blocked = blockedRefreshError() {
-            noteExpiredIfOffline()
-            throw blocked
-        }
-        if strategy.requiresRefreshToken && session.token.refreshToken == nil {
-            await endSession(reason: .expired, error: .sessionExpired)
-            throw .sessionExpired
-        }
-        return .wait(startFlight(seed: nil, forced: accessToken != nil))
-    }
-
-    /// The error that holds a new refresh back (backoff, `Retry-After`, the breaker), if any.
-    func blockedRefreshError() -> TokenRefreshError? {
-        let elapsed = clock.elapsed
-        if let retryNotBefore, elapsed < retryNotBefore {
-            return (lastTransientError ?? .transient).with(retryAfter: retryNotBefore - elapsed)
-        }
-        attemptTimes.removeAll { elapsed - $0 >= configuration.breakerWindow }
-        if attemptTimes.count >= configuration.maximumRefreshes, let oldest = attemptTimes.first {
-            return TokenRefreshError.rateLimited.with(retryAfter: oldest + configuration.breakerWindow - elapsed)
-        }
-        return nil
-    }
-
-    func noteExpiredIfOffline() {
-        guard let session, session.token.isExpired(at: now(), policy: configuration.expiryPolicy) else { return }
-        if case .expired = state { return }
-        setState(.expired(lastUserID: session.userID))
     }
 
     // MARK: - Loading
@@ -93,32 +37,25 @@ extension TokenRefreshClient {
     /// Reads the stored session once. Throws ``TokenRefreshError/storageUnavailable`` while the store cannot
     /// be read and nothing is held in memory.
     func ensureLoaded() async throws(TokenRefreshError) {
-        guard !loaded else { return }
-        let read = await store.load(account: configuration.account)
-        guard !loaded else { return }  // a sign-in or another reader got there first
-        switch read {
-        case .found(let stored):
-            loaded = true
-            storedGeneration = stored.generation
-            if let refreshToken = stored.token.refreshToken, deadRefreshTokens.contains(refreshToken) {
-                try? await store.remove(account: configuration.account, condition: .generation(stored.generation))
-                setState(.signedOut)
-                return
-            }
-            session = Session(
-                token: stored.token, userID: stored.userID, generation: stored.generation, persisted: true)
-            // A token that expired while the app was closed reads as expired until a refresh renews it.
-            let expired = stored.token.isExpired(at: now(), policy: configuration.expiryPolicy)
-            setState(expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID))
-            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
-            logger.debug("session restored", metadata: ["token": "\(stored.token.fingerprint)"])
-        case .absent:
-            loaded = true
-            setState(.signedOut)
+        guard !machine.loaded else { return }
+        let stored: StoredSession?
+        switch await store.load(account: configuration.account) {
+        case .found(let found): stored = found
+        case .absent: stored = nil
         case .unavailable(let error):
+            guard !machine.loaded else { return }
             let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
             publish(.storageUnavailable(failure))
             throw failure
+        }
+        switch machine.loaded(stored, now: now()) {
+        case .restored(let stored):
+            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
+            logger.debug("session restored", metadata: ["token": "\(stored.token.fingerprint)"])
+        case .discard(let generation):
+            try? await store.remove(account: configuration.account, condition: .generation(generation))
+        case .absent, .alreadyLoaded:
+            break
         }
     }
 
@@ -127,10 +64,7 @@ extension TokenRefreshClient {
     /// Starts the shared refresh in its own task and returns the flight callers wait on.
     func startFlight(seed: String?, forced: Bool = false) -> RefreshFlight {
         let flight = RefreshFlight(counter: waiterCounter)
-        flightIsForced = forced
-        self.flight = flight
-        publishSnapshot()
-        let startEpoch = epoch
+        let startEpoch = machine.beginFlight(flight, seed: seed, forced: forced)
         let task = Task { await self.runFlight(flight, epoch: startEpoch, seed: seed) }
         flightTask = task
         lastFlightTask = task
@@ -146,7 +80,6 @@ extension TokenRefreshClient {
         var result: Result<AuthToken, TokenRefreshError>
         var retry = 0
         while true {
-            retryOutsideLock = nil
             do {
                 let attempt = retry
                 let token = try await store.withExclusiveAccess(account: configuration.account) {
@@ -160,10 +93,7 @@ extension TokenRefreshClient {
             }
             // A transient failure with retries left: wait with the lock released (other processes need not
             // wait behind the backoff), then take it again and re-read the store before the next attempt.
-            guard case .failure = result, let pending = retryOutsideLock, pending.epoch == startEpoch,
-                epoch == startEpoch
-            else { break }
-            retryOutsideLock = nil
+            guard case .failure = result, let pending = machine.takeRetryOutsideLock(epoch: startEpoch) else { break }
             retry = pending.retry
             do {
                 try await clock.sleep(for: pending.delay)
@@ -172,11 +102,7 @@ extension TokenRefreshClient {
                 break
             }
         }
-        if self.flight === flight {
-            self.flight = nil
-            flightTask = nil
-            publishSnapshot()
-        }
+        if machine.endFlight(flight) { flightTask = nil }
         flight.finish(result)
     }
 
@@ -188,13 +114,11 @@ extension TokenRefreshClient {
     ) async -> Result<AuthToken, TokenRefreshError> {
         let failure = TokenRefreshError.transient.with(underlying: error)
         logger.debug("the store's lock was not free in time", metadata: ["error": "\(error)"])
-        guard epoch == startEpoch else { return .failure(.signedOut) }
-        if case .found(let stored) = await store.load(account: configuration.account), epoch == startEpoch,
-            stored.generation != storedGeneration || session == nil,
-            !stored.token.isExpired(at: now(), policy: configuration.expiryPolicy),
-            !(stored.token.refreshToken.map(deadRefreshTokens.contains) ?? false)
+        guard machine.isCurrent(startEpoch) else { return .failure(.signedOut) }
+        if case .found(let stored) = await store.load(account: configuration.account), machine.isCurrent(startEpoch),
+            machine.shouldAdopt(stored), !stored.token.isExpired(at: now(), policy: configuration.expiryPolicy)
         {
-            adopt(stored)
+            machine.adopt(stored)
             logger.debug("adopted a pair saved elsewhere", metadata: ["token": "\(stored.token.fingerprint)"])
             publish(.tokenRefreshed(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
             return .success(stored.token)
@@ -216,46 +140,43 @@ extension TokenRefreshClient {
         else {
             throw current == nil ? .signedOut : .missingRefreshToken
         }
-        if deadRefreshTokens.contains(refreshToken) { throw .refreshTokenRejected }
+        if machine.rejected.contains(refreshToken) { throw .refreshTokenRejected }
         let sent = refreshToken.isEmpty ? nil : refreshToken
         do {
             let response = try await attemptWithRetries(sent, epoch: startEpoch, retry: retry, sleepsUnderLock: false)
             return try await completeRefresh(response, sent: sent, from: current, epoch: startEpoch)
-        } catch .sessionInvalidated where epoch == startEpoch {
+        } catch .sessionInvalidated where machine.isCurrent(startEpoch) {
             // The server says the session is gone (a cookie session's check): end it once, with that reason.
-            if let sent { deadRefreshTokens.insert(sent) }
-            if session != nil || state.hasSession {
-                await endSession(reason: .invalidatedOnServer, error: .sessionInvalidated)
-            } else if state != .signedOut {
-                setState(.signedOut)
-            }
+            if let sent { machine.rejected.insert(sent) }
+            await endSessionOnce(reason: .invalidatedOnServer, error: .sessionInvalidated)
             throw .sessionInvalidated
-        } catch .signedOut where sent == nil && epoch == startEpoch {
+        } catch .signedOut where sent == nil && machine.isCurrent(startEpoch) {
             // The token provider (an SDK) reports that it has no session: end ours once, with that reason.
-            if session != nil || state.hasSession {
-                await endSession(reason: .providerSignedOut, error: .signedOut)
-            } else if state != .signedOut {
-                setState(.signedOut)
-            }
+            await endSessionOnce(reason: .providerSignedOut, error: .signedOut)
             throw .signedOut
         } catch .refreshTokenRejected {
             guard let sent else {
                 // A strategy without a refresh token (an SDK, client credentials) was told the session is
                 // over: end it once, like any other rejection, instead of handing out the rejected token.
                 try checkEpoch(startEpoch)
-                if session != nil || state.hasSession {
-                    await endSession(reason: .revoked, error: .refreshTokenRejected)
-                } else if state != .signedOut {
-                    setState(.signedOut)
-                }
+                await endSessionOnce(reason: .revoked, error: .refreshTokenRejected)
                 throw .refreshTokenRejected
             }
             return try await handleRejection(of: sent, epoch: startEpoch, seed: seed)
         }
     }
 
+    /// Ends the session with `reason` if there is one; otherwise just reads signed out.
+    func endSessionOnce(reason: AuthEvent.SignOutReason, error: TokenRefreshError) async {
+        if session != nil || state.hasSession {
+            await endSession(reason: reason, error: error)
+        } else if state != .signedOut {
+            machine.setState(.signedOut)
+        }
+    }
+
     func checkEpoch(_ startEpoch: UInt64) throws(TokenRefreshError) {
-        guard epoch == startEpoch else {
+        guard machine.isCurrent(startEpoch) else {
             // Signed out or a new session meanwhile: this refresh is void and touches nothing.
             throw .signedOut
         }
@@ -268,9 +189,8 @@ extension TokenRefreshClient {
         try checkEpoch(startEpoch)
         switch read {
         case .found(let stored):
-            guard stored.generation != storedGeneration || session == nil else { return nil }
-            if let refreshToken = stored.token.refreshToken, deadRefreshTokens.contains(refreshToken) { return nil }
-            adopt(stored)
+            guard machine.shouldAdopt(stored) else { return nil }
+            machine.adopt(stored)
             if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
                 logger.debug("adopted a pair saved elsewhere", metadata: ["token": "\(stored.token.fingerprint)"])
                 publish(.tokenRefreshed(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
@@ -278,7 +198,7 @@ extension TokenRefreshClient {
             }
             return nil
         case .absent:
-            if let session, session.persisted, storedGeneration != nil {
+            if let session, session.persisted, machine.storedGeneration != nil {
                 await endSession(reason: .removedElsewhere, error: nil)
                 throw .signedOut
             }
@@ -290,16 +210,11 @@ extension TokenRefreshClient {
         }
     }
 
-    func adopt(_ stored: StoredSession) {
-        session = Session(token: stored.token, userID: stored.userID, generation: stored.generation, persisted: true)
-        storedGeneration = stored.generation
-        setState(.signedIn(userID: stored.userID))
-    }
-
     /// Calls the strategy, retrying transient failures with jittered backoff and `Retry-After`.
     ///
-    /// With `sleepsUnderLock` false, a failure that is to be retried is thrown at once with the plan left in
-    /// ``retryOutsideLock``: the caller waits with the store's lock released and comes back with `retry`.
+    /// With `sleepsUnderLock` false, a failure that is to be retried is thrown at once with the plan left in the
+    /// machine's flight: ``runFlight(_:epoch:seed:)`` waits with the store's lock released and comes back with
+    /// `retry`.
     func attemptWithRetries(
         _ refreshToken: String?, epoch startEpoch: UInt64, retry startRetry: Int = 0, sleepsUnderLock: Bool = true
     ) async throws(TokenRefreshError)
@@ -308,18 +223,15 @@ extension TokenRefreshClient {
         var retry = startRetry
         while true {
             try checkEpoch(startEpoch)
-            if let blocked = blockedRefreshError() { throw blocked }
-            attemptTimes.append(clock.elapsed)
+            if let blocked = machine.beginAttempt(at: clock.elapsed) { throw blocked }
             let strategy = self.strategy
-            let forced = flightIsForced
+            let forced = machine.flightIsForced
             let failure: TokenRefreshError
             do {
                 let response = try await clock.withTimeout(configuration.refreshTimeout) {
                     try await strategy.refresh(using: refreshToken, forced: forced)
                 }
-                consecutiveTransientFailures = 0
-                retryNotBefore = nil
-                lastTransientError = nil
+                machine.attemptSucceeded()
                 return response
             } catch {
                 failure = Self.classify(error)
@@ -331,24 +243,16 @@ extension TokenRefreshClient {
                 }
                 throw failure
             }
-            let delay =
-                failure.retryAfter
-                ?? configuration.backoff.delay(attempt: consecutiveTransientFailures, random: random())
-            consecutiveTransientFailures += 1
             logger.debug("transient refresh failure", metadata: ["error": "\(failure)", "retry": "\(retry)"])
-            let waitInside = failure.retryAfter.map { $0 <= configuration.backoff.maximumRetryAfterWait } ?? true
-            guard retry < configuration.backoff.retries, waitInside else {
-                retryNotBefore = clock.elapsed + delay
-                lastTransientError = failure
-                isOffline = failure.isConnectivityFailure
-                publishSnapshot()
-                noteExpiredIfOffline()
+            let plan = machine.attemptFailed(
+                failure, retry: retry, random: random(), now: now(), elapsed: clock.elapsed)
+            guard case .retry(let delay) = plan else {
                 publish(.refreshFailed(failure, userID: session?.userID))
                 throw failure
             }
             retry += 1
             if !sleepsUnderLock {
-                retryOutsideLock = (startEpoch, retry, delay)
+                machine.planRetryOutsideLock(retry: retry, delay: delay)
                 throw failure
             }
             do {
@@ -361,18 +265,17 @@ extension TokenRefreshClient {
 
     /// Persists the new pair (generation-conditional), then makes it current.
     func completeRefresh(
-        _ response: TokenResponse, sent: String?, from previous: Session?, epoch startEpoch: UInt64
+        _ response: TokenResponse, sent: String?, from previous: SessionMachine.Session?, epoch startEpoch: UInt64
     ) async throws(TokenRefreshError) -> AuthToken {
         try checkEpoch(startEpoch)
         let token = response.token(receivedAt: now(), keeping: sent)
         let userID = response.userID ?? previous?.userID ?? token.parseUserIdFromJWT()
-        let generation = max(previous?.generation ?? 0, storedGeneration ?? 0) &+ 1
-        let condition: WriteCondition = storedGeneration.map { .generation($0) } ?? .absent
+        let generation = machine.nextGeneration(after: previous)
         // Nobody sees the new pair before the write has landed or failed: not the waiters, not the snapshot.
         let stored = StoredSession(token: token, userID: userID, generation: generation)
         var writeFailure: TokenRefreshError?
         do {
-            try await store.save(stored, account: configuration.account, condition: condition)
+            try await store.save(stored, account: configuration.account, condition: machine.writeCondition)
         } catch .conflict {
             // Someone stored a newer session meanwhile: it wins, and this refresh writes nothing.
             return try await adoptAfterConflict(epoch: startEpoch)
@@ -382,16 +285,12 @@ extension TokenRefreshClient {
         // Signed out or a new session while writing: this refresh is void.
         try checkEpoch(startEpoch)
         // A failed write keeps the pair in memory (the rotated refresh token is never dropped) and is retried.
-        session = Session(token: token, userID: userID, generation: generation, persisted: writeFailure == nil)
-        isOffline = false
+        machine.refreshed(
+            token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed)
         if let writeFailure {
-            lastPersistAttempt = clock.elapsed
             logger.debug("persisting the new pair failed; kept in memory", metadata: ["token": "\(token.fingerprint)"])
             publish(.persistenceFailed(writeFailure, tokenFingerprint: token.fingerprint))
-        } else {
-            storedGeneration = generation
         }
-        setState(.signedIn(userID: userID))
         if previous == nil {
             publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))
         } else {
@@ -406,7 +305,7 @@ extension TokenRefreshClient {
         try checkEpoch(startEpoch)
         switch read {
         case .found(let stored):
-            adopt(stored)
+            machine.adopt(stored)
             return stored.token
         case .absent:
             await endSession(reason: .removedElsewhere, error: nil)
@@ -422,20 +321,20 @@ extension TokenRefreshClient {
     ) async throws(TokenRefreshError)
         -> AuthToken
     {
-        deadRefreshTokens.insert(refreshToken)
+        machine.rejected.insert(refreshToken)
         try checkEpoch(startEpoch)
         if seed == nil, case .found(let stored) = await store.load(account: configuration.account),
             let storedRefresh = stored.token.refreshToken, storedRefresh != refreshToken,
-            !deadRefreshTokens.contains(storedRefresh)
+            !machine.rejected.contains(storedRefresh)
         {
             try checkEpoch(startEpoch)
-            adopt(stored)
+            machine.adopt(stored)
             if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) { return stored.token }
             do {
                 let response = try await attemptWithRetries(storedRefresh, epoch: startEpoch)
                 return try await completeRefresh(response, sent: storedRefresh, from: session, epoch: startEpoch)
             } catch .refreshTokenRejected {
-                deadRefreshTokens.insert(storedRefresh)
+                machine.rejected.insert(storedRefresh)
             }
         }
         try checkEpoch(startEpoch)
@@ -445,20 +344,17 @@ extension TokenRefreshClient {
         throw .refreshTokenRejected
     }
 
-    /// Ends the session in memory and in the store (conditional on the generation), and says so.
+    /// Ends the session in memory and in the store (conditional on the generation), and says so. The flight in
+    /// progress (if this is not it) resolves with `error`.
     func endSession(reason: AuthEvent.SignOutReason, error: TokenRefreshError?) async {
-        let ended = session
-        epoch &+= 1
-        session = nil
-        loaded = true
-        isOffline = false
-        abandonFlight(with: .failure(error ?? .signedOut), cancel: false)
-        setState(.signedOut)
+        let condition: WriteCondition = machine.storedGeneration.map { .generation($0) } ?? .always
+        let (ended, flight) = machine.endSession()
+        flightTask = nil
+        flight?.finish(.failure(error ?? .signedOut))
         if reason != .removedElsewhere {
-            let condition: WriteCondition = storedGeneration.map { .generation($0) } ?? .always
             do {
                 try await store.remove(account: configuration.account, condition: condition)
-                storedGeneration = nil
+                machine.storeCleared()
             } catch {
                 logger.debug("clearing the ended session failed", metadata: ["error": "\(error)"])
             }
@@ -467,71 +363,36 @@ extension TokenRefreshClient {
         logger.debug("session ended", metadata: ["reason": "\(reason)"])
     }
 
-    /// Resolves the flight in progress with `result` now; it will write nothing. `cancel` also stops its task
-    /// (not wanted when the flight itself ends the session).
-    func abandonFlight(with result: Result<AuthToken, TokenRefreshError>, cancel: Bool = true) {
-        guard let flight else { return }
-        self.flight = nil
-        if cancel { flightTask?.cancel() }
-        flightTask = nil
-        publishSnapshot()
-        flight.finish(result)
-    }
-
     // MARK: - Sessions
 
     func startSession(
         _ token: AuthToken, userID: String?, previousState: AuthState
     ) async throws(TokenRefreshError) -> AuthToken {
-        if !loaded, case .found(let stored) = await store.load(account: configuration.account) {
-            storedGeneration = stored.generation
-            if session == nil {
-                // Kept so that a sign-in that cannot be stored falls back to the stored session.
-                session = Session(
-                    token: stored.token, userID: stored.userID, generation: stored.generation, persisted: true)
-                loaded = true
-            }
+        if !machine.loaded, case .found(let stored) = await store.load(account: configuration.account) {
+            // Kept so that a sign-in that cannot be stored falls back to the stored session.
+            machine.noteStoredBeforeLoad(stored)
         }
-        let prior = (session: session, loaded: loaded)
-        epoch &+= 1
-        let generation = max(storedGeneration ?? 0, session?.generation ?? 0) &+ 1
-        session = Session(token: token, userID: userID, generation: generation, persisted: false)
-        loaded = true
-        isOffline = false
-        attemptTimes = []
-        retryNotBefore = nil
-        lastTransientError = nil
-        consecutiveTransientFailures = 0
-        abandonFlight(with: .success(token))
-        setState(.signedIn(userID: userID))
-        let startEpoch = epoch
+        let (replaced, startEpoch, flight) = machine.beginSession(token, userID: userID, stateBefore: previousState)
+        flightTask?.cancel()
+        flightTask = nil
+        flight?.finish(.success(token))
+        let generation = session?.generation ?? 0
         do {
             try await store.save(
                 StoredSession(token: token, userID: userID, generation: generation), account: configuration.account,
                 condition: .always)
-            if epoch == startEpoch {
-                session?.persisted = true
-                storedGeneration = generation
-                publishSnapshot()
-            }
+            machine.sessionStored(epoch: startEpoch)
         } catch {
             let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
             publish(.persistenceFailed(failure, tokenFingerprint: token.fingerprint))
-            if !configuration.allowsMemoryOnlySessions && epoch == startEpoch {
+            if !configuration.allowsMemoryOnlySessions && machine.isCurrent(startEpoch) {
                 // A session that is never stored is lost at the next launch: say so now, and keep what was
                 // there before (the previous session, still in the store, or none).
                 logger.debug("sign-in not stored; rolled back", metadata: ["error": "\(error)"])
-                epoch &+= 1
-                session = prior.session
-                loaded = prior.loaded
-                if prior.session != nil && previousState.hasSession {
-                    setState(previousState)
-                } else {
-                    setState(prior.session.map { .signedIn(userID: $0.userID) } ?? .signedOut)
-                }
+                machine.rollBack(replaced)
                 throw failure
             }
-            lastPersistAttempt = clock.elapsed
+            machine.persistFailed(at: clock.elapsed)
         }
         publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))
         logger.debug("signed in", metadata: ["token": "\(token.fingerprint)"])
@@ -540,26 +401,19 @@ extension TokenRefreshClient {
 
     /// Writes a pair that failed to persist earlier, at most once per ``Configuration/persistRetryInterval``.
     func retryPendingPersistIfDue() async {
-        guard let pending = session, !pending.persisted, !persistInProgress else { return }
-        let elapsed = clock.elapsed
-        if let lastPersistAttempt, elapsed - lastPersistAttempt < configuration.persistRetryInterval { return }
-        persistInProgress = true
-        defer { persistInProgress = false }
-        lastPersistAttempt = elapsed
-        let startEpoch = epoch
-        let condition: WriteCondition = storedGeneration.map { .generation($0) } ?? .absent
+        guard let (pending, startEpoch) = machine.persistRetryDue(elapsed: clock.elapsed) else { return }
         let stored = StoredSession(token: pending.token, userID: pending.userID, generation: pending.generation)
         do {
-            try await store.save(stored, account: configuration.account, condition: condition)
-            guard epoch == startEpoch, session?.generation == pending.generation else { return }
-            session?.persisted = true
-            storedGeneration = pending.generation
-            publishSnapshot()
-            publish(.persistenceRecovered(tokenFingerprint: pending.token.fingerprint))
+            try await store.save(stored, account: configuration.account, condition: machine.writeCondition)
+            if machine.persistRetryEnded(pending, epoch: startEpoch, stored: true) {
+                publish(.persistenceRecovered(tokenFingerprint: pending.token.fingerprint))
+            }
         } catch .conflict {
-            guard epoch == startEpoch else { return }
+            _ = machine.persistRetryEnded(pending, epoch: startEpoch, stored: false)
+            guard machine.isCurrent(startEpoch) else { return }
             _ = try? await adoptAfterConflict(epoch: startEpoch)
         } catch {
+            _ = machine.persistRetryEnded(pending, epoch: startEpoch, stored: false)
             logger.debug(
                 "persisting the pending pair failed again", metadata: ["token": "\(pending.token.fingerprint)"])
         }

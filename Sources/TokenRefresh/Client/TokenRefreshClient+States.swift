@@ -74,8 +74,7 @@ extension TokenRefreshClient {
     /// - Returns: The state afterwards.
     @discardableResult
     public func networkRestored() async -> AuthState {
-        retryNotBefore = nil
-        lastTransientError = nil
+        machine.networkRestored()
         await checkWithProvider()
         return state
     }

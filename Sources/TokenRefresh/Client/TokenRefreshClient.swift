@@ -31,13 +31,6 @@ import Synchronization
 /// - **Generation guard.** A refresh that finishes after sign-out or after a newer session writes nothing.
 /// - **Rate breaker.** At most ``Configuration/maximumRefreshes`` attempts per ``Configuration/breakerWindow``.
 public actor TokenRefreshClient: TokenProvider {
-    struct Session: Sendable {
-        var token: AuthToken
-        var userID: String?
-        var generation: UInt64
-        var persisted: Bool
-    }
-
     struct Snapshot: Sendable {
         var token: AuthToken?
         var state: AuthState = .loading
@@ -46,17 +39,17 @@ public actor TokenRefreshClient: TokenProvider {
         var refreshDue = Date.distantPast
         var isOffline = false
         var flight: RefreshFlight?
+
+        /// Whether `other` says the same (the flight by identity).
+        func matches(_ other: Snapshot) -> Bool {
+            token == other.token && state == other.state && needsActor == other.needsActor
+                && refreshDue == other.refreshDue && isOffline == other.isOffline && flight === other.flight
+        }
     }
 
     struct Subscribers: Sendable {
         var next: UInt64 = 0
         var continuations: [UInt64: AsyncStream<AuthEvent>.Continuation] = [:]
-    }
-
-    /// What a caller does next: take a token, or wait for a shared refresh.
-    enum Next: Sendable {
-        case token(AuthToken)
-        case wait(RefreshFlight)
     }
 
     let strategy: any RefreshStrategy
@@ -73,33 +66,26 @@ public actor TokenRefreshClient: TokenProvider {
     nonisolated let stateSubscribers = LockedValue(StateSubscribers())
     nonisolated let waiterCounter = WaiterCounter()
 
-    var session: Session?
-    var loaded = false
-    /// The generation known to be stored now (`nil`: nothing stored, or not read yet).
-    var storedGeneration: UInt64?
-    /// Bumped by sign-in, sign-out and session changes from outside a refresh: the generation guard.
-    var epoch: UInt64 = 0
-    var flight: RefreshFlight?
+    /// The session's rules and state (see ``SessionMachine``). Every change that the fast path or the
+    /// ``states()`` subscribers can see is published here, so no transition has to remember to.
+    var machine: SessionMachine {
+        didSet {
+            let published = machine.snapshot()
+            if !published.matches(oldValue.snapshot()) {
+                snapshot.withLock { $0 = published }
+            }
+            if machine.state != oldValue.state { publishState(machine.state) }
+        }
+    }
+    /// The refresh task in flight.
     var flightTask: Task<Void, Never>?
     /// The most recent refresh task, kept after it is abandoned so tests can wait for it to end.
     var lastFlightTask: Task<Void, Never>?
-    var state: AuthState = .loading
-    var isOffline = false
-    /// Refresh tokens the server rejected, as keyed hashes; never sent again.
-    var deadRefreshTokens = RejectedRefreshTokens()
-    /// When recent refresh attempts started, by the injected clock (the breaker).
-    var attemptTimes: [Duration] = []
-    /// No new refresh before this instant of the injected clock (backoff, `Retry-After`).
-    var retryNotBefore: Duration?
-    var lastTransientError: TokenRefreshError?
-    var consecutiveTransientFailures = 0
-    var lastPersistAttempt: Duration?
-    /// Whether the refresh in flight follows a rejection by the server (a 401), so a provider should skip
-    /// its cache (Clerk's `getToken(skipCache:)`).
-    var flightIsForced = false
-    /// A transient failure to retry after `delay`, with the store's lock released (set by the refresh task).
-    var retryOutsideLock: (epoch: UInt64, retry: Int, delay: Duration)?
-    var persistInProgress = false
+
+    /// The session held in memory.
+    var session: SessionMachine.Session? { machine.session }
+    /// The state shown to the app.
+    var state: AuthState { machine.state }
 
     /// Creates a client.
     ///
@@ -127,6 +113,8 @@ public actor TokenRefreshClient: TokenProvider {
         self.now = now
         self.random = random
         self.logger = logger
+        self.machine = SessionMachine(
+            configuration: configuration, requiresRefreshToken: strategy.requiresRefreshToken)
     }
 
     deinit {
@@ -202,17 +190,20 @@ public actor TokenRefreshClient: TokenProvider {
 
     /// The rest of ``validToken()`` when the token is not fresh: join or start a refresh.
     nonisolated(nonsending) func validTokenAfterFastPath() async throws -> AuthToken {
-        var flight = snapshot.withLock { snapshot -> RefreshFlight? in
+        let joined = snapshot.withLock { snapshot -> RefreshFlight? in
             snapshot.needsActor || snapshot.token == nil ? nil : snapshot.flight
         }
-        if flight == nil {
-            switch try await prepareValidToken() {
+        let flight: RefreshFlight
+        if let joined {
+            flight = joined
+        } else {
+            switch try await prepare(.validToken) {
             case .token(let token): return token
             case .wait(let started): flight = started
             }
         }
         do {
-            return try await flight!.wait()
+            return try await flight.wait()
         } catch {
             return try stillValidToken(after: error)
         }
@@ -237,7 +228,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Returns: A token to retry with.
     /// - Throws: As ``validToken()``; a transient failure is thrown, since the rejected token is no use.
     public nonisolated func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken {
-        switch try await prepareRefresh(rejecting: accessToken, seed: nil) {
+        switch try await prepare(.afterRejection(of: accessToken)) {
         case .token(let token): return token
         case .wait(let flight): return try await flight.wait()
         }
@@ -253,7 +244,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Returns: The new (or current) token.
     /// - Throws: As ``refreshToken(afterRejectionOf:)``.
     public nonisolated func refreshToken(_ refreshToken: String) async throws -> AuthToken {
-        switch try await prepareRefresh(rejecting: nil, seed: refreshToken) {
+        switch try await prepare(.seed(refreshToken)) {
         case .token(let token): return token
         case .wait(let flight): return try await flight.wait()
         }
@@ -274,7 +265,7 @@ public actor TokenRefreshClient: TokenProvider {
     @discardableResult
     public func restoreSession(validatingWithProvider: Bool = false) async -> AuthState {
         try? await ensureLoaded()
-        if validatingWithProvider, loaded { await checkWithProvider() }
+        if validatingWithProvider, machine.loaded { await checkWithProvider() }
         return state
     }
 
@@ -289,7 +280,7 @@ public actor TokenRefreshClient: TokenProvider {
                 _ = try await validToken()
             }
         } catch let error as TokenRefreshError where error.isConnectivityFailure {
-            if let session { setState(.expired(lastUserID: session.userID)) }
+            if let session { machine.setState(.expired(lastUserID: session.userID)) }
         } catch {
             // Rejections have ended the session already; other failures keep it as it is.
         }
@@ -312,13 +303,13 @@ public actor TokenRefreshClient: TokenProvider {
     @discardableResult
     public func signIn(_ grant: SignInGrant, userID: String? = nil) async throws -> AuthToken {
         let previous = state
-        let startEpoch = epoch
-        setState(.loading)
+        let startEpoch = machine.epoch
+        machine.setState(.loading)
         let response: TokenResponse
         do {
             response = try await grant.run()
         } catch {
-            if epoch == startEpoch { await settleStateAfterFailedSignIn(previous: previous) }
+            if machine.isCurrent(startEpoch) { await settleStateAfterFailedSignIn(previous: previous) }
             throw Self.classify(error)
         }
         let token = response.token(receivedAt: now())
@@ -332,12 +323,12 @@ public actor TokenRefreshClient: TokenProvider {
         try? await ensureLoaded()
         if let session {
             switch previous {
-            case .signedIn, .expired: setState(previous)
-            default: setState(.signedIn(userID: session.userID))
+            case .signedIn, .expired: machine.setState(previous)
+            default: machine.setState(.signedIn(userID: session.userID))
             }
         } else {
             // Nothing usable is held (and the store may be unreadable): there is no session to use now.
-            setState(.signedOut)
+            machine.setState(.signedOut)
         }
     }
 
@@ -361,20 +352,17 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Parameter reason: Why; ``AuthEvent/SignOutReason/userAction`` by default.
     /// - Throws: ``TokenRefreshError/storageUnavailable`` when the store could not be cleared (memory is).
     public func signOut(reason: AuthEvent.SignOutReason = .userAction) async throws {
-        if !loaded, case .found(let stored) = await store.load(account: configuration.account), session == nil {
-            session = Session(
-                token: stored.token, userID: stored.userID, generation: stored.generation, persisted: true)
+        if !machine.loaded, case .found(let stored) = await store.load(account: configuration.account) {
+            machine.noteStoredBeforeLoad(stored)
         }
-        let ended = session
-        epoch &+= 1
-        session = nil
-        loaded = true
-        abandonFlight(with: .failure(.signedOut))
-        setState(.signedOut)
+        let (ended, flight) = machine.endSession()
+        flightTask?.cancel()
+        flightTask = nil
+        flight?.finish(.failure(.signedOut))
         var failure: TokenRefreshError?
         do {
             try await store.remove(account: configuration.account, condition: .always)
-            storedGeneration = nil
+            machine.storeCleared()
         } catch {
             failure = TokenRefreshError.storageUnavailable.with(underlying: error)
         }
@@ -393,41 +381,6 @@ public actor TokenRefreshClient: TokenProvider {
     }
 
     // MARK: - Shared state
-
-    func setState(_ newState: AuthState) {
-        state = newState
-        publishSnapshot()
-        publishState(newState)
-    }
-
-    func publishSnapshot() {
-        let token = session?.token
-        let needsActor = !loaded || session?.persisted == false
-        var refreshDue = Date.distantPast
-        if let token {
-            let policy = configuration.expiryPolicy
-            if let expiresAt = token.expiresAt {
-                let lifetime =
-                    token.lifetime ?? token.expirationClaim.map { max(0, $0.timeIntervalSince(token.receivedAt)) }
-                let margin =
-                    policy.effectiveLeeway(lifetime: lifetime) + policy.effectiveRefreshThreshold(lifetime: lifetime)
-                refreshDue = expiresAt.addingTimeInterval(-margin)
-            } else {
-                refreshDue = .distantFuture  // no known expiry: never due (as `willExpireSoon`)
-            }
-        }
-        let state = self.state
-        let isOffline = self.isOffline
-        let flight = self.flight
-        snapshot.withLock { snapshot in
-            snapshot.token = token
-            snapshot.state = state
-            snapshot.needsActor = needsActor
-            snapshot.refreshDue = refreshDue
-            snapshot.isOffline = isOffline
-            snapshot.flight = flight
-        }
-    }
 
     func publish(_ event: AuthEvent) {
         let continuations = subscribers.withLock { Array($0.continuations.values) }

@@ -266,6 +266,6 @@ extension TokenRefreshClient {
     /// Whether a registry may drop this client without losing anything: no refresh running, no write in progress,
     /// and the session (if any) persisted.
     func isEvictable() -> Bool {
-        flight == nil && !persistInProgress && (session?.persisted ?? true)
+        machine.isEvictable
     }
 }

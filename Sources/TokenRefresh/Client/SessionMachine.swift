@@ -1,0 +1,502 @@
+import AuthToken
+import Foundation
+import Persistence
+
+/// The rules of one client's session, as a value with no I/O.
+///
+/// ``TokenRefreshClient`` keeps one of these and does what its transitions ask: read and write the store, call
+/// the strategy, resume waiters, publish events. Every decision is made here, synchronously, from the
+/// machine's fields and the times the actor passes in, so each rule can be tested without a clock, a store
+/// or a task (see `SessionMachineTests`):
+/// - **Single flight**: a caller who needs a refresh while one runs joins it (``decide(_:now:elapsed:)``).
+/// - **Generation guard**: ``beginSession(_:userID:)`` and ``endSession()`` bump ``epoch``; a refresh started
+///   under an older epoch changes nothing (``isCurrent(_:)``).
+/// - **Breaker**: backoff after transient failures, `Retry-After`, and at most
+///   ``TokenRefreshClient/Configuration/maximumRefreshes`` attempts per window (``Breaker``).
+/// - **Persist, then retry**: a pair that could not be stored stays in memory and is written again at most once
+///   per ``TokenRefreshClient/Configuration/persistRetryInterval`` (``persistRetryDue(elapsed:)``).
+/// - **Offline**: a connectivity failure marks the client offline and an expired session `expired`.
+/// - **Rejection**: a refresh token the server rejected is never sent again (``rejected``).
+///
+/// A new session and an ended one both go through one reset each, so no field is cleared in one place and
+/// forgotten in another: ``beginSession(_:userID:)`` clears offline, backoff and the breaker's history;
+/// ``endSession()`` (sign-out, rejection, removal elsewhere) clears offline and keeps the breaker's history,
+/// which still limits a sessionless strategy's next attempts.
+struct SessionMachine: Sendable {
+    /// A session held in memory.
+    struct Session: Sendable, Equatable {
+        var token: AuthToken
+        var userID: String?
+        /// The store's generation counter for this pair.
+        var generation: UInt64
+        /// Whether the pair is in the store (a failed write keeps it in memory only, to be retried).
+        var persisted: Bool
+    }
+
+    /// What the client knows of the session.
+    enum Phase: Sendable, Equatable {
+        /// The store has not been read yet.
+        case unloaded
+        /// There is no session.
+        case none
+        /// There is one.
+        case active(Session)
+    }
+
+    /// Why a caller needs a token.
+    enum Request: Sendable, Equatable {
+        /// A valid token, refreshed if due (``TokenRefreshClient/validToken()``).
+        case validToken
+        /// A new token after the server rejected this access token (a 401).
+        case afterRejection(of: String)
+        /// A refresh with this refresh token (the seed apps' `refreshToken(_:)`).
+        case seed(String)
+    }
+
+    /// What a caller does next.
+    enum Decision: Sendable {
+        /// Use this token.
+        case token(AuthToken)
+        /// Wait for the refresh in flight.
+        case join(RefreshFlight)
+        /// Start the shared refresh (``beginFlight(_:seed:forced:)``), then wait for it.
+        case startRefresh(seed: String?, forced: Bool)
+        /// Fail with this error; the session is kept.
+        case fail(TokenRefreshError)
+        /// End the session as expired (nothing can renew it), then fail with this error.
+        case endSessionThenFail(TokenRefreshError)
+    }
+
+    /// The refresh in flight.
+    struct Flight: Sendable {
+        /// The callers' rendezvous.
+        let flight: RefreshFlight
+        /// The epoch it started under.
+        let epoch: UInt64
+        /// The seed refresh token, for a refresh without a session.
+        let seed: String?
+        /// Whether it follows a rejection by the server, so a provider should skip its cache.
+        let forced: Bool
+        /// A transient failure to retry after a delay with the store's lock released: the next attempt number.
+        var retryOutsideLock: (retry: Int, delay: Duration)?
+    }
+
+    /// Rate control: backoff after transient failures, `Retry-After`, and the breaker's window of attempts.
+    struct Breaker: Sendable {
+        /// When recent attempts started, by the injected clock.
+        private(set) var attemptTimes: [Duration] = []
+        /// No attempt before this instant of the injected clock.
+        private(set) var retryNotBefore: Duration?
+        private(set) var lastTransientError: TokenRefreshError?
+        private(set) var consecutiveTransientFailures = 0
+
+        /// The error that holds a new attempt back at `elapsed`, if any (pruning attempts out of the window).
+        mutating func blocked(at elapsed: Duration, maximum: Int, window: Duration) -> TokenRefreshError? {
+            if let retryNotBefore, elapsed < retryNotBefore {
+                return (lastTransientError ?? .transient).with(retryAfter: retryNotBefore - elapsed)
+            }
+            attemptTimes.removeAll { elapsed - $0 >= window }
+            if attemptTimes.count >= maximum, let oldest = attemptTimes.first {
+                return TokenRefreshError.rateLimited.with(retryAfter: oldest + window - elapsed)
+            }
+            return nil
+        }
+
+        mutating func recordAttempt(at elapsed: Duration) { attemptTimes.append(elapsed) }
+
+        mutating func recordSuccess() {
+            consecutiveTransientFailures = 0
+            clearBackoff()
+        }
+
+        /// A transient failure: returns the delay before the next attempt (`Retry-After` or jittered backoff).
+        mutating func recordTransientFailure(
+            _ failure: TokenRefreshError, backoff: TokenRefreshClient.Backoff, random: Double
+        ) -> Duration {
+            let delay = failure.retryAfter ?? backoff.delay(attempt: consecutiveTransientFailures, random: random)
+            consecutiveTransientFailures += 1
+            return delay
+        }
+
+        /// No retry now: hold attempts back until `until`.
+        mutating func holdBack(until: Duration, after failure: TokenRefreshError) {
+            retryNotBefore = until
+            lastTransientError = failure
+        }
+
+        /// Forgets the backoff (the network is back, or a refresh succeeded).
+        mutating func clearBackoff() {
+            retryNotBefore = nil
+            lastTransientError = nil
+        }
+    }
+
+    /// What happens after a transient failure.
+    enum RetryPlan: Sendable, Equatable {
+        /// Try again after this delay.
+        case retry(after: Duration)
+        /// Give up for now: fail the callers (the session is kept).
+        case giveUp
+    }
+
+    /// What the actor does with the store's answer at load time.
+    enum LoadOutcome: Sendable, Equatable {
+        /// A session was restored.
+        case restored(StoredSession)
+        /// The stored pair's refresh token was rejected before: remove it (conditional on its generation).
+        case discard(generation: UInt64)
+        /// Nothing stored.
+        case absent
+        /// Already loaded meanwhile (a sign-in or another reader got there first).
+        case alreadyLoaded
+    }
+
+    let configuration: TokenRefreshClient.Configuration
+    /// Whether the strategy needs a refresh token (an SDK or client credentials do not).
+    let requiresRefreshToken: Bool
+
+    private(set) var phase: Phase = .unloaded
+    private(set) var state: AuthState = .loading
+    private(set) var isOffline = false
+    /// Bumped by every new or ended session: the generation guard for refreshes and writes in progress.
+    private(set) var epoch: UInt64 = 0
+    /// The generation known to be stored now (`nil`: nothing stored, or not read yet).
+    var storedGeneration: UInt64?
+    private(set) var flight: Flight?
+    /// Refresh tokens the server rejected, as keyed hashes; never sent again.
+    var rejected = RejectedRefreshTokens()
+    private(set) var breaker = Breaker()
+    /// When the last write of a pending pair was tried, by the injected clock.
+    private(set) var lastPersistAttempt: Duration?
+    /// Whether a write of a pending pair is running.
+    private(set) var persistInProgress = false
+
+    init(configuration: TokenRefreshClient.Configuration, requiresRefreshToken: Bool) {
+        self.configuration = configuration
+        self.requiresRefreshToken = requiresRefreshToken
+    }
+
+    // MARK: - Reading
+
+    /// The session, if there is one.
+    var session: Session? {
+        if case .active(let session) = phase { return session }
+        return nil
+    }
+
+    /// Whether the store has been read (or a session started or ended without reading it).
+    var loaded: Bool { phase != .unloaded }
+
+    /// Whether work started under `epoch` still belongs to the current session.
+    func isCurrent(_ epoch: UInt64) -> Bool { epoch == self.epoch }
+
+    /// Whether a registry may drop the client: no refresh running, no write in progress, nothing unsaved.
+    var isEvictable: Bool { flight == nil && !persistInProgress && (session?.persisted ?? true) }
+
+    /// The condition for writing a new pair over what is stored.
+    var writeCondition: WriteCondition { storedGeneration.map { .generation($0) } ?? .absent }
+
+    /// The generation for a pair that follows `previous`.
+    func nextGeneration(after previous: Session?) -> UInt64 {
+        max(previous?.generation ?? 0, storedGeneration ?? 0) &+ 1
+    }
+
+    // MARK: - Deciding what a caller does
+
+    /// What a caller who needs a token does, at wall time `now` and injected-clock time `elapsed`. The store
+    /// must have been read (``loaded``).
+    ///
+    /// One ladder serves every request: a stale rejection (of a token that is no longer current) and a seed that
+    /// is not the session's refresh token are answered like ``Request/validToken``.
+    mutating func decide(_ request: Request, now: Date, elapsed: Duration) -> Decision {
+        if case .seed(let seed) = request, rejected.contains(seed) { return .fail(.refreshTokenRejected) }
+        guard let session else { return decideWithoutSession(request, elapsed: elapsed) }
+        var forcedBy = request
+        switch request {
+        case .afterRejection(let rejectedToken) where rejectedToken != session.token.accessToken: forcedBy = .validToken
+        case .seed(let seed) where seed != session.token.refreshToken: forcedBy = .validToken
+        default: break
+        }
+        let forced = forcedBy != .validToken
+        let policy = configuration.expiryPolicy
+        if !forced && !session.token.willExpireSoon(at: now, policy: policy) { return .token(session.token) }
+        if let flight { return .join(flight.flight) }
+        let stillValid = !forced && !session.token.isExpired(at: now, policy: policy)
+        if let blocked = blockedError(at: elapsed) {
+            if stillValid { return .token(session.token) }
+            noteExpiredIfOffline(now: now)
+            return .fail(blocked)
+        }
+        if requiresRefreshToken && session.token.refreshToken == nil {
+            return stillValid ? .token(session.token) : .endSessionThenFail(.sessionExpired)
+        }
+        if case .afterRejection = forcedBy { return .startRefresh(seed: nil, forced: true) }
+        return .startRefresh(seed: nil, forced: false)
+    }
+
+    private mutating func decideWithoutSession(_ request: Request, elapsed: Duration) -> Decision {
+        var seed: String?
+        switch request {
+        case .validToken:
+            // Strategies that need no refresh token (client credentials, an SDK) start a session themselves.
+            guard !requiresRefreshToken else { return .fail(.signedOut) }
+        case .afterRejection:
+            return .fail(.signedOut)
+        case .seed(let value):
+            guard !value.isEmpty else { return .fail(.signedOut) }
+            seed = value
+        }
+        if let flight { return .join(flight.flight) }
+        if let blocked = blockedError(at: elapsed) { return .fail(blocked) }
+        return .startRefresh(seed: seed, forced: false)
+    }
+
+    /// The error that holds a new refresh back (backoff, `Retry-After`, the breaker), if any.
+    mutating func blockedError(at elapsed: Duration) -> TokenRefreshError? {
+        breaker.blocked(at: elapsed, maximum: configuration.maximumRefreshes, window: configuration.breakerWindow)
+    }
+
+    /// A session whose token has expired while refreshes fail reads `expired`.
+    mutating func noteExpiredIfOffline(now: Date) {
+        guard let session, session.token.isExpired(at: now, policy: configuration.expiryPolicy) else { return }
+        if case .expired = state { return }
+        state = .expired(lastUserID: session.userID)
+    }
+
+    // MARK: - The flight
+
+    /// Records the refresh `flight` as started; returns its epoch.
+    mutating func beginFlight(_ flight: RefreshFlight, seed: String?, forced: Bool) -> UInt64 {
+        self.flight = Flight(flight: flight, epoch: epoch, seed: seed, forced: forced)
+        return epoch
+    }
+
+    /// The refresh `flight` has ended; returns whether it was still the current one (and is now cleared).
+    mutating func endFlight(_ flight: RefreshFlight) -> Bool {
+        guard self.flight?.flight === flight else { return false }
+        self.flight = nil
+        return true
+    }
+
+    /// Takes the current flight away (a new or ended session resolves it); the actor finishes it.
+    mutating func takeFlight() -> RefreshFlight? {
+        defer { flight = nil }
+        return flight?.flight
+    }
+
+    /// Whether the refresh in flight follows a rejection by the server.
+    var flightIsForced: Bool { flight?.forced ?? false }
+
+    /// Plans a retry with the store's lock released (see ``takeRetryOutsideLock(epoch:)``).
+    mutating func planRetryOutsideLock(retry: Int, delay: Duration) {
+        flight?.retryOutsideLock = (retry, delay)
+    }
+
+    /// The retry planned for the flight started under `epoch`, if it is still current; clears it.
+    mutating func takeRetryOutsideLock(epoch: UInt64) -> (retry: Int, delay: Duration)? {
+        defer { flight?.retryOutsideLock = nil }
+        guard isCurrent(epoch), flight?.epoch == epoch else { return nil }
+        return flight?.retryOutsideLock
+    }
+
+    // MARK: - Attempts
+
+    /// Before calling the strategy: the error that holds the attempt back, or `nil` (and the attempt is counted).
+    mutating func beginAttempt(at elapsed: Duration) -> TokenRefreshError? {
+        if let blocked = blockedError(at: elapsed) { return blocked }
+        breaker.recordAttempt(at: elapsed)
+        return nil
+    }
+
+    /// The strategy answered.
+    mutating func attemptSucceeded() { breaker.recordSuccess() }
+
+    /// The strategy failed transiently on attempt `retry`: retry after a delay, or give up (then attempts are
+    /// held back, the client is offline if it could not connect, and an expired session reads `expired`).
+    mutating func attemptFailed(
+        _ failure: TokenRefreshError, retry: Int, random: Double, now: Date, elapsed: Duration
+    ) -> RetryPlan {
+        let backoff = configuration.backoff
+        let delay = breaker.recordTransientFailure(failure, backoff: backoff, random: random)
+        let waitInside = failure.retryAfter.map { $0 <= backoff.maximumRetryAfterWait } ?? true
+        if retry < backoff.retries && waitInside { return .retry(after: delay) }
+        breaker.holdBack(until: elapsed + delay, after: failure)
+        isOffline = failure.isConnectivityFailure
+        noteExpiredIfOffline(now: now)
+        return .giveUp
+    }
+
+    /// The network is back: forget the backoff so the next refresh runs at once.
+    mutating func networkRestored() { breaker.clearBackoff() }
+
+    // MARK: - Sessions
+
+    /// The store's answer at load time.
+    mutating func loaded(_ stored: StoredSession?, now: Date) -> LoadOutcome {
+        guard !loaded else { return .alreadyLoaded }
+        guard let stored else {
+            phase = .none
+            state = .signedOut
+            return .absent
+        }
+        storedGeneration = stored.generation
+        if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) {
+            phase = .none
+            state = .signedOut
+            return .discard(generation: stored.generation)
+        }
+        phase = .active(Session(stored, persisted: true))
+        // A token that expired while the app was closed reads as expired until a refresh renews it.
+        let expired = stored.token.isExpired(at: now, policy: configuration.expiryPolicy)
+        state = expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID)
+        return .restored(stored)
+    }
+
+    /// Before a sign-in or sign-out over a store never read: keep what is stored as the session, so that a
+    /// sign-in that cannot be stored falls back to it and a sign-out knows whom it signs out.
+    mutating func noteStoredBeforeLoad(_ stored: StoredSession) {
+        guard !loaded else { return }
+        storedGeneration = stored.generation
+        phase = .active(Session(stored, persisted: true))
+    }
+
+    /// What a session start replaced, to roll it back if the new session cannot be stored.
+    struct Replaced: Sendable {
+        let phase: Phase
+        let state: AuthState
+    }
+
+    /// Starts a session with `token`: the one reset for a new session. Returns what it replaced, the epoch the
+    /// session lives under, and the flight to resolve with the new token.
+    mutating func beginSession(
+        _ token: AuthToken, userID: String?, stateBefore: AuthState
+    ) -> (replaced: Replaced, epoch: UInt64, flight: RefreshFlight?) {
+        let replaced = Replaced(phase: phase, state: stateBefore)
+        let generation = nextGeneration(after: session)
+        epoch &+= 1
+        phase = .active(Session(token: token, userID: userID, generation: generation, persisted: false))
+        isOffline = false
+        breaker = Breaker()
+        let flight = takeFlight()
+        state = .signedIn(userID: userID)
+        return (replaced, epoch, flight)
+    }
+
+    /// The new session under `epoch` was stored.
+    mutating func sessionStored(epoch: UInt64) {
+        guard isCurrent(epoch), case .active(var session) = phase else { return }
+        session.persisted = true
+        storedGeneration = session.generation
+        phase = .active(session)
+    }
+
+    /// The new session under `epoch` could not be stored and memory-only sessions are not allowed: go back to
+    /// what was there before.
+    mutating func rollBack(_ replaced: Replaced) {
+        epoch &+= 1
+        phase = replaced.phase
+        if let session, replaced.state.hasSession {
+            state = replaced.state
+        } else {
+            state = session.map { .signedIn(userID: $0.userID) } ?? .signedOut
+        }
+    }
+
+    /// Ends the session: the one reset for an ended session. Returns the session that ended and the flight to
+    /// resolve.
+    mutating func endSession() -> (ended: Session?, flight: RefreshFlight?) {
+        let ended = session
+        epoch &+= 1
+        phase = .none
+        isOffline = false
+        let flight = takeFlight()
+        state = .signedOut
+        return (ended, flight)
+    }
+
+    /// The store was cleared.
+    mutating func storeCleared() { storedGeneration = nil }
+
+    /// Adopts a pair another process stored.
+    mutating func adopt(_ stored: StoredSession) {
+        phase = .active(Session(stored, persisted: true))
+        storedGeneration = stored.generation
+        state = .signedIn(userID: stored.userID)
+    }
+
+    /// Whether a re-read pair is worth adopting: newer than ours (or we have none), and not rejected before.
+    func shouldAdopt(_ stored: StoredSession) -> Bool {
+        guard stored.generation != storedGeneration || session == nil else { return false }
+        if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) { return false }
+        return true
+    }
+
+    /// A refresh produced `token`; `persisted` says whether its write landed.
+    mutating func refreshed(
+        _ token: AuthToken, userID: String?, generation: UInt64, persisted: Bool, elapsed: Duration
+    ) {
+        phase = .active(Session(token: token, userID: userID, generation: generation, persisted: persisted))
+        isOffline = false
+        if persisted { storedGeneration = generation } else { lastPersistAttempt = elapsed }
+        state = .signedIn(userID: userID)
+    }
+
+    /// Sets the state shown to the app.
+    mutating func setState(_ newState: AuthState) { state = newState }
+
+    // MARK: - Writing a pending pair again
+
+    /// A write of the session's pending pair is due at `elapsed`: returns it (and marks the write as running),
+    /// or `nil` when the pair is stored, a write is running, or the last try was too recent.
+    mutating func persistRetryDue(elapsed: Duration) -> (pending: Session, epoch: UInt64)? {
+        guard let pending = session, !pending.persisted, !persistInProgress else { return nil }
+        if let lastPersistAttempt, elapsed - lastPersistAttempt < configuration.persistRetryInterval { return nil }
+        persistInProgress = true
+        lastPersistAttempt = elapsed
+        return (pending, epoch)
+    }
+
+    /// The write started by ``persistRetryDue(elapsed:)`` ended. Returns whether it stored the current pair.
+    mutating func persistRetryEnded(_ pending: Session, epoch: UInt64, stored: Bool) -> Bool {
+        persistInProgress = false
+        guard stored, isCurrent(epoch), case .active(var session) = phase, session.generation == pending.generation
+        else { return false }
+        session.persisted = true
+        phase = .active(session)
+        storedGeneration = pending.generation
+        return true
+    }
+
+    /// A failed write at sign-in: try again after ``TokenRefreshClient/Configuration/persistRetryInterval``.
+    mutating func persistFailed(at elapsed: Duration) { lastPersistAttempt = elapsed }
+
+    // MARK: - The lock-free snapshot
+
+    /// What `validToken()`'s fast path reads without an actor hop.
+    func snapshot() -> TokenRefreshClient.Snapshot {
+        var snapshot = TokenRefreshClient.Snapshot()
+        snapshot.token = session?.token
+        snapshot.state = state
+        snapshot.needsActor = !loaded || session?.persisted == false
+        snapshot.isOffline = isOffline
+        snapshot.flight = flight?.flight
+        if let token = session?.token {
+            snapshot.refreshDue = Self.refreshDue(of: token, policy: configuration.expiryPolicy)
+        }
+        return snapshot
+    }
+
+    /// When `token` becomes due for a proactive refresh (`willExpireSoon`).
+    static func refreshDue(of token: AuthToken, policy: ExpiryPolicy) -> Date {
+        guard let expiresAt = token.expiresAt else { return .distantFuture }  // no known expiry: never due
+        let lifetime = token.lifetime ?? token.expirationClaim.map { max(0, $0.timeIntervalSince(token.receivedAt)) }
+        let margin = policy.effectiveLeeway(lifetime: lifetime) + policy.effectiveRefreshThreshold(lifetime: lifetime)
+        return expiresAt.addingTimeInterval(-margin)
+    }
+}
+
+extension SessionMachine.Session {
+    init(_ stored: StoredSession, persisted: Bool) {
+        self.init(token: stored.token, userID: stored.userID, generation: stored.generation, persisted: persisted)
+    }
+}

@@ -1,0 +1,319 @@
+import AuthToken
+import Foundation
+import Persistence
+import Testing
+import TokenKitTestingTraits
+
+@testable import TokenRefresh
+
+/// The session's rules, tested synchronously on the value type that holds them: no clock, store, task or actor.
+@Suite(.logLeakCheck()) struct SessionMachineTests {
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    /// A machine whose store has been read and holds a session with a one-hour token received at `start`.
+    static func machine(
+        configuration: TokenRefreshClient.Configuration = .init(backoff: .init(retries: 0)),
+        refreshToken: String? = "refresh-token-machine-one",
+        requiresRefreshToken: Bool = true
+    ) -> SessionMachine {
+        var machine = SessionMachine(configuration: configuration, requiresRefreshToken: requiresRefreshToken)
+        let token = AuthToken(
+            accessToken: "access-token-machine-one", refreshToken: refreshToken, receivedAt: start, lifetime: 3600)
+        _ = machine.loaded(StoredSession(token: token, userID: "user-1", generation: 1), now: start)
+        return machine
+    }
+
+    static let fresh = start.addingTimeInterval(60)
+    static let due = start.addingTimeInterval(3500)
+    static let expired = start.addingTimeInterval(4000)
+
+    func startedFlight(_ machine: inout SessionMachine, now: Date = due) throws -> (RefreshFlight, UInt64) {
+        guard case .startRefresh(let seed, let forced) = machine.decide(.validToken, now: now, elapsed: .zero) else {
+            Issue.record("expected a refresh to start")
+            throw CancellationError()
+        }
+        let flight = RefreshFlight()
+        return (flight, machine.beginFlight(flight, seed: seed, forced: forced))
+    }
+
+    // MARK: - Single flight
+
+    @Test func aFreshTokenIsHandedOutWithoutARefresh() {
+        var machine = Self.machine()
+        guard case .token(let token) = machine.decide(.validToken, now: Self.fresh, elapsed: .zero) else {
+            Issue.record("expected the current token")
+            return
+        }
+        #expect(token.accessToken == "access-token-machine-one")
+        #expect(machine.flight == nil)
+    }
+
+    @Test func everyCallerWhileARefreshRunsJoinsIt() throws {
+        var machine = Self.machine()
+        let (flight, _) = try startedFlight(&machine)
+        for request in [SessionMachine.Request.validToken, .afterRejection(of: "access-token-machine-one")] {
+            guard case .join(let joined) = machine.decide(request, now: Self.due, elapsed: .zero) else {
+                Issue.record("expected \(request) to join the flight")
+                continue
+            }
+            #expect(joined === flight)
+        }
+        #expect(machine.snapshot().flight === flight)
+    }
+
+    @Test func aRejectionOfAnOlderTokenGetsTheCurrentOneWithoutARefresh() {
+        var machine = Self.machine()
+        let decision = machine.decide(.afterRejection(of: "access-token-machine-old"), now: Self.fresh, elapsed: .zero)
+        guard case .token(let token) = decision else {
+            Issue.record("expected the current token, got \(decision)")
+            return
+        }
+        #expect(token.accessToken == "access-token-machine-one")
+    }
+
+    @Test func aRejectionOfTheCurrentTokenForcesARefreshEvenWhileItLooksFresh() {
+        var machine = Self.machine()
+        let decision = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
+        guard case .startRefresh(nil, forced: true) = decision else {
+            Issue.record("expected a forced refresh, got \(decision)")
+            return
+        }
+    }
+
+    // MARK: - Generation guard
+
+    @Test func aNewSessionVoidsTheRefreshInFlightAndHandsItsFlightOver() throws {
+        var machine = Self.machine()
+        let (flight, epoch) = try startedFlight(&machine)
+        let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
+        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.state)
+        #expect(started.flight === flight)
+        #expect(!machine.isCurrent(epoch))
+        #expect(machine.isCurrent(started.epoch))
+        let stillCurrent = machine.endFlight(flight)
+        #expect(!stillCurrent)
+        #expect(machine.session?.generation == 2)
+        #expect(machine.session?.persisted == false)
+        #expect(machine.state == .signedIn(userID: "user-2"))
+    }
+
+    @Test func anEndedSessionVoidsTheRefreshInFlight() throws {
+        var machine = Self.machine()
+        let (flight, epoch) = try startedFlight(&machine)
+        let ended = machine.endSession()
+        #expect(ended.flight === flight)
+        #expect(ended.ended?.userID == "user-1")
+        #expect(!machine.isCurrent(epoch))
+        #expect(machine.session == nil)
+        #expect(machine.loaded)
+        #expect(machine.state == .signedOut)
+        let retry = machine.takeRetryOutsideLock(epoch: epoch)
+        #expect(retry == nil)
+    }
+
+    @Test func aSignInThatCannotBeStoredRollsBackToThePreviousSession() {
+        var machine = Self.machine()
+        let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
+        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.state)
+        machine.rollBack(started.replaced)
+        #expect(machine.session?.token.accessToken == "access-token-machine-one")
+        #expect(machine.state == .signedIn(userID: "user-1"))
+        #expect(!machine.isCurrent(started.epoch))
+    }
+
+    // MARK: - Breaker and backoff
+
+    @Test func theBreakerHoldsAttemptsBackUntilItsWindowHasPassed() {
+        var machine = Self.machine(configuration: .init(maximumRefreshes: 2, breakerWindow: .seconds(30)))
+        let first = machine.beginAttempt(at: .seconds(0))
+        #expect(first == nil)
+        let second = machine.beginAttempt(at: .seconds(1))
+        #expect(second == nil)
+        let blocked = machine.beginAttempt(at: .seconds(2))
+        #expect(blocked == .rateLimited)
+        #expect(blocked?.retryAfter == .seconds(28))
+        guard case .fail(.rateLimited) = machine.decide(.validToken, now: Self.expired, elapsed: .seconds(2)) else {
+            Issue.record("an expired token must fail while the breaker is open")
+            return
+        }
+        guard case .token = machine.decide(.validToken, now: Self.due, elapsed: .seconds(2)) else {
+            Issue.record("a still-valid token is handed out while the breaker is open")
+            return
+        }
+        let afterWindow = machine.beginAttempt(at: .seconds(30))
+        #expect(afterWindow == nil)
+    }
+
+    @Test func aTransientFailureIsRetriedThenHeldBackForTheBackoff() {
+        let backoff = TokenRefreshClient.Backoff(retries: 1, initialDelay: .seconds(1), maximumDelay: .seconds(60))
+        var machine = Self.machine(configuration: .init(backoff: backoff))
+        let failure = TokenRefreshError.transient
+        let first = machine.attemptFailed(failure, retry: 0, random: 0, now: Self.due, elapsed: .zero)
+        #expect(first == .retry(after: .milliseconds(500)))
+        let second = machine.attemptFailed(failure, retry: 1, random: 0, now: Self.due, elapsed: .seconds(1))
+        #expect(second == .giveUp)
+        let duringBackoff = machine.blockedError(at: .seconds(1))
+        #expect(duringBackoff == .transient)
+        let afterBackoff = machine.blockedError(at: .seconds(2))
+        #expect(afterBackoff == nil)
+        machine.attemptSucceeded()
+        #expect(machine.breaker.consecutiveTransientFailures == 0)
+    }
+
+    @Test func aLongRetryAfterIsNotWaitedForInsideTheRefresh() {
+        var machine = Self.machine(configuration: .init(backoff: .init(retries: 3, maximumRetryAfterWait: .seconds(5))))
+        let failure = TokenRefreshError.transient.with(retryAfter: .seconds(120))
+        let plan = machine.attemptFailed(failure, retry: 0, random: 0, now: Self.due, elapsed: .zero)
+        #expect(plan == .giveUp)
+        let nearTheEnd = machine.blockedError(at: .seconds(119))
+        #expect(nearTheEnd?.retryAfter == .seconds(1))
+    }
+
+    @Test func aNewSessionResetsTheBreakerAndAnEndedOneKeepsIt() {
+        var machine = Self.machine(configuration: .init(maximumRefreshes: 1))
+        let attempt = machine.beginAttempt(at: .zero)
+        #expect(attempt == nil)
+        _ = machine.endSession()
+        let afterEnd = machine.blockedError(at: .seconds(1))
+        #expect(afterEnd == .rateLimited)
+        let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
+        _ = machine.beginSession(token, userID: nil, stateBefore: machine.state)
+        let afterNewSession = machine.blockedError(at: .seconds(1))
+        #expect(afterNewSession == nil)
+    }
+
+    // MARK: - Offline
+
+    @Test func aConnectivityFailureMakesTheClientOfflineAndAnExpiredSessionExpired() {
+        var machine = Self.machine()
+        let failure = TokenRefreshError.transient.with(connectivityFailure: true)
+        let plan = machine.attemptFailed(failure, retry: 0, random: 0, now: Self.expired, elapsed: .zero)
+        #expect(plan == .giveUp)
+        #expect(machine.isOffline)
+        #expect(machine.snapshot().isOffline)
+        #expect(machine.state == .expired(lastUserID: "user-1"))
+        #expect(machine.session != nil)
+        _ = machine.endSession()
+        #expect(!machine.isOffline)
+    }
+
+    @Test func aNewSessionIsNotOffline() {
+        var machine = Self.machine()
+        let failure = TokenRefreshError.transient.with(connectivityFailure: true)
+        _ = machine.attemptFailed(failure, retry: 0, random: 0, now: Self.due, elapsed: .zero)
+        #expect(machine.isOffline)
+        #expect(machine.state == .signedIn(userID: "user-1"))
+        let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
+        _ = machine.beginSession(token, userID: nil, stateBefore: machine.state)
+        #expect(!machine.isOffline)
+    }
+
+    // MARK: - Persist, then retry
+
+    @Test func aPairThatCouldNotBeStoredIsWrittenAgainOncePerInterval() throws {
+        var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
+        let token = AuthToken(
+            accessToken: "access-token-machine-two", refreshToken: "refresh-token-machine-two", receivedAt: Self.due,
+            lifetime: 3600)
+        machine.refreshed(token, userID: "user-1", generation: 2, persisted: false, elapsed: .seconds(10))
+        #expect(machine.snapshot().needsActor)
+        #expect(!machine.isEvictable)
+        let tooSoon = machine.persistRetryDue(elapsed: .seconds(14))
+        #expect(tooSoon == nil)
+        let dueNow = machine.persistRetryDue(elapsed: .seconds(15))
+        let due = try #require(dueNow)
+        #expect(due.pending.generation == 2)
+        let whileWriting = machine.persistRetryDue(elapsed: .seconds(30))
+        #expect(whileWriting == nil)  // one write at a time
+        let stored = machine.persistRetryEnded(due.pending, epoch: due.epoch, stored: true)
+        #expect(stored)
+        #expect(machine.session?.persisted == true)
+        #expect(machine.storedGeneration == 2)
+        #expect(!machine.snapshot().needsActor)
+        #expect(machine.isEvictable)
+    }
+
+    @Test func aWriteThatLandsAfterANewSessionMarksNothing() throws {
+        var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
+        let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
+        machine.refreshed(token, userID: nil, generation: 2, persisted: false, elapsed: .zero)
+        let dueNow = machine.persistRetryDue(elapsed: .seconds(5))
+        let due = try #require(dueNow)
+        _ = machine.endSession()
+        let marked = machine.persistRetryEnded(due.pending, epoch: due.epoch, stored: true)
+        #expect(!marked)
+        #expect(machine.storedGeneration == 1)
+    }
+
+    // MARK: - Rejection
+
+    @Test func aRejectedRefreshTokenIsNeverSentAgain() {
+        var machine = Self.machine()
+        machine.rejected.insert("refresh-token-machine-one")
+        guard
+            case .fail(.refreshTokenRejected) = machine.decide(
+                .seed("refresh-token-machine-one"), now: Self.due, elapsed: .zero)
+        else {
+            Issue.record("a rejected seed must fail at once")
+            return
+        }
+        let stored = StoredSession(
+            token: AuthToken(
+                accessToken: "access-token-machine-one", refreshToken: "refresh-token-machine-one",
+                receivedAt: Self.start),
+            userID: nil, generation: 7)
+        #expect(!machine.shouldAdopt(stored))
+        var fresh = SessionMachine(configuration: .init(), requiresRefreshToken: true)
+        fresh.rejected.insert("refresh-token-machine-one")
+        let outcome = fresh.loaded(stored, now: Self.start)
+        #expect(outcome == .discard(generation: 7))
+        #expect(fresh.state == .signedOut)
+    }
+
+    @Test func anExpiredSessionWithoutARefreshTokenEnds() {
+        var machine = Self.machine(refreshToken: nil)
+        guard case .token = machine.decide(.validToken, now: Self.due, elapsed: .zero) else {
+            Issue.record("a still-valid token without a refresh token is handed out")
+            return
+        }
+        guard case .endSessionThenFail(.sessionExpired) = machine.decide(.validToken, now: Self.expired, elapsed: .zero)
+        else {
+            Issue.record("an expired token without a refresh token ends the session")
+            return
+        }
+    }
+
+    @Test func withoutASessionOnlyASeedOrASessionlessStrategyStartsARefresh() {
+        var machine = SessionMachine(configuration: .init(), requiresRefreshToken: true)
+        _ = machine.loaded(nil, now: Self.start)
+        guard case .fail(.signedOut) = machine.decide(.validToken, now: Self.start, elapsed: .zero) else {
+            Issue.record("no session, no token")
+            return
+        }
+        guard
+            case .startRefresh("refresh-token-seeded-one", forced: false) = machine.decide(
+                .seed("refresh-token-seeded-one"), now: Self.start, elapsed: .zero)
+        else {
+            Issue.record("a seed starts a session")
+            return
+        }
+        var sessionless = SessionMachine(configuration: .init(), requiresRefreshToken: false)
+        _ = sessionless.loaded(nil, now: Self.start)
+        guard case .startRefresh(nil, forced: false) = sessionless.decide(.validToken, now: Self.start, elapsed: .zero)
+        else {
+            Issue.record("a sessionless strategy starts its own session")
+            return
+        }
+    }
+
+    @Test func aTokenThatExpiredWhileTheAppWasClosedIsRestoredAsExpired() {
+        var machine = SessionMachine(configuration: .init(), requiresRefreshToken: true)
+        let token = AuthToken(accessToken: "access-token-machine-one", receivedAt: Self.start, lifetime: 60)
+        let stored = StoredSession(token: token, userID: "user-1", generation: 3)
+        let outcome = machine.loaded(stored, now: Self.expired)
+        #expect(outcome == .restored(stored))
+        #expect(machine.state == .expired(lastUserID: "user-1"))
+        let again = machine.loaded(nil, now: Self.expired)
+        #expect(again == .alreadyLoaded)
+    }
+}
