@@ -24,7 +24,7 @@ extension Interop {
             defer { directory.remove() }
             let store = FileTokenStore(
                 directory: directory.storeDirectory,
-                configuration: .init(logger: capture.logger("TokenKit.Persistence.FileTokenStore")))
+                logger: capture.logger("TokenKit.Persistence.FileTokenStore"))
             let recorder = RecordingTransport(server.transport)
             func makeSession(_ oauthClient: OAuthClient = Credentials.confidentialBasic) -> InteropSession {
                 // Sign-out revokes with the session's own client (RFC 7009), through the recording transport.

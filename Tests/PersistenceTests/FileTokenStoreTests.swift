@@ -150,7 +150,7 @@ import TokenKitTestingTraits
             attributes: [.posixPermissions: 0o755])
         let capture = LogCapture()
         let store = FileTokenStore(
-            directory: temporary.storeDirectory, configuration: .init(logger: capture.logger()))
+            directory: temporary.storeDirectory, logger: capture.logger())
         try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
         #expect(await store.load(account: "alice").session?.generation == 1)
         let mode = try FileManager.default.attributesOfItem(atPath: temporary.storeDirectory.path)[.posixPermissions]
@@ -206,7 +206,7 @@ import TokenKitTestingTraits
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
         let capture = LogCapture()
-        let store = FileTokenStore(directory: temporary.storeDirectory, configuration: .init(logger: capture.logger()))
+        let store = FileTokenStore(directory: temporary.storeDirectory, logger: capture.logger())
         try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
         _ = await store.load(account: "alice")
         try await store.withExclusiveAccess(account: "alice") {
@@ -259,7 +259,8 @@ import TokenKitTestingTraits
     @Test func aWriteConditionIsCheckedUnderTheLock() async throws {
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
-        let store = FileTokenStore(directory: temporary.storeDirectory)
+        // No lock timeout: this test is about conditions, and a loaded machine may starve a holder for seconds.
+        let store = FileTokenStore(directory: temporary.storeDirectory, configuration: .init(lockTimeout: nil))
         try await store.save(sampleSession(generation: 1), account: "a", condition: .always)
         // Many writers race from the same generation: exactly one may win.
         let wins = try await withThrowingTaskGroup(of: Bool.self) { group in

@@ -255,14 +255,15 @@ func run() async throws {
             "      (diagnostic: a task parked on a bare continuation and resumed costs "
                 + "\(Harness.format(Harness.median(parkeds) / 10_000)); the refresh waiter costs "
                 + "\(Harness.format(overParked)) more than that)")
-        Harness.report(
-            "20,000 vs 10,000 waiters (\(label))",
-            "\(Harness.format(Harness.median(twenties))) vs \(Harness.format(wait10)) = "
-                + String(format: "%.2fx", growth), target: "<= 2.2x", passed: growth <= 2.2)
+        // The growth of bare continuations from 10k to 20k tasks (no TokenKit code) is the baseline that scales
+        // the same way: it was measured between 2.16x and 2.48x on this machine, so an absolute bound is noise.
         let parkedGrowth = Harness.median(zip(parkedTwenties, parkeds).map { $0 / $1 })
-        print(
-            "      (diagnostic: tasks parked on a bare continuation grow "
-                + String(format: "%.2fx", parkedGrowth) + " from 10k to 20k)")
+        let growthOverBare = Harness.median(
+            zip(zip(twenties, tens), zip(parkedTwenties, parkeds)).map { ($0.0 / $0.1) / ($1.0 / $1.1) })
+        Harness.report(
+            "20,000 vs 10,000 waiters, growth over bare continuations' growth (\(label))",
+            String(format: "%.2fx (TokenKit) vs %.2fx (bare) = %.2fx", growth, parkedGrowth, growthOverBare),
+            target: "<= 1.1x", passed: growthOverBare <= 1.1)
     }
 }
 

@@ -43,7 +43,7 @@ extension PostgresTokenStore {
                 if let result = try await attempt(key, body) { return try result.get() }
                 let waited = timer.elapsed() - started
                 if let timeout = configuration.lockTimeout, waited >= timeout {
-                    configuration.logger.debug("advisory lock wait timed out", metadata: ["waited": "\(waited)"])
+                    logger.debug("advisory lock wait timed out", metadata: ["waited": "\(waited)"])
                     throw PersistenceError.lockTimedOut.with(
                         detail: "waited \(waited) for the account's advisory lock")
                 }
@@ -125,7 +125,7 @@ extension PostgresTokenStore {
     }
 
     private func tryLock(_ key: Int64, on connection: PostgresConnection) async throws -> Bool {
-        let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: configuration.logger)
+        let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: logger)
         var granted = false
         for try await value in rows.decode(Bool.self) { granted = value }
         return granted
@@ -135,7 +135,7 @@ extension PostgresTokenStore {
     private func holdingLock<T: Sendable>(
         _ key: Int64, on connection: PostgresConnection, _ body: @Sendable () async throws -> T
     ) async -> Result<T, any Error> {
-        configuration.logger.trace("advisory lock taken")
+        logger.trace("advisory lock taken")
         let outer = HeldAdvisoryLock.current
         let held = HeldAdvisoryLock(
             keys: (outer?.keys ?? []).union([key]), connection: connection, client: ObjectIdentifier(client))
@@ -153,10 +153,10 @@ extension PostgresTokenStore {
     /// already closed (the server ended it) holds no lock. Bounded by ``Configuration/operationTimeout``.
     private func release(_ key: Int64, on connection: PostgresConnection) async {
         if connection.isClosed {
-            configuration.logger.debug("the lock's connection was closed; the server released the lock")
+            logger.debug("the lock's connection was closed; the server released the lock")
             return
         }
-        let logger = configuration.logger
+        let logger = self.logger
         let unlocked =
             (try? await withDeadline(configuration.operationTimeout, sleep: timer.sleep) {
                 let rows = try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: logger)

@@ -69,8 +69,6 @@ public struct PostgresTokenStore: TokenStore {
         public var operationTimeout: Duration?
         /// Whether the first operation runs ``PostgresTokenStore/migrate()`` (once per store value and its copies).
         public var migratesAutomatically: Bool
-        /// Where debug and trace messages go. Nothing from a session's tokens is ever logged.
-        public var logger: Logger
 
         /// Creates a configuration.
         ///
@@ -81,15 +79,13 @@ public struct PostgresTokenStore: TokenStore {
         ///   - lockRetryInterval: How often a waiter asks for the lock again; 20 ms by default.
         ///   - operationTimeout: The longest wait for the database per operation; 5 s by default.
         ///   - migratesAutomatically: Whether the first operation creates the table if needed.
-        ///   - logger: Where debug and trace messages go.
         public init(
             tableName: String = "tokenkit_sessions",
             encryptionKey: SymmetricKey? = nil,
             lockTimeout: Duration? = .seconds(5),
             lockRetryInterval: Duration = .milliseconds(20),
             operationTimeout: Duration? = .seconds(5),
-            migratesAutomatically: Bool = true,
-            logger: Logger = Logger(label: "TokenKit.Persistence.PostgresTokenStore")
+            migratesAutomatically: Bool = true
         ) {
             self.tableName = tableName
             self.encryptionKey = encryptionKey
@@ -97,7 +93,6 @@ public struct PostgresTokenStore: TokenStore {
             self.lockRetryInterval = lockRetryInterval
             self.operationTimeout = operationTimeout
             self.migratesAutomatically = migratesAutomatically
-            self.logger = logger
         }
     }
 
@@ -105,6 +100,8 @@ public struct PostgresTokenStore: TokenStore {
     public let client: PostgresClient
     /// The store's options.
     public let configuration: Configuration
+    /// Where debug and trace messages go. Nothing from a session's tokens is ever logged.
+    let logger: Logger
 
     let format: SessionRowFormat
     let timer: StoreClock
@@ -116,18 +113,21 @@ public struct PostgresTokenStore: TokenStore {
     ///
     /// - Parameters:
     ///   - client: The app's PostgreSQL client; its pool is shared with the app.
-    ///   - configuration: Table name, encryption, timeouts and logging.
+    ///   - configuration: Table name, encryption and timeouts.
     ///   - clock: The clock for lock waits and timeouts.
+    ///   - logger: Where debug and trace messages go (never token text).
     /// - Precondition: ``Configuration/tableName`` is a plain or schema-qualified SQL identifier.
     public init(
         client: PostgresClient, configuration: Configuration = Configuration(),
-        clock: some Clock<Duration> = ContinuousClock()
+        clock: some Clock<Duration> = ContinuousClock(),
+        logger: Logger = Logger(label: "TokenKit.Persistence.PostgresTokenStore")
     ) {
         precondition(
             Self.isPlainIdentifier(configuration.tableName),
             "PostgresTokenStore: the table name must be letters, digits and underscores (optionally schema.table)")
         self.client = client
         self.configuration = configuration
+        self.logger = logger
         self.format = SessionRowFormat(key: configuration.encryptionKey)
         self.timer = StoreClock(clock)
     }
@@ -147,7 +147,7 @@ public struct PostgresTokenStore: TokenStore {
         do {
             row = try await database(.unavailable) { try await self.fetchRow(account: account) }
         } catch {
-            configuration.logger.debug("session row unavailable", metadata: ["error": "\(error)"])
+            logger.debug("session row unavailable", metadata: ["error": "\(error)"])
             return .unavailable(error)
         }
         guard let row else { return .absent }
@@ -155,7 +155,7 @@ public struct PostgresTokenStore: TokenStore {
             account: account, generation: row.generation, formatVersion: row.formatVersion, keyCheck: row.keyCheck,
             payload: row.payload)
         if case .unavailable(let error) = read {
-            configuration.logger.debug("session row unreadable", metadata: ["error": "\(error)"])
+            logger.debug("session row unreadable", metadata: ["error": "\(error)"])
         }
         return read
     }
@@ -184,7 +184,7 @@ public struct PostgresTokenStore: TokenStore {
             try await self.write(account: account, generation: generation, payload: payload, condition: condition)
         }
         if let refusal = outcome { throw refusal }
-        configuration.logger.debug(
+        logger.debug(
             "session saved", metadata: ["generation": "\(session.generation)", "token": "\(session.token.fingerprint)"])
     }
 
@@ -203,7 +203,7 @@ public struct PostgresTokenStore: TokenStore {
             try await self.delete(account: account, condition: condition)
         }
         if let refusal = outcome { throw refusal }
-        configuration.logger.debug("session removed")
+        logger.debug("session removed")
     }
 
     /// Creates the table if it does not exist. Idempotent, and safe to run from several replicas at once.
@@ -257,7 +257,7 @@ public struct PostgresTokenStore: TokenStore {
         let rows = try await connection.query(
             """
             SELECT generation, format_version, key_check, payload FROM \(unescaped: table) WHERE account = \(account)
-            """, logger: configuration.logger)
+            """, logger: logger)
         for try await (generation, version, keyCheck, payload) in rows.decode(
             (Int64, Int32, String?, ByteBuffer).self)
         {
@@ -279,7 +279,7 @@ public struct PostgresTokenStore: TokenStore {
         let rows = try await connection.query(
             """
             SELECT generation, format_version, key_check FROM \(unescaped: table) WHERE account = \(account) FOR UPDATE
-            """, logger: configuration.logger)
+            """, logger: logger)
         for try await (generation, version, keyCheck) in rows.decode((Int64, Int32, String?).self) {
             return Header(generation: UInt64(bitPattern: generation), formatVersion: version, keyCheck: keyCheck)
         }
@@ -304,7 +304,7 @@ public struct PostgresTokenStore: TokenStore {
         let version = SessionRowFormat.currentVersion
         let keyCheck = format.keyCheck
         let bytes = ByteBuffer(bytes: payload)
-        let logger = configuration.logger
+        let logger = logger
         return try await withSessionConnection { connection in
             try await connection.withTransaction(logger: logger) { connection -> PersistenceError? in
                 let header = try await self.lockedHeader(account: account, on: connection)
@@ -336,7 +336,7 @@ public struct PostgresTokenStore: TokenStore {
 
     /// Deletes the row if `condition` holds; the refusal when it does not.
     private func delete(account: String, condition: WriteCondition) async throws -> PersistenceError? {
-        let logger = configuration.logger
+        let logger = logger
         return try await withSessionConnection { connection in
             try await connection.withTransaction(logger: logger) { connection -> PersistenceError? in
                 let header = try await self.lockedHeader(account: account, on: connection)
@@ -354,8 +354,8 @@ public struct PostgresTokenStore: TokenStore {
     private func createTable() async throws {
         let lockKey = SessionRowFormat.lockKey(table: table, account: "\u{0}schema")
         try await client.withConnection { connection in
-            try await connection.withTransaction(logger: configuration.logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: configuration.logger)
+            try await connection.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
                 try await connection.query(
                     """
                     CREATE TABLE IF NOT EXISTS \(unescaped: table) (
@@ -366,7 +366,7 @@ public struct PostgresTokenStore: TokenStore {
                         payload bytea NOT NULL,
                         updated_at timestamptz NOT NULL DEFAULT now()
                     )
-                    """, logger: configuration.logger)
+                    """, logger: logger)
             }
         }
     }

@@ -46,8 +46,6 @@ public struct FileTokenStore: TokenStore {
         /// ``PersistenceError/wrongKey``: to start encrypting existing sessions, load them with a store without
         /// the key and save them with one that has it.
         public var encryptionKey: SymmetricKey?
-        /// Where debug and trace messages go. Nothing from a session's tokens is ever logged.
-        public var logger: Logger
         /// The longest wait for the account's lock (held by another process's refresh, say) before an
         /// operation gives up with ``PersistenceError/lockTimedOut``; `nil` waits without limit.
         ///
@@ -61,15 +59,12 @@ public struct FileTokenStore: TokenStore {
         ///
         /// - Parameters:
         ///   - encryptionKey: A key to seal sessions with, or `nil` for plain JSON.
-        ///   - logger: Where debug and trace messages go.
         ///   - lockTimeout: The longest wait for the account's lock; 5 s by default.
         public init(
             encryptionKey: SymmetricKey? = nil,
-            logger: Logger = Logger(label: "TokenKit.Persistence.FileTokenStore"),
             lockTimeout: Duration? = .seconds(5)
         ) {
             self.encryptionKey = encryptionKey
-            self.logger = logger
             self.lockTimeout = lockTimeout
         }
     }
@@ -78,16 +73,23 @@ public struct FileTokenStore: TokenStore {
     public let directory: URL
     /// The store's options.
     public let configuration: Configuration
+    /// Where debug and trace messages go. Nothing from a session's tokens is ever logged.
+    let logger: Logger
 
     /// Creates a store over `directory`. Nothing is touched until the first operation; the first write
     /// creates the directory (and missing parents) with mode 0700.
     ///
     /// - Parameters:
     ///   - directory: A directory of the store's own.
-    ///   - configuration: Encryption and logging options.
-    public init(directory: URL, configuration: Configuration = Configuration()) {
+    ///   - configuration: Encryption and lock options.
+    ///   - logger: Where debug and trace messages go (file names only, never token text).
+    public init(
+        directory: URL, configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "TokenKit.Persistence.FileTokenStore")
+    ) {
         self.directory = directory
         self.configuration = configuration
+        self.logger = logger
         var path = directory.standardizedFileURL.path
         while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
         self.directoryPath = path
@@ -140,7 +142,7 @@ public struct FileTokenStore: TokenStore {
                 }
             }
         } catch {
-            configuration.logger.debug(
+            logger.debug(
                 "session file unavailable", metadata: ["file": "\(files.fileName)", "error": "\(error)"])
             return .unavailable(error)
         }
@@ -172,7 +174,7 @@ public struct FileTokenStore: TokenStore {
             guard condition.allows(current: current) else { throw PersistenceError.conflict }
             try files.writeAtomically(bytes)
         }
-        configuration.logger.debug(
+        logger.debug(
             "session saved",
             metadata: [
                 "file": "\(files.fileName)", "generation": "\(session.generation)",
@@ -201,7 +203,7 @@ public struct FileTokenStore: TokenStore {
             guard condition.allows(current: current) else { throw PersistenceError.conflict }
             if current != nil { try files.removeFile() }
         }
-        configuration.logger.debug("session removed", metadata: ["file": "\(files.fileName)"])
+        logger.debug("session removed", metadata: ["file": "\(files.fileName)"])
     }
 
     /// Runs `body` while holding the account's lock: process-local first, then an advisory `flock` on
@@ -226,10 +228,10 @@ public struct FileTokenStore: TokenStore {
         if ProcessLocalLocks.heldKeys.contains(key) { return try await body() }
         let lock = try await HeldFileLock.acquire(
             key: key, lockPath: files.lockPath, faults: configuration.faults, timeout: configuration.lockTimeout)
-        configuration.logger.trace("lock taken", metadata: ["file": "\(files.fileName)"])
+        logger.trace("lock taken", metadata: ["file": "\(files.fileName)"])
         defer {
             lock.release()
-            configuration.logger.trace("lock released", metadata: ["file": "\(files.fileName)"])
+            logger.trace("lock released", metadata: ["file": "\(files.fileName)"])
         }
         return try await ProcessLocalLocks.$heldKeys.withValue(ProcessLocalLocks.heldKeys.union([key])) {
             try await body()
@@ -243,7 +245,7 @@ public struct FileTokenStore: TokenStore {
         return SessionFiles(
             directory: directoryPath, fileName: name,
             format: SessionFileFormat(key: configuration.encryptionKey, binding: name),
-            faults: configuration.faults, logger: configuration.logger)
+            faults: configuration.faults, logger: logger)
     }
 
     private func lockKey(_ files: SessionFiles) -> String {
