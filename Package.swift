@@ -71,6 +71,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            // User-facing messages in English and Japanese (seed 004), read at run time on every platform.
+            resources: [.process("Messages/Resources")],
             swiftSettings: strictSettings
         ),
         // Backends verify incoming JWS tokens against a JWKS: Foundation, swift-crypto and swift-log only (no NIO).

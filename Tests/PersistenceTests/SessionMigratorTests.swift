@@ -98,6 +98,23 @@ import TokenKitTestingTraits
         #expect(session.token.expiresAt == Date(timeIntervalSince1970: 1_750_000_900))
     }
 
+    @Test func anOldIdAliasSessionIsClearedAndTheUserAskedToSignInAgain() async throws {
+        let source = InMemoryLegacyKeyValueSource(strings: ["auth_session": #"{"idAlias":"alias-42"}"#, "other": "x"])
+        let store = InMemoryTokenStore()
+        #expect(try await Self.migrator(.idAlias(), source, store).migrate() == .signInRequired)
+        #expect(await source.values.keys.sorted() == ["other"])
+        #expect(await store.load(account: "default").session == nil)
+        // Once only: the next launch finds nothing.
+        #expect(try await Self.migrator(.idAlias(), source, store).migrate() == .nothingToMigrate)
+    }
+
+    @Test func aNewFormatSessionUnderTheOldKeyIsLeftAlone() async throws {
+        let value = #"{"auth_user":{"id":"user-1"}}"#
+        let source = InMemoryLegacyKeyValueSource(strings: ["auth_session": value])
+        #expect(try await Self.migrator(.idAlias(), source, InMemoryTokenStore()).migrate() == .nothingToMigrate)
+        #expect(await source.values["auth_session"] == Data(value.utf8))
+    }
+
     @Test func aSecondRunFindsNothingToMigrateAndChangesNothing() async throws {
         let source = Self.fitIQSource()
         let store = InMemoryTokenStore()

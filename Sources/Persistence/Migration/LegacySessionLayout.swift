@@ -4,8 +4,8 @@ import Foundation
 /// How an older app version laid out its session in a ``LegacyKeyValueSource``: which keys it used and how
 /// to turn their values into a token.
 ///
-/// Two layouts are built in: ``fitIQ(accessTokenKey:refreshTokenKey:userProfileIDKey:)`` and
-/// ``lume(tokenKey:userIDKey:)``.
+/// Three layouts are built in: ``fitIQ(accessTokenKey:refreshTokenKey:userProfileIDKey:)``,
+/// ``lume(tokenKey:userIDKey:)``, and ``idAlias(sessionKey:)``, whose sessions cannot move over and are cleared.
 public struct LegacySessionLayout: Sendable {
     /// What a layout found in its keys.
     enum Reading {
@@ -14,6 +14,9 @@ public struct LegacySessionLayout: Sendable {
         case session(AuthToken, userID: String?)
         /// The values are there but cannot be read; they are kept.
         case unreadable(String)
+        /// A session of a sign-in method the app no longer supports: it is removed and the user must sign in
+        /// again.
+        case retired
     }
 
     /// A name for logs, such as `FitIQ`.
@@ -69,6 +72,21 @@ public struct LegacySessionLayout: Sendable {
                 expirationClaim: legacy.expiresAt)
             let userID = userIDKey.flatMap { values[$0] }.map { String(decoding: $0, as: UTF8.self) }
             return .session(token, userID: userID)
+        }
+    }
+
+    /// The `idAlias` session of seed 004's app before BetterAuth: a string under `sessionKey` that does not
+    /// contain `auth_user` (the new format's marker). It cannot become a session (there is no credential to
+    /// carry over), so the migrator removes it and answers ``SessionMigrator/Outcome/signInRequired``: the app
+    /// shows its "sign in again" message once. A value with `auth_user` is the new format and is left alone.
+    ///
+    /// - Parameter sessionKey: The key of the old session; `auth_session` by default.
+    /// - Returns: The layout.
+    public static func idAlias(sessionKey: String = "auth_session") -> LegacySessionLayout {
+        LegacySessionLayout(name: "idAlias", keys: [sessionKey]) { values, _ in
+            guard let data = values[sessionKey], !data.isEmpty else { return .nothing }
+            let text = String(decoding: data, as: UTF8.self)
+            return text.contains("auth_user") ? .nothing : .retired
         }
     }
 

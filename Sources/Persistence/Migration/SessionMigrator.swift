@@ -13,6 +13,9 @@ public import Logging
 ///    removing the keys, or the user has signed in since: the store's session wins, it is not written again,
 ///    and the leftover keys are removed: ``Outcome/finishedEarlierMigration``.
 ///
+/// A layout whose session cannot move over (``LegacySessionLayout/idAlias(sessionKey:)``) has its keys removed
+/// without a save: ``Outcome/signInRequired``.
+///
 /// So a crash between the save and the removal is completed on the next launch, and the session is never
 /// lost or saved twice. If the store cannot be read or written, the legacy keys are kept.
 ///
@@ -30,6 +33,9 @@ public struct SessionMigrator: Sendable {
         case migrated
         /// The store already had a session; the leftover legacy keys were removed.
         case finishedEarlierMigration
+        /// The legacy session cannot move over (the sign-in method changed): it was removed, and the app asks the
+        /// user to sign in again (seed 004's "認証方式が更新されました" message).
+        case signInRequired
     }
 
     /// The legacy layout.
@@ -105,6 +111,8 @@ public struct SessionMigrator: Sendable {
                     case .unreadable(let reason):
                         throw PersistenceError.migrationFailed.with(
                             detail: "\(layout.name): \(reason); the entries are kept")
+                    case .retired:
+                        outcome = .signInRequired
                     case .session(let token, let userID):
                         let session = StoredSession(token: token, userID: userID, generation: 1)
                         try await store.save(session, account: account, condition: .absent)

@@ -395,7 +395,7 @@ struct SessionMachine: Sendable {
     mutating func rollBack(_ replaced: Replaced) {
         epoch &+= 1
         phase = replaced.phase
-        if let session, replaced.state.hasSession {
+        if session != nil, replaced.state.hasSession {
             state = replaced.state
         } else {
             state = session.map { .signedIn(userID: $0.userID) } ?? .signedOut

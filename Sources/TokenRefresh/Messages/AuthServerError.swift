@@ -1,0 +1,80 @@
+public import Foundation
+
+/// An auth server's `{"error": "..."}` answer, as a typed error (seed 004's `BackendError`).
+///
+/// Only the texts the seed names are recognised; any other text becomes ``Kind/unrecognized`` and is dropped,
+/// so nothing a server sent is shown raw or logged.
+///
+/// ```swift
+/// import Foundation
+/// import TokenRefresh
+///
+/// let body = Data(#"{"error": "Username already exists"}"#.utf8)
+/// if let error = AuthServerError(status: 422, body: body) {
+///     print(error.kind, error.message.text(in: .english))
+/// }
+/// ```
+public struct AuthServerError: Error, Sendable, Hashable, LocalizedError {
+    /// What the server said.
+    public enum Kind: Sendable, Hashable {
+        /// "Username already exists".
+        case usernameTaken
+        /// "Invalid credentials".
+        case invalidCredentials
+        /// "Session expired".
+        case sessionExpired
+        /// A text this library does not know (not kept).
+        case unrecognized
+    }
+
+    /// What the server said.
+    public let kind: Kind
+    /// The HTTP status, if known.
+    public let status: Int?
+
+    /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - kind: What the server said.
+    ///   - status: The HTTP status, if known.
+    public init(kind: Kind, status: Int? = nil) {
+        self.kind = kind
+        self.status = status
+    }
+
+    /// Reads a server's `{"error": "..."}` answer.
+    ///
+    /// - Parameters:
+    ///   - status: The HTTP status, if known.
+    ///   - body: The answer's body.
+    /// - Returns: `nil` when the body is not a JSON object with a string `error`.
+    public init?(status: Int?, body: Data) {
+        guard body.count <= 64 * 1024,
+            let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+            let text = object["error"] as? String
+        else { return nil }
+        self.init(kind: Self.kind(of: text), status: status)
+    }
+
+    private static func kind(of text: String) -> Kind {
+        switch text.trimmingCharacters(in: .whitespacesAndNewlines).lowercased() {
+        case "username already exists": .usernameTaken
+        case "invalid credentials": .invalidCredentials
+        case "session expired": .sessionExpired
+        default: .unrecognized
+        }
+    }
+
+    /// The message to show for it.
+    public var message: UserMessage {
+        switch kind {
+        case .usernameTaken: UserMessage(.usernameTaken)
+        case .invalidCredentials: UserMessage(.invalidCredentials)
+        case .sessionExpired: UserMessage(.backendSessionExpired)
+        case .unrecognized: UserMessage(.unrecognizedServerError)
+        }
+    }
+
+    /// The message in the user's preferred language (English or Japanese).
+    public var errorDescription: String? { message.text() }
+}
