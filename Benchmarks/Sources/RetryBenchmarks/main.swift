@@ -107,6 +107,32 @@ func runBenchmarks() async throws {
     // `RetryBenchmarks overhead` stops here (for profiling the common path alone).
     if CommandLine.arguments.dropFirst().first == "overhead" { return }
 
+    // A cookie credential against a Bearer (issue 16: at most 1.2x), the same token and transport, in
+    // alternating rounds; the verdict is the median of the per-round ratios.
+    let cookieClient = AuthenticatedClient(
+        transport: transport, tokenProvider: FixedTokenProvider(token: token),
+        configuration: AuthenticatedClient.Configuration(
+            allowedOrigins: [origin], credentialPresentation: .cookie(named: "better-auth.session_token")))
+    var bearers: [Double] = []
+    var cookies: [Double] = []
+    for _ in 0..<7 {
+        bearers.append(
+            try await Harness.nanosecondsPerOperation(samples: 5, iterations: iterations / 4) {
+                let (response, data) = try await client.executeWithAutoRetry(request, body: body)
+                sink &+= response.status.code &+ data.count
+            })
+        cookies.append(
+            try await Harness.nanosecondsPerOperation(samples: 5, iterations: iterations / 4) {
+                let (response, data) = try await cookieClient.executeWithAutoRetry(request, body: body)
+                sink &+= response.status.code &+ data.count
+            })
+    }
+    let cookieRatio = Harness.median(zip(cookies, bearers).map { $0 / $1 })
+    Harness.report(
+        "a cookie credential vs a Bearer",
+        "\(Harness.format(Harness.median(cookies))) vs \(Harness.format(Harness.median(bearers))) per request = "
+            + String(format: "%.2fx", cookieRatio), target: "<= 1.2x", passed: cookieRatio <= 1.2)
+
     let retryClient = AuthenticatedClient(
         transport: RejectOnceTransport(),
         tokenProvider: RotatingProvider(

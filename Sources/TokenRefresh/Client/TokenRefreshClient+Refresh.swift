@@ -25,6 +25,7 @@ extension TokenRefreshClient {
         case .startRefresh(let seed, let forced):
             return .wait(startFlight(seed: seed, forced: forced))
         case .fail(let error):
+            if error == .rateLimited || error.retryAfter != nil { metrics.recordBlocked(error) }
             throw error
         case .endSessionThenFail(let error):
             await endSession(reason: .expired, error: error)
@@ -82,8 +83,9 @@ extension TokenRefreshClient {
         while true {
             do {
                 let attempt = retry
+                let asked = clock.elapsed
                 let token = try await store.withExclusiveAccess(account: configuration.account) {
-                    try await self.refreshLocked(epoch: startEpoch, seed: seed, retry: attempt)
+                    try await self.refreshLocked(epoch: startEpoch, seed: seed, retry: attempt, askedForLockAt: asked)
                 }
                 result = .success(token)
             } catch let error as PersistenceError where error == .lockTimedOut {
@@ -131,8 +133,9 @@ extension TokenRefreshClient {
 
     /// The refresh proper, under the store's exclusive access.
     func refreshLocked(
-        epoch startEpoch: UInt64, seed: String?, retry: Int
+        epoch startEpoch: UInt64, seed: String?, retry: Int, askedForLockAt asked: Duration
     ) async throws(TokenRefreshError) -> AuthToken {
+        metrics.recordLockWait(clock.elapsed - asked)
         try checkEpoch(startEpoch)
         if seed == nil, let adopted = try await rereadStore(epoch: startEpoch) { return adopted }
         let current = session
@@ -223,7 +226,11 @@ extension TokenRefreshClient {
         var retry = startRetry
         while true {
             try checkEpoch(startEpoch)
-            if let blocked = machine.beginAttempt(at: clock.elapsed) { throw blocked }
+            let started = clock.elapsed
+            if let blocked = machine.beginAttempt(at: started) {
+                metrics.recordBlocked(blocked)
+                throw blocked
+            }
             let strategy = self.strategy
             let forced = machine.flightIsForced
             let failure: TokenRefreshError
@@ -231,10 +238,12 @@ extension TokenRefreshClient {
                 let response = try await clock.withTimeout(configuration.refreshTimeout) {
                     try await strategy.refresh(using: refreshToken, forced: forced)
                 }
+                metrics.recordSuccess(after: clock.elapsed - started)
                 machine.attemptSucceeded()
                 return response
             } catch {
                 failure = Self.classify(error)
+                metrics.recordFailure(failure, after: clock.elapsed - started)
             }
             try checkEpoch(startEpoch)
             guard failure.isTransient else {

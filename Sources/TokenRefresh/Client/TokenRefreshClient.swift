@@ -1,4 +1,5 @@
 public import AuthToken
+public import CoreMetrics
 public import Foundation
 public import Logging
 public import NetworkRetry
@@ -60,6 +61,7 @@ public actor TokenRefreshClient: TokenProvider {
     nonisolated let now: @Sendable () -> Date
     let random: @Sendable () -> Double
     let logger: Logger
+    let metrics: RefreshMetrics
 
     nonisolated let snapshot = Mutex(Snapshot())
     nonisolated let subscribers = LockedValue(Subscribers())
@@ -97,6 +99,8 @@ public actor TokenRefreshClient: TokenProvider {
     ///   - now: The wall clock for token expiry; ``AuthToken/systemNow`` by default.
     ///   - random: Numbers in `0..<1` for backoff jitter; the system generator by default.
     ///   - logger: Where debug lines go (fingerprints only, never token text).
+    ///   - metricsFactory: Where refresh counts, failures by class, breaker trips and lock waits go (see the
+    ///     "Metrics" section of the TokenRefresh documentation); the bootstrapped swift-metrics backend by default.
     public init(
         strategy: any RefreshStrategy,
         store: any TokenStore = InMemoryTokenStore(),
@@ -104,7 +108,8 @@ public actor TokenRefreshClient: TokenProvider {
         clock: any Clock<Duration> = ContinuousClock(),
         now: @escaping @Sendable () -> Date = AuthToken.systemNow,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-        logger: Logger = Logger(label: "TokenKit.TokenRefresh")
+        logger: Logger = Logger(label: "TokenKit.TokenRefresh"),
+        metricsFactory: any MetricsFactory = MetricsSystem.factory
     ) {
         self.strategy = strategy
         self.store = store
@@ -113,6 +118,7 @@ public actor TokenRefreshClient: TokenProvider {
         self.now = now
         self.random = random
         self.logger = logger
+        self.metrics = RefreshMetrics(factory: metricsFactory)
         self.machine = SessionMachine(
             configuration: configuration, requiresRefreshToken: strategy.requiresRefreshToken)
     }
