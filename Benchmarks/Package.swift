@@ -49,6 +49,14 @@ let package = Package(
             ]
         ),
         // The system OpenSSL's libcrypto (libssl-dev), the baseline VerifyBenchmarks measures swift-crypto against.
+        .executableTarget(
+            name: "RegistryBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "TokenRefresh", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+            ]
+        ),
         .systemLibrary(name: "COpenSSLCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .executableTarget(
             name: "VerifyBenchmarks",

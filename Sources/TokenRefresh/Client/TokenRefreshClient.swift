@@ -111,6 +111,17 @@ public actor TokenRefreshClient: TokenProvider {
         logger: Logger = Logger(label: "TokenKit.TokenRefresh"),
         metricsFactory: any MetricsFactory = MetricsSystem.factory
     ) {
+        self.init(
+            strategy: strategy, store: store, configuration: configuration, clock: clock, now: now, random: random,
+            logger: logger, metrics: RefreshMetrics(factory: metricsFactory))
+    }
+
+    /// Creates a client that records into `metrics` (a registry shares one set among its clients).
+    init(
+        strategy: any RefreshStrategy, store: any TokenStore, configuration: Configuration, clock: any Clock<Duration>,
+        now: @escaping @Sendable () -> Date, random: @escaping @Sendable () -> Double, logger: Logger,
+        metrics: RefreshMetrics
+    ) {
         self.strategy = strategy
         self.store = store
         self.configuration = configuration
@@ -118,7 +129,7 @@ public actor TokenRefreshClient: TokenProvider {
         self.now = now
         self.random = random
         self.logger = logger
-        self.metrics = RefreshMetrics(factory: metricsFactory)
+        self.metrics = metrics
         self.machine = SessionMachine(
             configuration: configuration, requiresRefreshToken: strategy.requiresRefreshToken)
     }

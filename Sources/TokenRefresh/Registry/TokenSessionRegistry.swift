@@ -1,4 +1,5 @@
 public import AuthToken
+public import CoreMetrics
 public import Foundation
 public import Logging
 public import Persistence
@@ -84,6 +85,8 @@ public final class TokenSessionRegistry: Sendable {
     private let now: @Sendable () -> Date
     private let random: @Sendable () -> Double
     private let logger: Logger
+    /// One set of metrics for every client (see ``TokenRefreshClient``'s metrics).
+    private let metrics: RefreshMetrics
     // An NSLock, not `Mutex`: ThreadSanitizer on Linux does not follow Mutex's futex (see LockedValue).
     private let state = LockedValue(State())
 
@@ -96,6 +99,8 @@ public final class TokenSessionRegistry: Sendable {
     ///   - now: The wall clock for token expiry; ``AuthToken/systemNow`` by default.
     ///   - random: Numbers in `0..<1` for the clients' backoff jitter.
     ///   - logger: Where the registry and its clients log (fingerprints only).
+    ///   - metricsFactory: Where the clients' refresh metrics go, recorded under the same names for every account
+    ///     (no account dimension); the bootstrapped swift-metrics backend by default.
     ///   - makeStrategy: Makes the refresh strategy for an account (usually the same one for every account, over
     ///     one shared transport).
     public init(
@@ -105,6 +110,7 @@ public final class TokenSessionRegistry: Sendable {
         now: @escaping @Sendable () -> Date = AuthToken.systemNow,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         logger: Logger = Logger(label: "TokenKit.TokenSessionRegistry"),
+        metricsFactory: any MetricsFactory = MetricsSystem.factory,
         makeStrategy: @escaping @Sendable (String) -> any RefreshStrategy
     ) {
         self.store = store
@@ -115,6 +121,7 @@ public final class TokenSessionRegistry: Sendable {
         self.now = now
         self.random = random
         self.logger = logger
+        self.metrics = RefreshMetrics(factory: metricsFactory)
     }
 
     /// The number of clients registered now.
@@ -180,7 +187,7 @@ public final class TokenSessionRegistry: Sendable {
         options.account = account
         let made = TokenRefreshClient(
             strategy: makeStrategy(account), store: store, configuration: options, clock: clock, now: now,
-            random: random, logger: logger)
+            random: random, logger: logger, metrics: metrics)
         let (client, overBound) = state.withLock { state -> (TokenRefreshClient, Bool) in
             if let existing = Self.touch(&state, account, time: time, active: active) { return (existing, false) }
             state.entries[account] = Entry(client: made, lastUse: time, uses: 0, active: active ? 1 : 0)
