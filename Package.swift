@@ -78,7 +78,8 @@ let package = Package(
             resources: [.process("Messages/Resources")],
             swiftSettings: strictSettings
         ),
-        // Backends verify incoming JWS tokens against a JWKS: Foundation, swift-crypto and swift-log only (no NIO).
+        // Backends verify incoming JWS tokens against a JWKS: Foundation, swift-crypto, swift-log and the swift-metrics
+    // API only (no NIO).
         .target(
             name: "TokenVerification",
             dependencies: [
@@ -86,6 +87,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),
@@ -153,6 +155,7 @@ let package = Package(
                 "AuthToken", "TokenVerification", "TokenKitTesting", "TokenKitTestingTraits",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),

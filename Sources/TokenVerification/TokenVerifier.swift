@@ -1,4 +1,5 @@
 public import AuthToken
+public import CoreMetrics
 public import Crypto
 public import Foundation
 
@@ -92,6 +93,8 @@ public struct TokenVerifier: Sendable {
     /// The wall clock for `exp`, `nbf` and `iat`.
     public let now: @Sendable () -> Date
     let cache: VerifiedTokenCache?
+    let cacheHits: Counter
+    let cacheMisses: Counter
     let rules: TokenRules
 
     /// A verifier.
@@ -100,10 +103,17 @@ public struct TokenVerifier: Sendable {
     ///   - configuration: What a token must satisfy.
     ///   - keySource: Where keys come from.
     ///   - now: The wall clock; the system's by default.
+    ///   - metricsFactory: Where the cache's hits and misses go (`tokenkit_verifier_cache_lookups_total` with
+    ///     `result` `hit` or `miss`); the bootstrapped swift-metrics backend by default.
     public init(
         configuration: Configuration, keySource: any JWKSSource,
-        now: @escaping @Sendable () -> Date = AuthToken.systemNow
+        now: @escaping @Sendable () -> Date = AuthToken.systemNow,
+        metricsFactory: any MetricsFactory = MetricsSystem.factory
     ) {
+        cacheHits = Counter(
+            label: "tokenkit_verifier_cache_lookups_total", dimensions: [("result", "hit")], factory: metricsFactory)
+        cacheMisses = Counter(
+            label: "tokenkit_verifier_cache_lookups_total", dimensions: [("result", "miss")], factory: metricsFactory)
         self.configuration = configuration
         self.keySource = keySource
         self.now = now
@@ -132,6 +142,7 @@ public struct TokenVerifier: Sendable {
                 if entry.key.map(keySource.isPublished) ?? true {
                     do {
                         try rules.checkClaims(entry.claims.members, now: now)
+                        cacheHits.increment()
                         return entry.claims
                     } catch {
                         cache.remove(tokenDigest)
@@ -141,6 +152,7 @@ public struct TokenVerifier: Sendable {
                 // Its key has left the set: forget it, and verify from scratch (which looks the key up again).
                 cache.remove(tokenDigest)
             }
+            cacheMisses.increment()
         }
 
         let jws = try CompactJWS(bytes)

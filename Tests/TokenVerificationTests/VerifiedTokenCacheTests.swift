@@ -1,4 +1,5 @@
 import Foundation
+import MetricsTestKit
 import Testing
 import TokenKitTesting
 import TokenKitTestingTraits
@@ -18,6 +19,17 @@ import TokenVerification
         _ = try await verifier.verify(TestKeys.token(.es256))
         #expect(source.lookups == 2)
         #expect(verifier.cachedTokenCount == 2)
+    }
+
+    @Test func cacheHitsAndMissesAreCounted() async throws {
+        let metrics = TestMetrics()
+        let verifier = TokenVerifier(
+            configuration: .init(issuer: TestKeys.issuer, algorithms: JWSAlgorithm.asymmetric),
+            keySource: StaticJWKSSource(TestKeys.keySet()), now: ManualClock().wallClock, metricsFactory: metrics)
+        for _ in 0..<4 { _ = try await verifier.verify(TestKeys.token(.rs256)) }
+        let label = "tokenkit_verifier_cache_lookups_total"
+        #expect(metrics.counterTotal(label: label, dimensions: [("result", "miss")]) == 1)
+        #expect(metrics.counterTotal(label: label, dimensions: [("result", "hit")]) == 3)
     }
 
     @Test func aCachedTokenExpiresWithItsClaims() async throws {
