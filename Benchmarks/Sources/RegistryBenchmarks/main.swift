@@ -13,7 +13,7 @@ import TokenRefresh
 // 2. The memory an idle registered session costs (resident set growth per client), target 4 KB.
 // 3. validToken() through the registry for a fresh token against the same client called directly, target 2x.
 
-let tokenURL = URL(string: "https://auth.example.com/token")!
+let tokenURL = URL(string: "https://auth.example.com/oauth/token")!
 
 /// The resident set size of this process, in bytes (Linux `/proc/self/statm`); 0 where unavailable.
 func residentBytes() -> Int {

@@ -61,13 +61,21 @@ public final class TokenSessionRegistry: Sendable {
         }
     }
 
-    private struct Entry {
+    /// A registered client. A reference, so that a call finds it once and updates it in place; its fields are
+    /// read and written only under the registry's lock.
+    private final class Entry: @unchecked Sendable {
         let client: TokenRefreshClient
         var lastUse: Duration
         /// Bumped on every use: an eviction checked against an older value does not evict.
-        var uses: UInt64
+        var uses: UInt64 = 0
         /// Callers inside a registry call on this client now.
         var active: Int
+
+        init(client: TokenRefreshClient, lastUse: Duration, active: Int) {
+            self.client = client
+            self.lastUse = lastUse
+            self.active = active
+        }
     }
 
     private struct State {
@@ -137,7 +145,7 @@ public final class TokenSessionRegistry: Sendable {
     /// - Parameter account: The account key.
     /// - Returns: The account's client.
     public func client(for account: String) -> TokenRefreshClient {
-        checkOut(account, active: false)
+        checkOut(account, active: false).client
     }
 
     /// A valid access token for `account`: its client's ``TokenRefreshClient/validToken()``.
@@ -146,9 +154,9 @@ public final class TokenSessionRegistry: Sendable {
     /// - Returns: A token that is not about to expire.
     /// - Throws: What the client's `validToken()` throws (``TokenRefreshError``).
     public func validToken(for account: String) async throws -> AuthToken {
-        let client = checkOut(account, active: true)
-        defer { checkIn(account) }
-        return try await client.validToken()
+        let entry = checkOut(account, active: true)
+        defer { checkIn(entry) }
+        return try await entry.client.validToken()
     }
 
     /// Refreshes `account`'s token after the server rejected `accessToken`: its client's
@@ -160,9 +168,9 @@ public final class TokenSessionRegistry: Sendable {
     /// - Returns: The token to retry with.
     /// - Throws: What the client throws (``TokenRefreshError``).
     public func refreshToken(afterRejectionOf accessToken: String, for account: String) async throws -> AuthToken {
-        let client = checkOut(account, active: true)
-        defer { checkIn(account) }
-        return try await client.refreshToken(afterRejectionOf: accessToken)
+        let entry = checkOut(account, active: true)
+        defer { checkIn(entry) }
+        return try await entry.client.refreshToken(afterRejectionOf: accessToken)
     }
 
     /// Evicts every idle client unused for ``Configuration/idleTimeout`` and, past
@@ -177,10 +185,10 @@ public final class TokenSessionRegistry: Sendable {
 
     // MARK: Internals
 
-    private func checkOut(_ account: String, active: Bool) -> TokenRefreshClient {
+    private func checkOut(_ account: String, active: Bool) -> Entry {
         let time = handle.elapsed
-        if let client = state.withLock({ state in Self.touch(&state, account, time: time, active: active) }) {
-            return client
+        if let entry = state.withLock({ state in Self.touch(&state, account, time: time, active: active) }) {
+            return entry
         }
         // Made outside the lock (the strategy factory is the caller's code); the first one registered wins.
         var options = configuration.client
@@ -188,38 +196,35 @@ public final class TokenSessionRegistry: Sendable {
         let made = TokenRefreshClient(
             strategy: makeStrategy(account), store: store, configuration: options, clock: clock, now: now,
             random: random, logger: logger, metrics: metrics)
-        let (client, overBound) = state.withLock { state -> (TokenRefreshClient, Bool) in
+        let (entry, overBound) = state.withLock { state -> (Entry, Bool) in
             if let existing = Self.touch(&state, account, time: time, active: active) { return (existing, false) }
-            state.entries[account] = Entry(client: made, lastUse: time, uses: 0, active: active ? 1 : 0)
+            let entry = Entry(client: made, lastUse: time, active: active ? 1 : 0)
+            state.entries[account] = entry
             let overBound = state.entries.count > configuration.maximumClients && !state.evicting
             if overBound { state.evicting = true }
-            return (made, overBound)
+            return (entry, overBound)
         }
         if overBound {
             // Off the caller's path: the pass checks each candidate on its actor.
             Task { await self.evict(alreadyMarked: true) }
         }
-        return client
+        return entry
     }
 
     /// The registered client for `account`, marked as used (and active), or `nil`.
     private static func touch(
         _ state: inout State, _ account: String, time: Duration, active: Bool
-    ) -> TokenRefreshClient? {
-        guard var entry = state.entries[account] else { return nil }
+    ) -> Entry? {
+        guard let entry = state.entries[account] else { return nil }
         entry.lastUse = time
         entry.uses &+= 1
         if active { entry.active += 1 }
-        state.entries[account] = entry
-        return entry.client
+        return entry
     }
 
-    private func checkIn(_ account: String) {
-        state.withLock { state in
-            guard var entry = state.entries[account] else { return }
-            entry.active -= 1
-            state.entries[account] = entry
-        }
+    /// A call on `entry`'s client has ended (the entry may have been evicted meanwhile: then nobody reads it).
+    private func checkIn(_ entry: Entry) {
+        state.withLock { _ in entry.active -= 1 }
     }
 
     /// One eviction pass (at most one runs at a time); `alreadyMarked` when the caller set `evicting` itself.
