@@ -79,7 +79,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // Backends verify incoming JWS tokens against a JWKS: Foundation, swift-crypto, swift-log and the swift-metrics
-    // API only (no NIO).
+        // API only (no NIO).
         .target(
             name: "TokenVerification",
             dependencies: [
