@@ -155,14 +155,17 @@ struct SessionMachine: Sendable {
     /// Whether the strategy needs a refresh token (an SDK or client credentials do not).
     let requiresRefreshToken: Bool
 
-    private(set) var phase: Phase = .unloaded
-    private(set) var state: AuthState = .loading
-    private(set) var isOffline = false
+    private(set) var phase: Phase = .unloaded { didSet { visibleVersion &+= 1 } }
+    private(set) var state: AuthState = .loading { didSet { visibleVersion &+= 1 } }
+    private(set) var isOffline = false { didSet { visibleVersion &+= 1 } }
+    /// Bumped by every change the lock-free snapshot or the state stream can see (``phase``, ``state``,
+    /// ``isOffline``, ``flight``), so the actor republishes only after such a change, with one integer compare.
+    private(set) var visibleVersion: UInt64 = 0
     /// Bumped by every new or ended session: the generation guard for refreshes and writes in progress.
     private(set) var epoch: UInt64 = 0
     /// The generation known to be stored now (`nil`: nothing stored, or not read yet).
     var storedGeneration: UInt64?
-    private(set) var flight: Flight?
+    private(set) var flight: Flight? { didSet { visibleVersion &+= 1 } }
     /// Refresh tokens the server rejected, as keyed hashes; never sent again.
     var rejected = RejectedRefreshTokens()
     private(set) var breaker = Breaker()

@@ -40,12 +40,6 @@ public actor TokenRefreshClient: TokenProvider {
         var refreshDue = Date.distantPast
         var isOffline = false
         var flight: RefreshFlight?
-
-        /// Whether `other` says the same (the flight by identity).
-        func matches(_ other: Snapshot) -> Bool {
-            token == other.token && state == other.state && needsActor == other.needsActor
-                && refreshDue == other.refreshDue && isOffline == other.isOffline && flight === other.flight
-        }
     }
 
     struct Subscribers: Sendable {
@@ -69,16 +63,19 @@ public actor TokenRefreshClient: TokenProvider {
     nonisolated let waiterCounter = WaiterCounter()
 
     /// The session's rules and state (see ``SessionMachine``). Every change that the fast path or the
-    /// ``states()`` subscribers can see is published here, so no transition has to remember to.
+    /// ``states()`` subscribers can see is published here, so no transition has to remember to. (No `oldValue`:
+    /// comparing the machine's version costs one integer compare and copies nothing.)
     var machine: SessionMachine {
         didSet {
+            guard machine.visibleVersion != publishedVersion else { return }
+            publishedVersion = machine.visibleVersion
             let published = machine.snapshot()
-            if !published.matches(oldValue.snapshot()) {
-                snapshot.withLock { $0 = published }
-            }
-            if machine.state != oldValue.state { publishState(machine.state) }
+            snapshot.withLock { $0 = published }
+            publishState(machine.state)
         }
     }
+    /// The machine's ``SessionMachine/visibleVersion`` last published.
+    var publishedVersion: UInt64 = 0
     /// The refresh task in flight.
     var flightTask: Task<Void, Never>?
     /// The most recent refresh task, kept after it is abandoned so tests can wait for it to end.
