@@ -68,11 +68,14 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // What both demo apps share: the server (in-process or external), step lines, the summary table.
+        // What the demo executables share: the server (in-process or external), options, the transport, output
+        // that survives a closed pipe, cleanup on signals, step lines, the summary table.
         .target(
             name: "DemoAppSupport",
             dependencies: [
                 "DemoAuthServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "TokenKit", package: "TokenKit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
@@ -121,6 +124,16 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The demo executables run as child processes on bad input: closed pipe, DNS failure, TLS mismatch, a
+        // server that never answers, a server that is not the auth server, SIGTERM.
+        .testTarget(
+            name: "DemoExecutableTests",
+            dependencies: [
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "TokenKitTestingTraits", package: "TokenKit"),
             ],
             swiftSettings: strictSettings
         ),

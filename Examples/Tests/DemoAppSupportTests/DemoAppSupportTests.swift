@@ -8,6 +8,10 @@ import TokenKit
 import TokenKitTesting
 import TokenKitTestingTraits
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 @Suite("Demo app support", .logLeakCheck())
 struct DemoAppSupportTests {
     @Test func wrongCredentialsReadAsARefusedSignIn() {
@@ -15,9 +19,23 @@ struct DemoAppSupportTests {
         #expect(message == "sign-in refused: wrong e-mail or password (HTTP 401)")
     }
 
-    @Test func aRefusedConnectionInsideAWrappedErrorReadsAsUnreachable() {
-        let wrapped = TokenRefreshError.transient.with(underlying: NetworkRetryError.cannotConnect)
-        #expect(DemoFailure.describe(wrapped) == "cannot connect to the server (connection refused)")
+    @Test func aRefusedConnectionInsideAWrappedErrorReadsAsRefused() {
+        let refused = NetworkRetryError.cannotConnect.with(underlying: URLError(.cannotConnectToHost))
+        let wrapped = TokenRefreshError.transient.with(underlying: refused)
+        #expect(DemoFailure.describe(wrapped) == "connection refused: nothing listens at that address and port")
+    }
+
+    static let connectionFailures: [(NetworkRetryError, String)] = [
+        (.cannotConnect.with(underlying: URLError(.cannotFindHost)), "the host name does not resolve"),
+        (.cannotConnect.with(underlying: URLError(.cannotConnectToHost)), "connection refused"),
+        (.timedOut.with(underlying: URLError(.timedOut)), "no answer in time (timed out)"),
+        (.transport(URLError(.secureConnectionFailed)), "the TLS handshake failed"),
+        (.cannotConnect, "cannot connect to the server"),
+    ]
+
+    @Test(arguments: connectionFailures)
+    func eachConnectionFailureReadsDifferently(error: NetworkRetryError, message: String) {
+        #expect(DemoFailure.describe(error).hasPrefix(message))
     }
 
     @Test func aMessageIsAlwaysOneLine() {
@@ -54,7 +72,7 @@ struct DemoAppSupportTests {
         let error = await #expect(throws: DemoFailure.self) {
             _ = try await DemoBackend.start(external: "http://127.0.0.1:9", configuration: .init())
         }
-        #expect(try #require(error).description.hasPrefix("cannot reach the auth server at http://127.0.0.1:9"))
+        #expect(try #require(error).description.hasPrefix("cannot reach the auth server at http://127.0.0.1:9: "))
     }
 
     @Test func theInProcessServerCountsAndRevokes() async throws {
