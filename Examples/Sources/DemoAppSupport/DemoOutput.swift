@@ -10,7 +10,7 @@ import Synchronization
 /// Where a demo's lines go. A closed standard output (`fitiq-demo | head -3`) stops the printing instead of
 /// killing the process: `SIGPIPE` is ignored, and the first failed write turns further lines into no-ops, so the
 /// demo still finishes, cleans up and exits with its verdict.
-public enum DemoOutput {
+public enum DemoOutput: Sendable {
     /// Whether standard output refused a write (the reader went away).
     private static let closed = Mutex(false)
 

@@ -4,7 +4,7 @@ import UnixSignals
 /// What every demo executable does around its work: a closed standard output stops the printing (see
 /// ``DemoOutput``), and a temporary directory is removed however the run ends: normally, with an error, or on
 /// `SIGINT` or `SIGTERM` (the process then exits with 128 plus the signal number, as a shell expects).
-public enum DemoProcess {
+public enum DemoProcess: Sendable {
     /// Runs `body` with that protection.
     ///
     /// - Parameters:

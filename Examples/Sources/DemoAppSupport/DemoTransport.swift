@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import TokenKit
 
 #if canImport(FoundationNetworking)
@@ -7,7 +7,7 @@ public import TokenKit
 
 /// The HTTP transport of every demo executable: URLSession with a bounded wait, so that a server that accepts
 /// the connection and never answers costs `timeout` seconds and a clear message, not a minute of silence.
-public enum DemoTransport {
+public enum DemoTransport: Sendable {
     /// The default wait for an answer, in seconds (`--timeout`).
     public static let defaultTimeout = 10
 
@@ -24,7 +24,7 @@ public enum DemoTransport {
 }
 
 /// The refresh client's options for the demo server's tokens.
-public enum DemoRefreshConfiguration {
+public enum DemoRefreshConfiguration: Sendable {
     /// The default breaker (5 refreshes in 30 s) suits tokens that live minutes; the demo's live seconds, so
     /// `--expiries 8` would trip it. 30 in 30 s still stops a refresh loop.
     public static let shortLivedTokens = TokenRefreshClient.Configuration(

@@ -9,7 +9,7 @@ import Foundation
 struct LumeDemo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lume-demo",
-        abstract: "Lume-like app: migrate the old Keychain token, refresh automatically, survive an outage, get revoked.",
+        abstract: "Lume-like app: migrate the Keychain token, refresh automatically, survive an outage, get revoked.",
         discussion: """
             Starts the demo auth server in-process (or uses --server), stores a token in the Keychain the way the \
             old Lume version did, migrates it into the app's AuthTokenPersistenceProtocol storage, then shows the \

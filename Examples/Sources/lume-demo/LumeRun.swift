@@ -44,7 +44,7 @@ struct LumeRun {
             ("refreshes (server)", "\(end["refreshes", default: 0] - start["refreshes", default: 0])"),
             ("401 retries", "\(transport.unauthorized)"),
             ("failed requests (offline)", "\(offlineFailures)"),
-            ("sign-outs", "\(events.count(.signedOut))"),
+            ("sign-outs", "\(events.count([.signedOut]))"),
         ])
     }
 
@@ -105,7 +105,8 @@ struct LumeRun {
         let before = RefreshAccount.records(in: try await backend.issueLog(), family: family)
         try await waitUntilExpired()
         let afterExpiry = await request()
-        let refreshed = await events.wait(for: .tokenRefreshed, count: 1)
+        // The client first learns of the session from the stored refresh token: that refresh reads `signedIn`.
+        let refreshed = await events.wait(for: [.signedIn, .tokenRefreshed], count: 1)
         let account = RefreshAccount(log: try await backend.issueLog(), family: family, skipping: before)
         report.expect(
             afterExpiry == nil && refreshed && account.refreshes >= 1 && account.early == 0, "refresh",
@@ -131,7 +132,7 @@ struct LumeRun {
 
         try await backend.restart()
         let recovered = await request()
-        let again = await events.wait(for: .tokenRefreshed, count: 2)
+        let again = await events.wait(for: [.signedIn, .tokenRefreshed], count: 2)
         report.expect(
             recovered == nil && again, "recovered",
             "server back on port \(backend.baseURL.port ?? 0): request \(recovered ?? "OK")",
@@ -143,11 +144,13 @@ struct LumeRun {
     private func revocation() async throws {
         try await backend.revokeAllSessions()
         let revoked = await request()
-        let signedOut = await events.wait(for: .signedOut, count: 1)
+        let signedOut = await events.wait(for: [.signedOut], count: 1)
+        let reason = events.last(.signedOut)?.reason
         let deleted = try app.authTokenStorage.fetchAccessToken() == nil
         report.expect(
-            revoked != nil && signedOut && deleted, "revoked",
-            "sessions revoked on the server: \(revoked ?? "no error"), signed out, tokens "
+            revoked != nil && signedOut && reason == .revoked && deleted, "revoked",
+            "sessions revoked on the server: \(revoked ?? "no error"), signed out (reason: "
+                + "\(reason.map { "\($0)" } ?? "none")), tokens "
                 + (deleted ? "deleted" : "NOT deleted"),
             proves: "a revoked refresh token ends the session once")
     }
@@ -183,13 +186,16 @@ final class EventLog: Sendable {
         }
     }
 
-    /// How many events of `kind` arrived so far.
-    func count(_ kind: AuthEvent.Kind) -> Int { events.withLock { $0.count { $0.kind == kind } } }
+    /// The last event of `kind`, if any.
+    func last(_ kind: AuthEvent.Kind) -> AuthEvent? { events.withLock { $0.last { $0.kind == kind } } }
 
-    /// Waits up to two seconds until `count` events of `kind` have arrived.
-    func wait(for kind: AuthEvent.Kind, count: Int) async -> Bool {
+    /// How many events of `kinds` arrived so far.
+    func count(_ kinds: Set<AuthEvent.Kind>) -> Int { events.withLock { $0.count { kinds.contains($0.kind) } } }
+
+    /// Waits up to two seconds until `count` events of `kinds` have arrived.
+    func wait(for kinds: Set<AuthEvent.Kind>, count: Int) async -> Bool {
         for _ in 0..<200 {
-            if self.count(kind) >= count { return true }
+            if self.count(kinds) >= count { return true }
             try? await Task.sleep(for: .milliseconds(10))
         }
         return false

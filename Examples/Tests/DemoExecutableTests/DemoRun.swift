@@ -65,7 +65,8 @@ struct DemoRun: Sendable {
             output.fileHandleForReading.readabilityHandler = { handle in collected.appendOutput(handle.availableData) }
         }
         errors.fileHandleForReading.readabilityHandler = { handle in collected.appendError(handle.availableData) }
-        let status = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
+        let status = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<Int32, any Error>) in
             process.terminationHandler = { process in continuation.resume(returning: process.terminationStatus) }
             do {
                 try process.run()
