@@ -112,7 +112,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // TokenKit against the demo server under injected faults, and several processes on one file store.
+        // TokenKit against the demo server under injected faults, several processes on one file store, and the demo
+        // executables on bad input (closed pipe, DNS failure, TLS mismatch, a silent server, SIGTERM).
         .testTarget(
             name: "FaultTests",
             dependencies: [
@@ -124,16 +125,6 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
-        ),
-        // The demo executables run as child processes on bad input: closed pipe, DNS failure, TLS mismatch, a
-        // server that never answers, a server that is not the auth server, SIGTERM.
-        .testTarget(
-            name: "DemoExecutableTests",
-            dependencies: [
-                .product(name: "TokenKitTesting", package: "TokenKit"),
-                .product(name: "TokenKitTestingTraits", package: "TokenKit"),
             ],
             swiftSettings: strictSettings
         ),

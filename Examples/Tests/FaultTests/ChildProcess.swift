@@ -133,12 +133,18 @@ private final class Collected: @unchecked Sendable {
     }
 }
 
-/// A loopback TCP listener that completes connections (the kernel does, from its backlog) and never answers.
-final class SilentListener: Sendable {
+/// The suites that start child processes run one at a time: the four-process test measures token expiries in real
+/// time, and other children competing for the machine's cores would make its processes miss them.
+@Suite(.serialized) enum ChildProcessTests {}
+
+/// A loopback TCP listener for bad-input tests. Silent, it completes connections (the kernel does, from its
+/// backlog) and never answers. Answering, it replies `400 Bad Request` to whatever arrives (as a plain HTTP server
+/// answers a TLS handshake) and closes.
+final class TestListener: Sendable {
     let port: Int
     private let descriptor: Int32
 
-    init() throws {
+    init(answering: Bool) throws {
         #if canImport(Glibc)
             let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -159,9 +165,28 @@ final class SilentListener: Sendable {
         try #require(bound, "cannot listen on 127.0.0.1")
         self.descriptor = descriptor
         self.port = Int(UInt16(bigEndian: address.sin_port))
+        if answering { Thread.detachNewThread { Self.answer(on: descriptor) } }
+    }
+
+    /// Accepts until the listener is shut down; answers each connection once.
+    private static func answer(on descriptor: Int32) {
+        let reply = Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+        while true {
+            let connection = accept(descriptor, nil, nil)
+            guard connection >= 0 else { return }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            _ = read(connection, &buffer, buffer.count)
+            _ = write(connection, reply, reply.count)
+            closeDescriptor(connection)
+        }
     }
 
     func close() {
+        _ = shutdown(descriptor, Int32(SHUT_RDWR))
+        Self.closeDescriptor(descriptor)
+    }
+
+    private static func closeDescriptor(_ descriptor: Int32) {
         #if canImport(Glibc)
             _ = Glibc.close(descriptor)
         #else
