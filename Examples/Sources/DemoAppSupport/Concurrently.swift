@@ -1,28 +1,46 @@
 public import Foundation
 
-/// Runs `count` calls of `operation` at once and returns one line per failed call, the call's `label` first.
+/// The failed calls of ``runConcurrently(_:_:label:)``.
+public struct ConcurrentFailures: Sendable {
+    /// One line per failure the library answers for, the call's label first.
+    public var lines: [String] = []
+    /// Calls that failed with ``TokenOutlivedRequest``: the machine, not the library.
+    public var outlived = 0
+
+    /// ` (first: <line>)`, or nothing.
+    public var first: String { lines.first.map { " (first: \($0))" } ?? "" }
+}
+
+/// Runs `count` calls of `operation` at once and collects the failures.
 ///
 /// - Parameters:
 ///   - count: How many calls.
-///   - operation: One call, given its index; returns a label for a failure line.
-/// - Returns: The failure lines, in completion order.
+///   - operation: One call, given its index.
+///   - label: A label for a call's failure line.
+/// - Returns: The failures.
 public func runConcurrently(
     _ count: Int, _ operation: @escaping @Sendable (Int) async throws -> Void,
     label: @escaping @Sendable (Int) -> String = { _ in "request" }
-) async -> [String] {
-    await withTaskGroup(of: String?.self) { group in
+) async -> ConcurrentFailures {
+    await withTaskGroup(of: (any Error, Int)?.self) { group in
         for index in 0..<count {
             group.addTask {
                 do {
                     try await operation(index)
                     return nil
                 } catch {
-                    return "\(label(index)): \(DemoFailure.describe(error))"
+                    return (error, index)
                 }
             }
         }
-        var failures: [String] = []
-        for await failure in group { if let failure { failures.append(failure) } }
+        var failures = ConcurrentFailures()
+        for await case let (error, index)? in group {
+            if error is TokenOutlivedRequest {
+                failures.outlived += 1
+            } else {
+                failures.lines.append("\(label(index)): \(DemoFailure.describe(error))")
+            }
+        }
         return failures
     }
 }

@@ -54,12 +54,15 @@ struct LumeHTTPClient: Sendable {
         if let accessToken = try authTokenStorage.fetchAccessToken() {
             request.setValue("Bearer \(accessToken)", forHTTPHeaderField: "Authorization")
         }
+        let attempts = AttemptLog()  // the demo's addition: tells a token that expired in flight apart
         do {
-            let (data, response) = try await networkClient.executeWithAutoRetry(
-                request: request,
-                tokenRefreshClient: tokenRefreshClient,
-                authTokenPersistence: authTokenStorage
-            )
+            let (data, response) = try await AttemptLog.$current.withValue(attempts) {
+                try await networkClient.executeWithAutoRetry(
+                    request: request,
+                    tokenRefreshClient: tokenRefreshClient,
+                    authTokenPersistence: authTokenStorage
+                )
+            }
             guard (200..<300).contains(response.statusCode) else {
                 throw DemoFailure("GET /\(path) answered HTTP \(response.statusCode)")
             }
@@ -67,6 +70,8 @@ struct LumeHTTPClient: Sendable {
         } catch let error as TokenRefreshError where error.isTerminal {
             try authTokenStorage.deleteTokens()
             throw error
+        } catch let error as APIError where error == .unauthorized && attempts.retryOutlivedItsToken {
+            throw TokenOutlivedRequest()
         }
     }
 }

@@ -49,9 +49,10 @@ struct SessionWorker: AsyncParsableCommand {
                 let errors = await runConcurrently(requests) { _ in
                     _ = try await api.call(.get, baseURL, "api/v1/progress")
                 }
-                failed += errors.count
-                let first = errors.first.map { ", first: \($0)" } ?? ""
-                DemoOutput.line("round \(round): \(requests) requests, \(errors.count) failed\(first)")
+                failed += errors.lines.count + errors.outlived
+                DemoOutput.line(
+                    "round \(round): \(requests) requests, \(errors.lines.count + errors.outlived) failed\(errors.first)"
+                )
             }
             return failed
         }
