@@ -24,6 +24,20 @@ extension DemoAuthServer {
         /// Its `exp` claim: it is refused from this second on.
         public var expiresAt: Int
 
+        /// Creates a record.
+        ///
+        /// - Parameters:
+        ///   - grant: How the token was obtained.
+        ///   - family: The family ID's first eight characters.
+        ///   - issuedAt: When it was issued, in seconds since 1970.
+        ///   - expiresAt: Its `exp` claim.
+        public init(grant: Grant, family: String, issuedAt: Double, expiresAt: Int) {
+            self.grant = grant
+            self.family = family
+            self.issuedAt = issuedAt
+            self.expiresAt = expiresAt
+        }
+
         enum CodingKeys: String, CodingKey {
             case grant, family
             case issuedAt = "issued_at"
