@@ -8,6 +8,11 @@ import TokenKitTestingTraits
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `NetworkRetryError.reason` tells connection failures apart without changing what `==` compares.
 @Suite(.logLeakCheck()) struct NetworkRetryErrorReasonTests {
@@ -54,8 +59,8 @@ import TokenKitTestingTraits
     }
 
     @Test func httpsToAPlainHTTPServerIsATLSFailure() async throws {
-        let server = try LoopbackServer { _, _ in .init(status: 200) }
-        defer { server.stop() }
+        let server = try PlainAnswerListener()
+        defer { server.close() }
         let error = try await Self.failure(of: "https://127.0.0.1:\(server.port)/")
         #expect(error == .transport)
         #expect(error.reason == .tlsFailure)
@@ -76,5 +81,58 @@ import TokenKitTestingTraits
         }
         Issue.record("\(url) answered")
         return .invalidResponse
+    }
+}
+
+/// A loopback listener that answers whatever arrives with `400 Bad Request` and closes, as a plain HTTP server
+/// answers a TLS handshake. (`LoopbackServer` waits for a complete HTTP request, which a handshake never is.)
+private final class PlainAnswerListener: Sendable {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        #if canImport(Glibc)
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        try #require(descriptor >= 0, "socket() failed")
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(descriptor, pointer, length) == 0 && listen(descriptor, 16) == 0
+                    && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        try #require(bound, "cannot listen on 127.0.0.1")
+        self.descriptor = descriptor
+        self.port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread {
+            let reply = Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+            while true {
+                let connection = accept(descriptor, nil, nil)
+                guard connection >= 0 else { return }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                _ = read(connection, &buffer, buffer.count)
+                _ = write(connection, reply, reply.count)
+                #if canImport(Glibc)
+                    _ = Glibc.close(connection)
+                #else
+                    _ = Darwin.close(connection)
+                #endif
+            }
+        }
+    }
+
+    func close() {
+        _ = shutdown(descriptor, Int32(SHUT_RDWR))
+        #if canImport(Glibc)
+            _ = Glibc.close(descriptor)
+        #else
+            _ = Darwin.close(descriptor)
+        #endif
     }
 }

@@ -47,7 +47,10 @@ public struct DemoServerOptions: ParsableArguments, Sendable {
     ///
     /// - Throws: A `ValidationError` naming the option.
     public func validate() throws {
-        guard (2...60).contains(tokenLifetime) else { throw ValidationError("--token-lifetime must be 2...60") }
+        guard (2...60).contains(tokenLifetime) else {
+            throw ValidationError(
+                "--token-lifetime must be 2...60 (JWT times are whole seconds: a 1-second token may arrive expired)")
+        }
         guard (1...300).contains(timeout) else { throw ValidationError("--timeout must be 1...300") }
     }
 }
