@@ -68,11 +68,14 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // What both demo apps share: the server (in-process or external), step lines, the summary table.
+        // What the demo executables share: the server (in-process or external), options, the transport, output
+        // that survives a closed pipe, cleanup on signals, step lines, the summary table.
         .target(
             name: "DemoAppSupport",
             dependencies: [
                 "DemoAuthServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "TokenKit", package: "TokenKit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
@@ -109,7 +112,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // TokenKit against the demo server under injected faults, and several processes on one file store.
+        // TokenKit against the demo server under injected faults, several processes on one file store, and the demo
+        // executables on bad input (closed pipe, DNS failure, TLS mismatch, a silent server, SIGTERM).
         .testTarget(
             name: "FaultTests",
             dependencies: [

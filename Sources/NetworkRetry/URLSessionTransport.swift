@@ -14,7 +14,9 @@ public import HTTPTypes
 ///
 /// Errors are mapped: a timeout to ``NetworkRetryError/timedOut``, refused or unreachable hosts to
 /// ``NetworkRetryError/cannotConnect``, a cancelled task to `CancellationError`, anything else to
-/// ``NetworkRetryError/transport(_:)``; the `URLError` is kept in ``NetworkRetryError/underlying``.
+/// ``NetworkRetryError/transport(_:)``; the `URLError` is kept in ``NetworkRetryError/underlying``, and
+/// ``NetworkRetryError/reason`` tells a host name that does not resolve, a refused connection and a failed TLS
+/// handshake apart.
 ///
 /// `URLSession` may add headers of its own (`User-Agent`, `Accept-Encoding`) and joins repeated response
 /// headers with commas, which list fields such as `WWW-Authenticate` allow.

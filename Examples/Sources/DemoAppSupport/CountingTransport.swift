@@ -33,6 +33,7 @@ public final class CountingTransport: HTTPTransport {
         counts.withLock { $0.requests += 1 }
         let (response, data) = try await base.send(request, body: body)
         if response.status == .unauthorized { counts.withLock { $0.unauthorized += 1 } }
+        AttemptLog.current?.record(request, response)
         return (response, data)
     }
 }
@@ -64,5 +65,52 @@ extension AuthenticatedClient {
     private func authority(of url: URL) -> String? {
         guard let host = url.host else { return nil }
         return url.port.map { "\(host):\($0)" } ?? host
+    }
+}
+
+/// What the attempts of one logical request met, filled by ``CountingTransport`` while it is the task-local
+/// ``current`` (set it around one `executeWithAutoRetry` call). It tells a retry whose fresh token expired before
+/// the server saw it (a machine slower than the token lifetime) from a failure of the library. Only hashes of the
+/// `Authorization` values are kept, in memory, to compare them.
+public final class AttemptLog: Sendable {
+    /// The log of the request being sent by this task, if any.
+    @TaskLocal public static var current: AttemptLog?
+
+    private struct Attempt {
+        let credential: Int?
+        let expiredRejection: Bool
+    }
+    private let attempts = Mutex<[Attempt]>([])
+
+    /// Creates an empty log.
+    public init() {}
+
+    func record(_ request: HTTPRequest, _ response: HTTPResponse) {
+        let credential = request.headerFields[.authorization].map { $0.hashValue }
+        let expired =
+            response.status == .unauthorized
+            && (response.headerFields[.wwwAuthenticate]?.contains("expired") ?? false)
+        attempts.withLock { $0.append(Attempt(credential: credential, expiredRejection: expired)) }
+    }
+
+    /// Whether the request was retried with a newer token than its first attempt carried, and the server refused
+    /// that token as expired.
+    public var retryOutlivedItsToken: Bool {
+        attempts.withLock { attempts in
+            guard attempts.count >= 2, let first = attempts.first, let last = attempts.last else { return false }
+            return last.expiredRejection && last.credential != nil && last.credential != first.credential
+        }
+    }
+}
+
+/// A request whose retry carried a fresh token that expired before the server saw it: the machine is slower than
+/// the token's lifetime. The library did its part (one refresh, one retry with the new token).
+public struct TokenOutlivedRequest: Error, CustomStringConvertible {
+    /// Creates the error.
+    public init() {}
+
+    /// What happened.
+    public var description: String {
+        "the retry's fresh token expired before the server saw it (the machine is slower than the token lifetime)"
     }
 }

@@ -13,11 +13,15 @@ public final class DemoBackend: Sendable {
     public let baseURL: URL
     /// The in-process server, or `nil` when the demo uses an external one.
     public let server: DemoAuthServer?
-    private let transport = URLSessionTransport()
+    /// Seconds a request waits for an answer.
+    public let timeout: Int
+    private let transport: URLSessionTransport
 
-    private init(baseURL: URL, server: DemoAuthServer?) {
+    private init(baseURL: URL, server: DemoAuthServer?, timeout: Int) {
         self.baseURL = baseURL
         self.server = server
+        self.timeout = timeout
+        self.transport = DemoTransport.urlSession(timeout: timeout)
     }
 
     /// Starts the demo server in this process on a free loopback port, or checks that `external` answers.
@@ -27,22 +31,34 @@ public final class DemoBackend: Sendable {
     ///   - configuration: The in-process server's configuration.
     ///   - logger: The in-process server's logger; `nil` (the default) logs errors only, as the demo prints its
     ///     own lines. Tests pass one at trace level.
+    ///   - timeout: Seconds a request waits for an answer.
+    ///   - report: Where a `waiting` line goes while an external server takes more than a moment to answer.
     /// - Returns: The backend.
-    /// - Throws: ``DemoFailure`` when the server cannot be started or reached.
+    /// - Throws: ``DemoFailure`` when the server cannot be started or reached, or answers but is not the demo
+    ///   auth server.
     public static func start(
-        external: String?, configuration: DemoAuthServer.Configuration, logger: Logger? = nil
+        external: String?, configuration: DemoAuthServer.Configuration, logger: Logger? = nil,
+        timeout: Int = DemoTransport.defaultTimeout, report: DemoReport? = nil
     ) async throws -> DemoBackend {
         guard let external else {
             let server = DemoAuthServer(configuration: configuration, logger: logger ?? quietLogger)
             let url = try await server.start()
-            return DemoBackend(baseURL: url, server: server)
+            return DemoBackend(baseURL: url, server: server, timeout: timeout)
         }
         guard let url = URL(string: external), url.scheme == "http" || url.scheme == "https", url.host != nil else {
             throw DemoFailure("--server \(external) is not an http(s) URL")
         }
-        let backend = DemoBackend(baseURL: url, server: nil)
+        let backend = DemoBackend(baseURL: url, server: nil, timeout: timeout)
         do {
-            _ = try await backend.stats()
+            if let report {
+                _ = try await report.waiting(for: "the auth server at \(external)", timeout: timeout) {
+                    try await backend.stats()
+                }
+            } else {
+                _ = try await backend.stats()
+            }
+        } catch let error as NotAnAuthServer {
+            throw DemoFailure("reached \(external), but it is not a TokenKit demo auth server: \(error.detail)")
         } catch {
             throw DemoFailure("cannot reach the auth server at \(external): \(DemoFailure.describe(error))")
         }
@@ -64,13 +80,25 @@ public final class DemoBackend: Sendable {
     /// The server's counters (`/debug/stats`): `logins`, `refreshes`, `reuse_detections`, ...
     ///
     /// - Returns: The counters by their snake_case names.
-    /// - Throws: ``DemoFailure`` when the answer is not the counters.
+    /// - Throws: ``NotAnAuthServer`` when the answer is not the counters.
     public func stats() async throws -> [String: Int] {
         let data = try await call(.get, "debug/stats")
         guard let stats = try? JSONDecoder().decode([String: Int].self, from: data) else {
-            throw DemoFailure("\(baseURL.absoluteString)/debug/stats did not answer the demo server's counters")
+            throw NotAnAuthServer(detail: "GET /debug/stats did not answer the demo server's counters")
         }
         return stats
+    }
+
+    /// The access tokens the server issued (`/debug/issued`), oldest first, without their text.
+    ///
+    /// - Returns: The server's issue log.
+    /// - Throws: ``NotAnAuthServer`` when the answer is not the log.
+    public func issueLog() async throws -> [DemoAuthServer.IssueRecord] {
+        let data = try await call(.get, "debug/issued")
+        guard let log = try? JSONDecoder().decode([DemoAuthServer.IssueRecord].self, from: data) else {
+            throw NotAnAuthServer(detail: "GET /debug/issued did not answer the demo server's issue log")
+        }
+        return log
     }
 
     /// Replaces the server's fault plan (`POST /debug/faults`), for example `{"html_everywhere": true}`.
@@ -105,10 +133,20 @@ public final class DemoBackend: Sendable {
         if body != nil { request.headerFields[.contentType] = "application/json" }
         let (response, data) = try await transport.send(request, body: body)
         guard response.status.kind == .successful else {
-            throw DemoFailure("\(method) /\(path) answered HTTP \(response.status.code)")
+            let type = response.headerFields[.contentType].map { ", \($0)" } ?? ""
+            throw NotAnAuthServer(detail: "\(method) /\(path) answered HTTP \(response.status.code)\(type)")
         }
         return data
     }
+}
+
+/// A server answered, but not as the demo auth server does: the URL points at something else.
+public struct NotAnAuthServer: Error, CustomStringConvertible {
+    /// What it answered.
+    public let detail: String
+
+    /// `reached, but not the demo auth server: <detail>`.
+    public var description: String { "the server answered, but not as the demo auth server: \(detail)" }
 }
 
 extension DemoBackend {
@@ -119,16 +157,18 @@ extension DemoBackend {
     /// - Parameters:
     ///   - external: The `--server` URL, or `nil` to start the demo server in this process.
     ///   - tokenLifetime: The access-token lifetime in seconds for the in-process server.
+    ///   - timeout: Seconds a request waits for an answer.
     ///   - resetsFaults: Whether the demo set a fault that must be cleared afterwards.
     ///   - report: Where steps and failures go.
     ///   - demo: The demo's steps.
     public static func run(
-        external: String?, tokenLifetime: Int, resetsFaults: Bool, report: DemoReport,
-        _ demo: (DemoBackend) async throws -> Void
+        external: String?, tokenLifetime: Int, timeout: Int = DemoTransport.defaultTimeout, resetsFaults: Bool,
+        report: DemoReport, _ demo: (DemoBackend) async throws -> Void
     ) async {
         do {
             let backend = try await start(
-                external: external, configuration: .init(accessTokenLifetime: .seconds(tokenLifetime)))
+                external: external, configuration: .init(accessTokenLifetime: .seconds(tokenLifetime)),
+                timeout: timeout, report: report)
             do {
                 try await demo(backend)
             } catch {

@@ -24,14 +24,36 @@ public struct DemoFailure: Error, CustomStringConvertible {
             text = failure.description
         case let error as TokenRefreshError:
             text = describe(error)
-        case let error as NetworkRetryError where error == .cannotConnect || error == .timedOut:
-            text = "cannot connect to the server (\(error == .timedOut ? "timed out" : "connection refused"))"
+        case let error as NetworkRetryError:
+            text = describe(error)
         case let error as PersistenceError:
             text = "the session store cannot be used: \(error)"
         default:
             text = String(describing: error)
         }
         return text.split(whereSeparator: \.isNewline).joined(separator: " ")
+    }
+
+    /// Tells apart what the user can fix differently: a wrong host name, nothing listening, no answer, and an
+    /// `https` URL to a plain `http` server.
+    private static func describe(_ error: NetworkRetryError) -> String {
+        switch error.reason {
+        case .cannotResolveHost?:
+            return "the host name does not resolve (DNS lookup failed); check the URL"
+        case .connectionRefused?:
+            return "connection refused: nothing listens at that address and port"
+        case .notConnectedToInternet?:
+            return "this machine is offline"
+        case .connectionLost?:
+            return "the connection was lost before the answer arrived"
+        case .tlsFailure?:
+            return "the TLS handshake failed; is it an https URL to a plain http server?"
+        default:
+            break
+        }
+        if error == .timedOut { return "no answer in time (timed out): the server accepted but did not reply" }
+        if error == .cannotConnect { return "cannot connect to the server" }
+        return "\(error)"
     }
 
     private static func describe(_ error: TokenRefreshError) -> String {

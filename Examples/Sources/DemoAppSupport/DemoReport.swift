@@ -68,16 +68,42 @@ public final class DemoReport: Sendable {
     /// - Parameter error: What went wrong.
     public func fatal(_ error: any Error) {
         failures.withLock { $0 += 1 }
-        FileHandle.standardError.write(Data("error: \(DemoFailure.describe(error))\n".utf8))
+        DemoOutput.errorLine("error: \(DemoFailure.describe(error))")
     }
+
+    /// Runs `operation`, printing a `waiting` line every ``progressInterval`` while it has not finished, so that
+    /// a slow or silent server never means a silent terminal.
+    ///
+    /// - Parameters:
+    ///   - what: What is awaited, such as `the auth server at http://127.0.0.1:8080`.
+    ///   - timeout: The transport's timeout in seconds, for the line.
+    ///   - operation: The work.
+    /// - Returns: What `operation` returns.
+    /// - Throws: What `operation` throws.
+    public func waiting<T>(for what: String, timeout: Int, _ operation: () async throws -> T) async throws -> T {
+        let ticker = Task { [self] in
+            let start = ContinuousClock.now
+            while true {
+                do { try await Task.sleep(for: Self.progressInterval) } catch { return }
+                let waited = (ContinuousClock.now - start).components.seconds
+                step("waiting", "still waiting for \(what) after \(waited) s (a request gives up after \(timeout) s)")
+            }
+        }
+        defer { ticker.cancel() }
+        return try await operation()
+    }
+
+    /// How long a step may take before a `waiting` line says so.
+    public static let progressInterval = Duration.seconds(2)
 
     private func line(_ mark: String, _ name: String, _ text: String) {
         let padded = name.count < 12 ? name + String(repeating: " ", count: 12 - name.count) : name
         emit("[\(mark)] \(padded) \(text)")
     }
 
-    /// Writes one line at once, unbuffered, so lines of concurrent tasks never mix (also when piped).
+    /// Writes one line at once, unbuffered, so lines of concurrent tasks never mix (also when piped); a closed
+    /// standard output stops the printing, not the demo.
     private func emit(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        DemoOutput.line(line)
     }
 }

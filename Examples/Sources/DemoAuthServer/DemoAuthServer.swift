@@ -73,6 +73,9 @@ public final class DemoAuthServer: Sendable {
     /// The counters so far (also served at `GET /debug/stats`).
     public var stats: Stats { authority.stats }
 
+    /// The access tokens issued so far, oldest first (also served at `GET /debug/issued`).
+    public var issueLog: [IssueRecord] { authority.issueLog }
+
     /// The faults still pending (also served at `GET /debug/faults`).
     public var faults: Faults { authority.faults }
 

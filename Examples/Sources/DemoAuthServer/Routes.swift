@@ -63,6 +63,7 @@ struct Routes: Sendable {
 
         if configuration.debugEndpoints {
             router.get("/debug/stats") { _, _ in Responses.json(self.authority.stats) }
+            router.get("/debug/issued") { _, _ in Responses.json(self.authority.issueLog) }
             router.get("/debug/faults") { _, _ in Responses.json(self.authority.faults) }
             router.post("/debug/faults") { request, _ in try await self.setFaults(request) }
             router.post("/debug/revoke-sessions") { request, _ in try await self.revokeSessions(request) }

@@ -70,6 +70,7 @@ final class TokenAuthority: Sendable {
         var revokedAccessTokenIDs: Set<String> = []
         var stats = DemoAuthServer.Stats()
         var faults: DemoAuthServer.Faults
+        var issueLog: [DemoAuthServer.IssueRecord] = []
     }
 
     let configuration: DemoAuthServer.Configuration
@@ -87,6 +88,8 @@ final class TokenAuthority: Sendable {
     }
 
     var stats: DemoAuthServer.Stats { state.withLock { $0.stats } }
+
+    var issueLog: [DemoAuthServer.IssueRecord] { state.withLock { $0.issueLog } }
 
     var faults: DemoAuthServer.Faults {
         get { state.withLock { $0.faults } }
@@ -120,7 +123,8 @@ final class TokenAuthority: Sendable {
         let (tokens, familyID, count) = try state.withLock { state in
             let familyID = UUID().uuidString
             state.families[familyID] = Family(userID: user.id, clientID: clientID, scope: scope)
-            let tokens = try issue(in: &state, familyID: familyID, userID: user.id, clientID: clientID, scope: scope)
+            let tokens = try issue(
+                in: &state, grant: .login, familyID: familyID, userID: user.id, clientID: clientID, scope: scope)
             state.stats.logins += 1
             return (tokens, familyID, state.stats.logins)
         }
@@ -179,7 +183,7 @@ final class TokenAuthority: Sendable {
             switch record.status {
             case .active:
                 tokens = try issue(
-                    in: &state, familyID: record.familyID, userID: family.userID, clientID: clientID,
+                    in: &state, grant: .refresh, familyID: record.familyID, userID: family.userID, clientID: clientID,
                     scope: family.scope, withRefreshToken: configuration.rotateRefreshTokens
                 )
                 if configuration.rotateRefreshTokens {
@@ -328,11 +332,17 @@ final class TokenAuthority: Sendable {
     }
 
     private func issue(
-        in state: inout State, familyID: String, userID: String, clientID: String?, scope: String?,
-        withRefreshToken: Bool = true
+        in state: inout State, grant: DemoAuthServer.IssueRecord.Grant, familyID: String, userID: String,
+        clientID: String?, scope: String?, withRefreshToken: Bool = true
     ) throws -> IssuedTokens {
+        let issuedAt = now()
         let claims = makeClaims(subject: userID, clientID: clientID, scope: scope)
         let accessToken = try signer.sign(claims)
+        if state.issueLog.count >= DemoAuthServer.IssueRecord.kept { state.issueLog.removeFirst() }
+        state.issueLog.append(
+            .init(
+                grant: grant, family: String(familyID.prefix(8)), issuedAt: issuedAt.timeIntervalSince1970,
+                expiresAt: claims.exp))
         state.accessTokenFamilies[claims.jti] = familyID
         var refreshToken: String?
         if withRefreshToken {

@@ -34,11 +34,21 @@ struct APIClientBase: Sendable {
         if let accessToken = try authTokenPersistence.fetchAccessToken() {
             request.setValue("Bearer \(accessToken)", forHTTPHeaderField: "Authorization")
         }
-        let (data, response) = try await networkClient.executeWithAutoRetry(
-            request: request,
-            tokenRefreshClient: tokenRefreshClient,
-            authTokenPersistence: authTokenPersistence
-        )
+        // The demo's one addition: the attempts are logged, to tell a token that expired in flight (a slow machine)
+        // from a failure of the library.
+        let attempts = AttemptLog()
+        let (data, response): (Data, HTTPURLResponse)
+        do {
+            (data, response) = try await AttemptLog.$current.withValue(attempts) {
+                try await networkClient.executeWithAutoRetry(
+                    request: request,
+                    tokenRefreshClient: tokenRefreshClient,
+                    authTokenPersistence: authTokenPersistence
+                )
+            }
+        } catch let error as APIError where error == .unauthorized && attempts.retryOutlivedItsToken {
+            throw TokenOutlivedRequest()
+        }
         guard (200..<300).contains(response.statusCode) else {
             throw DemoFailure("\(method) /\(path) answered HTTP \(response.statusCode)")
         }

@@ -1,3 +1,4 @@
+import DemoAppSupport
 import Foundation
 import TokenKit
 
@@ -25,9 +26,8 @@ final class AppDependencies {
             networkClient: networkClient,
             baseURL: baseURL,
             apiKey: apiKey,
-            // The one addition to the analysis's call: the default breaker (5 refreshes in 30 s) suits tokens
-            // that live minutes; the demo's live 3 s, so `--expiries 8` would trip it.
-            configuration: .init(maximumRefreshes: 30, breakerWindow: .seconds(30))
+            // The one addition to the analysis's call: a breaker for tokens that live seconds, not minutes.
+            configuration: DemoRefreshConfiguration.shortLivedTokens
         )
     }()
 

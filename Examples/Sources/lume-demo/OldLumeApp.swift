@@ -1,29 +1,51 @@
 import DemoAppSupport
 import Foundation
+import HTTPTypes
+import HTTPTypesFoundation
 import TokenKit
 
-/// What the old Lume app version did: sign in with the password grant and keep the token as one JSON value
-/// (`{accessToken, refreshToken, expiresAt}`, `expiresAt` as `JSONEncoder` writes a `Date`) under `authToken`.
+/// What the old Lume version did, the code the migration deletes: `RemoteAuthService` signs in with JSON, and
+/// `KeychainTokenStorage` keeps Lume's own `AuthToken` (`{accessToken, refreshToken, expiresAt}`, `expiresAt` as
+/// `JSONEncoder` writes a `Date`) as one Keychain item. (Its manual `refreshToken(_:)` is not repeated here:
+/// after the migration nothing calls it.)
 enum OldLumeApp {
-    /// The token as the old app encoded it.
-    struct Token: Encodable {
+    /// The Keychain service and account Lume's `KeychainTokenStorage` used.
+    static let service = "com.lume.auth"
+    static let account = "authToken"
+
+    /// Lume's `AuthToken` before the migration.
+    struct AuthToken: Codable {
         let accessToken: String
-        let refreshToken: String?
+        let refreshToken: String
         let expiresAt: Date
     }
 
-    /// Signs in and stores the token in `source` the old way, with the user ID (the JWT's `sub`) beside it
-    /// under `userID`.
+    private struct LoginAnswer: Decodable {
+        let accessToken: String
+        let refreshToken: String
+        let expiresIn: Double?
+    }
+
+    /// Signs in (`POST /api/v1/auth/login`) and saves the token in the Keychain the old way.
     static func signInAndStore(
-        endpoint: TokenEndpoint, email: String, password: String, into source: InMemoryLegacyKeyValueSource
+        baseURL: URL, account credentials: DemoAccountOptions, transport: any HTTPTransport,
+        keychain: SimulatedKeychain
     ) async throws {
-        let response = try await endpoint.requestToken(
-            [("grant_type", "password"), ("username", email), ("password", password)], isSignIn: true)
-        let token = Token(
-            accessToken: response.accessToken, refreshToken: response.refreshToken,
-            expiresAt: Date().addingTimeInterval(response.expiresIn ?? 3600))
-        await source.setValue(try JSONEncoder().encode(token), forKey: "authToken")
-        let userID = response.userID ?? response.token(receivedAt: Date()).parseUserIdFromJWT()
-        await source.setValue(userID.map { Data($0.utf8) }, forKey: "userID")
+        var request = HTTPRequest(method: .post, url: baseURL.appending(path: "api/v1/auth/login"))
+        request.headerFields[.contentType] = "application/json"
+        request.headerFields[HTTPField.Name("X-API-Key")!] = credentials.apiKey
+        let body = try JSONEncoder().encode(["email": credentials.email, "password": credentials.password])
+        let (response, data) = try await transport.send(request, body: body)
+        if let type = response.headerFields[.contentType], type.contains("html") {
+            throw DemoFailure(
+                "the server answered an HTML page instead of JSON (HTTP \(response.status.code), \(type))")
+        }
+        guard response.status == .ok, let answer = try? JSONDecoder().decode(LoginAnswer.self, from: data) else {
+            throw DemoFailure("the old app's sign-in failed (HTTP \(response.status.code))")
+        }
+        let token = AuthToken(
+            accessToken: answer.accessToken, refreshToken: answer.refreshToken,
+            expiresAt: Date().addingTimeInterval(answer.expiresIn ?? 3600))
+        keychain.set(try JSONEncoder().encode(token), service: service, account: account)
     }
 }

@@ -30,14 +30,7 @@ struct SessionWorker: AsyncParsableCommand {
     @Option(help: "How many access-token expiries to go through.")
     var expiries = 3
 
-    @Option(help: "The X-API-Key of the FitIQ-style endpoints.")
-    var apiKey = "demo-api-key"
-
-    @Option(help: "The e-mail to sign in with when the store is empty.")
-    var email = "demo@example.com"
-
-    @Option(help: "The password to sign in with when the store is empty.")
-    var password = "password123"
+    @OptionGroup var account: DemoAccountOptions
 
     func validate() throws {
         guard (1...500).contains(requests) else { throw ValidationError("--requests must be 1...500") }
@@ -48,51 +41,45 @@ struct SessionWorker: AsyncParsableCommand {
         guard let baseURL = URL(string: server), let origin = HTTPOrigin(baseURL) else {
             throw ValidationError("--server \(server) is not an http(s) URL")
         }
-        let transport = URLSessionTransport()
-        let refresher = TokenRefreshClient(
-            strategy: JSONEndpointRefreshStrategy(baseURL: baseURL, apiKey: apiKey, transport: transport),
-            store: FileTokenStore(directory: URL(fileURLWithPath: storeDir, isDirectory: true)),
-            // Tokens that live seconds: the default breaker (5 in 30 s) is meant for tokens that live minutes.
-            configuration: .init(maximumRefreshes: 30, breakerWindow: .seconds(30)))
-        let api = AuthenticatedClient(
-            transport: transport, tokenProvider: refresher, configuration: .init(allowedOrigins: [origin]))
-
-        var state = await refresher.restoreSession()
-        if case .signedOut = state {
-            try await refresher.signIn(
-                fitIQLogin(baseURL: baseURL, email: email, password: password, apiKey: apiKey, transport: transport))
-            state = refresher.currentState
-        }
-        guard state.hasSession else { throw DemoFailure("no session: the store answered \(state)") }
-
-        var failed = 0
-        for round in 1...expiries {
-            try await waitUntilDue(refresher)
-            let errors = await fire(api, baseURL: baseURL)
-            failed += errors.count
-            let first = errors.first.map { ", first: \($0)" } ?? ""
-            print("round \(round): \(requests) requests, \(errors.count) failed\(first)")
+        let failed = try await DemoProcess.run(removingAtExit: nil) {
+            let (refresher, api) = try await resumeOrSignIn(baseURL: baseURL, origin: origin)
+            var failed = 0
+            for round in 1...expiries {
+                try await waitUntilDue(refresher)
+                let errors = await runConcurrently(requests) { _ in
+                    _ = try await api.call(.get, baseURL, "api/v1/progress")
+                }
+                failed += errors.lines.count + errors.outlived
+                DemoOutput.line(
+                    "round \(round): \(requests) requests, \(errors.lines.count + errors.outlived) failed\(errors.first)"
+                )
+            }
+            return failed
         }
         if failed > 0 { throw ExitCode.failure }
     }
 
-    /// Fires the round's requests at once; returns one line per failed request.
-    private func fire(_ api: AuthenticatedClient, baseURL: URL) async -> [String] {
-        await withTaskGroup(of: String?.self) { group in
-            for _ in 0..<requests {
-                group.addTask {
-                    do {
-                        _ = try await api.call(.get, baseURL, "api/v1/progress")
-                        return nil
-                    } catch {
-                        return DemoFailure.describe(error)
-                    }
-                }
-            }
-            var errors: [String] = []
-            for await error in group { if let error { errors.append(error) } }
-            return errors
+    /// The refresh client on the shared store (signed in only when the store is empty) and the API client.
+    private func resumeOrSignIn(
+        baseURL: URL, origin: HTTPOrigin
+    ) async throws -> (TokenRefreshClient, AuthenticatedClient) {
+        let transport = DemoTransport.urlSession()
+        let refresher = TokenRefreshClient(
+            strategy: JSONEndpointRefreshStrategy(baseURL: baseURL, apiKey: account.apiKey, transport: transport),
+            store: FileTokenStore(directory: URL(fileURLWithPath: storeDir, isDirectory: true)),
+            configuration: DemoRefreshConfiguration.shortLivedTokens)
+        let api = AuthenticatedClient(
+            transport: transport, tokenProvider: refresher, configuration: .init(allowedOrigins: [origin]))
+        var state = await refresher.restoreSession()
+        if case .signedOut = state {
+            try await refresher.signIn(
+                fitIQLogin(
+                    baseURL: baseURL, email: account.email, password: account.password, apiKey: account.apiKey,
+                    transport: transport))
+            state = refresher.currentState
         }
+        guard state.hasSession else { throw DemoFailure("no session: the store answered \(state)") }
+        return (refresher, api)
     }
 
     /// Waits in real time until the token held is due for a refresh (the expiry policy's margin before `exp`):
@@ -103,7 +90,6 @@ struct SessionWorker: AsyncParsableCommand {
         let margin =
             policy.effectiveLeeway(lifetime: token.lifetime)
             + policy.effectiveRefreshThreshold(lifetime: token.lifetime)
-        let seconds = max(0, expiresAt.addingTimeInterval(-margin).timeIntervalSinceNow) + 0.05
-        try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+        try await waitInRealTime(until: expiresAt.addingTimeInterval(-margin), margin: .milliseconds(50))
     }
 }

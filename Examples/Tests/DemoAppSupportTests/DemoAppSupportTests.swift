@@ -8,6 +8,10 @@ import TokenKit
 import TokenKitTesting
 import TokenKitTestingTraits
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 @Suite("Demo app support", .logLeakCheck())
 struct DemoAppSupportTests {
     @Test func wrongCredentialsReadAsARefusedSignIn() {
@@ -15,9 +19,83 @@ struct DemoAppSupportTests {
         #expect(message == "sign-in refused: wrong e-mail or password (HTTP 401)")
     }
 
-    @Test func aRefusedConnectionInsideAWrappedErrorReadsAsUnreachable() {
-        let wrapped = TokenRefreshError.transient.with(underlying: NetworkRetryError.cannotConnect)
-        #expect(DemoFailure.describe(wrapped) == "cannot connect to the server (connection refused)")
+    @Test func aRefusedConnectionInsideAWrappedErrorReadsAsRefused() {
+        let refused = NetworkRetryError.cannotConnect.with(underlying: URLError(.cannotConnectToHost))
+        let wrapped = TokenRefreshError.transient.with(underlying: refused)
+        #expect(DemoFailure.describe(wrapped) == "connection refused: nothing listens at that address and port")
+    }
+
+    static let connectionFailures: [(NetworkRetryError, String)] = [
+        (.cannotConnect.with(underlying: URLError(.cannotFindHost)), "the host name does not resolve"),
+        (.cannotConnect.with(underlying: URLError(.cannotConnectToHost)), "connection refused"),
+        (.timedOut.with(underlying: URLError(.timedOut)), "no answer in time (timed out)"),
+        (.transport(URLError(.secureConnectionFailed)), "the TLS handshake failed"),
+        (.cannotConnect, "cannot connect to the server"),
+    ]
+
+    @Test(arguments: connectionFailures)
+    func eachConnectionFailureReadsDifferently(error: NetworkRetryError, message: String) {
+        #expect(DemoFailure.describe(error).hasPrefix(message))
+    }
+
+    static func record(
+        _ grant: DemoAuthServer.IssueRecord.Grant, at issuedAt: Double, family: String = "family-a"
+    ) -> DemoAuthServer.IssueRecord {
+        .init(grant: grant, family: family, issuedAt: issuedAt, expiresAt: Int(issuedAt.rounded(.down)) + 3)
+    }
+
+    @Test func refreshesAreCountedAgainstTheExpiriesThatElapsed() {
+        // A slow round: two refreshes, each after the token before it expired (at 103 and 106).
+        let slow = [
+            Self.record(.login, at: 100.2), Self.record(.refresh, at: 103.0), Self.record(.refresh, at: 106.4),
+            Self.record(.login, at: 101, family: "family-b"),
+        ]
+        let account = RefreshAccount(log: slow, family: "family-a")
+        #expect(account.refreshes == 2)
+        #expect(account.afterExpiry == 2)
+        #expect(account.early == 0)
+        #expect(RefreshAccount(log: slow, family: "family-a", skipping: 2).refreshes == 1)
+    }
+
+    @Test func aRefreshOfAStillValidTokenIsEarly() {
+        // The second refresh comes at 104.9, while the token issued at 103.5 is valid until 106.
+        let broken = [
+            Self.record(.login, at: 100.2), Self.record(.refresh, at: 103.5), Self.record(.refresh, at: 104.9),
+        ]
+        let account = RefreshAccount(log: broken, family: "family-a")
+        #expect(account.refreshes == 2)
+        #expect(account.early == 1)
+    }
+
+    static func expiredRejection() -> MockTransport.Reply {
+        .response(
+            status: .unauthorized,
+            headers: [.wwwAuthenticate: #"Bearer error="invalid_token", error_description="The access token expired""#])
+    }
+
+    @Test func aRetryWhoseNewTokenExpiredInFlightIsTold() async throws {
+        let transport = CountingTransport(MockTransport(script: [Self.expiredRejection(), Self.expiredRejection()]))
+        let log = AttemptLog()
+        try await AttemptLog.$current.withValue(log) {
+            var request = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:1", path: "/")
+            request.headerFields[.authorization] = "Bearer old-token-for-test"
+            _ = try await transport.send(request, body: nil)
+            request.headerFields[.authorization] = "Bearer new-token-for-test"
+            _ = try await transport.send(request, body: nil)
+        }
+        #expect(log.retryOutlivedItsToken)
+    }
+
+    @Test func aRetryWithTheSameTokenIsNotExcused() async throws {
+        let transport = CountingTransport(MockTransport(script: [Self.expiredRejection(), Self.expiredRejection()]))
+        let log = AttemptLog()
+        try await AttemptLog.$current.withValue(log) {
+            var request = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:1", path: "/")
+            request.headerFields[.authorization] = "Bearer same-token-for-test"
+            _ = try await transport.send(request, body: nil)
+            _ = try await transport.send(request, body: nil)
+        }
+        #expect(!log.retryOutlivedItsToken)
     }
 
     @Test func aMessageIsAlwaysOneLine() {
@@ -54,7 +132,7 @@ struct DemoAppSupportTests {
         let error = await #expect(throws: DemoFailure.self) {
             _ = try await DemoBackend.start(external: "http://127.0.0.1:9", configuration: .init())
         }
-        #expect(try #require(error).description.hasPrefix("cannot reach the auth server at http://127.0.0.1:9"))
+        #expect(try #require(error).description.hasPrefix("cannot reach the auth server at http://127.0.0.1:9: "))
     }
 
     @Test func theInProcessServerCountsAndRevokes() async throws {

@@ -29,6 +29,24 @@ struct RefreshTests {
         }
     }
 
+    @Test func theIssueLogRecordsEachAccessTokenWithoutItsText() async throws {
+        let clock = TestWallClock()
+        try await withServer(clock: clock) { server, client in
+            let login = try Pair(try await client.jsonLogin())
+            clock.advance(seconds: 901)
+            _ = try await client.jsonRefresh(login.refreshToken)
+            let reply = try await client.send("GET", "/debug/issued")
+            let log = try JSONDecoder().decode([DemoAuthServer.IssueRecord].self, from: reply.body)
+            #expect(log == server.issueLog)
+            #expect(log.map(\.grant) == [.login, .refresh])
+            #expect(Set(log.map(\.family)).count == 1)
+            #expect(log[1].issuedAt == log[0].issuedAt + 901)
+            #expect(log[0].expiresAt == Int(log[0].issuedAt.rounded(.down)) + 900)
+            let text = String(decoding: reply.body, as: UTF8.self)
+            #expect(!text.contains(login.accessToken) && !text.contains(login.refreshToken ?? "-"))
+        }
+    }
+
     @Test func jsonRefreshReadsTheAnalysisBodyAndASnakeCaseOne() async throws {
         try await withServer { server, client in
             let login = try Pair(try await client.jsonLogin())
