@@ -67,7 +67,8 @@ public final class URLSessionTransport: HTTPTransport {
         return (try Self.httpResponse(response), data)
     }
 
-    static func urlRequest(_ request: HTTPRequest, body: Data?) throws -> URLRequest {
+    /// A `URLRequest` for a head and body (also FitIQCore's conversion for an app's own network client).
+    package static func urlRequest(_ request: HTTPRequest, body: Data?) throws -> URLRequest {
         guard let scheme = request.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let authority = request.authority, !authority.isEmpty,
             let url = URL(string: "\(scheme)://\(authority)\(request.path ?? "/")")

@@ -56,19 +56,9 @@ enum FoundationConversion {
         return (head, request.httpBody)
     }
 
-    /// A `URLRequest` for a head and body.
+    /// A `URLRequest` for a head and body (cookies joined as RFC 6265 says).
     static func urlRequest(_ request: HTTPRequest, body: Data?) throws -> URLRequest {
-        guard let scheme = request.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let authority = request.authority, !authority.isEmpty,
-            let url = URL(string: "\(scheme)://\(authority)\(request.path ?? "/")")
-        else { throw NetworkRetryError.invalidRequest }
-        var urlRequest = URLRequest(url: url)
-        urlRequest.httpMethod = request.method.rawValue
-        for field in request.headerFields {
-            urlRequest.addValue(field.value, forHTTPHeaderField: field.name.rawName)
-        }
-        urlRequest.httpBody = body
-        return urlRequest
+        try URLSessionTransport.urlRequest(request, body: body)
     }
 
     /// An `HTTPURLResponse` for a response head.
