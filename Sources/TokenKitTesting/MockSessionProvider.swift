@@ -15,7 +15,8 @@ public import TokenRefresh
 /// ```
 ///
 /// The tokens are unsigned (`alg: none`): fine for a client under test, which reads claims without verifying
-/// them, and refused by any verifier. Each is registered in ``TestSecrets/shared``.
+/// them, and refused by any verifier. Each is registered with the log check of `TokenKitLogCheck`, when a test
+/// target uses it.
 public final class MockSessionProvider: Sendable {
     /// The mock user, with the fields CommuteTimely's `User` has.
     public struct User: Sendable, Hashable {
@@ -150,7 +151,7 @@ public final class MockSessionProvider: Sendable {
             state.cached = (token, date.addingTimeInterval(tokenLifetime))
             return token
         }
-        if let minted { TestSecrets.shared.register(minted, as: .accessToken, origin: "MockSessionProvider") }
+        if let minted { SecretCrossings.report(.secret(minted, .accessToken), origin: "MockSessionProvider") }
         return minted
     }
 

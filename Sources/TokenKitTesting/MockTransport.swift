@@ -15,8 +15,8 @@ public import NetworkRetry
 /// #expect(transport.requests[1].bearerToken == "fresh")
 /// ```
 ///
-/// Every credential in a request and every token in a response body is registered in
-/// ``TestSecrets/shared``, so a log check knows to look for it.
+/// Every credential in a request and every token in a response body is registered with the log check of
+/// `TokenKitLogCheck`, when a test target uses it, so it knows to look for them.
 ///
 /// Its `description`, and that of each ``RecordedRequest``, print `Authorization`, `Proxy-Authorization`,
 /// `Cookie` and `Set-Cookie` values as `<redacted>`. When the script is empty and there is no handler, `send`
@@ -109,7 +109,7 @@ public final class MockTransport: HTTPTransport, CustomStringConvertible {
             state.requests.append(RecordedRequest(request, body: body))
             return (state.script.isEmpty ? nil : state.script.removeFirst(), state.requests.count)
         }
-        TestSecrets.shared.registerCredentials(in: request, body: body, origin: "MockTransport request")
+        SecretCrossings.report(.request(request, body: body), origin: "MockTransport request")
         let answer: (HTTPResponse, Data)
         switch reply {
         case .response(let response, let data)?: answer = (response, data)
@@ -118,7 +118,7 @@ public final class MockTransport: HTTPTransport, CustomStringConvertible {
             guard let handler else { throw ScriptExhausted(requestNumber: number) }
             answer = try await handler(request, body)
         }
-        TestSecrets.shared.registerTokens(inResponseBody: answer.1, origin: "MockTransport response")
+        SecretCrossings.report(.responseBody(answer.1), origin: "MockTransport response")
         return answer
     }
 

@@ -199,11 +199,11 @@ public actor SimulatedTokenServer: HTTPTransport {
         self.now = now
         let origin = "SimulatedTokenServer configuration"
         if let secret = configuration.clientSecret {
-            TestSecrets.shared.register(secret, as: .clientSecret, origin: origin)
+            SecretCrossings.report(.secret(secret, .clientSecret), origin: origin)
         }
-        if let apiKey = configuration.apiKey { TestSecrets.shared.register(apiKey, as: .credential, origin: origin) }
+        if let apiKey = configuration.apiKey { SecretCrossings.report(.secret(apiKey, .credential), origin: origin) }
         for password in configuration.users.values {
-            TestSecrets.shared.register(password, as: .password, origin: origin)
+            SecretCrossings.report(.secret(password, .password), origin: origin)
         }
     }
 
@@ -250,7 +250,7 @@ public actor SimulatedTokenServer: HTTPTransport {
     public func authorizationCode(userID: String, codeChallenge: String, redirectURI: String) -> String {
         serial += 1
         let code = "authorization-code-\(serial)"
-        TestSecrets.shared.register(code, as: .credential, origin: "SimulatedTokenServer authorization code")
+        SecretCrossings.report(.secret(code, .credential), origin: "SimulatedTokenServer authorization code")
         codes[code] = Code(userID: userID, challenge: codeChallenge, redirectURI: redirectURI)
         return code
     }
@@ -301,7 +301,7 @@ public actor SimulatedTokenServer: HTTPTransport {
     /// - Returns: The answer.
     /// - Throws: ``ConnectionError`` for connection faults; `CancellationError` when a held request is cancelled.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        TestSecrets.shared.registerCredentials(in: request, body: body, origin: "SimulatedTokenServer request")
+        SecretCrossings.report(.request(request, body: body), origin: "SimulatedTokenServer request")
         let path = String((request.path ?? "/").split(separator: "?", maxSplits: 1).first ?? "/")
         guard request.method == .post else { return Self.answer(405, [:]) }
         if path == configuration.revocationPath { return revoke(request, body: body ?? Data()) }
@@ -469,7 +469,7 @@ public actor SimulatedTokenServer: HTTPTransport {
     private func newRefreshToken() -> String {
         serial += 1
         let token = "rt-\(serial)-" + String(UInt64.random(in: .min ... .max), radix: 36)
-        TestSecrets.shared.register(token, as: .refreshToken, origin: "SimulatedTokenServer")
+        SecretCrossings.report(.secret(token, .refreshToken), origin: "SimulatedTokenServer")
         return token
     }
 
@@ -480,7 +480,7 @@ public actor SimulatedTokenServer: HTTPTransport {
         let payload = Self.base64URL(
             #"{"sub":"\#(userID)","iat":\#(issuedAt),"exp":\#(issuedAt + Int(lifetime)),"jti":"at-\#(serial)"}"#)
         let token = "\(header).\(payload).c2ln"
-        TestSecrets.shared.register(token, as: .accessToken, origin: "SimulatedTokenServer")
+        SecretCrossings.report(.secret(token, .accessToken), origin: "SimulatedTokenServer")
         return token
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TokenKit
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct FitIQCoreSurfaceTests {
     static func jwt(iat: Int, exp: Int) -> String {

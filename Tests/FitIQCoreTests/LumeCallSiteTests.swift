@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 import TokenKit
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

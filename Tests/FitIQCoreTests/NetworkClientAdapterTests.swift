@@ -3,7 +3,7 @@ import HTTPTypes
 import Testing
 import TokenKit
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

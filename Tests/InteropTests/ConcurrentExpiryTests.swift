@@ -3,7 +3,7 @@ import Foundation
 import NetworkRetry
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenRefresh
 
 extension Interop {

@@ -3,7 +3,7 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenRefresh
 
 extension Interop {

@@ -4,7 +4,7 @@ import HTTPTypes
 import NetworkRetry
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct ConcurrentRefreshTests {
     @Test func twoHundredConcurrent401sWithTheSameExpiredTokenCauseExactlyOneRefresh() async throws {

@@ -3,7 +3,7 @@ import HTTPTypes
 import NetworkRetry
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct MockTransportTests {
     struct Boom: Error {}

@@ -4,7 +4,7 @@ import HTTPTypes
 import NetworkRetry
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

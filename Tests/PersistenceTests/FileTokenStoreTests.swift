@@ -6,7 +6,7 @@ import Persistence
 import Synchronization
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 #if canImport(Glibc)
     import Glibc

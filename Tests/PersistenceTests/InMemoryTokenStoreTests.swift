@@ -3,7 +3,7 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct InMemoryTokenStoreTests {
     private func session(generation: UInt64) -> StoredSession {

@@ -4,7 +4,7 @@ import Persistence
 import Synchronization
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct SessionMigratorTests {
     static let now = Date(timeIntervalSince1970: 1_750_000_000)

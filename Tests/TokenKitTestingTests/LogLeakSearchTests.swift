@@ -2,7 +2,7 @@ import AuthToken
 import Foundation
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct LogLeakSearchTests {
     private static let secret = "s3cret refresh/token+value&more"

@@ -6,7 +6,7 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @testable import TokenRefresh
 

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct ManualClockTests {
     @Test func aSleeperWakesOnlyWhenTheClockPassesItsDeadline() async throws {

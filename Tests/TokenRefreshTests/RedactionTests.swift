@@ -4,7 +4,7 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @testable import TokenRefresh
 

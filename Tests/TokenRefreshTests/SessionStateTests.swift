@@ -5,7 +5,7 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @testable import TokenRefresh
 

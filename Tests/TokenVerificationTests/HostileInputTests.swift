@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenVerification
 import _CryptoExtras
 

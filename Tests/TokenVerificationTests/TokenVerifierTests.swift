@@ -3,7 +3,7 @@ import Crypto
 import Foundation
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenVerification
 
 /// Tokens of every algorithm verify with the right key, and every claim rule holds, with its own reason.

@@ -6,7 +6,7 @@ import Logging
 import Testing
 import TokenKit
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite("Demo app support", .logLeakCheck())
 struct DemoAppSupportTests {

@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 import TokenKit
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 /// The server rotated, then the answer was lost: the client still holds the refresh token the server retired.
 struct LostResponse: Sendable, CustomTestStringConvertible {

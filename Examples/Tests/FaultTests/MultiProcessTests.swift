@@ -2,7 +2,7 @@ import DemoAuthServer
 import Foundation
 import Testing
 import TokenKit
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 /// Several app processes share one `FileTokenStore` directory and one demo server. The store's cross-process
 /// lock and the re-read before refreshing (rule 3) must make each expiry cost exactly one refresh, even with

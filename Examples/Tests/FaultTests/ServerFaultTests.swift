@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TokenKit
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 /// A fault on the refresh path that ends the refresh without rotating anything.
 struct RefreshFault: Sendable, CustomTestStringConvertible {

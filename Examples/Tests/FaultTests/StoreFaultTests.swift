@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 import TokenKit
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 /// A switch a test flips to make one store operation fail, and a count of the attempts it saw.
 final class StoreSwitch: Sendable {

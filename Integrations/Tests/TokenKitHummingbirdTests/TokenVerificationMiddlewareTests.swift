@@ -7,7 +7,7 @@ import NIOCore
 import Testing
 import TokenKitHummingbird
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenVerification
 import _CryptoExtras
 

@@ -7,7 +7,7 @@ import NIOCore
 import NetworkRetry
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @testable import TokenKitAsyncHTTPClient
 

@@ -5,7 +5,7 @@ import NetworkRetry
 import OpenAPIRuntime
 import Testing
 import TokenKitOpenAPI
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct BearerTokenMiddlewareTests {
     struct Boom: Error {}

@@ -4,7 +4,7 @@ import Persistence
 import PostgresNIO
 import Testing
 import TokenKitPostgres
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 private let counterToken = AuthToken(
     accessToken: "pg-lock-access-token-counter", refreshToken: "pg-lock-refresh-token-counter",

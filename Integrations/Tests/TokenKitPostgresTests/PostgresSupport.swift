@@ -7,7 +7,7 @@ import PostgresNIO
 import Synchronization
 import Testing
 import TokenKitPostgres
-import TokenKitTesting
+import TokenKitLogCheck
 
 /// The PostgreSQL server the tests use: `TOKENKIT_POSTGRES_URL`, for example
 /// `postgres://postgres@127.0.0.1:5432/tokenkit_test` (`.ci/postgres` starts one and sets it).

@@ -6,7 +6,7 @@ import PostgresNIO
 import Testing
 import TokenKitPostgres
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 private let received = Date(timeIntervalSince1970: 1_800_000_000)
 private let first = StoredSession(

@@ -5,7 +5,7 @@ import PostgresNIO
 import Testing
 import TokenKitPostgres
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenRefresh
 
 @Suite(.logLeakCheck(), .enabled(if: TestDatabase.isConfigured, TestDatabase.skipMessage))
