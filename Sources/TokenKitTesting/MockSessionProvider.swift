@@ -65,7 +65,7 @@ public final class MockSessionProvider: Sendable {
     private let state = Locked(State())
     private let now: @Sendable () -> Date
     /// How long each token lives.
-    public let tokenLifetime: TimeInterval
+    package let tokenLifetime: TimeInterval
 
     /// Creates a provider with no session.
     ///
@@ -87,9 +87,9 @@ public final class MockSessionProvider: Sendable {
     /// How many times a token was asked for.
     public var tokenCalls: Int { state.withLock { $0.calls } }
     /// How many of those asked to skip the cache (after a 401).
-    public var forcedTokenCalls: Int { state.withLock { $0.forcedCalls } }
+    package var forcedTokenCalls: Int { state.withLock { $0.forcedCalls } }
     /// How many distinct tokens were minted.
-    public var issuedTokens: Int { state.withLock { $0.issued } }
+    package var issuedTokens: Int { state.withLock { $0.issued } }
 
     /// Starts a session for `user`, as the SDK's sign-in would.
     ///

@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import Testing
 import TokenKit
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -2,8 +2,8 @@ import AuthToken
 import Foundation
 import NetworkRetry
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 import TokenRefresh
 
 extension Interop {

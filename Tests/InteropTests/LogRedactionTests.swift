@@ -4,8 +4,8 @@ import Logging
 import NetworkRetry
 import Persistence
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 import TokenRefresh
 
 extension Interop {

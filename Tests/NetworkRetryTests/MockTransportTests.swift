@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 @Suite(.logLeakCheck()) struct MockTransportTests {
     struct Boom: Error {}

@@ -3,8 +3,8 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -5,8 +5,8 @@ import Logging
 import Persistence
 import Synchronization
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 #if canImport(Glibc)
     import Glibc

@@ -2,8 +2,8 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 @Suite(.logLeakCheck()) struct InMemoryTokenStoreTests {
     private func session(generation: UInt64) -> StoredSession {

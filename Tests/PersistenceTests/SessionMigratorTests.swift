@@ -3,8 +3,8 @@ import Foundation
 import Persistence
 import Synchronization
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 @Suite(.logLeakCheck()) struct SessionMigratorTests {
     static let now = Date(timeIntervalSince1970: 1_750_000_000)

@@ -1,8 +1,8 @@
 import AuthToken
 import Foundation
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 @Suite(.logLeakCheck()) struct LogLeakSearchTests {
     private static let secret = "s3cret refresh/token+value&more"

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 @Suite(.logLeakCheck()) struct TestSecretsTests {
     private func kinds(_ secrets: TestSecrets) -> [String: TestSecrets.Kind] {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 @Suite(.logLeakCheck()) struct ManualClockTests {
     @Test func aSleeperWakesOnlyWhenTheClockPassesItsDeadline() async throws {

@@ -4,8 +4,8 @@ import HTTPTypes
 import NetworkRetry
 import Persistence
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 @testable import TokenRefresh
 

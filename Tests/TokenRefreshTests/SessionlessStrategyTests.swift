@@ -2,8 +2,8 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 @testable import TokenRefresh
 

@@ -3,8 +3,8 @@ import Foundation
 import HTTPTypes
 import Persistence
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 @testable import TokenRefresh
 

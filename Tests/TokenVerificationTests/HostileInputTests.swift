@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 import TokenVerification
 import _CryptoExtras
 

@@ -2,8 +2,8 @@ import AuthToken
 import Crypto
 import Foundation
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 import TokenVerification
 
 /// Tokens of every algorithm verify with the right key, and every claim rule holds, with its own reason.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 import TokenVerification
 
 /// A repeated token is answered from the cache (no key lookup, no signature check) until it expires or its

@@ -5,8 +5,8 @@ import HTTPTypes
 import Logging
 import Testing
 import TokenKit
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 @Suite("Demo app support", .logLeakCheck())
 struct DemoAppSupportTests {
@@ -15,9 +15,15 @@ struct DemoAppSupportTests {
         #expect(message == "sign-in refused: wrong e-mail or password (HTTP 401)")
     }
 
-    @Test func aRefusedConnectionInsideAWrappedErrorReadsAsUnreachable() {
-        let wrapped = TokenRefreshError.transient.with(underlying: NetworkRetryError.cannotConnect)
-        #expect(DemoFailure.describe(wrapped) == "cannot connect to the server (connection refused)")
+    @Test func aRefusedConnectionInsideAWrappedErrorReadsAsUnreachable() async throws {
+        // A token endpoint wraps what its transport threw in a transient TokenRefreshError.
+        let transport = MockTransport(script: [.failure(NetworkRetryError.cannotConnect)])
+        let url = try #require(URL(string: "https://id.example.com/token"))
+        let endpoint = TokenEndpoint(url: url, client: OAuthClient(id: "demo-app"), transport: transport)
+        let wrapped = await #expect(throws: TokenRefreshError.transient) {
+            _ = try await endpoint.requestToken([("grant_type", "client_credentials")])
+        }
+        #expect(DemoFailure.describe(try #require(wrapped)) == "cannot connect to the server (connection refused)")
     }
 
     @Test func aMessageIsAlwaysOneLine() {

@@ -2,8 +2,8 @@ import DemoAuthServer
 import Foundation
 import Testing
 import TokenKit
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 /// A fault on the refresh path that ends the refresh without rotating anything.
 struct RefreshFault: Sendable, CustomTestStringConvertible {

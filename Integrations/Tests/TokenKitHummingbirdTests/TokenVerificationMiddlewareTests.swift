@@ -6,8 +6,8 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 import TokenKitHummingbird
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 import TokenVerification
 import _CryptoExtras
 

@@ -6,8 +6,8 @@ import Logging
 import NIOCore
 import NetworkRetry
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 
 @testable import TokenKitAsyncHTTPClient
 

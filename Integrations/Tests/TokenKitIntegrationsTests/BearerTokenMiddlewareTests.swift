@@ -4,8 +4,8 @@ import HTTPTypes
 import NetworkRetry
 import OpenAPIRuntime
 import Testing
-import TokenKitOpenAPI
 import TokenKitLogCheck
+import TokenKitOpenAPI
 
 @Suite(.logLeakCheck()) struct BearerTokenMiddlewareTests {
     struct Boom: Error {}
