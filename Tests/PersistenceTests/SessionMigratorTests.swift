@@ -74,6 +74,7 @@ import TokenKitTesting
             let refreshToken: String
             let expiresAt: Date
         }
+        TestSecrets.shared.register("lume-refresh", as: .refreshToken)
         let encoded = try JSONEncoder().encode(
             LumeToken(accessToken: "lume-access", refreshToken: "lume-refresh", expiresAt: expiresAt))
         let source = InMemoryLegacyKeyValueSource(values: ["authToken": encoded, "userID": Data("lume-user".utf8)])
