@@ -102,7 +102,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AuthTokenTests",
-            dependencies: ["AuthToken", "TokenKitTesting", "TokenKitLogCheck"],
+            dependencies: ["AuthToken", "TokenKitLogCheck"],
             resources: [.copy("Vectors")]
         ),
         .testTarget(
@@ -154,7 +154,7 @@ let package = Package(
         .testTarget(
             name: "JOSEIssuerTests",
             dependencies: [
-                "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
+                "TokenVerification", "TokenKitLogCheck",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
