@@ -29,7 +29,7 @@ let package = Package(
         .library(name: "TokenRefresh", targets: ["TokenRefresh"]),
         .library(name: "TokenVerification", targets: ["TokenVerification"]),
         .library(name: "TokenKitTesting", targets: ["TokenKitTesting"]),
-        .library(name: "TokenKitTestingTraits", targets: ["TokenKitTestingTraits"]),
+        .library(name: "TokenKitLogCheck", targets: ["TokenKitLogCheck"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
@@ -40,30 +40,28 @@ let package = Package(
     ],
     targets: [
         // Foundation only: a consumer who just parses tokens builds nothing else.
-        .target(name: "AuthToken", swiftSettings: strictSettings),
+        .target(name: "AuthToken"),
         .target(
             name: "Persistence",
             dependencies: [
                 "AuthToken",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
-        .target(
-            name: "PersistenceKeychain", dependencies: ["AuthToken", "Persistence"], swiftSettings: strictSettings),
-        // A child process for the Persistence crash and lock tests (not a product).
+        .target(name: "PersistenceKeychain", dependencies: ["AuthToken", "Persistence"]),
+        // A child process for the Persistence crash and lock tests (not a product), kept next to them.
         .executableTarget(
             name: "TokenStoreProbe", dependencies: ["AuthToken", "Persistence", "TokenRefresh"],
-            swiftSettings: strictSettings),
+            path: "Tests/Probes/TokenStoreProbe"
+        ),
         .target(
             name: "NetworkRetry",
             dependencies: [
                 "AuthToken",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .target(
             name: "TokenRefresh",
@@ -75,8 +73,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             // User-facing messages in English and Japanese (seed 004), read at run time on every platform.
-            resources: [.process("Messages/Resources")],
-            swiftSettings: strictSettings
+            resources: [.process("Messages/Resources")]
         ),
         // Backends verify incoming JWS tokens against a JWKS: Foundation, swift-crypto, swift-log and the swift-metrics
         // API only (no NIO).
@@ -88,83 +85,75 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
-        .target(
-            name: "TokenKit",
-            dependencies: ["AuthToken", "Persistence", "NetworkRetry", "TokenRefresh"],
-            swiftSettings: strictSettings
-        ),
+        .target(name: "TokenKit", dependencies: ["AuthToken", "Persistence", "NetworkRetry", "TokenRefresh"]),
+        // The mock kit for an app's own tests. No swift-log: an app that bootstraps its own logging backend
+        // can use it.
         .target(
             name: "TokenKitTesting",
             dependencies: [
-                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh",
+                "AuthToken", "NetworkRetry", "TokenRefresh",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // The `.logLeakCheck()` Swift Testing trait and its machinery: the whole test run logs at trace level
+        // into a capture that is searched for the secrets the run used (those crossing the mock kit included).
+        .target(
+            name: "TokenKitLogCheck",
+            dependencies: [
+                "AuthToken", "NetworkRetry", "TokenKitTesting",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
-        ),
-        // The `.logLeakCheck()` Swift Testing trait: the whole test run logs at trace level into a capture
-        // that is searched for secrets.
-        .target(
-            name: "TokenKitTestingTraits",
-            dependencies: ["TokenKitTesting"],
-            swiftSettings: strictSettings
+            ]
         ),
         .testTarget(
             name: "AuthTokenTests",
-            dependencies: ["AuthToken", "TokenKitTesting", "TokenKitTestingTraits"],
-            resources: [.copy("Vectors")],
-            swiftSettings: strictSettings
+            dependencies: ["AuthToken", "TokenKitLogCheck"],
+            resources: [.copy("Vectors")]
         ),
         .testTarget(
             name: "PersistenceTests",
-            dependencies: ["AuthToken", "Persistence", "TokenRefresh", "TokenKitTesting", "TokenKitTestingTraits"],
-            swiftSettings: strictSettings
+            dependencies: ["AuthToken", "Persistence", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck"]
         ),
         .testTarget(
             name: "NetworkRetryTests",
             dependencies: [
-                "AuthToken", "NetworkRetry", "TokenKitTesting", "TokenKitTestingTraits",
+                "AuthToken", "NetworkRetry", "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .testTarget(
             name: "TokenRefreshTests",
             dependencies: [
-                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitTestingTraits",
+                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .testTarget(
             name: "TokenKitTestingTests",
             dependencies: [
-                "AuthToken", "NetworkRetry", "TokenKitTesting", "TokenKitTestingTraits",
+                "AuthToken", "NetworkRetry", "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         .testTarget(
             name: "TokenVerificationTests",
             dependencies: [
-                "AuthToken", "TokenVerification", "TokenKitTesting", "TokenKitTestingTraits",
+                "AuthToken", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         // The unification analysis's call sites, compiled as the apps wrote them: through `import TokenKit`, and
         // without `ExistentialAny` (the analysis writes `AuthTokenPersistenceProtocol`, not `any ...`).
         .testTarget(
             name: "FitIQCoreTests",
             dependencies: [
-                "TokenKit", "TokenKitTesting", "TokenKitTestingTraits",
+                "TokenKit", "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: appCallSiteSettings
@@ -174,21 +163,24 @@ let package = Package(
         .testTarget(
             name: "JOSEIssuerTests",
             dependencies: [
-                "TokenVerification", "TokenKitTesting", "TokenKitTestingTraits",
+                "TokenVerification", "TokenKitLogCheck",
                 .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
         // Against the django-oauth-toolkit server of Interop/ (run by .ci/interop); skipped without
         // TOKENKIT_INTEROP_URL.
         .testTarget(
             name: "InteropTests",
             dependencies: [
-                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitTestingTraits",
+                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
+            ]
         ),
     ]
 )
+
+// Every target gets `strictSettings` unless it says otherwise (FitIQCoreTests compiles app call sites as written).
+for target in package.targets where target.swiftSettings == nil {
+    target.swiftSettings = strictSettings
+}

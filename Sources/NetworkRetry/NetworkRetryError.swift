@@ -73,7 +73,8 @@ public struct NetworkRetryError: Error, Sendable, Hashable, CustomStringConverti
         NetworkRetryError(.transport, underlying: underlying)
     }
 
-    /// Returns this error with the cause attached.
+    /// Returns this error with the cause attached. Public for transports (an ``HTTPTransport`` outside this
+    /// package wraps its client's error as ``timedOut`` or ``cannotConnect`` with the cause).
     ///
     /// - Parameter underlying: The error the HTTP client threw.
     /// - Returns: The same error carrying `underlying`.
@@ -87,7 +88,7 @@ public struct NetworkRetryError: Error, Sendable, Hashable, CustomStringConverti
     ///   - status: The HTTP status code.
     ///   - challenge: The Bearer challenge, if the server sent one.
     /// - Returns: The same error with the details.
-    public func with(status: Int, challenge: BearerChallenge?) -> NetworkRetryError {
+    package func with(status: Int, challenge: BearerChallenge?) -> NetworkRetryError {
         NetworkRetryError(code, underlying: underlying, challenge: challenge, status: status)
     }
 

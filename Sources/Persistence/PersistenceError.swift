@@ -39,7 +39,8 @@ public struct PersistenceError: Error, Sendable, Hashable, CustomStringConvertib
     /// Migrating an older stored format failed; the old entries are kept.
     public static let migrationFailed = PersistenceError(.migrationFailed)
 
-    /// Returns this error with a secret-free detail attached.
+    /// Returns this error with a secret-free detail attached. Public for token stores implemented outside
+    /// this package (such as the PostgreSQL store of `Integrations`).
     ///
     /// - Parameter detail: A short explanation (never token text).
     /// - Returns: The same error with the detail.

@@ -177,7 +177,7 @@ public final class LoopbackServer: @unchecked Sendable {
 
         registerSecrets(of: request)
         let response = route(request, port)
-        TestSecrets.shared.registerTokens(inResponseBody: response.body, origin: "LoopbackServer response")
+        SecretCrossings.report(.responseBody(response.body), origin: "LoopbackServer response")
         var text =
             "HTTP/1.1 \(response.status) Status\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
         for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
@@ -200,15 +200,15 @@ public final class LoopbackServer: @unchecked Sendable {
         return nil
     }
 
-    /// Registers the request's credentials in ``TestSecrets/shared`` (header values, query, body).
+    /// Reports the request's credentials to a log check, if one is installed (header values, query, body).
     private func registerSecrets(of request: Request) {
         let origin = "LoopbackServer request"
         for (name, values) in request.headers {
-            for value in values { TestSecrets.shared.registerHeader(name: name, value: value, origin: origin) }
+            for value in values { SecretCrossings.report(.header(name: name, value: value), origin: origin) }
         }
         if let query = request.path.split(separator: "?", maxSplits: 1).dropFirst().first {
-            TestSecrets.shared.registerCredentials(inRequestBody: Data(query.utf8), origin: origin)
+            SecretCrossings.report(.requestBody(Data(query.utf8)), origin: origin)
         }
-        TestSecrets.shared.registerCredentials(inRequestBody: request.body, origin: origin)
+        SecretCrossings.report(.requestBody(request.body), origin: origin)
     }
 }

@@ -15,12 +15,12 @@ public final class ManualClock: Clock, Sendable {
     /// A point on a ``ManualClock``: the time since the clock was made.
     public struct Instant: InstantProtocol, Sendable, Hashable, Comparable {
         /// The time since the clock's start.
-        public let offset: Duration
+        package let offset: Duration
 
         /// Creates an instant.
         ///
         /// - Parameter offset: The time since the clock's start.
-        public init(offset: Duration) { self.offset = offset }
+        package init(offset: Duration) { self.offset = offset }
 
         /// The instant `duration` later.
         ///
@@ -59,7 +59,7 @@ public final class ManualClock: Clock, Sendable {
     // NSLock-backed Locked, not Mutex: ThreadSanitizer on Linux does not follow Mutex's futex.
     private let state = Locked(State())
     /// The wall-clock date at the clock's start.
-    public let startDate: Date
+    package let startDate: Date
 
     /// Creates a clock at offset zero.
     ///
@@ -138,7 +138,7 @@ public final class ManualClock: Clock, Sendable {
     /// Moves the clock to `instant` (if it is later than now).
     ///
     /// - Parameter instant: The instant to move to.
-    public func advance(to instant: Instant) {
+    package func advance(to instant: Instant) {
         advance(by: now.duration(to: instant))
     }
 

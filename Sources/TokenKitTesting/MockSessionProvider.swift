@@ -15,7 +15,8 @@ public import TokenRefresh
 /// ```
 ///
 /// The tokens are unsigned (`alg: none`): fine for a client under test, which reads claims without verifying
-/// them, and refused by any verifier. Each is registered in ``TestSecrets/shared``.
+/// them, and refused by any verifier. Each is registered with the log check of `TokenKitLogCheck`, when a test
+/// target uses it.
 public final class MockSessionProvider: Sendable {
     /// The mock user, with the fields CommuteTimely's `User` has.
     public struct User: Sendable, Hashable {
@@ -64,7 +65,7 @@ public final class MockSessionProvider: Sendable {
     private let state = Locked(State())
     private let now: @Sendable () -> Date
     /// How long each token lives.
-    public let tokenLifetime: TimeInterval
+    package let tokenLifetime: TimeInterval
 
     /// Creates a provider with no session.
     ///
@@ -86,9 +87,9 @@ public final class MockSessionProvider: Sendable {
     /// How many times a token was asked for.
     public var tokenCalls: Int { state.withLock { $0.calls } }
     /// How many of those asked to skip the cache (after a 401).
-    public var forcedTokenCalls: Int { state.withLock { $0.forcedCalls } }
+    package var forcedTokenCalls: Int { state.withLock { $0.forcedCalls } }
     /// How many distinct tokens were minted.
-    public var issuedTokens: Int { state.withLock { $0.issued } }
+    package var issuedTokens: Int { state.withLock { $0.issued } }
 
     /// Starts a session for `user`, as the SDK's sign-in would.
     ///
@@ -150,7 +151,7 @@ public final class MockSessionProvider: Sendable {
             state.cached = (token, date.addingTimeInterval(tokenLifetime))
             return token
         }
-        if let minted { TestSecrets.shared.register(minted, as: .accessToken, origin: "MockSessionProvider") }
+        if let minted { SecretCrossings.report(.secret(minted, .accessToken), origin: "MockSessionProvider") }
         return minted
     }
 

@@ -15,12 +15,12 @@ public import NetworkRetry
 /// #expect(transport.requests[1].bearerToken == "fresh")
 /// ```
 ///
-/// Every credential in a request and every token in a response body is registered in
-/// ``TestSecrets/shared``, so a log check knows to look for it.
+/// Every credential in a request and every token in a response body is registered with the log check of
+/// `TokenKitLogCheck`, when a test target uses it, so it knows to look for them.
 ///
 /// Its `description`, and that of each ``RecordedRequest``, print `Authorization`, `Proxy-Authorization`,
 /// `Cookie` and `Set-Cookie` values as `<redacted>`. When the script is empty and there is no handler, `send`
-/// throws ``MockTransport/ScriptExhausted``.
+/// throws an error that names the request.
 public final class MockTransport: HTTPTransport, CustomStringConvertible {
     /// One scripted answer.
     public enum Reply: Sendable {
@@ -46,14 +46,14 @@ public final class MockTransport: HTTPTransport, CustomStringConvertible {
     }
 
     /// Answers a request when the script is empty.
-    public typealias Handler = @Sendable (HTTPRequest, Data?) async throws -> (HTTPResponse, Data)
+    typealias Handler = @Sendable (HTTPRequest, Data?) async throws -> (HTTPResponse, Data)
 
     /// Thrown by ``send(_:body:)`` when the script is used up and there is no handler.
-    public struct ScriptExhausted: Error, Sendable, CustomStringConvertible {
+    package struct ScriptExhausted: Error, Sendable, CustomStringConvertible {
         /// The number of the request (1-based) that found the script empty.
-        public let requestNumber: Int
+        package let requestNumber: Int
         /// `MockTransport.ScriptExhausted(request n)`.
-        public var description: String { "MockTransport.ScriptExhausted(request \(requestNumber))" }
+        package var description: String { "MockTransport.ScriptExhausted(request \(requestNumber))" }
     }
 
     private struct State {
@@ -68,17 +68,13 @@ public final class MockTransport: HTTPTransport, CustomStringConvertible {
     ///
     /// - Parameters:
     ///   - script: Replies used in order, one per request.
-    ///   - handler: Answers requests once the script is used up.
-    public init(script: [Reply] = [], handler: Handler? = nil) {
+    ///   - handler: Answers requests once the script is used up (every request, without a script).
+    public init(
+        script: [Reply] = [],
+        handler: (@Sendable (HTTPRequest, Data?) async throws -> (HTTPResponse, Data))? = nil
+    ) {
         self.state = Locked(State(script: script))
         self.handler = handler
-    }
-
-    /// Creates a mock that answers every request with `handler`.
-    ///
-    /// - Parameter handler: Computes the answer from the request.
-    public convenience init(handler: @escaping Handler) {
-        self.init(script: [], handler: handler)
     }
 
     /// Appends replies to the script.
@@ -92,10 +88,10 @@ public final class MockTransport: HTTPTransport, CustomStringConvertible {
     public var requests: [RecordedRequest] { state.withLock { $0.requests } }
 
     /// The number of requests sent so far.
-    public var requestCount: Int { state.withLock { $0.requests.count } }
+    package var requestCount: Int { state.withLock { $0.requests.count } }
 
     /// The number of scripted replies not used yet.
-    public var remainingScriptCount: Int { state.withLock { $0.script.count } }
+    package var remainingScriptCount: Int { state.withLock { $0.script.count } }
 
     /// Records the request, then answers from the script or the handler.
     ///
@@ -103,13 +99,13 @@ public final class MockTransport: HTTPTransport, CustomStringConvertible {
     ///   - request: The request.
     ///   - body: Its body.
     /// - Returns: The scripted response.
-    /// - Throws: A scripted error, the handler's error, or ``ScriptExhausted``.
+    /// - Throws: A scripted error, the handler's error, or an error naming the request when there is neither.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         let (reply, number) = state.withLock { state -> (Reply?, Int) in
             state.requests.append(RecordedRequest(request, body: body))
             return (state.script.isEmpty ? nil : state.script.removeFirst(), state.requests.count)
         }
-        TestSecrets.shared.registerCredentials(in: request, body: body, origin: "MockTransport request")
+        SecretCrossings.report(.request(request, body: body), origin: "MockTransport request")
         let answer: (HTTPResponse, Data)
         switch reply {
         case .response(let response, let data)?: answer = (response, data)
@@ -118,7 +114,7 @@ public final class MockTransport: HTTPTransport, CustomStringConvertible {
             guard let handler else { throw ScriptExhausted(requestNumber: number) }
             answer = try await handler(request, body)
         }
-        TestSecrets.shared.registerTokens(inResponseBody: answer.1, origin: "MockTransport response")
+        SecretCrossings.report(.responseBody(answer.1), origin: "MockTransport response")
         return answer
     }
 
@@ -141,21 +137,21 @@ public struct RecordedRequest: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - request: The request head.
     ///   - body: The body.
-    public init(_ request: HTTPRequest, body: Data?) {
+    package init(_ request: HTTPRequest, body: Data?) {
         self.request = request
         self.body = body
     }
 
     /// The method.
-    public var method: HTTPRequest.Method { request.method }
+    package var method: HTTPRequest.Method { request.method }
     /// The scheme, such as `https`.
-    public var scheme: String? { request.scheme }
+    package var scheme: String? { request.scheme }
     /// The authority, such as `api.example.com:8443`.
-    public var authority: String? { request.authority }
+    package var authority: String? { request.authority }
     /// The path with its query.
     public var path: String? { request.path }
     /// The header fields (with their real values: do not print them; use `description`).
-    public var headerFields: HTTPFields { request.headerFields }
+    package var headerFields: HTTPFields { request.headerFields }
 
     /// The token after `Bearer ` in `Authorization`, or `nil`. For assertions; never print it.
     public var bearerToken: String? {

@@ -36,11 +36,11 @@ public actor SimulatedTokenServer: HTTPTransport {
         /// Users for the password grant: user name to password.
         public var users: [String: String]
         /// The path of the token endpoint.
-        public var tokenPath: String
+        package var tokenPath: String
         /// The path of the JSON refresh endpoint.
-        public var jsonRefreshPath: String
+        package var jsonRefreshPath: String
         /// The path of the revocation endpoint.
-        public var revocationPath: String
+        package var revocationPath: String
 
         /// Creates a configuration.
         ///
@@ -146,9 +146,9 @@ public actor SimulatedTokenServer: HTTPTransport {
     }
 
     /// The error the server throws for ``Fault/connectionError`` and ``Fault/responseLostAfterRotation``.
-    public struct ConnectionError: Error, Sendable, CustomStringConvertible {
+    package struct ConnectionError: Error, Sendable, CustomStringConvertible {
         /// `SimulatedTokenServer.ConnectionError`.
-        public var description: String { "SimulatedTokenServer.ConnectionError" }
+        package var description: String { "SimulatedTokenServer.ConnectionError" }
     }
 
     private struct Family {
@@ -181,13 +181,13 @@ public actor SimulatedTokenServer: HTTPTransport {
     /// Every request to the token or JSON refresh endpoint, whatever the answer.
     public private(set) var tokenRequestCount = 0
     /// The refresh tokens presented, in order (for assertions; never print them).
-    public private(set) var presentedRefreshTokens: [String] = []
+    package private(set) var presentedRefreshTokens: [String] = []
     /// Families revoked because a rotated refresh token was reused.
     public private(set) var reuseDetections = 0
     /// Revocation requests received.
     public private(set) var revocationCount = 0
     /// Refreshes accepted with a previous refresh token inside the grace window.
-    public private(set) var graceRecoveries = 0
+    package private(set) var graceRecoveries = 0
 
     /// Creates a server.
     ///
@@ -199,11 +199,11 @@ public actor SimulatedTokenServer: HTTPTransport {
         self.now = now
         let origin = "SimulatedTokenServer configuration"
         if let secret = configuration.clientSecret {
-            TestSecrets.shared.register(secret, as: .clientSecret, origin: origin)
+            SecretCrossings.report(.secret(secret, .clientSecret), origin: origin)
         }
-        if let apiKey = configuration.apiKey { TestSecrets.shared.register(apiKey, as: .credential, origin: origin) }
+        if let apiKey = configuration.apiKey { SecretCrossings.report(.secret(apiKey, .credential), origin: origin) }
         for password in configuration.users.values {
-            TestSecrets.shared.register(password, as: .password, origin: origin)
+            SecretCrossings.report(.secret(password, .password), origin: origin)
         }
     }
 
@@ -250,7 +250,7 @@ public actor SimulatedTokenServer: HTTPTransport {
     public func authorizationCode(userID: String, codeChallenge: String, redirectURI: String) -> String {
         serial += 1
         let code = "authorization-code-\(serial)"
-        TestSecrets.shared.register(code, as: .credential, origin: "SimulatedTokenServer authorization code")
+        SecretCrossings.report(.secret(code, .credential), origin: "SimulatedTokenServer authorization code")
         codes[code] = Code(userID: userID, challenge: codeChallenge, redirectURI: redirectURI)
         return code
     }
@@ -259,7 +259,7 @@ public actor SimulatedTokenServer: HTTPTransport {
     ///
     /// - Parameter refreshToken: The refresh token.
     /// - Returns: `true` when it is the family's current token and the family is not revoked.
-    public func isActive(refreshToken: String) -> Bool {
+    package func isActive(refreshToken: String) -> Bool {
         guard let id = familyOfRefreshToken[refreshToken], let family = families[id] else { return false }
         return !family.revoked && family.current == refreshToken
     }
@@ -268,13 +268,13 @@ public actor SimulatedTokenServer: HTTPTransport {
     ///
     /// - Parameter refreshToken: Any refresh token of the family.
     /// - Returns: `true` when revoked.
-    public func isFamilyRevoked(refreshToken: String) -> Bool {
+    package func isFamilyRevoked(refreshToken: String) -> Bool {
         guard let id = familyOfRefreshToken[refreshToken] else { return false }
         return families[id]?.revoked ?? false
     }
 
     /// How many requests are waiting on a ``Fault/hold``.
-    public var heldRequestCount: Int { held.count }
+    package var heldRequestCount: Int { held.count }
 
     /// Suspends until at least `count` requests are held. No real time passes.
     ///
@@ -299,9 +299,9 @@ public actor SimulatedTokenServer: HTTPTransport {
     ///   - request: The request.
     ///   - body: Its body.
     /// - Returns: The answer.
-    /// - Throws: ``ConnectionError`` for connection faults; `CancellationError` when a held request is cancelled.
+    /// - Throws: A connection error for connection faults; `CancellationError` when a held request is cancelled.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        TestSecrets.shared.registerCredentials(in: request, body: body, origin: "SimulatedTokenServer request")
+        SecretCrossings.report(.request(request, body: body), origin: "SimulatedTokenServer request")
         let path = String((request.path ?? "/").split(separator: "?", maxSplits: 1).first ?? "/")
         guard request.method == .post else { return Self.answer(405, [:]) }
         if path == configuration.revocationPath { return revoke(request, body: body ?? Data()) }
@@ -469,7 +469,7 @@ public actor SimulatedTokenServer: HTTPTransport {
     private func newRefreshToken() -> String {
         serial += 1
         let token = "rt-\(serial)-" + String(UInt64.random(in: .min ... .max), radix: 36)
-        TestSecrets.shared.register(token, as: .refreshToken, origin: "SimulatedTokenServer")
+        SecretCrossings.report(.secret(token, .refreshToken), origin: "SimulatedTokenServer")
         return token
     }
 
@@ -480,7 +480,7 @@ public actor SimulatedTokenServer: HTTPTransport {
         let payload = Self.base64URL(
             #"{"sub":"\#(userID)","iat":\#(issuedAt),"exp":\#(issuedAt + Int(lifetime)),"jti":"at-\#(serial)"}"#)
         let token = "\(header).\(payload).c2ln"
-        TestSecrets.shared.register(token, as: .accessToken, origin: "SimulatedTokenServer")
+        SecretCrossings.report(.secret(token, .accessToken), origin: "SimulatedTokenServer")
         return token
     }
 

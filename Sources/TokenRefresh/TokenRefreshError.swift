@@ -94,13 +94,14 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     /// Whether trying again later may succeed, with the session kept meanwhile.
     public var isTransient: Bool { code == .transient || code == .timeout }
 
-    /// Returns this error with an OAuth error code attached.
+    /// Returns this error with an OAuth error code attached. Public (unlike the other builders) for sign-in
+    /// flows of an app's own, which report their endpoint's refusals as a `TokenRefreshError`.
     ///
     /// - Parameter oauthError: The `error` field of an RFC 6749 section 5.2 response.
     /// - Returns: The same error with the code.
     public func with(oauthError: String?) -> TokenRefreshError { copy(oauthError: .some(oauthError)) }
 
-    /// Returns this error with an HTTP status attached.
+    /// Returns this error with an HTTP status attached. Public for the same sign-in flows.
     ///
     /// - Parameter status: The status code.
     /// - Returns: The same error with the status.
@@ -110,19 +111,19 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     ///
     /// - Parameter retryAfter: How long to wait before trying again.
     /// - Returns: The same error with the wait.
-    public func with(retryAfter: Duration?) -> TokenRefreshError { copy(retryAfter: .some(retryAfter)) }
+    package func with(retryAfter: Duration?) -> TokenRefreshError { copy(retryAfter: .some(retryAfter)) }
 
     /// Returns this error with an underlying cause attached.
     ///
     /// - Parameter underlying: The cause.
     /// - Returns: The same error with the cause.
-    public func with(underlying: (any Error)?) -> TokenRefreshError { copy(underlying: .some(underlying)) }
+    package func with(underlying: (any Error)?) -> TokenRefreshError { copy(underlying: .some(underlying)) }
 
     /// Returns this error marked as a connectivity failure (or not).
     ///
     /// - Parameter connectivity: Whether the failure was a connection error or timeout.
     /// - Returns: The same error with the flag.
-    public func with(connectivityFailure connectivity: Bool) -> TokenRefreshError {
+    package func with(connectivityFailure connectivity: Bool) -> TokenRefreshError {
         copy(connectivity: connectivity)
     }
 

@@ -1,7 +1,7 @@
 import AuthToken
 import Foundation
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct AuthTokenExpiryTests {
     let received = Date(timeIntervalSince1970: 1_000_000)

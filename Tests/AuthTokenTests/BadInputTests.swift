@@ -1,7 +1,7 @@
 import AuthToken
 import Foundation
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 /// Every malformed input gives a typed error naming the part and the reason: never a crash or a hang.
 @Suite(.logLeakCheck()) struct BadInputTests {

@@ -1,5 +1,5 @@
 import Foundation
-import TokenKitTesting
+import TokenKitLogCheck
 
 /// Builds compact JWTs for tests. The signature is a fixed fake: nothing here verifies it.
 enum JWTFixtures {

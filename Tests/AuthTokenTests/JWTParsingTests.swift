@@ -1,7 +1,7 @@
 import AuthToken
 import Foundation
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct JWTParsingTests {
     @Test func readsRegisteredAndCustomClaimsWithTheirTypes() throws {

@@ -1,7 +1,7 @@
 import AuthToken
 import Foundation
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 /// The published JOSE vectors in `Vectors/jws-rfc7515.json` (RFC 7515 appendix A, RFC 7519 section 3.1).
 @Suite(.logLeakCheck()) struct VectorTests {

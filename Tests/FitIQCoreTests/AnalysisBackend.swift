@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TokenKit
+import TokenKitLogCheck
 import TokenKitTesting
 
 #if canImport(FoundationNetworking)

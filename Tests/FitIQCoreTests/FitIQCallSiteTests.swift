@@ -2,8 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 import TokenKit
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

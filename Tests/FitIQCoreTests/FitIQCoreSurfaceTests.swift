@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 import TokenKit
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @Suite(.logLeakCheck()) struct FitIQCoreSurfaceTests {
     static func jwt(iat: Int, exp: Int) -> String {

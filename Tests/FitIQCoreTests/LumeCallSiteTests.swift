@@ -2,8 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 import TokenKit
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -122,9 +122,10 @@ struct OldLumeAuthToken: Codable, Equatable {
         let store = InMemoryTokenStore()
         let tokenStorage: TokenStorageProtocol = TokenStoreTokenStorage(store: store)
         #expect(try await tokenStorage.getToken() == nil)
-        let token = AuthToken(
-            accessToken: "lume-storage-access", refreshToken: "lume-storage-refresh",
-            expiresAt: Date(timeIntervalSince1970: 1_800_000_900))
+        let token = TestSecrets.shared.register(
+            AuthToken(
+                accessToken: "lume-storage-access", refreshToken: "lume-storage-refresh",
+                expiresAt: Date(timeIntervalSince1970: 1_800_000_900)))
         try await tokenStorage.saveToken(token)
         #expect(try await tokenStorage.getToken() == token)
         #expect(await store.load(account: "default").session?.generation == 1)

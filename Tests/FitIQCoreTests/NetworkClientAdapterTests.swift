@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import Testing
 import TokenKit
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

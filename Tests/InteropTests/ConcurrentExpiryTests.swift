@@ -2,8 +2,8 @@ import AuthToken
 import Foundation
 import NetworkRetry
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenRefresh
 
 extension Interop {

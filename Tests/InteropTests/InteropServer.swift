@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenRefresh
 
 /// Every interop test, run one at a time: they share one server, its counters and its settings.

@@ -4,8 +4,8 @@ import Logging
 import NetworkRetry
 import Persistence
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenRefresh
 
 extension Interop {

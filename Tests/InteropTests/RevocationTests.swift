@@ -3,7 +3,7 @@ import Foundation
 import NetworkRetry
 import Persistence
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenRefresh
 
 extension Interop {

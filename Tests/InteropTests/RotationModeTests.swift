@@ -2,8 +2,8 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenRefresh
 
 extension Interop {

@@ -2,7 +2,7 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenRefresh
 
 extension Interop {

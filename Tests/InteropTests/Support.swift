@@ -6,7 +6,7 @@ import NetworkRetry
 import Persistence
 import Synchronization
 import Testing
-import TokenKitTesting
+import TokenKitLogCheck
 import TokenRefresh
 
 /// Wraps the real transport: registers every credential that crosses it (to check logs against; in its own

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import TokenKitTesting
+import TokenKitLogCheck
 import TokenVerification
 
 /// The fixture directory written by `Interop/jose/generate.py`: a JWKS and tokens minted by PyJWT and jwcrypto.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenVerification
 
 /// Tokens minted by PyJWT and by jwcrypto, two issuers nobody here wrote, verify through a ``JWKSet`` each library

@@ -3,8 +3,8 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @Suite(.logLeakCheck()) struct ConcurrentRefreshTests {
     @Test func twoHundredConcurrent401sWithTheSameExpiredTokenCauseExactlyOneRefresh() async throws {

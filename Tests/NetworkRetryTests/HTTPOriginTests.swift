@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct HTTPOriginTests {
     @Test func defaultPortsAndCaseAreNormalised() throws {

@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @Suite(.logLeakCheck()) struct MockTransportTests {
     struct Boom: Error {}

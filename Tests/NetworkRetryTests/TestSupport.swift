@@ -2,6 +2,7 @@ import AuthToken
 import Foundation
 import HTTPTypes
 import NetworkRetry
+import TokenKitLogCheck
 import TokenKitTesting
 
 /// A single-flight token provider for tests: hands out `current`, refreshes to the next token of
@@ -23,7 +24,8 @@ actor FakeTokenProvider: TokenProvider {
     }
 
     static func token(_ text: String) -> AuthToken {
-        AuthToken(accessToken: text, refreshToken: "refresh-secret", receivedAt: Date(timeIntervalSince1970: 0))
+        TestSecrets.shared.register(
+            AuthToken(accessToken: text, refreshToken: "refresh-secret", receivedAt: Date(timeIntervalSince1970: 0)))
     }
 
     func failValidToken(with error: any Error) { validTokenError = error }

@@ -3,8 +3,8 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

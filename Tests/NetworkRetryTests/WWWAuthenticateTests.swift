@@ -1,6 +1,6 @@
 import NetworkRetry
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct WWWAuthenticateTests {
     struct Case: Sendable, CustomTestStringConvertible {

@@ -3,7 +3,7 @@ import Foundation
 import Persistence
 import Synchronization
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct ClosureTokenStoreTests {
     @Test func callsTheClosuresWithTheirArguments() async throws {

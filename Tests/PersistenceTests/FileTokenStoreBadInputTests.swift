@@ -3,7 +3,7 @@ import Crypto
 import Foundation
 import Persistence
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 #if canImport(Glibc)
     import Glibc

@@ -2,8 +2,8 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenRefresh
 
 #if canImport(Glibc)
@@ -170,9 +170,10 @@ import TokenRefresh
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
         // Valid for 100 more seconds of its hour: due for a proactive refresh, not expired.
-        let token = AuthToken(
-            accessToken: "hung-lock-access-x7", refreshToken: "hung-lock-refresh-x7",
-            receivedAt: Date().addingTimeInterval(-3500), lifetime: 3600)
+        let token = TestSecrets.shared.register(
+            AuthToken(
+                accessToken: "hung-lock-access-x7", refreshToken: "hung-lock-refresh-x7",
+                receivedAt: Date().addingTimeInterval(-3500), lifetime: 3600))
         try await FileTokenStore(directory: temporary.storeDirectory)
             .save(StoredSession(token: token, userID: "user-1", generation: 1), account: "hung", condition: .always)
 

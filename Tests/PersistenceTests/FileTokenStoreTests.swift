@@ -5,8 +5,8 @@ import Logging
 import Persistence
 import Synchronization
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 #if canImport(Glibc)
     import Glibc

@@ -2,8 +2,8 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @Suite(.logLeakCheck()) struct InMemoryTokenStoreTests {
     private func session(generation: UInt64) -> StoredSession {

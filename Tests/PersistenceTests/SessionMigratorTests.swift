@@ -3,8 +3,8 @@ import Foundation
 import Persistence
 import Synchronization
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @Suite(.logLeakCheck()) struct SessionMigratorTests {
     static let now = Date(timeIntervalSince1970: 1_750_000_000)
@@ -74,6 +74,7 @@ import TokenKitTestingTraits
             let refreshToken: String
             let expiresAt: Date
         }
+        TestSecrets.shared.register("lume-refresh", as: .refreshToken)
         let encoded = try JSONEncoder().encode(
             LumeToken(accessToken: "lume-access", refreshToken: "lume-refresh", expiresAt: expiresAt))
         let source = InMemoryLegacyKeyValueSource(values: ["authToken": encoded, "userID": Data("lume-user".utf8)])

@@ -4,7 +4,7 @@ import Logging
 import Persistence
 import Synchronization
 import Testing
-import TokenKitTesting
+import TokenKitLogCheck
 
 #if canImport(Glibc)
     import Glibc

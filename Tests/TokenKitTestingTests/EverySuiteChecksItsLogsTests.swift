@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import NetworkRetry
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 /// The log check covers the whole run only if every suite carries the trait: a suite without it would run
 /// its tests with no scope and no per-test search (the search at exit still covers its lines).

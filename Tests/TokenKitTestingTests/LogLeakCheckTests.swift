@@ -3,18 +3,13 @@ import Logging
 import Testing
 import TokenKitTesting
 
-@testable import TokenKitTestingTraits
+@testable import TokenKitLogCheck
 
 /// The trait's bookkeeping, with runs of their own (their own secrets), so the planted leaks here are not
 /// leaks of the process's run.
 @Suite(.logLeakCheck()) struct LogLeakCheckTests {
     private let secrets = TestSecrets()
     private var run: LogLeakRun { LogLeakRun(secrets: secrets) }
-    /// A `Tests` directory of its own (created only by the test that writes a file there), so a run scans no
-    /// literal of this repository.
-    private let testsRoot = FileManager.default.temporaryDirectory.appending(
-        path: "tokenkit-literals-\(UUID().uuidString)/Tests", directoryHint: .isDirectory)
-    private var fixture: URL { testsRoot.appending(path: "SomeTests/Fixture.swift") }
 
     /// Logs `message` through a `Logger(label:)` (the process backend) inside `scope`.
     private func log(_ message: String, in scope: String) {
@@ -45,8 +40,7 @@ import TokenKitTesting
 
     @Test func aSecretInATestsLinesFailsThatTestWithoutPrintingTheSecret() throws {
         let run = run
-        let (scope, problems) = run.begin(testName: "leaky test", testsDirectory: fixture.path)
-        #expect(problems.isEmpty)
+        let scope = run.begin(testName: "leaky test")
         let firstLine = ProcessLogCapture.count
         secrets.register("planted-xq-credential-1", as: .refreshToken)
         log("refreshing with planted-xq-credential-1", in: scope)
@@ -61,7 +55,7 @@ import TokenKitTesting
 
     @Test func aLeakNoTestReportedFailsTheRunAtExit() {
         let run = run
-        let (scope, _) = run.begin(testName: "late secret", testsDirectory: fixture.path)
+        let scope = run.begin(testName: "late secret")
         let firstLine = ProcessLogCapture.count
         log("answer carried planted-zv-late-credential", in: scope)
         #expect(run.end(scope: scope, firstLine: firstLine).isEmpty, "the secret was not known when the test ended")
@@ -77,26 +71,32 @@ import TokenKitTesting
         secrets.register("never-logged-secret", as: .password)
         let summary = run.summarize()
         #expect(!summary.failed)
-        #expect(summary.report.contains("searched for 1 secrets (1 password; 0 literals in test sources)"))
+        #expect(summary.report.contains("searched for 1 secrets (1 password)"))
         #expect(summary.report.contains("leaks found: 0; secrets too short to search for: 0."))
     }
 
-    @Test func aSecretLiteralTooShortToSearchForIsReportedOnce() throws {
-        try FileManager.default.createDirectory(
-            at: fixture.deletingLastPathComponent(), withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: testsRoot.deletingLastPathComponent()) }
-        let file = fixture
-        // Built at run time, so the scan of this repository's tests does not find the short literal here.
-        let short = "ab" + "c"
-        try Data("let token = AuthToken(accessToken: \"\(short)\", refreshToken: \"long-enough-refresh\")".utf8).write(
-            to: file)
+    @Test func aSecretTooShortToSearchForFailsTheTestThatRegisteredItOnce() throws {
         let run = run
-        let (_, problems) = run.begin(testName: "first", testsDirectory: file.path)
+        let scope = run.begin(testName: "short secret")
+        let firstLine = ProcessLogCapture.count
+        ProcessLogCapture.$scope.withValue(scope) { secrets.register("abc", as: .accessToken, origin: "Short.swift:1") }
+        let problems = run.end(scope: scope, firstLine: firstLine)
         #expect(problems.count == 1)
-        #expect(try #require(problems.first).contains("access token"))
-        #expect(try #require(problems.first).contains("Fixture.swift:1"))
-        #expect(run.begin(testName: "second", testsDirectory: file.path).problems.isEmpty, "scanned once")
-        #expect(Set(secrets.all.map(\.value)) == [short, "long-enough-refresh"])
+        #expect(try #require(problems.first).contains("access token (from Short.swift:1)"))
+        #expect(run.end(scope: scope, firstLine: firstLine).isEmpty, "reported once")
         #expect(!run.summarize().failed, "already reported by a test")
+    }
+
+    @Test func aTokenThatCrossesAMockIsSearchedFor() throws {
+        // The mock kit reports to `TestSecrets.shared` through the observer the trait installed, so a log line that
+        // repeats a bearer token a mock was sent is a leak (searched here, not logged: it would fail the run).
+        let before = TestSecrets.shared.count
+        SecretCrossings.report(
+            .header(name: "Authorization", value: "Bearer crossed-mock-access-token"), origin: "a mock in a test")
+        #expect(TestSecrets.shared.count == before + 1)
+        let search = LogLeakSearch(secrets: TestSecrets.shared.all)
+        let leak = try #require(search.leaks(in: "debug token=crossed-mock-access-token").first)
+        #expect(leak.secret.kind == .accessToken)
+        #expect(leak.secret.origin == "a mock in a test")
     }
 }

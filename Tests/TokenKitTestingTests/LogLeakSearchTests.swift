@@ -1,8 +1,8 @@
 import AuthToken
 import Foundation
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @Suite(.logLeakCheck()) struct LogLeakSearchTests {
     private static let secret = "s3cret refresh/token+value&more"

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @Suite(.logLeakCheck()) struct TestSecretsTests {
     private func kinds(_ secrets: TestSecrets) -> [String: TestSecrets.Kind] {
@@ -74,29 +74,6 @@ import TokenKitTestingTraits
         secrets.registerHeader(name: "authorization", value: value, origin: "test")
         let clientSecrets = secrets.all.filter { $0.kind == .clientSecret }.map(\.value)
         #expect(clientSecrets == ["plain+secret%41", "plain secretA"])
-    }
-
-    @Test func theLiteralScanFindsLabelsJSONKeysAndFormFields() {
-        let source = #"""
-            let token = AuthToken(accessToken: "literal-access", refreshToken: "literal-\(generation)")
-            let client = OAuthClient(id: "app", secret: "literal-client-secret")
-            let json = #"{"refresh_token":"literal-json-refresh","expires_in":3600}"#
-            let escaped = "{\"password\":\"literal-escaped-password\"}"
-            let form = "grant_type=password&password=literal+form%2Fpassword&scope=read"
-            let legacy = ["refreshToken": "literal-camel-refresh", "unrelated": "kept"]
-            let pkce = try PKCE(verifier: "literal-pkce-verifier")
-            """#
-        let found = TestSecrets.secretLiterals(in: source)
-        #expect(
-            found.map(\.value) == [
-                "literal-access", "literal-client-secret", "literal-json-refresh", "literal-escaped-password",
-                "literal form/password", "literal-camel-refresh", "literal-pkce-verifier",
-            ])
-        #expect(
-            found.map(\.kind) == [
-                .accessToken, .clientSecret, .refreshToken, .password, .password, .refreshToken, .credential,
-            ])
-        #expect(found.map(\.line) == [1, 2, 3, 4, 5, 6, 7])
     }
 
     @Test func theMockTransportRegistersWhatCrossesIt() async throws {

@@ -4,8 +4,8 @@ import HTTPTypes
 import NetworkRetry
 import Persistence
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @testable import TokenRefresh
 

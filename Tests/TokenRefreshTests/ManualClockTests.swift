@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @Suite(.logLeakCheck()) struct ManualClockTests {
     @Test func aSleeperWakesOnlyWhenTheClockPassesItsDeadline() async throws {

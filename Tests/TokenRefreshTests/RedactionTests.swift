@@ -3,8 +3,8 @@ import Foundation
 import NetworkRetry
 import Persistence
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @testable import TokenRefresh
 

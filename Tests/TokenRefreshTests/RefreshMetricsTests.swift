@@ -2,8 +2,8 @@ import AuthToken
 import Foundation
 import MetricsTestKit
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @testable import TokenRefresh
 
@@ -21,7 +21,9 @@ import TokenKitTestingTraits
     }
 
     static func response(_ index: Int) -> TokenResponse {
-        TokenResponse(accessToken: "access-token-metrics-\(index)", expiresIn: 3600)
+        let accessToken = "access-token-metrics-\(index)"
+        TestSecrets.shared.register(accessToken, as: .accessToken)
+        return TokenResponse(accessToken: accessToken, expiresIn: 3600)
     }
 
     @Test func successesFailuresByClassAndBreakerTripsAreCounted() async throws {

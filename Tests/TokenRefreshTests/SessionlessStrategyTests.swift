@@ -2,8 +2,8 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @testable import TokenRefresh
 
@@ -15,7 +15,13 @@ import TokenKitTestingTraits
         let outcomes = Locked<[Result<TokenResponse, any Error>]>([])
         let calls = Locked(0)
 
-        func push(_ outcome: Result<TokenResponse, any Error>) { outcomes.withLock { $0.append(outcome) } }
+        func push(_ outcome: Result<TokenResponse, any Error>) {
+            if case .success(let response) = outcome {
+                TestSecrets.shared.register(response.accessToken, as: .accessToken)
+                if let refresh = response.refreshToken { TestSecrets.shared.register(refresh, as: .refreshToken) }
+            }
+            outcomes.withLock { $0.append(outcome) }
+        }
 
         var strategy: ClosureRefreshStrategy {
             ClosureRefreshStrategy { _ in

@@ -3,8 +3,8 @@ import Foundation
 import HTTPTypes
 import Persistence
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @testable import TokenRefresh
 
@@ -37,9 +37,10 @@ import TokenKitTestingTraits
 
     @Test func aFailedSignInOverAStoredSessionKeepsThatSession() async throws {
         let store = InMemoryTokenStore()
-        let stored = AuthToken(
-            accessToken: "stored-before-access-x4", refreshToken: "stored-before-refresh-x4",
-            receivedAt: ManualClock().date, lifetime: 3600)
+        let stored = TestSecrets.shared.register(
+            AuthToken(
+                accessToken: "stored-before-access-x4", refreshToken: "stored-before-refresh-x4",
+                receivedAt: ManualClock().date, lifetime: 3600))
         try await store.save(
             StoredSession(token: stored, userID: "bob", generation: 3), account: account, condition: .always)
         let (client, endpoint, _) = passwordClient(store: store)

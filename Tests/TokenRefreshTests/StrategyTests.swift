@@ -3,8 +3,8 @@ import Foundation
 import HTTPTypes
 import Persistence
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @testable import TokenRefresh
 
@@ -134,9 +134,10 @@ import TokenKitTestingTraits
         let client = TokenRefreshClient(
             strategy: ClosureRefreshStrategy { refreshToken in
                 #expect(refreshToken == nil)
-                return TokenResponse(accessToken: "sdk-token", expiresIn: 60)
+                TestSecrets.shared.register("sdk-token-from-closure", as: .accessToken)
+                return TokenResponse(accessToken: "sdk-token-from-closure", expiresIn: 60)
             }, clock: clock, now: clock.wallClock)
-        #expect(try await client.validToken().accessToken == "sdk-token")
+        #expect(try await client.validToken().accessToken == "sdk-token-from-closure")
     }
 
     @Test func thePasswordGrantSignsIn() async throws {

@@ -4,6 +4,7 @@ import HTTPTypes
 import NetworkRetry
 import Persistence
 import Synchronization
+import TokenKitLogCheck
 import TokenKitTesting
 import TokenRefresh
 
@@ -60,6 +61,8 @@ struct Rig {
         let rig = try await make(strategy: { _ in
             ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
                 await gate.wait()
+                TestSecrets.shared.register("late-access", as: .accessToken)
+                TestSecrets.shared.register("late-refresh", as: .refreshToken)
                 return TokenResponse(accessToken: "late-access", refreshToken: "late-refresh", expiresIn: 3600)
             }
         })

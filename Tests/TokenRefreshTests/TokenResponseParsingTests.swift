@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @testable import TokenRefresh
 

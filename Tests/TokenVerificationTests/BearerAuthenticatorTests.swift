@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenVerification
 
 /// The framework-neutral entry point answers as the diet-app backend's contract says.

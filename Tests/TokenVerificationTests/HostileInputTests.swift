@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenVerification
 import _CryptoExtras
 

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenVerification
 
 /// Key set documents: every supported key type, the checks that skip a key, the limits, and RFC 7638

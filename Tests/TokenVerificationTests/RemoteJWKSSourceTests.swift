@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenVerification
 
 /// The fetching key source: one shared fetch, the unknown-kid cooldown, cache lifetimes, stale serving,

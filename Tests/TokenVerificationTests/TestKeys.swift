@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TokenKitLogCheck
 import TokenKitTesting
 import TokenVerification
 import _CryptoExtras

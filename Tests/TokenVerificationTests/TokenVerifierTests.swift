@@ -2,8 +2,8 @@ import AuthToken
 import Crypto
 import Foundation
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenVerification
 
 /// Tokens of every algorithm verify with the right key, and every claim rule holds, with its own reason.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenVerification
 
 /// The default fetch over a real loopback HTTP server: `Cache-Control`, status handling, and discovery.

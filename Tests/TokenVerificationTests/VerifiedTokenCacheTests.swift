@@ -1,8 +1,8 @@
 import Foundation
 import MetricsTestKit
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenVerification
 
 /// A repeated token is answered from the cache (no key lookup, no signature check) until it expires or its

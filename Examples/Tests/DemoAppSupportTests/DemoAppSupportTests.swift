@@ -5,8 +5,8 @@ import HTTPTypes
 import Logging
 import Testing
 import TokenKit
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -19,10 +19,17 @@ struct DemoAppSupportTests {
         #expect(message == "sign-in refused: wrong e-mail or password (HTTP 401)")
     }
 
-    @Test func aRefusedConnectionInsideAWrappedErrorReadsAsRefused() {
+    @Test func aRefusedConnectionInsideAWrappedErrorReadsAsRefused() async throws {
+        // A token endpoint wraps what its transport threw in a transient TokenRefreshError.
         let refused = NetworkRetryError.cannotConnect.with(underlying: URLError(.cannotConnectToHost))
-        let wrapped = TokenRefreshError.transient.with(underlying: refused)
-        #expect(DemoFailure.describe(wrapped) == "connection refused: nothing listens at that address and port")
+        let transport = MockTransport(script: [.failure(refused)])
+        let url = try #require(URL(string: "https://id.example.com/token"))
+        let endpoint = TokenEndpoint(url: url, client: OAuthClient(id: "demo-app"), transport: transport)
+        let wrapped = await #expect(throws: TokenRefreshError.transient) {
+            _ = try await endpoint.requestToken([("grant_type", "client_credentials")])
+        }
+        #expect(
+            DemoFailure.describe(try #require(wrapped)) == "connection refused: nothing listens at that address and port")
     }
 
     static let connectionFailures: [(NetworkRetryError, String)] = [

@@ -1,6 +1,6 @@
 import DemoAuthServer
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite("Configuration", .logLeakCheck())
 struct ConfigurationTests {

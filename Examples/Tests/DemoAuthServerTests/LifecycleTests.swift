@@ -1,7 +1,7 @@
 import DemoAuthServer
 import Foundation
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite("Starting and stopping", .logLeakCheck())
 struct LifecycleTests {

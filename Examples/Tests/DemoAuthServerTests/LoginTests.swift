@@ -3,7 +3,7 @@ import Crypto
 import DemoAuthServer
 import Foundation
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite("Logging in", .logLeakCheck())
 struct LoginTests {

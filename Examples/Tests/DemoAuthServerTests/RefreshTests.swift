@@ -2,7 +2,7 @@ import AuthToken
 import DemoAuthServer
 import Foundation
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite("Refreshing and rotation", .logLeakCheck())
 struct RefreshTests {

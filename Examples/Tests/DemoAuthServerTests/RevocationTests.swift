@@ -1,7 +1,7 @@
 import DemoAuthServer
 import Foundation
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @Suite("Revocation", .logLeakCheck())
 struct RevocationTests {

@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
-import TokenKitTesting
+import TokenKitLogCheck
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

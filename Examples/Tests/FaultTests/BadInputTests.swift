@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 #if canImport(Glibc)
     import Glibc

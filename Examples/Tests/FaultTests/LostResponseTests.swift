@@ -3,8 +3,8 @@ import Foundation
 import Synchronization
 import Testing
 import TokenKit
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 /// The server rotated, then the answer was lost: the client still holds the refresh token the server retired.
 struct LostResponse: Sendable, CustomTestStringConvertible {

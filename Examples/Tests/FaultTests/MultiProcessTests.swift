@@ -2,7 +2,7 @@ import DemoAuthServer
 import Foundation
 import Testing
 import TokenKit
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 extension ChildProcessTests {
     /// Several app processes share one `FileTokenStore` directory and one demo server. The store's cross-process

@@ -2,8 +2,8 @@ import DemoAuthServer
 import Foundation
 import Testing
 import TokenKit
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 /// A fault on the refresh path that ends the refresh without rotating anything.
 struct RefreshFault: Sendable, CustomTestStringConvertible {

@@ -3,8 +3,8 @@ import Foundation
 import Synchronization
 import Testing
 import TokenKit
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 /// A switch a test flips to make one store operation fail, and a count of the attempts it saw.
 final class StoreSwitch: Sendable {

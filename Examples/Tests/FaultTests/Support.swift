@@ -7,6 +7,7 @@ import Logging
 import Synchronization
 import Testing
 import TokenKit
+import TokenKitLogCheck
 import TokenKitTesting
 
 /// The demo server's API key and account, as the demo apps use them.

@@ -6,8 +6,8 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 import TokenKitHummingbird
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenVerification
 import _CryptoExtras
 

@@ -6,8 +6,8 @@ import Logging
 import NIOCore
 import NetworkRetry
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 @testable import TokenKitAsyncHTTPClient
 

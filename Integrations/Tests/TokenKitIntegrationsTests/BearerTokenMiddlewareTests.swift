@@ -4,8 +4,8 @@ import HTTPTypes
 import NetworkRetry
 import OpenAPIRuntime
 import Testing
+import TokenKitLogCheck
 import TokenKitOpenAPI
-import TokenKitTestingTraits
 
 @Suite(.logLeakCheck()) struct BearerTokenMiddlewareTests {
     struct Boom: Error {}

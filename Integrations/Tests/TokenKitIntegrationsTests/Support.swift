@@ -1,7 +1,7 @@
 import AuthToken
 import Foundation
 import NetworkRetry
-import TokenKitTesting
+import TokenKitLogCheck
 
 /// Hands out `current`; a rejection of the current token moves to the next of `refreshed` (one refresh).
 ///

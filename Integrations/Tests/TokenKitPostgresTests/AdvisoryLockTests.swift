@@ -3,8 +3,8 @@ import Foundation
 import Persistence
 import PostgresNIO
 import Testing
+import TokenKitLogCheck
 import TokenKitPostgres
-import TokenKitTestingTraits
 
 private let counterToken = AuthToken(
     accessToken: "pg-lock-access-token-counter", refreshToken: "pg-lock-refresh-token-counter",

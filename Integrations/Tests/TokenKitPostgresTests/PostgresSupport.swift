@@ -6,8 +6,8 @@ import Persistence
 import PostgresNIO
 import Synchronization
 import Testing
+import TokenKitLogCheck
 import TokenKitPostgres
-import TokenKitTesting
 
 /// The PostgreSQL server the tests use: `TOKENKIT_POSTGRES_URL`, for example
 /// `postgres://postgres@127.0.0.1:5432/tokenkit_test` (`.ci/postgres` starts one and sets it).

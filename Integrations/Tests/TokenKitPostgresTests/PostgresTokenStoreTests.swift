@@ -4,9 +4,9 @@ import Foundation
 import Persistence
 import PostgresNIO
 import Testing
+import TokenKitLogCheck
 import TokenKitPostgres
 import TokenKitTesting
-import TokenKitTestingTraits
 
 private let received = Date(timeIntervalSince1970: 1_800_000_000)
 private let first = StoredSession(

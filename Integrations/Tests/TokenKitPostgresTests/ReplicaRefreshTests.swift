@@ -3,9 +3,9 @@ import Foundation
 import Persistence
 import PostgresNIO
 import Testing
+import TokenKitLogCheck
 import TokenKitPostgres
 import TokenKitTesting
-import TokenKitTestingTraits
 import TokenRefresh
 
 @Suite(.logLeakCheck(), .enabled(if: TestDatabase.isConfigured, TestDatabase.skipMessage))

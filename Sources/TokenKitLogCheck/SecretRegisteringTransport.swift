@@ -2,8 +2,8 @@ public import Foundation
 public import HTTPTypes
 public import NetworkRetry
 
-/// Wraps a transport and registers in a ``TestSecrets`` the credentials of every request and the tokens of
-/// every response body, so a log check knows the secrets a real server issued.
+/// Wraps a transport and registers in ``TestSecrets/shared`` the credentials of every request and the tokens
+/// of every response body, so the log check knows the secrets a real server issued.
 ///
 /// ```swift
 /// let transport = SecretRegisteringTransport(URLSessionTransport())
@@ -15,11 +15,17 @@ public struct SecretRegisteringTransport: HTTPTransport {
 
     /// Wraps `base`.
     ///
+    /// - Parameter base: The transport that sends the requests.
+    public init(_ base: any HTTPTransport) {
+        self.init(base, registeringIn: [.shared])
+    }
+
+    /// Wraps `base`, registering in `secrets`: add a registry of your own to tell which secrets one flow used.
+    ///
     /// - Parameters:
     ///   - base: The transport that sends the requests.
-    ///   - secrets: Where to register; ``TestSecrets/shared`` by default. Add a registry of your own to tell
-    ///     which secrets one flow used.
-    public init(_ base: any HTTPTransport, registeringIn secrets: [TestSecrets] = [.shared]) {
+    ///   - secrets: Where to register.
+    package init(_ base: any HTTPTransport, registeringIn secrets: [TestSecrets]) {
         self.base = base
         self.secrets = secrets
     }

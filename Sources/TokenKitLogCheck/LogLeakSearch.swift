@@ -14,16 +14,16 @@ import Foundation
 /// let leaks = search.leaks(in: capture.lines)
 /// #expect(leaks.isEmpty, "\(leaks)")
 /// ```
-public struct LogLeakSearch: Sendable {
+package struct LogLeakSearch: Sendable {
     /// A secret found in a log line.
-    public struct Leak: Sendable, CustomStringConvertible {
+    package struct Leak: Sendable, CustomStringConvertible {
         /// The secret that was found.
-        public let secret: TestSecrets.Secret
+        package let secret: TestSecrets.Secret
         /// The line, with every secret found in it replaced by `<kind fingerprint>` (`<password>` for a password).
-        public let redactedLine: String
+        package let redactedLine: String
 
         /// What leaked and the redacted line; never the secret.
-        public var description: String { "\(secret) in log line: \(redactedLine)" }
+        package var description: String { "\(secret) in log line: \(redactedLine)" }
     }
 
     private struct Form: Sendable {
@@ -43,7 +43,7 @@ public struct LogLeakSearch: Sendable {
     /// Indexes the secrets that are long enough to search for.
     ///
     /// - Parameter secrets: The secrets.
-    public init(secrets: [TestSecrets.Secret]) {
+    package init(secrets: [TestSecrets.Secret]) {
         var index: [UInt64: [Form]] = [:]
         for (number, secret) in secrets.enumerated() where secret.value.utf8.count >= TestSecrets.minimumLength {
             for form in Self.forms(of: secret.value) {
@@ -59,7 +59,7 @@ public struct LogLeakSearch: Sendable {
     ///
     /// - Parameter lines: Log lines.
     /// - Returns: The leaks, in line order.
-    public func leaks(in lines: some Sequence<String>) -> [Leak] {
+    package func leaks(in lines: some Sequence<String>) -> [Leak] {
         lines.flatMap { leaks(in: $0) }
     }
 
@@ -67,7 +67,7 @@ public struct LogLeakSearch: Sendable {
     ///
     /// - Parameter line: A log line.
     /// - Returns: One leak per secret found in it.
-    public func leaks(in line: String) -> [Leak] {
+    package func leaks(in line: String) -> [Leak] {
         let bytes = Array(line.utf8)
         let found = matches(in: bytes)
         guard !found.isEmpty else { return [] }

@@ -1,25 +1,22 @@
 public import Testing
-import TokenKitTesting
 
 /// A Swift Testing trait that runs every test with the whole process logging at trace level into a
 /// capture, and fails a test whose log lines contain a secret the run knows of.
 ///
 /// Put it on every suite of a test target: `@Suite(.logLeakCheck()) struct LoginTests { ... }`.
 ///
-/// - The first test to start installs ``ProcessLogCapture`` as the process's logging backend (the trait is
-///   made while Swift Testing plans the run, before any test body runs), and registers in
-///   ``TestSecrets/shared`` the secret literals of the tests directory the suite's file is in.
+/// - The first trait made (Swift Testing makes them while it plans the run, before any test body runs)
+///   installs the capture as the process's logging backend, and connects the mock kit of `TokenKitTesting`
+///   to ``TestSecrets/shared``: from then on the mocks register every secret that crosses them.
 /// - Every line a test logs, at any level, from any `Logger(label:)` or ``LogCapture``, is tagged with
-///   the test; when the test ends its lines are searched for every secret registered so far (by the test
-///   kit's fakes, by the literal scan, or by the test). A secret found fails that test, naming its kind,
-///   fingerprint and origin and showing the line with the secret replaced; so does a secret too short to
-///   search for.
+///   the test; when the test ends its lines are searched for every secret registered so far (by the mocks, by
+///   ``SecretRegisteringTransport``, or by the test through ``TestSecrets/register(_:as:origin:)``). A secret
+///   found fails that test, naming its kind, fingerprint and origin and showing the line with the secret
+///   replaced; so does a secret too short to search for.
 /// - When the process exits, every line (also those logged outside any test) is searched again for every
 ///   secret, a one-line summary goes to standard error, and the process exits with status 1 if that last
 ///   search finds a leak no test reported.
 public struct LogLeakCheck: SuiteTrait, TestTrait, TestScoping {
-    let testsDirectory: String
-
     /// Applies to every test in the suite, nested suites included.
     public var isRecursive: Bool { true }
 
@@ -45,8 +42,7 @@ public struct LogLeakCheck: SuiteTrait, TestTrait, TestScoping {
     ) async throws {
         // Declared on a suite and on a suite nested in it: check once, in the outer scope.
         guard ProcessLogCapture.scope == nil else { return try await function() }
-        let (scope, literalProblems) = LogLeakRun.shared.begin(testName: "\(test.id)", testsDirectory: testsDirectory)
-        for problem in literalProblems { Issue.record(Comment(rawValue: problem), sourceLocation: test.sourceLocation) }
+        let scope = LogLeakRun.shared.begin(testName: "\(test.id)")
         let firstLine = ProcessLogCapture.count
         var thrown: (any Error)?
         do {
@@ -63,12 +59,8 @@ public struct LogLeakCheck: SuiteTrait, TestTrait, TestScoping {
 
 extension Trait where Self == LogLeakCheck {
     /// Checks each test's log lines for secrets; see ``LogLeakCheck``.
-    ///
-    /// - Parameter file: The suite's file (the default); the secret literals of the nearest enclosing
-    ///   `Tests` directory are registered.
-    /// - Returns: The trait.
-    public static func logLeakCheck(file: String = #filePath) -> Self {
+    public static func logLeakCheck() -> Self {
         LogLeakRun.install()
-        return LogLeakCheck(testsDirectory: file)
+        return LogLeakCheck()
     }
 }

@@ -1,7 +1,34 @@
 public import Foundation
-public import HTTPTypes
+package import HTTPTypes
+package import TokenKitTesting
 
 extension TestSecrets {
+    /// Registers what crossed a mock of the kit (the observer ``shared`` installs).
+    ///
+    /// - Parameters:
+    ///   - crossing: What crossed.
+    ///   - origin: Which mock, and whether request or response.
+    package func register(_ crossing: SecretCrossings.Crossing, origin: String) {
+        switch crossing {
+        case .request(let request, let body): registerCredentials(in: request, body: body, origin: origin)
+        case .header(let name, let value): registerHeader(name: name, value: value, origin: origin)
+        case .requestBody(let body): registerCredentials(inRequestBody: body, origin: origin)
+        case .responseBody(let body): registerTokens(inResponseBody: body, origin: origin)
+        case .secret(let value, let kind): register(value, as: Self.kind(kind), origin: origin)
+        }
+    }
+
+    private static func kind(_ kind: SecretCrossings.Kind) -> Kind {
+        switch kind {
+        case .accessToken: .accessToken
+        case .refreshToken: .refreshToken
+        case .idToken: .idToken
+        case .clientSecret: .clientSecret
+        case .password: .password
+        case .credential: .credential
+        }
+    }
+
     /// Registers the credentials a request carries: the `Authorization` and `Proxy-Authorization` values
     /// (and the client secret inside `Basic`), API-key headers, and secret fields of the query and of a
     /// form or JSON body (`password`, `client_secret`, `refresh_token`, `code_verifier`, ...).
@@ -10,7 +37,7 @@ extension TestSecrets {
     ///   - request: The request head.
     ///   - body: The body, if any.
     ///   - origin: Where the request was seen, such as `MockTransport`.
-    public func registerCredentials(in request: HTTPRequest, body: Data?, origin: String) {
+    package func registerCredentials(in request: HTTPRequest, body: Data?, origin: String) {
         for field in request.headerFields {
             registerHeader(name: field.name.canonicalName, value: field.value, origin: origin)
         }
@@ -95,7 +122,7 @@ extension TestSecrets {
     ///
     /// - Parameter name: A form field or JSON key.
     /// - Returns: The kind.
-    public static func kind(ofField name: String) -> Kind? {
+    package static func kind(ofField name: String) -> Kind? {
         switch name.lowercased().replacingOccurrences(of: "_", with: "") {
         case "accesstoken": .accessToken
         case "refreshtoken": .refreshToken

@@ -7,15 +7,12 @@ import TokenKitTesting
     import Darwin
 #endif
 
-/// The state of one process's log check: which tests directories were scanned, which leaks were already
-/// reported by a test, and the search at exit.
+/// The state of one process's log check: which leaks were already reported by a test, and the search at exit.
 final class LogLeakRun: Sendable {
     /// The run of this process: every test with the trait, searched for ``TestSecrets/shared``.
     static let shared = LogLeakRun(secrets: .shared)
 
     private struct State {
-        var scannedDirectories: Set<String> = []
-        var literalCount = 0
         var serial = 0
         var testCount = 0
         /// `line index / secret value` pairs a test already reported.
@@ -30,9 +27,11 @@ final class LogLeakRun: Sendable {
     /// A run that searches for the secrets of `secrets`.
     init(secrets: TestSecrets) { self.secrets = secrets }
 
-    /// Installs the process capture, and the search of ``shared`` at exit; only the first call does anything.
+    /// Installs the process capture, connects the mock kit to ``TestSecrets/shared``, and installs the search
+    /// of ``shared`` at exit; only the first call does anything.
     static func install() {
         ProcessLogCapture.bootstrap()
+        _ = TestSecrets.shared
         // Its own flag, not `bootstrap()`'s answer: the capture may have been installed by someone else first.
         let first = installed.withLock { installed in
             defer { installed = true }
@@ -43,32 +42,18 @@ final class LogLeakRun: Sendable {
 
     private static let installed = Locked(false)
 
-    /// Starts a test: registers the secret literals of its tests directory (once per directory).
+    /// Starts a test.
     ///
-    /// - Returns: The test's scope, and a message for each literal too short to search for.
-    func begin(testName: String, testsDirectory file: String) -> (scope: String, problems: [String]) {
+    /// - Parameter testName: The test's name.
+    /// - Returns: The test's scope: its name and a serial number, unique in the process.
+    func begin(testName: String) -> String {
         Self.install()
-        let directory = Self.testsDirectory(containing: file)
-        let (scan, serial) = state.withLock { state in
+        let serial = state.withLock { state in
             state.serial += 1
             state.testCount += 1
-            return (state.scannedDirectories.insert(directory.path).inserted, state.serial)
+            return state.serial
         }
-        var problems: [String] = []
-        if scan {
-            let literals = TestSecrets()
-            let count = literals.registerLiterals(inSourcesUnder: directory)
-            for secret in literals.all {
-                secrets.register(secret.value, as: secret.kind, origin: secret.origin)
-                if secret.value.utf8.count < TestSecrets.minimumLength,
-                    state.withLock({ $0.reportedShort.insert(secret.value).inserted })
-                {
-                    problems.append(Self.tooShortMessage(secret))
-                }
-            }
-            state.withLock { $0.literalCount += count }
-        }
-        return ("\(testName) #\(serial)", problems)
+        return "\(testName) #\(serial)"
     }
 
     /// Ends a test: searches its lines for every secret known now.
@@ -112,16 +97,14 @@ final class LogLeakRun: Sendable {
             for leak in search.leaks(in: line.text) { leaks.append((index, leak)) }
         }
         let tooShort = secrets.filter { $0.value.utf8.count < TestSecrets.minimumLength }
-        let (reported, reportedShort, literals, tests) = state.withLock {
-            ($0.reported, $0.reportedShort, $0.literalCount, $0.testCount)
-        }
+        let (reported, reportedShort, tests) = state.withLock { ($0.reported, $0.reportedShort, $0.testCount) }
         let unreported = leaks.filter { !reported.contains("\($0.index)/\($0.leak.secret.value)") }
         let unreportedShort = tooShort.filter { !reportedShort.contains($0.value) }
         let kinds = Dictionary(grouping: secrets, by: \.kind.description).map { "\($0.value.count) \($0.key)" }
         let summary =
             "TokenKit log leak check: \(tests) test cases logged \(lines.count) lines at trace level "
             + "from \(ProcessLogCapture.labels.count) loggers; searched for \(secrets.count) secrets "
-            + "(\(kinds.sorted().joined(separator: ", ")); \(literals) literals in test sources); "
+            + "(\(kinds.sorted().joined(separator: ", "))); "
             + "leaks found: \(leaks.count); secrets too short to search for: \(tooShort.count)."
         var report = [summary]
         report += unreported.map { "Leak outside a test's check: \($0.leak)" }
@@ -150,16 +133,5 @@ final class LogLeakRun: Sendable {
     private static func tooShortMessage(_ secret: TestSecrets.Secret) -> String {
         "Secret too short to search logs for without false alarms (under \(TestSecrets.minimumLength) bytes): "
             + "\(secret); use a longer one."
-    }
-
-    /// The nearest directory named `Tests` above `file`, or the file's own directory.
-    private static func testsDirectory(containing file: String) -> URL {
-        var url = URL(fileURLWithPath: file).deletingLastPathComponent()
-        let start = url
-        while url.path != "/" {
-            if url.lastPathComponent == "Tests" { return url }
-            url.deleteLastPathComponent()
-        }
-        return start
     }
 }

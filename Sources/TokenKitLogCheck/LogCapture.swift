@@ -1,8 +1,10 @@
 public import Logging
+import TokenKitTesting
 
 /// Captures every log line, at every level, as text, so a test can assert that no secret reaches a log.
 ///
-/// Once ``ProcessLogCapture`` is installed, each line also goes to the process-wide capture.
+/// Under the ``LogLeakCheck`` trait each line also goes to the process-wide capture, so it is searched for
+/// secrets with the test's other lines.
 ///
 /// ```swift
 /// let capture = LogCapture()

@@ -1,21 +1,21 @@
 public import AuthToken
+import TokenKitTesting
 
-/// A registry of the secrets a test run uses, so its log lines can be searched for them.
+/// The secrets a test run uses, so the log check can search its log lines for them.
 ///
-/// The fakes in this module register what crosses them: ``MockTransport`` and ``LoopbackServer`` the
-/// credentials in each request and the tokens in each response body, ``SimulatedTokenServer`` its clients'
-/// secrets, its users' passwords and every token it mints. Tests register the rest themselves, and
-/// ``registerLiterals(inSourcesUnder:)`` registers the secret literals of a test directory.
+/// The mock kit of `TokenKitTesting` registers what crosses it in ``shared``: `MockTransport` and
+/// `LoopbackServer` the credentials in each request and the tokens in each response body,
+/// `SimulatedTokenServer` its clients' secrets, its users' passwords and every token it mints,
+/// `MockSessionProvider` every token it hands out. A test registers the secrets it makes itself, where it
+/// makes them:
 ///
 /// ```swift
-/// let secrets = TestSecrets()
-/// secrets.register("refresh-token-for-alice", as: .refreshToken)
-/// let leaks = LogLeakSearch(secrets: secrets.all).leaks(in: capture.lines)
-/// #expect(leaks.isEmpty)
+/// let token = TestSecrets.shared.register(AuthToken(accessToken: "access-for-alice", expiresIn: 3600))
+/// TestSecrets.shared.register("client-secret-of-the-app", as: .clientSecret)
 /// ```
 ///
-/// A secret shorter than ``minimumLength`` bytes cannot be searched for without false alarms (`"a"` is in
-/// every line), so it is kept in ``tooShort`` instead; a test run should use longer ones.
+/// A secret shorter than 8 bytes cannot be searched for without false alarms (`"a"` is in every line): the
+/// check reports it instead, so a test run should use longer ones.
 public final class TestSecrets: Sendable {
     /// What a secret is.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
@@ -37,19 +37,19 @@ public final class TestSecrets: Sendable {
     }
 
     /// One registered secret.
-    public struct Secret: Hashable, Sendable, CustomStringConvertible {
+    package struct Secret: Hashable, Sendable, CustomStringConvertible {
         /// The secret text. Never print it.
-        public let value: String
+        package let value: String
         /// What it is.
-        public let kind: Kind
+        package let kind: Kind
         /// Where it was registered: a source location or a fake's name.
-        public let origin: String
+        package let origin: String
         /// The test scope (``ProcessLogCapture/scope``) that registered it, if any.
-        public let scope: String?
+        package let scope: String?
 
         /// Kind, fingerprint and origin; never the value. A password, or a secret too short to search for,
         /// gets no fingerprint: a 32-bit hash of a low-entropy secret can be reversed by trying candidates.
-        public var description: String {
+        package var description: String {
             guard kind != .password, value.utf8.count >= TestSecrets.minimumLength else {
                 return "\(kind) (from \(origin))"
             }
@@ -59,10 +59,15 @@ public final class TestSecrets: Sendable {
 
     /// Secrets shorter than this many UTF-8 bytes are not searched for. At least 8: ``LogLeakSearch`` indexes
     /// secrets by their first 8 bytes.
-    public static let minimumLength = 8
+    package static let minimumLength = 8
 
-    /// The registry the fakes of this module use.
-    public static let shared = TestSecrets()
+    /// The registry the log check searches for, and the one the mock kit registers in: made on first use,
+    /// which connects the mocks to it.
+    public static let shared: TestSecrets = {
+        let secrets = TestSecrets()
+        SecretCrossings.observe { crossing, origin in secrets.register(crossing, origin: origin) }
+        return secrets
+    }()
 
     private struct State {
         var order: [Secret] = []
@@ -71,17 +76,17 @@ public final class TestSecrets: Sendable {
 
     private let state = Locked(State())
 
-    /// Creates an empty registry.
-    public init() {}
+    /// Creates an empty registry (the mock kit registers in ``shared`` only).
+    package init() {}
 
     /// Every secret registered so far, in order, without duplicates.
-    public var all: [Secret] { state.withLock { $0.order } }
+    package var all: [Secret] { state.withLock { $0.order } }
 
     /// The number of secrets registered so far.
-    public var count: Int { state.withLock { $0.order.count } }
+    package var count: Int { state.withLock { $0.order.count } }
 
     /// The secrets too short to search for.
-    public var tooShort: [Secret] { all.filter { $0.value.utf8.count < Self.minimumLength } }
+    package var tooShort: [Secret] { all.filter { $0.value.utf8.count < Self.minimumLength } }
 
     /// Registers a token's access token and refresh token.
     ///

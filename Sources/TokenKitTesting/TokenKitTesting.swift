@@ -1,2 +1,0 @@
-// Placeholder: mock transport, manual clock and simulated token server arrive with their issues.
-internal import AuthToken
