@@ -18,8 +18,10 @@ let appCallSiteSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "TokenKit",
-    // Synchronization.Mutex (lock-based snapshot reads without an actor hop) needs these releases.
-    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    // What `Clock` and `Duration` need. Locks are AuthToken's LockedValue (OSAllocatedUnfairLock on Apple
+    // platforms), not Synchronization.Mutex (macOS 15, iOS 18); AuthSessionModel (@Observable) is marked
+    // `@available(macOS 14, iOS 17, ...)`.
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "TokenKit", targets: ["TokenKit"]),
         .library(name: "AuthToken", targets: ["AuthToken"]),
@@ -86,7 +88,10 @@ let package = Package(
         ),
         .target(
             name: "TokenKit",
-            dependencies: ["AuthToken", "Persistence", "NetworkRetry", "TokenRefresh"],
+            dependencies: [
+                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(

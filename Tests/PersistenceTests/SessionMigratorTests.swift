@@ -1,7 +1,6 @@
 import AuthToken
 import Foundation
 import Persistence
-import Synchronization
 import Testing
 import TokenKitTesting
 import TokenKitTestingTraits
@@ -111,11 +110,11 @@ import TokenKitTestingTraits
     /// before (or during) the removal of the legacy keys.
     final class InterruptingSource: LegacyKeyValueSource {
         let inner: InMemoryLegacyKeyValueSource
-        private let state: Mutex<(removals: Int, healthy: Bool)>
+        private let state: Locked<(removals: Int, healthy: Bool)>
 
         init(_ inner: InMemoryLegacyKeyValueSource, failAfter removals: Int) {
             self.inner = inner
-            self.state = Mutex((removals, false))
+            self.state = Locked((removals, false))
         }
 
         func heal() { state.withLock { $0.healthy = true } }
@@ -193,7 +192,7 @@ import TokenKitTestingTraits
 
     @Test func anUnavailableStoreKeepsTheLegacyEntriesAndIsNotTreatedAsEmpty() async throws {
         let source = Self.fitIQSource()
-        let saves = Mutex(0)
+        let saves = Locked(0)
         let store = ClosureTokenStore(
             load: { _ in .unavailable(.unavailable) }, save: { _, _, _ in saves.withLock { $0 += 1 } },
             remove: { _, _ in })

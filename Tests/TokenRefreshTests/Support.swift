@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Persistence
-import Synchronization
 import TokenKitTesting
 import TokenRefresh
 

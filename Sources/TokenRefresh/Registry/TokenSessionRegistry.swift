@@ -2,7 +2,6 @@ public import AuthToken
 public import Foundation
 public import Logging
 public import Persistence
-import Synchronization
 
 /// One ``TokenRefreshClient`` per account, for a process that holds many users' sessions (a backend acting on
 /// their behalf): clients are made on first use over one shared strategy factory and store, and idle ones are
@@ -84,7 +83,7 @@ public final class TokenSessionRegistry: Sendable {
     private let now: @Sendable () -> Date
     private let random: @Sendable () -> Double
     private let logger: Logger
-    // An NSLock, not `Mutex`: ThreadSanitizer on Linux does not follow Mutex's futex (see LockedValue).
+    // LockedValue, not `Mutex`: ThreadSanitizer on Linux does not follow Mutex's futex (see LockedValue).
     private let state = LockedValue(State())
 
     /// Creates a registry.
