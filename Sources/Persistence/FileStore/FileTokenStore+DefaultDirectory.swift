@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 extension FileTokenStore {
     /// Creates a store in the platform's usual place for an app's data, under a directory named after the app.

@@ -2,7 +2,6 @@ public import AuthToken
 public import Foundation
 public import HTTPTypes
 public import NetworkRetry
-public import Persistence
 
 /// The common setup in one value: a ``TokenRefreshClient`` and an `AuthenticatedClient` for one API, with
 /// URLSession and a file store in the platform's usual place by default.
