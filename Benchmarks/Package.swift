@@ -48,6 +48,16 @@ let package = Package(
                 .product(name: "TokenKitTesting", package: "TokenKit"),
             ]
         ),
+        // AuthToken's LockedValue.swift (a symlink), compiled as a module of this package so its `package` API is
+        // reachable, and called across a module boundary as TokenRefresh calls it.
+        .target(name: "LockedValueUnderTest"),
+        // The lock that replaced Synchronization.Mutex (issue 19) against a Mutex read, in the same run.
+        .executableTarget(
+            name: "LockBenchmarks",
+            dependencies: [
+                "BenchmarkSupport", "LockedValueUnderTest", .product(name: "AuthToken", package: "TokenKit"),
+            ]
+        ),
         // The system OpenSSL's libcrypto (libssl-dev), the baseline VerifyBenchmarks measures swift-crypto against.
         .executableTarget(
             name: "RegistryBenchmarks",

@@ -1,22 +1,89 @@
-import Foundation
+#if canImport(os)
+    import os
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Bionic)
+    import Bionic
+#else
+    import Foundation
+#endif
 
-/// A value behind an `NSLock`.
+/// A value behind a lock: TokenKit's one lock type, for every module.
 ///
-/// `NSLock` rather than `Synchronization.Mutex`: ThreadSanitizer follows `pthread_mutex` (which `NSLock` wraps)
-/// but not the futex under `Mutex` on Linux, and reported state read and written only under the lock as racing
-/// (TokenVerification's key source, TokenRefresh's session registry). `@unchecked Sendable`: every access to `value` goes through ``withLock(_:)``, which
-/// holds `lock`.
+/// - Apple platforms: `OSAllocatedUnfairLock` (macOS 13, iOS 16, tvOS 16, watchOS 9), so the package needs no
+///   more than `Clock` does. `Synchronization.Mutex` would need macOS 15 and iOS 18.
+/// - Linux (Glibc, Musl) and Android: a `pthread_mutex_t`. ThreadSanitizer follows `pthread_mutex` but not the
+///   futex under `Synchronization.Mutex` on Linux, and reported state read and written only under a `Mutex` as
+///   racing (TokenVerification's key source, TokenRefresh's session registry).
+/// - Elsewhere (Windows): `NSLock`.
+///
+/// `@unchecked Sendable`: every access to `value` goes through ``withLock(_:)``, which holds the lock. The lock is
+/// not recursive: `body` must not call ``withLock(_:)`` on the same value.
 package final class LockedValue<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
+    #if canImport(os)
+        private let lock = OSAllocatedUnfairLock()
+    #elseif canImport(Glibc) || canImport(Musl) || canImport(Bionic)
+        private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    #else
+        private let lock = NSLock()
+    #endif
+    @usableFromInline var value: Value
 
     /// Wraps `value`.
-    package init(_ value: Value) { self.value = value }
+    package init(_ value: Value) {
+        self.value = value
+        #if !canImport(os) && (canImport(Glibc) || canImport(Musl) || canImport(Bionic))
+            mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+            mutex.initialize(to: pthread_mutex_t())
+            let status = pthread_mutex_init(mutex, nil)
+            precondition(status == 0, "pthread_mutex_init failed: \(status)")
+        #endif
+    }
+
+    #if !canImport(os) && (canImport(Glibc) || canImport(Musl) || canImport(Bionic))
+        deinit {
+            pthread_mutex_destroy(mutex)
+            mutex.deinitialize(count: 1)
+            mutex.deallocate()
+        }
+    #endif
 
     /// Runs `body` with the value, holding the lock.
-    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
+    ///
+    /// - Parameter body: Reads or changes the value; it must not block or call back into this lock.
+    /// - Returns: What `body` returns.
+    @inlinable
+    package func withLock<Result, Failure: Error>(
+        _ body: (inout Value) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        acquire()
+        defer { release() }
         return try body(&value)
+    }
+
+    /// Takes the lock. Not inlinable: the lock's type comes from an internal import.
+    @usableFromInline
+    func acquire() {
+        #if canImport(os)
+            lock.lock()
+        #elseif canImport(Glibc) || canImport(Musl) || canImport(Bionic)
+            pthread_mutex_lock(mutex)
+        #else
+            lock.lock()
+        #endif
+    }
+
+    /// Releases the lock.
+    @usableFromInline
+    func release() {
+        #if canImport(os)
+            lock.unlock()
+        #elseif canImport(Glibc) || canImport(Musl) || canImport(Bionic)
+            pthread_mutex_unlock(mutex)
+        #else
+            lock.unlock()
+        #endif
     }
 }

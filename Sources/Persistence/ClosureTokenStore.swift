@@ -1,4 +1,4 @@
-import Synchronization
+import AuthToken
 
 /// A token store built from closures, for quick doubles in tests and for adapting a storage API that
 /// is not worth a type of its own.
@@ -138,7 +138,7 @@ public struct ClosureTokenStore: TokenStore {
         account: String, _ body: @Sendable () async throws -> T
     ) async throws -> T {
         guard let exclusiveAccessClosure else { return try await body() }
-        let result = Mutex<T?>(nil)
+        let result = LockedValue<T?>(nil)
         try await exclusiveAccessClosure(account) {
             let value = try await body()
             result.withLock { $0 = value }

@@ -1,5 +1,13 @@
-// The umbrella module: `import TokenKit` brings in all four modules.
+// The umbrella module: `import TokenKit` brings in the four modules, and what their public signatures need for
+// the common path: Foundation (`URL`, `Data`, `Date`; FoundationNetworking's URLSession on Linux) and
+// swift-http-types (`HTTPRequest`, `HTTPResponse`, `HTTPFields`).
 @_exported public import AuthToken
+@_exported public import Foundation
+@_exported public import HTTPTypes
 @_exported public import NetworkRetry
 @_exported public import Persistence
 @_exported public import TokenRefresh
+
+#if canImport(FoundationNetworking)
+    @_exported public import FoundationNetworking
+#endif

@@ -1,22 +1,21 @@
-import Foundation
+import AuthToken
 
-/// A value behind an `NSLock`, for state that many threads of a test run share.
+/// A value behind a lock, for state that many threads of a test run share.
 ///
-/// `NSLock` rather than `Synchronization.Mutex`: ThreadSanitizer follows `pthread_mutex` (which `NSLock` wraps)
-/// but not the futex under `Mutex` on Linux, so under `--sanitize=thread` the process-wide log capture and the
-/// secret registry, touched by every test at once, were reported as racing. `@unchecked Sendable`: every access
-/// to `value` goes through ``withLock(_:)``, which holds `lock`.
+/// It holds AuthToken's `LockedValue`, the package's one lock implementation (`OSAllocatedUnfairLock` on Apple
+/// platforms, a `pthread_mutex_t` on Linux, which ThreadSanitizer follows, unlike the futex under
+/// `Synchronization.Mutex`), under the name the test kit and the tests use. `@unchecked Sendable`: the value is
+/// reached only through ``withLock(_:)``.
 package final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
+    private let storage: LockedValue<Value>
 
     /// Wraps `value`.
-    package init(_ value: Value) { self.value = value }
+    package init(_ value: Value) { storage = LockedValue(value) }
 
     /// Runs `body` with the value, holding the lock.
-    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
+    package func withLock<Result, Failure: Error>(
+        _ body: (inout Value) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try storage.withLock(body)
     }
 }

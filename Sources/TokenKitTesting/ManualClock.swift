@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 /// A clock that moves only when told to, for tests: `sleep` suspends until ``advance(by:)`` passes the
 /// deadline. Deterministic, cancellation-aware, and paired with a wall clock (``date``) that moves with it.
@@ -56,7 +55,7 @@ public final class ManualClock: Clock, Sendable {
         var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    // NSLock-backed Locked, not Mutex: ThreadSanitizer on Linux does not follow Mutex's futex.
+    // Locked (LockedValue), not Mutex: ThreadSanitizer on Linux does not follow Mutex's futex.
     private let state = Locked(State())
     /// The wall-clock date at the clock's start.
     package let startDate: Date

@@ -4,7 +4,6 @@ import HTTPTypes
 import Logging
 import NetworkRetry
 import Persistence
-import Synchronization
 import Testing
 import TokenKitLogCheck
 import TokenRefresh
@@ -37,7 +36,7 @@ final class RecordingTransport: HTTPTransport {
     }
 
     private let base: any HTTPTransport
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let seen = TestSecrets()
 
     init(_ base: any HTTPTransport) { self.base = SecretRegisteringTransport(base, registeringIn: [seen, .shared]) }

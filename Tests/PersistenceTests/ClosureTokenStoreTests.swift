@@ -1,13 +1,13 @@
 import AuthToken
 import Foundation
 import Persistence
-import Synchronization
 import Testing
 import TokenKitLogCheck
+import TokenKitTesting
 
 @Suite(.logLeakCheck()) struct ClosureTokenStoreTests {
     @Test func callsTheClosuresWithTheirArguments() async throws {
-        let calls = Mutex<[String]>([])
+        let calls = Locked<[String]>([])
         let store = ClosureTokenStore(
             load: { account in
                 calls.withLock { $0.append("load \(account)") }
@@ -56,7 +56,7 @@ import TokenKitLogCheck
     }
 
     @Test func exclusiveAccessRunsTheBodyInsideTheLockClosureAndReturnsItsValue() async throws {
-        let events = Mutex<[String]>([])
+        let events = Locked<[String]>([])
         let store = ClosureTokenStore(
             load: { _ in .absent }, save: { _, _, _ in }, remove: { _, _ in },
             exclusiveAccess: { account, body in

@@ -3,7 +3,6 @@ import Crypto
 import Foundation
 import Logging
 import Persistence
-import Synchronization
 import Testing
 import TokenKitLogCheck
 import TokenKitTesting

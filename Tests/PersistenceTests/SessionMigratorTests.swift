@@ -1,7 +1,6 @@
 import AuthToken
 import Foundation
 import Persistence
-import Synchronization
 import Testing
 import TokenKitLogCheck
 import TokenKitTesting
@@ -129,11 +128,11 @@ import TokenKitTesting
     /// before (or during) the removal of the legacy keys.
     final class InterruptingSource: LegacyKeyValueSource {
         let inner: InMemoryLegacyKeyValueSource
-        private let state: Mutex<(removals: Int, healthy: Bool)>
+        private let state: Locked<(removals: Int, healthy: Bool)>
 
         init(_ inner: InMemoryLegacyKeyValueSource, failAfter removals: Int) {
             self.inner = inner
-            self.state = Mutex((removals, false))
+            self.state = Locked((removals, false))
         }
 
         func heal() { state.withLock { $0.healthy = true } }
@@ -211,7 +210,7 @@ import TokenKitTesting
 
     @Test func anUnavailableStoreKeepsTheLegacyEntriesAndIsNotTreatedAsEmpty() async throws {
         let source = Self.fitIQSource()
-        let saves = Mutex(0)
+        let saves = Locked(0)
         let store = ClosureTokenStore(
             load: { _ in .unavailable(.unavailable) }, save: { _, _, _ in saves.withLock { $0 += 1 } },
             remove: { _, _ in })

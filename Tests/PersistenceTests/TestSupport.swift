@@ -2,7 +2,6 @@ import AuthToken
 import Foundation
 import Logging
 import Persistence
-import Synchronization
 import Testing
 import TokenKitLogCheck
 

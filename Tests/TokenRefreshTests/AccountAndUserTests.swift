@@ -98,6 +98,7 @@ import TokenKitTesting
         #expect(!user.description.contains("ada@example.com"))
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *)
     @MainActor
     @Test func theObservableModelFollowsTheSession() async throws {
         let clock = ManualClock()

@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import NetworkRetry
 import Persistence
-import Synchronization
 import TokenKitLogCheck
 import TokenKitTesting
 import TokenRefresh

@@ -1,5 +1,5 @@
+import AuthToken
 import Foundation
-import Synchronization
 
 /// A first-in, first-out asynchronous lock per key, shared by every store in the process (keys are
 /// namespaced by the store: a file store uses the lock file's path).
@@ -29,7 +29,7 @@ package final class ProcessLocalLocks: Sendable {
         /// A key is held while it has an entry; its waiters queue in arrival order.
         var entries: [String: Entry] = [:]
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// Why a wait for a lock ended without it.
     package struct TimedOut: Error {}

@@ -1,6 +1,5 @@
 import AuthToken
 import Foundation
-import Synchronization
 
 /// A ``TokenStore`` over an app's own ``AuthTokenPersistenceProtocol`` (FitIQ's Keychain adapter), so that
 /// the app's persistence backs a `TokenRefreshClient`: the client restores the session from it and writes every
@@ -18,7 +17,7 @@ public final class AuthTokenPersistenceStore: TokenStore {
     /// The app's persistence.
     public let persistence: any AuthTokenPersistenceProtocol
     /// Writes made through this adapter (the generation reported on reads), guarded by the mutex.
-    private let generation = Mutex<UInt64>(0)
+    private let generation = LockedValue<UInt64>(0)
 
     /// Creates the adapter.
     ///

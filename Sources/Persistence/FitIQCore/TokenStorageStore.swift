@@ -1,5 +1,4 @@
 import AuthToken
-import Synchronization
 
 /// A ``TokenStore`` over a ``TokenStorageProtocol`` (Lume's Keychain storage), so that it backs a
 /// `TokenRefreshClient`.

@@ -1,6 +1,5 @@
 public import AuthToken
 public import Foundation
-import Synchronization
 
 /// Serves the synchronous ``AuthTokenPersistenceProtocol`` from any ``TokenStore``.
 ///
@@ -26,7 +25,7 @@ public final class TokenStoreAuthTokenPersistence: AuthTokenPersistenceProtocol 
     /// The account key the session is kept under.
     public let account: String
     /// The session as last written, the write chain and its first failure.
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// Creates the adapter and reads the stored session.
     ///

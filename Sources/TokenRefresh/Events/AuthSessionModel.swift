@@ -12,6 +12,9 @@ public import Observation
 /// ```
 ///
 /// Observation is in the toolchain on Linux too, so the model is tested there; only views are Apple-only.
+/// On Apple platforms it needs the releases that have Observation (macOS 14, iOS 17); the rest of TokenKit runs
+/// on macOS 13 and iOS 16.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *)
 @MainActor
 @Observable
 public final class AuthSessionModel {

@@ -3,7 +3,6 @@ public import CoreMetrics
 public import Foundation
 public import Logging
 public import Persistence
-import Synchronization
 
 /// One ``TokenRefreshClient`` per account, for a process that holds many users' sessions (a backend acting on
 /// their behalf): clients are made on first use over one shared strategy factory and store, and idle ones are
@@ -95,7 +94,7 @@ public final class TokenSessionRegistry: Sendable {
     private let logger: Logger
     /// One set of metrics for every client (see ``TokenRefreshClient``'s metrics).
     private let metrics: RefreshMetrics
-    // An NSLock, not `Mutex`: ThreadSanitizer on Linux does not follow Mutex's futex (see LockedValue).
+    // LockedValue, not `Mutex`: ThreadSanitizer on Linux does not follow Mutex's futex (see LockedValue).
     private let state = LockedValue(State())
 
     /// Creates a registry.

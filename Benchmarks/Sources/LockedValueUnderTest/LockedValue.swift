@@ -1,0 +1,1 @@
+../../../Sources/AuthToken/LockedValue.swift

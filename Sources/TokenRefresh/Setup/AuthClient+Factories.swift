@@ -1,0 +1,107 @@
+public import Foundation
+public import NetworkRetry
+public import Persistence
+
+extension AuthClient {
+    /// An app that signs users in with OAuth 2.0 (password grant, or authorization code with PKCE) and refreshes
+    /// with the `refresh_token` grant.
+    ///
+    /// - Parameters:
+    ///   - tokenURL: The token endpoint (`https://auth.example.com/oauth/token`).
+    ///   - clientID: The OAuth client ID.
+    ///   - clientSecret: The client secret of a confidential client (sent with HTTP Basic); `nil` for an app.
+    ///   - apiURL: The API's base URL; tokens are sent to its origin only.
+    ///   - appName: The directory name of the default file store (``FileTokenStore/init(appName:configuration:)``).
+    ///   - store: Where the session is kept; a ``FileTokenStore`` in the platform's usual place by default.
+    ///   - transport: How requests are sent; a `URLSessionTransport` by default.
+    ///   - configuration: The refresh client's options.
+    /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``restoreSession()`` next.
+    public static func oauth(
+        tokenURL: URL, clientID: String, clientSecret: String? = nil, apiURL: URL, appName: String,
+        store: (any TokenStore)? = nil, transport: any HTTPTransport = URLSessionTransport(),
+        configuration: TokenRefreshClient.Configuration = TokenRefreshClient.Configuration()
+    ) -> AuthClient {
+        let endpoint = TokenEndpoint(
+            url: tokenURL, client: OAuthClient(id: clientID, secret: clientSecret), transport: transport)
+        let tokens = TokenRefreshClient(
+            strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store ?? FileTokenStore(appName: appName),
+            configuration: configuration)
+        return AuthClient(
+            tokens: tokens, api: apiClient(apiURL, transport: transport, tokens: tokens), apiURL: apiURL,
+            signIn: .oauth(endpoint))
+    }
+
+    /// An app whose backend speaks FitIQ's JSON format: login at `POST <baseURL>/api/v1/auth/login` with
+    /// `{"email", "password"}`, refresh at `POST <baseURL>/api/v1/auth/refresh` with `{"refreshToken": ...}`, both
+    /// with `X-API-Key`; answers in camelCase or snake_case, with or without a `data` wrapper.
+    ///
+    /// - Parameters:
+    ///   - baseURL: The backend's base URL; the API is on the same origin.
+    ///   - apiKey: The value of `X-API-Key`.
+    ///   - appName: The directory name of the default file store.
+    ///   - loginPath: The login path.
+    ///   - refreshPath: The refresh path.
+    ///   - store: Where the session is kept; a ``FileTokenStore`` in the platform's usual place by default.
+    ///   - transport: How requests are sent; a `URLSessionTransport` by default.
+    ///   - configuration: The refresh client's options.
+    /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``restoreSession()`` next.
+    public static func fitIQ(
+        baseURL: URL, apiKey: String, appName: String, loginPath: String = "/api/v1/auth/login",
+        refreshPath: String = "/api/v1/auth/refresh", store: (any TokenStore)? = nil,
+        transport: any HTTPTransport = URLSessionTransport(),
+        configuration: TokenRefreshClient.Configuration = TokenRefreshClient.Configuration()
+    ) -> AuthClient {
+        let strategy = JSONEndpointRefreshStrategy(
+            baseURL: baseURL, path: refreshPath, apiKey: apiKey, transport: transport)
+        let tokens = TokenRefreshClient(
+            strategy: strategy, store: store ?? FileTokenStore(appName: appName), configuration: configuration)
+        var base = baseURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        let loginURL = URL(string: base + (loginPath.hasPrefix("/") ? loginPath : "/" + loginPath)) ?? baseURL
+        return AuthClient(
+            tokens: tokens, api: apiClient(baseURL, transport: transport, tokens: tokens), apiURL: baseURL,
+            signIn: .json(url: loginURL, apiKey: apiKey, transport: transport))
+    }
+
+    /// A backend that calls an API with its own credentials (the client-credentials grant, RFC 6749 section 4.4):
+    /// no sign-in, the first request gets a token, and an expired one is replaced the same way.
+    ///
+    /// The token is kept in memory by default: the service gets a new one with its credentials after a restart,
+    /// so writing it to disk would only widen where it can be read. Pass `store:` to keep it elsewhere.
+    ///
+    /// - Parameters:
+    ///   - tokenURL: The token endpoint.
+    ///   - clientID: The client ID.
+    ///   - clientSecret: The client secret (sent with HTTP Basic).
+    ///   - scope: The scope to ask for, if any.
+    ///   - apiURL: The API's base URL; tokens are sent to its origin only.
+    ///   - store: Where the token is kept; an ``InMemoryTokenStore`` by default.
+    ///   - transport: How requests are sent; a `URLSessionTransport` by default.
+    ///   - configuration: The refresh client's options.
+    /// - Returns: The client; send requests with ``get(_:)`` or ``send(_:body:)`` right away.
+    public static func clientCredentials(
+        tokenURL: URL, clientID: String, clientSecret: String, scope: String? = nil, apiURL: URL,
+        store: any TokenStore = InMemoryTokenStore(), transport: any HTTPTransport = URLSessionTransport(),
+        configuration: TokenRefreshClient.Configuration = TokenRefreshClient.Configuration()
+    ) -> AuthClient {
+        let endpoint = TokenEndpoint(
+            url: tokenURL, client: OAuthClient(id: clientID, secret: clientSecret), transport: transport)
+        let tokens = TokenRefreshClient(
+            strategy: ClientCredentialsStrategy(endpoint: endpoint, scope: scope), store: store,
+            configuration: configuration)
+        return AuthClient(
+            tokens: tokens, api: apiClient(apiURL, transport: transport, tokens: tokens), apiURL: apiURL,
+            signIn: .none)
+    }
+
+    /// An `AuthenticatedClient` that sends tokens to `apiURL`'s origin only.
+    static func apiClient(
+        _ apiURL: URL, transport: any HTTPTransport, tokens: TokenRefreshClient
+    )
+        -> AuthenticatedClient
+    {
+        AuthenticatedClient(
+            transport: transport, tokenProvider: tokens,
+            configuration: AuthenticatedClient.Configuration(allowedOrigins: HTTPOrigin(apiURL).map { [$0] } ?? []))
+    }
+}
