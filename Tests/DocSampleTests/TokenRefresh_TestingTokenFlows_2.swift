@@ -5,7 +5,7 @@ import Foundation
 import Testing
 import TokenKit
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 enum DocSample_TokenRefresh_TestingTokenFlows_2 {
     @Suite(.logLeakCheck()) struct BackoffTests {

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 import TokenKit
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 
 @MainActor
 func docSample_TokenRefresh_TestingTokenFlows_5() async throws {

@@ -6,6 +6,7 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitTesting
 import TokenRefresh
 
 /// Wraps the real transport: registers every credential that crosses it (to check logs against; in its own

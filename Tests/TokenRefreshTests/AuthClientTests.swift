@@ -5,7 +5,7 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenRefresh
 
 /// The one-screen setup: each kind of app gets to its first authenticated request in two calls, over the same

@@ -5,7 +5,7 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitTesting
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenRefresh
 
 /// Every public error type reads as a user-facing English sentence through `localizedDescription`, never

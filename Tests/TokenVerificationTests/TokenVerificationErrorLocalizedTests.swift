@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TokenKitTestingTraits
+import TokenKitLogCheck
 import TokenVerification
 
 /// A backend's errors read as sentences too, never Foundation's "The operation could not be completed".

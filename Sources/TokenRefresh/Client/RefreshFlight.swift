@@ -1,5 +1,4 @@
 import AuthToken
-import Synchronization
 
 /// One shared refresh and the callers waiting for it.
 ///
@@ -24,15 +23,12 @@ final class RefreshFlight: Sendable {
         var waiting = 0
     }
 
-    // NSLock-backed: ThreadSanitizer on Linux does not follow Mutex's futex and reported this state as racing.
+    // LockedValue, not Mutex: ThreadSanitizer on Linux does not follow Mutex's futex and reported this state as
+    // racing.
     private let state = LockedValue(State())
-    /// The client-wide count of waiting callers, readable without a lock.
-    private let counter: WaiterCounter
 
-    /// Creates a flight whose waiters are also counted in `counter`.
-    init(counter: WaiterCounter = WaiterCounter()) {
-        self.counter = counter
-    }
+    /// Creates a flight with no waiters.
+    init() {}
 
     /// The number of callers waiting now.
     var waiterCount: Int { state.withLock { $0.waiting } }
@@ -49,7 +45,6 @@ final class RefreshFlight: Sendable {
             return state.slots.count - 1
         }
         guard let index = reserved else { return try finishedResult() }
-        counter.value.add(1, ordering: .relaxed)
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 let immediate: Result<AuthToken, TokenRefreshError>? = state.withLock { state in
@@ -61,22 +56,21 @@ final class RefreshFlight: Sendable {
                 if let immediate { continuation.resume(with: immediate) }
             }
         } onCancel: {
-            let (left, continuation) = state.withLock { state -> (Bool, UnsafeContinuation<AuthToken, any Error>?) in
-                guard state.result == nil else { return (false, nil) }
+            let continuation = state.withLock { state -> UnsafeContinuation<AuthToken, any Error>? in
+                guard state.result == nil else { return nil }
                 switch state.slots[index] {
                 case .waiting(let continuation):
                     state.slots[index] = .cancelled
                     state.waiting -= 1
-                    return (true, continuation)
+                    return continuation
                 case .reserved:
                     state.slots[index] = .cancelled
                     state.waiting -= 1
-                    return (true, nil)
+                    return nil
                 case .cancelled:
-                    return (false, nil)
+                    return nil
                 }
             }
-            if left { counter.value.subtract(1, ordering: .relaxed) }
             continuation?.resume(throwing: TokenRefreshError.cancelled)
         }
     }
@@ -91,15 +85,13 @@ final class RefreshFlight: Sendable {
     /// - Returns: The arrival indices of the waiters resumed, in the order they were resumed.
     @discardableResult
     func finish(_ result: Result<AuthToken, TokenRefreshError>) -> [Int] {
-        let (slots, waiting): ([Slot], Int) = state.withLock { state in
-            guard state.result == nil else { return ([], 0) }
+        let slots: [Slot] = state.withLock { state in
+            guard state.result == nil else { return [] }
             state.result = result
-            let waiting = state.waiting
             state.waiting = 0
             defer { state.slots = [] }
-            return (state.slots, waiting)
+            return state.slots
         }
-        counter.value.subtract(waiting, ordering: .relaxed)
         var resumed: [Int] = []
         resumed.reserveCapacity(slots.count)
         for (index, slot) in slots.enumerated() {
@@ -110,9 +102,4 @@ final class RefreshFlight: Sendable {
         }
         return resumed
     }
-}
-
-/// A count of the callers waiting on a client's flights, shared by them and readable without a lock.
-final class WaiterCounter: Sendable {
-    let value = Atomic<Int>(0)
 }

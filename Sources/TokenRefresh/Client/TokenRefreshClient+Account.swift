@@ -1,8 +1,8 @@
+import AuthToken
 public import Foundation
 public import HTTPTypes
 import Logging
 public import NetworkRetry
-import Synchronization
 
 extension TokenRefreshClient {
     /// The signed-in user, from the current token's claims and the session's user ID; `nil` without a session.

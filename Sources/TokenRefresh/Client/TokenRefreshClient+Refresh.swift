@@ -64,7 +64,7 @@ extension TokenRefreshClient {
 
     /// Starts the shared refresh in its own task and returns the flight callers wait on.
     func startFlight(seed: String?, forced: Bool = false) -> RefreshFlight {
-        let flight = RefreshFlight(counter: waiterCounter)
+        let flight = RefreshFlight()
         let startEpoch = machine.beginFlight(flight, seed: seed, forced: forced)
         let task = Task { await self.runFlight(flight, epoch: startEpoch, seed: seed) }
         flightTask = task

@@ -1,6 +1,5 @@
 import AuthToken
 import Foundation
-import Synchronization
 
 extension TokenRefreshClient {
     /// The subscribers of ``states()`` and the last state they were given, under one lock so that a new

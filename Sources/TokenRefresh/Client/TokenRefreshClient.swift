@@ -4,7 +4,6 @@ public import Foundation
 public import Logging
 public import NetworkRetry
 public import Persistence
-import Synchronization
 
 /// Hands out valid access tokens and refreshes them once for every caller, without ever losing a
 /// session by accident.
@@ -57,10 +56,9 @@ public actor TokenRefreshClient: TokenProvider {
     let logger: Logger
     let metrics: RefreshMetrics
 
-    nonisolated let snapshot = Mutex(Snapshot())
+    nonisolated let snapshot = LockedValue(Snapshot())
     nonisolated let subscribers = LockedValue(Subscribers())
     nonisolated let stateSubscribers = LockedValue(StateSubscribers())
-    nonisolated let waiterCounter = WaiterCounter()
 
     /// The session's rules and state (see ``SessionMachine``). Every change that the fast path or the
     /// ``states()`` subscribers can see is published here, so no transition has to remember to. (No `oldValue`:
@@ -152,7 +150,7 @@ public actor TokenRefreshClient: TokenProvider {
     public nonisolated var isOfflineNow: Bool { snapshot.withLock { $0.isOffline } }
 
     /// How many callers are waiting for the refresh in flight (0 when none is).
-    public nonisolated var refreshWaiterCount: Int { waiterCounter.value.load(ordering: .relaxed) }
+    public nonisolated var refreshWaiterCount: Int { snapshot.withLock { $0.flight }?.waiterCount ?? 0 }
 
     /// A new stream of auth events. Each call returns its own stream; it ends when the client goes away.
     ///
