@@ -4,8 +4,8 @@ import HTTPTypes
 import NetworkRetry
 import Persistence
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 import TokenRefresh
 
 /// The one-screen setup: each kind of app gets to its first authenticated request in two calls, over the same

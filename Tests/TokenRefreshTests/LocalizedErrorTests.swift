@@ -4,8 +4,8 @@ import HTTPTypes
 import NetworkRetry
 import Persistence
 import Testing
-import TokenKitTesting
 import TokenKitLogCheck
+import TokenKitTesting
 import TokenRefresh
 
 /// Every public error type reads as a user-facing English sentence through `localizedDescription`, never
