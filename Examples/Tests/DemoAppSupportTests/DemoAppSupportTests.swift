@@ -29,7 +29,8 @@ struct DemoAppSupportTests {
             _ = try await endpoint.requestToken([("grant_type", "client_credentials")])
         }
         #expect(
-            DemoFailure.describe(try #require(wrapped)) == "connection refused: nothing listens at that address and port")
+            DemoFailure.describe(try #require(wrapped))
+                == "connection refused: nothing listens at that address and port")
     }
 
     static let connectionFailures: [(NetworkRetryError, String)] = [
