@@ -3,6 +3,7 @@ import DemoAppSupport
 import DemoAuthServer
 import Foundation
 import HTTPTypes
+import HTTPTypesFoundation
 import TokenKit
 
 /// One run of `betterauth-demo`, step by step. Every verdict is about what TokenKit controls: the migration
@@ -155,7 +156,7 @@ struct BetterAuthRun {
         // Let updateAge pass, so the launch check renews the session (a sliding expiry).
         try await Task.sleep(for: .seconds(demo.updateAge) + .milliseconds(100))
         let app = launchApp()
-        let state = await report.waiting(for: "get-session at launch", timeout: demo.serverOptions.timeout) {
+        let state = try await report.waiting(for: "get-session at launch", timeout: demo.serverOptions.timeout) {
             await app.launch()
         }
         let checks = try await cookieStats()["session_checks", default: 0] - checksBefore
