@@ -91,7 +91,9 @@ struct BetterAuthRoutes: Sendable {
             return Responses.raw(Data("null".utf8), contentType: "application/json", headers: Self.noStore)
         }
         var headers = Self.noStore
-        if found.renewed, let cookie { headers[.setCookie] = sessions.setCookie(cookie, expiresAt: found.session.expiresAt) }
+        if found.renewed, let cookie {
+            headers[.setCookie] = sessions.setCookie(cookie, expiresAt: found.session.expiresAt)
+        }
         return Self.json(["session": Self.session(found.session), "user": Self.user(found.account)], headers: headers)
     }
 

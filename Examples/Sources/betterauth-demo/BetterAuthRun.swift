@@ -100,7 +100,8 @@ struct BetterAuthRun {
         report.expect(
             short == [.tooShort(minimum: 3)] && symbols == [.invalidCharacters] && weak == [.tooShort(minimum: 8)]
                 && mail == [.invalidFormat] && good,
-            "validate", "\"al\", \"alice!\", a 7-character password and \"alice@example\" refused; \(username) accepted",
+            "validate",
+            "\"al\", \"alice!\", a 7-character password and \"alice@example\" refused; \(username) accepted",
             proves: "client-side checks give typed reasons and localized text before a round trip")
     }
 
@@ -175,13 +176,16 @@ struct BetterAuthRun {
         let tablet = launchApp("tablet")
         try await tablet.signIn(username: username, password: demo.password)
         try await tablet.auth.signOutEverywhere(tablet.request(.post, "/api/auth/revoke-sessions"), through: tablet.api)
-        report.step("tablet", "signed in as \(username) and logged out on every device (POST /api/auth/revoke-sessions)")
+        report.step(
+            "tablet", "signed in as \(username) and logged out on every device (POST /api/auth/revoke-sessions)")
         let app = launchApp()
         let state = await app.launch()
         let ended = await app.events.wait(for: .signedOut, count: 1)
         let reason = app.events.all(.signedOut).first?.reason
         let stored = await app.hasStoredSession()
-        if state == .signedOut { report.step("login", UserMessage(for: TokenRefreshError.sessionInvalidated).text(in: language)) }
+        if state == .signedOut {
+            report.step("login", UserMessage(for: TokenRefreshError.sessionInvalidated).text(in: language))
+        }
         report.expect(
             state == .signedOut && ended && reason == .invalidatedOnServer && !stored, "other device",
             "next launch: \(state), reason \(reason.map { "\($0)" } ?? "none"), stored session "
@@ -237,7 +241,8 @@ struct BetterAuthRun {
         let (response, data) = try await DemoTransport.urlSession(timeout: demo.serverOptions.timeout)
             .send(request, body: nil)
         guard response.status == .ok, let stats = try? JSONDecoder().decode([String: Int].self, from: data) else {
-            throw DemoFailure("GET /debug/cookie-stats answered HTTP \(response.status.code): not a cookie-session server")
+            throw DemoFailure(
+                "GET /debug/cookie-stats answered HTTP \(response.status.code): not a cookie-session server")
         }
         return stats
     }

@@ -145,7 +145,9 @@ struct ChatApp {
     /// `GET /api/chat/profile` with the session cookie, as the seed's `AuthSession`.
     func profile() async throws -> AuthSession {
         let (response, data) = try await api.executeWithAutoRetry(request(.get, "/api/chat/profile"))
-        guard response.status == .ok else { throw DemoFailure("GET /api/chat/profile answered \(response.status.code)") }
+        guard response.status == .ok else {
+            throw DemoFailure("GET /api/chat/profile answered \(response.status.code)")
+        }
         return try AuthSession(profile: data, at: Date())
     }
 

@@ -84,7 +84,9 @@ struct CookieSessionRouteTests {
         ("alice_3", "alice3@example.com", "short-7", "Password too short"),
         ("alice_4", "not-an-email", cookieRoutePassword, "Invalid email"),
     ])
-    func theServerChecksTheSeedsFieldRulesToo(username: String, email: String, password: String, error: String)
+    func theServerChecksTheSeedsFieldRulesToo(
+        username: String, email: String, password: String, error: String
+    )
         async throws
     {
         try await withCookieServer { _, client in
@@ -182,7 +184,8 @@ struct CookieSessionRouteTests {
     @Test func theProfileNeedsTheCookieNotABearer() async throws {
         try await withCookieServer { _, client in
             let cookie = try #require(try await client.signUp("alice_11").cookie)
-            let bearer = try await client.send("GET", "/api/chat/profile", headers: ["Authorization": "Bearer " + cookie])
+            let bearer = try await client.send(
+                "GET", "/api/chat/profile", headers: ["Authorization": "Bearer " + cookie])
             #expect(bearer.status == 401)
             let withOthers = try await client.send(
                 "GET", "/api/chat/profile", headers: ["Cookie": "theme=dark-mode-x11; \(Self.cookieName)=\(cookie)"])

@@ -57,7 +57,8 @@ struct CookieSessionFlowTests {
             api = AuthenticatedClient(
                 transport: setup.transport, tokenProvider: auth,
                 configuration: .init(
-                    allowedOrigins: [HTTPOrigin(setup.baseURL)].compactMap { $0 }, endsSessionWhenRefreshDoesNotHelp: true,
+                    allowedOrigins: [HTTPOrigin(setup.baseURL)].compactMap { $0 },
+                    endsSessionWhenRefreshDoesNotHelp: true,
                     credentialPresentation: strategy.presentation))
         }
 
