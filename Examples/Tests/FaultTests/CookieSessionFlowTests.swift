@@ -9,7 +9,7 @@ import TokenKitTestingTraits
 
 /// The betterauth-demo app's flows, with TokenKit's cookie session against the demo server over real HTTP, the
 /// server's and the client's wall clocks moved by hand (no waiting for a session to expire).
-@Suite("Cookie session flows (seed 004)", .logLeakCheck())
+@Suite("Cookie session flows (seed 004)", .logLeakCheck(), .timeLimit(.minutes(1)))
 struct CookieSessionFlowTests {
     static let password = "flow-password-004"
 
@@ -17,7 +17,7 @@ struct CookieSessionFlowTests {
     final class Setup: Sendable {
         let server: DemoAuthServer
         let baseURL: URL
-        let now = Mutex(Date(timeIntervalSince1970: 1_767_225_600))
+        let now: WallClock
         let transport: any HTTPTransport = CookieRegisteringTransport(SecretRegisteringTransport(URLSessionTransport()))
 
         init() async throws {
@@ -25,15 +25,15 @@ struct CookieSessionFlowTests {
             configuration.betterAuth = .init(sessionLifetime: .seconds(60), updateAge: .seconds(10))
             Demo.registerSecrets(of: configuration)
             TestSecrets.shared.register(CookieSessionFlowTests.password, as: .password, origin: "flow tests")
-            let clock = now
-            server = DemoAuthServer(
-                configuration: configuration, now: { clock.withLock { $0 } }, logger: Demo.traceLogger)
+            let clock = WallClock()
+            now = clock
+            server = DemoAuthServer(configuration: configuration, now: clock.read, logger: Demo.traceLogger)
             baseURL = try await server.start()
         }
 
-        var wallClock: @Sendable () -> Date { { [now] in now.withLock { $0 } } }
+        var wallClock: @Sendable () -> Date { now.read }
 
-        func advance(seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
+        func advance(seconds: TimeInterval) { now.advance(seconds: seconds) }
 
         /// One launch of the app: a new client over `store`.
         func app(store: any TokenStore) -> App { App(setup: self, store: store) }
@@ -196,6 +196,15 @@ struct CookieSessionFlowTests {
         #expect(app.auth.currentState == .signedOut)
         await setup.server.stop()
     }
+}
+
+/// A wall clock the test moves by hand, shared by the server and the app.
+final class WallClock: Sendable {
+    private let current = Mutex(Date(timeIntervalSince1970: 1_767_225_600))
+
+    var read: @Sendable () -> Date { { self.current.withLock { $0 } } }
+
+    func advance(seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }
 
 /// Registers session cookies for the log check: the values of `Set-Cookie` answers and of `Cookie` requests
