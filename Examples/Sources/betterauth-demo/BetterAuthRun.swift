@@ -4,6 +4,7 @@ import DemoAuthServer
 import Foundation
 import HTTPTypes
 import HTTPTypesFoundation
+import Synchronization
 import TokenKit
 
 /// One run of `betterauth-demo`, step by step. Every verdict is about what TokenKit controls: the migration

@@ -109,7 +109,6 @@ struct ChatApp {
     /// Starts the app (nothing is read until ``launch()``).
     init(name: String, baseURL: URL, transport: AppTransport, store: any TokenStore, report: DemoReport) {
         self.name = name
-        self.name = name
         self.baseURL = baseURL
         self.transport = transport
         self.store = store
