@@ -58,7 +58,7 @@ struct BetterAuthRun {
             ("requests with Authorization", "\(transport.presented.authorization)"),
             ("session checks (server)", delta("session_checks")),
             ("sliding renewals (server)", delta("renewals")),
-            ("401 answers", "\(transport.unauthorized)"),
+            ("401 answers (a wrong password, the ended session)", "\(transport.unauthorized)"),
             ("requests ended by the 401 handler", "\(unauthorizedFailures)"),
         ])
     }
