@@ -48,6 +48,7 @@ struct BetterAuthRun {
         let app = try await signUp()
         try await refusals(app)
         try await restart(after: app)
+        try await offlineLaunch()
         try await logoutFromAnotherDevice()
         let unauthorizedFailures = try await unauthorizedEndsTheSession()
         let end = try await cookieStats()
@@ -172,6 +173,35 @@ struct BetterAuthRun {
             proves: "the session is validated with the server at launch and a renewed Set-Cookie is captured")
     }
 
+    /// 5b. A launch while the server cannot be reached: the session is kept (expired, offline), a request reads as
+    /// the seed's network error (a refused connection is "ネットワークエラーが発生しました"; only "not connected to the
+    /// internet" is "インターネット接続を確認してください"), and the next launch with the server back is signed in again.
+    private func offlineLaunch() async throws {
+        guard backend.server != nil else {
+            report.step("offline", "skipped: the demo can only stop a server it started itself")
+            return
+        }
+        await backend.stop()
+        let app = launchApp()
+        let state = await app.launch()
+        var message: UserMessage?
+        do {
+            _ = try await app.profile()
+        } catch {
+            message = UserMessage(for: error)
+        }
+        if let message { report.step("error", message.text(in: language)) }
+        let kept = await app.hasStoredSession()
+        try await backend.restart()
+        let back = await launchApp().launch()
+        report.expect(
+            state.isExpired && (message?.key == .networkError || message?.key == .offline) && kept && back.isSignedIn,
+            "offline",
+            "server stopped: launch \(state), request refused, session \(kept ? "kept" : "LOST"); "
+                + "server back: next launch \(back)",
+            proves: "a launch that cannot reach the server keeps the session, and a network error reads as one")
+    }
+
     /// 6. Another device signs in and logs out everywhere; this device finds out at its next launch.
     private func logoutFromAnotherDevice() async throws {
         let tablet = launchApp("tablet")
@@ -284,6 +314,11 @@ final class GlobalUnauthorizedHandler: Sendable {
 extension AuthState {
     var isSignedIn: Bool {
         if case .signedIn = self { return true }
+        return false
+    }
+
+    var isExpired: Bool {
+        if case .expired = self { return true }
         return false
     }
 }
