@@ -28,6 +28,7 @@ let package = Package(
         .executable(name: "demo-auth-server", targets: ["demo-auth-server"]),
         .executable(name: "fitiq-demo", targets: ["fitiq-demo"]),
         .executable(name: "lume-demo", targets: ["lume-demo"]),
+        .executable(name: "betterauth-demo", targets: ["betterauth-demo"]),
     ],
     dependencies: [
         .package(name: "TokenKit", path: ".."),
@@ -91,6 +92,11 @@ let package = Package(
         .executableTarget(
             name: "lume-demo",
             dependencies: appDependencies,
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "betterauth-demo",
+            dependencies: appDependencies + [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings
         ),
         // One process of the multi-process test (Tests/FaultTests): several share one file store.

@@ -51,6 +51,9 @@ extension DemoAuthServer {
         /// Whether the `/debug/...` endpoints (statistics, fault injection, revoking every session) are served.
         public var debugEndpoints: Bool
 
+        /// The BetterAuth-style cookie sessions: lifetime, renewal, cookie name (see ``BetterAuth``).
+        public var betterAuth = BetterAuth()
+
         /// Creates a configuration.
         ///
         /// - Parameters:

@@ -42,6 +42,8 @@ public final class DemoAuthServer: Sendable {
     /// The configuration the server was created with.
     public let configuration: Configuration
     private let authority: TokenAuthority
+    /// The BetterAuth-style accounts and cookie sessions (`DemoAuthServer+BetterAuth.swift`).
+    let cookieSessions: CookieSessions
     private let logger: Logger
     private let lifecycle = Mutex<Lifecycle>(.stopped)
 
@@ -60,6 +62,7 @@ public final class DemoAuthServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.authority = TokenAuthority(configuration: configuration, now: now, logger: logger)
+        self.cookieSessions = CookieSessions(configuration: configuration.betterAuth, now: now, logger: logger)
     }
 
     /// The base URL while the server is running, such as `http://127.0.0.1:54321`; `nil` otherwise.
@@ -135,7 +138,8 @@ public final class DemoAuthServer: Sendable {
         }
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let app = Application(
-            router: Routes(authority: authority).makeRouter(),
+            router: BetterAuthRoutes(sessions: cookieSessions, debugEndpoints: configuration.debugEndpoints)
+                .registered(on: Routes(authority: authority).makeRouter()),
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: port)),
             onServerRunning: { channel in
                 continuation.yield(channel.localAddress?.port ?? port)

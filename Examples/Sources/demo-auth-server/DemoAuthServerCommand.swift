@@ -47,6 +47,12 @@ struct DemoAuthServerCommand: AsyncParsableCommand {
     @Option(help: "The log level (trace, debug, info, notice, warning, error, critical).")
     var logLevel = "info"
 
+    @Option(help: ArgumentHelp("Cookie-session lifetime in seconds (BetterAuth routes).", valueName: "seconds"))
+    var sessionLifetime = 7 * 24 * 3600
+
+    @Option(help: ArgumentHelp("Seconds after which a checked cookie session is renewed.", valueName: "seconds"))
+    var sessionUpdateAge = 24 * 3600
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") }
         guard accessTokenLifetime >= 1 else { throw ValidationError("--access-token-lifetime must be at least 1.") }
@@ -54,22 +60,25 @@ struct DemoAuthServerCommand: AsyncParsableCommand {
         guard graceWindow >= 0 else { throw ValidationError("--grace-window must not be negative.") }
         guard !apiKey.isEmpty else { throw ValidationError("--api-key must not be empty.") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("Unknown --log-level.") }
+        guard sessionLifetime >= 1, sessionUpdateAge >= 1 else {
+            throw ValidationError("--session-lifetime and --session-update-age must be at least 1.")
+        }
     }
 
     func run() async throws {
         var logger = Logger(label: "demo-auth-server")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let server = DemoAuthServer(
-            configuration: DemoAuthServer.Configuration(
-                accessTokenLifetime: .seconds(accessTokenLifetime),
-                refreshTokenLifetime: .seconds(refreshTokenLifetime),
-                rotateRefreshTokens: rotation,
-                reuseDetection: reuseDetection,
-                graceWindow: .seconds(graceWindow),
-                apiKey: apiKey
-            ),
-            logger: logger
+        var configuration = DemoAuthServer.Configuration(
+            accessTokenLifetime: .seconds(accessTokenLifetime),
+            refreshTokenLifetime: .seconds(refreshTokenLifetime),
+            rotateRefreshTokens: rotation,
+            reuseDetection: reuseDetection,
+            graceWindow: .seconds(graceWindow),
+            apiKey: apiKey
         )
+        configuration.betterAuth = .init(
+            sessionLifetime: .seconds(sessionLifetime), updateAge: .seconds(sessionUpdateAge))
+        let server = DemoAuthServer(configuration: configuration, logger: logger)
         do {
             try await server.run(onPort: port) { url in
                 // Written unbuffered, so a script reading the URL sees it at once.
