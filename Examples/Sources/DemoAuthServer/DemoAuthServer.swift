@@ -42,6 +42,8 @@ public final class DemoAuthServer: Sendable {
     /// The configuration the server was created with.
     public let configuration: Configuration
     private let authority: TokenAuthority
+    /// The Clerk-like session issuer (RS256 session JWTs, `/v1/jwks`, key rotation); see ``SessionIssuer``.
+    public let sessionIssuer: SessionIssuer
     private let logger: Logger
     private let lifecycle = Mutex<Lifecycle>(.stopped)
 
@@ -52,14 +54,18 @@ public final class DemoAuthServer: Sendable {
     ///   - now: The wall clock; defaults to `AuthToken.systemNow`. Tests pass a clock they move by hand.
     ///   - logger: Where the server logs (one line per login, refresh, reuse detection and revocation; never
     ///     token text).
+    ///   - issuer: The options of the Clerk-like ``sessionIssuer``.
     public init(
         configuration: Configuration = Configuration(),
         now: @escaping @Sendable () -> Date = AuthToken.systemNow,
-        logger: Logger = Logger(label: "demo-auth-server")
+        logger: Logger = Logger(label: "demo-auth-server"),
+        issuer: SessionIssuer.Configuration = SessionIssuer.Configuration()
     ) {
         self.configuration = configuration
         self.logger = logger
         self.authority = TokenAuthority(configuration: configuration, now: now, logger: logger)
+        // A 2048-bit RSA key generation does not fail; if it ever did, the demo could not go on.
+        self.sessionIssuer = try! SessionIssuer(configuration: issuer, now: now, logger: logger)
     }
 
     /// The base URL while the server is running, such as `http://127.0.0.1:54321`; `nil` otherwise.
@@ -134,8 +140,12 @@ public final class DemoAuthServer: Sendable {
             lifecycle = .starting
         }
         let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let router = Routes(authority: authority).makeRouter()
+        SessionIssuerRoutes(
+            issuer: sessionIssuer, users: configuration.users, debugEndpoints: configuration.debugEndpoints
+        ).register(on: router)
         let app = Application(
-            router: Routes(authority: authority).makeRouter(),
+            router: router,
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: port)),
             onServerRunning: { channel in
                 continuation.yield(channel.localAddress?.port ?? port)

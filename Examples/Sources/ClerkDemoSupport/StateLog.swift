@@ -1,0 +1,81 @@
+public import DemoAppSupport
+import Synchronization
+public import TokenKit
+
+/// The app's `RootView` loop: iterates `states()`, prints each state as it arrives, and keeps them in order.
+public final class StateLog: Sendable {
+    private let seen = Mutex<[AuthState]>([])
+    /// The loop.
+    public let task: Task<Void, Never>
+
+    /// Starts the loop.
+    ///
+    /// - Parameters:
+    ///   - states: The stream.
+    ///   - report: Where to print (or `nil`).
+    public init(_ states: AsyncStream<AuthState>, report: DemoReport?) {
+        let seen = seen
+        task = Task {
+            for await state in states {
+                seen.withLock { $0.append(state) }
+                report?.event("state -> \(state)")
+            }
+        }
+    }
+
+    /// The states so far.
+    public var all: [AuthState] { seen.withLock { $0 } }
+
+    /// Waits (up to two seconds) until `count` states have arrived.
+    ///
+    /// - Parameter count: How many.
+    /// - Returns: The states then.
+    public func wait(for count: Int) async -> [AuthState] {
+        await Poll.until { self.all.count >= count }
+        return all
+    }
+}
+
+/// Prints the auth events as they arrive and remembers the sign-out reasons.
+public final class EventLog: Sendable {
+    private let reasons = Mutex<[AuthEvent.SignOutReason?]>([])
+    /// The loop.
+    public let task: Task<Void, Never>
+
+    /// Starts the loop.
+    ///
+    /// - Parameters:
+    ///   - events: The stream.
+    ///   - report: Where to print (or `nil`).
+    public init(_ events: AsyncStream<AuthEvent>, report: DemoReport?) {
+        let reasons = reasons
+        task = Task {
+            for await event in events {
+                if event.kind == .signedOut { reasons.withLock { $0.append(event.reason) } }
+                report?.event("\(event)")
+            }
+        }
+    }
+
+    /// How many sign-outs were published.
+    public var signOuts: Int { reasons.withLock { $0.count } }
+
+    /// Waits (up to two seconds) for a sign-out after the first `count`, and returns the last one's reason.
+    ///
+    /// - Parameter count: How many sign-outs came before.
+    /// - Returns: The reason, or `nil` when none came.
+    public func lastSignOutReason(after count: Int) async -> AuthEvent.SignOutReason? {
+        await Poll.until { self.signOuts > count }
+        return reasons.withLock { $0.count > count ? $0.last ?? nil : nil }
+    }
+}
+
+/// Waits for a condition that another task makes true (stream delivery), bounded.
+enum Poll {
+    static func until(_ condition: @Sendable () -> Bool) async {
+        let deadline = ContinuousClock.now + .seconds(2)
+        while !condition(), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+    }
+}
