@@ -123,7 +123,11 @@ let package = Package(
         // diet backend, both in-process.
         .target(
             name: "ClerkDemoSupport",
-            dependencies: appDependencies + ["DietBackend", .product(name: "TokenVerification", package: "TokenKit")],
+            dependencies: appDependencies + [
+                "DemoAuthServer", "DietBackend",
+                .product(name: "TokenVerification", package: "TokenKit"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         .executableTarget(

@@ -174,11 +174,12 @@ public struct ClerkDemoRun: Sendable {
             proves: "handleNetworkRestore(): the SDK was asked again and the session renewed")
 
         // 9. The session is revoked on the server (the dashboard): the next token request fails.
+        let signOutsBeforeRevocation = events.signOuts
         issuer.revokeSessions(userID: user.id)
         time.advance(by: .seconds(61))
         var revokedError = "none"
         do { _ = try await app.request(.get, "/food-logs") } catch { revokedError = DemoFailure.describe(error) }
-        let revokedReason = await events.lastSignOutReason(after: 0)
+        let revokedReason = await events.lastSignOutReason(after: signOutsBeforeRevocation)
         report.expect(
             app.auth.currentState == .signedOut && revokedReason == .revoked && clerk.sessionID == nil, "revoked",
             "request failed (\(revokedError)); state \(app.auth.currentState), reason \(revokedReason.map { "\($0)" } ?? "none")",
@@ -214,7 +215,10 @@ public struct ClerkDemoRun: Sendable {
         let stranger = foreign.startSession(userID: user.id, email: email)
         let foreignToken = try foreign.sessionToken(sessionID: stranger.sessionID, clientToken: stranger.clientToken)
         var refusals: [String] = []
-        for (label, token) in [("no token", nil), ("expired token", firstToken), ("foreign issuer", foreignToken)] {
+        let cases: [(String, String?)] = [
+            ("no token", nil), ("expired token", firstToken), ("foreign issuer", foreignToken),
+        ]
+        for (label, token) in cases {
             var request = HTTPRequest(method: .get, url: backendURL.appendingPathComponent("users/me"))
             if let token { request.headerFields[.authorization] = "Bearer \(token)" }
             let (response, body) = try await raw.send(request, body: nil)

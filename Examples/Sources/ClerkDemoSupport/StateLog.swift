@@ -4,7 +4,7 @@ public import TokenKit
 
 /// The app's `RootView` loop: iterates `states()`, prints each state as it arrives, and keeps them in order.
 public final class StateLog: Sendable {
-    private let seen = Mutex<[AuthState]>([])
+    private let seen: Recorder<AuthState>
     /// The loop.
     public let task: Task<Void, Never>
 
@@ -14,17 +14,18 @@ public final class StateLog: Sendable {
     ///   - states: The stream.
     ///   - report: Where to print (or `nil`).
     public init(_ states: AsyncStream<AuthState>, report: DemoReport?) {
-        let seen = seen
+        let seen = Recorder<AuthState>()
+        self.seen = seen
         task = Task {
             for await state in states {
-                seen.withLock { $0.append(state) }
+                seen.append(state)
                 report?.event("state -> \(state)")
             }
         }
     }
 
     /// The states so far.
-    public var all: [AuthState] { seen.withLock { $0 } }
+    public var all: [AuthState] { seen.all }
 
     /// Waits (up to two seconds) until `count` states have arrived.
     ///
@@ -38,7 +39,7 @@ public final class StateLog: Sendable {
 
 /// Prints the auth events as they arrive and remembers the sign-out reasons.
 public final class EventLog: Sendable {
-    private let reasons = Mutex<[AuthEvent.SignOutReason?]>([])
+    private let reasons: Recorder<AuthEvent.SignOutReason?>
     /// The loop.
     public let task: Task<Void, Never>
 
@@ -48,17 +49,18 @@ public final class EventLog: Sendable {
     ///   - events: The stream.
     ///   - report: Where to print (or `nil`).
     public init(_ events: AsyncStream<AuthEvent>, report: DemoReport?) {
-        let reasons = reasons
+        let reasons = Recorder<AuthEvent.SignOutReason?>()
+        self.reasons = reasons
         task = Task {
             for await event in events {
-                if event.kind == .signedOut { reasons.withLock { $0.append(event.reason) } }
+                if event.kind == .signedOut { reasons.append(event.reason) }
                 report?.event("\(event)")
             }
         }
     }
 
     /// How many sign-outs were published.
-    public var signOuts: Int { reasons.withLock { $0.count } }
+    public var signOuts: Int { reasons.all.count }
 
     /// Waits (up to two seconds) for a sign-out after the first `count`, and returns the last one's reason.
     ///
@@ -66,7 +68,8 @@ public final class EventLog: Sendable {
     /// - Returns: The reason, or `nil` when none came.
     public func lastSignOutReason(after count: Int) async -> AuthEvent.SignOutReason? {
         await Poll.until { self.signOuts > count }
-        return reasons.withLock { $0.count > count ? $0.last ?? nil : nil }
+        let all = reasons.all
+        return all.count > count ? all[all.count - 1] : nil
     }
 }
 
@@ -78,4 +81,13 @@ enum Poll {
             try? await Task.sleep(for: .milliseconds(2))
         }
     }
+}
+
+/// Values appended by one task and read by another.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+
+    func append(_ value: Value) { values.withLock { $0.append(value) } }
+
+    var all: [Value] { values.withLock { $0 } }
 }

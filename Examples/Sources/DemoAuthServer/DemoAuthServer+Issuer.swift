@@ -41,7 +41,7 @@ struct SessionIssuerRoutes: Sendable {
         }
         router.post("/debug/issuer/revoke-sessions") { request, _ in
             let body = try await request.body.collect(upTo: Self.bodyLimit)
-            let userID = (try? JSONDecoder().decode([String: String].self, from: Data(buffer: body)))?["user_id"]
+            let userID = (try? JSONDecoder().decode([String: String].self, from: Data(body.readableBytesView)))?["user_id"]
             return Responses.json(["revoked": self.issuer.revokeSessions(userID: userID)])
         }
         router.get("/debug/issuer/stats") { _, _ in Responses.json(self.issuer.stats) }
@@ -70,7 +70,7 @@ struct SessionIssuerRoutes: Sendable {
 
     private func signIn(_ request: Request) async throws -> Response {
         let body = try await request.body.collect(upTo: Self.bodyLimit)
-        guard let form = try? JSONDecoder().decode(SignInBody.self, from: Data(buffer: body)) else {
+        guard let form = try? JSONDecoder().decode(SignInBody.self, from: Data(body.readableBytesView)) else {
             return Self.errors("form_param_missing", status: .badRequest)
         }
         guard let user = users.first(where: { $0.email == form.identifier && $0.password == form.password }) else {

@@ -99,7 +99,7 @@ public final class DietBackend: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.onAccountDeleted = onAccountDeleted
-        let keySource = keySource ?? RemoteJWKSSource(jwksURL: configuration.jwksURL, logger: logger)
+        let keySource: any JWKSSource = keySource ?? RemoteJWKSSource(jwksURL: configuration.jwksURL, logger: logger)
         self.keySource = keySource
         verifier = TokenVerifier(
             configuration: .init(
@@ -168,7 +168,12 @@ public final class DietBackend: Sendable {
 
     /// Stops listening.
     public func stop() async {
-        guard let current = running.withLock({ running in defer { running = nil }; return running }) else { return }
+        let current = running.withLock { running in
+            let current = running
+            running = nil
+            return current
+        }
+        guard let current else { return }
         await current.group.triggerGracefulShutdown()
         _ = await current.task.result
     }

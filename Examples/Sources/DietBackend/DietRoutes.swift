@@ -78,7 +78,7 @@ struct DietRoutes: Sendable {
         guarded.post("/food-logs") { request, context in
             let auth = try Self.auth(context)
             let body = try await request.body.collect(upTo: 16 * 1024)
-            let count = await backend.store.addFoodLog(auth.userID, String(buffer: body))
+            let count = await backend.store.addFoodLog(auth.userID, String(decoding: body.readableBytesView, as: UTF8.self))
             return Self.json(["userId": auth.userID, "entries": "\(count)"], status: .created)
         }
         return router
