@@ -1,6 +1,6 @@
 import Crypto
 public import Foundation
-import Logging
+public import Logging
 import Synchronization
 import _CryptoExtras
 
