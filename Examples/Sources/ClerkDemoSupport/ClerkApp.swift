@@ -71,7 +71,9 @@ public final class ClerkApp: Sendable {
     ///   - body: The body, if any.
     /// - Returns: The response and its body.
     /// - Throws: TokenKit's errors (offline, signed out, a 401 a fresh token did not cure).
-    public func request(_ method: HTTPRequest.Method, _ path: String, body: Data? = nil) async throws -> (
+    public func request(
+        _ method: HTTPRequest.Method, _ path: String, body: Data? = nil
+    ) async throws -> (
         HTTPResponse, Data
     ) {
         try await api.executeWithAutoRetry(HTTPRequest(method: method, url: url(path)), body: body)

@@ -1,7 +1,7 @@
 public import DemoAppSupport
 import DemoAuthServer
 import DietBackend
-public import Foundation
+import Foundation
 import HTTPTypes
 import HTTPTypesFoundation
 import Logging
@@ -159,7 +159,7 @@ public struct ClerkDemoRun: Sendable {
         network.isOffline = true
         time.advance(by: .seconds(61))
         var offlineError = "none"
-        do { _ = try await app.request(.get, "/food-logs") } catch { offlineError = DemoFailure.describe(error) }
+        do { _ = try await app.request(.get, "/food-logs") } catch { offlineError = Self.describe(error) }
         let offlineState = app.auth.currentState
         report.expect(
             offlineState == .expired(lastUserID: user.id) && app.auth.isOfflineNow, "offline",
@@ -249,6 +249,14 @@ public struct ClerkDemoRun: Sendable {
             ("key rotations", "\(issuer.stats.rotations)"),
             ("demo time moved forward", "\(time.shift.components.seconds) s"),
         ])
+    }
+
+    /// One line for an error; the airplane-mode `URLError` by its name.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? URLError, error.code == .notConnectedToInternet {
+            return "not connected to the internet"
+        }
+        return DemoFailure.describe(error)
     }
 
     /// The `kid` in a JWT's header.

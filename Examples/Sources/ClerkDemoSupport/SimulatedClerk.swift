@@ -97,7 +97,9 @@ public final class SimulatedClerk: Sendable {
         }
         let body = try JSONEncoder().encode(["identifier": identifier, "password": password])
         let (response, data) = try await call(.post, "v1/client/sign_ins", body: body)
-        guard response.status == .ok else { throw SignInFailed(code: Self.errorCode(data) ?? "\(response.status.code)") }
+        guard response.status == .ok else {
+            throw SignInFailed(code: Self.errorCode(data) ?? "\(response.status.code)")
+        }
         let answer = try JSONDecoder().decode(Answer.self, from: data)
         let user = User(id: answer.user.id, email: answer.user.email, firstName: nil)
         state.withLock {
@@ -155,13 +157,15 @@ public final class SimulatedClerk: Sendable {
     ///
     /// - Throws: Transport errors; the session is forgotten locally either way.
     public func signOut() async throws {
-        guard let session = state.withLock({ state -> Session? in
-            defer {
-                state.session = nil
-                state.cached = nil
-            }
-            return state.session
-        }) else { return }
+        guard
+            let session = state.withLock({ state -> Session? in
+                defer {
+                    state.session = nil
+                    state.cached = nil
+                }
+                return state.session
+            })
+        else { return }
         _ = try await call(.post, "v1/client/sessions/\(session.id)/end", authorization: session.clientToken)
     }
 

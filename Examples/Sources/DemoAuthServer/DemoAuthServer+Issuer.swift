@@ -37,11 +37,14 @@ struct SessionIssuerRoutes: Sendable {
         guard debugEndpoints else { return }
         router.post("/debug/issuer/rotate-key") { _, _ in
             let keyID = try self.issuer.rotateKey()
-            return Responses.json(["current_kid": keyID, "published": self.issuer.publishedKeyIDs.joined(separator: ",")])
+            return Responses.json([
+                "current_kid": keyID, "published": self.issuer.publishedKeyIDs.joined(separator: ","),
+            ])
         }
         router.post("/debug/issuer/revoke-sessions") { request, _ in
             let body = try await request.body.collect(upTo: Self.bodyLimit)
-            let userID = (try? JSONDecoder().decode([String: String].self, from: Data(body.readableBytesView)))?["user_id"]
+            let userID = (try? JSONDecoder().decode([String: String].self, from: Data(body.readableBytesView)))?[
+                "user_id"]
             return Responses.json(["revoked": self.issuer.revokeSessions(userID: userID)])
         }
         router.get("/debug/issuer/stats") { _, _ in Responses.json(self.issuer.stats) }

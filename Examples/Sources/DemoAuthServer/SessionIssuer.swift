@@ -36,7 +36,8 @@ public final class SessionIssuer: Sendable {
         ///   - jwksMaxAge: The JWKS `max-age`; 300 s by default.
         ///   - keySize: The RSA key size in bits; 2048 by default.
         public init(
-            issuer: String = "https://clerk.tokenkit-demo.test", authorizedParty: String = "https://app.tokenkit-demo.test",
+            issuer: String = "https://clerk.tokenkit-demo.test",
+            authorizedParty: String = "https://app.tokenkit-demo.test",
             tokenLifetime: Duration = .seconds(60), jwksMaxAge: Duration = .seconds(300), keySize: Int = 2048
         ) {
             self.issuer = issuer
@@ -216,8 +217,8 @@ public final class SessionIssuer: Sendable {
     public func revokeSessions(userID: String? = nil) -> Int {
         let count = state.withLock { state in
             var count = 0
-            for (id, session) in state.sessions where session.ended == nil && (userID == nil || session.userID == userID)
-            {
+            for (id, session) in state.sessions
+            where session.ended == nil && (userID == nil || session.userID == userID) {
                 state.sessions[id]?.ended = .revoked
                 count += 1
             }

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
-import Logging
 import Hummingbird
+import Logging
 import NIOCore
 import TokenVerification
 
@@ -34,7 +34,9 @@ struct ClerkJWTMiddleware: RouterMiddleware {
         case .rejected(let rejection):
             context.logger.debug(
                 "rejected",
-                metadata: ["path": "\(request.uri.path)", "status": "\(rejection.status)", "reason": "\(rejection.error)"])
+                metadata: [
+                    "path": "\(request.uri.path)", "status": "\(rejection.status)", "reason": "\(rejection.error)",
+                ])
             var headers = HTTPFields()
             for (name, value) in rejection.headers {
                 if let field = HTTPField.Name(name) { headers[field] = value }
@@ -60,7 +62,8 @@ struct DietRoutes: Sendable {
         guarded.post("/users/me") { _, context in
             let auth = try Self.auth(context)
             let created = await backend.store.upsertUser(auth.userID)
-            return Self.json(["clerkId": auth.userID, "created": created ? "true" : "false"], status: created ? .created : .ok)
+            return Self.json(
+                ["clerkId": auth.userID, "created": created ? "true" : "false"], status: created ? .created : .ok)
         }
         guarded.delete("/users/me") { _, context in
             let auth = try Self.auth(context)
@@ -79,7 +82,8 @@ struct DietRoutes: Sendable {
         guarded.post("/food-logs") { request, context in
             let auth = try Self.auth(context)
             let body = try await request.body.collect(upTo: 16 * 1024)
-            let count = await backend.store.addFoodLog(auth.userID, String(decoding: body.readableBytesView, as: UTF8.self))
+            let count = await backend.store.addFoodLog(
+                auth.userID, String(decoding: body.readableBytesView, as: UTF8.self))
             return Self.json(["userId": auth.userID, "entries": "\(count)"], status: .created)
         }
         return router

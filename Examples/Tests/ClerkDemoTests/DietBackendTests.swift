@@ -34,7 +34,8 @@ import TokenVerification
             return token
         }
 
-        func send(_ method: HTTPRequest.Method, _ path: String, bearer: String?) async throws -> (HTTPResponse, String) {
+        func send(_ method: HTTPRequest.Method, _ path: String, bearer: String?) async throws -> (HTTPResponse, String)
+        {
             var request = HTTPRequest(method: method, url: backendURL.appendingPathComponent(path))
             if let bearer { request.headerFields[.authorization] = "Bearer \(bearer)" }
             let (response, body) = try await transport.send(request, body: nil)
@@ -105,7 +106,8 @@ import TokenVerification
                 configuration: .init(issuer: "https://clerk.someone-else.test"), now: rig.clock.wallClock)
             let stranger = foreignIssuer.startSession(userID: "user_2diet", email: "diet@example.com")
             TestSecrets.shared.register(stranger.clientToken, as: .refreshToken)
-            let foreign = try foreignIssuer.sessionToken(sessionID: stranger.sessionID, clientToken: stranger.clientToken)
+            let foreign = try foreignIssuer.sessionToken(
+                sessionID: stranger.sessionID, clientToken: stranger.clientToken)
             TestSecrets.shared.register(foreign, as: .accessToken)
             rig.clock.advance(by: .seconds(70))
             let missing = try await rig.send(.get, "users/me", bearer: nil)

@@ -90,7 +90,9 @@ import TokenVerification
         case .signedOut: try issuer.endSession(session.sessionID, clientToken: session.clientToken)
         default: issuer.deleteUser("user_2issuer")
         }
-        #expect(throws: reason) { try issuer.sessionToken(sessionID: session.sessionID, clientToken: session.clientToken) }
+        #expect(throws: reason) {
+            try issuer.sessionToken(sessionID: session.sessionID, clientToken: session.clientToken)
+        }
         #expect(throws: SessionIssuer.Refusal.unknownClient) {
             try issuer.sessionToken(sessionID: session.sessionID, clientToken: "client_not-the-right-one")
         }
