@@ -253,6 +253,9 @@ public struct ClerkDemoRun: Sendable {
 
     /// One line for an error; the airplane-mode `URLError` by its name.
     static func describe(_ error: any Error) -> String {
+        if let error = error as? TokenRefreshError, error.isConnectivityFailure {
+            return "TokenRefreshError.transient(connectivity): not connected to the internet"
+        }
         if let error = error as? URLError, error.code == .notConnectedToInternet {
             return "not connected to the internet"
         }

@@ -27,7 +27,7 @@ public final class StateLog: Sendable {
     /// The states so far.
     public var all: [AuthState] { seen.all }
 
-    /// Waits (up to two seconds) until `count` states have arrived.
+    /// Waits (yielding, at most two seconds) until `count` states have arrived.
     ///
     /// - Parameter count: How many.
     /// - Returns: The states then.
@@ -62,7 +62,7 @@ public final class EventLog: Sendable {
     /// How many sign-outs were published.
     public var signOuts: Int { reasons.all.count }
 
-    /// Waits (up to two seconds) for a sign-out after the first `count`, and returns the last one's reason.
+    /// Waits (yielding, at most two seconds) for a sign-out after the first `count`, and returns the last one's reason.
     ///
     /// - Parameter count: How many sign-outs came before.
     /// - Returns: The reason, or `nil` when none came.
@@ -73,13 +73,12 @@ public final class EventLog: Sendable {
     }
 }
 
-/// Waits for a condition that another task makes true (stream delivery), bounded.
+/// Waits for a condition that another task makes true (stream delivery): it yields, never sleeps, and gives up
+/// after two seconds so that a missing state fails an expectation instead of hanging the run.
 enum Poll {
     static func until(_ condition: @Sendable () -> Bool) async {
         let deadline = ContinuousClock.now + .seconds(2)
-        while !condition(), ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(2))
-        }
+        while !condition(), ContinuousClock.now < deadline { await Task.yield() }
     }
 }
 

@@ -46,6 +46,10 @@ struct DietBackendCommand: AsyncParsableCommand {
                 issuer: issuer, jwksURL: jwksURL,
                 authorizedParties: authorizedParty.isEmpty ? nil : Set(authorizedParty), port: port),
             logger: logger)
-        try await backend.run { url in print("diet-backend listening on \(url.absoluteString)") }
+        try await backend.run { url in
+            // Written unbuffered, so a script reading the URL sees it at once.
+            let banner = "diet-backend listening on \(url.absoluteString), keys from \(jwksURL.absoluteString)\n"
+            try? FileHandle.standardOutput.write(contentsOf: Data(banner.utf8))
+        }
     }
 }
