@@ -210,7 +210,7 @@ public struct ClerkDemoRun: Sendable {
 
         // 12. The backend refuses what it must.
         let raw = DemoTransport.urlSession(timeout: timeout)
-        let foreign = try SessionIssuer(
+        let foreign = SessionIssuer(
             configuration: .init(issuer: "https://clerk.someone-else.test"), now: time.wallClock, logger: Self.quiet)
         let stranger = foreign.startSession(userID: user.id, email: email)
         let foreignToken = try foreign.sessionToken(sessionID: stranger.sessionID, clientToken: stranger.clientToken)

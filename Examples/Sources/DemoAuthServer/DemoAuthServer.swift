@@ -64,8 +64,7 @@ public final class DemoAuthServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.authority = TokenAuthority(configuration: configuration, now: now, logger: logger)
-        // A 2048-bit RSA key generation does not fail; if it ever did, the demo could not go on.
-        self.sessionIssuer = try! SessionIssuer(configuration: issuer, now: now, logger: logger)
+        self.sessionIssuer = SessionIssuer(configuration: issuer, now: now, logger: logger)
     }
 
     /// The base URL while the server is running, such as `http://127.0.0.1:54321`; `nil` otherwise.

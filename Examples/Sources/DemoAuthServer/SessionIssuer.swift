@@ -100,10 +100,15 @@ public final class SessionIssuer: Sendable {
         var ended: Refusal?
     }
 
-    struct State: Sendable {
+    /// The keys: generated on first use, so a server that never issues a session token never pays for RSA keys.
+    struct Keys: Sendable {
         var current: SigningKey
         var next: SigningKey
         var retiring: [SigningKey] = []
+    }
+
+    struct State: Sendable {
+        var keys: Keys?
         var sessions: [String: Session] = [:]
         var deletedUsers: Set<String> = []
         var serial = 0
@@ -116,23 +121,30 @@ public final class SessionIssuer: Sendable {
     private let logger: Logger
     private let state: Mutex<State>
 
-    /// Creates an issuer with two fresh keys: the current one and the next one.
+    /// Creates an issuer. Its two keys (the current one and the next one) are generated on first use.
     ///
     /// - Parameters:
     ///   - configuration: The options.
     ///   - now: The wall clock.
     ///   - logger: Where sign-ins, rotations and revocations are logged (never token text).
-    /// - Throws: When a key cannot be generated.
     public init(
         configuration: Configuration = Configuration(), now: @escaping @Sendable () -> Date,
         logger: Logger = Logger(label: "demo-auth-server.issuer")
-    ) throws {
+    ) {
         self.configuration = configuration
         self.now = now
         self.logger = logger
-        let current = try Self.makeKey(bits: configuration.keySize)
-        let next = try Self.makeKey(bits: configuration.keySize)
-        state = Mutex(State(current: current, next: next))
+        state = Mutex(State())
+    }
+
+    /// Runs `body` under the lock with the keys, generating them first if this is their first use.
+    private func withKeys<T>(_ body: (inout State, inout Keys) throws -> T) throws -> T {
+        let bits = configuration.keySize
+        return try state.withLock { state in
+            var keys = try state.keys ?? Keys(current: Self.makeKey(bits: bits), next: Self.makeKey(bits: bits))
+            defer { state.keys = keys }
+            return try body(&state, &keys)
+        }
     }
 
     static func makeKey(bits: Int) throws -> SigningKey {
@@ -177,9 +189,9 @@ public final class SessionIssuer: Sendable {
     /// - Throws: A ``Refusal`` when the client is unknown or the session has ended.
     public func sessionToken(sessionID: String, clientToken: String) throws -> String {
         let date = now()
-        let (key, claims) = try state.withLock { state throws(Refusal) -> (SigningKey, Claims) in
+        let (key, claims) = try withKeys { state, keys -> (SigningKey, Claims) in
             guard let session = state.sessions[sessionID], session.clientToken == clientToken else {
-                throw .unknownClient
+                throw Refusal.unknownClient
             }
             if let ended = session.ended { throw ended }
             state.serial += 1
@@ -189,7 +201,7 @@ public final class SessionIssuer: Sendable {
                 azp: configuration.authorizedParty, exp: issuedAt + Int(configuration.tokenLifetime.components.seconds),
                 iat: issuedAt, iss: configuration.issuer, jti: "jti_\(state.serial)", nbf: issuedAt - Self.nbfSkew,
                 sid: session.id, sub: session.userID)
-            return (state.current, claims)
+            return (keys.current, claims)
         }
         return try Self.sign(claims, with: key)
     }
@@ -243,10 +255,10 @@ public final class SessionIssuer: Sendable {
     // MARK: Keys
 
     /// The `kid` of the key that signs now.
-    public var currentKeyID: String { state.withLock { $0.current.keyID } }
+    public var currentKeyID: String { (try? withKeys { _, keys in keys.current.keyID }) ?? "" }
 
     /// The `kid` of the key published to sign next.
-    public var nextKeyID: String { state.withLock { $0.next.keyID } }
+    public var nextKeyID: String { (try? withKeys { _, keys in keys.next.keyID }) ?? "" }
 
     /// The counters.
     public var stats: Stats { state.withLock { $0.stats } }
@@ -263,14 +275,14 @@ public final class SessionIssuer: Sendable {
     public func rotateKey() throws -> String {
         let fresh = try Self.makeKey(bits: configuration.keySize)
         let retiresAt = now().addingTimeInterval(Double(configuration.tokenLifetime.components.seconds + 1))
-        let keyID = state.withLock { state in
-            var old = state.current
+        let keyID = try withKeys { state, keys in
+            var old = keys.current
             old.retiresAt = retiresAt
-            state.retiring.append(old)
-            state.current = state.next
-            state.next = fresh
+            keys.retiring.append(old)
+            keys.current = keys.next
+            keys.next = fresh
             state.stats.rotations += 1
-            return state.current.keyID
+            return keys.current.keyID
         }
         logger.debug("key rotated", metadata: ["kid": "\(keyID)"])
         return keyID
@@ -284,10 +296,10 @@ public final class SessionIssuer: Sendable {
     @discardableResult
     public func withdrawCurrentKey() throws -> String {
         let fresh = try Self.makeKey(bits: configuration.keySize)
-        let keyID = state.withLock { state in
-            let old = state.current.keyID
-            state.current = state.next
-            state.next = fresh
+        let keyID = try withKeys { state, keys in
+            let old = keys.current.keyID
+            keys.current = keys.next
+            keys.next = fresh
             state.stats.rotations += 1
             return old
         }
@@ -306,10 +318,12 @@ public final class SessionIssuer: Sendable {
 
     private func publishedKeys() -> [[String: String]] {
         let date = now()
-        return state.withLock { state in
-            state.retiring.removeAll { ($0.retiresAt ?? .distantFuture) <= date }
-            return [state.current.jwk, state.next.jwk] + state.retiring.map(\.jwk)
+        let keys = try? withKeys { _, keys in
+            keys.retiring.removeAll { ($0.retiresAt ?? .distantFuture) <= date }
+            return [keys.current.jwk, keys.next.jwk] + keys.retiring.map(\.jwk)
         }
+        if keys == nil { logger.error("no signing keys: RSA key generation failed") }
+        return keys ?? []
     }
 
     // MARK: Signing

@@ -102,7 +102,7 @@ import TokenVerification
         try await withRig { rig in
             let session = rig.start()
             let expired = try rig.mint(session)
-            let foreignIssuer = try SessionIssuer(
+            let foreignIssuer = SessionIssuer(
                 configuration: .init(issuer: "https://clerk.someone-else.test"), now: rig.clock.wallClock)
             let stranger = foreignIssuer.startSession(userID: "user_2diet", email: "diet@example.com")
             TestSecrets.shared.register(stranger.clientToken, as: .refreshToken)

@@ -10,8 +10,8 @@ import TokenVerification
 @Suite(.logLeakCheck()) struct SessionIssuerTests {
     static let logger = Logger(label: "clerk-demo-tests")
 
-    func issuer(_ clock: ManualClock) throws -> SessionIssuer {
-        try SessionIssuer(now: clock.wallClock, logger: Self.logger)
+    func issuer(_ clock: ManualClock) -> SessionIssuer {
+        SessionIssuer(now: clock.wallClock, logger: Self.logger)
     }
 
     func mint(_ issuer: SessionIssuer, _ session: SessionIssuer.StartedSession) throws -> String {
@@ -35,7 +35,7 @@ import TokenVerification
 
     @Test func sessionTokensCarryClerksClaimsAndVerifyThroughTheJWKS() async throws {
         let clock = ManualClock()
-        let issuer = try issuer(clock)
+        let issuer = issuer(clock)
         let session = start(issuer)
         let claims = try await verifier(issuer, clock).verify(try mint(issuer, session))
         #expect(claims.algorithm == .rs256)
@@ -50,7 +50,7 @@ import TokenVerification
 
     @Test func theNextKeyIsPublishedBeforeItSignsAndTheOldOneStaysUntilItsTokensExpire() async throws {
         let clock = ManualClock()
-        let issuer = try issuer(clock)
+        let issuer = issuer(clock)
         let session = start(issuer)
         let first = issuer.currentKeyID
         let next = issuer.nextKeyID
@@ -73,7 +73,7 @@ import TokenVerification
 
     @Test func aWithdrawnKeyLeavesTheJWKSAtOnce() throws {
         let clock = ManualClock()
-        let issuer = try issuer(clock)
+        let issuer = issuer(clock)
         let first = issuer.currentKeyID
         #expect(try issuer.withdrawCurrentKey() == first)
         #expect(!issuer.publishedKeyIDs.contains(first))
@@ -82,7 +82,7 @@ import TokenVerification
     @Test(arguments: [SessionIssuer.Refusal.revoked, .signedOut, .userDeleted])
     func anEndedSessionMintsNoMoreTokens(_ reason: SessionIssuer.Refusal) throws {
         let clock = ManualClock()
-        let issuer = try issuer(clock)
+        let issuer = issuer(clock)
         let session = start(issuer)
         _ = try mint(issuer, session)
         switch reason {
