@@ -29,6 +29,8 @@ let package = Package(
         .executable(name: "fitiq-demo", targets: ["fitiq-demo"]),
         .executable(name: "lume-demo", targets: ["lume-demo"]),
         .executable(name: "betterauth-demo", targets: ["betterauth-demo"]),
+        .executable(name: "clerk-demo", targets: ["clerk-demo"]),
+        .executable(name: "diet-backend", targets: ["diet-backend"]),
     ],
     dependencies: [
         .package(name: "TokenKit", path: ".."),
@@ -56,6 +58,7 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -94,6 +97,45 @@ let package = Package(
             dependencies: appDependencies,
             swiftSettings: strictSettings
         ),
+        // The diet-app backend (seed 000): verifies the demo issuer's Clerk-style JWTs through its JWKS.
+        .target(
+            name: "DietBackend",
+            dependencies: [
+                .product(name: "TokenVerification", package: "TokenKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "diet-backend",
+            dependencies: [
+                "DietBackend",
+                .product(name: "TokenVerification", package: "TokenKit"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The Clerk-like app (seeds 001 and 002) over a simulated Clerk SDK, against the demo issuer and the
+        // diet backend, both in-process.
+        .target(
+            name: "ClerkDemoSupport",
+            dependencies: appDependencies + [
+                "DemoAuthServer", "DietBackend",
+                .product(name: "TokenVerification", package: "TokenKit"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "clerk-demo",
+            dependencies: appDependencies + ["ClerkDemoSupport"],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "betterauth-demo",
             dependencies: appDependencies + [.product(name: "Crypto", package: "swift-crypto")],
@@ -130,6 +172,21 @@ let package = Package(
                 .product(name: "TokenKitLogCheck", package: "TokenKit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ClerkDemoTests",
+            dependencies: [
+                "ClerkDemoSupport",
+                "DemoAuthServer",
+                "DietBackend",
+                .product(name: "TokenKit", package: "TokenKit"),
+                .product(name: "TokenVerification", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "TokenKitLogCheck", package: "TokenKit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

@@ -44,6 +44,8 @@ public final class DemoAuthServer: Sendable {
     private let authority: TokenAuthority
     /// The BetterAuth-style accounts and cookie sessions (`DemoAuthServer+BetterAuth.swift`).
     let cookieSessions: CookieSessions
+    /// The Clerk-like session issuer (RS256 session JWTs, `/v1/jwks`, key rotation); see ``SessionIssuer``.
+    public let sessionIssuer: SessionIssuer
     private let logger: Logger
     private let lifecycle = Mutex<Lifecycle>(.stopped)
 
@@ -54,15 +56,18 @@ public final class DemoAuthServer: Sendable {
     ///   - now: The wall clock; defaults to `AuthToken.systemNow`. Tests pass a clock they move by hand.
     ///   - logger: Where the server logs (one line per login, refresh, reuse detection and revocation; never
     ///     token text).
+    ///   - issuer: The options of the Clerk-like ``sessionIssuer``.
     public init(
         configuration: Configuration = Configuration(),
         now: @escaping @Sendable () -> Date = AuthToken.systemNow,
-        logger: Logger = Logger(label: "demo-auth-server")
+        logger: Logger = Logger(label: "demo-auth-server"),
+        issuer: SessionIssuer.Configuration = SessionIssuer.Configuration()
     ) {
         self.configuration = configuration
         self.logger = logger
         self.authority = TokenAuthority(configuration: configuration, now: now, logger: logger)
         self.cookieSessions = CookieSessions(configuration: configuration.betterAuth, now: now, logger: logger)
+        self.sessionIssuer = SessionIssuer(configuration: issuer, now: now, logger: logger)
     }
 
     /// The base URL while the server is running, such as `http://127.0.0.1:54321`; `nil` otherwise.
@@ -137,9 +142,13 @@ public final class DemoAuthServer: Sendable {
             lifecycle = .starting
         }
         let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let router = Routes(authority: authority).makeRouter()
+        SessionIssuerRoutes(
+            issuer: sessionIssuer, users: configuration.users, debugEndpoints: configuration.debugEndpoints
+        ).register(on: router)
         let app = Application(
             router: BetterAuthRoutes(sessions: cookieSessions, debugEndpoints: configuration.debugEndpoints)
-                .registered(on: Routes(authority: authority).makeRouter()),
+                .registered(on: router),
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: port)),
             onServerRunning: { channel in
                 continuation.yield(channel.localAddress?.port ?? port)

@@ -1,8 +1,8 @@
 import DemoAuthServer
 import Foundation
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 /// `betterauth-demo` as a child process: a full run passes, prints seed 004's messages, and never a cookie; bad
 /// input ends with one `error:` line.

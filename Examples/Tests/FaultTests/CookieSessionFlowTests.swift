@@ -4,8 +4,8 @@ import HTTPTypes
 import Synchronization
 import Testing
 import TokenKit
+import TokenKitLogCheck
 import TokenKitTesting
-import TokenKitTestingTraits
 
 /// The betterauth-demo app's flows, with TokenKit's cookie session against the demo server over real HTTP, the
 /// server's and the client's wall clocks moved by hand (no waiting for a session to expire).

@@ -1,0 +1,201 @@
+public import Foundation
+import HTTPTypes
+import Hummingbird
+public import Logging
+import ServiceLifecycle
+import Synchronization
+public import TokenVerification
+
+/// The diet-app backend of seed 000 ("Backend JWT Verification"), in Swift: every `/users/...` and `/food-logs`
+/// request carries a Clerk session JWT, verified against the issuer's JWKS (RS256 only, `exp`/`nbf`/`iat`, exact
+/// `iss`, `azp` among the app's origins) through TokenKit's `TokenVerification`.
+///
+/// - `GET /users/me`: `{"userId": sub, "sessionId": sid}`.
+/// - `POST /users/me`: creates the user document (201) or updates it (200).
+/// - `DELETE /users/me`: deletes the user's data, tells the identity provider (`onAccountDeleted`), answers
+///   `{"success": true, "message": "Account and all data deleted"}`.
+/// - `GET /food-logs`, `POST /food-logs`: the user's entries.
+/// - Unauthenticated: 401 `{"error": "Missing authorization header"}` or `{"error": "Invalid token"}` with an
+///   RFC 6750 `WWW-Authenticate`; 503 when the JWKS is unreachable past its staleness bound.
+///
+/// ```swift
+/// let backend = DietBackend(configuration: .init(
+///     issuer: "https://clerk.example.com", jwksURL: URL(string: "https://clerk.example.com/v1/jwks")!))
+/// let baseURL = try await backend.start()
+/// ```
+public final class DietBackend: Sendable {
+    /// The backend's options.
+    public struct Configuration: Sendable {
+        /// The exact `iss` of accepted tokens (the Clerk frontend API).
+        public var issuer: String
+        /// Where the issuer's JWKS is.
+        public var jwksURL: URL
+        /// Accepted `azp` values (the app's origins), or `nil` to not check `azp`.
+        public var authorizedParties: Set<String>?
+        /// The loopback port; `0` picks a free one.
+        public var port: Int
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - issuer: The exact `iss`.
+        ///   - jwksURL: The JWKS URL.
+        ///   - authorizedParties: Accepted `azp` values, or `nil`.
+        ///   - port: The loopback port; `0` by default.
+        public init(issuer: String, jwksURL: URL, authorizedParties: Set<String>? = nil, port: Int = 0) {
+            self.issuer = issuer
+            self.jwksURL = jwksURL
+            self.authorizedParties = authorizedParties
+            self.port = port
+        }
+    }
+
+    /// What the backend has answered so far.
+    public struct Stats: Sendable, Hashable {
+        /// Requests that verified.
+        public var authenticated = 0
+        /// Requests refused, by reason (`missingAuthorization`, `expired`, `issuerMismatch`, ...).
+        public var rejected: [String: Int] = [:]
+        /// Accounts deleted.
+        public var accountsDeleted = 0
+
+        /// All refused requests.
+        public var rejectedTotal: Int { rejected.values.reduce(0, +) }
+    }
+
+    private struct Running: Sendable {
+        let baseURL: URL
+        let group: ServiceGroup
+        let task: Task<Void, any Error>
+    }
+
+    /// The options.
+    public let configuration: Configuration
+    /// The key source (a `RemoteJWKSSource` over ``Configuration/jwksURL`` unless one was given).
+    public let keySource: any JWKSSource
+    /// The verifier behind the authenticator.
+    public let verifier: TokenVerifier
+    let authenticator: BearerAuthenticator
+    let store = UserStore()
+    let onAccountDeleted: @Sendable (String) async -> Void
+    private let counters = Mutex(Stats())
+    private let logger: Logger
+    private let running = Mutex<Running?>(nil)
+
+    /// Creates the backend; it listens after ``start()`` or ``run(whenRunning:)``.
+    ///
+    /// - Parameters:
+    ///   - configuration: Issuer, JWKS, parties and port.
+    ///   - keySource: Where keys come from; by default a `RemoteJWKSSource` for ``Configuration/jwksURL``.
+    ///   - now: The wall clock for `exp`, `nbf` and `iat`.
+    ///   - logger: Where requests are logged (method, path, status and reason; never a token).
+    ///   - onAccountDeleted: Called with the user ID after `DELETE /users/me` deleted the data (the seed's
+    ///     `clerkClient.users.deleteUser`).
+    public init(
+        configuration: Configuration, keySource: (any JWKSSource)? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "diet-backend"),
+        onAccountDeleted: @escaping @Sendable (String) async -> Void = { _ in }
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.onAccountDeleted = onAccountDeleted
+        let keySource: any JWKSSource = keySource ?? RemoteJWKSSource(jwksURL: configuration.jwksURL, logger: logger)
+        self.keySource = keySource
+        verifier = TokenVerifier(
+            configuration: .init(
+                issuer: configuration.issuer, algorithms: [.rs256], requiredClaims: ["exp", "sub", "sid"],
+                allowedParties: configuration.authorizedParties),
+            keySource: keySource, now: now)
+        authenticator = BearerAuthenticator(verifier: verifier)
+    }
+
+    /// Refetches the JWKS now (an operator's "keys changed" hook); tokens whose key left the set stop verifying.
+    public func reloadKeys() async {
+        if let remote = keySource as? RemoteJWKSSource { await remote.refresh() }
+    }
+
+    /// How many times the JWKS was fetched (`nil` for a key source that does not fetch).
+    public var jwksFetches: Int? { (keySource as? RemoteJWKSSource)?.fetchCount }
+
+    /// The counters so far.
+    public var stats: Stats { counters.withLock { $0 } }
+
+    /// The base URL while running.
+    public var baseURL: URL? { running.withLock { $0?.baseURL } }
+
+    func count(_ outcome: BearerAuthenticator.Outcome) {
+        counters.withLock { stats in
+            switch outcome {
+            case .authenticated: stats.authenticated += 1
+            case .rejected(let rejection): stats.rejected["\(rejection.error)", default: 0] += 1
+            }
+        }
+    }
+
+    func countDeletion() { counters.withLock { $0.accountsDeleted += 1 } }
+
+    /// Starts listening on 127.0.0.1.
+    ///
+    /// - Returns: The base URL with the bound port.
+    /// - Throws: When the port cannot be bound.
+    @discardableResult
+    public func start() async throws -> URL {
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = Application(
+            router: DietRoutes(backend: self).makeRouter(),
+            configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: configuration.port)),
+            onServerRunning: { channel in
+                continuation.yield(channel.localAddress?.port ?? 0)
+                continuation.finish()
+            },
+            logger: logger
+        )
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [], logger: logger))
+        let task = Task {
+            defer { continuation.finish() }
+            try await group.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next(), port > 0, let baseURL = URL(string: "http://127.0.0.1:\(port)") else {
+            try await task.value
+            throw DietBackendError(description: "the backend did not start")
+        }
+        running.withLock { $0 = Running(baseURL: baseURL, group: group, task: task) }
+        logger.info("listening", metadata: ["url": "\(baseURL.absoluteString)"])
+        return baseURL
+    }
+
+    /// Stops listening.
+    public func stop() async {
+        let current = running.withLock { running in
+            let current = running
+            running = nil
+            return current
+        }
+        guard let current else { return }
+        await current.group.triggerGracefulShutdown()
+        _ = await current.task.result
+    }
+
+    /// Runs until ``stop()`` or until the task is cancelled.
+    ///
+    /// - Parameter whenRunning: Called with the base URL once listening.
+    /// - Throws: What the server fails with.
+    public func run(whenRunning: @Sendable (URL) -> Void) async throws {
+        let baseURL = try await start()
+        whenRunning(baseURL)
+        guard let task = running.withLock({ $0?.task }) else { return }
+        try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            Task { await self.stop() }
+        }
+    }
+}
+
+/// Why the backend could not start.
+public struct DietBackendError: Error, CustomStringConvertible {
+    /// What went wrong.
+    public let description: String
+}

@@ -1,0 +1,127 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import TokenVerification
+
+/// The request context: Hummingbird's basics plus the verified identity (the seed's `req.auth`).
+struct DietRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// `{userId: sub, sessionId: sid}` once the middleware verified the token.
+    var auth: (userID: String, sessionID: String?)?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+    }
+}
+
+/// Verifies the Bearer of every request it guards and answers 401/503 itself when it does not verify.
+struct ClerkJWTMiddleware: RouterMiddleware {
+    typealias Context = DietRequestContext
+    let backend: DietBackend
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        let outcome = await backend.authenticator.authenticate(authorization: request.headers[.authorization])
+        backend.count(outcome)
+        switch outcome {
+        case .authenticated(let claims):
+            var context = context
+            context.auth = (claims.subject, claims.sessionID)
+            return try await next(request, context)
+        case .rejected(let rejection):
+            context.logger.debug(
+                "rejected",
+                metadata: [
+                    "path": "\(request.uri.path)", "status": "\(rejection.status)", "reason": "\(rejection.error)",
+                ])
+            var headers = HTTPFields()
+            for (name, value) in rejection.headers {
+                if let field = HTTPField.Name(name) { headers[field] = value }
+            }
+            return Response(
+                status: .init(code: rejection.status), headers: headers,
+                body: ResponseBody(byteBuffer: ByteBuffer(string: rejection.body)))
+        }
+    }
+}
+
+/// The backend's endpoints.
+struct DietRoutes: Sendable {
+    let backend: DietBackend
+
+    func makeRouter() -> Router<DietRequestContext> {
+        let router = Router(context: DietRequestContext.self)
+        let guarded = router.group().add(middleware: ClerkJWTMiddleware(backend: backend))
+        guarded.get("/users/me") { _, context in
+            let auth = try Self.auth(context)
+            return Self.json(["userId": auth.userID, "sessionId": auth.sessionID ?? ""])
+        }
+        guarded.post("/users/me") { _, context in
+            let auth = try Self.auth(context)
+            let created = await backend.store.upsertUser(auth.userID)
+            return Self.json(
+                ["clerkId": auth.userID, "created": created ? "true" : "false"], status: created ? .created : .ok)
+        }
+        guarded.delete("/users/me") { _, context in
+            let auth = try Self.auth(context)
+            guard await backend.store.deleteUser(auth.userID) else {
+                return Self.json(["error": "User not found"], status: .notFound)
+            }
+            await backend.onAccountDeleted(auth.userID)
+            backend.countDeletion()
+            return Self.json(["success": "true", "message": "Account and all data deleted"])
+        }
+        guarded.get("/food-logs") { _, context in
+            let auth = try Self.auth(context)
+            let entries = await backend.store.foodLogs(auth.userID)
+            return Self.json(["userId": auth.userID, "entries": "\(entries.count)"])
+        }
+        guarded.post("/food-logs") { request, context in
+            let auth = try Self.auth(context)
+            let body = try await request.body.collect(upTo: 16 * 1024)
+            let count = await backend.store.addFoodLog(
+                auth.userID, String(decoding: body.readableBytesView, as: UTF8.self))
+            return Self.json(["userId": auth.userID, "entries": "\(count)"], status: .created)
+        }
+        return router
+    }
+
+    static func auth(_ context: DietRequestContext) throws -> (userID: String, sessionID: String?) {
+        guard let auth = context.auth else { throw HTTPError(.unauthorized) }
+        return auth
+    }
+
+    static func json(_ value: [String: String], status: HTTPResponse.Status = .ok) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// The users' documents and food logs (the seed's MongoDB collections), in memory.
+actor UserStore {
+    private var users: Set<String> = []
+    private var logs: [String: [String]] = [:]
+
+    /// Creates or updates the user's document; `true` when it was created.
+    func upsertUser(_ userID: String) -> Bool { users.insert(userID).inserted }
+
+    /// Deletes the user's document and every log; `false` when there was no document.
+    func deleteUser(_ userID: String) -> Bool {
+        logs[userID] = nil
+        return users.remove(userID) != nil
+    }
+
+    func foodLogs(_ userID: String) -> [String] { logs[userID] ?? [] }
+
+    func addFoodLog(_ userID: String, _ entry: String) -> Int {
+        logs[userID, default: []].append(entry)
+        return logs[userID]?.count ?? 0
+    }
+}

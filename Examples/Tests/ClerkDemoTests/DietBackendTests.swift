@@ -1,0 +1,143 @@
+import DemoAppSupport
+import DemoAuthServer
+import DietBackend
+import Foundation
+import HTTPTypes
+import HTTPTypesFoundation
+import Logging
+import Testing
+import TokenKit
+import TokenKitLogCheck
+import TokenKitTesting
+import TokenVerification
+
+/// The diet backend against the demo issuer over HTTP, on a manual clock.
+@Suite(.logLeakCheck()) struct DietBackendTests {
+    struct Rig {
+        let clock: ManualClock
+        let server: DemoAuthServer
+        let backend: DietBackend
+        let backendURL: URL
+        let transport = DemoTransport.urlSession(timeout: 10)
+
+        var issuer: SessionIssuer { server.sessionIssuer }
+
+        func start() -> SessionIssuer.StartedSession {
+            let session = issuer.startSession(userID: "user_2diet", email: "diet@example.com")
+            TestSecrets.shared.register(session.clientToken, as: .refreshToken)
+            return session
+        }
+
+        func mint(_ session: SessionIssuer.StartedSession) throws -> String {
+            let token = try issuer.sessionToken(sessionID: session.sessionID, clientToken: session.clientToken)
+            TestSecrets.shared.register(token, as: .accessToken)
+            return token
+        }
+
+        func send(_ method: HTTPRequest.Method, _ path: String, bearer: String?) async throws -> (HTTPResponse, String)
+        {
+            var request = HTTPRequest(method: method, url: backendURL.appendingPathComponent(path))
+            if let bearer { request.headerFields[.authorization] = "Bearer \(bearer)" }
+            let (response, body) = try await transport.send(request, body: nil)
+            return (response, String(decoding: body, as: UTF8.self))
+        }
+    }
+
+    func withRig(_ body: (Rig) async throws -> Void) async throws {
+        let clock = ManualClock()
+        let logger = Logger(label: "diet-backend-tests")
+        let server = DemoAuthServer(now: clock.wallClock, logger: logger)
+        let issuerURL = try await server.start()
+        let jwks = issuerURL.appendingPathComponent("v1/jwks")
+        let issuer = server.sessionIssuer
+        let backend = DietBackend(
+            configuration: .init(
+                issuer: issuer.configuration.issuer, jwksURL: jwks,
+                authorizedParties: [issuer.configuration.authorizedParty]),
+            keySource: RemoteJWKSSource(jwksURL: jwks, clock: clock, logger: logger), now: clock.wallClock,
+            logger: logger, onAccountDeleted: { issuer.deleteUser($0) })
+        do {
+            let backendURL = try await backend.start()
+            try await body(Rig(clock: clock, server: server, backend: backend, backendURL: backendURL))
+        } catch {
+            await backend.stop()
+            await server.stop()
+            throw error
+        }
+        await backend.stop()
+        await server.stop()
+    }
+
+    @Test func usersMeAnswersTheVerifiedIdentity() async throws {
+        try await withRig { rig in
+            let session = rig.start()
+            let (response, body) = try await rig.send(.get, "users/me", bearer: try rig.mint(session))
+            #expect(response.status == .ok)
+            #expect(body == #"{"sessionId":"\#(session.sessionID)","userId":"user_2diet"}"#)
+        }
+    }
+
+    @Test func keyRotationFailsNoRequestAndCostsAtMostOneFetch() async throws {
+        try await withRig { rig in
+            let session = rig.start()
+            let beforeRotation = try rig.mint(session)
+            #expect(try await rig.send(.get, "users/me", bearer: beforeRotation).0.status == .ok)
+            try rig.issuer.rotateKey()
+            let afterRotation = try rig.mint(session)
+            #expect(try await rig.send(.get, "users/me", bearer: beforeRotation).0.status == .ok)
+            #expect(try await rig.send(.get, "users/me", bearer: afterRotation).0.status == .ok)
+            #expect(rig.backend.jwksFetches == 1)
+            // A second rotation brings a key the cached set has never seen: one refetch after the cooldown.
+            rig.clock.advance(by: .seconds(31))
+            try rig.issuer.rotateKey()
+            let third = try rig.mint(session)
+            #expect(try await rig.send(.get, "users/me", bearer: third).0.status == .ok)
+            #expect(try await rig.send(.get, "users/me", bearer: afterRotation).0.status == .ok)
+            #expect(rig.backend.jwksFetches == 2)
+            #expect(rig.backend.stats.rejectedTotal == 0)
+        }
+    }
+
+    @Test func missingExpiredAndForeignTokensGet401WithTheSeedsBodies() async throws {
+        try await withRig { rig in
+            let session = rig.start()
+            let expired = try rig.mint(session)
+            let foreignIssuer = SessionIssuer(
+                configuration: .init(issuer: "https://clerk.someone-else.test"), now: rig.clock.wallClock)
+            let stranger = foreignIssuer.startSession(userID: "user_2diet", email: "diet@example.com")
+            TestSecrets.shared.register(stranger.clientToken, as: .refreshToken)
+            let foreign = try foreignIssuer.sessionToken(
+                sessionID: stranger.sessionID, clientToken: stranger.clientToken)
+            TestSecrets.shared.register(foreign, as: .accessToken)
+            rig.clock.advance(by: .seconds(70))
+            let missing = try await rig.send(.get, "users/me", bearer: nil)
+            #expect(missing.0.status == .unauthorized)
+            #expect(missing.1 == #"{"error": "Missing authorization header"}"#)
+            for token in [expired, foreign, "not.a.jwt"] {
+                let (response, body) = try await rig.send(.get, "users/me", bearer: token)
+                #expect(response.status == .unauthorized)
+                #expect(body == #"{"error": "Invalid token"}"#)
+                #expect(response.headerFields[.wwwAuthenticate]?.contains(#"error="invalid_token""#) == true)
+            }
+            #expect(rig.backend.stats.rejected["\(TokenVerificationError.expired)"] == 1)
+            #expect(rig.backend.stats.authenticated == 0)
+        }
+    }
+
+    @Test func deletingTheAccountDeletesTheDataAndEndsTheIssuersSessions() async throws {
+        try await withRig { rig in
+            let session = rig.start()
+            let token = try rig.mint(session)
+            #expect(try await rig.send(.post, "users/me", bearer: token).0.status == .created)
+            #expect(try await rig.send(.post, "users/me", bearer: token).0.status == .ok)
+            let (deleted, body) = try await rig.send(.delete, "users/me", bearer: token)
+            #expect(deleted.status == .ok)
+            #expect(body.contains("Account and all data deleted"))
+            #expect(try await rig.send(.delete, "users/me", bearer: token).0.status == .notFound)
+            #expect(rig.backend.stats.accountsDeleted == 1)
+            #expect(throws: SessionIssuer.Refusal.userDeleted) {
+                try rig.issuer.sessionToken(sessionID: session.sessionID, clientToken: session.clientToken)
+            }
+        }
+    }
+}
