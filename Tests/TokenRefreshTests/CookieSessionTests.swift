@@ -205,12 +205,31 @@ import TokenKitTesting
         #expect(server.checks.withLock { $0 } == 1)
         #expect(client.currentState == .signedOut)
         var signedOut = 0
+        var reason: AuthEvent.SignOutReason?
         var iterator = events.makeAsyncIterator()
         while let event = await iterator.next() {
-            if event.kind == .signedOut { signedOut += 1 }
+            if event.kind == .signedOut {
+                signedOut += 1
+                reason = event.reason
+            }
             if signedOut == 1 { break }
         }
         #expect(signedOut == 1)
+        // Found gone after a refused request: it expired in use (seed 004's 401 handler), not at a launch check.
+        #expect(reason == .sessionExpired)
+    }
+
+    @Test func aRefusedSignInKeepsTheServersKnownReason() async throws {
+        let transport = MockTransport { _, _ in
+            (HTTPResponse(status: .unprocessableContent), Data(#"{"error": "Username already exists"}"#.utf8))
+        }
+        let strategy = CookieSessionStrategy(baseURL: Self.base, transport: transport)
+        let client = TokenRefreshClient(strategy: strategy)
+        let error = await #expect(throws: TokenRefreshError.signInRejected) {
+            try await client.signIn(strategy.signIn(path: "/api/auth/sign-up/email", body: Self.credentials))
+        }
+        #expect((error?.underlying as? AuthServerError)?.kind == .usernameTaken)
+        #expect(UserMessage(for: try #require(error)).key == .usernameTaken)
     }
 
     @Test func aCookieIsNeverPresentedAfterARedirectLeavesTheOrigin() async throws {

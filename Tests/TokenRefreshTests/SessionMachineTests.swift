@@ -80,6 +80,24 @@ import TokenKitLogCheck
         }
     }
 
+    @Test func aSessionCheckIsForcedButFollowsNoRefusal() {
+        var machine = Self.machine()
+        let decision = machine.decide(.sessionCheck, now: Self.fresh, elapsed: .zero)
+        guard case .startRefresh(nil, forced: true) = decision else {
+            Issue.record("expected a forced check, got \(decision)")
+            return
+        }
+        _ = machine.beginFlight(RefreshFlight(), seed: nil, forced: true)
+        #expect(machine.flightIsForced)
+        #expect(!machine.flightFollowsRefusal)
+        var signedOut = SessionMachine(configuration: .init(), requiresRefreshToken: false)
+        _ = signedOut.loaded(nil, now: Self.start)
+        guard case .fail(.signedOut) = signedOut.decide(.sessionCheck, now: Self.start, elapsed: .zero) else {
+            Issue.record("nothing to check without a session")
+            return
+        }
+    }
+
     // MARK: - Generation guard
 
     @Test func aNewSessionVoidsTheRefreshInFlightAndHandsItsFlightOver() throws {

@@ -256,7 +256,7 @@ struct BetterAuthRun {
         let checks = try await cookieStats()["session_checks", default: 0] - checksBefore
         let stored = await app.hasStoredSession()
         report.expect(
-            failures == 5 && ended && signOuts.count == 1 && signOuts.first?.reason == .invalidatedOnServer
+            failures == 5 && ended && signOuts.count == 1 && signOuts.first?.reason == .sessionExpired
                 && checks == 1 && !stored && app.auth.currentState == .signedOut && handler.handled == 5,
             "401",
             "5 requests, \(transport.unauthorized - unauthorizedBefore) answered 401, \(checks) get-session, "

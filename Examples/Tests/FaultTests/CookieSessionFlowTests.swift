@@ -192,7 +192,7 @@ struct CookieSessionFlowTests {
         // The global 401 handler's view: every failure means "session over, show login".
         #expect(errors.allSatisfy { $0.map { UserMessage(for: $0).key == .sessionExpired } ?? false })
         #expect(setup.server.cookieSessionStats.sessionChecks - checksBefore == 1)
-        #expect(await Self.firstSignOut(events)?.reason == .invalidatedOnServer)
+        #expect(await Self.firstSignOut(events)?.reason == .sessionExpired)
         #expect(app.auth.currentState == .signedOut)
         await setup.server.stop()
     }

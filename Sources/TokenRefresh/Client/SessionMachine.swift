@@ -51,6 +51,9 @@ struct SessionMachine: Sendable {
         case afterRejection(of: String)
         /// A refresh with this refresh token (the seed apps' `refreshToken(_:)`).
         case seed(String)
+        /// A check with the server while the credential looks fresh (a cookie session's launch check): forced
+        /// like a rejection, but nothing was refused.
+        case sessionCheck
     }
 
     /// What a caller does next.
@@ -59,7 +62,7 @@ struct SessionMachine: Sendable {
         case token(AuthToken)
         /// Wait for the refresh in flight.
         case join(RefreshFlight)
-        /// Start the shared refresh (``beginFlight(_:seed:forced:)``), then wait for it.
+        /// Start the shared refresh (``beginFlight(_:seed:forced:followsRefusal:)``), then wait for it.
         case startRefresh(seed: String?, forced: Bool)
         /// Fail with this error; the session is kept.
         case fail(TokenRefreshError)
@@ -75,8 +78,10 @@ struct SessionMachine: Sendable {
         let epoch: UInt64
         /// The seed refresh token, for a refresh without a session.
         let seed: String?
-        /// Whether it follows a rejection by the server, so a provider should skip its cache.
+        /// Whether it follows a rejection by the server or is a check, so a provider should skip its cache.
         let forced: Bool
+        /// Whether it follows a refused request (a 401), so a session found gone expired in use.
+        let followsRefusal: Bool
         /// A transient failure to retry after a delay with the store's lock released: the next attempt number.
         var retryOutsideLock: (retry: Int, delay: Duration)?
     }
@@ -233,8 +238,10 @@ struct SessionMachine: Sendable {
         if requiresRefreshToken && session.token.refreshToken == nil {
             return stillValid ? .token(session.token) : .endSessionThenFail(.sessionExpired)
         }
-        if case .afterRejection = forcedBy { return .startRefresh(seed: nil, forced: true) }
-        return .startRefresh(seed: nil, forced: false)
+        switch forcedBy {
+        case .afterRejection, .sessionCheck: return .startRefresh(seed: nil, forced: true)
+        case .validToken, .seed: return .startRefresh(seed: nil, forced: false)
+        }
     }
 
     private mutating func decideWithoutSession(_ request: Request, elapsed: Duration) -> Decision {
@@ -243,7 +250,7 @@ struct SessionMachine: Sendable {
         case .validToken:
             // Strategies that need no refresh token (client credentials, an SDK) start a session themselves.
             guard !requiresRefreshToken else { return .fail(.signedOut) }
-        case .afterRejection:
+        case .afterRejection, .sessionCheck:
             return .fail(.signedOut)
         case .seed(let value):
             guard !value.isEmpty else { return .fail(.signedOut) }
@@ -269,8 +276,10 @@ struct SessionMachine: Sendable {
     // MARK: - The flight
 
     /// Records the refresh `flight` as started; returns its epoch.
-    mutating func beginFlight(_ flight: RefreshFlight, seed: String?, forced: Bool) -> UInt64 {
-        self.flight = Flight(flight: flight, epoch: epoch, seed: seed, forced: forced)
+    mutating func beginFlight(
+        _ flight: RefreshFlight, seed: String?, forced: Bool, followsRefusal: Bool = false
+    ) -> UInt64 {
+        self.flight = Flight(flight: flight, epoch: epoch, seed: seed, forced: forced, followsRefusal: followsRefusal)
         return epoch
     }
 
@@ -289,6 +298,9 @@ struct SessionMachine: Sendable {
 
     /// Whether the refresh in flight follows a rejection by the server.
     var flightIsForced: Bool { flight?.forced ?? false }
+
+    /// Whether the refresh in flight follows a refused request.
+    var flightFollowsRefusal: Bool { flight?.followsRefusal ?? false }
 
     /// Plans a retry with the store's lock released (see ``takeRetryOutsideLock(epoch:)``).
     mutating func planRetryOutsideLock(retry: Int, delay: Duration) {

@@ -23,7 +23,8 @@ extension TokenRefreshClient {
         case .join(let flight):
             return .wait(flight)
         case .startRefresh(let seed, let forced):
-            return .wait(startFlight(seed: seed, forced: forced))
+            let followsRefusal = if case .afterRejection = request { true } else { false }
+            return .wait(startFlight(seed: seed, forced: forced, followsRefusal: followsRefusal))
         case .fail(let error):
             if error == .rateLimited || error.retryAfter != nil { metrics.recordBlocked(error) }
             throw error
@@ -63,9 +64,9 @@ extension TokenRefreshClient {
     // MARK: - The shared refresh
 
     /// Starts the shared refresh in its own task and returns the flight callers wait on.
-    func startFlight(seed: String?, forced: Bool = false) -> RefreshFlight {
+    func startFlight(seed: String?, forced: Bool = false, followsRefusal: Bool = false) -> RefreshFlight {
         let flight = RefreshFlight()
-        let startEpoch = machine.beginFlight(flight, seed: seed, forced: forced)
+        let startEpoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal)
         let task = Task { await self.runFlight(flight, epoch: startEpoch, seed: seed) }
         flightTask = task
         lastFlightTask = task
@@ -149,9 +150,11 @@ extension TokenRefreshClient {
             let response = try await attemptWithRetries(sent, epoch: startEpoch, retry: retry, sleepsUnderLock: false)
             return try await completeRefresh(response, sent: sent, from: current, epoch: startEpoch)
         } catch .sessionInvalidated where machine.isCurrent(startEpoch) {
-            // The server says the session is gone (a cookie session's check): end it once, with that reason.
+            // The server says the session is gone (a cookie session's check): end it once, with that reason. After
+            // a refused request the session expired in use; at a launch or on-demand check it was found invalid.
             if let sent { machine.rejected.insert(sent) }
-            await endSessionOnce(reason: .invalidatedOnServer, error: .sessionInvalidated)
+            let reason: AuthEvent.SignOutReason = machine.flightFollowsRefusal ? .sessionExpired : .invalidatedOnServer
+            await endSessionOnce(reason: reason, error: .sessionInvalidated)
             throw .sessionInvalidated
         } catch .signedOut where sent == nil && machine.isCurrent(startEpoch) {
             // The token provider (an SDK) reports that it has no session: end ours once, with that reason.

@@ -286,8 +286,11 @@ public actor TokenRefreshClient: TokenProvider {
     /// keeps the session as expired (offline).
     func checkWithProvider() async {
         do {
-            if strategy.checksSessionWithServer, let current = session?.token.accessToken {
-                _ = try await refreshToken(afterRejectionOf: current)
+            if strategy.checksSessionWithServer, session != nil {
+                switch try await prepare(.sessionCheck) {
+                case .token: break
+                case .wait(let flight): _ = try await flight.wait()
+                }
             } else if session != nil || !strategy.requiresRefreshToken {
                 _ = try await validToken()
             }

@@ -51,8 +51,11 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
         public static let unauthorized = SignOutReason("unauthorized")
         /// The account was deleted on the server (``TokenRefreshClient/deleteAccount(_:body:through:)``).
         public static let accountDeleted = SignOutReason("accountDeleted")
-        /// The server no longer knows the session (a cookie session's check found it gone).
+        /// The server no longer knows the session (a cookie session's check at launch or on demand found it gone).
         public static let invalidatedOnServer = SignOutReason("invalidatedOnServer")
+        /// A request was refused (401) and the session check that followed found the session gone: it expired or
+        /// was ended on the server while in use (seed 004's global 401 handler shows "セッションが期限切れです").
+        public static let sessionExpired = SignOutReason("sessionExpired")
         /// Every session of the user was revoked on the server
         /// (``TokenRefreshClient/signOutEverywhere(_:body:through:)``).
         public static let signedOutEverywhere = SignOutReason("signedOutEverywhere")

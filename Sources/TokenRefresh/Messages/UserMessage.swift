@@ -113,6 +113,10 @@ extension UserMessage {
     }
 
     private init(forRefresh error: TokenRefreshError) {
+        if let answer = error.underlying as? AuthServerError {
+            self = answer.message
+            return
+        }
         switch error {
         case .signInRejected: self.init(.invalidCredentials)
         case .refreshTokenRejected, .sessionExpired, .sessionInvalidated, .signedOut: self.init(.sessionExpired)

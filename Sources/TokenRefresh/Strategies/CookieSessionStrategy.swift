@@ -94,9 +94,10 @@ public struct CookieSessionStrategy: RefreshStrategy {
     /// - Parameters:
     ///   - path: The route.
     ///   - body: The JSON body (credentials: sent once, never kept or logged).
-    /// - Returns: The grant. It throws ``TokenRefreshError/signInRejected`` on a 4xx (the server's
-    ///   `{"error": ...}` text is not kept), and ``TokenRefreshError/malformedResponse`` when no acceptable session
-    ///   cookie came back.
+    /// - Returns: The grant. It throws ``TokenRefreshError/signInRejected`` on a 4xx, with the server's
+    ///   `{"error": ...}` answer as its ``TokenRefreshError/underlying`` ``AuthServerError`` (known texts only:
+    ///   "Username already exists" stays tellable from "Invalid credentials"; other text is dropped), and
+    ///   ``TokenRefreshError/malformedResponse`` when no acceptable session cookie came back.
     public func signIn(path: String, body: Data) -> SignInGrant {
         .custom {
             var headers = HTTPFields()
@@ -107,7 +108,9 @@ public struct CookieSessionStrategy: RefreshStrategy {
             let status = response.status.code
             guard (200..<300).contains(status) else {
                 if (400..<500).contains(status) && status != 408 && status != 429 {
-                    throw TokenRefreshError.signInRejected.with(status: status)
+                    let rejected = TokenRefreshError.signInRejected.with(status: status)
+                    guard let answer = AuthServerError(status: status, body: data) else { throw rejected }
+                    throw rejected.with(underlying: answer)
                 }
                 throw TokenEndpoint.classify(response, body: data, isSignIn: true, now: now)
             }
