@@ -59,7 +59,7 @@ public final class TestSecrets: Sendable {
 
     /// Secrets shorter than this many UTF-8 bytes are not searched for. At least 8: ``LogLeakSearch`` indexes
     /// secrets by their first 8 bytes.
-    package static let minimumLength = 8
+    public static let minimumLength = 8
 
     /// The registry the log check searches for, and the one the mock kit registers in: made on first use,
     /// which connects the mocks to it.

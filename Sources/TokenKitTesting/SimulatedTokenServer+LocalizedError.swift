@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// An English message, so a test's failure reads as what happened.
 extension SimulatedTokenServer.ConnectionError: LocalizedError {
