@@ -87,9 +87,9 @@ public final class MockSessionProvider: Sendable {
     /// How many times a token was asked for.
     public var tokenCalls: Int { state.withLock { $0.calls } }
     /// How many of those asked to skip the cache (after a 401).
-    package var forcedTokenCalls: Int { state.withLock { $0.forcedCalls } }
+    public var forcedTokenCalls: Int { state.withLock { $0.forcedCalls } }
     /// How many distinct tokens were minted.
-    package var issuedTokens: Int { state.withLock { $0.issued } }
+    public var issuedTokens: Int { state.withLock { $0.issued } }
 
     /// Starts a session for `user`, as the SDK's sign-in would.
     ///
