@@ -34,13 +34,28 @@ ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
+    # Django's own session authentication (the cookie-session interop: /session/*).
+    "django.contrib.sessions",
     "oauth2_provider",
     "interop.apps.InteropConfig",
 ]
 
 MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # CSRF applies to every unsafe request; DOT's token and revocation views and /debug/* are exempt.
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
 ]
+
+# Django's defaults, spelled out because the cookie-session tests rely on them: a database-backed session in
+# an HttpOnly `sessionid` cookie (two weeks), and a `csrftoken` cookie that a client echoes in `X-CSRFToken`.
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
+SESSION_COOKIE_NAME = "sessionid"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_AGE = 14 * 24 * 3600
+CSRF_COOKIE_NAME = "csrftoken"
+CSRF_HEADER_NAME = "HTTP_X_CSRFTOKEN"
 
 ROOT_URLCONF = "interop.urls"
 WSGI_APPLICATION = "interop.wsgi.application"
