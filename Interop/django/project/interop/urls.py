@@ -1,9 +1,15 @@
 from django.urls import include, path
+from oauth2_provider import urls as dot_urls
+from oauth2_provider import views as dot_views
 
 from . import views
 
 oauth_patterns = (
     [
+        # DOT's own views: the authorization endpoint (needs a Django session) and OpenID Connect
+        # (discovery, JWKS, userinfo); the token and revocation views are wrapped to count.
+        path("authorize/", dot_views.AuthorizationView.as_view(), name="authorize"),
+        *dot_urls.oidc_urlpatterns,
         path("token/", views.CountingTokenView.as_view(), name="token"),
         path("revoke_token/", views.CountingRevokeTokenView.as_view(), name="revoke-token"),
     ],
