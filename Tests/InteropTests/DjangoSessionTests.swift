@@ -134,7 +134,7 @@ struct DjangoSessionStack {
     let client: TokenRefreshClient
     let api: AuthenticatedClient
 
-    init(_ server: InteropServer, store: any TokenStore) {
+    init(_ server: InteropServer, store: any TokenStore, followsRedirects: Bool = true) {
         self.server = server
         transport = DjangoCSRFTransport(RecordingTransport(server.transport), server: server)
         strategy = CookieSessionStrategy(
@@ -143,7 +143,9 @@ struct DjangoSessionStack {
         client = TokenRefreshClient(strategy: strategy, store: store)
         api = AuthenticatedClient(
             transport: transport, tokenProvider: client,
-            configuration: .init(allowedOrigins: [server.origin], credentialPresentation: strategy.presentation))
+            configuration: .init(
+                allowedOrigins: [server.origin], followsRedirects: followsRedirects,
+                credentialPresentation: strategy.presentation))
     }
 
     /// Signs alice in through Django's login view (JSON body); the `sessionid` cookie is captured by TokenKit.
