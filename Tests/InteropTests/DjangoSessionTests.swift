@@ -50,7 +50,9 @@ extension Interop {
             // A restart: a new client on the same store, validated with Django at launch.
             let second = DjangoSessionStack(server, store: store)
             #expect(await second.client.restoreSession(validatingWithProvider: true) == .signedIn(userID: "alice"))
-            #expect(second.client.currentToken?.accessToken == token.accessToken)
+            // Compared outside `#expect`, whose failure message would print the cookie.
+            let sameCookie = second.client.currentToken?.accessToken == token.accessToken
+            #expect(sameCookie, "the restored client presents the stored cookie")
             let afterRestart = try await second.notes()
             #expect(afterRestart.status == 200)
             #expect(afterRestart.notes == ["written before the restart"], "the same server-side session")
