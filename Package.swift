@@ -193,6 +193,7 @@ let package = Package(
             name: "InteropTests",
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
+                "TokenVerification",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -6,7 +6,9 @@
     Interop/django/stop
 
 It checks the server the Swift interop tests rely on: the password grant for both
-clients, the protected endpoint and its RFC 6750 challenge, a real access-token expiry
+clients, the protected endpoint and its RFC 6750 challenge, Django's CSRF-checked session
+login and server-side session deletion, OIDC discovery, JWKS and an ID token from the
+authorization-code grant, a real access-token expiry
 on the server's clock (the only real wait, about 2 s), refresh-token rotation, the
 server's rotation mode (reuse protection / grace window, read from /debug/config),
 RFC 7009 revocation, the /debug hooks, and that /debug/stats counts what happened.
@@ -491,6 +493,100 @@ def run(server, args):
                 refresh_token_grace_period_seconds=original["refresh_token_grace_period_seconds"],
             )
         check(server.config() == original, "config was not restored")
+
+    def cookies_from(headers):
+        found = {}
+        for line in headers.get_all("Set-Cookie") or []:
+            name, _, rest = line.strip().partition("=")
+            found[name] = rest.split(";", 1)[0]
+        return found
+
+    def django_login(user="alice"):
+        """Django's session login as a client must do it (CSRF cookie, X-CSRFToken, Origin); the cookies."""
+        status, headers, body = server.request("GET", "/session/csrf")
+        check(status == 200, f"/session/csrf answered {status}")
+        csrf = cookies_from(headers).get("csrftoken")
+        check(csrf and body.get("csrfToken"), "/session/csrf set no csrftoken cookie or token")
+        credentials = {"username": user, "password": fixtures.USERS[user]}
+        status, _, _ = server.request("POST", "/session/login", body=credentials)
+        check(status == 403, f"login without the CSRF token answered {status}, not 403")
+        status, headers, body = server.request(
+            "POST", "/session/login", body=credentials,
+            headers={"Cookie": f"csrftoken={csrf}", "X-CSRFToken": csrf, "Origin": server.base},
+        )
+        check(status == 200, f"login with the CSRF token answered {status}")
+        cookies = cookies_from(headers)
+        check(cookies.get("sessionid"), "login set no sessionid cookie")
+        check(body.get("user", {}).get("id") == user, "login did not answer the user")
+        return cookies
+
+    @test
+    def django_session_login_check_and_server_side_deletion():
+        session = django_login()["sessionid"]
+        cookie = {"Cookie": f"sessionid={session}"}
+        status, _, body = server.request("GET", "/session/get-session", headers=cookie)
+        check(status == 200 and body.get("user", {}).get("id") == "alice", "get-session did not find the session")
+        check(body.get("session", {}).get("expiresAt", "").endswith("Z"), "get-session has no expiresAt")
+        status, _, body = server.request("GET", "/session/notes", headers=cookie)
+        check(status == 200 and body.get("user") == "alice", f"protected view answered {status}")
+        status, _, _ = server.request("GET", "/session/notes")
+        check(status == 401, f"protected view without a session answered {status}")
+        body = server.post_debug("/debug/delete_sessions", {"user": "alice"})
+        check(body.get("deleted", 0) >= 1, "delete_sessions deleted nothing")
+        status, _, body = server.request("GET", "/session/get-session", headers=cookie)
+        check(status == 200 and body is None, "get-session after the deletion is not null")
+        status, _, _ = server.request("GET", "/session/notes", headers=cookie)
+        check(status == 401, f"protected view after the deletion answered {status}")
+
+    @test
+    def oidc_discovery_jwks_and_an_id_token_from_the_code_flow():
+        import hashlib
+        import secrets
+
+        status, _, discovery = server.request("GET", "/o/.well-known/openid-configuration")
+        check(status == 200, f"discovery answered {status}")
+        issuer = server.base + "/o"
+        check(discovery.get("issuer") == issuer, "discovery issuer is not <base>/o")
+        status, headers, jwks = server.request("GET", "/o/.well-known/jwks.json")
+        check(status == 200 and "max-age" in (headers.get("Cache-Control") or ""), "JWKS without max-age")
+        kids = {key.get("kid") for key in jwks.get("keys", []) if key.get("kty") == "RSA" and key.get("alg") == "RS256"}
+        check(len(kids) == 1, "the JWKS does not hold one RS256 key")
+        session = django_login()["sessionid"]
+        verifier = secrets.token_urlsafe(48)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+        query = urllib.parse.urlencode({
+            "response_type": "code", "client_id": fixtures.OIDC_CLIENT_ID, "redirect_uri": fixtures.OIDC_REDIRECT_URI,
+            "scope": "openid", "code_challenge": challenge, "code_challenge_method": "S256", "nonce": "smoke",
+        })
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None
+
+        request = urllib.request.Request(
+            f"{server.base}/o/authorize/?{query}", headers={"Cookie": f"sessionid={session}"})
+        try:
+            urllib.request.build_opener(NoRedirect).open(request, timeout=30)
+            check(False, "authorize did not redirect")
+        except urllib.error.HTTPError as error:
+            check(error.code == 302, f"authorize answered {error.code}")
+            location = urllib.parse.urlparse(error.headers["Location"])
+        check(location.path == urllib.parse.urlparse(fixtures.OIDC_REDIRECT_URI).path, "redirected elsewhere")
+        code = urllib.parse.parse_qs(location.query)["code"][0]
+        status, _, body = server.request("POST", "/o/token/", form={
+            "grant_type": "authorization_code", "code": code, "redirect_uri": fixtures.OIDC_REDIRECT_URI,
+            "client_id": fixtures.OIDC_CLIENT_ID, "code_verifier": verifier,
+        })
+        check(status == 200 and body.get("id_token"), f"the code exchange answered {status} without an id_token")
+        header_part, payload_part, _ = body["id_token"].split(".")
+
+        def decoded(part):
+            return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+        header, claims = decoded(header_part), decoded(payload_part)
+        check(header.get("alg") == "RS256" and header.get("kid") in kids, "the ID token is not RS256 under the JWKS key")
+        check(claims.get("iss") == issuer and claims.get("aud") == fixtures.OIDC_CLIENT_ID, "iss or aud differs")
+        check(claims.get("nonce") == "smoke", "the nonce did not come back")
 
     @test
     def bad_config_is_refused():

@@ -19,7 +19,9 @@ public import HTTPTypes
 /// handshake apart.
 ///
 /// `URLSession` may add headers of its own (`User-Agent`, `Accept-Encoding`) and joins repeated response
-/// headers with commas, which list fields such as `WWW-Authenticate` allow.
+/// headers with commas, which list fields such as `WWW-Authenticate` allow. `Set-Cookie` is not such a list
+/// (an `Expires` date has a comma of its own), so joined `Set-Cookie` lines are split back into one field per
+/// cookie: a server that sets two cookies in one answer (Django's login: `csrftoken` and `sessionid`) keeps both.
 public final class URLSessionTransport: HTTPTransport {
     private let session: URLSession
     private let delegate: SessionDelegate
@@ -98,9 +100,44 @@ public final class URLSessionTransport: HTTPTransport {
             guard let key = key as? String, let value = value as? String, let name = HTTPField.Name(key) else {
                 continue
             }
-            fields.append(HTTPField(name: name, value: value))
+            if name == .setCookie {
+                for cookie in splitJoinedSetCookie(value) { fields.append(HTTPField(name: name, value: cookie)) }
+            } else {
+                fields.append(HTTPField(name: name, value: value))
+            }
         }
         return HTTPResponse(status: .init(code: response.statusCode), headerFields: fields)
+    }
+
+    /// Splits a `Set-Cookie` value that Foundation joined from several lines (with ", ") into one value per line.
+    ///
+    /// A comma starts a new cookie only when the text after it, up to the next `;` or `,`, is `name=...` with a
+    /// name free of whitespace and quotes; the comma in `Expires=Tue, 23 Nov 2027 07:21:15 GMT` does not. A cookie
+    /// value that itself holds `,x=y` (outside RFC 6265's cookie-octets) would be split there.
+    ///
+    /// - Parameter value: The joined value.
+    /// - Returns: The original values, trimmed, without empty ones.
+    package static func splitJoinedSetCookie(_ value: String) -> [String] {
+        var parts: [String] = []
+        var start = value.startIndex
+        var index = value.startIndex
+        while index < value.endIndex {
+            let next = value.index(after: index)
+            if value[index] == ",", startsCookie(value[next...]) {
+                parts.append(value[start..<index].trimmingCharacters(in: .whitespaces))
+                start = next
+            }
+            index = next
+        }
+        parts.append(value[start...].trimmingCharacters(in: .whitespaces))
+        return parts.filter { !$0.isEmpty }
+    }
+
+    private static func startsCookie(_ rest: Substring) -> Bool {
+        let segment = rest.drop { $0 == " " || $0 == "\t" }.prefix { $0 != ";" && $0 != "," }
+        guard let equals = segment.firstIndex(of: "=") else { return false }
+        let name = segment[..<equals]
+        return !name.isEmpty && !name.contains { $0 == " " || $0 == "\t" || $0 == "\"" }
     }
 
     static func mapped(_ error: any Error) -> any Error {

@@ -75,6 +75,15 @@ struct ServerStats: Decodable {
     var tokenFailures: [String: Int]
     var apiOK: Int
     var apiUnauthorized: Int
+    /// Django session authentication (`/session/*`): CSRF cookies handed out, logins, session checks with and
+    /// without a session, and the protected view's outcomes.
+    var sessionCSRF: Int
+    var sessionLogins: Int
+    var sessionLoginFailed: Int
+    var sessionChecksOK: Int
+    var sessionChecksNull: Int
+    var sessionAPIOK: Int
+    var sessionAPIUnauthorized: Int
 
     enum CodingKeys: String, CodingKey {
         case passwordGrants = "password_grants"
@@ -87,6 +96,13 @@ struct ServerStats: Decodable {
         case tokenFailures = "token_failures"
         case apiOK = "api_ok"
         case apiUnauthorized = "api_unauthorized"
+        case sessionCSRF = "session_csrf"
+        case sessionLogins = "session_logins"
+        case sessionLoginFailed = "session_login_failed"
+        case sessionChecksOK = "session_checks_ok"
+        case sessionChecksNull = "session_checks_null"
+        case sessionAPIOK = "session_api_ok"
+        case sessionAPIUnauthorized = "session_api_unauthorized"
     }
 
     /// Refresh attempts answered `invalid_grant`.
@@ -173,6 +189,16 @@ struct InteropServer {
     func ageRevocations(seconds: Int) async throws {
         let (status, _) = try await send(.post, "/debug/age_revocations", json: Data("{\"seconds\": \(seconds)}".utf8))
         try expectOK(status, "/debug/age_revocations")
+    }
+
+    /// Deletes Django sessions server-side (`POST /debug/delete_sessions`): `user`'s, or every session when
+    /// `user` is `nil`. Returns how many were deleted.
+    @discardableResult
+    func deleteDjangoSessions(user: String? = nil) async throws -> Int {
+        let json = try JSONSerialization.data(withJSONObject: user.map { ["user": $0] } ?? [:])
+        let (status, body) = try await send(.post, "/debug/delete_sessions", json: json)
+        try expectOK(status, "/debug/delete_sessions")
+        return (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["deleted"] as? Int ?? 0
     }
 
     /// Revokes `refreshToken` with DOT's RFC 7009 endpoint, authenticating as the confidential client by HTTP

@@ -22,6 +22,13 @@ import TokenKitTesting
         case "/back": return .init(status: 307, headers: [("Location", "http://127.0.0.1:\(port)/v1/admin/delete")])
         case "/same": return .init(status: 302, headers: [("Location", "/landing")])
         case "/landing": return .init(status: 200, body: Data("landed".utf8))
+        case "/cookies":
+            return .init(
+                status: 200,
+                headers: [
+                    ("Set-Cookie", "csrftoken=csrf-value-1; expires=Tue, 23 Nov 2027 07:21:15 GMT; Path=/"),
+                    ("Set-Cookie", "sessionid=session-value-2; expires=Tue, 08 Dec 2026 07:21:15 GMT; HttpOnly"),
+                ])
         case "/challenges":
             return .init(
                 status: 401,
@@ -134,6 +141,37 @@ import TokenKitTesting
             try await client(port: server.port, provider: FakeTokenProvider(current: "fresh-bearer-x2"))
                 .executeWithAutoRetry(request(.get, "/challenges", port: server.port))
         }
+    }
+
+    @Test func twoSetCookieLinesSurviveURLSessionAsTwoFields() async throws {
+        TestSecrets.shared.register("csrf-value-1", as: .credential)
+        TestSecrets.shared.register("session-value-2", as: .credential)
+        let server = try LoopbackServer(route: Self.route)
+        defer { server.stop() }
+        let cookiesRequest = request(.get, "/cookies", port: server.port)
+        let (response, _) = try await URLSessionTransport().send(cookiesRequest, body: nil)
+        let cookies = try response.headerFields[values: .setCookie].map {
+            try SetCookie(parsing: $0, requestHost: "127.0.0.1", requestIsSecure: false, now: Date())
+        }
+        #expect(cookies.map(\.name) == ["csrftoken", "sessionid"])
+        #expect(cookies.map(\.value) == ["csrf-value-1", "session-value-2"])
+        #expect(cookies.allSatisfy { $0.expiresAt != nil }, "the Expires dates, commas and all, stayed whole")
+    }
+
+    @Test(arguments: [
+        ("a=1", ["a=1"]),
+        ("a=1; Expires=Tue, 23 Nov 2027 07:21:15 GMT", ["a=1; Expires=Tue, 23 Nov 2027 07:21:15 GMT"]),
+        (
+            "a=1; Expires=Tue, 23 Nov 2027 07:21:15 GMT, b=2; HttpOnly",
+            ["a=1; Expires=Tue, 23 Nov 2027 07:21:15 GMT", "b=2; HttpOnly"]
+        ),
+        (" a=1; Path=/, b=2, c=; Max-Age=0", ["a=1; Path=/", "b=2", "c=; Max-Age=0"]),
+        ("a=1; Expires=Wed, 09-Jun-2027 10:18:14 GMT,b=2", ["a=1; Expires=Wed, 09-Jun-2027 10:18:14 GMT", "b=2"]),
+        ("a=x,y; Path=/", ["a=x,y; Path=/"]),
+        ("", []),
+    ])
+    func joinedSetCookieLinesAreSplitPerCookie(joined: String, expected: [String]) {
+        #expect(URLSessionTransport.splitJoinedSetCookie(joined) == expected)
     }
 
     @Test func aRefusedConnectionIsCannotConnect() async throws {

@@ -20,3 +20,9 @@ PUBLIC_CLIENT_ID = "interop-public"
 # joining them (RFC 6749 section 2.3.1), and DOT unquotes them (unquote_plus).
 SPECIAL_CLIENT_ID = "interop-special"
 SPECIAL_CLIENT_SECRET = "s3cret with spaces+plus/slash:colon%25&amp=é"
+
+# OpenID Connect client (public, PKCE): the authorization-code grant with `openid` scope, ID tokens signed RS256
+# with the server's key (OIDC_RSA_PRIVATE_KEY, made at every server start). The redirect URI is never fetched:
+# the test reads the code from the 302's Location.
+OIDC_CLIENT_ID = "interop-oidc"
+OIDC_REDIRECT_URI = "http://127.0.0.1/interop-oidc/callback"

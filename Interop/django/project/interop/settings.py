@@ -26,6 +26,18 @@ def _env_bool(name, default):
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+
+def _oidc_private_key():
+    # A fresh RS256 key per process (nothing secret is checked in). Only the server process signs, so every
+    # ID token of a run verifies against the JWKS that process publishes.
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
 # A fixed key is fine: the server only ever listens on 127.0.0.1 and holds test data.
 SECRET_KEY = "interop-test-only-not-a-secret"
 DEBUG = _env_bool("INTEROP_DJANGO_DEBUG", False)
@@ -34,13 +46,28 @@ ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
+    # Django's own session authentication (the cookie-session interop: /session/*).
+    "django.contrib.sessions",
     "oauth2_provider",
     "interop.apps.InteropConfig",
 ]
 
 MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # CSRF applies to every unsafe request; DOT's token and revocation views and /debug/* are exempt.
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
 ]
+
+# Django's defaults, spelled out because the cookie-session tests rely on them: a database-backed session in
+# an HttpOnly `sessionid` cookie (two weeks), and a `csrftoken` cookie that a client echoes in `X-CSRFToken`.
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
+SESSION_COOKIE_NAME = "sessionid"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_AGE = 14 * 24 * 3600
+CSRF_COOKIE_NAME = "csrftoken"
+CSRF_HEADER_NAME = "HTTP_X_CSRFTOKEN"
 
 ROOT_URLCONF = "interop.urls"
 WSGI_APPLICATION = "interop.wsgi.application"
@@ -75,14 +102,22 @@ OAUTH2_PROVIDER = {
     "ROTATE_REFRESH_TOKEN": True,
     "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": _env_int("INTEROP_REFRESH_TOKEN_GRACE_PERIOD_SECONDS", 0),
     "REFRESH_TOKEN_REUSE_PROTECTION": _env_bool("INTEROP_REFRESH_TOKEN_REUSE_PROTECTION", True),
-    "SCOPES": {"read": "Read", "write": "Write"},
+    "SCOPES": {"read": "Read", "write": "Write", "openid": "OpenID Connect"},
     "DEFAULT_SCOPES": ["read", "write"],
     # Counts reuse detections and grace-window replays for /debug/stats.
     "OAUTH2_VALIDATOR_CLASS": "interop.validators.CountingValidator",
     # Rebuild the oauthlib server per request so /debug/config changes to the
     # access-token lifetime take effect at once.
     "ALWAYS_RELOAD_OAUTHLIB_CORE": True,
+    # OpenID Connect: ID tokens (RS256, `kid` from the key) for the authorization-code grant with `openid`;
+    # discovery at /o/.well-known/openid-configuration, keys at /o/.well-known/jwks.json. The issuer is
+    # derived from the request: http://127.0.0.1:<port>/o.
+    "OIDC_ENABLED": True,
+    "OIDC_RSA_PRIVATE_KEY": _oidc_private_key(),
 }
+
+# DOT's authorization view sends a visitor without a session here; the tests sign in first.
+LOGIN_URL = "/session/login"
 
 LOGGING = {
     "version": 1,

@@ -30,6 +30,14 @@ def _zero():
         # Protected endpoint outcomes.
         "api_ok": 0,
         "api_unauthorized": 0,
+        # Django session authentication (/session/*).
+        "session_csrf": 0,
+        "session_logins": 0,
+        "session_login_failed": 0,
+        "session_checks_ok": 0,
+        "session_checks_null": 0,
+        "session_api_ok": 0,
+        "session_api_unauthorized": 0,
     }
 
 

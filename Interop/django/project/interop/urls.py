@@ -1,9 +1,15 @@
 from django.urls import include, path
+from oauth2_provider import urls as dot_urls
+from oauth2_provider import views as dot_views
 
 from . import views
 
 oauth_patterns = (
     [
+        # DOT's own views: the authorization endpoint (needs a Django session) and OpenID Connect
+        # (discovery, JWKS, userinfo); the token and revocation views are wrapped to count.
+        path("authorize/", dot_views.AuthorizationView.as_view(), name="authorize"),
+        *dot_urls.oidc_urlpatterns,
         path("token/", views.CountingTokenView.as_view(), name="token"),
         path("revoke_token/", views.CountingRevokeTokenView.as_view(), name="revoke-token"),
     ],
@@ -13,7 +19,12 @@ oauth_patterns = (
 urlpatterns = [
     path("o/", include(oauth_patterns, namespace="oauth2_provider")),
     path("api/me", views.api_me),
+    path("session/csrf", views.session_csrf),
+    path("session/login", views.session_login),
+    path("session/get-session", views.session_get),
+    path("session/notes", views.session_notes),
     path("debug/stats", views.debug_stats),
+    path("debug/delete_sessions", views.debug_delete_sessions),
     path("debug/reset", views.debug_reset),
     path("debug/config", views.debug_config),
     path("debug/expire_access_tokens", views.debug_expire_access_tokens),

@@ -1,13 +1,17 @@
-"""Protected endpoint, counting token/revocation views, and the /debug/* test hooks."""
+"""Protected endpoint, counting token/revocation views, Django session login views, and the /debug/* hooks."""
 import json
 import os
 import threading
 from datetime import timedelta
+from datetime import timezone as dt_timezone
 
 from django.conf import settings
+from django.contrib.auth import SESSION_KEY, authenticate, get_user_model, login
+from django.contrib.sessions.models import Session
 from django.http import HttpResponseNotAllowed, JsonResponse
+from django.middleware.csrf import get_token
 from django.utils import timezone
-from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.csrf import csrf_exempt, ensure_csrf_cookie
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 from oauth2_provider.oauth2_backends import get_oauthlib_core
 from oauth2_provider.settings import oauth2_settings
@@ -185,3 +189,108 @@ def debug_age_revocations(request):
         row.save(update_fields=["revoked"])
         aged += 1
     return JsonResponse({"aged": aged})
+
+
+# --- Django's own session authentication (the cookie-session interop) ---------------------------------------
+#
+# A JSON client of Django's session login, as a browser-less app must drive it: GET /session/csrf for the
+# `csrftoken` cookie (and the same token in the body), then POST /session/login with that cookie, the token in
+# `X-CSRFToken` and an `Origin` (Django's CsrfViewMiddleware checks all three on unsafe methods). The answer
+# sets the HttpOnly `sessionid` cookie (and a rotated `csrftoken`). None of these views is CSRF-exempt.
+
+
+def _session_user(request):
+    user = request.user
+    return {"id": user.get_username(), "username": user.get_username(), "email": user.email or None}
+
+
+def _session_answer(request):
+    # BetterAuth's get-session shape, which TokenKit's CookieSessionStrategy reads: {"session": {...}, "user": {...}}.
+    expires = request.session.get_expiry_date().astimezone(dt_timezone.utc)
+    return {
+        "session": {
+            "userId": request.user.get_username(),
+            "expiresAt": expires.strftime("%Y-%m-%dT%H:%M:%S.") + f"{expires.microsecond // 1000:03d}Z",
+        },
+        "user": _session_user(request),
+    }
+
+
+@ensure_csrf_cookie
+def session_csrf(request):
+    """GET /session/csrf: sets the `csrftoken` cookie and returns the token ({"csrfToken": ...})."""
+    if request.method != "GET":
+        return HttpResponseNotAllowed(["GET"])
+    stats.add("session_csrf")
+    return JsonResponse({"csrfToken": get_token(request)})
+
+
+def session_login(request):
+    """POST /session/login {"username", "password"} (JSON or form), CSRF-checked: Django's `login()`."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    if request.content_type == "application/json":
+        body = _json_body(request.body)
+    else:
+        body = request.POST
+    username, password = body.get("username"), body.get("password")
+    if not isinstance(username, str) or not isinstance(password, str):
+        return JsonResponse({"error": "username and password are required"}, status=400)
+    user = authenticate(request, username=username, password=password)
+    if user is None:
+        stats.add("session_login_failed")
+        return JsonResponse({"error": "invalid credentials"}, status=401)
+    login(request, user)
+    stats.add("session_logins")
+    return JsonResponse(_session_answer(request))
+
+
+def session_get(request):
+    """GET /session/get-session: the session ({"session": ..., "user": ...}) or `null` (200) without one."""
+    if request.method != "GET":
+        return HttpResponseNotAllowed(["GET"])
+    if not request.user.is_authenticated:
+        stats.add("session_checks_null")
+        return JsonResponse(None, safe=False)
+    stats.add("session_checks_ok")
+    return JsonResponse(_session_answer(request))
+
+
+def session_notes(request):
+    """The session-protected resource: 401 (no challenge) without a session.
+
+    GET returns {"user": ..., "notes": [...]}; POST (CSRF-checked) appends {"note": "..."}.
+    """
+    if request.method not in ("GET", "POST"):
+        return HttpResponseNotAllowed(["GET", "POST"])
+    if not request.user.is_authenticated:
+        stats.add("session_api_unauthorized")
+        return JsonResponse({"error": "not signed in"}, status=401)
+    notes = request.session.get("notes", [])
+    if request.method == "POST":
+        note = _json_body(request.body).get("note")
+        if not isinstance(note, str):
+            return JsonResponse({"error": "note must be a string"}, status=400)
+        notes = notes + [note]
+        request.session["notes"] = notes
+    stats.add("session_api_ok")
+    return JsonResponse({"user": request.user.get_username(), "notes": notes})
+
+
+@csrf_exempt
+def debug_delete_sessions(request):
+    """POST /debug/delete_sessions {"user": "alice"}: delete that user's Django sessions server-side (every
+    session without a body): a logout elsewhere, an admin action, a session store wiped."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    user = _json_body(request.body).get("user")
+    deleted = 0
+    for row in Session.objects.all():
+        owner_id = row.get_decoded().get(SESSION_KEY)
+        if user:
+            owner = get_user_model().objects.filter(pk=owner_id).first() if owner_id else None
+            if owner is None or owner.get_username() != user:
+                continue
+        row.delete()
+        deleted += 1
+    return JsonResponse({"deleted": deleted})

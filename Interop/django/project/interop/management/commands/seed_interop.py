@@ -36,8 +36,23 @@ class Command(BaseCommand):
             app.client_secret = secret
             app.save()
 
+        # The OpenID Connect client: authorization code (+ PKCE, DOT's default) with `openid`, ID tokens RS256.
+        app = Application.objects.filter(client_id=fixtures.OIDC_CLIENT_ID).first() or Application(
+            client_id=fixtures.OIDC_CLIENT_ID
+        )
+        app.name = fixtures.OIDC_CLIENT_ID
+        app.user = alice
+        app.client_type = Application.CLIENT_PUBLIC
+        app.authorization_grant_type = Application.GRANT_AUTHORIZATION_CODE
+        app.redirect_uris = fixtures.OIDC_REDIRECT_URI
+        app.skip_authorization = True
+        app.algorithm = Application.RS256_ALGORITHM
+        app.client_secret = ""
+        app.save()
+
         self.stdout.write(
             f"interop: seeded users {sorted(fixtures.USERS)} and clients "
             f"{fixtures.CONFIDENTIAL_CLIENT_ID} (confidential), {fixtures.PUBLIC_CLIENT_ID} (public), "
-            f"{fixtures.SPECIAL_CLIENT_ID} (confidential, secret with reserved characters)"
+            f"{fixtures.SPECIAL_CLIENT_ID} (confidential, secret with reserved characters), "
+            f"{fixtures.OIDC_CLIENT_ID} (public, authorization code + OIDC, RS256)"
         )
