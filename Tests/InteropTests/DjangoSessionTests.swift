@@ -64,13 +64,13 @@ extension Interop {
             #expect(stats.sessionAPIUnauthorized == 0)
 
             // Django deletes the session server-side: the next call's 401 leads to one session check, which ends
-            // the session with "invalidated on the server".
+            // the session as expired in use (a launch check would say "invalidated on the server", below).
             let events = second.client.events()
             #expect(try await server.deleteDjangoSessions(user: Credentials.username) == 1)
             let error = await thrownError { try await second.notes() }
             #expect(error as? TokenRefreshError == .sessionInvalidated)
             let (signedOut, _) = await firstEvent(in: events) { $0.kind == .signedOut }
-            #expect(signedOut?.reason == .invalidatedOnServer)
+            #expect(signedOut?.reason == .sessionExpired)
             #expect(signedOut?.userID == Credentials.username)
             #expect(second.client.currentState == .signedOut)
             #expect(await isAbsent(store.load(account: "default")), "the store is empty")
