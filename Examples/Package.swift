@@ -34,6 +34,9 @@ let package = Package(
     ],
     dependencies: [
         .package(name: "TokenKit", path: ".."),
+        // The adapters with heavy dependencies: the diet backend uses the Hummingbird middleware, the replica worker
+        // the PostgreSQL store and the AsyncHTTPClient transport (issues 17 and 18).
+        .package(name: "TokenKitIntegrations", path: "../Integrations"),
         // Only the FullFoundation trait: the examples do not use swift-configuration.
         .package(
             url: "https://github.com/hummingbird-project/hummingbird.git",
@@ -102,6 +105,7 @@ let package = Package(
             name: "DietBackend",
             dependencies: [
                 .product(name: "TokenVerification", package: "TokenKit"),
+                .product(name: "TokenKitHummingbird", package: "TokenKitIntegrations"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -144,7 +148,10 @@ let package = Package(
         // One process of the multi-process test (Tests/FaultTests): several share one file store.
         .executableTarget(
             name: "session-worker",
-            dependencies: appDependencies,
+            dependencies: appDependencies + [
+                .product(name: "TokenKitPostgres", package: "TokenKitIntegrations"),
+                .product(name: "TokenKitAsyncHTTPClient", package: "TokenKitIntegrations"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
