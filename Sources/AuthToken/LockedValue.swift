@@ -1,13 +1,15 @@
+// `package` imports, not internal: the inlinable lock calls below name the lock's functions, so the package's other
+// modules inline them instead of calling through a function of this module (issue 18's registry ratio).
 #if canImport(os)
-    import os
+    package import os
 #elseif canImport(Glibc)
-    import Glibc
+    package import Glibc
 #elseif canImport(Musl)
-    import Musl
+    package import Musl
 #elseif canImport(Bionic)
-    import Bionic
+    package import Bionic
 #else
-    import Foundation
+    package import Foundation
 #endif
 
 /// A value behind a lock: TokenKit's one lock type, for every module.
@@ -23,11 +25,11 @@
 /// not recursive: `body` must not call ``withLock(_:)`` on the same value.
 package final class LockedValue<Value>: @unchecked Sendable {
     #if canImport(os)
-        private let lock = OSAllocatedUnfairLock()
+        @usableFromInline let lock = OSAllocatedUnfairLock()
     #elseif canImport(Glibc) || canImport(Musl) || canImport(Bionic)
-        private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+        @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
     #else
-        private let lock = NSLock()
+        @usableFromInline let lock = NSLock()
     #endif
     @usableFromInline var value: Value
 
@@ -63,8 +65,8 @@ package final class LockedValue<Value>: @unchecked Sendable {
         return try body(&value)
     }
 
-    /// Takes the lock. Not inlinable: the lock's type comes from an internal import.
-    @usableFromInline
+    /// Takes the lock.
+    @inlinable
     func acquire() {
         #if canImport(os)
             lock.lock()
@@ -76,7 +78,7 @@ package final class LockedValue<Value>: @unchecked Sendable {
     }
 
     /// Releases the lock.
-    @usableFromInline
+    @inlinable
     func release() {
         #if canImport(os)
             lock.unlock()
