@@ -114,6 +114,11 @@ OAUTH2_PROVIDER = {
     # derived from the request: http://127.0.0.1:<port>/o.
     "OIDC_ENABLED": True,
     "OIDC_RSA_PRIVATE_KEY": _oidc_private_key(),
+    # RFC 9068 JWT access tokens (typ at+jwt, RS256 with the OIDC key above) for the client `interop-jwt` only;
+    # every other client keeps DOT's opaque 30-character tokens (interop/access_tokens.py).
+    "ACCESS_TOKEN_GENERATOR": "interop.access_tokens.generate",
+    # Spelled out: without it oauthlib makes refresh tokens with ACCESS_TOKEN_GENERATOR too.
+    "REFRESH_TOKEN_GENERATOR": "oauthlib.oauth2.rfc6749.tokens.random_token_generator",
 }
 
 # DOT's authorization view sends a visitor without a session here; the tests sign in first.
