@@ -8,7 +8,7 @@
 It checks the server the Swift interop tests rely on: the password grant for both
 clients, the protected endpoint and its RFC 6750 challenge, Django's CSRF-checked session
 login and server-side session deletion, OIDC discovery, JWKS and an ID token from the
-authorization-code grant, a real access-token expiry
+authorization-code grant, RFC 9068 JWT access tokens for the client interop-jwt, a real access-token expiry
 on the server's clock (the only real wait, about 2 s), refresh-token rotation, the
 server's rotation mode (reuse protection / grace window, read from /debug/config),
 RFC 7009 revocation, the /debug hooks, and that /debug/stats counts what happened.
@@ -81,6 +81,9 @@ class Server:
             form["client_secret"] = fixtures.CONFIDENTIAL_CLIENT_SECRET
         elif client == "public":
             form["client_id"] = fixtures.PUBLIC_CLIENT_ID
+        elif client == "jwt":
+            pair = f"{fixtures.JWT_CLIENT_ID}:{fixtures.JWT_CLIENT_SECRET}"
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         elif client == "confidential-wrong-secret":
             pair = f"{fixtures.CONFIDENTIAL_CLIENT_ID}:not-the-secret"
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
@@ -587,6 +590,34 @@ def run(server, args):
         check(header.get("alg") == "RS256" and header.get("kid") in kids, "the ID token is not RS256 under the JWKS key")
         check(claims.get("iss") == issuer and claims.get("aud") == fixtures.OIDC_CLIENT_ID, "iss or aud differs")
         check(claims.get("nonce") == "smoke", "the nonce did not come back")
+
+    @test
+    def rfc9068_jwt_access_tokens_for_the_jwt_client_only():
+        def decoded(part):
+            return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+        status, _, jwks = server.request("GET", "/o/.well-known/jwks.json")
+        check(status == 200, f"JWKS answered {status}")
+        kids = {key.get("kid") for key in jwks.get("keys", [])}
+        body = server.login("jwt")
+        parts = body["access_token"].split(".")
+        check(len(parts) == 3, "the interop-jwt access token is not a compact JWS")
+        check("." not in body["refresh_token"], "the refresh token is not opaque")
+        header, claims = decoded(parts[0]), decoded(parts[1])
+        check(header.get("typ") == "at+jwt" and header.get("alg") == "RS256", "header is not typ at+jwt, RS256")
+        check(header.get("kid") in kids, "the kid is not in DOT's JWKS")
+        check(claims.get("iss") == server.base + "/o" and claims.get("aud") == server.base + "/api", "iss or aud")
+        check(claims.get("client_id") == fixtures.JWT_CLIENT_ID, "client_id differs")
+        check(all(claims.get(name) for name in ("sub", "iat", "exp", "jti", "scope")), "an RFC 9068 claim is missing")
+        check(claims["exp"] - claims["iat"] == body.get("expires_in"), "exp - iat is not expires_in")
+        status, _, me = server.me(body["access_token"])
+        check(status == 200 and me.get("client_id") == fixtures.JWT_CLIENT_ID, f"/api/me with the JWT answered {status}")
+        status, refreshed = server.refresh("jwt", body["refresh_token"])
+        check(status == 200 and refreshed["access_token"].count(".") == 2, f"refresh answered {status}")
+        check(server.me(body["access_token"])[0] == 401, "the rotated-out JWT still works at DOT")
+        check(server.me(refreshed["access_token"])[0] == 200, "the refreshed JWT does not work at DOT")
+        opaque = server.login("confidential")["access_token"]
+        check("." not in opaque, "another client's access token is not opaque")
 
     @test
     def bad_config_is_refused():

@@ -79,6 +79,14 @@ extension Interop {
                 configuration: .init(issuer: issuer, audiences: [Self.clientID], algorithms: [.es256]),
                 keySource: keys)
             #expect(await failureReason(ecOnly, idToken) == TokenVerificationError.algorithmNotAllowed.reason)
+            // RFC 9068's `typ` rule keeps an ID token (DOT writes `typ: JWT`) from passing as an access token.
+            let accessTokenRules = TokenVerifier(
+                configuration: .init(issuer: issuer, audiences: [Self.clientID], requiredType: "at+jwt"),
+                keySource: keys)
+            #expect(await failureReason(accessTokenRules, idToken) == TokenVerificationError.typeMismatch.reason)
+            // DOT's own resource check is looser: with OIDC on, a bearer JWT is looked up as an ID token, so the ID
+            // token is accepted at /api/me (see Interop/README.md, "RFC 9068 JWT access tokens from DOT").
+            #expect(try await server.rawMe(idToken) == 200)
             #expect(keys.fetchCount == 1, "no refusal fetched the key set again")
 
             // 4. DOT re-issues an ID token on refresh (same user, same audience); verified by the JWKS URL.

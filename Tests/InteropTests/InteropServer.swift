@@ -35,12 +35,17 @@ enum Credentials {
     static let specialPassword = "carol p@ss+w0rd&=%/:é"
     static let specialID = "interop-special"
     static let specialSecret = "s3cret with spaces+plus/slash:colon%25&amp=é"
+    /// The confidential client whose access tokens are RFC 9068 JWTs (`typ: at+jwt`, RS256 with DOT's OIDC key).
+    static let jwtID = "interop-jwt"
+    static let jwtSecret = "interop-jwt-secret"
 
     /// The confidential client with HTTP Basic (`client_secret_basic`).
     static let confidentialBasic = OAuthClient(
         id: confidentialID, secret: confidentialSecret, authentication: .basic)
     /// The confidential client with `client_id` and `client_secret` in the body.
     static let confidentialBody = OAuthClient(id: confidentialID, secret: confidentialSecret, authentication: .body)
+    /// The JWT access-token client with HTTP Basic.
+    static let jwtClient = OAuthClient(id: jwtID, secret: jwtSecret, authentication: .basic)
     /// The public client: `client_id` only.
     static let publicClient = OAuthClient(id: publicID)
 }
@@ -201,11 +206,46 @@ struct InteropServer {
         return (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["deleted"] as? Int ?? 0
     }
 
-    /// Revokes `refreshToken` with DOT's RFC 7009 endpoint, authenticating as the confidential client by HTTP
-    /// Basic (done by hand here, not with TokenKit's `TokenRevocation`).
-    func revokeRefreshToken(_ refreshToken: String) async throws {
+    /// The `kid`s of DOT's signing keys (`GET`/`POST /debug/signing_keys`): the one it signs with, and the
+    /// inactive ones it still publishes (`OIDC_RSA_PRIVATE_KEYS_INACTIVE`).
+    struct SigningKeys: Decodable {
+        var active: String
+        var inactive: [String]
+    }
+
+    func signingKeys() async throws -> SigningKeys {
+        let (status, body) = try await send(.get, "/debug/signing_keys")
+        try expectOK(status, "/debug/signing_keys")
+        return try JSONDecoder().decode(SigningKeys.self, from: body)
+    }
+
+    /// DOT's key rotation: a fresh key signs from now on; the previous one stays published as inactive.
+    @discardableResult
+    func rotateSigningKey() async throws -> SigningKeys {
+        try await signingKeysAction("rotate")
+    }
+
+    /// The inactive keys leave DOT's JWKS.
+    @discardableResult
+    func retireInactiveSigningKeys() async throws -> SigningKeys {
+        try await signingKeysAction("retire_inactive")
+    }
+
+    private func signingKeysAction(_ action: String) async throws -> SigningKeys {
+        let json = try JSONSerialization.data(withJSONObject: ["action": action])
+        let (status, body) = try await send(.post, "/debug/signing_keys", json: json)
+        try expectOK(status, "/debug/signing_keys")
+        return try JSONDecoder().decode(SigningKeys.self, from: body)
+    }
+
+    /// Revokes `refreshToken` with DOT's RFC 7009 endpoint, authenticating as `client` (the confidential client by
+    /// default) by HTTP Basic (done by hand here, not with TokenKit's `TokenRevocation`). DOT only revokes a token
+    /// of the client that asks.
+    func revokeRefreshToken(
+        _ refreshToken: String, as client: OAuthClient = Credentials.confidentialBasic
+    ) async throws {
         var request = self.request(.post, "/o/revoke_token/")
-        let basic = Data("\(Credentials.confidentialID):\(Credentials.confidentialSecret)".utf8).base64EncodedString()
+        let basic = Data("\(client.id):\(client.secret ?? "")".utf8).base64EncodedString()
         request.headerFields[.authorization] = "Basic \(basic)"
         request.headerFields[.contentType] = "application/x-www-form-urlencoded"
         let form = "token=\(Form.encode(refreshToken))&token_type_hint=refresh_token"

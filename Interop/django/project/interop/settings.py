@@ -27,9 +27,9 @@ def _env_bool(name, default):
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
-def _oidc_private_key():
+def new_oidc_private_key():
     # A fresh RS256 key per process (nothing secret is checked in). Only the server process signs, so every
-    # ID token of a run verifies against the JWKS that process publishes.
+    # ID token of a run verifies against the JWKS that process publishes. POST /debug/signing_keys makes another.
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -113,7 +113,12 @@ OAUTH2_PROVIDER = {
     # discovery at /o/.well-known/openid-configuration, keys at /o/.well-known/jwks.json. The issuer is
     # derived from the request: http://127.0.0.1:<port>/o.
     "OIDC_ENABLED": True,
-    "OIDC_RSA_PRIVATE_KEY": _oidc_private_key(),
+    "OIDC_RSA_PRIVATE_KEY": new_oidc_private_key(),
+    # RFC 9068 JWT access tokens (typ at+jwt, RS256 with the OIDC key above) for the client `interop-jwt` only;
+    # every other client keeps DOT's opaque 30-character tokens (interop/access_tokens.py).
+    "ACCESS_TOKEN_GENERATOR": "interop.access_tokens.generate",
+    # Spelled out: without it oauthlib makes refresh tokens with ACCESS_TOKEN_GENERATOR too.
+    "REFRESH_TOKEN_GENERATOR": "oauthlib.oauth2.rfc6749.tokens.random_token_generator",
 }
 
 # DOT's authorization view sends a visitor without a session here; the tests sign in first.

@@ -29,4 +29,5 @@ urlpatterns = [
     path("debug/config", views.debug_config),
     path("debug/expire_access_tokens", views.debug_expire_access_tokens),
     path("debug/age_revocations", views.debug_age_revocations),
+    path("debug/signing_keys", views.debug_signing_keys),
 ]

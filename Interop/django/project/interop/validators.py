@@ -1,5 +1,8 @@
-"""DOT's validator with counters around refresh-token validation (behaviour unchanged)."""
+"""DOT's validator with counters around refresh-token validation (behaviour unchanged), and RFC 9068 JWT access
+tokens routed to DOT's access-token check instead of its ID-token check."""
+import base64
 import hashlib
+import json
 from datetime import timedelta
 
 from django.db.models import F
@@ -50,3 +53,28 @@ class CountingValidator(OAuth2Validator):
             ):
                 stats.add("reuse_detections")
         return ok
+
+    def validate_jwt_bearer_token(self, token, scopes, request):
+        """A bearer token that looks like a JWT: an RFC 9068 access token is checked as DOT checks every access token.
+
+        With OIDC on, DOT protects resources with oauthlib's OpenID server, whose JWTToken claims every bearer token
+        that starts with `ey` and has two or four dots, and DOT answers those with `validate_id_token`: the token is
+        looked up as an ID token (by `jti`), so a JWT access token would never be found. A token whose header says
+        `typ: at+jwt` (interop/access_tokens.py) goes to DOT's `validate_bearer_token` instead: the stored
+        AccessToken row (by SHA-256 checksum), its expiry, scopes and revocation, exactly as for opaque tokens.
+        Anything else stays DOT's ID-token path.
+        """
+        if _jwt_type(token) == "at+jwt":
+            return self.validate_bearer_token(token, scopes, request)
+        return super().validate_jwt_bearer_token(token, scopes, request)
+
+
+def _jwt_type(token):
+    """The `typ` of a compact JWS header (unverified: it only picks which of DOT's checks runs), or None."""
+    try:
+        header = token.split(".", 1)[0]
+        value = json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))
+    except (AttributeError, ValueError):
+        return None
+    typ = value.get("typ") if isinstance(value, dict) else None
+    return typ.lower() if isinstance(typ, str) else None

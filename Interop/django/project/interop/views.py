@@ -15,6 +15,7 @@ from django.views.decorators.csrf import csrf_exempt, ensure_csrf_cookie
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 from oauth2_provider.oauth2_backends import get_oauthlib_core
 from oauth2_provider.settings import oauth2_settings
+from oauth2_provider.utils import jwk_from_pem
 from oauth2_provider.views import RevokeTokenView, TokenView
 
 from . import stats
@@ -151,6 +152,44 @@ def debug_config(request):
             settings.OAUTH2_PROVIDER[_CONFIG_KEYS[key][0]] = value
         oauth2_settings.reload()
     return JsonResponse(_config())
+
+
+def _signing_keys():
+    active = oauth2_settings.OIDC_RSA_PRIVATE_KEY
+    inactive = oauth2_settings.OIDC_RSA_PRIVATE_KEYS_INACTIVE
+    return {
+        "active": jwk_from_pem(active).thumbprint(),
+        "inactive": [jwk_from_pem(pem).thumbprint() for pem in inactive],
+    }
+
+
+@csrf_exempt
+def debug_signing_keys(request):
+    """GET /debug/signing_keys: the `kid` of the key DOT signs with and of the keys it only publishes.
+
+    POST {"action": "rotate"}: DOT's key rotation (OIDC_RSA_PRIVATE_KEYS_INACTIVE): a fresh key signs ID tokens
+    and JWT access tokens from now on, and the previous signing key stays in the JWKS as an inactive key, so the
+    tokens it signed still verify. POST {"action": "retire_inactive"}: the inactive keys leave the JWKS.
+    """
+    if request.method == "GET":
+        return JsonResponse(_signing_keys())
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["GET", "POST"])
+    action = _json_body(request.body).get("action")
+    if action not in ("rotate", "retire_inactive"):
+        return JsonResponse({"error": "action must be rotate or retire_inactive"}, status=400)
+    from .settings import new_oidc_private_key
+
+    with _config_lock:
+        provider = settings.OAUTH2_PROVIDER
+        if action == "rotate":
+            previous = provider["OIDC_RSA_PRIVATE_KEY"]
+            provider["OIDC_RSA_PRIVATE_KEYS_INACTIVE"] = [previous, *provider.get("OIDC_RSA_PRIVATE_KEYS_INACTIVE", [])]
+            provider["OIDC_RSA_PRIVATE_KEY"] = new_oidc_private_key()
+        else:
+            provider["OIDC_RSA_PRIVATE_KEYS_INACTIVE"] = []
+        oauth2_settings.reload()
+    return JsonResponse(_signing_keys())
 
 
 @csrf_exempt

@@ -23,6 +23,8 @@ class Command(BaseCommand):
             (fixtures.CONFIDENTIAL_CLIENT_ID, Application.CLIENT_CONFIDENTIAL, fixtures.CONFIDENTIAL_CLIENT_SECRET),
             (fixtures.PUBLIC_CLIENT_ID, Application.CLIENT_PUBLIC, ""),
             (fixtures.SPECIAL_CLIENT_ID, Application.CLIENT_CONFIDENTIAL, fixtures.SPECIAL_CLIENT_SECRET),
+            # Access tokens are RFC 9068 JWTs (interop/access_tokens.py).
+            (fixtures.JWT_CLIENT_ID, Application.CLIENT_CONFIDENTIAL, fixtures.JWT_CLIENT_SECRET),
         ]
         for client_id, client_type, secret in clients:
             app = Application.objects.filter(client_id=client_id).first() or Application(client_id=client_id)
@@ -54,5 +56,6 @@ class Command(BaseCommand):
             f"interop: seeded users {sorted(fixtures.USERS)} and clients "
             f"{fixtures.CONFIDENTIAL_CLIENT_ID} (confidential), {fixtures.PUBLIC_CLIENT_ID} (public), "
             f"{fixtures.SPECIAL_CLIENT_ID} (confidential, secret with reserved characters), "
+            f"{fixtures.JWT_CLIENT_ID} (confidential, RFC 9068 JWT access tokens), "
             f"{fixtures.OIDC_CLIENT_ID} (public, authorization code + OIDC, RS256)"
         )
