@@ -8,6 +8,10 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "TokenKit", path: ".."),
+        // TransportBenchmarks only (issue 18): the AsyncHTTPClient transport and a NIO loopback server.
+        .package(name: "TokenKitIntegrations", path: "../Integrations"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
@@ -76,6 +80,20 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "TransportBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "AuthToken", package: "TokenKit"),
+                .product(name: "NetworkRetry", package: "TokenKit"),
+                .product(name: "TokenKitAsyncHTTPClient", package: "TokenKitIntegrations"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
     ]
