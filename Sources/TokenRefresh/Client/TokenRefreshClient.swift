@@ -170,6 +170,15 @@ public actor TokenRefreshClient: TokenProvider {
 
     // MARK: - Tokens
 
+    /// ``validToken()``'s fast path, synchronous: the token when it is not due for a refresh and nothing needs the
+    /// actor, else `nil`. One clock read and one lock.
+    package nonisolated func freshToken() -> AuthToken? {
+        let time = now()
+        return snapshot.withLock { snapshot -> AuthToken? in
+            !snapshot.needsActor && time < snapshot.refreshDue ? snapshot.token : nil
+        }
+    }
+
     /// Returns an access token that is valid now, refreshing ahead of expiry when needed (shared with every
     /// concurrent caller).
     ///
@@ -182,11 +191,7 @@ public actor TokenRefreshClient: TokenProvider {
     public nonisolated(nonsending) func validToken() async throws -> AuthToken {
         // The fast path is one clock read and one lock: no actor hop while the token is fresh, and none to
         // join a refresh already in flight.
-        let time = now()
-        let fresh = snapshot.withLock { snapshot -> AuthToken? in
-            !snapshot.needsActor && time < snapshot.refreshDue ? snapshot.token : nil
-        }
-        if let fresh { return fresh }
+        if let fresh = freshToken() { return fresh }
         let flight = snapshot.withLock { snapshot -> RefreshFlight? in
             snapshot.needsActor || snapshot.token == nil ? nil : snapshot.flight
         }

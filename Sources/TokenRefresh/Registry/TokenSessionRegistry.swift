@@ -153,6 +153,15 @@ public final class TokenSessionRegistry: Sendable {
     /// - Returns: A token that is not about to expire.
     /// - Throws: What the client's `validToken()` throws (``TokenRefreshError``).
     public func validToken(for account: String) async throws -> AuthToken {
+        // A registered client with a fresh token answers without being marked active: nothing of it is used after
+        // the synchronous read, so an eviction meanwhile loses nothing (and the bumped use count stops one that
+        // was already checking this client).
+        let time = handle.elapsed
+        if let entry = state.withLock({ state in Self.touch(&state, account, time: time, active: false) }),
+            let fresh = entry.client.freshToken()
+        {
+            return fresh
+        }
         let entry = checkOut(account, active: true)
         defer { checkIn(entry) }
         return try await entry.client.validToken()
