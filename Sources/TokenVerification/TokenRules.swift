@@ -13,6 +13,9 @@ struct TokenRules: Sendable {
     let requiredType: String?
     let allowedParties: Set<String>?
     let hmacConfigured: Bool
+    /// `leeway` and `maximumTokenAge` in seconds, converted once.
+    private let leewaySeconds: Double
+    private let maximumAgeSeconds: Double?
 
     init(
         issuer: String, audiences: Set<String>?, algorithms: Set<JWSAlgorithm>, leeway: Duration,
@@ -28,18 +31,22 @@ struct TokenRules: Sendable {
         self.requiredType = requiredType
         self.allowedParties = allowedParties
         self.hmacConfigured = hmacConfigured
+        leewaySeconds = Self.seconds(leeway)
+        maximumAgeSeconds = maximumTokenAge.map(Self.seconds)
     }
 
     /// The header checks: the algorithm, `crit`, key references, `kid` and `typ`.
     func checkHeader(_ header: [String: JSONValue]) throws(TokenVerificationError) -> (JWSAlgorithm, String?) {
         guard let name = header["alg"]?.stringValue else { throw .algorithmNotAllowed }
-        guard name.lowercased() != "none" else { throw .unsignedToken }
+        guard !Self.isNone(name) else { throw .unsignedToken }
         guard let algorithm = JWSAlgorithm(name: name), algorithms.contains(algorithm) else {
             throw .algorithmNotAllowed
         }
         if algorithm.family == .hmac, !hmacConfigured { throw .algorithmNotAllowed }
         guard header["crit"] == nil else { throw .unsupportedCriticalHeader }
-        for name in ["jku", "x5u", "jwk", "x5c"] where header[name] != nil { throw .untrustedKeyReference }
+        guard header["jku"] == nil, header["x5u"] == nil, header["jwk"] == nil, header["x5c"] == nil else {
+            throw .untrustedKeyReference
+        }
         var keyID: String?
         if let kid = header["kid"] {
             guard let kid = kid.stringValue, KeyID.isValid(kid) else { throw .invalidKeyID }
@@ -53,6 +60,12 @@ struct TokenRules: Sendable {
         return (algorithm, keyID)
     }
 
+    /// Whether `name` is `none` in any letter case (no other string lowercases to it).
+    private static func isNone(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        return utf8.count == 4 && utf8.elementsEqual("none".utf8) { $0 | 0x20 == $1 }
+    }
+
     /// RFC 7515 section 4.1.9: compared without case, `application/` optional.
     private static func mediaType(_ type: String) -> String {
         let lower = type.lowercased()
@@ -60,7 +73,11 @@ struct TokenRules: Sendable {
     }
 
     /// The claim checks, in a fixed order.
-    func checkClaims(_ claims: [String: JSONValue], now: Date) throws(TokenVerificationError) {
+    ///
+    /// - Returns: The token's times, so a verified-token cache hit repeats only the checks that depend on the
+    ///   clock (``checkTimes(_:now:)``); every other check gives the same answer for the same claims.
+    @discardableResult
+    func checkClaims(_ claims: [String: JSONValue], now: Date) throws(TokenVerificationError) -> ClaimTimes {
         for name in requiredClaims where claims[name] == nil { throw .missingClaim(name) }
         guard let subject = claims["sub"] else { throw .missingClaim("sub") }
         guard subject.stringValue != nil else { throw .invalidClaim("sub") }
@@ -68,22 +85,23 @@ struct TokenRules: Sendable {
         guard let tokenIssuer = issuerClaim.stringValue else { throw .invalidClaim("iss") }
         guard tokenIssuer == self.issuer else { throw .issuerMismatch }
 
+        // Each time claim's type, then its check, in this order, as ``checkTimes(_:now:)`` repeats them.
         let seconds = now.timeIntervalSince1970
-        let leeway = Self.seconds(self.leeway)
+        var times = ClaimTimes()
         if let value = claims["exp"] {
             guard let expiration = NumericDate.seconds(value) else { throw .invalidClaim("exp") }
-            guard seconds < expiration + leeway else { throw .expired }
+            try checkExpiration(expiration, at: seconds)
+            times.expiration = expiration
         }
         if let value = claims["nbf"] {
             guard let notBefore = NumericDate.seconds(value) else { throw .invalidClaim("nbf") }
-            guard seconds + leeway >= notBefore else { throw .notYetValid }
+            try checkNotBefore(notBefore, at: seconds)
+            times.notBefore = notBefore
         }
         if let value = claims["iat"] {
             guard let issuedAt = NumericDate.seconds(value) else { throw .invalidClaim("iat") }
-            guard issuedAt <= seconds + leeway else { throw .issuedInFuture }
-            if let maximumAge = maximumTokenAge {
-                guard seconds - issuedAt <= Self.seconds(maximumAge) + leeway else { throw .tokenTooOld }
-            }
+            try checkIssuedAt(issuedAt, at: seconds)
+            times.issuedAt = issuedAt
         } else if maximumTokenAge != nil {
             throw .missingClaim("iat")
         }
@@ -106,10 +124,42 @@ struct TokenRules: Sendable {
             guard parties.contains(party) else { throw .partyNotAllowed }
         }
         if let value = claims["sid"], value.stringValue == nil { throw .invalidClaim("sid") }
+        return times
+    }
+
+    /// The checks that depend on the clock, for times that passed ``checkClaims(_:now:)`` before: `exp`, `nbf`,
+    /// `iat` and the token age, each with the leeway, in the same order.
+    func checkTimes(_ times: ClaimTimes, now: Date) throws(TokenVerificationError) {
+        let seconds = now.timeIntervalSince1970
+        if let expiration = times.expiration { try checkExpiration(expiration, at: seconds) }
+        if let notBefore = times.notBefore { try checkNotBefore(notBefore, at: seconds) }
+        if let issuedAt = times.issuedAt { try checkIssuedAt(issuedAt, at: seconds) }
+    }
+
+    private func checkExpiration(_ expiration: Double, at seconds: Double) throws(TokenVerificationError) {
+        guard seconds < expiration + leewaySeconds else { throw .expired }
+    }
+
+    private func checkNotBefore(_ notBefore: Double, at seconds: Double) throws(TokenVerificationError) {
+        guard seconds + leewaySeconds >= notBefore else { throw .notYetValid }
+    }
+
+    private func checkIssuedAt(_ issuedAt: Double, at seconds: Double) throws(TokenVerificationError) {
+        guard issuedAt <= seconds + leewaySeconds else { throw .issuedInFuture }
+        if let maximumAgeSeconds {
+            guard seconds - issuedAt <= maximumAgeSeconds + leewaySeconds else { throw .tokenTooOld }
+        }
     }
 
     static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components
         return Double(seconds) + Double(attoseconds) / 1e18
     }
+}
+
+/// A token's `exp`, `nbf` and `iat` in seconds since 1970, each `nil` when the token has none.
+struct ClaimTimes: Sendable, Hashable {
+    var expiration: Double?
+    var notBefore: Double?
+    var issuedAt: Double?
 }

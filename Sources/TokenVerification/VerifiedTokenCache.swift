@@ -4,13 +4,15 @@ import Foundation
 
 /// A bounded cache from the SHA-256 of a whole token to its verified claims and the key that verified it.
 ///
-/// An entry is used only while its claims still pass the verifier's checks (so never after `exp`) and its key
+/// An entry is used only while its times still pass the verifier's checks (so never after `exp`) and its key
 /// is still published; otherwise it is dropped. When full, the oldest entry goes.
 final class VerifiedTokenCache: Sendable {
     struct Entry: Sendable {
         let claims: VerifiedClaims
         /// `nil` for a token verified with the configured HMAC secret.
         let key: JWK?
+        /// The token's `exp`, `nbf` and `iat`: all a hit checks again, since the other checks cannot change.
+        let times: ClaimTimes
     }
 
     private struct State {

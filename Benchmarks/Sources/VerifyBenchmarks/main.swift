@@ -8,6 +8,7 @@ import COpenSSLCrypto
 import Crypto
 import Foundation
 import JWTKit
+import TokenKitTesting
 import TokenVerification
 import _CryptoExtras
 
@@ -206,8 +207,139 @@ final class OpenSSLVerifier {
     return allPassed
 }
 
+/// The `p`-quantile (0...1) of `values`, nearest rank.
+func quantile(_ values: [Double], _ p: Double) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return .nan }
+    return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
+}
+
+/// Sequential verifications of `token` for `duration`; each one's latency in nanoseconds.
+@concurrent func latencies(of verifier: TokenVerifier, verifying token: String, for duration: Duration) async throws
+    -> [Double]
+{
+    var latencies: [Double] = []
+    latencies.reserveCapacity(100_000)
+    let end = ContinuousClock.now + duration
+    while ContinuousClock.now < end {
+        let start = DispatchTime.now().uptimeNanoseconds
+        _ = try await verifier.verify(token)
+        latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start))
+    }
+    return latencies
+}
+
+/// Issue 17's third target: 10,000 tokens with random unknown `kid`s within one second cause at most one JWKS
+/// fetch, while valid tokens' median and p99 latency stay within 2x of their baseline (the same loop, same
+/// verifier, without the flood). Valid tokens are first verifications (no token cache), the costly path. The
+/// unknown `kid`s arrive in 100 bursts of 100 concurrent requests, one burst every 10 ms, starting past the
+/// refetch cooldown so one refetch is allowed; the fetch answers after 20 ms, as a network round trip would.
+@concurrent func measureUnknownKidFlood(rounds: Int) async throws -> Bool {
+    let bench = try makeCase(.rs256)
+    let clock = ManualClock()
+    let jwks = Data(bench.jwks.utf8)
+    let source = RemoteJWKSSource(
+        jwksURL: URL(string: "\(Fixture.issuer)/.well-known/jwks.json")!, clock: clock,
+        fetch: { _ in
+            try await Task.sleep(for: .milliseconds(20))
+            return .init(body: jwks)
+        })
+    let verifier = TokenVerifier(
+        configuration: .init(
+            issuer: Fixture.issuer, algorithms: [.rs256], requiredClaims: ["exp", "sub"], tokenCacheCapacity: 0),
+        keySource: source)
+    _ = try await verifier.verify(bench.token)  // the first fetch
+    let parts = bench.token.split(separator: ".")
+    let junkSignature = base64URL([UInt8](repeating: 7, count: 256))
+
+    let token = bench.token
+
+    var baseline: [Double] = []
+    var flooded: [Double] = []
+    var fetches: [Int] = []
+    var refusedAll = true
+    for _ in 0..<rounds {
+        baseline += try await latencies(of: verifier, verifying: token, for: .seconds(1))
+        clock.advance(by: .seconds(31))  // past the unknown-kid cooldown: one refetch is allowed
+        let tokens = (0..<10_000).map { _ in
+            base64URL(Array(#"{"alg":"RS256","typ":"JWT","kid":"kid-\#(UInt64.random(in: 0...UInt64.max))"}"#.utf8))
+                + "." + parts[1] + "." + junkSignature
+        }
+        let fetchesBefore = source.fetchCount
+        let valid = Task { try await latencies(of: verifier, verifying: token, for: .seconds(1)) }
+        let start = ContinuousClock.now
+        var refused = 0
+        for burst in 0..<100 {
+            try await Task.sleep(until: start + .milliseconds(10 * burst), clock: .continuous)
+            refused += await withTaskGroup(of: Int.self) { group in
+                for token in tokens[(burst * 100)..<(burst * 100 + 100)] {
+                    group.addTask {
+                        do {
+                            _ = try await verifier.verify(token)
+                            return 0
+                        } catch {
+                            return (error as? TokenVerificationError) == .unknownKeyID ? 1 : 0
+                        }
+                    }
+                }
+                return await group.reduce(0, +)
+            }
+        }
+        flooded += try await valid.value
+        fetches.append(source.fetchCount - fetchesBefore)
+        refusedAll = refusedAll && refused == 10_000
+    }
+    let (baseMedian, baseP99) = (quantile(baseline, 0.5), quantile(baseline, 0.99))
+    let (floodMedian, floodP99) = (quantile(flooded, 0.5), quantile(flooded, 0.99))
+    print("-- unknown-kid flood (RS256, \(rounds) rounds of 1 s baseline + 1 s flood)")
+    print("valid tokens alone:       median \(Harness.format(baseMedian)), p99 \(Harness.format(baseP99))")
+    print("valid tokens in the flood: median \(Harness.format(floodMedian)), p99 \(Harness.format(floodP99))")
+    var passed = Harness.report(
+        "10,000 unknown kids in one second: JWKS fetches per round", "\(fetches)" + (refusedAll ? "" : " (not all refused)"),
+        target: "<= 1 per round", passed: refusedAll && fetches.allSatisfy { $0 <= 1 })
+    passed =
+        Harness.report(
+            "valid-token median latency in the flood vs alone", String(format: "%.2fx", floodMedian / baseMedian),
+            target: "<= 2x", passed: floodMedian / baseMedian <= 2) && passed
+    passed =
+        Harness.report(
+            "valid-token p99 latency in the flood vs alone", String(format: "%.2fx", floodP99 / baseP99),
+            target: "<= 2x", passed: floodP99 / baseP99 <= 2) && passed
+    return passed
+}
+
+/// `VerifyBenchmarks --loop <RS256|ES256> <first|cached|bare> <count>`: one path in a loop, nothing printed but the
+/// time, for `perf record -g` on the release executable.
+@concurrent func loop(_ algorithm: TokenVerification.JWSAlgorithm, path: String, count: Int) async throws {
+    let bench = try makeCase(algorithm)
+    let keySet = try JWKSet(json: Data(bench.jwks.utf8))
+    let verifier = TokenVerifier(
+        configuration: .init(
+            issuer: Fixture.issuer, algorithms: [algorithm], requiredClaims: ["exp", "sub"],
+            tokenCacheCapacity: path == "cached" ? 1_000 : 0),
+        keySource: StaticJWKSSource(keySet))
+    var sink = 0
+    let start = DispatchTime.now().uptimeNanoseconds
+    for _ in 0..<count {
+        if path == "bare" {
+            sink &+= bench.swiftCryptoCheck() ? 1 : 0
+        } else {
+            sink &+= try await verifier.verify(bench.token).members.count
+        }
+    }
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count)
+    print("\(bench.name) \(path): \(Harness.format(elapsed)) per call (\(sink % 2))")
+}
+
+let arguments = CommandLine.arguments
+if arguments.count == 5, arguments[1] == "--loop", let count = Int(arguments[4]) {
+    try await loop(arguments[2] == "ES256" ? .es256 : .rs256, path: arguments[3], count: count)
+    exit(0)
+}
+
 var allPassed = true
 for algorithm in [TokenVerification.JWSAlgorithm.rs256, .es256] {
     allPassed = try await measure(algorithm, iterations: 400) && allPassed
 }
+allPassed = try await measureUnknownKidFlood(rounds: 3) && allPassed
 if !allPassed { print("VerifyBenchmarks: at least one target missed (see MISS lines)") }
