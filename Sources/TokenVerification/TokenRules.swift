@@ -37,23 +37,38 @@ struct TokenRules: Sendable {
 
     /// The header checks: the algorithm, `crit`, key references, `kid` and `typ`.
     func checkHeader(_ header: [String: JSONValue]) throws(TokenVerificationError) -> (JWSAlgorithm, String?) {
-        guard let name = header["alg"]?.stringValue else { throw .algorithmNotAllowed }
+        // One pass over the members (a header has three or four) instead of a hashed lookup per name; the
+        // checks below then run in their fixed order.
+        var alg: JSONValue?
+        var kid: JSONValue?
+        var typ: JSONValue?
+        var hasCritical = false
+        var hasKeyReference = false
+        for (name, value) in header {
+            switch name {
+            case "alg": alg = value
+            case "kid": kid = value
+            case "typ": typ = value
+            case "crit": hasCritical = true
+            case "jku", "x5u", "jwk", "x5c": hasKeyReference = true
+            default: break
+            }
+        }
+        guard let name = alg?.stringValue else { throw .algorithmNotAllowed }
         guard !Self.isNone(name) else { throw .unsignedToken }
         guard let algorithm = JWSAlgorithm(name: name), algorithms.contains(algorithm) else {
             throw .algorithmNotAllowed
         }
         if algorithm.family == .hmac, !hmacConfigured { throw .algorithmNotAllowed }
-        guard header["crit"] == nil else { throw .unsupportedCriticalHeader }
-        guard header["jku"] == nil, header["x5u"] == nil, header["jwk"] == nil, header["x5c"] == nil else {
-            throw .untrustedKeyReference
-        }
+        guard !hasCritical else { throw .unsupportedCriticalHeader }
+        guard !hasKeyReference else { throw .untrustedKeyReference }
         var keyID: String?
-        if let kid = header["kid"] {
+        if let kid {
             guard let kid = kid.stringValue, KeyID.isValid(kid) else { throw .invalidKeyID }
             keyID = kid
         }
         if let required = requiredType {
-            guard let type = header["typ"]?.stringValue, Self.mediaType(type) == Self.mediaType(required) else {
+            guard let type = typ?.stringValue, Self.mediaType(type) == Self.mediaType(required) else {
                 throw .typeMismatch
             }
         }
@@ -78,27 +93,42 @@ struct TokenRules: Sendable {
     ///   clock (``checkTimes(_:now:)``); every other check gives the same answer for the same claims.
     @discardableResult
     func checkClaims(_ claims: [String: JSONValue], now: Date) throws(TokenVerificationError) -> ClaimTimes {
-        for name in requiredClaims where claims[name] == nil { throw .missingClaim(name) }
-        guard let subject = claims["sub"] else { throw .missingClaim("sub") }
+        // One pass over the members for the registered claims, instead of a hashed lookup per name.
+        var registered = RegisteredClaims()
+        for (name, value) in claims {
+            switch name {
+            case "sub": registered.sub = value
+            case "iss": registered.iss = value
+            case "exp": registered.exp = value
+            case "nbf": registered.nbf = value
+            case "iat": registered.iat = value
+            case "aud": registered.aud = value
+            case "azp": registered.azp = value
+            case "sid": registered.sid = value
+            default: break
+            }
+        }
+        for name in requiredClaims where (registered[name] ?? claims[name]) == nil { throw .missingClaim(name) }
+        guard let subject = registered.sub else { throw .missingClaim("sub") }
         guard subject.stringValue != nil else { throw .invalidClaim("sub") }
-        guard let issuerClaim = claims["iss"] else { throw .missingClaim("iss") }
+        guard let issuerClaim = registered.iss else { throw .missingClaim("iss") }
         guard let tokenIssuer = issuerClaim.stringValue else { throw .invalidClaim("iss") }
         guard tokenIssuer == self.issuer else { throw .issuerMismatch }
 
         // Each time claim's type, then its check, in this order, as ``checkTimes(_:now:)`` repeats them.
         let seconds = now.timeIntervalSince1970
         var times = ClaimTimes()
-        if let value = claims["exp"] {
+        if let value = registered.exp {
             guard let expiration = NumericDate.seconds(value) else { throw .invalidClaim("exp") }
             try checkExpiration(expiration, at: seconds)
             times.expiration = expiration
         }
-        if let value = claims["nbf"] {
+        if let value = registered.nbf {
             guard let notBefore = NumericDate.seconds(value) else { throw .invalidClaim("nbf") }
             try checkNotBefore(notBefore, at: seconds)
             times.notBefore = notBefore
         }
-        if let value = claims["iat"] {
+        if let value = registered.iat {
             guard let issuedAt = NumericDate.seconds(value) else { throw .invalidClaim("iat") }
             try checkIssuedAt(issuedAt, at: seconds)
             times.issuedAt = issuedAt
@@ -107,7 +137,7 @@ struct TokenRules: Sendable {
         }
 
         if let audiences = self.audiences {
-            guard let value = claims["aud"] else { throw .missingClaim("aud") }
+            guard let value = registered.aud else { throw .missingClaim("aud") }
             let names: [String]
             switch value {
             case .string(let name): names = [name]
@@ -119,11 +149,11 @@ struct TokenRules: Sendable {
             }
             guard names.contains(where: audiences.contains) else { throw .audienceMismatch }
         }
-        if let parties = allowedParties, let value = claims["azp"] {
+        if let parties = allowedParties, let value = registered.azp {
             guard let party = value.stringValue else { throw .invalidClaim("azp") }
             guard parties.contains(party) else { throw .partyNotAllowed }
         }
-        if let value = claims["sid"], value.stringValue == nil { throw .invalidClaim("sid") }
+        if let value = registered.sid, value.stringValue == nil { throw .invalidClaim("sid") }
         return times
     }
 
@@ -162,4 +192,24 @@ struct ClaimTimes: Sendable, Hashable {
     var expiration: Double?
     var notBefore: Double?
     var issuedAt: Double?
+}
+
+/// The registered claims the rules read, found in one pass over a payload's members.
+private struct RegisteredClaims {
+    var sub, iss, exp, nbf, iat, aud, azp, sid: JSONValue?
+
+    /// The value of `name` if it is one of these claims and present; `nil` for any other name.
+    subscript(name: String) -> JSONValue? {
+        switch name {
+        case "sub": sub
+        case "iss": iss
+        case "exp": exp
+        case "nbf": nbf
+        case "iat": iat
+        case "aud": aud
+        case "azp": azp
+        case "sid": sid
+        default: nil
+        }
+    }
 }

@@ -214,13 +214,11 @@ func quantile(_ values: [Double], _ p: Double) -> Double {
     return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
 }
 
-/// Sequential verifications of `token` for `duration`; each one's latency in nanoseconds.
-@concurrent func latencies(of verifier: TokenVerifier, verifying token: String, for duration: Duration) async throws
-    -> [Double]
-{
+/// Sequential verifications of `token` for `time`; each one's latency in nanoseconds.
+@concurrent func latencies(_ verifier: TokenVerifier, _ token: String, for time: Duration) async throws -> [Double] {
     var latencies: [Double] = []
     latencies.reserveCapacity(100_000)
-    let end = ContinuousClock.now + duration
+    let end = ContinuousClock.now + time
     while ContinuousClock.now < end {
         let start = DispatchTime.now().uptimeNanoseconds
         _ = try await verifier.verify(token)
@@ -259,14 +257,14 @@ func quantile(_ values: [Double], _ p: Double) -> Double {
     var fetches: [Int] = []
     var refusedAll = true
     for _ in 0..<rounds {
-        baseline += try await latencies(of: verifier, verifying: token, for: .seconds(1))
+        baseline += try await latencies(verifier, token, for: .seconds(1))
         clock.advance(by: .seconds(31))  // past the unknown-kid cooldown: one refetch is allowed
         let tokens = (0..<10_000).map { _ in
             base64URL(Array(#"{"alg":"RS256","typ":"JWT","kid":"kid-\#(UInt64.random(in: 0...UInt64.max))"}"#.utf8))
                 + "." + parts[1] + "." + junkSignature
         }
         let fetchesBefore = source.fetchCount
-        let valid = Task { try await latencies(of: verifier, verifying: token, for: .seconds(1)) }
+        let valid = Task { try await latencies(verifier, token, for: .seconds(1)) }
         let start = ContinuousClock.now
         var refused = 0
         for burst in 0..<100 {
@@ -295,7 +293,8 @@ func quantile(_ values: [Double], _ p: Double) -> Double {
     print("valid tokens alone:       median \(Harness.format(baseMedian)), p99 \(Harness.format(baseP99))")
     print("valid tokens in the flood: median \(Harness.format(floodMedian)), p99 \(Harness.format(floodP99))")
     var passed = Harness.report(
-        "10,000 unknown kids in one second: JWKS fetches per round", "\(fetches)" + (refusedAll ? "" : " (not all refused)"),
+        "10,000 unknown kids in one second: JWKS fetches per round",
+        "\(fetches)" + (refusedAll ? "" : " (not all refused)"),
         target: "<= 1 per round", passed: refusedAll && fetches.allSatisfy { $0 <= 1 })
     passed =
         Harness.report(

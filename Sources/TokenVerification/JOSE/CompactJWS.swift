@@ -1,4 +1,5 @@
 import AuthToken
+import Foundation
 
 /// A JWS in compact serialization, split and decoded but not verified.
 struct CompactJWS {
@@ -14,9 +15,9 @@ struct CompactJWS {
     /// JSON name, which is ``TokenVerificationError/duplicateJSONName``.
     init(_ token: UnsafeBufferPointer<UInt8>) throws(TokenVerificationError) {
         // The first two dots; a third, like any byte outside the alphabet, fails the signature's decoding.
-        guard let first = token.firstIndex(of: UInt8(ascii: ".")),
-            let second = token[(first + 1)...].firstIndex(of: UInt8(ascii: "."))
-        else { throw .malformedToken }
+        guard let first = Self.dot(in: token, from: 0), let second = Self.dot(in: token, from: first + 1) else {
+            throw .malformedToken
+        }
         // An empty signature is let through to the header check, so `alg: none` gets its own reason; no
         // algorithm accepts an empty signature.
         guard first > 0, second > first + 1,
@@ -41,6 +42,14 @@ struct CompactJWS {
             }
         }
         self = try result.get()
+    }
+
+    /// The index of the first `.` at or after `start` (`memchr`, which reads many bytes a step).
+    private static func dot(in token: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        guard let base = token.baseAddress, start < token.count,
+            let found = memchr(base + start, Int32(UInt8(ascii: ".")), token.count - start)
+        else { return nil }
+        return UnsafeRawPointer(found) - UnsafeRawPointer(base)
     }
 
     private static func object(_ bytes: [UInt8]) throws(TokenVerificationError) -> [String: JSONValue] {
