@@ -56,13 +56,23 @@ struct Case {
     /// The same check through the system OpenSSL: SPKI DER and DER (ECDSA) or raw (RSA) signature.
     let publicKeyDER: [UInt8]
     let openSSLSignature: [UInt8]
+    /// Tokens like `token` (same header, same claims but each its own `jti`, same length), each signed: a
+    /// verifier whose cache is smaller than this list misses on every one of them, in a cycle.
+    let freshTokens: [String]
 }
 
-func makeCase(_ algorithm: TokenVerification.JWSAlgorithm) throws -> Case {
+/// `Fixture.payload` with the `jti` of token `index` (32 hex digits, as the fixture's).
+func payload(jti index: Int) -> String {
+    Fixture.payload.replacingOccurrences(
+        of: "8f14e45fceea467a95756b3c2c8f1a2d", with: String(repeating: "0", count: 24) + String(format: "%08x", index))
+}
+
+func makeCase(_ algorithm: TokenVerification.JWSAlgorithm, freshTokens count: Int = 0) throws -> Case {
     let kid = algorithm == .rs256 ? "bench-rsa-2026" : "bench-ec-2026"
     let header = #"{"alg":"\#(algorithm.name)","typ":"JWT","kid":"\#(kid)"}"#
     let signingInput = base64URL(Array(header.utf8)) + "." + base64URL(Array(Fixture.payload.utf8))
     let input = Array(signingInput.utf8)
+    let fresh = (0..<count).map { base64URL(Array(header.utf8)) + "." + base64URL(Array(payload(jti: $0).utf8)) }
     if algorithm == .rs256 {
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let signature = try key.signature(for: input, padding: .insecurePKCS1v1_5)
@@ -79,7 +89,11 @@ func makeCase(_ algorithm: TokenVerification.JWSAlgorithm) throws -> Case {
                 publicKey.isValidSignature(
                     _RSA.Signing.RSASignature(rawRepresentation: raw), for: input, padding: .insecurePKCS1v1_5)
             },
-            publicKeyDER: Array(publicKey.derRepresentation), openSSLSignature: raw)
+            publicKeyDER: Array(publicKey.derRepresentation), openSSLSignature: raw,
+            freshTokens: try fresh.map {
+                $0 + "."
+                    + base64URL(try key.signature(for: Array($0.utf8), padding: .insecurePKCS1v1_5).rawRepresentation)
+            })
     } else {
         let key = P256.Signing.PrivateKey()
         let signature = try key.signature(for: input)
@@ -96,7 +110,10 @@ func makeCase(_ algorithm: TokenVerification.JWSAlgorithm) throws -> Case {
                 guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: raw) else { return false }
                 return publicKey.isValidSignature(signature, for: input)
             },
-            publicKeyDER: Array(publicKey.derRepresentation), openSSLSignature: Array(signature.derRepresentation))
+            publicKeyDER: Array(publicKey.derRepresentation), openSSLSignature: Array(signature.derRepresentation),
+            freshTokens: try fresh.map {
+                $0 + "." + base64URL(try key.signature(for: Array($0.utf8)).rawRepresentation)
+            })
     }
 }
 
@@ -128,7 +145,7 @@ final class OpenSSLVerifier {
 @concurrent func measure(_ algorithm: TokenVerification.JWSAlgorithm, iterations: Int) async throws -> Bool {
     var sink = 0
     var allPassed = true
-    let bench = try makeCase(algorithm)
+    let bench = try makeCase(algorithm, freshTokens: 1_500)
     let keySet = try JWKSet(json: Data(bench.jwks.utf8))
     let configuration = { (capacity: Int) in
         TokenVerifier.Configuration(
@@ -138,11 +155,15 @@ final class OpenSSLVerifier {
     // No cache: every call is a first verification (parse, header and claim checks, key lookup, signature).
     let uncached = TokenVerifier(configuration: configuration(0), keySource: StaticJWKSSource(keySet))
     let cached = TokenVerifier(configuration: configuration(1_000), keySource: StaticJWKSSource(keySet))
+    // The cache on and every token new: the lookup that misses, the signature check, and the insert (evicting).
+    let missing = TokenVerifier(configuration: configuration(1_000), keySource: StaticJWKSSource(keySet))
+    var next = 0
     let keys = JWTKeyCollection()
     try await keys.add(jwksJSON: bench.jwks)
     let openSSL = OpenSSLVerifier(der: bench.publicKeyDER)
 
     // Every side must accept the token, or the comparison means nothing.
+    for token in bench.freshTokens { _ = try await missing.verify(token) }
     let ours = try await uncached.verify(bench.token)
     let theirs = try await keys.verify(bench.token, as: BenchPayload.self)
     precondition(ours.subject == theirs.sub.value && ours.sessionID == theirs.sid)
@@ -169,15 +190,20 @@ final class OpenSSLVerifier {
         let openSSLCheck = Harness.nanosecondsPerOperation(samples: 3, iterations: iterations) {
             sink &+= openSSL.verify(signature: bench.openSSLSignature, input: bench.signingInput) ? 1 : 0
         }
-        rounds.append([first, repeated, jwtKit, swiftCrypto, openSSLCheck])
+        let miss = try await Harness.nanosecondsPerOperation(samples: 3, iterations: iterations) {
+            sink &+= try await missing.verify(bench.freshTokens[next]).members.count
+            next = (next + 1) % bench.freshTokens.count
+        }
+        rounds.append([first, repeated, jwtKit, swiftCrypto, openSSLCheck, miss])
     }
-    let figures = (0..<5).map { column in Harness.median(rounds.map { $0[column] }) }
-    let (first, repeated, jwtKit, swiftCrypto, openSSLCheck) = (
-        figures[0], figures[1], figures[2], figures[3], figures[4]
+    let figures = (0..<6).map { column in Harness.median(rounds.map { $0[column] }) }
+    let (first, repeated, jwtKit, swiftCrypto, openSSLCheck, miss) = (
+        figures[0], figures[1], figures[2], figures[3], figures[4], figures[5]
     )
 
     print("-- \(bench.name): token \(bench.token.utf8.count) bytes")
     print("TokenVerifier first verification (no cache)   \(Harness.format(first))")
+    print("TokenVerifier cache miss (every token new)    \(Harness.format(miss))")
     print("TokenVerifier repeat (verified-token cache)   \(Harness.format(repeated))")
     print("jwt-kit 5 JWTKeyCollection.verify              \(Harness.format(jwtKit))")
     print("bare swift-crypto signature check              \(Harness.format(swiftCrypto))")
@@ -194,6 +220,16 @@ final class OpenSSLVerifier {
         Harness.report(
             "\(bench.name) first verification vs bare swift-crypto check", String(format: "%.2fx its time", versusBare),
             target: "<= 1.25x", passed: versusBare <= 1.25) && allPassed
+    let missVersusJWTKit = jwtKit / miss
+    allPassed =
+        Harness.report(
+            "\(bench.name) cache miss vs jwt-kit 5", String(format: "%.2fx faster", missVersusJWTKit),
+            target: ">= 2x faster", passed: missVersusJWTKit >= 2) && allPassed
+    let missVersusBare = miss / swiftCrypto
+    allPassed =
+        Harness.report(
+            "\(bench.name) cache miss vs bare swift-crypto check", String(format: "%.2fx its time", missVersusBare),
+            target: "<= 1.25x", passed: missVersusBare <= 1.25) && allPassed
     let cacheVersusJWTKit = jwtKit / repeated
     allPassed =
         Harness.report(
@@ -307,27 +343,37 @@ func quantile(_ values: [Double], _ p: Double) -> Double {
     return passed
 }
 
-/// `VerifyBenchmarks --loop <RS256|ES256> <first|cached|bare> <count>`: one path in a loop, nothing printed but the
+/// `VerifyBenchmarks --loop <RS256|ES256> <first|miss|cached|bare> <count>`: one path in a loop, nothing printed but the
 /// time, for `perf record -g` on the release executable.
 @concurrent func loop(_ algorithm: TokenVerification.JWSAlgorithm, path: String, count: Int) async throws {
-    let bench = try makeCase(algorithm)
+    let bench = try makeCase(algorithm, freshTokens: path == "miss" ? 1_500 : 0)
     let keySet = try JWKSet(json: Data(bench.jwks.utf8))
     let verifier = TokenVerifier(
         configuration: .init(
             issuer: Fixture.issuer, algorithms: [algorithm], requiredClaims: ["exp", "sub"],
-            tokenCacheCapacity: path == "cached" ? 1_000 : 0),
+            tokenCacheCapacity: path == "cached" || path == "miss" ? 1_000 : 0),
         keySource: StaticJWKSSource(keySet))
     var sink = 0
+    /// The process's CPU time, which a loaded machine's descheduling does not inflate.
+    func cpuNanoseconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+        return Double(time.tv_sec) * 1e9 + Double(time.tv_nsec)
+    }
+    let cpuStart = cpuNanoseconds()
     let start = DispatchTime.now().uptimeNanoseconds
-    for _ in 0..<count {
+    for index in 0..<count {
         if path == "bare" {
             sink &+= bench.swiftCryptoCheck() ? 1 : 0
+        } else if path == "miss" {
+            sink &+= try await verifier.verify(bench.freshTokens[index % bench.freshTokens.count]).members.count
         } else {
             sink &+= try await verifier.verify(bench.token).members.count
         }
     }
     let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count)
-    print("\(bench.name) \(path): \(Harness.format(elapsed)) per call (\(sink % 2))")
+    let cpu = (cpuNanoseconds() - cpuStart) / Double(count)
+    print("\(bench.name) \(path): \(Harness.format(elapsed)) per call, CPU \(Harness.format(cpu)) (\(sink % 2))")
 }
 
 let arguments = CommandLine.arguments
