@@ -17,8 +17,12 @@ final class VerifiedTokenCache: Sendable {
 
     private struct State {
         var entries: [SHA256Digest: Entry] = [:]
-        var order: [SHA256Digest] = []
-        var head = 0
+        /// The digests in insertion order, a ring of `capacity` slots: an insert overwrites the oldest slot
+        /// and evicts its entry. A removed entry leaves its digest behind, and a re-inserted token may hold two
+        /// slots; evicting through the older one then only drops it early, and never lets the count pass the
+        /// capacity, since every entry holds a slot.
+        var ring: [SHA256Digest?] = []
+        var next = 0
     }
 
     let capacity: Int
@@ -42,17 +46,13 @@ final class VerifiedTokenCache: Sendable {
         guard capacity > 0 else { return }
         state.withLock { state in
             guard state.entries.updateValue(entry, forKey: digest) == nil else { return }
-            state.order.append(digest)
-            // Evict the oldest live entries (removed ones leave stale digests in `order`, skipped here).
-            while state.entries.count > capacity, state.head < state.order.count {
-                state.entries.removeValue(forKey: state.order[state.head])
-                state.head += 1
+            if state.ring.count < capacity {
+                state.ring.append(digest)
+                return
             }
-            // Compact the queue once half of it is consumed or stale.
-            if state.order.count > 2 * capacity + 16 || state.head > state.order.count / 2 {
-                state.order = state.order[state.head...].filter { state.entries[$0] != nil }
-                state.head = 0
-            }
+            if let oldest = state.ring[state.next] { state.entries.removeValue(forKey: oldest) }
+            state.ring[state.next] = digest
+            state.next = state.next + 1 == capacity ? 0 : state.next + 1
         }
     }
 }
