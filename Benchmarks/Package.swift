@@ -77,6 +77,7 @@ let package = Package(
             dependencies: [
                 "BenchmarkSupport", "COpenSSLCrypto",
                 .product(name: "TokenVerification", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -161,17 +161,21 @@ public struct JWK: Sendable {
         }
     }
 
-    /// Checks `signature` over `input`; `false` for any mismatch or malformed signature, never a trap.
-    func isValidSignature(_ signature: [UInt8], for input: [UInt8], algorithm: JWSAlgorithm) -> Bool {
+    /// Checks `signature` over `input` (the signing input, read in place); `false` for any mismatch or malformed
+    /// signature, never a trap.
+    func isValidSignature(_ signature: [UInt8], for input: UnsafeRawBufferPointer, algorithm: JWSAlgorithm) -> Bool {
         guard canVerify(algorithm) else { return false }
         switch material {
         case .rsa(let key):
             let rsaSignature = _RSA.Signing.RSASignature(rawRepresentation: signature)
             let padding: _RSA.Signing.Padding = algorithm.family == .rsaPSS ? .PSS : .insecurePKCS1v1_5
             switch algorithm.hash {
-            case .sha256: return key.isValidSignature(rsaSignature, for: SHA256.hash(data: input), padding: padding)
-            case .sha384: return key.isValidSignature(rsaSignature, for: SHA384.hash(data: input), padding: padding)
-            case .sha512: return key.isValidSignature(rsaSignature, for: SHA512.hash(data: input), padding: padding)
+            case .sha256:
+                return key.isValidSignature(rsaSignature, for: SHA256.hash(data: input), padding: padding)
+            case .sha384:
+                return key.isValidSignature(rsaSignature, for: SHA384.hash(data: input), padding: padding)
+            case .sha512:
+                return key.isValidSignature(rsaSignature, for: SHA512.hash(data: input), padding: padding)
             }
         case .p256(let key):
             guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }

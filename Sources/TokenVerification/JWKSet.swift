@@ -52,7 +52,18 @@ public struct JWKSet: Sendable {
     /// The keys that were skipped, with their reasons.
     public let skipped: [SkippedKey]
     /// `kid` and thumbprint of every key, so a verified-token cache hit checks its key in constant time.
-    private let identities: Set<String>
+    private let identities: Set<Identity>
+
+    /// What makes a key the same key: its `kid` and its material.
+    private struct Identity: Hashable, Sendable {
+        let keyID: String?
+        let thumbprint: String
+
+        init(_ key: JWK) {
+            keyID = key.keyID
+            thumbprint = key.thumbprint
+        }
+    }
 
     /// A set of already parsed keys.
     ///
@@ -60,7 +71,7 @@ public struct JWKSet: Sendable {
     public init(keys: [JWK]) {
         self.keys = keys
         self.skipped = []
-        identities = Set(keys.map(Self.identity))
+        identities = Set(keys.map(Identity.init))
     }
 
     /// Parses a key set document.
@@ -87,10 +98,8 @@ public struct JWKSet: Sendable {
         }
         self.keys = keys
         self.skipped = skipped
-        identities = Set(keys.map(Self.identity))
+        identities = Set(keys.map(Identity.init))
     }
-
-    private static func identity(_ key: JWK) -> String { (key.keyID ?? "") + " " + key.thumbprint }
 
     /// Parses a JSON object with the strict parser (duplicate names refused).
     static func parseObject(_ data: Data) throws(TokenVerificationError) -> [String: JSONValue] {
@@ -135,7 +144,11 @@ public struct JWKSet: Sendable {
 
     /// Whether a key with this thumbprint and `kid` is in the set.
     func contains(_ key: JWK) -> Bool {
-        identities.contains(Self.identity(key))
+        // A few keys (the usual set): compared in place, where equal strings sharing storage compare at once.
+        if keys.count <= 8 {
+            return keys.contains { $0.thumbprint == key.thumbprint && $0.keyID == key.keyID }
+        }
+        return identities.contains(Identity(key))
     }
 
     enum Lookup {

@@ -13,6 +13,9 @@ struct TokenRules: Sendable {
     let requiredType: String?
     let allowedParties: Set<String>?
     let hmacConfigured: Bool
+    /// `leeway` and `maximumTokenAge` in seconds, converted once.
+    private let leewaySeconds: Double
+    private let maximumAgeSeconds: Double?
 
     init(
         issuer: String, audiences: Set<String>?, algorithms: Set<JWSAlgorithm>, leeway: Duration,
@@ -28,29 +31,54 @@ struct TokenRules: Sendable {
         self.requiredType = requiredType
         self.allowedParties = allowedParties
         self.hmacConfigured = hmacConfigured
+        leewaySeconds = Self.seconds(leeway)
+        maximumAgeSeconds = maximumTokenAge.map(Self.seconds)
     }
 
     /// The header checks: the algorithm, `crit`, key references, `kid` and `typ`.
     func checkHeader(_ header: [String: JSONValue]) throws(TokenVerificationError) -> (JWSAlgorithm, String?) {
-        guard let name = header["alg"]?.stringValue else { throw .algorithmNotAllowed }
-        guard name.lowercased() != "none" else { throw .unsignedToken }
+        // One pass over the members (a header has three or four) instead of a hashed lookup per name; the
+        // checks below then run in their fixed order.
+        var alg: JSONValue?
+        var kid: JSONValue?
+        var typ: JSONValue?
+        var hasCritical = false
+        var hasKeyReference = false
+        for (name, value) in header {
+            switch name {
+            case "alg": alg = value
+            case "kid": kid = value
+            case "typ": typ = value
+            case "crit": hasCritical = true
+            case "jku", "x5u", "jwk", "x5c": hasKeyReference = true
+            default: break
+            }
+        }
+        guard let name = alg?.stringValue else { throw .algorithmNotAllowed }
+        guard !Self.isNone(name) else { throw .unsignedToken }
         guard let algorithm = JWSAlgorithm(name: name), algorithms.contains(algorithm) else {
             throw .algorithmNotAllowed
         }
         if algorithm.family == .hmac, !hmacConfigured { throw .algorithmNotAllowed }
-        guard header["crit"] == nil else { throw .unsupportedCriticalHeader }
-        for name in ["jku", "x5u", "jwk", "x5c"] where header[name] != nil { throw .untrustedKeyReference }
+        guard !hasCritical else { throw .unsupportedCriticalHeader }
+        guard !hasKeyReference else { throw .untrustedKeyReference }
         var keyID: String?
-        if let kid = header["kid"] {
+        if let kid {
             guard let kid = kid.stringValue, KeyID.isValid(kid) else { throw .invalidKeyID }
             keyID = kid
         }
         if let required = requiredType {
-            guard let type = header["typ"]?.stringValue, Self.mediaType(type) == Self.mediaType(required) else {
+            guard let type = typ?.stringValue, Self.mediaType(type) == Self.mediaType(required) else {
                 throw .typeMismatch
             }
         }
         return (algorithm, keyID)
+    }
+
+    /// Whether `name` is `none` in any letter case (no other string lowercases to it).
+    private static func isNone(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        return utf8.count == 4 && utf8.elementsEqual("none".utf8) { $0 | 0x20 == $1 }
     }
 
     /// RFC 7515 section 4.1.9: compared without case, `application/` optional.
@@ -60,36 +88,56 @@ struct TokenRules: Sendable {
     }
 
     /// The claim checks, in a fixed order.
-    func checkClaims(_ claims: [String: JSONValue], now: Date) throws(TokenVerificationError) {
-        for name in requiredClaims where claims[name] == nil { throw .missingClaim(name) }
-        guard let subject = claims["sub"] else { throw .missingClaim("sub") }
+    ///
+    /// - Returns: The token's times, so a verified-token cache hit repeats only the checks that depend on the
+    ///   clock (``checkTimes(_:now:)``); every other check gives the same answer for the same claims.
+    @discardableResult
+    func checkClaims(_ claims: [String: JSONValue], now: Date) throws(TokenVerificationError) -> ClaimTimes {
+        // One pass over the members for the registered claims, instead of a hashed lookup per name.
+        var registered = RegisteredClaims()
+        for (name, value) in claims {
+            switch name {
+            case "sub": registered.sub = value
+            case "iss": registered.iss = value
+            case "exp": registered.exp = value
+            case "nbf": registered.nbf = value
+            case "iat": registered.iat = value
+            case "aud": registered.aud = value
+            case "azp": registered.azp = value
+            case "sid": registered.sid = value
+            default: break
+            }
+        }
+        for name in requiredClaims where (registered[name] ?? claims[name]) == nil { throw .missingClaim(name) }
+        guard let subject = registered.sub else { throw .missingClaim("sub") }
         guard subject.stringValue != nil else { throw .invalidClaim("sub") }
-        guard let issuerClaim = claims["iss"] else { throw .missingClaim("iss") }
+        guard let issuerClaim = registered.iss else { throw .missingClaim("iss") }
         guard let tokenIssuer = issuerClaim.stringValue else { throw .invalidClaim("iss") }
         guard tokenIssuer == self.issuer else { throw .issuerMismatch }
 
+        // Each time claim's type, then its check, in this order, as ``checkTimes(_:now:)`` repeats them.
         let seconds = now.timeIntervalSince1970
-        let leeway = Self.seconds(self.leeway)
-        if let value = claims["exp"] {
+        var times = ClaimTimes()
+        if let value = registered.exp {
             guard let expiration = NumericDate.seconds(value) else { throw .invalidClaim("exp") }
-            guard seconds < expiration + leeway else { throw .expired }
+            try checkExpiration(expiration, at: seconds)
+            times.expiration = expiration
         }
-        if let value = claims["nbf"] {
+        if let value = registered.nbf {
             guard let notBefore = NumericDate.seconds(value) else { throw .invalidClaim("nbf") }
-            guard seconds + leeway >= notBefore else { throw .notYetValid }
+            try checkNotBefore(notBefore, at: seconds)
+            times.notBefore = notBefore
         }
-        if let value = claims["iat"] {
+        if let value = registered.iat {
             guard let issuedAt = NumericDate.seconds(value) else { throw .invalidClaim("iat") }
-            guard issuedAt <= seconds + leeway else { throw .issuedInFuture }
-            if let maximumAge = maximumTokenAge {
-                guard seconds - issuedAt <= Self.seconds(maximumAge) + leeway else { throw .tokenTooOld }
-            }
+            try checkIssuedAt(issuedAt, at: seconds)
+            times.issuedAt = issuedAt
         } else if maximumTokenAge != nil {
             throw .missingClaim("iat")
         }
 
         if let audiences = self.audiences {
-            guard let value = claims["aud"] else { throw .missingClaim("aud") }
+            guard let value = registered.aud else { throw .missingClaim("aud") }
             let names: [String]
             switch value {
             case .string(let name): names = [name]
@@ -101,15 +149,67 @@ struct TokenRules: Sendable {
             }
             guard names.contains(where: audiences.contains) else { throw .audienceMismatch }
         }
-        if let parties = allowedParties, let value = claims["azp"] {
+        if let parties = allowedParties, let value = registered.azp {
             guard let party = value.stringValue else { throw .invalidClaim("azp") }
             guard parties.contains(party) else { throw .partyNotAllowed }
         }
-        if let value = claims["sid"], value.stringValue == nil { throw .invalidClaim("sid") }
+        if let value = registered.sid, value.stringValue == nil { throw .invalidClaim("sid") }
+        return times
+    }
+
+    /// The checks that depend on the clock, for times that passed ``checkClaims(_:now:)`` before: `exp`, `nbf`,
+    /// `iat` and the token age, each with the leeway, in the same order.
+    func checkTimes(_ times: ClaimTimes, now: Date) throws(TokenVerificationError) {
+        let seconds = now.timeIntervalSince1970
+        if let expiration = times.expiration { try checkExpiration(expiration, at: seconds) }
+        if let notBefore = times.notBefore { try checkNotBefore(notBefore, at: seconds) }
+        if let issuedAt = times.issuedAt { try checkIssuedAt(issuedAt, at: seconds) }
+    }
+
+    private func checkExpiration(_ expiration: Double, at seconds: Double) throws(TokenVerificationError) {
+        guard seconds < expiration + leewaySeconds else { throw .expired }
+    }
+
+    private func checkNotBefore(_ notBefore: Double, at seconds: Double) throws(TokenVerificationError) {
+        guard seconds + leewaySeconds >= notBefore else { throw .notYetValid }
+    }
+
+    private func checkIssuedAt(_ issuedAt: Double, at seconds: Double) throws(TokenVerificationError) {
+        guard issuedAt <= seconds + leewaySeconds else { throw .issuedInFuture }
+        if let maximumAgeSeconds {
+            guard seconds - issuedAt <= maximumAgeSeconds + leewaySeconds else { throw .tokenTooOld }
+        }
     }
 
     static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components
         return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+/// A token's `exp`, `nbf` and `iat` in seconds since 1970, each `nil` when the token has none.
+struct ClaimTimes: Sendable, Hashable {
+    var expiration: Double?
+    var notBefore: Double?
+    var issuedAt: Double?
+}
+
+/// The registered claims the rules read, found in one pass over a payload's members.
+private struct RegisteredClaims {
+    var sub, iss, exp, nbf, iat, aud, azp, sid: JSONValue?
+
+    /// The value of `name` if it is one of these claims and present; `nil` for any other name.
+    subscript(name: String) -> JSONValue? {
+        switch name {
+        case "sub": sub
+        case "iss": iss
+        case "exp": exp
+        case "nbf": nbf
+        case "iat": iat
+        case "aud": aud
+        case "azp": azp
+        case "sid": sid
+        default: nil
+        }
     }
 }

@@ -131,17 +131,19 @@ public struct TokenVerifier: Sendable {
     /// - Returns: The verified claims.
     /// - Throws: ``TokenVerificationError`` with the first check that failed.
     public func verify(_ token: String) async throws(TokenVerificationError) -> VerifiedClaims {
-        let bytes = Array(token.utf8)
-        guard bytes.count <= configuration.maximumTokenLength else { throw .tokenTooLong }
+        // The token's bytes are read in place (a native string's UTF-8 is contiguous), never copied.
+        var token = token
+        guard token.utf8.count <= configuration.maximumTokenLength else { throw .tokenTooLong }
         let now = now()
         var digest: SHA256Digest?
         if let cache {
-            let tokenDigest = SHA256.hash(data: bytes)
+            let tokenDigest = token.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
             digest = tokenDigest
             if let entry = cache.entry(for: tokenDigest) {
                 if entry.key.map(keySource.isPublished) ?? true {
-                    do {
-                        try rules.checkClaims(entry.claims.members, now: now)
+                    // Every check but the clock's gave its answer when the entry was made, under these rules.
+                    do throws(TokenVerificationError) {
+                        try rules.checkTimes(entry.times, now: now)
                         cacheHits.increment()
                         return entry.claims
                     } catch {
@@ -155,39 +157,47 @@ public struct TokenVerifier: Sendable {
             cacheMisses.increment()
         }
 
-        let jws = try CompactJWS(bytes)
+        let parsed: Result<CompactJWS, TokenVerificationError> = token.withUTF8 { bytes in
+            do throws(TokenVerificationError) {
+                return .success(try CompactJWS(bytes))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let jws = try parsed.get()
         let (algorithm, keyID) = try rules.checkHeader(jws.header)
         guard algorithm.signatureLengths.contains(jws.signature.count) else { throw .malformedToken }
-        try rules.checkClaims(jws.claims, now: now)
+        let times = try rules.checkClaims(jws.claims, now: now)
 
         var verifyingKey: JWK?
         if algorithm.family == .hmac {
             guard let secret = configuration.hmacSecret else { throw .algorithmNotAllowed }
             guard secret.bitCount >= jws.signature.count * 8 else { throw .weakKey }
-            let valid: Bool
-            switch algorithm.hash {
-            case .sha256:
-                valid = HMAC<SHA256>.isValidAuthenticationCode(
-                    jws.signature, authenticating: jws.signingInput, using: secret)
-            case .sha384:
-                valid = HMAC<SHA384>.isValidAuthenticationCode(
-                    jws.signature, authenticating: jws.signingInput, using: secret)
-            case .sha512:
-                valid = HMAC<SHA512>.isValidAuthenticationCode(
-                    jws.signature, authenticating: jws.signingInput, using: secret)
+            let valid = token.withUTF8 { bytes in
+                let input = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[..<jws.signingInputCount])
+                switch algorithm.hash {
+                case .sha256:
+                    return HMAC<SHA256>.isValidAuthenticationCode(jws.signature, authenticating: input, using: secret)
+                case .sha384:
+                    return HMAC<SHA384>.isValidAuthenticationCode(jws.signature, authenticating: input, using: secret)
+                case .sha512:
+                    return HMAC<SHA512>.isValidAuthenticationCode(jws.signature, authenticating: input, using: secret)
+                }
             }
             guard valid else { throw .invalidSignature }
         } else {
             let key = try await keySource.key(for: keyID, algorithm: algorithm)
             guard key.canVerify(algorithm) else { throw .keyAlgorithmMismatch }
-            guard key.isValidSignature(jws.signature, for: Array(jws.signingInput), algorithm: algorithm) else {
-                throw .invalidSignature
+            let valid = token.withUTF8 { bytes in
+                let input = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[..<jws.signingInputCount])
+                return key.isValidSignature(jws.signature, for: input, algorithm: algorithm)
             }
+            guard valid else { throw .invalidSignature }
             verifyingKey = key
         }
 
         let claims = VerifiedClaims(members: jws.claims, payload: jws.payload, algorithm: algorithm, keyID: keyID)
-        if let cache, let digest { cache.insert(.init(claims: claims, key: verifyingKey), for: digest) }
+        if let cache, let digest { cache.insert(.init(claims: claims, key: verifyingKey, times: times), for: digest) }
         return claims
     }
 }

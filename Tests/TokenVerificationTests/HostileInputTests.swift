@@ -99,7 +99,10 @@ import _CryptoExtras
         #expect(source.lookups == 0)
     }
 
-    @Test(arguments: [#","crit":["exp"],"exp":1"#, #","crit":["b64"],"b64":false"#, #","crit":[]"#])
+    @Test(arguments: [
+        #","crit":["exp"],"exp":1"#, #","crit":["b64"],"b64":false"#, #","crit":[]"#,
+        #","crit":["urn:example:unknown-extension"],"urn:example:unknown-extension":true"#,
+    ])
     func critIsRefused(_ member: String) async {
         let token = TestKeys.token(.rs256, extraHeader: member)
         await #expect(throws: TokenVerificationError.unsupportedCriticalHeader) {

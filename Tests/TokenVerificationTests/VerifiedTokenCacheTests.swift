@@ -44,6 +44,23 @@ import TokenVerification
         #expect(source.lookups == 1)
     }
 
+    @Test func aCachedTokenAgesOutWithTheMaximumAge() async throws {
+        let clock = ManualClock()
+        let source = CountingSource(StaticJWKSSource(TestKeys.keySet()))
+        var configuration = TokenVerifier.Configuration(issuer: TestKeys.issuer, algorithms: JWSAlgorithm.asymmetric)
+        configuration.maximumTokenAge = .seconds(30)
+        let verifier = TestKeys.verifier(configuration, source: source, clock: clock)
+        let token = TestKeys.token(.rs256)
+        _ = try await verifier.verify(token)
+        clock.advance(by: .seconds(30))
+        _ = try await verifier.verify(token)  // 31 s old: inside the 5 s leeway
+        clock.advance(by: .seconds(10))
+        // Still before `exp` (60 s), but too old: refused from the cache, without a lookup.
+        await #expect(throws: TokenVerificationError.tokenTooOld) { try await verifier.verify(token) }
+        #expect(verifier.cachedTokenCount == 0)
+        #expect(source.lookups == 1)
+    }
+
     @Test func anHMACTokenIsCachedToo() async throws {
         let source = CountingSource(StaticJWKSSource(TestKeys.keySet()))
         let verifier = TestKeys.verifier(

@@ -1,4 +1,5 @@
 import AuthToken
+import Foundation
 
 /// A JWS in compact serialization, split and decoded but not verified.
 struct CompactJWS {
@@ -6,36 +7,49 @@ struct CompactJWS {
     let claims: [String: JSONValue]
     let payload: [UInt8]
     let signature: [UInt8]
-    /// `BASE64URL(header) . BASE64URL(payload)`, the bytes the signature covers.
-    let signingInput: ArraySlice<UInt8>
+    /// The length of `BASE64URL(header) . BASE64URL(payload)`: the token's first `signingInputCount` bytes are
+    /// what the signature covers (read in place, never copied).
+    let signingInputCount: Int
 
     /// Splits and decodes `token`. Every failure is ``TokenVerificationError/malformedToken`` except a repeated
     /// JSON name, which is ``TokenVerificationError/duplicateJSONName``.
-    init(_ token: [UInt8]) throws(TokenVerificationError) {
-        var dots: [Int] = []
-        for (index, byte) in token.enumerated() {
-            if byte == UInt8(ascii: ".") {
-                dots.append(index)
-                guard dots.count <= 2 else { throw .malformedToken }
-            } else if !Base64URL.isAlphabet(byte) {
-                throw .malformedToken
-            }
+    init(_ token: UnsafeBufferPointer<UInt8>) throws(TokenVerificationError) {
+        // The first two dots; a third, like any byte outside the alphabet, fails the signature's decoding.
+        guard let first = Self.dot(in: token, from: 0), let second = Self.dot(in: token, from: first + 1) else {
+            throw .malformedToken
         }
-        guard dots.count == 2 else { throw .malformedToken }
-        let headerBytes = token[..<dots[0]]
-        let payloadBytes = token[(dots[0] + 1)..<dots[1]]
-        let signatureBytes = token[(dots[1] + 1)...]
         // An empty signature is let through to the header check, so `alg: none` gets its own reason; no
         // algorithm accepts an empty signature.
-        guard !headerBytes.isEmpty, !payloadBytes.isEmpty,
-            let headerJSON = Base64URL.decode(headerBytes), let payload = Base64URL.decode(payloadBytes),
-            let signature = Base64URL.decode(signatureBytes)
+        guard first > 0, second > first + 1,
+            let headerJSON = Base64URL.decode(UnsafeBufferPointer(rebasing: token[..<first])),
+            let payload = Base64URL.decode(UnsafeBufferPointer(rebasing: token[(first + 1)..<second])),
+            let signature = Base64URL.decode(UnsafeBufferPointer(rebasing: token[(second + 1)...]))
         else { throw .malformedToken }
         header = try Self.object(headerJSON)
         claims = try Self.object(payload)
         self.payload = payload
         self.signature = signature
-        signingInput = token[..<dots[1]]
+        signingInputCount = second
+    }
+
+    /// Splits and decodes `token` (the fuzz target's entry).
+    init(_ token: [UInt8]) throws(TokenVerificationError) {
+        let result: Result<CompactJWS, TokenVerificationError> = token.withUnsafeBufferPointer { buffer in
+            do throws(TokenVerificationError) {
+                return .success(try CompactJWS(buffer))
+            } catch {
+                return .failure(error)
+            }
+        }
+        self = try result.get()
+    }
+
+    /// The index of the first `.` at or after `start` (`memchr`, which reads many bytes a step).
+    private static func dot(in token: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        guard let base = token.baseAddress, start < token.count,
+            let found = memchr(base + start, Int32(UInt8(ascii: ".")), token.count - start)
+        else { return nil }
+        return UnsafeRawPointer(found) - UnsafeRawPointer(base)
     }
 
     private static func object(_ bytes: [UInt8]) throws(TokenVerificationError) -> [String: JSONValue] {
