@@ -4,7 +4,6 @@ import Hummingbird
 public import Logging
 import ServiceLifecycle
 import Synchronization
-import TokenKitHummingbird
 public import TokenVerification
 
 /// The diet-app backend of seed 000 ("Backend JWT Verification"), in Swift: every `/users/...` and `/food-logs`

@@ -34,6 +34,10 @@ struct OutcomeCounter: RouterMiddleware {
         } catch let rejection as BearerRejection {
             backend.countRejected(rejection.rejection)
             throw rejection
+        } catch {
+            // Only the verification middleware refuses; an error from a route came after it let the request in.
+            backend.countAuthenticated()
+            throw error
         }
     }
 }
