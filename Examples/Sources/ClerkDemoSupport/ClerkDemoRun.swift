@@ -102,7 +102,7 @@ public struct ClerkDemoRun: Sendable {
             created.status == .created && me.status == .ok && identity["userId"] == user.id
                 && identity["sessionId"] == clerk.sessionID,
             "backend", "POST /users/me \(created.status.code), GET /users/me \(me.status.code) -> userId \(identity["userId"] ?? "none"), sessionId \(identity["sessionId"] ?? "none")",
-            proves: "RS256 verified through the JWKS; req.auth = {userId: sub, sessionId: sid}")
+            proves: "RS256 verified through the JWKS that discovery named; req.auth = {userId: sub, sessionId: sid}")
         let firstToken = app.auth.currentToken?.accessToken ?? ""
 
         // 4. Sixty-one seconds later the token has expired: five concurrent requests, one SDK call.
