@@ -216,4 +216,35 @@ import TokenVerification
             #expect(rig.backend.stats.authenticated == 0)
         }
     }
+
+    @Test func withoutAKeySourceTheBackendFindsTheJWKSThroughTheIssuersDiscovery() async throws {
+        let clock = ManualClock()
+        let logger = Logger(label: "diet-backend-tests")
+        let server = DemoAuthServer(now: clock.wallClock, logger: logger)
+        let issuerURL = try await server.start()
+        let issuer = server.sessionIssuer
+        let jwks = issuerURL.appendingPathComponent("v1/jwks")
+        let explicit = DietBackend.Configuration(issuer: "https://clerk.example.test", jwksURL: jwks)
+        #expect(explicit.keyLocation == .jwks(jwks))
+        let backend = DietBackend(
+            configuration: .init(issuer: issuer.issuer, authorizedParties: [issuer.configuration.authorizedParty]),
+            now: clock.wallClock, logger: logger)
+        #expect(backend.configuration.keyLocation == .openIDDiscovery(issuer: issuerURL))
+        do {
+            let rig = Rig(clock: clock, server: server, backend: backend, backendURL: try await backend.start())
+            let session = rig.start()
+            let (response, body) = try await rig.send(.get, "users/me", bearer: try rig.mint(session))
+            #expect(response.status == .ok)
+            #expect(body == #"{"sessionId":"\#(session.sessionID)","userId":"user_2diet"}"#)
+            #expect(issuer.stats.discoveryServed == 1)
+            #expect(issuer.stats.jwksServed == 1)
+            #expect(backend.jwksFetches == 1)
+        } catch {
+            await backend.stop()
+            await server.stop()
+            throw error
+        }
+        await backend.stop()
+        await server.stop()
+    }
 }
