@@ -118,17 +118,22 @@ public final class DietBackend: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.onAccountDeleted = onAccountDeleted
-        let keySource: any JWKSSource =
-            keySource
-            ?? configuration.keyLocation.map {
-                RemoteJWKSSource(location: $0, configuration: configuration.keyCache, logger: logger)
-            } ?? StaticJWKSSource(JWKSet(keys: []))
-        self.keySource = keySource
+        let source: any JWKSSource
+        if let keySource {
+            source = keySource
+        } else if let location = configuration.keyLocation {
+            source = RemoteJWKSSource(location: location, configuration: configuration.keyCache, logger: logger)
+        } else {
+            // An issuer that is not a URL and no JWKS URL: no key to find, so every token is refused.
+            logger.error("no JWKS: the issuer is not a URL and no JWKS URL was given")
+            source = StaticJWKSSource(JWKSet(keys: []))
+        }
+        self.keySource = source
         verifier = TokenVerifier(
             configuration: .init(
                 issuer: configuration.issuer, algorithms: configuration.algorithms,
                 requiredClaims: ["exp", "sub", "sid"], allowedParties: configuration.authorizedParties),
-            keySource: keySource, now: now)
+            keySource: source, now: now)
     }
 
     /// Refetches the JWKS now (an operator's "keys changed" hook); tokens whose key left the set stop verifying.
