@@ -43,12 +43,11 @@ public struct ClerkDemoRun: Sendable {
         let server = DemoAuthServer(now: time.wallClock, logger: Self.quiet)
         let issuerURL = try await server.start()
         let issuer = server.sessionIssuer
+        // The backend finds the keys as the seed's does with Clerk: the issuer's discovery document names the JWKS.
         let backend = DietBackend(
-            configuration: .init(
-                issuer: issuer.configuration.issuer, jwksURL: issuerURL.appendingPathComponent("v1/jwks"),
-                authorizedParties: [issuer.configuration.authorizedParty]),
+            configuration: .init(issuer: issuer.issuer, authorizedParties: [issuer.configuration.authorizedParty]),
             keySource: RemoteJWKSSource(
-                jwksURL: issuerURL.appendingPathComponent("v1/jwks"), clock: time.clock, logger: Self.quiet),
+                location: .openIDDiscovery(issuer: issuerURL), clock: time.clock, logger: Self.quiet),
             now: time.wallClock, logger: Self.quiet,
             onAccountDeleted: { userID in issuer.deleteUser(userID) })
         do {
@@ -103,7 +102,7 @@ public struct ClerkDemoRun: Sendable {
             created.status == .created && me.status == .ok && identity["userId"] == user.id
                 && identity["sessionId"] == clerk.sessionID,
             "backend", "POST /users/me \(created.status.code), GET /users/me \(me.status.code) -> userId \(identity["userId"] ?? "none"), sessionId \(identity["sessionId"] ?? "none")",
-            proves: "RS256 verified through the JWKS; req.auth = {userId: sub, sessionId: sid}")
+            proves: "RS256 verified through the JWKS that discovery named; req.auth = {userId: sub, sessionId: sid}")
         let firstToken = app.auth.currentToken?.accessToken ?? ""
 
         // 4. Sixty-one seconds later the token has expired: five concurrent requests, one SDK call.
@@ -131,16 +130,27 @@ public struct ClerkDemoRun: Sendable {
             "rotation", "key \(oldKey) -> \(newKey): old-key token \(oldKeyStatus.status.code), new-key token \(newKeyStatus.status.code); JWKS fetches +\((backend.jwksFetches ?? 0) - fetchesBefore); old key published: \(issuer.publishedKeyIDs.contains(oldKey))",
             proves: "no failed request: the new key was already in the cached JWKS, the old one left after its last token expired")
 
-        // 6. A second rotation: the backend's cached set predates this key, so it refetches once.
+        // 6. A second rotation, mid-run: the backend's cached set predates the new key, so it refetches once, and
+        // the token the app holds, signed by the old key, keeps verifying until it expires.
+        let servedBefore = issuer.stats.jwksServed
+        let heldToken = app.auth.currentToken?.accessToken
+        let previousKey = issuer.currentKeyID
         let thirdKey = try issuer.rotateKey()
+        let (heldStatus, _) = try await app.request(.get, "/food-logs")
+        let heldKept = app.auth.currentToken?.accessToken == heldToken && Self.keyID(of: heldToken) == previousKey
+        let servedWhileHeld = issuer.stats.jwksServed - servedBefore
         time.advance(by: .seconds(61))
         let (thirdStatus, _) = try await app.request(.get, "/food-logs")
         let (againStatus, _) = try await app.request(.get, "/food-logs")
+        let newKeyToken = Self.keyID(of: app.auth.currentToken?.accessToken) == thirdKey
+        let refetches = issuer.stats.jwksServed - servedBefore
         report.expect(
-            thirdStatus.status == .ok && againStatus.status == .ok && backend.stats.rejectedTotal == rejectedBefore
-                && backend.jwksFetches == fetchesBefore + 1,
-            "rotation 2", "key \(thirdKey) unknown to the backend's cached JWKS: \(thirdStatus.status.code), \(againStatus.status.code); JWKS fetches +\((backend.jwksFetches ?? 0) - fetchesBefore)",
-            proves: "an unknown kid cost one refetch, and no request failed")
+            heldStatus.status == .ok && heldKept && servedWhileHeld == 0 && thirdStatus.status == .ok
+                && againStatus.status == .ok && newKeyToken && refetches == 1
+                && backend.jwksFetches == fetchesBefore + 1 && backend.stats.rejectedTotal == rejectedBefore
+                && !issuer.publishedKeyIDs.contains(previousKey),
+            "rotation 2", "key \(previousKey) -> \(thirdKey): the held old-key token \(heldStatus.status.code) (JWKS served +\(servedWhileHeld)); 61 s later, new-key token \(thirdStatus.status.code), \(againStatus.status.code); issuer served the JWKS +\(refetches) time(s); old key published: \(issuer.publishedKeyIDs.contains(previousKey))",
+            proves: "the unknown kid cost exactly one refetch (counted by the issuer); the old key's token verified until it expired, then its key left the JWKS")
 
         // 7. A leaked key is withdrawn at once: the cached token is refused, TokenKit forces a refresh.
         let skipped = clerk.skipCacheRequests
@@ -246,6 +256,7 @@ public struct ClerkDemoRun: Sendable {
             ("backend requests verified", "\(backend.stats.authenticated)"),
             ("backend requests refused", "\(backend.stats.rejectedTotal)"),
             ("backend JWKS fetches", "\(backend.jwksFetches ?? 0)"),
+            ("issuer JWKS / discovery served", "\(issuer.stats.jwksServed) / \(issuer.stats.discoveryServed)"),
             ("key rotations", "\(issuer.stats.rotations)"),
             ("demo time moved forward", "\(time.shift.components.seconds) s"),
         ])

@@ -6,11 +6,13 @@ import Hummingbird
 ///
 /// - `POST /v1/client/sign_ins` with `{"identifier": ..., "password": ...}`: starts a session for one of the
 ///   server's users; answers `{"client_token", "session_id", "user": {"id", "email"}}` (422 for a wrong password).
-/// - `POST /v1/client/sessions/{sid}/tokens` with `Authorization: <client token>`: mints a 60-second RS256 session
-///   JWT, `{"jwt": ...}`; 401 `{"errors": [{"code": "session_revoked" | "session_ended" | ...}]}` once the session
-///   is over.
+/// - `POST /v1/client/sessions/{sid}/tokens` with `Authorization: <client token>`: mints a 60-second RS256 (or
+///   ES256) session JWT, `{"jwt": ...}`; 401 `{"errors": [{"code": "session_revoked" | "session_ended" | ...}]}`
+///   once the session is over.
 /// - `POST /v1/client/sessions/{sid}/end`: signs the session out.
 /// - `GET /v1/jwks`: the issuer's keys, with `Cache-Control: public, max-age=...`.
+/// - `GET /.well-known/openid-configuration`: OpenID Connect discovery (`issuer`, `jwks_uri` pointing at
+///   `/v1/jwks`, `id_token_signing_alg_values_supported`, ...), with the same `Cache-Control`.
 /// - With debug endpoints: `POST /debug/issuer/rotate-key`, `POST /debug/issuer/revoke-sessions`
 ///   (`{"user_id": ...}` or empty for all), `GET /debug/issuer/stats`.
 struct SessionIssuerRoutes: Sendable {
@@ -29,10 +31,16 @@ struct SessionIssuerRoutes: Sendable {
             self.end(sessionID: context.parameters.get("sid") ?? "", request)
         }
         router.get("/v1/jwks") { _, _ in
-            let maxAge = self.issuer.configuration.jwksMaxAge.components.seconds
+            Responses.raw(self.issuer.jwksDocument, contentType: "application/json", headers: self.cacheControl)
+        }
+        router.get("/.well-known/openid-configuration") { _, _ in
+            let base = self.issuer.servedAt ?? self.issuer.issuer
+            guard let jwksURL = URL(string: base + "/v1/jwks") else {
+                return Self.errors("internal_error", status: .internalServerError)
+            }
             return Responses.raw(
-                self.issuer.jwksDocument, contentType: "application/json",
-                headers: [.cacheControl: "public, max-age=\(maxAge)"])
+                self.issuer.discoveryDocument(jwksURL: jwksURL), contentType: "application/json",
+                headers: self.cacheControl)
         }
         guard debugEndpoints else { return }
         router.post("/debug/issuer/rotate-key") { _, _ in
@@ -48,6 +56,10 @@ struct SessionIssuerRoutes: Sendable {
             return Responses.json(["revoked": self.issuer.revokeSessions(userID: userID)])
         }
         router.get("/debug/issuer/stats") { _, _ in Responses.json(self.issuer.stats) }
+    }
+
+    private var cacheControl: HTTPFields {
+        [.cacheControl: "public, max-age=\(issuer.configuration.jwksMaxAge.components.seconds)"]
     }
 
     private struct SignInBody: Decodable {

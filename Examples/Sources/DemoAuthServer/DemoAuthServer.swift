@@ -44,7 +44,8 @@ public final class DemoAuthServer: Sendable {
     private let authority: TokenAuthority
     /// The BetterAuth-style accounts and cookie sessions (`DemoAuthServer+BetterAuth.swift`).
     let cookieSessions: CookieSessions
-    /// The Clerk-like session issuer (RS256 session JWTs, `/v1/jwks`, key rotation); see ``SessionIssuer``.
+    /// The Clerk-like session issuer (RS256 or ES256 session JWTs, `/v1/jwks`, OpenID Connect discovery, key
+    /// rotation); see ``SessionIssuer``. Its `iss` is the server's base URL unless configured.
     public let sessionIssuer: SessionIssuer
     private let logger: Logger
     private let lifecycle = Mutex<Lifecycle>(.stopped)
@@ -170,6 +171,7 @@ public final class DemoAuthServer: Sendable {
             if case .failure(let error) = failure { throw DemoAuthServerError.startFailed(error) }
             throw DemoAuthServerError.startFailed
         }
+        sessionIssuer.served(at: baseURL)
         let running = Running(baseURL: baseURL, group: group, task: task)
         lifecycle.withLock { $0 = .running(running) }
         logger.info("listening", metadata: ["url": "\(baseURL.absoluteString)"])

@@ -7,8 +7,9 @@ import Synchronization
 public import TokenVerification
 
 /// The diet-app backend of seed 000 ("Backend JWT Verification"), in Swift: every `/users/...` and `/food-logs`
-/// request carries a Clerk session JWT, verified against the issuer's JWKS (RS256 only, `exp`/`nbf`/`iat`, exact
-/// `iss`, `azp` among the app's origins) through TokenKit's `TokenVerification`.
+/// request carries a Clerk session JWT, verified by TokenKit's Hummingbird middleware (`TokenVerificationMiddleware`
+/// from `TokenKitHummingbird`) against the issuer's JWKS, found through OpenID Connect discovery (RS256 only by
+/// default, `exp`/`nbf`/`iat`, exact `iss`, `azp` among the app's origins).
 ///
 /// - `GET /users/me`: `{"userId": sub, "sessionId": sid}`.
 /// - `POST /users/me`: creates the user document (201) or updates it (200).
@@ -19,34 +20,53 @@ public import TokenVerification
 ///   RFC 6750 `WWW-Authenticate`; 503 when the JWKS is unreachable past its staleness bound.
 ///
 /// ```swift
-/// let backend = DietBackend(configuration: .init(
-///     issuer: "https://clerk.example.com", jwksURL: URL(string: "https://clerk.example.com/v1/jwks")!))
+/// // Keys through https://clerk.example.com/.well-known/openid-configuration's jwks_uri:
+/// let backend = DietBackend(configuration: .init(issuer: "https://clerk.example.com"))
 /// let baseURL = try await backend.start()
 /// ```
 public final class DietBackend: Sendable {
     /// The backend's options.
     public struct Configuration: Sendable {
-        /// The exact `iss` of accepted tokens (the Clerk frontend API).
+        /// The exact `iss` of accepted tokens (the Clerk frontend API); also where discovery starts.
         public var issuer: String
-        /// Where the issuer's JWKS is.
-        public var jwksURL: URL
+        /// Where the issuer's JWKS is; `nil` (the default) finds it through OpenID Connect discovery, at the
+        /// `jwks_uri` of `<issuer>/.well-known/openid-configuration`.
+        public var jwksURL: URL?
         /// Accepted `azp` values (the app's origins), or `nil` to not check `azp`.
         public var authorizedParties: Set<String>?
+        /// Accepted signing algorithms: the seed's checklist says `RS256` only.
+        public var algorithms: Set<JWSAlgorithm>
+        /// The JWKS cache and refetch bounds of the default key source (cooldown for unknown `kid`s, ...).
+        public var keyCache: RemoteJWKSSource.Configuration
         /// The loopback port; `0` picks a free one.
         public var port: Int
 
         /// Creates a configuration.
         ///
         /// - Parameters:
-        ///   - issuer: The exact `iss`.
-        ///   - jwksURL: The JWKS URL.
+        ///   - issuer: The exact `iss`, and the discovery base.
+        ///   - jwksURL: The JWKS URL, or `nil` for OpenID Connect discovery.
         ///   - authorizedParties: Accepted `azp` values, or `nil`.
+        ///   - algorithms: Accepted algorithms; `RS256` by default.
+        ///   - keyCache: The default key source's cache bounds.
         ///   - port: The loopback port; `0` by default.
-        public init(issuer: String, jwksURL: URL, authorizedParties: Set<String>? = nil, port: Int = 0) {
+        public init(
+            issuer: String, jwksURL: URL? = nil, authorizedParties: Set<String>? = nil,
+            algorithms: Set<JWSAlgorithm> = [.rs256], keyCache: RemoteJWKSSource.Configuration = .init(),
+            port: Int = 0
+        ) {
             self.issuer = issuer
             self.jwksURL = jwksURL
             self.authorizedParties = authorizedParties
+            self.algorithms = algorithms
+            self.keyCache = keyCache
             self.port = port
+        }
+
+        /// Where the default key source looks: the JWKS URL, or discovery at the issuer.
+        public var keyLocation: RemoteJWKSSource.Location? {
+            if let jwksURL { return .jwks(jwksURL) }
+            return URL(string: issuer).map { .openIDDiscovery(issuer: $0) }
         }
     }
 
@@ -71,11 +91,10 @@ public final class DietBackend: Sendable {
 
     /// The options.
     public let configuration: Configuration
-    /// The key source (a `RemoteJWKSSource` over ``Configuration/jwksURL`` unless one was given).
+    /// The key source (a `RemoteJWKSSource` at ``Configuration/keyLocation`` unless one was given).
     public let keySource: any JWKSSource
-    /// The verifier behind the authenticator.
+    /// The verifier behind the middleware.
     public let verifier: TokenVerifier
-    let authenticator: BearerAuthenticator
     let store = UserStore()
     let onAccountDeleted: @Sendable (String) async -> Void
     private let counters = Mutex(Stats())
@@ -86,7 +105,7 @@ public final class DietBackend: Sendable {
     ///
     /// - Parameters:
     ///   - configuration: Issuer, JWKS, parties and port.
-    ///   - keySource: Where keys come from; by default a `RemoteJWKSSource` for ``Configuration/jwksURL``.
+    ///   - keySource: Where keys come from; by default a `RemoteJWKSSource` at ``Configuration/keyLocation``.
     ///   - now: The wall clock for `exp`, `nbf` and `iat`.
     ///   - logger: Where requests are logged (method, path, status and reason; never a token).
     ///   - onAccountDeleted: Called with the user ID after `DELETE /users/me` deleted the data (the seed's
@@ -99,14 +118,22 @@ public final class DietBackend: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.onAccountDeleted = onAccountDeleted
-        let keySource: any JWKSSource = keySource ?? RemoteJWKSSource(jwksURL: configuration.jwksURL, logger: logger)
-        self.keySource = keySource
+        let source: any JWKSSource
+        if let keySource {
+            source = keySource
+        } else if let location = configuration.keyLocation {
+            source = RemoteJWKSSource(location: location, configuration: configuration.keyCache, logger: logger)
+        } else {
+            // An issuer that is not a URL and no JWKS URL: no key to find, so every token is refused.
+            logger.error("no JWKS: the issuer is not a URL and no JWKS URL was given")
+            source = StaticJWKSSource(JWKSet(keys: []))
+        }
+        self.keySource = source
         verifier = TokenVerifier(
             configuration: .init(
-                issuer: configuration.issuer, algorithms: [.rs256], requiredClaims: ["exp", "sub", "sid"],
-                allowedParties: configuration.authorizedParties),
-            keySource: keySource, now: now)
-        authenticator = BearerAuthenticator(verifier: verifier)
+                issuer: configuration.issuer, algorithms: configuration.algorithms,
+                requiredClaims: ["exp", "sub", "sid"], allowedParties: configuration.authorizedParties),
+            keySource: source, now: now)
     }
 
     /// Refetches the JWKS now (an operator's "keys changed" hook); tokens whose key left the set stop verifying.
@@ -123,13 +150,10 @@ public final class DietBackend: Sendable {
     /// The base URL while running.
     public var baseURL: URL? { running.withLock { $0?.baseURL } }
 
-    func count(_ outcome: BearerAuthenticator.Outcome) {
-        counters.withLock { stats in
-            switch outcome {
-            case .authenticated: stats.authenticated += 1
-            case .rejected(let rejection): stats.rejected["\(rejection.error)", default: 0] += 1
-            }
-        }
+    func countAuthenticated() { counters.withLock { $0.authenticated += 1 } }
+
+    func countRejected(_ rejection: BearerAuthenticator.Rejection) {
+        counters.withLock { $0.rejected["\(rejection.error)", default: 0] += 1 }
     }
 
     func countDeletion() { counters.withLock { $0.accountsDeleted += 1 } }

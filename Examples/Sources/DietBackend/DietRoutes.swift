@@ -3,47 +3,41 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import TokenKitHummingbird
 import TokenVerification
 
-/// The request context: Hummingbird's basics plus the verified identity (the seed's `req.auth`).
-struct DietRequestContext: RequestContext {
+/// The request context: Hummingbird's basics plus the identity TokenKit's middleware verified (the seed's
+/// `req.auth`: `userId`, `sessionId`).
+struct DietRequestContext: BearerAuthRequestContext {
     var coreContext: CoreRequestContextStorage
-    /// `{userId: sub, sessionId: sid}` once the middleware verified the token.
-    var auth: (userID: String, sessionID: String?)?
+    var identity: BearerIdentity?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        identity = nil
     }
 }
 
-/// Verifies the Bearer of every request it guards and answers 401/503 itself when it does not verify.
-struct ClerkJWTMiddleware: RouterMiddleware {
+/// Counts what the verification middleware behind it decided, for ``DietBackend/stats``: a ``BearerRejection``
+/// thrown through it is a refusal (rethrown, so Hummingbird answers it), anything else got past the middleware.
+struct OutcomeCounter: RouterMiddleware {
     typealias Context = DietRequestContext
     let backend: DietBackend
 
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        let outcome = await backend.authenticator.authenticate(authorization: request.headers[.authorization])
-        backend.count(outcome)
-        switch outcome {
-        case .authenticated(let claims):
-            var context = context
-            context.auth = (claims.subject, claims.sessionID)
-            return try await next(request, context)
-        case .rejected(let rejection):
-            context.logger.debug(
-                "rejected",
-                metadata: [
-                    "path": "\(request.uri.path)", "status": "\(rejection.status)", "reason": "\(rejection.error)",
-                ])
-            var headers = HTTPFields()
-            for (name, value) in rejection.headers {
-                if let field = HTTPField.Name(name) { headers[field] = value }
-            }
-            return Response(
-                status: .init(code: rejection.status), headers: headers,
-                body: ResponseBody(byteBuffer: ByteBuffer(string: rejection.body)))
+        do {
+            let response = try await next(request, context)
+            backend.countAuthenticated()
+            return response
+        } catch let rejection as BearerRejection {
+            backend.countRejected(rejection.rejection)
+            throw rejection
+        } catch {
+            // Only the verification middleware refuses; an error from a route came after it let the request in.
+            backend.countAuthenticated()
+            throw error
         }
     }
 }
@@ -54,10 +48,12 @@ struct DietRoutes: Sendable {
 
     func makeRouter() -> Router<DietRequestContext> {
         let router = Router(context: DietRequestContext.self)
-        let guarded = router.group().add(middleware: ClerkJWTMiddleware(backend: backend))
+        let guarded = router.group()
+            .add(middleware: OutcomeCounter(backend: backend))
+            .add(middleware: TokenVerificationMiddleware<DietRequestContext>(verifier: backend.verifier))
         guarded.get("/users/me") { _, context in
-            let auth = try Self.auth(context)
-            return Self.json(["userId": auth.userID, "sessionId": auth.sessionID ?? ""])
+            let identity = try context.requireIdentity()
+            return Self.json(["userId": identity.userId, "sessionId": identity.sessionId ?? ""])
         }
         guarded.post("/users/me") { _, context in
             let auth = try Self.auth(context)
@@ -90,8 +86,8 @@ struct DietRoutes: Sendable {
     }
 
     static func auth(_ context: DietRequestContext) throws -> (userID: String, sessionID: String?) {
-        guard let auth = context.auth else { throw HTTPError(.unauthorized) }
-        return auth
+        let identity = try context.requireIdentity()
+        return (identity.userId, identity.sessionId)
     }
 
     static func json(_ value: [String: String], status: HTTPResponse.Status = .ok) -> Response {

@@ -12,9 +12,10 @@ struct ClerkDemo: AsyncParsableCommand {
         commandName: "clerk-demo",
         abstract: "Clerk-like app: SDK-managed session, state loop, Bearer on every request, diet backend with JWKS.",
         discussion: """
-            Starts the demo auth server's Clerk-like issuer (RS256 session JWTs, /v1/jwks, key rotation) and the \
-            diet backend in-process, then runs the app through launch, sign-in, requests across an expiry, two key \
-            rotations, a withdrawn key (a 401 cured by a forced refresh), offline and back, a revocation on the \
+            Starts the demo auth server's Clerk-like issuer (RS256 session JWTs, OpenID Connect discovery, /v1/jwks, \
+            key rotation) and the diet backend in-process, then runs the app through launch, sign-in, requests \
+            across an expiry, two key rotations (the second mid-run: one JWKS refetch, counted by the issuer, while \
+            the old key's token verifies until it expires), a withdrawn key (a 401 cured by a forced refresh), offline and back, a revocation on the \
             server, sign-out and account deletion. Demo time moves forward by hand, so the run takes seconds. \
             Exits non-zero when an expectation fails.
             """

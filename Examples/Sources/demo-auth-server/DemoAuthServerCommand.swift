@@ -14,7 +14,9 @@ struct DemoAuthServerCommand: AsyncParsableCommand {
             /api/v1/auth/logout (JSON, X-API-Key), POST /oauth/token, /oauth/revoke (form-encoded, client_id \
             demo-app, or demo-backend with secret demo-secret), GET /.well-known/jwks.json, GET /api/v1/progress, \
             /api/v1/sleep, /api/v1/nutrition, POST /api/v1/photo-recognition (Bearer), GET /debug/stats, \
-            GET|POST /debug/faults, POST /debug/revoke-sessions. See Examples/README.md.
+            GET|POST /debug/faults, POST /debug/revoke-sessions. The Clerk-like issuer: POST /v1/client/sign_ins, \
+            /v1/client/sessions/{sid}/tokens, GET /v1/jwks, /.well-known/openid-configuration, \
+            POST /debug/issuer/rotate-key, GET /debug/issuer/stats. See Examples/README.md.
             """
     )
 
@@ -53,6 +55,15 @@ struct DemoAuthServerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds after which a checked cookie session is renewed.", valueName: "seconds"))
     var sessionUpdateAge = 24 * 3600
 
+    @Option(help: ArgumentHelp("The Clerk-like issuer's signing algorithm (RS256 or ES256).", valueName: "alg"))
+    var sessionAlgorithm = "RS256"
+
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Publish the Clerk-like issuer's next key before it signs (off: it appears at the rotation, as Clerk's)."
+    )
+    var publishNextKey = true
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") }
         guard accessTokenLifetime >= 1 else { throw ValidationError("--access-token-lifetime must be at least 1.") }
@@ -60,6 +71,9 @@ struct DemoAuthServerCommand: AsyncParsableCommand {
         guard graceWindow >= 0 else { throw ValidationError("--grace-window must not be negative.") }
         guard !apiKey.isEmpty else { throw ValidationError("--api-key must not be empty.") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("Unknown --log-level.") }
+        guard SessionIssuer.Algorithm(name: sessionAlgorithm) != nil else {
+            throw ValidationError("--session-algorithm must be RS256 or ES256.")
+        }
         guard sessionLifetime >= 1, sessionUpdateAge >= 1 else {
             throw ValidationError("--session-lifetime and --session-update-age must be at least 1.")
         }
@@ -78,7 +92,9 @@ struct DemoAuthServerCommand: AsyncParsableCommand {
         )
         configuration.betterAuth = .init(
             sessionLifetime: .seconds(sessionLifetime), updateAge: .seconds(sessionUpdateAge))
-        let server = DemoAuthServer(configuration: configuration, logger: logger)
+        let issuer = SessionIssuer.Configuration(
+            algorithm: SessionIssuer.Algorithm(name: sessionAlgorithm) ?? .rs256, publishesNextKey: publishNextKey)
+        let server = DemoAuthServer(configuration: configuration, logger: logger, issuer: issuer)
         do {
             try await server.run(onPort: port) { url in
                 // Written unbuffered, so a script reading the URL sees it at once.
@@ -87,6 +103,8 @@ struct DemoAuthServerCommand: AsyncParsableCommand {
                       log in as \(DemoAuthServer.User.demo.email) (its demo password is in --help)
                       access tokens live \(accessTokenLifetime) s, grace window \(graceWindow) s, \
                     reuse detection \(reuseDetection ? "on" : "off"), rotation \(rotation ? "on" : "off")
+                      Clerk-like issuer: \(issuer.algorithm), next key published \(publishNextKey ? "yes" : "no"), \
+                    discovery: curl \(url.absoluteString)/.well-known/openid-configuration
                       stats: curl \(url.absoluteString)/debug/stats   (Ctrl-C to stop)
 
                     """

@@ -43,19 +43,23 @@ import TokenVerification
         }
     }
 
-    func withRig(_ body: (Rig) async throws -> Void) async throws {
+    /// The demo server's issuer and the backend, which finds the JWKS through the issuer's discovery document.
+    func withRig(
+        issuer issuerConfiguration: SessionIssuer.Configuration = .init(), algorithms: Set<JWSAlgorithm> = [.rs256],
+        _ body: (Rig) async throws -> Void
+    ) async throws {
         let clock = ManualClock()
         let logger = Logger(label: "diet-backend-tests")
-        let server = DemoAuthServer(now: clock.wallClock, logger: logger)
+        let server = DemoAuthServer(now: clock.wallClock, logger: logger, issuer: issuerConfiguration)
         let issuerURL = try await server.start()
-        let jwks = issuerURL.appendingPathComponent("v1/jwks")
         let issuer = server.sessionIssuer
         let backend = DietBackend(
             configuration: .init(
-                issuer: issuer.configuration.issuer, jwksURL: jwks,
-                authorizedParties: [issuer.configuration.authorizedParty]),
-            keySource: RemoteJWKSSource(jwksURL: jwks, clock: clock, logger: logger), now: clock.wallClock,
-            logger: logger, onAccountDeleted: { issuer.deleteUser($0) })
+                issuer: issuer.issuer, authorizedParties: [issuer.configuration.authorizedParty],
+                algorithms: algorithms),
+            keySource: RemoteJWKSSource(
+                location: .openIDDiscovery(issuer: issuerURL), clock: clock, logger: logger),
+            now: clock.wallClock, logger: logger, onAccountDeleted: { issuer.deleteUser($0) })
         do {
             let backendURL = try await backend.start()
             try await body(Rig(clock: clock, server: server, backend: backend, backendURL: backendURL))
@@ -139,5 +143,108 @@ import TokenVerification
                 try rig.issuer.sessionToken(sessionID: session.sessionID, clientToken: session.clientToken)
             }
         }
+    }
+
+    @Test func discoveryAndTheJWKSAreServedWithCacheControlAndTheBackendFindsTheKeysThroughThem() async throws {
+        try await withRig { rig in
+            let base = try #require(rig.server.baseURL)
+            for path in [".well-known/openid-configuration", "v1/jwks"] {
+                let request = HTTPRequest(method: .get, url: base.appendingPathComponent(path))
+                let (response, _) = try await rig.transport.send(request, body: nil)
+                #expect(response.status == .ok)
+                #expect(response.headerFields[.cacheControl] == "public, max-age=300")
+            }
+            let discovery = HTTPRequest(
+                method: .get, url: base.appendingPathComponent(".well-known/openid-configuration"))
+            let (_, body) = try await rig.transport.send(discovery, body: nil)
+            let document = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+            #expect(document["issuer"] as? String == base.absoluteString)
+            #expect(document["jwks_uri"] as? String == base.absoluteString + "/v1/jwks")
+            #expect(document["id_token_signing_alg_values_supported"] as? [String] == ["RS256"])
+            let served = rig.issuer.stats
+            let session = rig.start()
+            #expect(try await rig.send(.get, "users/me", bearer: try rig.mint(session)).0.status == .ok)
+            #expect(try await rig.send(.get, "users/me", bearer: try rig.mint(session)).0.status == .ok)
+            #expect(rig.issuer.stats.discoveryServed - served.discoveryServed == 1)
+            #expect(rig.issuer.stats.jwksServed - served.jwksServed == 1)
+            #expect(rig.backend.jwksFetches == 1)
+        }
+    }
+
+    @Test func aRotationMidRunCostsOneRefetchAndOldKeyTokensVerifyUntilTheyExpire() async throws {
+        try await withRig(issuer: .init(publishesNextKey: false)) { rig in
+            let session = rig.start()
+            let oldToken = try rig.mint(session)
+            #expect(try await rig.send(.get, "users/me", bearer: oldToken).0.status == .ok)
+            #expect(rig.issuer.stats.jwksServed == 1)
+            rig.clock.advance(by: .seconds(31))
+            try rig.issuer.rotateKey()
+            let newToken = try rig.mint(session)
+            // The old key's token needs no fetch; the new key's first sight costs exactly one, later ones none.
+            #expect(try await rig.send(.get, "users/me", bearer: oldToken).0.status == .ok)
+            #expect(rig.issuer.stats.jwksServed == 1)
+            for token in [newToken, newToken, oldToken, newToken] {
+                #expect(try await rig.send(.get, "users/me", bearer: token).0.status == .ok)
+            }
+            #expect(rig.issuer.stats.jwksServed == 2)
+            rig.clock.advance(by: .seconds(28))
+            #expect(try await rig.send(.get, "users/me", bearer: oldToken).0.status == .ok)
+            // Past `exp` and the verifier's 5-second leeway.
+            rig.clock.advance(by: .seconds(8))
+            let (expired, body) = try await rig.send(.get, "users/me", bearer: oldToken)
+            #expect(expired.status == .unauthorized)
+            #expect(body == #"{"error": "Invalid token"}"#)
+            #expect(rig.backend.stats.rejected["\(TokenVerificationError.expired)"] == 1)
+            #expect(rig.issuer.stats.jwksServed == 2)
+            #expect(rig.issuer.stats.discoveryServed == 1)
+            #expect(rig.backend.stats.authenticated == 7)
+        }
+    }
+
+    @Test func anES256IssuerVerifiesOnABackendThatAllowsES256AndIsRefusedByAnRS256OnlyOne() async throws {
+        try await withRig(issuer: .init(algorithm: .es256), algorithms: [.es256]) { rig in
+            let session = rig.start()
+            let (response, body) = try await rig.send(.get, "users/me", bearer: try rig.mint(session))
+            #expect(response.status == .ok)
+            #expect(body == #"{"sessionId":"\#(session.sessionID)","userId":"user_2diet"}"#)
+        }
+        try await withRig(issuer: .init(algorithm: .es256)) { rig in
+            let session = rig.start()
+            let (response, body) = try await rig.send(.get, "users/me", bearer: try rig.mint(session))
+            #expect(response.status == .unauthorized)
+            #expect(body == #"{"error": "Invalid token"}"#)
+            #expect(rig.backend.stats.authenticated == 0)
+        }
+    }
+
+    @Test func withoutAKeySourceTheBackendFindsTheJWKSThroughTheIssuersDiscovery() async throws {
+        let clock = ManualClock()
+        let logger = Logger(label: "diet-backend-tests")
+        let server = DemoAuthServer(now: clock.wallClock, logger: logger)
+        let issuerURL = try await server.start()
+        let issuer = server.sessionIssuer
+        let jwks = issuerURL.appendingPathComponent("v1/jwks")
+        let explicit = DietBackend.Configuration(issuer: "https://clerk.example.test", jwksURL: jwks)
+        #expect(explicit.keyLocation == .jwks(jwks))
+        let backend = DietBackend(
+            configuration: .init(issuer: issuer.issuer, authorizedParties: [issuer.configuration.authorizedParty]),
+            now: clock.wallClock, logger: logger)
+        #expect(backend.configuration.keyLocation == .openIDDiscovery(issuer: issuerURL))
+        do {
+            let rig = Rig(clock: clock, server: server, backend: backend, backendURL: try await backend.start())
+            let session = rig.start()
+            let (response, body) = try await rig.send(.get, "users/me", bearer: try rig.mint(session))
+            #expect(response.status == .ok)
+            #expect(body == #"{"sessionId":"\#(session.sessionID)","userId":"user_2diet"}"#)
+            #expect(issuer.stats.discoveryServed == 1)
+            #expect(issuer.stats.jwksServed == 1)
+            #expect(backend.jwksFetches == 1)
+        } catch {
+            await backend.stop()
+            await server.stop()
+            throw error
+        }
+        await backend.stop()
+        await server.stop()
     }
 }

@@ -10,8 +10,8 @@ import TokenVerification
 @Suite(.logLeakCheck()) struct SessionIssuerTests {
     static let logger = Logger(label: "clerk-demo-tests")
 
-    func issuer(_ clock: ManualClock) -> SessionIssuer {
-        SessionIssuer(now: clock.wallClock, logger: Self.logger)
+    func issuer(_ clock: ManualClock, _ configuration: SessionIssuer.Configuration = .init()) -> SessionIssuer {
+        SessionIssuer(configuration: configuration, now: clock.wallClock, logger: Self.logger)
     }
 
     func mint(_ issuer: SessionIssuer, _ session: SessionIssuer.StartedSession) throws -> String {
@@ -26,10 +26,12 @@ import TokenVerification
         return session
     }
 
-    func verifier(_ issuer: SessionIssuer, _ clock: ManualClock) throws -> TokenVerifier {
+    func verifier(
+        _ issuer: SessionIssuer, _ clock: ManualClock, algorithms: Set<JWSAlgorithm> = [.rs256]
+    ) throws -> TokenVerifier {
         TokenVerifier(
             configuration: .init(
-                issuer: issuer.configuration.issuer, allowedParties: [issuer.configuration.authorizedParty]),
+                issuer: issuer.issuer, algorithms: algorithms, allowedParties: [issuer.configuration.authorizedParty]),
             keySource: StaticJWKSSource(try JWKSet(json: issuer.jwksDocument)), now: clock.wallClock)
     }
 
@@ -96,5 +98,69 @@ import TokenVerification
         #expect(throws: SessionIssuer.Refusal.unknownClient) {
             try issuer.sessionToken(sessionID: session.sessionID, clientToken: "client_not-the-right-one")
         }
+    }
+
+    @Test func es256SessionTokensCarryAKidAndVerifyThroughAnECKeyInTheJWKS() async throws {
+        let clock = ManualClock()
+        let issuer = issuer(clock, .init(algorithm: .es256))
+        let session = start(issuer)
+        let token = try mint(issuer, session)
+        let claims = try await verifier(issuer, clock, algorithms: [.es256]).verify(token)
+        #expect(claims.algorithm == .es256)
+        #expect(claims.keyID == issuer.currentKeyID)
+        #expect(claims.sessionID == session.sessionID)
+        let document = try JSONSerialization.jsonObject(with: issuer.jwksDocument) as? [String: [[String: String]]]
+        let keys = try #require(document?["keys"])
+        #expect(keys.count == 2)
+        #expect(keys.allSatisfy { $0["kty"] == "EC" && $0["crv"] == "P-256" && $0["alg"] == "ES256" })
+        // A verifier held to RS256, as the seed's backend is, refuses it.
+        await #expect(throws: TokenVerificationError.self) { try await verifier(issuer, clock).verify(token) }
+    }
+
+    @Test(arguments: [SessionIssuer.Algorithm.rs256, .es256])
+    func theDiscoveryDocumentNamesTheIssuerTheJWKSAndTheAlgorithm(_ algorithm: SessionIssuer.Algorithm) throws {
+        let issuer = issuer(ManualClock(), .init(issuer: "https://clerk.example.test", algorithm: algorithm))
+        let jwks = try #require(URL(string: "https://clerk.example.test/v1/jwks"))
+        let data = issuer.discoveryDocument(jwksURL: jwks)
+        let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(document["issuer"] as? String == "https://clerk.example.test")
+        #expect(document["jwks_uri"] as? String == "https://clerk.example.test/v1/jwks")
+        #expect(document["id_token_signing_alg_values_supported"] as? [String] == [algorithm.name])
+        #expect(document["subject_types_supported"] as? [String] == ["public"])
+        #expect(issuer.stats.discoveryServed == 1)
+    }
+
+    @Test func withoutPrepublicationTheNewKeyAppearsAtTheRotationAndTheOldOneStaysUntilItsTokensExpire() async throws {
+        let clock = ManualClock()
+        let issuer = issuer(clock, .init(publishesNextKey: false))
+        let session = start(issuer)
+        let first = issuer.currentKeyID
+        #expect(issuer.publishedKeyIDs == [first])
+        let oldToken = try mint(issuer, session)
+        let before = try verifier(issuer, clock)
+        let second = try issuer.rotateKey()
+        #expect(second != first)
+        #expect(issuer.publishedKeyIDs == [second, first])
+        // A set fetched before the rotation does not know the new key; one fetched after knows both.
+        let newToken = try mint(issuer, session)
+        await #expect(throws: TokenVerificationError.unknownKeyID) { try await before.verify(newToken) }
+        let after = try verifier(issuer, clock)
+        #expect(try await after.verify(newToken).keyID == second)
+        clock.advance(by: .seconds(59))
+        #expect(try await after.verify(oldToken).keyID == first)
+        clock.advance(by: .seconds(2))
+        #expect(issuer.publishedKeyIDs == [second])
+    }
+
+    @Test func theIssuerIsTheServingServersURLUnlessConfigured() async throws {
+        let server = DemoAuthServer(now: ManualClock().wallClock, logger: Self.logger)
+        #expect(server.sessionIssuer.issuer == SessionIssuer.defaultIssuer)
+        let baseURL = try await server.start()
+        await server.stop()
+        #expect(server.sessionIssuer.issuer == baseURL.absoluteString)
+        let configured = DemoAuthServer(logger: Self.logger, issuer: .init(issuer: "https://clerk.example.test"))
+        _ = try await configured.start()
+        await configured.stop()
+        #expect(configured.sessionIssuer.issuer == "https://clerk.example.test")
     }
 }
