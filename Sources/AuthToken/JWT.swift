@@ -62,7 +62,7 @@ public struct JWT: Sendable, Hashable {
         let payload = try Self.decodeObject(segments.payload, part: .payload)
         claims = JWTClaims(members: payload.members, payload: payload.bytes)
         hasEmptySignature = segments.signature.isEmpty
-        guard Base64URL.isValid(segments.signature) else {
+        guard Base64URLCodec.isValid(segments.signature) else {
             let hasMoreSegments = segments.signature.contains(UInt8(ascii: "."))
             throw .malformedJWT(
                 hasMoreSegments ? .structure : .signature, hasMoreSegments ? .segmentCount : .invalidBase64URL)
@@ -93,7 +93,7 @@ public struct JWT: Sendable, Hashable {
     private static func decodeObject(
         _ segment: UnsafeBufferPointer<UInt8>, part: JWTPart
     ) throws(AuthTokenError) -> (members: [String: JSONValue], bytes: [UInt8]) {
-        guard let decoded = Base64URL.decode(segment) else { throw .malformedJWT(part, .invalidBase64URL) }
+        guard let decoded = Base64URLCodec.decode(segment) else { throw .malformedJWT(part, .invalidBase64URL) }
         let parsed: Result<JSONValue, JSONParser.Failure> = decoded.withUnsafeBufferPointer { buffer in
             do throws(JSONParser.Failure) {
                 return .success(try JSONParser.parse(buffer))

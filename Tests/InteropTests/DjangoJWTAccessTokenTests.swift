@@ -197,23 +197,3 @@ extension Interop {
         }
     }
 }
-
-/// The verification failure's reason, or `nil` when `token` verifies.
-private func failureReason(_ verifier: TokenVerifier, _ token: String) async -> String? {
-    do {
-        _ = try await verifier.verify(token)
-        return nil
-    } catch {
-        return error.reason
-    }
-}
-
-/// `token` with one character of its signature changed.
-private func tampered(_ token: String) -> String {
-    var parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-    var signature = Array(parts[2])
-    let index = signature.count / 2
-    signature[index] = signature[index] == "A" ? "B" : "A"
-    parts[2] = String(signature)
-    return parts.joined(separator: ".")
-}

@@ -8,6 +8,7 @@ import Testing
 import TokenKitLogCheck
 import TokenKitTesting
 import TokenRefresh
+import TokenVerification
 
 /// Wraps the real transport: registers every credential that crosses it (to check logs against; in its own
 /// ``secrets`` and in `TestSecrets.shared`, which the `.logLeakCheck()` trait searches for), counts
@@ -207,4 +208,24 @@ func storedSession(_ store: any TokenStore, account: String = "default") async -
 func isAbsent(_ read: TokenStoreRead) -> Bool {
     if case .absent = read { return true }
     return false
+}
+
+/// The verification failure's reason, or `nil` when `token` verifies.
+func failureReason(_ verifier: TokenVerifier, _ token: String) async -> String? {
+    do {
+        _ = try await verifier.verify(token)
+        return nil
+    } catch {
+        return error.reason
+    }
+}
+
+/// `token` with one character of its signature changed.
+func tampered(_ token: String) -> String {
+    var parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+    var signature = Array(parts[2])
+    let index = signature.count / 2
+    signature[index] = signature[index] == "A" ? "B" : "A"
+    parts[2] = String(signature)
+    return parts.joined(separator: ".")
 }
