@@ -70,7 +70,7 @@ struct ReplicaBench: AsyncParsableCommand {
                         localTimes += try await timedRefreshes(local, count: batch)
                         coordinatedTimes += try await timedRefreshes(coordinated, count: batch)
                     }
-                    try? await postgres.query("DROP TABLE IF EXISTS \(unescaped: table)")
+                    _ = try? await postgres.query("DROP TABLE IF EXISTS \(unescaped: table)")
                     return (Self.median(localTimes), Self.median(coordinatedTimes))
                 })
         } catch {

@@ -32,9 +32,9 @@ struct SessionWorker: AsyncParsableCommand {
         /// AsyncHTTPClient on Linux (URLSession there is slow under load), URLSession elsewhere.
         static var platformDefault: Transport {
             #if os(Linux)
-                .asyncHTTPClient
+                return .asyncHTTPClient
             #else
-                .urlSession
+                return .urlSession
             #endif
         }
     }
@@ -232,7 +232,7 @@ struct SessionWorker: AsyncParsableCommand {
             "outage probe: store \(Self.describe(read)), state \(refresher.currentState), \(requests) requests, "
                 + "\(failed) failed\(errors.first)")
         let pid = ProcessInfo.processInfo.processIdentifier
-        FileManager.default.createFile(atPath: gateURL.appending(path: "probed-\(pid)").path, contents: nil)
+        _ = FileManager.default.createFile(atPath: gateURL.appending(path: "probed-\(pid)").path, contents: nil)
         return failed
     }
 
