@@ -36,11 +36,11 @@ extension DemoAuthServer {
         /// Answer every request outside `/debug/` with `200` and an HTML page, until turned off.
         public var htmlEverywhere: Bool
 
-        /// Hold the next N refreshes without rotating until the client closes the connection (a client that
-        /// dies mid-refresh), or ``stallLimitSeconds`` passed, then answer `503` if it is still there.
+        /// Hold the next N refreshes for ``stallLimitSeconds`` without rotating, then answer `503`: a refresh
+        /// in progress whose client may die meanwhile (a replica killed mid-refresh) without retiring anything.
         public var stallNextRefreshes: Int
 
-        /// The longest a stalled refresh is held before it is answered `503`.
+        /// How long a stalled refresh is held before it is answered `503`.
         public var stallLimitSeconds: Int
 
         /// Creates a fault plan; everything is off by default.
@@ -54,8 +54,8 @@ extension DemoAuthServer {
         ///   - dropResponseAfterRotationNextRefreshes: Refreshes to rotate and then leave unanswered.
         ///   - failAfterRotationNextRefreshes: Refreshes to rotate and then answer with `500`.
         ///   - htmlEverywhere: Whether every non-debug endpoint answers HTML.
-        ///   - stallNextRefreshes: Refreshes to hold, unrotated, until the client goes away.
-        ///   - stallLimitSeconds: The longest a stalled refresh is held; 30 s by default.
+        ///   - stallNextRefreshes: Refreshes to hold, unrotated, then answer with `503`.
+        ///   - stallLimitSeconds: How long a stalled refresh is held; 30 s by default.
         public init(
             failNextRefreshes: Int = 0,
             unavailableNextRefreshes: Int = 0,

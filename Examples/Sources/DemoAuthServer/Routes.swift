@@ -244,30 +244,14 @@ struct Routes: Sendable {
             try? await context.channel.close()
             throw ConnectionDropped()
         case .faulted(.stall(let limit)):
-            // Nothing rotated: held until the client goes away (killed mid-refresh, say) or the limit passes.
-            if await Self.closes(context.channel, within: .seconds(limit)) { throw ConnectionDropped() }
+            // Nothing rotated: the client waits (or dies meanwhile, killed mid-refresh), then gets a 503.
+            try? await Task.sleep(for: .seconds(limit))
             return Responses.fault(.stall(limitSeconds: limit))
         case .issued(_, let fault), .faulted(let fault):
             return Responses.fault(fault)
         case .rejected(let reason):
             return Responses.oauthError("invalid_grant", reason, status: rejectionStatus)
         }
-    }
-
-    /// Whether `channel` closes within `limit` (the client went away); waits no longer than that.
-    private static func closes(_ channel: any Channel, within limit: Duration) async -> Bool {
-        let (outcome, continuation) = AsyncStream<Bool>.makeStream()
-        channel.closeFuture.whenComplete { _ in continuation.yield(true) }
-        let timer = Task {
-            try? await Task.sleep(for: limit)
-            continuation.yield(false)
-        }
-        defer {
-            timer.cancel()
-            continuation.finish()
-        }
-        for await closed in outcome { return closed }
-        return false
     }
 
     // MARK: Protected resources

@@ -38,7 +38,7 @@ struct FaultTests {
     }
 
     @Test func aStalledRefreshRotatesNothingAndEndsWith503AtItsLimit() async throws {
-        // A limit of 0 s: the held refresh is answered at once (the client-goes-away path is the replica test's).
+        // A limit of 0 s: the held refresh is answered at once (a client killed while held: the replica test).
         try await withServer(.init(faults: .init(stallNextRefreshes: 1, stallLimitSeconds: 0))) { server, client in
             let login = try Pair(try await client.jsonLogin())
             let stalled = try await client.jsonRefresh(login.refreshToken)

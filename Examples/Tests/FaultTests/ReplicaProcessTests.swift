@@ -49,7 +49,7 @@ extension ChildProcessTests {
                 #expect(stats.resourceRequests == Self.processes * Self.requests * Self.expiries)
                 #expect(stats.rejectedResourceRequests == 0)
                 #expect(run.refreshRecords.count == Self.expiries)
-                #expect(await run.storedSessionIsValid())
+                #expect(try await run.storedSessionIsValid())
                 print(
                     "replicas: \(Self.processes) processes, \(stats.refreshes) refreshes, "
                         + "\(stats.reuseDetections) reuse detections, \(stats.resourceRequests) requests answered")
@@ -58,8 +58,8 @@ extension ChildProcessTests {
 
         @Test(.timeLimit(.minutes(2)))
         func aLockHolderKilledMidRefreshLosesNoSession() async throws {
-            // The first refresh is held by the server (nothing rotated) until its client goes away.
-            let faults = DemoAuthServer.Faults(stallNextRefreshes: 1, stallLimitSeconds: 60)
+            // The first refresh is held by the server (nothing rotated) for 10 s, long after its client is gone.
+            let faults = DemoAuthServer.Faults(stallNextRefreshes: 1, stallLimitSeconds: 10)
             try await ReplicaRun.run(accessTokenLifetime: 5, faults: faults) { run in
                 let workers = try run.launch(Self.processes)
                 await run.poll("the first refresh reached the server", within: .seconds(30)) {
@@ -93,7 +93,7 @@ extension ChildProcessTests {
                 #expect(Set(refreshes.map(\.expiresAt)).count == refreshes.count)
                 let takeOver = try #require(refreshes.first).issuedAt - killedAt.timeIntervalSince1970
                 #expect(takeOver < Double(Self.refreshTimeout.components.seconds))
-                #expect(await run.storedSessionIsValid())
+                #expect(try await run.storedSessionIsValid())
                 print(
                     "replicas: lock holder killed; another replica refreshed \(Int(takeOver * 1000)) ms later; "
                         + "\(stats.refreshes) refreshes in \(stats.refreshAttempts) attempts, "
@@ -150,7 +150,7 @@ extension ChildProcessTests {
                 #expect(stats.rejectedRefreshes == 0)
                 #expect(stats.rejectedResourceRequests == 0)
                 #expect(stats.resourceRequests == Self.processes * Self.requests * (Self.expiries + 1))
-                #expect(await run.storedSessionIsValid())
+                #expect(try await run.storedSessionIsValid())
                 print(
                     "replicas: database stopped and started between expiries; \(stats.refreshes) refreshes, "
                         + "\(stats.reuseDetections) reuse detections, \(stats.resourceRequests) requests answered")
@@ -196,33 +196,34 @@ enum ReplicaDatabase {
 }
 
 /// One replica scenario: the demo server in this process (reuse detection on, no grace window), a table of the
-/// test's own, a session signed in by the test and stored there, and the workers it launches.
+/// test's own, a session signed in by the test and stored there, and the workers it launches. Each database step of
+/// the test opens a pool of its own and closes it after, so no pool of the test's lives across a database restart.
 final class ReplicaRun: Sendable {
     let server: DemoAuthServer
     let baseURL: URL
     let table: String
-    let client: PostgresClient
-    let store: PostgresTokenStore
     /// The server's counters once the test had signed in.
     let start: DemoAuthServer.Stats
     private let loginRecords: Int
 
-    private init(client: PostgresClient, accessTokenLifetime: Int, faults: DemoAuthServer.Faults) async throws {
+    private init(accessTokenLifetime: Int, faults: DemoAuthServer.Faults) async throws {
         let configuration = DemoAuthServer.Configuration(
             accessTokenLifetime: .seconds(accessTokenLifetime), reuseDetection: true, graceWindow: .zero,
             faults: faults)
         Demo.registerSecrets(of: configuration)
         server = DemoAuthServer(configuration: configuration, logger: Demo.traceLogger)
         baseURL = try await server.start()
-        table = "tokenkit_replica_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        self.client = client
-        store = PostgresTokenStore(client: client, configuration: .init(tableName: table))
+        let table = "tokenkit_replica_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        self.table = table
         // Sign in once; the workers find the session in the table.
-        let transport = Demo.transport()
-        let signIn = TokenRefreshClient(
-            strategy: JSONEndpointRefreshStrategy(baseURL: baseURL, apiKey: Demo.apiKey, transport: transport),
-            store: store)
-        try await signIn.signIn(Demo.login(baseURL: baseURL, transport: transport))
+        let baseURL = baseURL
+        try await Self.withStore(table: table) { _, store in
+            let transport = Demo.transport()
+            let signIn = TokenRefreshClient(
+                strategy: JSONEndpointRefreshStrategy(baseURL: baseURL, apiKey: Demo.apiKey, transport: transport),
+                store: store)
+            try await signIn.signIn(Demo.login(baseURL: baseURL, transport: transport))
+        }
         start = server.stats
         loginRecords = server.issueLog.count
     }
@@ -232,24 +233,34 @@ final class ReplicaRun: Sendable {
         accessTokenLifetime: Int, faults: DemoAuthServer.Faults = .init(),
         _ body: (ReplicaRun) async throws -> Void
     ) async throws {
-        let client = PostgresClient(configuration: try #require(ReplicaDatabase.configuration))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            let run = try await ReplicaRun(client: client, accessTokenLifetime: accessTokenLifetime, faults: faults)
-            do {
-                try await body(run)
-            } catch {
-                await run.finish()
-                throw error
-            }
+        let run = try await ReplicaRun(accessTokenLifetime: accessTokenLifetime, faults: faults)
+        do {
+            try await body(run)
+        } catch {
             await run.finish()
+            throw error
         }
+        await run.finish()
     }
 
     private func finish() async {
         await server.stop()
-        _ = try? await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
+        let table = table
+        try? await Self.withStore(table: table) { client, _ in
+            _ = try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
+        }
+    }
+
+    /// Runs `body` with a pool of its own (closed after) and a store on `table` over it.
+    private static func withStore<T: Sendable>(
+        table: String, _ body: (PostgresClient, PostgresTokenStore) async throws -> T
+    ) async throws -> T {
+        let client = PostgresClient(configuration: try #require(ReplicaDatabase.configuration))
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(client, PostgresTokenStore(client: client, configuration: .init(tableName: table)))
+        }
     }
 
     /// Launches `count` workers on this scenario's server and table.
@@ -271,25 +282,29 @@ final class ReplicaRun: Sendable {
     }
 
     /// Whether the table holds a session whose access token is still valid (nobody lost or revoked it).
-    func storedSessionIsValid() async -> Bool {
-        guard case .found(let session) = await store.load(account: "default") else { return false }
+    func storedSessionIsValid() async throws -> Bool {
+        let read = try await Self.withStore(table: table) { _, store in await store.load(account: "default") }
+        guard case .found(let session) = read else { return false }
         return !session.token.isExpired(at: Date(), policy: .default)
     }
 
     /// The PID of the worker holding the account's advisory lock, from `pg_locks` and the holder's
     /// `application_name` (`session-worker-PID`).
     func lockHolderPID() async throws -> Int32 {
-        let key = UInt64(bitPattern: store.advisoryLockKey(account: "default"))
-        let high = Int64(key >> 32)
-        let low = Int64(key & 0xFFFF_FFFF)
-        let rows = try await client.query(
-            """
-            SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-                AND l.classid::bigint = \(high) AND l.objid::bigint = \(low)
-            """)
-        var names: [String] = []
-        for try await name in rows.decode(String.self) { names.append(name) }
+        let names = try await Self.withStore(table: table) { client, store in
+            let key = UInt64(bitPattern: store.advisoryLockKey(account: "default"))
+            let high = Int64(key >> 32)
+            let low = Int64(key & 0xFFFF_FFFF)
+            let rows = try await client.query(
+                """
+                SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+                    AND l.classid::bigint = \(high) AND l.objid::bigint = \(low)
+                """)
+            var names: [String] = []
+            for try await name in rows.decode(String.self) { names.append(name) }
+            return names
+        }
         let name = try #require(names.first, "nobody holds the account's advisory lock")
         return try #require(Int32(name.replacingOccurrences(of: "session-worker-", with: "")), "holder \(name)")
     }
