@@ -49,6 +49,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // The replica worker builds its own PostgreSQL pool and HTTP client; the replica test finds the lock holder.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         .target(
@@ -145,12 +148,28 @@ let package = Package(
             dependencies: appDependencies + [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings
         ),
-        // One process of the multi-process test (Tests/FaultTests): several share one file store.
+        // One process of the multi-process tests (Tests/FaultTests): several share one file store, or one
+        // PostgreSQL table (each process with its own pool).
         .executableTarget(
             name: "session-worker",
             dependencies: appDependencies + [
                 .product(name: "TokenKitPostgres", package: "TokenKitIntegrations"),
                 .product(name: "TokenKitAsyncHTTPClient", package: "TokenKitIntegrations"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // What coordinating a refresh through PostgreSQL adds over one process (issue 18); run by .ci/postgres.
+        .executableTarget(
+            name: "replica-bench",
+            dependencies: appDependencies + [
+                "DemoAuthServer",
+                .product(name: "TokenKitPostgres", package: "TokenKitIntegrations"),
+                .product(name: "TokenKitAsyncHTTPClient", package: "TokenKitIntegrations"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
@@ -180,6 +199,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "TokenKitPostgres", package: "TokenKitIntegrations"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: strictSettings
         ),

@@ -36,6 +36,13 @@ extension DemoAuthServer {
         /// Answer every request outside `/debug/` with `200` and an HTML page, until turned off.
         public var htmlEverywhere: Bool
 
+        /// Hold the next N refreshes for ``stallLimitSeconds`` without rotating, then answer `503`: a refresh
+        /// in progress whose client may die meanwhile (a replica killed mid-refresh) without retiring anything.
+        public var stallNextRefreshes: Int
+
+        /// How long a stalled refresh is held before it is answered `503`.
+        public var stallLimitSeconds: Int
+
         /// Creates a fault plan; everything is off by default.
         ///
         /// - Parameters:
@@ -47,6 +54,8 @@ extension DemoAuthServer {
         ///   - dropResponseAfterRotationNextRefreshes: Refreshes to rotate and then leave unanswered.
         ///   - failAfterRotationNextRefreshes: Refreshes to rotate and then answer with `500`.
         ///   - htmlEverywhere: Whether every non-debug endpoint answers HTML.
+        ///   - stallNextRefreshes: Refreshes to hold, unrotated, then answer with `503`.
+        ///   - stallLimitSeconds: How long a stalled refresh is held; 30 s by default.
         public init(
             failNextRefreshes: Int = 0,
             unavailableNextRefreshes: Int = 0,
@@ -55,7 +64,9 @@ extension DemoAuthServer {
             malformedJSONNextRefreshes: Int = 0,
             dropResponseAfterRotationNextRefreshes: Int = 0,
             failAfterRotationNextRefreshes: Int = 0,
-            htmlEverywhere: Bool = false
+            htmlEverywhere: Bool = false,
+            stallNextRefreshes: Int = 0,
+            stallLimitSeconds: Int = 30
         ) {
             self.failNextRefreshes = failNextRefreshes
             self.unavailableNextRefreshes = unavailableNextRefreshes
@@ -65,6 +76,8 @@ extension DemoAuthServer {
             self.dropResponseAfterRotationNextRefreshes = dropResponseAfterRotationNextRefreshes
             self.failAfterRotationNextRefreshes = failAfterRotationNextRefreshes
             self.htmlEverywhere = htmlEverywhere
+            self.stallNextRefreshes = stallNextRefreshes
+            self.stallLimitSeconds = stallLimitSeconds
         }
 
         enum CodingKeys: String, CodingKey {
@@ -76,6 +89,8 @@ extension DemoAuthServer {
             case dropResponseAfterRotationNextRefreshes = "drop_response_after_rotation_next_refreshes"
             case failAfterRotationNextRefreshes = "fail_after_rotation_next_refreshes"
             case htmlEverywhere = "html_everywhere"
+            case stallNextRefreshes = "stall_next_refreshes"
+            case stallLimitSeconds = "stall_limit_seconds"
         }
 
         /// Decodes a fault plan; missing members take their defaults.
@@ -95,7 +110,9 @@ extension DemoAuthServer {
                 malformedJSONNextRefreshes: try count(.malformedJSONNextRefreshes),
                 dropResponseAfterRotationNextRefreshes: try count(.dropResponseAfterRotationNextRefreshes),
                 failAfterRotationNextRefreshes: try count(.failAfterRotationNextRefreshes),
-                htmlEverywhere: try container.decodeIfPresent(Bool.self, forKey: .htmlEverywhere) ?? false
+                htmlEverywhere: try container.decodeIfPresent(Bool.self, forKey: .htmlEverywhere) ?? false,
+                stallNextRefreshes: try count(.stallNextRefreshes),
+                stallLimitSeconds: max(0, try container.decodeIfPresent(Int.self, forKey: .stallLimitSeconds) ?? 30)
             )
         }
     }
@@ -110,6 +127,7 @@ enum RefreshFault: Sendable, Equatable {
     case malformedJSON
     case dropAfterRotation
     case serverErrorAfterRotation
+    case stall(limitSeconds: Int)
 }
 
 extension DemoAuthServer.Faults {
@@ -130,6 +148,10 @@ extension DemoAuthServer.Faults {
         if malformedJSONNextRefreshes > 0 {
             malformedJSONNextRefreshes -= 1
             return .malformedJSON
+        }
+        if stallNextRefreshes > 0 {
+            stallNextRefreshes -= 1
+            return .stall(limitSeconds: stallLimitSeconds)
         }
         return .none
     }

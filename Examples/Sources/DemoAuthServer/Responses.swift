@@ -133,6 +133,9 @@ enum Responses {
         switch fault {
         case .serverError, .serverErrorAfterRotation, .dropAfterRotation:
             return oauthError("server_error", "Injected fault: internal server error", status: .internalServerError)
+        case .stall:
+            return oauthError(
+                "temporarily_unavailable", "Injected fault: held too long", status: .serviceUnavailable)
         case .unavailable(let seconds):
             return oauthError(
                 "temporarily_unavailable", "Injected fault: try again later", status: .serviceUnavailable,

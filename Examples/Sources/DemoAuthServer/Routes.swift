@@ -243,6 +243,10 @@ struct Routes: Sendable {
             // The server has rotated; the client never hears of it.
             try? await context.channel.close()
             throw ConnectionDropped()
+        case .faulted(.stall(let limit)):
+            // Nothing rotated: the client waits (or dies meanwhile, killed mid-refresh), then gets a 503.
+            try? await Task.sleep(for: .seconds(limit))
+            return Responses.fault(.stall(limitSeconds: limit))
         case .issued(_, let fault), .faulted(let fault):
             return Responses.fault(fault)
         case .rejected(let reason):

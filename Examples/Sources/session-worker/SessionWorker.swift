@@ -1,13 +1,19 @@
 import ArgumentParser
+import AsyncHTTPClient
 import DemoAppSupport
 import Foundation
 import HTTPTypes
 import HTTPTypesFoundation
+import PostgresNIO
 import TokenKit
+import TokenKitAsyncHTTPClient
+import TokenKitPostgres
 
-/// `session-worker`: one app process of several that share one file store (the multi-process fault test).
+/// `session-worker`: one app process of several that share one token store (the multi-process tests): a
+/// `FileTokenStore` directory (`--store-dir`), or a PostgreSQL table (`--postgres-url`, each process with its own
+/// connection pool, as replicas of a backend have).
 ///
-/// It resumes the session in `--store-dir` (signing in only when the store is empty), then, for each of
+/// It resumes the session in the store (signing in only when the store is empty), then, for each of
 /// `--expiries` access-token expiries, waits until the token it holds is due for a refresh and fires
 /// `--requests` concurrent requests. Every process waits for the same token, so they meet at each expiry; the
 /// store's lock and the re-read before refreshing must make that one refresh for all of them. It exits non-zero
@@ -16,13 +22,43 @@ import TokenKit
 struct SessionWorker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "session-worker",
-        abstract: "One of several processes sharing a FileTokenStore against the demo auth server.")
+        abstract: "One of several processes sharing a token store against the demo auth server.")
+
+    /// The HTTP client the worker sends its requests with.
+    enum Transport: String, ExpressibleByArgument, CaseIterable {
+        case urlSession = "urlsession"
+        case asyncHTTPClient = "async-http-client"
+
+        /// AsyncHTTPClient on Linux (URLSession there is slow under load), URLSession elsewhere.
+        static var platformDefault: Transport {
+            #if os(Linux)
+                return .asyncHTTPClient
+            #else
+                return .urlSession
+            #endif
+        }
+    }
 
     @Option(help: ArgumentHelp("The demo auth server, such as http://127.0.0.1:8080.", valueName: "url"))
     var server: String
 
     @Option(help: ArgumentHelp("The FileTokenStore directory shared by the processes.", valueName: "directory"))
-    var storeDir: String
+    var storeDir: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "A PostgreSQL server to keep the session in instead, such as postgres://user@127.0.0.1:5432/db.",
+            valueName: "url"))
+    var postgresURL: String?
+
+    @Option(help: "The PostgreSQL table holding the sessions.")
+    var table = "tokenkit_sessions"
+
+    @Option(help: "Seconds a PostgreSQL operation may take before a read says unavailable.")
+    var databaseTimeout = 2
+
+    @Option(help: "The HTTP client: urlsession or async-http-client (the default on Linux).")
+    var transport = Transport.platformDefault
 
     @Option(help: "Concurrent requests per expiry.")
     var requests = 50
@@ -30,11 +66,22 @@ struct SessionWorker: AsyncParsableCommand {
     @Option(help: "How many access-token expiries to go through.")
     var expiries = 3
 
+    @Option(
+        help: ArgumentHelp(
+            "After the first expiry, wait for DIRECTORY/down (the database was stopped), then fire the requests "
+                + "once more, read the store, and create DIRECTORY/probed-PID.",
+            valueName: "directory"))
+    var outageGate: String?
+
     @OptionGroup var account: DemoAccountOptions
 
     func validate() throws {
         guard (1...500).contains(requests) else { throw ValidationError("--requests must be 1...500") }
         guard (1...20).contains(expiries) else { throw ValidationError("--expiries must be 1...20") }
+        guard (1...60).contains(databaseTimeout) else { throw ValidationError("--database-timeout must be 1...60") }
+        guard (storeDir == nil) != (postgresURL == nil) else {
+            throw ValidationError("give one of --store-dir and --postgres-url")
+        }
     }
 
     func run() async throws {
@@ -42,31 +89,92 @@ struct SessionWorker: AsyncParsableCommand {
             throw ValidationError("--server \(server) is not an http(s) URL")
         }
         let failed = try await DemoProcess.run(removingAtExit: nil) {
-            let (refresher, api) = try await resumeOrSignIn(baseURL: baseURL, origin: origin)
-            var failed = 0
-            for round in 1...expiries {
-                try await waitUntilDue(refresher)
-                let errors = await runConcurrently(requests) { _ in
-                    _ = try await api.call(.get, baseURL, "api/v1/progress")
+            try await withBackends { store, transport in
+                let (refresher, api) = try await resumeOrSignIn(
+                    baseURL: baseURL, origin: origin, store: store, transport: transport)
+                var failed = 0
+                for round in 1...expiries {
+                    try await waitUntilDue(refresher)
+                    let errors = await runConcurrently(requests) { _ in
+                        _ = try await api.call(.get, baseURL, "api/v1/progress")
+                    }
+                    failed += errors.lines.count + errors.outlived
+                    DemoOutput.line(
+                        "round \(round): \(requests) requests, \(errors.lines.count + errors.outlived) failed"
+                            + errors.first)
+                    if round == 1, let outageGate {
+                        failed += try await probeOutage(
+                            gate: outageGate, refresher: refresher, api: api, store: store, baseURL: baseURL)
+                    }
                 }
-                failed += errors.lines.count + errors.outlived
                 DemoOutput.line(
-                    "round \(round): \(requests) requests, \(errors.lines.count + errors.outlived) failed\(errors.first)"
-                )
+                    "end: store \(Self.describe(await store.load(account: "default"))), \(refresher.currentState)")
+                return failed
             }
-            return failed
         }
         if failed > 0 { throw ExitCode.failure }
     }
 
+    /// Runs `body` with the store and the transport, then shuts down what they run on (the HTTP client, the
+    /// PostgreSQL pool).
+    private func withBackends<T: Sendable>(
+        _ body: (any TokenStore, any HTTPTransport) async throws -> T
+    ) async throws -> T {
+        let http: HTTPClient? =
+            transport == .asyncHTTPClient
+            ? HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+            : nil
+        let httpTransport: any HTTPTransport =
+            http.map { AsyncHTTPClientTransport(client: $0, timeout: .seconds(DemoTransport.defaultTimeout)) }
+            ?? DemoTransport.urlSession()
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await withStore { store in try await body(store, httpTransport) })
+        } catch {
+            result = .failure(error)
+        }
+        try? await http?.shutdown()
+        return try result.get()
+    }
+
+    /// Runs `body` with the file store, or with a PostgreSQL store over a pool of this process's own (named
+    /// `session-worker-PID` in `pg_stat_activity`, so a test can find the process holding a lock).
+    private func withStore<T: Sendable>(_ body: (any TokenStore) async throws -> T) async throws -> T {
+        if let storeDir {
+            return try await body(FileTokenStore(directory: URL(fileURLWithPath: storeDir, isDirectory: true)))
+        }
+        let client = PostgresClient(configuration: try postgresConfiguration())
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            let store = PostgresTokenStore(
+                client: client,
+                configuration: .init(tableName: table, operationTimeout: .seconds(databaseTimeout)))
+            return try await body(store)
+        }
+    }
+
+    /// The pool's configuration from `--postgres-url` (no TLS: the server is on loopback).
+    private func postgresConfiguration() throws -> PostgresClient.Configuration {
+        guard let text = postgresURL, let url = URLComponents(string: text), let host = url.host, let user = url.user
+        else { throw ValidationError("--postgres-url must look like postgres://USER[:PASSWORD]@HOST:PORT/DATABASE") }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        var configuration = PostgresClient.Configuration(
+            host: host, port: url.port ?? 5432, username: user, password: url.password,
+            database: database.isEmpty ? nil : database, tls: .disable)
+        configuration.options.additionalStartupParameters = [
+            ("application_name", "session-worker-\(ProcessInfo.processInfo.processIdentifier)")
+        ]
+        return configuration
+    }
+
     /// The refresh client on the shared store (signed in only when the store is empty) and the API client.
     private func resumeOrSignIn(
-        baseURL: URL, origin: HTTPOrigin
+        baseURL: URL, origin: HTTPOrigin, store: any TokenStore, transport: any HTTPTransport
     ) async throws -> (TokenRefreshClient, AuthenticatedClient) {
-        let transport = DemoTransport.urlSession()
         let refresher = TokenRefreshClient(
             strategy: JSONEndpointRefreshStrategy(baseURL: baseURL, apiKey: account.apiKey, transport: transport),
-            store: FileTokenStore(directory: URL(fileURLWithPath: storeDir, isDirectory: true)),
+            store: store,
             configuration: DemoRefreshConfiguration.shortLivedTokens)
         let api = AuthenticatedClient(
             transport: transport, tokenProvider: refresher, configuration: .init(allowedOrigins: [origin]))
@@ -85,11 +193,55 @@ struct SessionWorker: AsyncParsableCommand {
     /// Waits in real time until the token held is due for a refresh (the expiry policy's margin before `exp`):
     /// every process holds the same token, so they all start the round together. This wait is the test.
     private func waitUntilDue(_ refresher: TokenRefreshClient) async throws {
-        guard let token = refresher.currentToken, let expiresAt = token.expiresAt else { return }
+        guard let dueAt = Self.dueDate(refresher) else { return }
+        try await waitInRealTime(until: dueAt, margin: .milliseconds(50))
+    }
+
+    /// When the token held becomes due for a refresh, or `nil` without one.
+    private static func dueDate(_ refresher: TokenRefreshClient) -> Date? {
+        guard let token = refresher.currentToken, let expiresAt = token.expiresAt else { return nil }
         let policy = refresher.configuration.expiryPolicy
         let margin =
             policy.effectiveLeeway(lifetime: token.lifetime)
             + policy.effectiveRefreshThreshold(lifetime: token.lifetime)
-        try await waitInRealTime(until: expiresAt.addingTimeInterval(-margin), margin: .milliseconds(50))
+        return expiresAt.addingTimeInterval(-margin)
+    }
+
+    /// While the database is down (the test creates `gate/down` once it stopped it): the requests still work
+    /// with the token held, and the store reads unavailable, not absent. Prints one line and returns the failed
+    /// requests (all of them when the outage never came before the token was due).
+    private func probeOutage(
+        gate: String, refresher: TokenRefreshClient, api: AuthenticatedClient, store: any TokenStore, baseURL: URL
+    ) async throws -> Int {
+        let gateURL = URL(fileURLWithPath: gate, isDirectory: true)
+        let deadline = Self.dueDate(refresher) ?? Date()
+        // A bounded poll: the database outage has to come before this token is due.
+        while !FileManager.default.fileExists(atPath: gateURL.appending(path: "down").path) {
+            guard Date() < deadline else {
+                DemoOutput.line("outage probe: no outage before the token was due")
+                return requests
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let errors = await runConcurrently(requests) { _ in
+            _ = try await api.call(.get, baseURL, "api/v1/progress")
+        }
+        let read = await store.load(account: "default")
+        let failed = errors.lines.count + errors.outlived
+        DemoOutput.line(
+            "outage probe: store \(Self.describe(read)), state \(refresher.currentState), \(requests) requests, "
+                + "\(failed) failed\(errors.first)")
+        let pid = ProcessInfo.processInfo.processIdentifier
+        _ = FileManager.default.createFile(atPath: gateURL.appending(path: "probed-\(pid)").path, contents: nil)
+        return failed
+    }
+
+    /// `found`, `absent` or `unavailable` (never the session's content).
+    private static func describe(_ read: TokenStoreRead) -> String {
+        switch read {
+        case .found: "found"
+        case .absent: "absent"
+        case .unavailable: "unavailable"
+        }
     }
 }

@@ -37,6 +37,21 @@ struct FaultTests {
         }
     }
 
+    @Test func aStalledRefreshRotatesNothingAndEndsWith503AtItsLimit() async throws {
+        // A limit of 0 s: the held refresh is answered at once (a client killed while held: the replica test).
+        try await withServer(.init(faults: .init(stallNextRefreshes: 1, stallLimitSeconds: 0))) { server, client in
+            let login = try Pair(try await client.jsonLogin())
+            let stalled = try await client.jsonRefresh(login.refreshToken)
+            #expect(stalled.status == 503)
+            #expect(stalled.errorCode == "temporarily_unavailable")
+            #expect(server.stats.faultsInjected == 1)
+            #expect(server.stats.refreshes == 0)
+            // Nothing was rotated: the same token works now, and the fault is used up.
+            #expect(try await client.jsonRefresh(login.refreshToken).status == 200)
+            #expect(server.faults.stallNextRefreshes == 0)
+        }
+    }
+
     @Test func htmlAndMalformedJSONAreAnsweredWith200() async throws {
         try await withServer(.init(faults: .init(htmlNextRefreshes: 1, malformedJSONNextRefreshes: 1))) { _, client in
             let login = try Pair(try await client.jsonLogin())

@@ -1,0 +1,399 @@
+import DemoAuthServer
+import Foundation
+import PostgresNIO
+import Testing
+import TokenKit
+import TokenKitLogCheck
+import TokenKitPostgres
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension ChildProcessTests {
+    /// Replicas of a backend: four `session-worker` processes, each with its own PostgreSQL connection pool, share
+    /// one session row in a real PostgreSQL and one demo server with reuse detection on and no grace window, where a
+    /// second refresh with the same refresh token would revoke the session. The advisory lock and the re-read
+    /// after taking it must make each expiry cost one refresh, when the lock holder is killed mid-refresh, and
+    /// across a database restart (issue 18).
+    @Suite(
+        "Replica processes on one PostgreSQL", .logLeakCheck(),
+        .enabled(if: ReplicaDatabase.isConfigured, ReplicaDatabase.skipMessage))
+    struct ReplicaProcessTests {
+        static let processes = 4
+        static let requests = 50
+        static let expiries = 3
+        /// The client's limit for one refresh attempt (`DemoRefreshConfiguration.shortLivedTokens` keeps the
+        /// default): after the holder is killed, another replica must have refreshed within it.
+        static let refreshTimeout: Duration = .seconds(30)
+
+        @Test(.timeLimit(.minutes(2)))
+        func fourReplicasMakeOneRefreshPerExpiryAndNoReuse() async throws {
+            try await ReplicaRun.run(accessTokenLifetime: 5) { run in
+                let workers = try run.launch(Self.processes)
+                var outcomes: [ReplicaWorker.Outcome] = []
+                for worker in workers { outcomes.append(await worker.outcome()) }
+
+                for outcome in outcomes {
+                    #expect(outcome.status == 0 && !outcome.signalled, "a worker failed: \(outcome.output)")
+                    #expect(outcome.roundsWithoutFailures == Self.expiries, "\(outcome.output)")
+                }
+                let stats = run.server.stats
+                #expect(stats.refreshes - run.start.refreshes == Self.expiries)
+                #expect(stats.refreshAttempts - run.start.refreshAttempts == Self.expiries)
+                #expect(stats.reuseDetections == 0)
+                #expect(stats.rejectedRefreshes == 0)
+                #expect(stats.logins == 1)
+                #expect(stats.resourceRequests == Self.processes * Self.requests * Self.expiries)
+                #expect(stats.rejectedResourceRequests == 0)
+                #expect(run.refreshRecords.count == Self.expiries)
+                #expect(try await run.storedSessionIsValid())
+                print(
+                    "replicas: \(Self.processes) processes, \(stats.refreshes) refreshes, "
+                        + "\(stats.reuseDetections) reuse detections, \(stats.resourceRequests) requests answered")
+            }
+        }
+
+        @Test(.timeLimit(.minutes(2)))
+        func aLockHolderKilledMidRefreshLosesNoSession() async throws {
+            // The first refresh is held by the server (nothing rotated) for 10 s, long after its client is gone.
+            let faults = DemoAuthServer.Faults(stallNextRefreshes: 1, stallLimitSeconds: 10)
+            try await ReplicaRun.run(accessTokenLifetime: 5, faults: faults) { run in
+                let workers = try run.launch(Self.processes)
+                await run.poll("the first refresh reached the server", within: .seconds(30)) {
+                    run.server.stats.faultsInjected == 1
+                }
+                // PostgreSQL says who holds the account's advisory lock: each worker names its pool after its PID.
+                let holderPID = try await run.lockHolderPID()
+                let holder = try #require(
+                    workers.first { $0.pid == holderPID }, "the lock holder \(holderPID) is not one of the workers")
+                let killedAt = Date()
+                #expect(kill(holder.pid, SIGKILL) == 0)
+                var outcomes: [ReplicaWorker.Outcome] = []
+                for worker in workers where worker !== holder { outcomes.append(await worker.outcome()) }
+                let killed = await holder.outcome()
+
+                #expect(killed.signalled)
+                for outcome in outcomes {
+                    #expect(outcome.status == 0 && !outcome.signalled, "a replica failed: \(outcome.output)")
+                    #expect(outcome.roundsWithoutFailures == Self.expiries, "\(outcome.output)")
+                }
+                let stats = run.server.stats
+                // The held attempt rotated nothing; each expiry, the first after the kill included, refreshed once.
+                #expect(stats.refreshAttempts - run.start.refreshAttempts == Self.expiries + 1)
+                #expect(stats.refreshes - run.start.refreshes == Self.expiries)
+                #expect(stats.reuseDetections == 0)
+                #expect(stats.rejectedRefreshes == 0)
+                #expect(stats.rejectedResourceRequests == 0)
+                #expect(stats.resourceRequests == (Self.processes - 1) * Self.requests * Self.expiries)
+                let refreshes = run.refreshRecords
+                #expect(refreshes.count == Self.expiries)
+                #expect(Set(refreshes.map(\.expiresAt)).count == refreshes.count)
+                let takeOver = try #require(refreshes.first).issuedAt - killedAt.timeIntervalSince1970
+                #expect(takeOver < Double(Self.refreshTimeout.components.seconds))
+                #expect(try await run.storedSessionIsValid())
+                print(
+                    "replicas: lock holder killed; another replica refreshed \(Int(takeOver * 1000)) ms later; "
+                        + "\(stats.refreshes) refreshes in \(stats.refreshAttempts) attempts, "
+                        + "\(stats.reuseDetections) reuse detections")
+            }
+        }
+
+        @Test(
+            .timeLimit(.minutes(2)),
+            .enabled(if: ReplicaDatabase.restartCommand != nil, ReplicaDatabase.restartSkipMessage))
+        func aDatabaseRestartReadsUnavailableAndRecovers() async throws {
+            let restart = try #require(ReplicaDatabase.restartCommand)
+            let gate = FileManager.default.temporaryDirectory.appending(path: "replica-outage-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: gate, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: gate) }
+            try await ReplicaRun.run(accessTokenLifetime: 8) { run in
+                let workers = try run.launch(
+                    Self.processes, extraArguments: ["--outage-gate", gate.path, "--database-timeout", "1"])
+                await run.poll("every replica finished its first expiry", within: .seconds(30)) {
+                    workers.allSatisfy { $0.output.contains("round 1: ") }
+                }
+                var stopped = false
+                do {
+                    // Down between two expiries: the replicas hold a valid token, and their stores cannot answer.
+                    #expect(try await runScript(restart, "stop") == 0)
+                    stopped = true
+                    try Data().write(to: gate.appending(path: "down"))
+                    await run.poll("every replica probed the outage", within: .seconds(30)) {
+                        workers.allSatisfy { worker in
+                            FileManager.default.fileExists(atPath: gate.appending(path: "probed-\(worker.pid)").path)
+                        }
+                    }
+                } catch {
+                    if stopped { _ = try? await runScript(restart, "start") }
+                    throw error
+                }
+                #expect(try await runScript(restart, "start") == 0)
+                var outcomes: [ReplicaWorker.Outcome] = []
+                for worker in workers { outcomes.append(await worker.outcome()) }
+
+                for outcome in outcomes {
+                    #expect(outcome.status == 0 && !outcome.signalled, "a replica failed: \(outcome.output)")
+                    #expect(
+                        outcome.output.contains(
+                            "outage probe: store unavailable, state signedIn(\(Demo.userID)), \(Self.requests) requests, 0 failed"
+                        ), "\(outcome.output)")
+                    #expect(outcome.roundsWithoutFailures == Self.expiries, "\(outcome.output)")
+                    #expect(outcome.output.contains("end: store found, signedIn(\(Demo.userID))"), "\(outcome.output)")
+                }
+                let stats = run.server.stats
+                #expect(stats.refreshes - run.start.refreshes == Self.expiries)
+                #expect(stats.refreshAttempts - run.start.refreshAttempts == Self.expiries)
+                #expect(stats.reuseDetections == 0)
+                #expect(stats.rejectedRefreshes == 0)
+                #expect(stats.rejectedResourceRequests == 0)
+                #expect(stats.resourceRequests == Self.processes * Self.requests * (Self.expiries + 1))
+                #expect(try await run.storedSessionIsValid())
+                print(
+                    "replicas: database stopped and started between expiries; \(stats.refreshes) refreshes, "
+                        + "\(stats.reuseDetections) reuse detections, \(stats.resourceRequests) requests answered")
+            }
+        }
+    }
+}
+
+/// The PostgreSQL server the replica tests use: `TOKENKIT_POSTGRES_URL`, and for the restart test
+/// `TOKENKIT_POSTGRES_RESTART`, a script taking `stop` or `start` (`.ci/postgres` sets both).
+enum ReplicaDatabase {
+    static let variable = "TOKENKIT_POSTGRES_URL"
+
+    /// Whether a server is configured; the suite is skipped otherwise.
+    static var isConfigured: Bool { configuration != nil }
+
+    static let skipMessage: Comment =
+        "PostgreSQL replica tests skipped: set TOKENKIT_POSTGRES_URL=postgres://USER[:PASSWORD]@HOST:PORT/DATABASE (.ci/postgres does)"
+
+    static let restartSkipMessage: Comment =
+        "PostgreSQL replica restart test skipped: set TOKENKIT_POSTGRES_RESTART to a script taking stop|start (.ci/postgres does)"
+
+    /// The URL as given, for the workers.
+    static var url: String? { ProcessInfo.processInfo.environment[variable].flatMap { $0.isEmpty ? nil : $0 } }
+
+    /// The script that stops and starts the server, or `nil`.
+    static var restartCommand: String? {
+        ProcessInfo.processInfo.environment["TOKENKIT_POSTGRES_RESTART"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The test process's client configuration, or `nil`.
+    static let configuration: PostgresClient.Configuration? = {
+        guard let text = url, let url = URLComponents(string: text), let host = url.host, let user = url.user
+        else { return nil }
+        if let password = url.password {
+            TestSecrets.shared.register(password, as: .password, origin: variable)
+        }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        return PostgresClient.Configuration(
+            host: host, port: url.port ?? 5432, username: user, password: url.password,
+            database: database.isEmpty ? nil : database, tls: .disable)
+    }()
+}
+
+/// One replica scenario: the demo server in this process (reuse detection on, no grace window), a table of the
+/// test's own, a session signed in by the test and stored there, and the workers it launches. Each database step of
+/// the test opens a pool of its own and closes it after, so no pool of the test's lives across a database restart.
+final class ReplicaRun: Sendable {
+    let server: DemoAuthServer
+    let baseURL: URL
+    let table: String
+    /// The server's counters once the test had signed in.
+    let start: DemoAuthServer.Stats
+    private let loginRecords: Int
+
+    private init(accessTokenLifetime: Int, faults: DemoAuthServer.Faults) async throws {
+        let configuration = DemoAuthServer.Configuration(
+            accessTokenLifetime: .seconds(accessTokenLifetime), reuseDetection: true, graceWindow: .zero,
+            faults: faults)
+        Demo.registerSecrets(of: configuration)
+        server = DemoAuthServer(configuration: configuration, logger: Demo.traceLogger)
+        baseURL = try await server.start()
+        let table = "tokenkit_replica_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        self.table = table
+        // Sign in once; the workers find the session in the table.
+        let baseURL = baseURL
+        try await Self.withStore(table: table) { _, store in
+            let transport = Demo.transport()
+            let signIn = TokenRefreshClient(
+                strategy: JSONEndpointRefreshStrategy(baseURL: baseURL, apiKey: Demo.apiKey, transport: transport),
+                store: store)
+            try await signIn.signIn(Demo.login(baseURL: baseURL, transport: transport))
+        }
+        start = server.stats
+        loginRecords = server.issueLog.count
+    }
+
+    /// Runs `body` with a fresh scenario, then stops the server and drops the table.
+    static func run(
+        accessTokenLifetime: Int, faults: DemoAuthServer.Faults = .init(),
+        _ body: (ReplicaRun) async throws -> Void
+    ) async throws {
+        let run = try await ReplicaRun(accessTokenLifetime: accessTokenLifetime, faults: faults)
+        do {
+            try await body(run)
+        } catch {
+            await run.finish()
+            throw error
+        }
+        await run.finish()
+    }
+
+    private func finish() async {
+        await server.stop()
+        let table = table
+        try? await Self.withStore(table: table) { client, _ in
+            _ = try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
+        }
+    }
+
+    /// Runs `body` with a pool of its own (closed after) and a store on `table` over it.
+    private static func withStore<T: Sendable>(
+        table: String, _ body: (PostgresClient, PostgresTokenStore) async throws -> T
+    ) async throws -> T {
+        let client = PostgresClient(configuration: try #require(ReplicaDatabase.configuration))
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(client, PostgresTokenStore(client: client, configuration: .init(tableName: table)))
+        }
+    }
+
+    /// Launches `count` workers on this scenario's server and table.
+    func launch(_ count: Int, extraArguments: [String] = []) throws -> [ReplicaWorker] {
+        let worker = try ChildProcessTests.MultiProcessTests.workerURL()
+        let url = try #require(ReplicaDatabase.url)
+        let arguments =
+            [
+                "--server", baseURL.absoluteString, "--postgres-url", url, "--table", table,
+                "--requests", "\(ChildProcessTests.ReplicaProcessTests.requests)",
+                "--expiries", "\(ChildProcessTests.ReplicaProcessTests.expiries)",
+            ] + extraArguments
+        return try (0..<count).map { _ in try ReplicaWorker(worker, arguments: arguments) }
+    }
+
+    /// The refreshes the server issued after the test signed in, oldest first.
+    var refreshRecords: [DemoAuthServer.IssueRecord] {
+        server.issueLog.dropFirst(loginRecords).filter { $0.grant == .refresh }
+    }
+
+    /// Whether the table holds a session whose access token is still valid (nobody lost or revoked it).
+    func storedSessionIsValid() async throws -> Bool {
+        let read = try await Self.withStore(table: table) { _, store in await store.load(account: "default") }
+        guard case .found(let session) = read else { return false }
+        return !session.token.isExpired(at: Date(), policy: .default)
+    }
+
+    /// The PID of the worker holding the account's advisory lock, from `pg_locks` and the holder's
+    /// `application_name` (`session-worker-PID`).
+    func lockHolderPID() async throws -> Int32 {
+        let names = try await Self.withStore(table: table) { client, store in
+            let key = UInt64(bitPattern: store.advisoryLockKey(account: "default"))
+            let high = Int64(key >> 32)
+            let low = Int64(key & 0xFFFF_FFFF)
+            let rows = try await client.query(
+                """
+                SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+                    AND l.classid::bigint = \(high) AND l.objid::bigint = \(low)
+                """)
+            var names: [String] = []
+            for try await name in rows.decode(String.self) { names.append(name) }
+            return names
+        }
+        let name = try #require(names.first, "nobody holds the account's advisory lock")
+        return try #require(Int32(name.replacingOccurrences(of: "session-worker-", with: "")), "holder \(name)")
+    }
+
+    /// Waits until `condition` holds: a bounded poll every 10 ms for what other processes do, never a wait for
+    /// time to pass.
+    func poll(
+        _ what: String, within limit: Duration, sourceLocation: SourceLocation = #_sourceLocation,
+        until condition: () -> Bool
+    ) async {
+        let deadline = ContinuousClock.now + limit
+        while !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("not seen within \(limit): \(what)", sourceLocation: sourceLocation)
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
+/// One `session-worker` process, its output going to a file that the test can read while it runs.
+final class ReplicaWorker: Sendable {
+    /// How a worker ended and what it printed.
+    struct Outcome: Sendable {
+        let status: Int32
+        let signalled: Bool
+        let output: String
+
+        /// The rounds that reported no failed request.
+        var roundsWithoutFailures: Int {
+            output.split(separator: "\n").filter { $0.hasPrefix("round ") && $0.hasSuffix(" requests, 0 failed") }
+                .count
+        }
+    }
+
+    let pid: Int32
+    private let log: URL
+    private let process: Process
+    private let exit: Task<(Int32, Bool), Never>
+
+    init(_ executable: URL, arguments: [String]) throws {
+        log = FileManager.default.temporaryDirectory.appending(path: "replica-worker-\(UUID().uuidString).log")
+        try #require(FileManager.default.createFile(atPath: log.path, contents: nil), "cannot create \(log.path)")
+        let handle = try FileHandle(forWritingTo: log)
+        defer { try? handle.close() }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardOutput = handle
+        process.standardError = handle
+        let (ended, continuation) = AsyncStream<(Int32, Bool)>.makeStream()
+        process.terminationHandler = { process in
+            continuation.yield((process.terminationStatus, process.terminationReason == .uncaughtSignal))
+            continuation.finish()
+        }
+        try process.run()
+        self.process = process
+        pid = process.processIdentifier
+        exit = Task {
+            for await status in ended { return status }
+            return (-1, false)
+        }
+    }
+
+    deinit { try? FileManager.default.removeItem(at: log) }
+
+    /// What it printed so far.
+    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// Waits for it to exit.
+    func outcome() async -> Outcome {
+        let (status, signalled) = await exit.value
+        return Outcome(status: status, signalled: signalled, output: output)
+    }
+}
+
+/// Runs `script` with `argument` and returns its exit status (its output goes to the test's).
+private func runScript(_ script: String, _ argument: String) async throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: script)
+    process.arguments = [argument]
+    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
+        process.terminationHandler = { process in continuation.resume(returning: process.terminationStatus) }
+        do {
+            try process.run()
+        } catch {
+            process.terminationHandler = nil
+            continuation.resume(throwing: error)
+        }
+    }
+}
