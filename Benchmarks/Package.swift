@@ -12,6 +12,8 @@ let package = Package(
         .package(name: "TokenKitIntegrations", path: "../Integrations"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+        // PostgresRefreshBenchmarks only (issue 18): PostgresTokenStore's pool.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
@@ -95,6 +97,19 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // Run through `.ci/postgres --run` (a throwaway PostgreSQL on loopback); without one it says so and exits 0.
+        .executableTarget(
+            name: "PostgresRefreshBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "AuthToken", package: "TokenKit"),
+                .product(name: "Persistence", package: "TokenKit"),
+                .product(name: "TokenRefresh", package: "TokenKit"),
+                .product(name: "TokenKitTesting", package: "TokenKit"),
+                .product(name: "TokenKitPostgres", package: "TokenKitIntegrations"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
     ]

@@ -160,19 +160,6 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // What coordinating a refresh through PostgreSQL adds over one process (issue 18); run by .ci/postgres.
-        .executableTarget(
-            name: "replica-bench",
-            dependencies: appDependencies + [
-                "DemoAuthServer",
-                .product(name: "TokenKitPostgres", package: "TokenKitIntegrations"),
-                .product(name: "TokenKitAsyncHTTPClient", package: "TokenKitIntegrations"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
-        ),
         .testTarget(
             name: "DemoAppSupportTests",
             dependencies: [
