@@ -109,6 +109,8 @@ let package = Package(
             dependencies: [
                 .product(name: "TokenVerification", package: "TokenKit"),
                 .product(name: "TokenKitHummingbird", package: "TokenKitIntegrations"),
+                .product(name: "TokenKitAsyncHTTPClient", package: "TokenKitIntegrations"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

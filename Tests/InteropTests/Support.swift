@@ -223,6 +223,7 @@ func failureReason(_ verifier: TokenVerifier, _ token: String) async -> String? 
 /// `token` with one character of its signature changed.
 func tampered(_ token: String) -> String {
     var parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+    guard parts.count == 3 else { return token + "x" }
     var signature = Array(parts[2])
     let index = signature.count / 2
     signature[index] = signature[index] == "A" ? "B" : "A"

@@ -1,9 +1,11 @@
+import AsyncHTTPClient
 public import Foundation
 import HTTPTypes
 import Hummingbird
 public import Logging
 import ServiceLifecycle
 import Synchronization
+import TokenKitAsyncHTTPClient
 public import TokenVerification
 
 /// The diet-app backend of seed 000 ("Backend JWT Verification"), in Swift: every `/users/...` and `/food-logs`
@@ -122,7 +124,12 @@ public final class DietBackend: Sendable {
         if let keySource {
             source = keySource
         } else if let location = configuration.keyLocation {
-            source = RemoteJWKSSource(location: location, configuration: configuration.keyCache, logger: logger)
+            // AsyncHTTPClient, the transport TokenKit documents for Linux backends, with the body read under a cap.
+            source = RemoteJWKSSource(
+                location: location, configuration: configuration.keyCache, logger: logger,
+                fetch: RemoteJWKSSource.asyncHTTPClientFetch(
+                    .shared, timeout: configuration.keyCache.fetchTimeout,
+                    maximumBytes: configuration.keyCache.limits.maximumBytes))
         } else {
             // An issuer that is not a URL and no JWKS URL: no key to find, so every token is refused.
             logger.error("no JWKS: the issuer is not a URL and no JWKS URL was given")

@@ -29,7 +29,7 @@ struct SessionWorker: AsyncParsableCommand {
         case urlSession = "urlsession"
         case asyncHTTPClient = "async-http-client"
 
-        /// AsyncHTTPClient on Linux (URLSession there is slow under load), URLSession elsewhere.
+        /// AsyncHTTPClient on Linux (TokenKit's documented transport for Linux backends), URLSession elsewhere.
         static var platformDefault: Transport {
             #if os(Linux)
                 return .asyncHTTPClient

@@ -1,6 +1,7 @@
 import DemoAuthServer
 import Foundation
 import PostgresNIO
+import Synchronization
 import Testing
 import TokenKit
 import TokenKitLogCheck
@@ -205,6 +206,8 @@ final class ReplicaRun: Sendable {
     /// The server's counters once the test had signed in.
     let start: DemoAuthServer.Stats
     private let loginRecords: Int
+    /// Every worker launched, so that a test that fails early leaves none running.
+    private let launched = Mutex<[ReplicaWorker]>([])
 
     private init(accessTokenLifetime: Int, faults: DemoAuthServer.Faults) async throws {
         let configuration = DemoAuthServer.Configuration(
@@ -244,6 +247,8 @@ final class ReplicaRun: Sendable {
     }
 
     private func finish() async {
+        // A worker still running here belongs to a test that failed before waiting for it: end it.
+        for worker in launched.withLock({ $0 }) where worker.isRunning { kill(worker.pid, SIGKILL) }
         await server.stop()
         let table = table
         try? await Self.withStore(table: table) { client, _ in
@@ -273,7 +278,9 @@ final class ReplicaRun: Sendable {
                 "--requests", "\(ChildProcessTests.ReplicaProcessTests.requests)",
                 "--expiries", "\(ChildProcessTests.ReplicaProcessTests.expiries)",
             ] + extraArguments
-        return try (0..<count).map { _ in try ReplicaWorker(worker, arguments: arguments) }
+        let workers = try (0..<count).map { _ in try ReplicaWorker(worker, arguments: arguments) }
+        launched.withLock { $0 += workers }
+        return workers
     }
 
     /// The refreshes the server issued after the test signed in, oldest first.
@@ -344,6 +351,9 @@ final class ReplicaWorker: Sendable {
     let pid: Int32
     private let log: URL
     private let process: Process
+
+    /// Whether the process has not ended yet.
+    var isRunning: Bool { process.isRunning }
     private let exit: Task<(Int32, Bool), Never>
 
     init(_ executable: URL, arguments: [String]) throws {
