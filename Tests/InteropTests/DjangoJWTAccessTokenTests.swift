@@ -23,8 +23,8 @@ extension Interop {
             let token = TestSecrets.shared.register(try await session.signIn())
             let refreshToken = try #require(token.refreshToken)
             // Compared outside #expect, so that a failure cannot print the token.
-            let opaque = !refreshToken.contains(".")
-            #expect(opaque, "the refresh token stays DOT's opaque string")
+            let refreshTokenIsOpaque = !refreshToken.contains(".")
+            #expect(refreshTokenIsOpaque, "the refresh token stays DOT's opaque string")
             #expect(token.lifetime == 3600)
 
             let keys = RemoteJWKSSource(location: .openIDDiscovery(issuer: try #require(URL(string: issuer))))
