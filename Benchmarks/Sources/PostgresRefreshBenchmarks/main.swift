@@ -18,15 +18,6 @@ let bound = 5.0  // milliseconds
 let batch = 20
 let rounds = 10
 
-/// The pool's configuration from a `postgres://USER[:PASSWORD]@HOST:PORT/DATABASE` URL (no TLS: loopback).
-func postgresConfiguration(_ text: String) -> PostgresClient.Configuration? {
-    guard let url = URLComponents(string: text), let host = url.host, let user = url.user else { return nil }
-    let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
-    return PostgresClient.Configuration(
-        host: host, port: url.port ?? 5432, username: user, password: url.password,
-        database: database.isEmpty ? nil : database, tls: .disable)
-}
-
 /// A client over `store` with a stored session from `server`, whose breaker allows a refresh loop.
 func signedInClient(
     _ server: SimulatedTokenServer, store: any TokenStore, account: String
@@ -96,7 +87,7 @@ guard let url = ProcessInfo.processInfo.environment["TOKENKIT_POSTGRES_URL"], !u
     print("PostgresRefreshBenchmarks skipped: set TOKENKIT_POSTGRES_URL=postgres://USER@HOST:PORT/DATABASE")
     exit(0)
 }
-guard let configuration = postgresConfiguration(url) else {
+guard let configuration = PostgresTokenStore.loopbackClientConfiguration(url: url) else {
     print(
         "PostgresRefreshBenchmarks: TOKENKIT_POSTGRES_URL must look like postgres://USER[:PASSWORD]@HOST:PORT/DATABASE")
     exit(2)

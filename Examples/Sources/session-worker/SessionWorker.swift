@@ -156,12 +156,8 @@ struct SessionWorker: AsyncParsableCommand {
 
     /// The pool's configuration from `--postgres-url` (no TLS: the server is on loopback).
     private func postgresConfiguration() throws -> PostgresClient.Configuration {
-        guard let text = postgresURL, let url = URLComponents(string: text), let host = url.host, let user = url.user
+        guard let text = postgresURL, var configuration = PostgresTokenStore.loopbackClientConfiguration(url: text)
         else { throw ValidationError("--postgres-url must look like postgres://USER[:PASSWORD]@HOST:PORT/DATABASE") }
-        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
-        var configuration = PostgresClient.Configuration(
-            host: host, port: url.port ?? 5432, username: user, password: url.password,
-            database: database.isEmpty ? nil : database, tls: .disable)
         configuration.options.additionalStartupParameters = [
             ("application_name", "session-worker-\(ProcessInfo.processInfo.processIdentifier)")
         ]

@@ -184,15 +184,12 @@ enum ReplicaDatabase {
 
     /// The test process's client configuration, or `nil`.
     static let configuration: PostgresClient.Configuration? = {
-        guard let text = url, let url = URLComponents(string: text), let host = url.host, let user = url.user
+        guard let text = url, let configuration = PostgresTokenStore.loopbackClientConfiguration(url: text)
         else { return nil }
-        if let password = url.password {
+        if let password = configuration.password {
             TestSecrets.shared.register(password, as: .password, origin: variable)
         }
-        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
-        return PostgresClient.Configuration(
-            host: host, port: url.port ?? 5432, username: user, password: url.password,
-            database: database.isEmpty ? nil : database, tls: .disable)
+        return configuration
     }()
 }
 

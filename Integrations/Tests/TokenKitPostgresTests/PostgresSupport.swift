@@ -24,15 +24,12 @@ enum TestDatabase {
     /// The client configuration parsed from the environment, or `nil`.
     static let configuration: PostgresClient.Configuration? = {
         guard let text = ProcessInfo.processInfo.environment[variable], !text.isEmpty,
-            let url = URLComponents(string: text), let host = url.host, let user = url.user
+            let configuration = PostgresTokenStore.loopbackClientConfiguration(url: text)
         else { return nil }
-        if let password = url.password {
+        if let password = configuration.password {
             TestSecrets.shared.register(password, as: .password, origin: variable)
         }
-        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
-        return PostgresClient.Configuration(
-            host: host, port: url.port ?? 5432, username: user, password: url.password,
-            database: database.isEmpty ? nil : database, tls: .disable)
+        return configuration
     }()
 }
 
