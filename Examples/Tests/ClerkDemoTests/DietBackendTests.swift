@@ -43,10 +43,12 @@ import TokenVerification
         }
     }
 
-    /// The demo server's issuer and the backend, which finds the JWKS through the issuer's discovery document.
+    /// The demo server's issuer and the backend, which finds the JWKS through the issuer's discovery document: over
+    /// a key source on the test's clock, or with `ownKeySource` the backend's default one (AsyncHTTPClient, its
+    /// own clock).
     func withRig(
         issuer issuerConfiguration: SessionIssuer.Configuration = .init(), algorithms: Set<JWSAlgorithm> = [.rs256],
-        _ body: (Rig) async throws -> Void
+        ownKeySource: Bool = false, _ body: (Rig) async throws -> Void
     ) async throws {
         let clock = ManualClock()
         let logger = Logger(label: "diet-backend-tests")
@@ -57,8 +59,8 @@ import TokenVerification
             configuration: .init(
                 issuer: issuer.issuer, authorizedParties: [issuer.configuration.authorizedParty],
                 algorithms: algorithms),
-            keySource: RemoteJWKSSource(
-                location: .openIDDiscovery(issuer: issuerURL), clock: clock, logger: logger),
+            keySource: ownKeySource
+                ? nil : RemoteJWKSSource(location: .openIDDiscovery(issuer: issuerURL), clock: clock, logger: logger),
             now: clock.wallClock, logger: logger, onAccountDeleted: { issuer.deleteUser($0) })
         do {
             let backendURL = try await backend.start()
@@ -218,33 +220,19 @@ import TokenVerification
     }
 
     @Test func withoutAKeySourceTheBackendFindsTheJWKSThroughTheIssuersDiscovery() async throws {
-        let clock = ManualClock()
-        let logger = Logger(label: "diet-backend-tests")
-        let server = DemoAuthServer(now: clock.wallClock, logger: logger)
-        let issuerURL = try await server.start()
-        let issuer = server.sessionIssuer
-        let jwks = issuerURL.appendingPathComponent("v1/jwks")
+        let jwks = URL(string: "http://127.0.0.1:1/v1/jwks")!
         let explicit = DietBackend.Configuration(issuer: "https://clerk.example.test", jwksURL: jwks)
         #expect(explicit.keyLocation == .jwks(jwks))
-        let backend = DietBackend(
-            configuration: .init(issuer: issuer.issuer, authorizedParties: [issuer.configuration.authorizedParty]),
-            now: clock.wallClock, logger: logger)
-        #expect(backend.configuration.keyLocation == .openIDDiscovery(issuer: issuerURL))
-        do {
-            let rig = Rig(clock: clock, server: server, backend: backend, backendURL: try await backend.start())
+        try await withRig(ownKeySource: true) { rig in
+            let issuer = rig.server.sessionIssuer
+            #expect(rig.backend.configuration.keyLocation == .openIDDiscovery(issuer: URL(string: issuer.issuer)!))
             let session = rig.start()
             let (response, body) = try await rig.send(.get, "users/me", bearer: try rig.mint(session))
             #expect(response.status == .ok)
             #expect(body == #"{"sessionId":"\#(session.sessionID)","userId":"user_2diet"}"#)
             #expect(issuer.stats.discoveryServed == 1)
             #expect(issuer.stats.jwksServed == 1)
-            #expect(backend.jwksFetches == 1)
-        } catch {
-            await backend.stop()
-            await server.stop()
-            throw error
+            #expect(rig.backend.jwksFetches == 1)
         }
-        await backend.stop()
-        await server.stop()
     }
 }
