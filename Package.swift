@@ -178,6 +178,17 @@ let package = Package(
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
+        // What an attacker tried, one file per area, through the public API only: a token sent to the wrong user or
+        // host, a session that will not end, secrets in redirects and dumps, the verifier's defaults.
+        .testTarget(
+            name: "AttackTests",
+            dependencies: [
+                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenVerification", "TokenKit",
+                "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Tokens minted by PyJWT and jwcrypto (Interop/jose, run by .ci/jose-interop); skipped without
         // TOKENKIT_JOSE_FIXTURES.
         .testTarget(
