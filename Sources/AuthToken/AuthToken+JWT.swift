@@ -58,7 +58,9 @@ extension AuthToken {
     ///
     /// The expiry is the JWT's raw `exp` compared with the clock: an `exp` in the past is expired, whatever
     /// `iat` says. No lifetime is measured from `restoredAt`, so a token stored long ago does not start a
-    /// fresh lifetime. ``receivedAt`` is set to `restoredAt`, the moment of rebuilding.
+    /// fresh lifetime. ``receivedAt`` is set to `restoredAt`, the moment of rebuilding. `exp - iat`, when the JWT
+    /// carries both, is still the token's whole lifetime, which the expiry margins scale with (see
+    /// ``ExpiryPolicy``).
     ///
     /// - Parameters:
     ///   - accessToken: The access token (a JWT or opaque).
@@ -74,9 +76,11 @@ extension AuthToken {
         scope: String? = nil,
         restoredAt: Date
     ) -> AuthToken {
-        AuthToken(
+        let claims = try? JWT(parsing: accessToken).claims
+        return AuthToken(
             accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope,
-            receivedAt: restoredAt, lifetime: nil, expirationClaim: try? JWT(parsing: accessToken).claims.expiration)
+            receivedAt: restoredAt, lifetime: nil, expirationClaim: claims?.expiration,
+            knownLifetime: claims.flatMap { AuthToken.issuedLifetime(of: $0) })
     }
 
     /// The `exp` claim of the access token, or `nil` when it is not a JWT or has no valid `exp`.
