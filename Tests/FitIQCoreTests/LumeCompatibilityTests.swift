@@ -37,4 +37,42 @@ import TokenKitTesting
         #expect(decoded == token)
         #expect(decoded.receivedAt == received && decoded.lifetime == 900)
     }
+
+    @Test func theLumeShapeIsExactlyWhatLumesOldStructWrites() throws {
+        let expiry = Date(timeIntervalSince1970: 1_800_000_900)
+        let token = TestSecrets.shared.register(
+            AuthToken(
+                accessToken: "lume-shape-access", refreshToken: "lume-shape-refresh", scope: "read",
+                receivedAt: expiry.addingTimeInterval(-900), lifetime: 900))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        encoder.userInfo[AuthToken.encodingShapeKey] = AuthToken.EncodingShape.lume
+        let data = try encoder.encode(token)
+
+        let old = OldLumeAuthToken(
+            accessToken: "lume-shape-access", refreshToken: "lume-shape-refresh", expiresAt: expiry)
+        #expect(data == (try encoder.encode(old)), "byte for byte what Lume's JSONEncoder wrote")
+        #expect(try JSONDecoder().decode(OldLumeAuthToken.self, from: data) == old)
+        // TokenKit reads it back as the same token (scope aside, which the old shape has no room for).
+        let back = try JSONDecoder().decode(AuthToken.self, from: data)
+        #expect(back.expiresAt == expiry && back.accessToken == token.accessToken)
+    }
+
+    @Test func theLumeShapeRefusesATokenItsOldReadersCouldNotRead() throws {
+        let encoder = JSONEncoder()
+        encoder.userInfo[AuthToken.encodingShapeKey] = AuthToken.EncodingShape.lume
+        let withoutRefresh = AuthToken(
+            accessToken: "lume-shape-no-refresh", refreshToken: nil, expiresAt: Date(timeIntervalSince1970: 5))
+        let withoutExpiry = AuthToken(
+            accessToken: "lume-shape-no-expiry", refreshToken: "lume-shape-refresh-2", expiresAt: nil)
+        for token in [withoutRefresh, withoutExpiry] {
+            TestSecrets.shared.register(token)
+            #expect {
+                try encoder.encode(token)
+            } throws: { error in
+                guard case EncodingError.invalidValue(_, let context) = error else { return false }
+                return context.debugDescription.hasPrefix("Lume's token shape needs")
+            }
+        }
+    }
 }
