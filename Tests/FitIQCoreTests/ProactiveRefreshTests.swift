@@ -156,8 +156,9 @@ enum SeedConstruction: String, CaseIterable, CustomStringConvertible, Sendable {
             return TokenResponse(accessToken: access, expiresIn: 60)
         }
         let client = TokenRefreshClient(strategy: strategy, clock: clock, now: clock.wallClock)
-        _ = try await client.signIn(with: TokenResponse(accessToken: "sdk-session-token-0", expiresIn: 60)
-            .token(receivedAt: clock.date))
+        _ = try await client.signIn(
+            with: TokenResponse(accessToken: "sdk-session-token-0", expiresIn: 60)
+                .token(receivedAt: clock.date))
         for _ in 0..<5 { _ = try await client.validToken() }
         #expect(issued.withLock { $0 } == 0, "a fresh 60-second token is not refreshed at once")
         clock.advance(by: .seconds(25))

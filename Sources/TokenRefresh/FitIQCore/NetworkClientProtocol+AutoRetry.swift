@@ -45,7 +45,9 @@ extension NetworkClientProtocol {
         do {
             let answer = try await executeRequest(request: request)
             guard answer.1.statusCode == 401, retryCount < 1 else { return answer }
-        } catch where retryCount < 1 && httpStatus(of: error) == 401 {}
+        } catch let error where retryCount < 1 && httpStatus(of: error) == 401 {
+            // Refreshed and retried below.
+        }
         let token = try await tokenRefreshClient.tokenForRetry(
             rejecting: Self.bearerToken(of: request), persistence: authTokenPersistence)
         // Taken, not copied: a caller that is done with its request spares Foundation a copy of it.
