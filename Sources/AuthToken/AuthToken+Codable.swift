@@ -3,6 +3,8 @@ import Foundation
 extension AuthToken {
     private enum CodingKeys: String, CodingKey {
         case accessToken, refreshToken, tokenType, scope, receivedAt, lifetime, expirationClaim
+        /// The whole lifetime the margins scale with, when it is not ``AuthToken/lifetime``.
+        case knownLifetime
         /// Lume's stored token: `{"accessToken", "refreshToken", "expiresAt"}`.
         case expiresAt
     }
@@ -26,7 +28,7 @@ extension AuthToken {
                 expiresAt: try Self.lumeExpiry(in: container), receivedAt: AuthToken.systemNow())
             return
         }
-        self.init(
+        let token = AuthToken(
             accessToken: accessToken,
             refreshToken: refreshToken,
             tokenType: try container.decodeIfPresent(String.self, forKey: .tokenType) ?? "Bearer",
@@ -34,12 +36,23 @@ extension AuthToken {
             receivedAt: try container.decode(Date.self, forKey: .receivedAt),
             lifetime: try container.decodeIfPresent(TimeInterval.self, forKey: .lifetime),
             expirationClaim: try container.decodeIfPresent(Date.self, forKey: .expirationClaim))
+        guard let known = try container.decodeIfPresent(TimeInterval.self, forKey: .knownLifetime),
+            known.isFinite, known >= 0, token.lifetime == nil
+        else {
+            self = token
+            return
+        }
+        self.init(
+            accessToken: token.accessToken, refreshToken: token.refreshToken, tokenType: token.tokenType,
+            scope: token.scope, receivedAt: token.receivedAt, lifetime: nil, expirationClaim: token.expirationClaim,
+            knownLifetime: known)
     }
 
     /// Encodes the token in the shape the encoder's ``encodingShapeKey`` asks for; ``EncodingShape/standard``
     /// when it asks for none.
     ///
-    /// The standard shape holds every stored property (optional ones only when present) and also `expiresAt`
+    /// The standard shape holds every stored property (optional ones only when present; `knownLifetime` when
+    /// the whole lifetime is known but not counted from receipt) and also `expiresAt`
     /// when the expiry is known, so Lume's old `AuthToken` struct (`accessToken`, `refreshToken`, `expiresAt`)
     /// reads it too when a refresh token is there. Dates follow the encoder's date strategy.
     ///
@@ -70,6 +83,7 @@ extension AuthToken {
         try container.encode(receivedAt, forKey: .receivedAt)
         try container.encodeIfPresent(lifetime, forKey: .lifetime)
         try container.encodeIfPresent(expirationClaim, forKey: .expirationClaim)
+        if lifetime == nil { try container.encodeIfPresent(knownLifetime, forKey: .knownLifetime) }
         try container.encodeIfPresent(expiresAt, forKey: .expiresAt)
     }
 

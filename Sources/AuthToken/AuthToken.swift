@@ -16,9 +16,9 @@ public import Foundation
 ///
 /// ## Expiring soon
 /// ``willExpireSoon`` turns true 5 minutes (plus a 10-second leeway) before expiry. Only a token whose
-/// whole lifetime is known (`expires_in`, or a JWT with `iat` and `exp`) that lives less than 15 minutes gets
-/// a shorter threshold, a third of its lifetime, so a 60-second token is not "expiring soon" from the start.
-/// ``ExpiryPolicy`` holds the margins.
+/// whole lifetime is known (`expires_in`; a JWT with `iat` and `exp`; a JWT with `exp` received from an endpoint
+/// at ``receivedAt``) that lives less than 15 minutes gets a shorter threshold, a third of its lifetime, so a
+/// 60-second token is not "expiring soon" from the start. ``ExpiryPolicy`` holds the margins.
 ///
 /// ## Equality
 /// Two tokens are equal when they carry the same access token, refresh token, token type, scope and
@@ -43,8 +43,9 @@ public struct AuthToken: Sendable, Hashable, Codable {
     public let lifetime: TimeInterval?
     /// The raw `exp` claim of a JWT access token (server clock), or an absolute expiry from an older format.
     public let expirationClaim: Date?
-    /// The token's whole lifetime when it is known even if ``lifetime`` is not: `exp - iat` of a JWT rebuilt
-    /// from storage. The expiry margins scale with it; `nil` means the fixed margins apply.
+    /// The token's whole lifetime, which the expiry margins scale with: ``lifetime``, else `exp - iat` of a JWT
+    /// (also one rebuilt from storage), else the time from receipt to `exp` of a JWT fresh from an endpoint.
+    /// `nil` (a token rebuilt from strings without `iat`, or from an absolute expiry) means the fixed margins.
     let knownLifetime: TimeInterval?
 
     /// Creates a token from its parts.

@@ -141,6 +141,21 @@ import TokenKitLogCheck
         #expect(token.isExpired(at: received.addingTimeInterval(50), policy: .fixed))
     }
 
+    /// A JWT with `exp` alone, fresh from an endpoint: from receipt to `exp` is its lifetime for the margins,
+    /// also after a round trip through TokenKit's encoding (a store), so a 60-second token is not refreshed on
+    /// every call.
+    @Test func aFreshJWTWithExpOnlyScalesItsMarginsAlsoAfterARoundTrip() throws {
+        let token = AuthToken.withParsedExpiration(
+            accessToken: JWTFixtures.token(exp: 1_000_060), refreshToken: nil, receivedAt: received)
+        let decoded = try JSONDecoder().decode(AuthToken.self, from: JSONEncoder().encode(token))
+        for token in [token, decoded] {
+            #expect(token.lifetime == nil)
+            #expect(!token.willExpireSoon(at: received))
+            #expect(!token.willExpireSoon(at: received.addingTimeInterval(30)))
+            #expect(token.willExpireSoon(at: received.addingTimeInterval(40)))
+        }
+    }
+
     @Test func negativeOrNonFiniteLifetimesAreIgnored() {
         #expect(AuthToken(accessToken: "access-token-a", receivedAt: received, lifetime: -1).lifetime == nil)
         #expect(AuthToken(accessToken: "access-token-a", receivedAt: received, lifetime: .infinity).lifetime == nil)

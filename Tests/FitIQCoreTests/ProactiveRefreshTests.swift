@@ -141,9 +141,33 @@ enum SeedConstruction: String, CaseIterable, CustomStringConvertible, Sendable {
         #expect(backend.snapshot.refreshes == 0)
     }
 
-    /// A 60-second token from an SDK (its lifetime known from `expires_in`): one refresh in its second half, not
-    /// one per call.
-    @Test func theClientRefreshesASixtySecondSDKTokenOnceNotOnEveryCall() async throws {
+    /// How an SDK's 60-second token says how long it lives.
+    enum SixtySecondToken: String, CaseIterable, CustomStringConvertible, Sendable {
+        /// An opaque token with `expires_in`.
+        case expiresIn
+        /// A JWT with `iat` and `exp` (Clerk's session token).
+        case jwtWithIssuedAt
+        /// A JWT with `exp` alone.
+        case jwtWithExpOnly
+
+        var description: String { rawValue }
+
+        func response(serial: Int, issuedAt: Date) -> TokenResponse {
+            let iat = Int(issuedAt.timeIntervalSince1970)
+            switch self {
+            case .expiresIn:
+                let access = "sdk-session-token-\(serial)"
+                TestSecrets.shared.register(access, as: .accessToken)
+                return TokenResponse(accessToken: access, expiresIn: 60)
+            case .jwtWithIssuedAt: return TokenResponse(accessToken: jwt(iat: iat, exp: iat + 60))
+            case .jwtWithExpOnly: return TokenResponse(accessToken: jwt(exp: iat + 60))
+            }
+        }
+    }
+
+    /// A 60-second token from an SDK, its lifetime known: one refresh in its second half, not one per call.
+    @Test(arguments: SixtySecondToken.allCases)
+    func theClientRefreshesASixtySecondSDKTokenOnceNotOnEveryCall(kind: SixtySecondToken) async throws {
         let clock = ManualClock(startDate: Date(timeIntervalSince1970: 1_800_000_000))
         let issued = Locked(0)
         let strategy = ClosureRefreshStrategy { _ in
@@ -151,14 +175,11 @@ enum SeedConstruction: String, CaseIterable, CustomStringConvertible, Sendable {
                 count += 1
                 return count
             }
-            let access = "sdk-session-token-\(serial)"
-            TestSecrets.shared.register(access, as: .accessToken)
-            return TokenResponse(accessToken: access, expiresIn: 60)
+            return kind.response(serial: serial, issuedAt: clock.date)
         }
         let client = TokenRefreshClient(strategy: strategy, clock: clock, now: clock.wallClock)
         _ = try await client.signIn(
-            with: TokenResponse(accessToken: "sdk-session-token-0", expiresIn: 60)
-                .token(receivedAt: clock.date))
+            with: kind.response(serial: 0, issuedAt: clock.date).token(receivedAt: clock.date))
         for _ in 0..<5 { _ = try await client.validToken() }
         #expect(issued.withLock { $0 } == 0, "a fresh 60-second token is not refreshed at once")
         clock.advance(by: .seconds(25))
