@@ -60,7 +60,91 @@ enum AppKeepingItsAPIError {
     }
 }
 
+/// An app whose `APIError` describes itself, so its case without associated values cannot be read by name.
+enum AppDescribingItsAPIError {
+    enum APIError: Error, Equatable, CustomStringConvertible {
+        case unauthorized
+        case offline
+
+        var description: String { self == .unauthorized ? "The session ended" : "No connection" }
+    }
+
+    struct NetworkClient: NetworkClientProtocol {
+        let backend: AnalysisBackend
+        /// Whether the client tells TokenKit which of its errors are a 401.
+        let saysWhichErrorIsA401: Bool
+
+        func executeRequest(request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+            await Task.yield()
+            let (status, body) = backend.handle(request)
+            guard status != 401 else { throw APIError.unauthorized }
+            guard let url = request.url, (200..<300).contains(status),
+                let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: [:])
+            else { throw APIError.offline }
+            return (body, response)
+        }
+
+        func httpStatus(of error: any Error) -> Int? {
+            saysWhichErrorIsA401 && error as? APIError == .unauthorized ? 401 : nil
+        }
+    }
+}
+
 @Suite(.logLeakCheck()) struct AppOwnAPIErrorTests {
+    static func expiredSession(
+        saysWhichErrorIsA401: Bool, capture: LogCapture = LogCapture()
+    ) throws -> (AnalysisBackend, AppDescribingItsAPIError.NetworkClient, KeychainAuthTokenAdapter, TokenRefreshClient)
+    {
+        let clock = ManualClock(startDate: AuthToken.systemNow())
+        let backend = AnalysisBackend(clock: clock)
+        let networkClient = AppDescribingItsAPIError.NetworkClient(
+            backend: backend, saysWhichErrorIsA401: saysWhichErrorIsA401)
+        let persistence = KeychainAuthTokenAdapter()
+        let login = backend.login()
+        try persistence.save(accessToken: login.accessToken, refreshToken: login.refreshToken)
+        let tokenRefreshClient = TokenRefreshClient(
+            strategy: JSONEndpointRefreshStrategy(
+                baseURL: AnalysisBackend.baseURL, apiKey: AnalysisBackend.apiKey,
+                transport: NetworkClientTransport(networkClient)),
+            logger: capture.logger())
+        clock.advance(by: .seconds(1000))
+        return (backend, networkClient, persistence, tokenRefreshClient)
+    }
+
+    static func progressRequest(_ persistence: KeychainAuthTokenAdapter) throws -> URLRequest {
+        var request = URLRequest(url: AnalysisBackend.baseURL.appendingPathComponent("/api/v1/progress"))
+        if let accessToken = try persistence.fetchAccessToken() {
+            request.setValue("Bearer \(accessToken)", forHTTPHeaderField: "Authorization")
+        }
+        return request
+    }
+
+    /// TokenKit cannot tell this error is a 401. It says so in the log (once per type) instead of staying silent.
+    @Test func anAppAPIErrorThatCannotBeReadIsReportedInTheLog() async throws {
+        let capture = LogCapture()
+        let (backend, networkClient, persistence, tokenRefreshClient) = try Self.expiredSession(
+            saysWhichErrorIsA401: false, capture: capture)
+        await #expect(throws: AppDescribingItsAPIError.APIError.unauthorized) {
+            try await networkClient.executeWithAutoRetry(
+                request: Self.progressRequest(persistence), tokenRefreshClient: tokenRefreshClient,
+                authTokenPersistence: persistence)
+        }
+        #expect(backend.snapshot.refreshes == 0)
+        let notices = capture.lines.filter { $0.contains("AppDescribingItsAPIError.APIError, which is not TokenKit's") }
+        #expect(notices.count == 1)
+        #expect(notices.first?.hasPrefix("warning") == true)
+    }
+
+    @Test func anAppThatSaysWhichOfItsErrorsIsA401Refreshes() async throws {
+        let (backend, networkClient, persistence, tokenRefreshClient) = try Self.expiredSession(
+            saysWhichErrorIsA401: true)
+        let (_, response) = try await networkClient.executeWithAutoRetry(
+            request: Self.progressRequest(persistence), tokenRefreshClient: tokenRefreshClient,
+            authTokenPersistence: persistence)
+        #expect(response.statusCode == 200)
+        #expect(backend.snapshot.refreshes == 1)
+    }
+
     @Test(arguments: AppKeepingItsAPIError.Reporting.allCases)
     func anAppThatKeepsItsOwnAPIErrorStillRefreshesOnA401(reporting: AppKeepingItsAPIError.Reporting) async throws {
         let clock = ManualClock(startDate: AuthToken.systemNow())

@@ -1,5 +1,7 @@
+import AuthToken
 import Foundation
 import HTTPTypes
+import Logging
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -54,3 +56,26 @@ private func status(in mirror: Mirror, depth: Int) -> Int? {
 
 /// The labels under which an error type keeps an HTTP status.
 private let statusLabels: Set<String> = ["statuscode", "status", "httpstatus", "httpstatuscode", "code"]
+
+/// A notice, once per type, when the network client throws an error of a type named `APIError` that is not
+/// TokenKit's and reports no status that ``recognizedHTTPStatus(of:)`` can read: the app's own `APIError` shadows
+/// TokenKit's, and a 401 it stands for would go unrefreshed.
+enum ShadowedAPIErrorNotice {
+    /// The types already noted.
+    private static let noted = LockedValue<Set<String>>([])
+
+    /// Logs the notice for `error`'s type, the first time only.
+    static func noteIfShadowed(_ error: any Error, status: Int?, logger: Logger) {
+        guard status == nil, !(error is APIError) else { return }
+        let type = String(reflecting: Swift.type(of: error))
+        guard type.hasSuffix(".APIError") || type == "APIError" else { return }
+        guard noted.withLock({ $0.insert(type).inserted }) else { return }
+        logger.warning(
+            """
+            executeWithAutoRetry: the network client threw \(type), which is not TokenKit's APIError and reports no \
+            HTTP status TokenKit can read; a 401 it stands for is not refreshed. Throw an enum case named \
+            `unauthorized`, return the 401 response, or implement httpStatus(of:) in the network client.
+            """,
+            metadata: ["errorType": "\(type)"])
+    }
+}

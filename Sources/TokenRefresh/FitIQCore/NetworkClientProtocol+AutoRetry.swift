@@ -47,6 +47,10 @@ extension NetworkClientProtocol {
             guard answer.1.statusCode == 401, retryCount < 1 else { return answer }
         } catch let error where retryCount < 1 && httpStatus(of: error) == 401 {
             // Refreshed and retried below.
+        } catch {
+            ShadowedAPIErrorNotice.noteIfShadowed(
+                error, status: httpStatus(of: error), logger: tokenRefreshClient.logger)
+            throw error
         }
         let token = try await tokenRefreshClient.tokenForRetry(
             rejecting: Self.bearerToken(of: request), persistence: authTokenPersistence)
