@@ -28,24 +28,19 @@ extension AuthToken {
                 expiresAt: try Self.lumeExpiry(in: container), receivedAt: AuthToken.systemNow())
             return
         }
-        let token = AuthToken(
+        let lifetime = try container.decodeIfPresent(TimeInterval.self, forKey: .lifetime).flatMap(Self.sanitized)
+        let expirationClaim = try container.decodeIfPresent(Date.self, forKey: .expirationClaim)
+        let known = try container.decodeIfPresent(TimeInterval.self, forKey: .knownLifetime).flatMap(Self.sanitized)
+        self.init(
             accessToken: accessToken,
             refreshToken: refreshToken,
             tokenType: try container.decodeIfPresent(String.self, forKey: .tokenType) ?? "Bearer",
             scope: try container.decodeIfPresent(String.self, forKey: .scope),
             receivedAt: try container.decode(Date.self, forKey: .receivedAt),
-            lifetime: try container.decodeIfPresent(TimeInterval.self, forKey: .lifetime),
-            expirationClaim: try container.decodeIfPresent(Date.self, forKey: .expirationClaim))
-        guard let known = try container.decodeIfPresent(TimeInterval.self, forKey: .knownLifetime),
-            known.isFinite, known >= 0, token.lifetime == nil
-        else {
-            self = token
-            return
-        }
-        self.init(
-            accessToken: token.accessToken, refreshToken: token.refreshToken, tokenType: token.tokenType,
-            scope: token.scope, receivedAt: token.receivedAt, lifetime: nil, expirationClaim: token.expirationClaim,
-            knownLifetime: known)
+            lifetime: lifetime,
+            expirationClaim: expirationClaim,
+            knownLifetime: lifetime ?? known
+                ?? (expirationClaim == nil ? nil : Self.issuedLifetime(of: accessToken)))
     }
 
     /// Encodes the token in the shape the encoder's ``encodingShapeKey`` asks for; ``EncodingShape/standard``

@@ -45,7 +45,7 @@ extension AuthToken {
         }
         let claims = try? JWT(parsing: accessToken).claims
         let expiration = claims?.expiration
-        var lifetime = expiresIn.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+        var lifetime = expiresIn.flatMap(AuthToken.sanitized)
         if lifetime == nil, let expiration, let issuedAt = claims?.issuedAt, expiration >= issuedAt {
             lifetime = expiration.timeIntervalSince(issuedAt)
         }

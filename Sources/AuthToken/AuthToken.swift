@@ -67,7 +67,7 @@ public struct AuthToken: Sendable, Hashable, Codable {
         lifetime: TimeInterval? = nil,
         expirationClaim: Date? = nil
     ) {
-        let lifetime = lifetime.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+        let lifetime = lifetime.flatMap(Self.sanitized)
         self.init(
             accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope,
             receivedAt: receivedAt, lifetime: lifetime, expirationClaim: expirationClaim,
@@ -87,6 +87,11 @@ public struct AuthToken: Sendable, Hashable, Codable {
         self.lifetime = lifetime
         self.expirationClaim = expirationClaim
         self.knownLifetime = knownLifetime
+    }
+
+    /// `seconds` when it is a finite, non-negative lifetime, else `nil`.
+    static func sanitized(_ seconds: TimeInterval) -> TimeInterval? {
+        seconds.isFinite && seconds >= 0 ? seconds : nil
     }
 
     /// `exp - iat` of a JWT access token that carries both (with `exp` after `iat`), else `nil`.
