@@ -6,7 +6,8 @@ public import Foundation
 /// 10-second ``leeway`` before expiry, and expired 10 seconds before it.
 ///
 /// Only when a token's whole lifetime is known (the OAuth `expires_in`, `exp - iat` of a JWT, or the time from
-/// receipt to `exp` of a JWT that came from an endpoint) do the margins shrink for short lifetimes, so that a 60-second token (Clerk's) is not "expiring soon" for its whole life:
+/// receipt to `exp` of a JWT that came from an endpoint) do the margins shrink for short lifetimes, so that a
+/// 60-second token (Clerk's) is not "expiring soon" for its whole life:
 /// - effective leeway = min(``leeway``, 10% of the lifetime)
 /// - effective refresh threshold = min(``refreshThreshold``, ``refreshFraction`` × the lifetime)
 ///
