@@ -34,7 +34,8 @@ let package = Package(
         .library(name: "TokenKitLogCheck", targets: ["TokenKitLogCheck"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // `FoundationURL`: `HTTPRequest(url:)`, which keeps a URL's path and query as written (the umbrella offers it).
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0", traits: ["FoundationURL"]),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         // The metrics API only (no backend, no NIO): a no-op until the app bootstraps one.

@@ -3,6 +3,8 @@ import Foundation
 extension AuthToken {
     private enum CodingKeys: String, CodingKey {
         case accessToken, refreshToken, tokenType, scope, receivedAt, lifetime, expirationClaim
+        /// The whole lifetime the margins scale with, when it is not ``AuthToken/lifetime``.
+        case knownLifetime
         /// Lume's stored token: `{"accessToken", "refreshToken", "expiresAt"}`.
         case expiresAt
     }
@@ -26,22 +28,49 @@ extension AuthToken {
                 expiresAt: try Self.lumeExpiry(in: container), receivedAt: AuthToken.systemNow())
             return
         }
+        let lifetime = try container.decodeIfPresent(TimeInterval.self, forKey: .lifetime).flatMap(Self.sanitized)
+        let expirationClaim = try container.decodeIfPresent(Date.self, forKey: .expirationClaim)
+        let known = try container.decodeIfPresent(TimeInterval.self, forKey: .knownLifetime).flatMap(Self.sanitized)
         self.init(
             accessToken: accessToken,
             refreshToken: refreshToken,
             tokenType: try container.decodeIfPresent(String.self, forKey: .tokenType) ?? "Bearer",
             scope: try container.decodeIfPresent(String.self, forKey: .scope),
             receivedAt: try container.decode(Date.self, forKey: .receivedAt),
-            lifetime: try container.decodeIfPresent(TimeInterval.self, forKey: .lifetime),
-            expirationClaim: try container.decodeIfPresent(Date.self, forKey: .expirationClaim))
+            lifetime: lifetime,
+            expirationClaim: expirationClaim,
+            knownLifetime: lifetime ?? known
+                ?? (expirationClaim == nil ? nil : Self.issuedLifetime(of: accessToken)))
     }
 
-    /// Encodes TokenKit's own format (every stored property; optional ones only when present).
+    /// Encodes the token in the shape the encoder's ``encodingShapeKey`` asks for; ``EncodingShape/standard``
+    /// when it asks for none.
+    ///
+    /// The standard shape holds every stored property (optional ones only when present; `knownLifetime` when
+    /// the whole lifetime is known but not counted from receipt) and also `expiresAt`
+    /// when the expiry is known, so Lume's old `AuthToken` struct (`accessToken`, `refreshToken`, `expiresAt`)
+    /// reads it too when a refresh token is there. Dates follow the encoder's date strategy.
     ///
     /// - Parameter encoder: The encoder.
-    /// - Throws: What the encoder throws.
+    /// - Throws: `EncodingError.invalidValue` when ``EncodingShape/lume`` is asked for and the refresh token or
+    ///   the expiry is missing; otherwise what the encoder throws.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
+        if encoder.userInfo[Self.encodingShapeKey] as? EncodingShape == .lume {
+            guard let refreshToken, let expiresAt else {
+                throw EncodingError.invalidValue(
+                    self,
+                    EncodingError.Context(
+                        codingPath: encoder.codingPath,
+                        debugDescription:
+                            "Lume's token shape needs a refresh token and an expiry, and this token lacks "
+                            + (refreshToken == nil ? "a refresh token" : "an expiry")))
+            }
+            try container.encode(accessToken, forKey: .accessToken)
+            try container.encode(refreshToken, forKey: .refreshToken)
+            try container.encode(expiresAt, forKey: .expiresAt)
+            return
+        }
         try container.encode(accessToken, forKey: .accessToken)
         try container.encodeIfPresent(refreshToken, forKey: .refreshToken)
         try container.encode(tokenType, forKey: .tokenType)
@@ -49,6 +78,8 @@ extension AuthToken {
         try container.encode(receivedAt, forKey: .receivedAt)
         try container.encodeIfPresent(lifetime, forKey: .lifetime)
         try container.encodeIfPresent(expirationClaim, forKey: .expirationClaim)
+        if lifetime == nil { try container.encodeIfPresent(knownLifetime, forKey: .knownLifetime) }
+        try container.encodeIfPresent(expiresAt, forKey: .expiresAt)
     }
 
     /// Lume's `expiresAt`, in whichever form it was written.
@@ -65,4 +96,34 @@ extension AuthToken {
         }
         return date
     }
+}
+
+extension AuthToken {
+    /// The JSON shape ``encode(to:)`` writes, chosen through an encoder's `userInfo[AuthToken.encodingShapeKey]`.
+    ///
+    /// ```swift
+    /// let encoder = JSONEncoder()
+    /// encoder.userInfo[AuthToken.encodingShapeKey] = AuthToken.EncodingShape.lume
+    /// let data = try encoder.encode(token)  // {"accessToken", "refreshToken", "expiresAt"} only
+    /// ```
+    public struct EncodingShape: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+
+        /// TokenKit's shape, with `expiresAt` beside it (the default): nothing is lost, and Lume's old struct
+        /// reads it when the token has a refresh token and a known expiry.
+        public static let standard = EncodingShape(name: "standard")
+
+        /// Exactly Lume's old shape, `{"accessToken", "refreshToken", "expiresAt"}`, for as long as readers of
+        /// the old shape (a widget, an older build sharing the Keychain item) exist. Encoding a token without a
+        /// refresh token or a known expiry throws instead of writing what those readers cannot read. TokenKit
+        /// reads it back with ``expiresAt`` as an absolute expiry; the token type, scope and receipt time are
+        /// not kept.
+        public static let lume = EncodingShape(name: "lume")
+
+        /// `AuthToken.EncodingShape.<name>`.
+        public var description: String { "AuthToken.EncodingShape.\(name)" }
+    }
+
+    /// The `userInfo` key of an encoder that holds the ``EncodingShape`` to write.
+    public static let encodingShapeKey = CodingUserInfoKey(rawValue: "TokenKit.AuthToken.encodingShape")!
 }

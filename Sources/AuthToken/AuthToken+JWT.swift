@@ -5,7 +5,8 @@ extension AuthToken {
     ///
     /// **Fresh from an endpoint** (`receivedAt` given): with `exp` and `iat` the lifetime is `exp - iat`,
     /// measured from `receivedAt` (immune to a device clock that is off); with `exp` alone the raw `exp` is the
-    /// expiry. An `expiresIn` from the token response wins over both.
+    /// expiry, and the time from `receivedAt` to it is the lifetime the expiry margins scale with. An `expiresIn`
+    /// from the token response wins over both.
     ///
     /// **Rebuilt from stored strings** (`receivedAt` omitted, the seed's `withParsedExpiration(accessToken:
     /// refreshToken:)`): when the token was received is unknown, so no lifetime can be measured from receipt.
@@ -44,13 +45,16 @@ extension AuthToken {
         }
         let claims = try? JWT(parsing: accessToken).claims
         let expiration = claims?.expiration
-        var lifetime = expiresIn
+        var lifetime = expiresIn.flatMap(AuthToken.sanitized)
         if lifetime == nil, let expiration, let issuedAt = claims?.issuedAt, expiration >= issuedAt {
             lifetime = expiration.timeIntervalSince(issuedAt)
         }
+        // Fresh from an endpoint, a JWT with `exp` alone lives about from now to `exp`: the margins scale with
+        // that, so a short-lived token is not "expiring soon" from the moment it arrives.
         return AuthToken(
             accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope,
-            receivedAt: receivedAt, lifetime: lifetime, expirationClaim: expiration)
+            receivedAt: receivedAt, lifetime: lifetime, expirationClaim: expiration,
+            knownLifetime: lifetime ?? expiration.map { max(0, $0.timeIntervalSince(receivedAt)) })
     }
 
     /// Rebuilds a token from stored strings (the FitIQ layout: two strings, `exp` parsed when needed), whose
@@ -58,7 +62,9 @@ extension AuthToken {
     ///
     /// The expiry is the JWT's raw `exp` compared with the clock: an `exp` in the past is expired, whatever
     /// `iat` says. No lifetime is measured from `restoredAt`, so a token stored long ago does not start a
-    /// fresh lifetime. ``receivedAt`` is set to `restoredAt`, the moment of rebuilding.
+    /// fresh lifetime. ``receivedAt`` is set to `restoredAt`, the moment of rebuilding. `exp - iat`, when the JWT
+    /// carries both, is still the token's whole lifetime, which the expiry margins scale with (see
+    /// ``ExpiryPolicy``).
     ///
     /// - Parameters:
     ///   - accessToken: The access token (a JWT or opaque).
@@ -74,9 +80,11 @@ extension AuthToken {
         scope: String? = nil,
         restoredAt: Date
     ) -> AuthToken {
-        AuthToken(
+        let claims = try? JWT(parsing: accessToken).claims
+        return AuthToken(
             accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope,
-            receivedAt: restoredAt, lifetime: nil, expirationClaim: try? JWT(parsing: accessToken).claims.expiration)
+            receivedAt: restoredAt, lifetime: nil, expirationClaim: claims?.expiration,
+            knownLifetime: claims.flatMap { AuthToken.issuedLifetime(of: $0) })
     }
 
     /// The `exp` claim of the access token, or `nil` when it is not a JWT or has no valid `exp`.

@@ -14,6 +14,17 @@ public import Foundation
 /// A token with neither `exp` nor `expires_in` has no known expiry: it is never reported as expired, and
 /// ``validate(now:policy:requireRefreshToken:)`` reports ``AuthTokenError/expirationUnknown``.
 ///
+/// ## Expiring soon
+/// ``willExpireSoon`` turns true 5 minutes (plus a 10-second leeway) before expiry. Only a token whose
+/// whole lifetime is known (`expires_in`; a JWT with `iat` and `exp`; a JWT with `exp` received from an endpoint
+/// at ``receivedAt``) that lives less than 15 minutes gets a shorter threshold, a third of its lifetime, so a
+/// 60-second token is not "expiring soon" from the start. ``ExpiryPolicy`` holds the margins.
+///
+/// ## Equality
+/// Two tokens are equal when they carry the same access token, refresh token, token type, scope and
+/// ``expiresAt``. When the token was read (``receivedAt``) and how its expiry was learned are not compared,
+/// so the same stored token read twice compares equal.
+///
 /// ## Redaction
 /// `description`, `debugDescription`, `customMirror` and ``sanitizedDescription`` never contain token text,
 /// so `print`, `dump` and string interpolation are safe.
@@ -32,6 +43,10 @@ public struct AuthToken: Sendable, Hashable, Codable {
     public let lifetime: TimeInterval?
     /// The raw `exp` claim of a JWT access token (server clock), or an absolute expiry from an older format.
     public let expirationClaim: Date?
+    /// The token's whole lifetime, which the expiry margins scale with: ``lifetime``, else `exp - iat` of a JWT
+    /// (also one rebuilt from storage), else the time from receipt to `exp` of a JWT fresh from an endpoint.
+    /// `nil` (a token rebuilt from strings without `iat`, or from an absolute expiry) means the fixed margins.
+    let knownLifetime: TimeInterval?
 
     /// Creates a token from its parts.
     ///
@@ -52,13 +67,45 @@ public struct AuthToken: Sendable, Hashable, Codable {
         lifetime: TimeInterval? = nil,
         expirationClaim: Date? = nil
     ) {
+        let lifetime = lifetime.flatMap(Self.sanitized)
+        self.init(
+            accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope,
+            receivedAt: receivedAt, lifetime: lifetime, expirationClaim: expirationClaim,
+            knownLifetime: lifetime ?? (expirationClaim == nil ? nil : Self.issuedLifetime(of: accessToken)))
+    }
+
+    /// Creates a token whose whole lifetime (for the expiry margins) the caller worked out already.
+    init(
+        accessToken: String, refreshToken: String?, tokenType: String, scope: String?, receivedAt: Date,
+        lifetime: TimeInterval?, expirationClaim: Date?, knownLifetime: TimeInterval?
+    ) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.tokenType = tokenType
         self.scope = scope
         self.receivedAt = receivedAt
-        self.lifetime = lifetime.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+        self.lifetime = lifetime
         self.expirationClaim = expirationClaim
+        self.knownLifetime = knownLifetime
+    }
+
+    /// `seconds` when it is a finite, non-negative lifetime, else `nil`.
+    static func sanitized(_ seconds: TimeInterval) -> TimeInterval? {
+        seconds.isFinite && seconds >= 0 ? seconds : nil
+    }
+
+    /// `exp - iat` of a JWT access token that carries both (with `exp` after `iat`), else `nil`.
+    static func issuedLifetime(of accessToken: String) -> TimeInterval? {
+        guard let claims = try? JWT(parsing: accessToken).claims else { return nil }
+        return issuedLifetime(of: claims)
+    }
+
+    /// `exp - iat` when both claims are there and `exp` is after `iat`, else `nil`.
+    static func issuedLifetime(of claims: JWTClaims) -> TimeInterval? {
+        guard let expiration = claims.expiration, let issuedAt = claims.issuedAt, expiration > issuedAt else {
+            return nil
+        }
+        return expiration.timeIntervalSince(issuedAt)
     }
 
     /// The instant the token stops being usable: `receivedAt + lifetime` when the lifetime is known,
@@ -75,7 +122,34 @@ public struct AuthToken: Sendable, Hashable, Codable {
     public func replacingRefreshToken(_ refreshToken: String?) -> AuthToken {
         AuthToken(
             accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope,
-            receivedAt: receivedAt, lifetime: lifetime, expirationClaim: expirationClaim)
+            receivedAt: receivedAt, lifetime: lifetime, expirationClaim: expirationClaim, knownLifetime: knownLifetime)
+    }
+}
+
+extension AuthToken {
+    /// Whether two tokens are the same token: access token, refresh token, type, scope and ``expiresAt``.
+    ///
+    /// ``receivedAt``, ``lifetime`` and ``expirationClaim`` are compared only through ``expiresAt``, so the
+    /// same stored token read at two moments is equal.
+    ///
+    /// - Parameters:
+    ///   - lhs: A token.
+    ///   - rhs: Another token.
+    /// - Returns: `true` when they are the same token.
+    public static func == (lhs: AuthToken, rhs: AuthToken) -> Bool {
+        lhs.accessToken == rhs.accessToken && lhs.refreshToken == rhs.refreshToken && lhs.tokenType == rhs.tokenType
+            && lhs.scope == rhs.scope && lhs.expiresAt == rhs.expiresAt
+    }
+
+    /// Hashes what ``==(_:_:)`` compares.
+    ///
+    /// - Parameter hasher: The hasher.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(accessToken)
+        hasher.combine(refreshToken)
+        hasher.combine(tokenType)
+        hasher.combine(scope)
+        hasher.combine(expiresAt)
     }
 }
 

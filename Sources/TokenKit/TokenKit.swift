@@ -1,6 +1,7 @@
 // The umbrella module: `import TokenKit` brings in the four modules, and what their public signatures need for
 // the common path: Foundation (`URL`, `Data`, `Date`; FoundationNetworking's URLSession on Linux) and
-// swift-http-types (`HTTPRequest`, `HTTPResponse`, `HTTPFields`).
+// swift-http-types (`HTTPRequest`, `HTTPResponse`, `HTTPFields`, and `HTTPRequest(url:)`, which HTTPTypes declares
+// under its `FoundationURL` trait; Package.swift asks for that trait by name).
 @_exported public import AuthToken
 @_exported public import Foundation
 @_exported public import HTTPTypes

@@ -22,6 +22,32 @@ import TokenKitLogCheck
         #expect(decoded.refreshToken == nil && decoded.lifetime == nil && decoded.scope == nil)
     }
 
+    @Test func equalityComparesWhatATokenIsNotWhenItWasRead() {
+        let expiry = Date(timeIntervalSince1970: 1_800_000_900)
+        let readFirst = AuthToken(
+            accessToken: "equal-access", refreshToken: "equal-refresh", expiresAt: expiry,
+            receivedAt: Date(timeIntervalSince1970: 1_800_000_000))
+        let readLater = AuthToken(
+            accessToken: "equal-access", refreshToken: "equal-refresh", expiresAt: expiry,
+            receivedAt: Date(timeIntervalSince1970: 1_800_000_100))
+        #expect(readFirst == readLater)
+        #expect(readFirst.hashValue == readLater.hashValue)
+        // The same expiry learned from a lifetime counted from receipt.
+        let fresh = AuthToken(
+            accessToken: "equal-access", refreshToken: "equal-refresh", receivedAt: expiry.addingTimeInterval(-900),
+            lifetime: 900)
+        #expect(fresh == readFirst)
+        #expect(fresh.hashValue == readFirst.hashValue)
+
+        let differentExpiry = AuthToken(
+            accessToken: "equal-access", refreshToken: "equal-refresh", expiresAt: expiry.addingTimeInterval(1))
+        let differentRefresh = AuthToken(accessToken: "equal-access", refreshToken: "other-refresh", expiresAt: expiry)
+        let differentScope = AuthToken(
+            accessToken: "equal-access", refreshToken: "equal-refresh", scope: "read",
+            receivedAt: expiry.addingTimeInterval(-900), lifetime: 900)
+        #expect(differentExpiry != readFirst && differentRefresh != readFirst && differentScope != readFirst)
+    }
+
     @Test func replacingTheRefreshTokenKeepsEverythingElse() {
         let token = AuthToken(
             accessToken: "coding-access", refreshToken: "old-refresh-token", receivedAt: Date(timeIntervalSince1970: 5),

@@ -87,10 +87,10 @@ import TokenKitLogCheck
 
     /// A 5-minute threshold on a 60-second token would mean "refresh on every call".
     @Test(arguments: [60.0, 300.0, 3600.0, 86_400.0])
-    func aShortLivedTokenIsNotExpiringSoonForMostOfItsLife(lifetime: TimeInterval) {
+    func aShortLivedTokenIsNotExpiringSoonForItsFirstHalf(lifetime: TimeInterval) {
         let token = AuthToken(accessToken: "access-token-a", receivedAt: received, lifetime: lifetime)
         #expect(!token.willExpireSoon(at: received))
-        #expect(!token.willExpireSoon(at: received.addingTimeInterval(lifetime * 0.6)))
+        #expect(!token.willExpireSoon(at: received.addingTimeInterval(lifetime * 0.5)))
         #expect(token.willExpireSoon(at: received.addingTimeInterval(lifetime - min(lifetime * 0.1, 100))))
         #expect(!token.isExpired(at: received.addingTimeInterval(lifetime * 0.85)))
     }
@@ -98,10 +98,62 @@ import TokenKitLogCheck
     @Test func theMarginsScaleWithLifetime() {
         let policy = ExpiryPolicy()
         #expect(policy.effectiveLeeway(lifetime: 60) == 6)
-        #expect(policy.effectiveRefreshThreshold(lifetime: 60) == 12)
+        #expect(policy.effectiveRefreshThreshold(lifetime: 60) == 20)
+        #expect(policy.effectiveRefreshThreshold(lifetime: 900) == 300)
         #expect(policy.effectiveLeeway(lifetime: 3600) == 10)
         #expect(policy.effectiveRefreshThreshold(lifetime: 3600) == 300)
         #expect(policy.effectiveLeeway(lifetime: nil) == 10)
+        #expect(policy.effectiveRefreshThreshold(lifetime: nil) == 300)
+        #expect(ExpiryPolicy.fixed.effectiveRefreshThreshold(lifetime: 60) == 300)
+        #expect(ExpiryPolicy.fixed.effectiveLeeway(lifetime: 60) == 10)
+    }
+
+    /// Restored from storage, the receipt time is unknown: the margins must not be scaled by the time left
+    /// (which made a token rebuilt 4 minutes before expiry "not soon" until its last seconds).
+    @Test(arguments: [240.0, 60.0, 5.0])
+    func aTokenWithAnUnknownLifetimeGetsTheFixedMargins(secondsLeft: TimeInterval) {
+        let now = received
+        let expiry = Int(now.timeIntervalSince1970 + secondsLeft)
+        let rebuilt = [
+            AuthToken.withParsedExpiration(
+                accessToken: JWTFixtures.token(exp: expiry), refreshToken: "refresh-token-r", restoredAt: now),
+            AuthToken(
+                accessToken: "opaque-access-token", refreshToken: "refresh-token-r",
+                expiresAt: now.addingTimeInterval(secondsLeft), receivedAt: now),
+        ]
+        for token in rebuilt {
+            #expect(token.willExpireSoon(at: now))
+            #expect(token.isExpired(at: now) == (secondsLeft <= 10))
+        }
+    }
+
+    /// `exp - iat` is the whole lifetime even when the receipt time is unknown: a 60-second JWT rebuilt from
+    /// storage gets the scaled margins, and the fixed policy turns scaling off.
+    @Test func aRestoredJWTWithIssuedAtKeepsItsScaledMarginsUnlessThePolicyIsFixed() {
+        let token = AuthToken.withParsedExpiration(
+            accessToken: JWTFixtures.token(iat: 1_000_000, exp: 1_000_060), refreshToken: "refresh-token-r",
+            restoredAt: received)
+        #expect(token.lifetime == nil)
+        #expect(!token.willExpireSoon(at: received.addingTimeInterval(30)))
+        #expect(token.willExpireSoon(at: received.addingTimeInterval(40)))
+        #expect(token.willExpireSoon(at: received, policy: .fixed))
+        #expect(!token.isExpired(at: received.addingTimeInterval(50)))
+        #expect(token.isExpired(at: received.addingTimeInterval(50), policy: .fixed))
+    }
+
+    /// A JWT with `exp` alone, fresh from an endpoint: from receipt to `exp` is its lifetime for the margins,
+    /// also after a round trip through TokenKit's encoding (a store), so a 60-second token is not refreshed on
+    /// every call.
+    @Test func aFreshJWTWithExpOnlyScalesItsMarginsAlsoAfterARoundTrip() throws {
+        let token = AuthToken.withParsedExpiration(
+            accessToken: JWTFixtures.token(exp: 1_000_060), refreshToken: nil, receivedAt: received)
+        let decoded = try JSONDecoder().decode(AuthToken.self, from: JSONEncoder().encode(token))
+        for token in [token, decoded] {
+            #expect(token.lifetime == nil)
+            #expect(!token.willExpireSoon(at: received))
+            #expect(!token.willExpireSoon(at: received.addingTimeInterval(30)))
+            #expect(token.willExpireSoon(at: received.addingTimeInterval(40)))
+        }
     }
 
     @Test func negativeOrNonFiniteLifetimesAreIgnored() {

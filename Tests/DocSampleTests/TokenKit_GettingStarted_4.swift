@@ -18,7 +18,7 @@ func docSample_TokenKit_GettingStarted_4() async throws {
     let api = AuthenticatedClient(
         transport: transport, tokenProvider: auth,
         configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
-    let request = HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/v1/me")
+    let request = HTTPRequest(url: URL(string: "https://api.example.com/v1/me/")!)
     let (response, body) = try await api.executeWithAutoRetry(request)
     print(response.status, body.count)
 }

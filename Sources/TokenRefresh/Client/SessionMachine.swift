@@ -503,10 +503,7 @@ struct SessionMachine: Sendable {
 
     /// When `token` becomes due for a proactive refresh (`willExpireSoon`).
     static func refreshDue(of token: AuthToken, policy: ExpiryPolicy) -> Date {
-        guard let expiresAt = token.expiresAt else { return .distantFuture }  // no known expiry: never due
-        let lifetime = token.lifetime ?? token.expirationClaim.map { max(0, $0.timeIntervalSince(token.receivedAt)) }
-        let margin = policy.effectiveLeeway(lifetime: lifetime) + policy.effectiveRefreshThreshold(lifetime: lifetime)
-        return expiresAt.addingTimeInterval(-margin)
+        token.refreshDueDate(policy: policy) ?? .distantFuture  // no known expiry: never due
     }
 }
 

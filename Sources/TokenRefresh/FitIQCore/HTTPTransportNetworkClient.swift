@@ -40,15 +40,12 @@ public struct HTTPTransportNetworkClient: NetworkClientProtocol {
 enum FoundationConversion {
     /// The head and body of a `URLRequest`.
     static func httpRequest(_ request: URLRequest) throws -> (HTTPRequest, Data?) {
-        guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let host = url.host, !host.isEmpty
+        guard let url = request.url?.absoluteURL, let scheme = url.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty
         else { throw APIError.invalidResponse }
-        let authority = url.port.map { "\(host):\($0)" } ?? host
-        var path = url.path.isEmpty ? "/" : url.path
-        if let query = url.query { path += "?" + query }
-        var head = HTTPRequest(
-            method: HTTPRequest.Method(request.httpMethod ?? "GET") ?? .get, scheme: scheme, authority: authority,
-            path: path)
+        // swift-http-types' own conversion: the path and query exactly as written (a trailing slash, percent
+        // escapes), which `url.path` would strip and decode.
+        var head = HTTPRequest(method: HTTPRequest.Method(request.httpMethod ?? "GET") ?? .get, url: url)
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
             guard let field = HTTPField.Name(name) else { continue }
             head.headerFields.append(HTTPField(name: field, value: value))

@@ -7,7 +7,10 @@ public import Persistence
 #endif
 
 extension NetworkClientProtocol {
-    /// Sends `request`; on ``APIError/unauthorized`` refreshes once, saves the new pair, and retries once.
+    /// Sends `request`; on a 401 refreshes once, saves the new pair, and retries once.
+    ///
+    /// A 401 is ``APIError/unauthorized`` thrown by the client, another error in which ``httpStatus(of:)`` finds
+    /// 401 (an app's own `APIError.unauthorized`, for example), or a 401 response the client returns.
     ///
     /// The unification analysis's extension, over TokenKit's core: concurrent 401s share one refresh (the
     /// ``TokenRefreshClient`` single flight); the rotated pair is saved through `authTokenPersistence` before
@@ -26,7 +29,8 @@ extension NetworkClientProtocol {
     ///   - request: The request, normally with `Authorization: Bearer <access token>`.
     ///   - tokenRefreshClient: The refresh client.
     ///   - authTokenPersistence: Where the app keeps the token pair.
-    ///   - retryCount: How many retries happened already; a 401 at 1 or more is thrown.
+    ///   - retryCount: How many retries happened already; a 401 at 1 or more is passed on (thrown, or returned
+    ///     as the client returned it).
     /// - Returns: The body and the response.
     /// - Throws: ``APIError/unauthorized`` when no refresh token is stored or the retry is rejected too; a
     ///   ``TokenRefreshError`` when the refresh fails; what ``executeRequest(request:)`` throws otherwise.
@@ -36,18 +40,26 @@ extension NetworkClientProtocol {
         authTokenPersistence: any AuthTokenPersistenceProtocol,
         retryCount: Int = 0
     ) async throws -> (Data, HTTPURLResponse) {
+        // A 401 is the client's thrown error (TokenKit's `APIError.unauthorized`, or an app's own error type as
+        // `httpStatus(of:)` reads it) or the 401 response it returned.
         do {
-            return try await executeRequest(request: request)
-        } catch let error as APIError where error == .unauthorized && retryCount < 1 {
-            let token = try await tokenRefreshClient.tokenForRetry(
-                rejecting: Self.bearerToken(of: request), persistence: authTokenPersistence)
-            // Taken, not copied: a caller that is done with its request spares Foundation a copy of it.
-            var retryRequest = consume request
-            retryRequest.setValue("Bearer \(token.accessToken)", forHTTPHeaderField: "Authorization")
-            return try await executeWithAutoRetry(
-                request: retryRequest, tokenRefreshClient: tokenRefreshClient,
-                authTokenPersistence: authTokenPersistence, retryCount: retryCount + 1)
+            let answer = try await executeRequest(request: request)
+            guard answer.1.statusCode == 401, retryCount < 1 else { return answer }
+        } catch let error where retryCount < 1 && httpStatus(of: error) == 401 {
+            // Refreshed and retried below.
+        } catch {
+            ShadowedAPIErrorNotice.noteIfShadowed(
+                error, status: httpStatus(of: error), logger: tokenRefreshClient.logger)
+            throw error
         }
+        let token = try await tokenRefreshClient.tokenForRetry(
+            rejecting: Self.bearerToken(of: request), persistence: authTokenPersistence)
+        // Taken, not copied: a caller that is done with its request spares Foundation a copy of it.
+        var retryRequest = consume request
+        retryRequest.setValue("Bearer \(token.accessToken)", forHTTPHeaderField: "Authorization")
+        return try await executeWithAutoRetry(
+            request: retryRequest, tokenRefreshClient: tokenRefreshClient,
+            authTokenPersistence: authTokenPersistence, retryCount: retryCount + 1)
     }
 
     /// The bearer token `request` carries, if any (`Bearer` in any case, then spaces, then the token).
