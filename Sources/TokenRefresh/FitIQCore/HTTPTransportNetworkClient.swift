@@ -40,12 +40,17 @@ public struct HTTPTransportNetworkClient: NetworkClientProtocol {
 enum FoundationConversion {
     /// The head and body of a `URLRequest`.
     static func httpRequest(_ request: URLRequest) throws -> (HTTPRequest, Data?) {
-        guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let host = url.host, !host.isEmpty
+        // The path and query stay percent-encoded as the app wrote them: decoding "%2F" or "%3F" would turn an
+        // encoded name into another endpoint.
+        guard let url = request.url,
+            let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            components.user == nil, components.password == nil,
+            let host = components.percentEncodedHost, !host.isEmpty
         else { throw APIError.invalidResponse }
-        let authority = url.port.map { "\(host):\($0)" } ?? host
-        var path = url.path.isEmpty ? "/" : url.path
-        if let query = url.query { path += "?" + query }
+        let authority = components.port.map { "\(host):\($0)" } ?? host
+        var path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        if let query = components.percentEncodedQuery { path += "?" + query }
         var head = HTTPRequest(
             method: HTTPRequest.Method(request.httpMethod ?? "GET") ?? .get, scheme: scheme, authority: authority,
             path: path)
