@@ -248,7 +248,9 @@ private struct FixedTokenProvider: TokenProvider {
             configuration: .init(allowedOrigins: [HTTPOrigin(TwoUserBackend.baseURL)!]))
         let alice = await backend.login("alice")
         try await tokens.signIn(
-            with: AuthToken(accessToken: alice.access, refreshToken: alice.refresh, receivedAt: AuthToken.systemNow(), lifetime: 3600), userID: "alice")
+            with: AuthToken(
+                accessToken: alice.access, refreshToken: alice.refresh, receivedAt: AuthToken.systemNow(),
+                lifetime: 3600), userID: "alice")
 
         await backend.hold(path: "/api/v1/uploads")
         let upload = Task {
@@ -261,7 +263,9 @@ private struct FixedTokenProvider: TokenProvider {
         await backend.revoke("alice")
         let bob = await backend.login("bob")
         try await tokens.signIn(
-            with: AuthToken(accessToken: bob.access, refreshToken: bob.refresh, receivedAt: AuthToken.systemNow(), lifetime: 3600), userID: "bob")
+            with: AuthToken(
+                accessToken: bob.access, refreshToken: bob.refresh, receivedAt: AuthToken.systemNow(), lifetime: 3600),
+            userID: "bob")
         await backend.release()
 
         let outcome = await upload.result
@@ -303,7 +307,9 @@ private struct FixedTokenProvider: TokenProvider {
             configuration: .init(allowedOrigins: [HTTPOrigin(TwoUserBackend.baseURL)!]))
         let alice = await backend.login("alice")
         try await tokens.signIn(
-            with: AuthToken(accessToken: alice.access, refreshToken: alice.refresh, receivedAt: AuthToken.systemNow(), lifetime: 3600), userID: "alice")
+            with: AuthToken(
+                accessToken: alice.access, refreshToken: alice.refresh, receivedAt: AuthToken.systemNow(),
+                lifetime: 3600), userID: "alice")
         await backend.expireAccess(of: "alice")
 
         await backend.hold(path: "/api/v1/auth/refresh")
@@ -315,12 +321,53 @@ private struct FixedTokenProvider: TokenProvider {
         await backend.waitUntilHeld()
         let bob = await backend.login("bob")
         try await tokens.signIn(
-            with: AuthToken(accessToken: bob.access, refreshToken: bob.refresh, receivedAt: AuthToken.systemNow(), lifetime: 3600), userID: "bob")
+            with: AuthToken(
+                accessToken: bob.access, refreshToken: bob.refresh, receivedAt: AuthToken.systemNow(), lifetime: 3600),
+            userID: "bob")
         await backend.release()
 
         let outcome = await upload.result
         #expect(await backend.uploads.isEmpty, "nothing of Alice's was stored in anyone's account")
         #expect(throws: TokenRefreshError.sessionChanged) { try outcome.get() }
+        #expect(transport.requests.filter { $0.bearerToken == bob.access }.isEmpty)
+    }
+
+    /// Two processes share one store: the other one signs Bob in while this one still holds Alice. Alice's refused
+    /// request must not be answered with Bob's pair, which this process finds in the store before refreshing.
+    @Test func aRefreshForAliceIsNotAnsweredWithBobsPairFromAnotherProcess() async throws {
+        let backend = TwoUserBackend()
+        let transport = MockTransport { request, body in await backend.handle(request, body: body) }
+        let store = InMemoryTokenStore()
+        func process() -> TokenRefreshClient {
+            TokenRefreshClient(
+                strategy: JSONEndpointRefreshStrategy(
+                    baseURL: TwoUserBackend.baseURL, apiKey: TwoUserBackend.apiKey, transport: transport),
+                store: store)
+        }
+        let this = process()
+        let other = process()
+        let alice = await backend.login("alice")
+        try await this.signIn(
+            with: AuthToken(
+                accessToken: alice.access, refreshToken: alice.refresh, receivedAt: AuthToken.systemNow(),
+                lifetime: 3600),
+            userID: "alice")
+        let bob = await backend.login("bob")
+        try await other.signIn(
+            with: AuthToken(
+                accessToken: bob.access, refreshToken: bob.refresh, receivedAt: AuthToken.systemNow(), lifetime: 3600),
+            userID: "bob")
+        await backend.expireAccess(of: "alice")
+
+        let api = AuthenticatedClient(
+            transport: transport, tokenProvider: this,
+            configuration: .init(allowedOrigins: [HTTPOrigin(TwoUserBackend.baseURL)!]))
+        await #expect(throws: TokenRefreshError.sessionChanged) {
+            try await api.executeWithAutoRetry(
+                HTTPRequest(method: .post, scheme: "https", authority: "api.fitiq.test", path: "/api/v1/uploads"),
+                body: Data("alice's steps".utf8))
+        }
+        #expect(await backend.uploads.isEmpty, "nothing of Alice's was stored in anyone's account")
         #expect(transport.requests.filter { $0.bearerToken == bob.access }.isEmpty)
     }
 
@@ -334,7 +381,8 @@ private struct FixedTokenProvider: TokenProvider {
         let transport = MockTransport(script: [.response(status: .ok)])
         let api = AuthenticatedClient(
             transport: transport,
-            tokenProvider: FixedTokenProvider(token: AuthToken(accessToken: "path-attack-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
+            tokenProvider: FixedTokenProvider(
+                token: AuthToken(accessToken: "path-attack-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
             configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
         TestSecrets.shared.register("path-attack-access", as: .accessToken)
         await #expect(throws: NetworkRetryError.invalidRequest) {
@@ -349,7 +397,8 @@ private struct FixedTokenProvider: TokenProvider {
         let transport = MockTransport(script: [.response(status: .ok)])
         let api = AuthenticatedClient(
             transport: transport,
-            tokenProvider: FixedTokenProvider(token: AuthToken(accessToken: "asterisk-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
+            tokenProvider: FixedTokenProvider(
+                token: AuthToken(accessToken: "asterisk-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
             configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
         TestSecrets.shared.register("asterisk-access", as: .accessToken)
         await #expect(throws: NetworkRetryError.invalidRequest) {
@@ -373,7 +422,8 @@ private struct FixedTokenProvider: TokenProvider {
         let transport = URLSessionTransport()
         let api = AuthenticatedClient(
             transport: transport,
-            tokenProvider: FixedTokenProvider(token: AuthToken(accessToken: "port-attack-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
+            tokenProvider: FixedTokenProvider(
+                token: AuthToken(accessToken: "port-attack-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
             configuration: .init(allowedOrigins: [HTTPOrigin(string: "http://127.0.0.1:\(allowed.port)")!]))
         TestSecrets.shared.register("port-attack-access", as: .accessToken)
         let request = HTTPRequest(
@@ -409,7 +459,8 @@ private struct FixedTokenProvider: TokenProvider {
         ])
         let api = AuthenticatedClient(
             transport: transport,
-            tokenProvider: FixedTokenProvider(token: AuthToken(accessToken: "redirect-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
+            tokenProvider: FixedTokenProvider(
+                token: AuthToken(accessToken: "redirect-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
             configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
         TestSecrets.shared.register("redirect-access", as: .accessToken)
         TestSecrets.shared.register("redirect-api-key-value", as: .credential)
@@ -431,7 +482,8 @@ private struct FixedTokenProvider: TokenProvider {
         ])
         let api = AuthenticatedClient(
             transport: transport,
-            tokenProvider: FixedTokenProvider(token: AuthToken(accessToken: "replay-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
+            tokenProvider: FixedTokenProvider(
+                token: AuthToken(accessToken: "replay-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
             configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
         TestSecrets.shared.register("replay-access", as: .accessToken)
         TestSecrets.shared.register("replayed password", as: .password)
@@ -470,7 +522,9 @@ private struct FixedTokenProvider: TokenProvider {
         let cookie = try SetCookie(
             parsing: "session=dump-cookie-secret-value; Path=/; Secure; HttpOnly", requestHost: "api.example.com",
             requestIsSecure: true, now: Date())
-        let token = AuthToken(accessToken: "dump-access-value", refreshToken: "dump-refresh-value", receivedAt: AuthToken.systemNow(), lifetime: 60)
+        let token = AuthToken(
+            accessToken: "dump-access-value", refreshToken: "dump-refresh-value", receivedAt: AuthToken.systemNow(),
+            lifetime: 60)
         let values: [Any] = [
             pkce, cookie, json, endpoint, OAuthRefreshStrategy(endpoint: endpoint),
             ClientCredentialsStrategy(endpoint: endpoint), endpoint.client,

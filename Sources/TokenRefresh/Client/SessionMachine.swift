@@ -468,7 +468,8 @@ struct SessionMachine: Sendable {
     @discardableResult
     mutating func adopt(_ stored: StoredSession) -> Bool {
         let previousUser = session?.userID
-        let switchedUser = session != nil && previousUser != nil && stored.userID != nil && previousUser != stored.userID
+        let switchedUser =
+            session != nil && previousUser != nil && stored.userID != nil && previousUser != stored.userID
         if session == nil || switchedUser { lineage.reset() }
         lineage.record(stored.token)
         phase = .active(Session(stored, persisted: true))

@@ -466,7 +466,8 @@ extension TokenRefreshClient {
         let flight = RefreshFlight()
         stateless.begin(flight, for: presented)
         logger.debug(
-            "refreshing a refresh token that is not the session's", metadata: ["token": "\(AuthToken.fingerprint(presented))"])
+            "refreshing a refresh token that is not the session's",
+            metadata: ["token": "\(AuthToken.fingerprint(presented))"])
         Task { await self.runStatelessFlight(flight, refreshToken: presented) }
         return .wait(flight)
     }

@@ -61,11 +61,14 @@ extension TokenRefreshClient {
         if let rejected, let storedAccess, !storedAccess.isEmpty, storedAccess != rejected {
             // The pair changed since the request was built. A stale rejection only if both tokens are this session's
             // (another caller refreshed and saved); otherwise the app switched sessions while it was under way.
-            guard await sessionHolds(accessTokens: rejected, storedAccess) else { throw TokenRefreshError.sessionChanged }
+            guard await sessionHolds(accessTokens: rejected, storedAccess) else {
+                throw TokenRefreshError.sessionChanged
+            }
             // Only the access token is used (for the retry's header), so its claims are not parsed.
             return AuthToken(accessToken: storedAccess, refreshToken: storedRefresh, receivedAt: now())
         }
-        let token = try await refreshForRetry(rejected: rejected, storedAccess: storedAccess, storedRefresh: storedRefresh)
+        let token = try await refreshForRetry(
+            rejected: rejected, storedAccess: storedAccess, storedRefresh: storedRefresh)
         try persistence.save(accessToken: token.accessToken, refreshToken: token.refreshToken ?? storedRefresh)
         return token
     }
