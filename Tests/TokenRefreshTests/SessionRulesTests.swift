@@ -18,6 +18,30 @@ import TokenKitTesting
         #expect(await rig.server.tokenRequestCount == requests)
     }
 
+    /// The seed's `refreshToken(_:)` with a refresh token the session never held (another user's, saved by the app):
+    /// that token's pair, one refresh for every concurrent caller, and a late caller with the consumed token gets the
+    /// same pair instead of presenting it again (which the server would take for reuse). The session is untouched.
+    @Test func aRefreshTokenTheSessionNeverHeldIsRefreshedOnItsOwnOnce() async throws {
+        let rig = try await Rig.make(expired: false)
+        let held = try await rig.client.validToken()
+        let other = await rig.server.issueSession(userID: "user-2")
+        let otherRefresh = try #require(other.refreshToken)
+        let client = rig.client
+        let answers = try await withThrowingTaskGroup(of: AuthToken.self) { group in
+            for _ in 0..<5 { group.addTask { try await client.refreshToken(otherRefresh) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let first = try #require(answers.first)
+        #expect(answers.allSatisfy { $0 == first })
+        #expect(first.parseUserIdFromJWT() == "user-2")
+        #expect(first.refreshToken != otherRefresh)
+        #expect(try await client.refreshToken(otherRefresh) == first, "a late caller gets the same pair")
+        #expect(await rig.server.refreshCount == 1)
+        #expect(await rig.server.reuseDetections == 0)
+        #expect(client.currentToken == held, "the session is untouched")
+        #expect(await rig.stored()?.token == held)
+    }
+
     @Test func aRejectionOfTheCurrentTokenRefreshesOnce() async throws {
         let rig = try await Rig.make(expired: false)
         let current = try await rig.client.validToken()
