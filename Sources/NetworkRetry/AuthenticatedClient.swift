@@ -16,7 +16,9 @@ public import Logging
 ///
 /// For each request it:
 /// 1. checks the request's origin is configured and that it is `https` (or `http` to loopback), else throws
-///    ``NetworkRetryError/originNotAllowed`` or ``NetworkRetryError/insecureTransport`` without sending;
+///    ``NetworkRetryError/originNotAllowed`` or ``NetworkRetryError/insecureTransport`` without sending; and
+///    that its path starts with `/` (`*` only for `OPTIONS`), else throws ``NetworkRetryError/invalidRequest``:
+///    a path such as `@evil.example/x` would move the request to another host once written after the authority;
 /// 2. asks the provider for ``TokenProvider/validToken()`` (which refreshes ahead of expiry) and attaches it,
 ///    replacing any `Authorization` the request had;
 /// 3. sends, and decides with ``RetryDecision``: on a 401 that a refresh can fix it calls
@@ -31,11 +33,13 @@ public import Logging
 /// Transports return 3xx responses as they are. With ``Configuration/followsRedirects`` (the default) this
 /// client follows up to ``Configuration/maximumRedirects`` of them itself. The token is attached only while
 /// every hop so far has stayed on the request's original origin (scheme, host and port). Once a redirect
-/// leaves the origin, that hop and every later hop of the call are sent without `Authorization`, `Cookie` and
-/// `Proxy-Authorization`, wherever they go, including back to the original origin: otherwise whoever controls
-/// the middle hop could choose which authenticated request the client makes. A 401 on such a hop is not
-/// retried with a token. 303, and 301/302 after a `POST`, become a `GET` without a body; 307 and 308 replay
-/// the method and body.
+/// leaves the origin, that hop and every later hop of the call are sent without `Authorization`, `Cookie`,
+/// `Proxy-Authorization` and every header in ``Configuration/secretHeaderFields`` (`X-API-Key` and the like),
+/// wherever they go, including back to the original origin: otherwise whoever controls the middle hop could
+/// choose which authenticated request the client makes. A 401 on such a hop is not retried with a token. 303,
+/// and 301/302 after a `POST`, become a `GET` without a body; 307 and 308 replay the method and body, but only
+/// on the original origin: a redirect that would carry a request body to another origin (a password, an
+/// upload) is not followed, and its 3xx response is returned as it is.
 ///
 /// ## Errors
 /// Errors from the token provider are rethrown as they are (a signed-out session stays recognisable).
@@ -61,6 +65,18 @@ public struct AuthenticatedClient: HTTPTransport {
         public var endsSessionWhenRefreshDoesNotHelp: Bool
         /// How the credential travels: `Authorization: Bearer` (the default) or a session cookie.
         public var credentialPresentation: CredentialPresentation
+        /// Header fields that carry secrets of the app's own (an API key): removed, like `Authorization`, `Cookie`
+        /// and `Proxy-Authorization`, from every hop after a redirect has left the origin.
+        /// ``defaultSecretHeaderFields`` by default; add the app's own.
+        public var secretHeaderFields: Set<HTTPField.Name>
+
+        /// `X-API-Key`, `API-Key`, `X-Auth-Token`, `X-Access-Token`, `X-Refresh-Token`, `X-Session-Token`,
+        /// `X-CSRF-Token` and `X-XSRF-Token`.
+        public static let defaultSecretHeaderFields: Set<HTTPField.Name> = Set(
+            [
+                "X-API-Key", "API-Key", "X-Auth-Token", "X-Access-Token", "X-Refresh-Token", "X-Session-Token",
+                "X-CSRF-Token", "X-XSRF-Token",
+            ].compactMap { HTTPField.Name($0) })
 
         /// Creates a configuration.
         ///
@@ -71,15 +87,19 @@ public struct AuthenticatedClient: HTTPTransport {
         ///   - endsSessionWhenRefreshDoesNotHelp: Whether a 401 after a refresh ends the session; `false` by
         ///     default.
         ///   - credentialPresentation: How the credential travels; `Authorization: Bearer` by default.
+        ///   - secretHeaderFields: Header fields removed once a redirect leaves the origin;
+        ///     ``defaultSecretHeaderFields`` by default.
         public init(
             allowedOrigins: some Sequence<HTTPOrigin>, followsRedirects: Bool = true, maximumRedirects: Int = 5,
-            endsSessionWhenRefreshDoesNotHelp: Bool = false, credentialPresentation: CredentialPresentation = .bearer
+            endsSessionWhenRefreshDoesNotHelp: Bool = false, credentialPresentation: CredentialPresentation = .bearer,
+            secretHeaderFields: Set<HTTPField.Name> = Configuration.defaultSecretHeaderFields
         ) {
             self.allowedOrigins = Set(allowedOrigins)
             self.followsRedirects = followsRedirects
             self.maximumRedirects = max(0, maximumRedirects)
             self.endsSessionWhenRefreshDoesNotHelp = endsSessionWhenRefreshDoesNotHelp
             self.credentialPresentation = credentialPresentation
+            self.secretHeaderFields = secretHeaderFields
         }
     }
 
@@ -171,6 +191,9 @@ public struct AuthenticatedClient: HTTPTransport {
                 outgoing.headerFields[.authorization] = nil
                 outgoing.headerFields[.cookie] = nil
                 outgoing.headerFields[.proxyAuthorization] = nil
+                for name in configuration.secretHeaderFields where outgoing.headerFields[name] != nil {
+                    outgoing.headerFields[name] = nil
+                }
             }
             let (response, data) = try await exchange(outgoing, body: hopBody, token: onOrigin ? token : nil)
             let code = response.status.code
@@ -200,11 +223,17 @@ public struct AuthenticatedClient: HTTPTransport {
             redirects += 1
             guard redirects <= configuration.maximumRedirects else { throw NetworkRetryError.tooManyRedirects }
             let (nextRequest, nextBody) = try next.get()
-            hop = nextRequest
-            hopBody = nextBody
             // Once a hop has left the origin, no later hop of this call carries credentials, even one that
             // comes back: whoever controls the middle hop must not choose which authenticated request is made.
-            onOrigin = onOrigin && HTTPOrigin(hop) == origin
+            let nextOnOrigin = onOrigin && HTTPOrigin(nextRequest) == origin
+            // A body (a password, an upload) is never replayed to another origin: the redirect is handed back.
+            if !nextOnOrigin, let nextBody, !nextBody.isEmpty {
+                logger.trace("not following a redirect that would carry the body away", metadata: ["status": "\(code)"])
+                return (response, data)
+            }
+            hop = nextRequest
+            hopBody = nextBody
+            onOrigin = nextOnOrigin
             logger.trace(
                 "following redirect", metadata: ["status": "\(code)", "sameOrigin": "\(onOrigin)"])
         }
@@ -212,6 +241,10 @@ public struct AuthenticatedClient: HTTPTransport {
 
     /// The request's origin, if a token may go there; otherwise the error that says why not.
     private func checkedOrigin(of request: HTTPRequest) throws(NetworkRetryError) -> HTTPOrigin {
+        // A path that does not start with "/" would change the authority once written after it.
+        guard HTTPOrigin.isValidRequestTarget(request.path ?? "/", method: request.method.rawValue) else {
+            throw .invalidRequest
+        }
         // Fast path: the scheme and authority exactly as an allowed, credential-safe origin is usually written.
         // A linear scan: comparing two short strings is cheaper than hashing them, and lists are short.
         if let scheme = request.scheme, let authority = request.authority {
@@ -301,6 +334,7 @@ extension AuthenticatedClient: CustomReflectable {
                 "allowedOrigins": configuration.allowedOrigins.map(\.description).sorted(),
                 "followsRedirects": configuration.followsRedirects,
                 "maximumRedirects": configuration.maximumRedirects,
+                "secretHeaderFields": configuration.secretHeaderFields.map(\.canonicalName).sorted(),
                 "transport": String(describing: type(of: transport)),
                 "tokenProvider": String(describing: type(of: tokenProvider)),
             ],

@@ -1,5 +1,4 @@
 public import Foundation
-public import HTTPTypes
 
 #if canImport(Glibc)
     import Glibc
@@ -72,14 +71,6 @@ public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
             port = parsed
         }
         self.init(scheme: scheme, host: String(authority[..<hostEnd]), port: port)
-    }
-
-    /// Reads the origin of a request's scheme and authority; `nil` if either is missing or unusable.
-    ///
-    /// - Parameter request: A request with an absolute URL.
-    public init?(_ request: HTTPRequest) {
-        guard let scheme = request.scheme, let authority = request.authority else { return nil }
-        self.init(scheme: scheme, authority: authority)
     }
 
     /// Reads the origin of an absolute URL (`https://api.example.com/v1`).

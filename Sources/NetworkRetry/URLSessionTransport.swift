@@ -71,9 +71,10 @@ public final class URLSessionTransport: HTTPTransport {
 
     /// A `URLRequest` for a head and body (also FitIQCore's conversion for an app's own network client).
     package static func urlRequest(_ request: HTTPRequest, body: Data?) throws -> URLRequest {
-        guard let scheme = request.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let authority = request.authority, !authority.isEmpty,
-            let url = URL(string: "\(scheme)://\(authority)\(request.path ?? "/")")
+        // Built with URLComponents and checked against the request's origin, never pasted together as text: a path
+        // such as "@evil.example/x" would otherwise become the user info of a URL to another host.
+        guard let origin = HTTPOrigin(request),
+            let url = origin.requestURL(target: request.path ?? "/", method: request.method.rawValue)
         else { throw NetworkRetryError.invalidRequest }
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = request.method.rawValue

@@ -159,8 +159,9 @@ public struct RecordedRequest: Sendable, CustomStringConvertible {
         return String(value.dropFirst("Bearer ".count))
     }
 
-    /// Method, URL and headers, with `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie`
-    /// values replaced by `<redacted>`, and the body's size.
+    /// Method, URL and headers, with `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie` and API-key
+    /// values (``AuthenticatedClient/Configuration/defaultSecretHeaderFields``) replaced by `<redacted>`, and
+    /// the body's size.
     public var description: String {
         let url = "\(request.scheme ?? "")://\(request.authority ?? "")\(request.path ?? "")"
         let headers = request.headerFields.map { field in
@@ -170,5 +171,7 @@ public struct RecordedRequest: Sendable, CustomStringConvertible {
         return "\(request.method.rawValue) \(url) [\(headers.joined(separator: ", "))] \(bodyText)"
     }
 
-    private static let redactedNames: Set<HTTPField.Name> = [.authorization, .proxyAuthorization, .cookie, .setCookie]
+    private static let redactedNames: Set<HTTPField.Name> = Set([
+        .authorization, .proxyAuthorization, .cookie, .setCookie,
+    ]).union(AuthenticatedClient.Configuration.defaultSecretHeaderFields)
 }

@@ -22,6 +22,7 @@ extension TokenRefreshError: LocalizedError {
         case .signInRejected: "The sign-in was not accepted. Check your details and try again."
         case .serverRefused: "The server refused the request. Your session was kept."
         case .invalidArgument: "The sign-in request could not be made."
+        case .sessionChanged: "The account changed while this request was under way, so it was not sent again."
         default: "Signing in failed."
         }
     }

@@ -16,7 +16,7 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     private enum Code: String, Hashable, Sendable {
         case refreshTokenRejected, configuration, transient, timeout, rateLimited, signedOut, sessionExpired
         case missingRefreshToken, storageUnavailable, cancelled, malformedResponse, unexpectedResponse
-        case signInRejected, invalidArgument, serverRefused, sessionInvalidated
+        case signInRejected, invalidArgument, serverRefused, sessionInvalidated, sessionChanged
     }
     private let code: Code
     /// The OAuth `error` code the token endpoint returned (`invalid_grant`, `invalid_client`), if any.
@@ -86,6 +86,10 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     public static let serverRefused = TokenRefreshError(.serverRefused)
     /// An argument is unusable (an endpoint URL without a host, a malformed PKCE verifier).
     public static let invalidArgument = TokenRefreshError(.invalidArgument)
+    /// The request started under a session that is no longer the current one (the app signed out, or signed
+    /// another user in, while it was under way). It is never retried with the new session's token: send it
+    /// again for the new user only if it is meant for them. The current session is kept.
+    public static let sessionChanged = TokenRefreshError(.sessionChanged)
 
     /// Whether the session is over and the user must sign in again.
     public var isTerminal: Bool {

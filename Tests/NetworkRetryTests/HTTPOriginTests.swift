@@ -5,6 +5,35 @@ import Testing
 import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct HTTPOriginTests {
+    @Test(arguments: [
+        ("https", "api.example.com", "/v1/me?page=2", "https://api.example.com/v1/me?page=2"),
+        ("https", "api.example.com:443", "/a%2Fb/%3F?q=%26", "https://api.example.com/a%2Fb/%3F?q=%26"),
+        ("http", "127.0.0.1:8080", "/x y#z\\", "http://127.0.0.1:8080/x%20y%23z%5C"),
+        ("https", "[::1]:8443", "//other.example/x", "https://[::1]:8443//other.example/x"),
+        ("https", "api.example.com", "/%zz", "https://api.example.com/%25zz"),
+    ])
+    func requestURLsKeepThePathEncodedAndTheOrigin(
+        scheme: String, authority: String, target: String, expected: String
+    ) throws {
+        let origin = try #require(HTTPOrigin(scheme: scheme, authority: authority))
+        let url = try #require(origin.requestURL(target: target, method: "GET"))
+        #expect(url.absoluteString == expected)
+        #expect(HTTPOrigin(url) == origin)
+    }
+
+    @Test(arguments: ["@evil.example/x", ".evil.example/x", ":8443/x", "", "x", "*"])
+    func requestTargetsThatWouldChangeTheAuthorityBuildNoURL(target: String) throws {
+        let origin = try #require(HTTPOrigin(string: "https://api.example.com"))
+        #expect(!HTTPOrigin.isValidRequestTarget(target, method: "GET"))
+        #expect(origin.requestURL(target: target, method: "GET") == nil)
+    }
+
+    @Test func anAsteriskIsATargetForOptionsOnly() throws {
+        let origin = try #require(HTTPOrigin(string: "https://api.example.com:8443"))
+        #expect(origin.requestURL(target: "*", method: "OPTIONS")?.absoluteString == "https://api.example.com:8443")
+        #expect(origin.requestURL(target: "*", method: "GET") == nil)
+    }
+
     @Test func defaultPortsAndCaseAreNormalised() throws {
         #expect(HTTPOrigin(string: "https://API.example.com") == HTTPOrigin(scheme: "https", host: "api.example.com"))
         #expect(

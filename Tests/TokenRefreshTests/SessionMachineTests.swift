@@ -63,12 +63,51 @@ import TokenKitLogCheck
 
     @Test func aRejectionOfAnOlderTokenGetsTheCurrentOneWithoutARefresh() {
         var machine = Self.machine()
-        let decision = machine.decide(.afterRejection(of: "access-token-machine-old"), now: Self.fresh, elapsed: .zero)
+        let newer = AuthToken(
+            accessToken: "access-token-machine-two", refreshToken: "refresh-token-machine-two", receivedAt: Self.start,
+            lifetime: 3600)
+        machine.refreshed(newer, userID: "user-1", generation: 2, persisted: true, elapsed: .zero)
+        let decision = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
         guard case .token(let token) = decision else {
             Issue.record("expected the current token, got \(decision)")
             return
         }
-        #expect(token.accessToken == "access-token-machine-one")
+        #expect(token.accessToken == "access-token-machine-two")
+    }
+
+    @Test func aRejectionOfATokenThisSessionNeverHeldFailsWithSessionChanged() {
+        var machine = Self.machine()
+        let decision = machine.decide(.afterRejection(of: "access-token-machine-old"), now: Self.fresh, elapsed: .zero)
+        guard case .fail(let error) = decision else {
+            Issue.record("expected a failure, got \(decision)")
+            return
+        }
+        #expect(error == .sessionChanged)
+        #expect(machine.flight == nil)
+    }
+
+    @Test func aSeedThisSessionNeverHeldIsRefreshedWithoutTouchingTheSession() {
+        var machine = Self.machine()
+        let decision = machine.decide(.seed("refresh-token-of-another-user"), now: Self.due, elapsed: .zero)
+        guard case .refreshStatelessly(let seed) = decision else {
+            Issue.record("expected a refresh of that token alone, got \(decision)")
+            return
+        }
+        #expect(seed == "refresh-token-of-another-user")
+        #expect(machine.session?.token.accessToken == "access-token-machine-one")
+    }
+
+    @Test func aNewSessionForgetsTheTokensOfTheOldOne() {
+        var machine = Self.machine()
+        let bob = AuthToken(
+            accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
+            lifetime: 3600)
+        _ = machine.beginSession(bob, userID: "bob", stateBefore: machine.state)
+        let decision = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
+        guard case .fail(.sessionChanged) = decision else {
+            Issue.record("expected sessionChanged, got \(decision)")
+            return
+        }
     }
 
     @Test func aRejectionOfTheCurrentTokenForcesARefreshEvenWhileItLooksFresh() {

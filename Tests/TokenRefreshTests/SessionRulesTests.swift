@@ -9,11 +9,37 @@ import TokenKitTesting
 
 @Suite(.logLeakCheck()) struct SessionRulesTests {
     @Test func aStaleRejectionReturnsTheCurrentTokenWithoutANetworkCall() async throws {
-        let rig = try await Rig.make(expired: false)
-        let current = try await rig.client.validToken()
-        let retried = try await rig.client.refreshToken(afterRejectionOf: "an-older-access-token")
+        let rig = try await Rig.make()
+        let current = try await rig.client.validToken()  // the session's first token expired: one refresh
+        let requests = await rig.server.tokenRequestCount
+        // A request that carried the session's older token was refused: it is retried with the current one.
+        let retried = try await rig.client.refreshToken(afterRejectionOf: rig.initial.accessToken)
         #expect(retried == current)
-        #expect(await rig.server.tokenRequestCount == 0)
+        #expect(await rig.server.tokenRequestCount == requests)
+    }
+
+    /// The seed's `refreshToken(_:)` with a refresh token the session never held (another user's, saved by the app):
+    /// that token's pair, one refresh for every concurrent caller, and a late caller with the consumed token gets the
+    /// same pair instead of presenting it again (which the server would take for reuse). The session is untouched.
+    @Test func aRefreshTokenTheSessionNeverHeldIsRefreshedOnItsOwnOnce() async throws {
+        let rig = try await Rig.make(expired: false)
+        let held = try await rig.client.validToken()
+        let other = await rig.server.issueSession(userID: "user-2")
+        let otherRefresh = try #require(other.refreshToken)
+        let client = rig.client
+        let answers = try await withThrowingTaskGroup(of: AuthToken.self) { group in
+            for _ in 0..<5 { group.addTask { try await client.refreshToken(otherRefresh) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let first = try #require(answers.first)
+        #expect(answers.allSatisfy { $0 == first })
+        #expect(first.parseUserIdFromJWT() == "user-2")
+        #expect(first.refreshToken != otherRefresh)
+        #expect(try await client.refreshToken(otherRefresh) == first, "a late caller gets the same pair")
+        #expect(await rig.server.refreshCount == 1)
+        #expect(await rig.server.reuseDetections == 0)
+        #expect(client.currentToken == held, "the session is untouched")
+        #expect(await rig.stored()?.token == held)
     }
 
     @Test func aRejectionOfTheCurrentTokenRefreshesOnce() async throws {
@@ -169,8 +195,8 @@ import TokenKitTesting
         let fresh = AuthToken(
             accessToken: "new-session", refreshToken: "new-refresh", receivedAt: rig.clock.date, lifetime: 3600)
         try await client.signIn(with: fresh, userID: "user-2")
-        // Waiters of the old refresh get the new session's token.
-        #expect(try await caller.value == fresh)
+        // Waiters of the old refresh asked for the old session's token: never the new session's.
+        #expect(await refreshError { try await caller.value } == .sessionChanged)
         await gate.open()
         await client.waitForLastRefreshTask()
         let stored = try #require(await rig.stored())

@@ -65,10 +65,12 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// - Returns: The response head and its body.
     /// - Throws: ``NetworkRetry/NetworkRetryError`` or `CancellationError`.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        guard let scheme = request.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let authority = request.authority, !authority.isEmpty
+        // Built with URLComponents and checked against the request's origin, never pasted together as text: a path
+        // such as "@evil.example/x" would otherwise become the user info of a URL to another host.
+        guard let origin = HTTPOrigin(request),
+            let url = origin.requestURL(target: request.path ?? "/", method: request.method.rawValue)
         else { throw NetworkRetryError.invalidRequest }
-        var outgoing = HTTPClientRequest(url: "\(scheme)://\(authority)\(request.path ?? "/")")
+        var outgoing = HTTPClientRequest(url: url.absoluteString)
         outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
         for field in request.headerFields {
             outgoing.headers.add(name: field.name.rawName, value: field.value)

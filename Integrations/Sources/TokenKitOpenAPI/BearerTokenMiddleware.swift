@@ -20,7 +20,7 @@ public import OpenAPIRuntime
 /// The decisions are those of ``NetworkRetry/RetryDecision``: `insufficient_scope` and
 /// `insufficient_user_authentication` throw at once, a second 401 throws
 /// ``NetworkRetry/NetworkRetryError/unauthorizedAfterRefresh``. The server URL's origin must be allowed and be
-/// `https` (or `http` to loopback), else the request is not sent.
+/// `https` (or `http` to loopback), and the request's path must start with `/`, else the request is not sent.
 ///
 /// ## Request bodies
 /// A body that can be iterated several times is passed as it is. A body that can be iterated once (a stream)
@@ -71,6 +71,10 @@ public struct BearerTokenMiddleware: ClientMiddleware {
         guard let origin = HTTPOrigin(baseURL) else { throw NetworkRetryError.invalidRequest }
         guard allowedOrigins.contains(origin) else { throw NetworkRetryError.originNotAllowed }
         guard origin.allowsCredentials else { throw NetworkRetryError.insecureTransport }
+        // A path that does not start with "/" would change the server URL's authority once joined to it.
+        guard HTTPOrigin.isValidRequestTarget(request.path ?? "/", method: request.method.rawValue) else {
+            throw NetworkRetryError.invalidRequest
+        }
         let replayable = try await replayableBody(body)
 
         var token = try await tokenProvider.validToken()

@@ -68,6 +68,9 @@ struct SessionMachine: Sendable {
         case fail(TokenRefreshError)
         /// End the session as expired (nothing can renew it), then fail with this error.
         case endSessionThenFail(TokenRefreshError)
+        /// Refresh this refresh token, which the session never held, without touching the session (the seed's
+        /// stateless `refreshToken(_:)`; see ``StatelessRefreshes``).
+        case refreshStatelessly(String)
     }
 
     /// The refresh in flight.
@@ -82,6 +85,9 @@ struct SessionMachine: Sendable {
         let forced: Bool
         /// Whether it follows a refused request (a 401), so a session found gone expired in use.
         let followsRefusal: Bool
+        /// For a refresh that starts a session from a seed: the access token the caller held with the seed, which
+        /// then counts as one of the new session's (``lineage``).
+        var pairedAccessToken: String? = nil
         /// A transient failure to retry after a delay with the store's lock released: the next attempt number.
         var retryOutsideLock: (retry: Int, delay: Duration)?
     }
@@ -173,6 +179,8 @@ struct SessionMachine: Sendable {
     private(set) var flight: Flight? { didSet { visibleVersion &+= 1 } }
     /// Refresh tokens the server rejected, as keyed hashes; never sent again.
     var rejected = RejectedRefreshTokens()
+    /// The tokens the current session has held: a rejection is stale only for one of them.
+    private(set) var lineage = SessionLineage()
     private(set) var breaker = Breaker()
     /// When the last write of a pending pair was tried, by the injected clock.
     private(set) var lastPersistAttempt: Duration?
@@ -214,15 +222,25 @@ struct SessionMachine: Sendable {
     /// What a caller who needs a token does, at wall time `now` and injected-clock time `elapsed`. The store
     /// must have been read (``loaded``).
     ///
-    /// One ladder serves every request: a stale rejection (of a token that is no longer current) and a seed that
-    /// is not the session's refresh token are answered like ``Request/validToken``.
+    /// One ladder serves every request: a stale rejection (of an older token of this session) and a seed that the
+    /// session held before are answered like ``Request/validToken``. A rejection of a token this session never
+    /// held fails with ``TokenRefreshError/sessionChanged``; a seed it never held is refreshed on its own
+    /// (``Decision/refreshStatelessly(_:)``).
     mutating func decide(_ request: Request, now: Date, elapsed: Duration) -> Decision {
         if case .seed(let seed) = request, rejected.contains(seed) { return .fail(.refreshTokenRejected) }
         guard let session else { return decideWithoutSession(request, elapsed: elapsed) }
         var forcedBy = request
         switch request {
-        case .afterRejection(let rejectedToken) where rejectedToken != session.token.accessToken: forcedBy = .validToken
-        case .seed(let seed) where seed != session.token.refreshToken: forcedBy = .validToken
+        case .afterRejection(let rejectedToken) where rejectedToken != session.token.accessToken:
+            // Stale only for an older token of this session; a token of another session (signed out, another user
+            // signed in while the request was under way) is never answered with this session's token.
+            guard lineage.contains(accessToken: rejectedToken) else { return .fail(.sessionChanged) }
+            forcedBy = .validToken
+        case .seed(let seed) where seed != session.token.refreshToken:
+            // A refresh token this session held before: a caller that read it before the new pair was saved. One it
+            // never held is another session's, refreshed on its own.
+            guard lineage.contains(refreshToken: seed) else { return .refreshStatelessly(seed) }
+            forcedBy = .validToken
         default: break
         }
         let forced = forcedBy != .validToken
@@ -277,9 +295,12 @@ struct SessionMachine: Sendable {
 
     /// Records the refresh `flight` as started; returns its epoch.
     mutating func beginFlight(
-        _ flight: RefreshFlight, seed: String?, forced: Bool, followsRefusal: Bool = false
+        _ flight: RefreshFlight, seed: String?, forced: Bool, followsRefusal: Bool = false,
+        pairedAccessToken: String? = nil
     ) -> UInt64 {
-        self.flight = Flight(flight: flight, epoch: epoch, seed: seed, forced: forced, followsRefusal: followsRefusal)
+        self.flight = Flight(
+            flight: flight, epoch: epoch, seed: seed, forced: forced, followsRefusal: followsRefusal,
+            pairedAccessToken: pairedAccessToken)
         return epoch
     }
 
@@ -349,6 +370,7 @@ struct SessionMachine: Sendable {
     /// The store's answer at load time.
     mutating func loaded(_ stored: StoredSession?, now: Date) -> LoadOutcome {
         guard !loaded else { return .alreadyLoaded }
+        lineage.reset()
         guard let stored else {
             phase = .none
             state = .signedOut
@@ -361,6 +383,7 @@ struct SessionMachine: Sendable {
             return .discard(generation: stored.generation)
         }
         phase = .active(Session(stored, persisted: true))
+        lineage.record(stored.token)
         // A token that expired while the app was closed reads as expired until a refresh renews it.
         let expired = stored.token.isExpired(at: now, policy: configuration.expiryPolicy)
         state = expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID)
@@ -373,12 +396,15 @@ struct SessionMachine: Sendable {
         guard !loaded else { return }
         storedGeneration = stored.generation
         phase = .active(Session(stored, persisted: true))
+        lineage.reset()
+        lineage.record(stored.token)
     }
 
     /// What a session start replaced, to roll it back if the new session cannot be stored.
     struct Replaced: Sendable {
         let phase: Phase
         let state: AuthState
+        let lineage: SessionLineage
     }
 
     /// Starts a session with `token`: the one reset for a new session. Returns what it replaced, the epoch the
@@ -386,10 +412,12 @@ struct SessionMachine: Sendable {
     mutating func beginSession(
         _ token: AuthToken, userID: String?, stateBefore: AuthState
     ) -> (replaced: Replaced, epoch: UInt64, flight: RefreshFlight?) {
-        let replaced = Replaced(phase: phase, state: stateBefore)
+        let replaced = Replaced(phase: phase, state: stateBefore, lineage: lineage)
         let generation = nextGeneration(after: session)
         epoch &+= 1
         phase = .active(Session(token: token, userID: userID, generation: generation, persisted: false))
+        lineage.reset()
+        lineage.record(token)
         isOffline = false
         breaker = Breaker()
         let flight = takeFlight()
@@ -410,6 +438,7 @@ struct SessionMachine: Sendable {
     mutating func rollBack(_ replaced: Replaced) {
         epoch &+= 1
         phase = replaced.phase
+        lineage = replaced.lineage
         if session != nil, replaced.state.hasSession {
             state = replaced.state
         } else {
@@ -423,6 +452,7 @@ struct SessionMachine: Sendable {
         let ended = session
         epoch &+= 1
         phase = .none
+        lineage.reset()
         isOffline = false
         let flight = takeFlight()
         state = .signedOut
@@ -432,11 +462,20 @@ struct SessionMachine: Sendable {
     /// The store was cleared.
     mutating func storeCleared() { storedGeneration = nil }
 
-    /// Adopts a pair another process stored.
-    mutating func adopt(_ stored: StoredSession) {
+    /// Adopts a pair another process stored. Returns whether it is another user's (both user IDs known and
+    /// different): then the session has changed, and a refresh made for the old one must not answer with it.
+    /// Without user IDs a pair stored for the same account is taken as the same session, rotated elsewhere.
+    @discardableResult
+    mutating func adopt(_ stored: StoredSession) -> Bool {
+        let previousUser = session?.userID
+        let switchedUser =
+            session != nil && previousUser != nil && stored.userID != nil && previousUser != stored.userID
+        if session == nil || switchedUser { lineage.reset() }
+        lineage.record(stored.token)
         phase = .active(Session(stored, persisted: true))
         storedGeneration = stored.generation
         state = .signedIn(userID: stored.userID)
+        return switchedUser
     }
 
     /// Whether a re-read pair is worth adopting: newer than ours (or we have none), and not rejected before.
@@ -446,10 +485,19 @@ struct SessionMachine: Sendable {
         return true
     }
 
-    /// A refresh produced `token`; `persisted` says whether its write landed.
+    /// A refresh produced `token`; `persisted` says whether its write landed. `startsSession` when there was no
+    /// session before (a seed, or a strategy without refresh tokens): the seed and the access token the caller held
+    /// with it then count as the new session's.
     mutating func refreshed(
-        _ token: AuthToken, userID: String?, generation: UInt64, persisted: Bool, elapsed: Duration
+        _ token: AuthToken, userID: String?, generation: UInt64, persisted: Bool, elapsed: Duration,
+        startsSession: Bool = false
     ) {
+        if startsSession {
+            lineage.reset()
+            if let seed = flight?.seed { lineage.record(refreshToken: seed) }
+            if let paired = flight?.pairedAccessToken { lineage.record(accessToken: paired) }
+        }
+        lineage.record(token)
         phase = .active(Session(token: token, userID: userID, generation: generation, persisted: persisted))
         isOffline = false
         if persisted { storedGeneration = generation } else { lastPersistAttempt = elapsed }

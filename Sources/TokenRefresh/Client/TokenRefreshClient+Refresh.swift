@@ -14,7 +14,12 @@ extension TokenRefreshClient {
 
     /// The actor half of ``validToken()`` and the forced refreshes: reads the store if needed, writes a pending
     /// pair if due, then does what ``SessionMachine/decide(_:now:elapsed:)`` says.
-    func prepare(_ request: SessionMachine.Request) async throws(TokenRefreshError) -> Next {
+    ///
+    /// `pairedAccessToken` is the access token a caller held with a seed: when the seed starts a session, it counts
+    /// as one of that session's (a request that carried it may then be retried with the new token).
+    func prepare(
+        _ request: SessionMachine.Request, pairedAccessToken: String? = nil
+    ) async throws(TokenRefreshError) -> Next {
         try await ensureLoaded()
         await retryPendingPersistIfDue()
         switch machine.decide(request, now: now(), elapsed: clock.elapsed) {
@@ -24,7 +29,12 @@ extension TokenRefreshClient {
             return .wait(flight)
         case .startRefresh(let seed, let forced):
             let followsRefusal = if case .afterRejection = request { true } else { false }
-            return .wait(startFlight(seed: seed, forced: forced, followsRefusal: followsRefusal))
+            return .wait(
+                startFlight(
+                    seed: seed, forced: forced, followsRefusal: followsRefusal,
+                    pairedAccessToken: seed == nil ? nil : pairedAccessToken))
+        case .refreshStatelessly(let refreshToken):
+            return refreshStatelessly(refreshToken)
         case .fail(let error):
             if error == .rateLimited || error.retryAfter != nil { metrics.recordBlocked(error) }
             throw error
@@ -64,9 +74,12 @@ extension TokenRefreshClient {
     // MARK: - The shared refresh
 
     /// Starts the shared refresh in its own task and returns the flight callers wait on.
-    func startFlight(seed: String?, forced: Bool = false, followsRefusal: Bool = false) -> RefreshFlight {
+    func startFlight(
+        seed: String?, forced: Bool = false, followsRefusal: Bool = false, pairedAccessToken: String? = nil
+    ) -> RefreshFlight {
         let flight = RefreshFlight()
-        let startEpoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal)
+        let startEpoch = machine.beginFlight(
+            flight, seed: seed, forced: forced, followsRefusal: followsRefusal, pairedAccessToken: pairedAccessToken)
         let task = Task { await self.runFlight(flight, epoch: startEpoch, seed: seed) }
         flightTask = task
         lastFlightTask = task
@@ -121,10 +134,11 @@ extension TokenRefreshClient {
         if case .found(let stored) = await store.load(account: configuration.account), machine.isCurrent(startEpoch),
             machine.shouldAdopt(stored), !stored.token.isExpired(at: now(), policy: configuration.expiryPolicy)
         {
-            machine.adopt(stored)
+            let switchedUser = machine.adopt(stored)
             logger.debug("adopted a pair saved elsewhere", metadata: ["token": "\(stored.token.fingerprint)"])
             publish(.tokenRefreshed(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
-            return .success(stored.token)
+            // Another user's pair is never the answer to a refresh made for this one.
+            return switchedUser ? .failure(.sessionChanged) : .success(stored.token)
         }
         // The session is kept; while its token is still valid, validToken() callers get it (as after any
         // transient failure of a proactive refresh).
@@ -196,7 +210,8 @@ extension TokenRefreshClient {
         switch read {
         case .found(let stored):
             guard machine.shouldAdopt(stored) else { return nil }
-            machine.adopt(stored)
+            // Another user's pair is never the answer to a refresh made for this one.
+            if machine.adopt(stored) { throw .sessionChanged }
             if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
                 logger.debug("adopted a pair saved elsewhere", metadata: ["token": "\(stored.token.fingerprint)"])
                 publish(.tokenRefreshed(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
@@ -298,7 +313,8 @@ extension TokenRefreshClient {
         try checkEpoch(startEpoch)
         // A failed write keeps the pair in memory (the rotated refresh token is never dropped) and is retried.
         machine.refreshed(
-            token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed)
+            token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed,
+            startsSession: previous == nil)
         if let writeFailure {
             logger.debug("persisting the new pair failed; kept in memory", metadata: ["token": "\(token.fingerprint)"])
             publish(.persistenceFailed(writeFailure, tokenFingerprint: token.fingerprint))
@@ -317,7 +333,8 @@ extension TokenRefreshClient {
         try checkEpoch(startEpoch)
         switch read {
         case .found(let stored):
-            machine.adopt(stored)
+            // Another user's pair is never the answer to a refresh made for this one.
+            if machine.adopt(stored) { throw .sessionChanged }
             return stored.token
         case .absent:
             await endSession(reason: .removedElsewhere, error: nil)
@@ -340,7 +357,7 @@ extension TokenRefreshClient {
             !machine.rejected.contains(storedRefresh)
         {
             try checkEpoch(startEpoch)
-            machine.adopt(stored)
+            if machine.adopt(stored) { throw .sessionChanged }
             if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) { return stored.token }
             do {
                 let response = try await attemptWithRetries(storedRefresh, epoch: startEpoch)
@@ -387,7 +404,8 @@ extension TokenRefreshClient {
         let (replaced, startEpoch, flight) = machine.beginSession(token, userID: userID, stateBefore: previousState)
         flightTask?.cancel()
         flightTask = nil
-        flight?.finish(.success(token))
+        // Its callers asked for the old session's token: the new session's is never their answer.
+        flight?.finish(.failure(.sessionChanged))
         let generation = session?.generation ?? 0
         do {
             try await store.save(
@@ -429,5 +447,53 @@ extension TokenRefreshClient {
             logger.debug(
                 "persisting the pending pair failed again", metadata: ["token": "\(pending.token.fingerprint)"])
         }
+    }
+}
+
+extension TokenRefreshClient {
+    // MARK: - Refresh tokens that are not the session's
+
+    /// The seed's stateless `refreshToken(_:)` for a refresh token the session never held: one shared refresh per
+    /// refresh token, whose pair is neither stored nor made the session (see ``StatelessRefreshes``).
+    func refreshStatelessly(_ refreshToken: String) -> Next {
+        var presented = refreshToken
+        if let newest = stateless.newest(after: refreshToken) {
+            // Refreshed here before and rotated: the chain's newest pair, or a refresh of its newest refresh token.
+            if !newest.willExpireSoon(at: now(), policy: configuration.expiryPolicy) { return .token(newest) }
+            if let rotated = newest.refreshToken { presented = rotated }
+        }
+        if let flight = stateless.flight(for: presented) { return .wait(flight) }
+        let flight = RefreshFlight()
+        stateless.begin(flight, for: presented)
+        logger.debug(
+            "refreshing a refresh token that is not the session's",
+            metadata: ["token": "\(AuthToken.fingerprint(presented))"])
+        Task { await self.runStatelessFlight(flight, refreshToken: presented) }
+        return .wait(flight)
+    }
+
+    func runStatelessFlight(_ flight: RefreshFlight, refreshToken: String) async {
+        let result: Result<AuthToken, TokenRefreshError>
+        if let blocked = machine.beginAttempt(at: clock.elapsed) {
+            metrics.recordBlocked(blocked)
+            result = .failure(blocked)
+        } else {
+            let strategy = self.strategy
+            let started = clock.elapsed
+            do {
+                let response = try await clock.withTimeout(configuration.refreshTimeout) {
+                    try await strategy.refresh(using: refreshToken, forced: false)
+                }
+                metrics.recordSuccess(after: clock.elapsed - started)
+                result = .success(response.token(receivedAt: now(), keeping: refreshToken))
+            } catch {
+                let failure = Self.classify(error)
+                metrics.recordFailure(failure, after: clock.elapsed - started)
+                if failure == .refreshTokenRejected { machine.rejected.insert(refreshToken) }
+                result = .failure(failure)
+            }
+        }
+        stateless.end(refreshToken, result: result)
+        flight.finish(result)
     }
 }

@@ -18,8 +18,10 @@ public import Persistence
 /// The rules it follows (see the "Testing token flows" article for how each is shown):
 /// - **Single flight.** Concurrent callers share one refresh that runs in its own task with its own
 ///   timeout. Waiters resume oldest-first; a cancelled waiter leaves and the refresh goes on.
-/// - **Stale rejection.** ``refreshToken(afterRejectionOf:)`` for a token older than the current one returns
-///   the current one without a network call.
+/// - **Stale rejection, within one session.** ``refreshToken(afterRejectionOf:)`` for an older token of the
+///   current session returns the current one without a network call. A token of another session (the app signed
+///   out, or signed another user in, while the request was under way) fails with
+///   ``TokenRefreshError/sessionChanged``: a request is never replayed under another session's token.
 /// - **Re-read before refresh.** Under the store's exclusive access, a newer pair saved by another process
 ///   is adopted instead of refreshing.
 /// - **Persist, then answer.** A new pair is written (conditional on the generation) before any waiter
@@ -78,6 +80,8 @@ public actor TokenRefreshClient: TokenProvider {
     var flightTask: Task<Void, Never>?
     /// The most recent refresh task, kept after it is abandoned so tests can wait for it to end.
     var lastFlightTask: Task<Void, Never>?
+    /// Refreshes of refresh tokens the session never held (the seed's stateless ``refreshToken(_:)``).
+    var stateless = StatelessRefreshes()
 
     /// The session held in memory.
     var session: SessionMachine.Session? { machine.session }
@@ -238,12 +242,15 @@ public actor TokenRefreshClient: TokenProvider {
 
     /// Returns a token to retry with after the server rejected `accessToken` (a 401).
     ///
-    /// If the current token differs from the rejected one, another caller refreshed already: the current
-    /// token is returned without a network call. Otherwise one refresh runs for every concurrent caller.
+    /// If the rejected token is an older token of the current session, another caller refreshed already: the
+    /// current token is returned without a network call. If it is the current token, one refresh runs for every
+    /// concurrent caller. If the current session never held it, the request started under another session: it
+    /// fails with ``TokenRefreshError/sessionChanged`` and is not to be retried.
     ///
     /// - Parameter accessToken: The access token the server rejected.
     /// - Returns: A token to retry with.
-    /// - Throws: As ``validToken()``; a transient failure is thrown, since the rejected token is no use.
+    /// - Throws: As ``validToken()``; ``TokenRefreshError/sessionChanged`` for a token of another session; a
+    ///   transient failure is thrown, since the rejected token is no use.
     public nonisolated func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken {
         switch try await prepare(.afterRejection(of: accessToken)) {
         case .token(let token): return token
@@ -251,11 +258,15 @@ public actor TokenRefreshClient: TokenProvider {
         }
     }
 
-    /// Refreshes with `refreshToken`, the seed apps' form.
+    /// Refreshes with `refreshToken`, the seed apps' form: a refresh token goes in, a pair for that refresh token
+    /// comes out.
     ///
-    /// When it is the session's refresh token, one shared refresh runs. When the session already has a newer
-    /// one, the current token is returned (refreshed if due). Without a session, the refresh token starts one:
-    /// the way to migrate an app that stored only a refresh token.
+    /// When it is the session's refresh token, one shared refresh runs. When it is one the session held before
+    /// (a caller that read it before the new pair was saved), the current token is returned (refreshed if due).
+    /// When the session never held it (the app signed another user in by itself), that refresh token is
+    /// refreshed on its own: the answer is its pair, never the session's, and the session is neither replaced nor
+    /// overwritten (concurrent callers with the same refresh token share one refresh). Without a session, the
+    /// refresh token starts one: the way to migrate an app that stored only a refresh token.
     ///
     /// - Parameter refreshToken: The refresh token.
     /// - Returns: The new (or current) token.
@@ -310,7 +321,8 @@ public actor TokenRefreshClient: TokenProvider {
 
     /// Starts a session with `grant`: a password grant, an authorization code with PKCE, or a custom one.
     ///
-    /// Any refresh in flight for an older session resolves with the new token and writes nothing.
+    /// Any refresh in flight for an older session writes nothing, and its callers fail with
+    /// ``TokenRefreshError/sessionChanged``: they asked for the old session's token, never the new one's.
     ///
     /// - Parameters:
     ///   - grant: The grant.

@@ -40,12 +40,20 @@ public struct HTTPTransportNetworkClient: NetworkClientProtocol {
 enum FoundationConversion {
     /// The head and body of a `URLRequest`.
     static func httpRequest(_ request: URLRequest) throws -> (HTTPRequest, Data?) {
-        guard let url = request.url?.absoluteURL, let scheme = url.scheme?.lowercased(),
-            scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty
+        // The path and query stay percent-encoded as the app wrote them: decoding "%2F" or "%3F" would turn an
+        // encoded name into another endpoint.
+        guard let url = request.url,
+            let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            components.user == nil, components.password == nil,
+            let host = components.percentEncodedHost, !host.isEmpty
         else { throw APIError.invalidResponse }
-        // swift-http-types' own conversion: the path and query exactly as written (a trailing slash, percent
-        // escapes), which `url.path` would strip and decode.
-        var head = HTTPRequest(method: HTTPRequest.Method(request.httpMethod ?? "GET") ?? .get, url: url)
+        let authority = components.port.map { "\(host):\($0)" } ?? host
+        var path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        if let query = components.percentEncodedQuery { path += "?" + query }
+        var head = HTTPRequest(
+            method: HTTPRequest.Method(request.httpMethod ?? "GET") ?? .get, scheme: scheme, authority: authority,
+            path: path)
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
             guard let field = HTTPField.Name(name) else { continue }
             head.headerFields.append(HTTPField(name: field, value: value))

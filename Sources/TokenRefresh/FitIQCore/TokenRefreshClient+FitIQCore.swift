@@ -37,16 +37,19 @@ extension TokenRefreshClient {
 
     /// The token to retry with after a request carrying `rejected` got a 401, saved in `persistence` first.
     ///
-    /// Concurrent callers share one refresh (this client's single flight), and a caller whose request carried
-    /// an older token than the one saved meanwhile retries with the saved one, without refreshing again. When the
-    /// app signed in anew through its own code (the stored pair is a JWT issued after this client's session), the
-    /// client adopts the stored pair before refreshing it; for opaque tokens, call ``signIn(with:userID:)``.
+    /// Concurrent callers share one refresh (this client's single flight). A request that carried an older token
+    /// of the same session than the one saved meanwhile is retried with the saved one, without refreshing again;
+    /// one that carried a token of another session (the app signed out, or signed another user in, while it was
+    /// under way) fails with ``TokenRefreshError/sessionChanged`` and is not retried. When the app signed in anew
+    /// through its own code (the stored pair is one this client never held), the client makes that pair its
+    /// session before refreshing it, so the answer is always the stored pair's user.
     ///
     /// - Parameters:
     ///   - rejected: The access token the rejected request carried, if any.
     ///   - persistence: The app's persistence.
     /// - Returns: The token to retry with.
-    /// - Throws: ``APIError/unauthorized`` when no refresh token is stored; the refresh's error.
+    /// - Throws: ``APIError/unauthorized`` when no refresh token is stored; ``TokenRefreshError/sessionChanged``;
+    ///   the refresh's error.
     nonisolated func tokenForRetry(
         rejecting rejected: String?, persistence: any AuthTokenPersistenceProtocol
     ) async throws -> AuthToken {
@@ -56,40 +59,46 @@ extension TokenRefreshClient {
         }
         let storedAccess = try persistence.fetchAccessToken()
         if let rejected, let storedAccess, !storedAccess.isEmpty, storedAccess != rejected {
-            // Another caller refreshed and saved already: a stale rejection. Only the access token is used (for
-            // the retry's header), so its claims are not parsed.
+            // The pair changed since the request was built. A stale rejection only if both tokens are this session's
+            // (another caller refreshed and saved); otherwise the app switched sessions while it was under way.
+            guard await sessionHolds(accessTokens: rejected, storedAccess) else {
+                throw TokenRefreshError.sessionChanged
+            }
+            // Only the access token is used (for the retry's header), so its claims are not parsed.
             return AuthToken(accessToken: storedAccess, refreshToken: storedRefresh, receivedAt: now())
         }
-        if let rejected, rejected == storedAccess, let current = currentToken, current.refreshToken != storedRefresh,
-            current.accessToken != rejected, Self.wasIssued(rejected, after: current.accessToken)
-        {
-            // The app signed in anew through its own code: the stored pair is newer than this client's session.
-            await adoptSignedInPair(AuthToken.withParsedExpiration(accessToken: rejected, refreshToken: storedRefresh))
-        }
-        let token: AuthToken
-        if let rejected, let current = currentToken, current.refreshToken == storedRefresh {
-            token = try await refreshToken(afterRejectionOf: rejected)
-        } else {
-            token = try await refreshToken(storedRefresh)
-        }
+        let token = try await refreshForRetry(
+            rejected: rejected, storedAccess: storedAccess, storedRefresh: storedRefresh)
         try persistence.save(accessToken: token.accessToken, refreshToken: token.refreshToken ?? storedRefresh)
         return token
     }
 
-    /// Makes `token` the session, unless the session already carries its refresh token (another caller adopted
-    /// it first). Runs on the actor, and the session is replaced before the first suspension, so concurrent
-    /// callers adopt it once.
-    func adoptSignedInPair(_ token: AuthToken) async {
-        guard let session, session.token.refreshToken != token.refreshToken else { return }
-        logger.debug("adopting a newer stored pair", metadata: ["token": "\(token.fingerprint)"])
-        _ = try? await startSession(token, userID: token.parseUserIdFromJWT() ?? session.userID, previousState: state)
+    /// Whether every one of `accessTokens` is a token of the session held now.
+    func sessionHolds(accessTokens: String...) async -> Bool {
+        try? await ensureLoaded()
+        guard session != nil else { return false }
+        return accessTokens.allSatisfy { machine.lineage.contains(accessToken: $0) }
     }
 
-    /// Whether both tokens are JWTs and `token` was issued (`iat`) strictly after `other`.
-    static func wasIssued(_ token: String, after other: String) -> Bool {
-        guard let issued = AuthToken(accessToken: token, receivedAt: .distantPast).claims?.issuedAt,
-            let otherIssued = AuthToken(accessToken: other, receivedAt: .distantPast).claims?.issuedAt
-        else { return false }
-        return issued > otherIssued
+    /// The refresh behind ``tokenForRetry(rejecting:persistence:)`` for the pair the app's persistence holds.
+    func refreshForRetry(rejected: String?, storedAccess: String?, storedRefresh: String) async throws -> AuthToken {
+        try await ensureLoaded()
+        if machine.rejected.contains(storedRefresh) { throw TokenRefreshError.refreshTokenRejected }
+        if let session, session.token.refreshToken != storedRefresh,
+            !machine.lineage.contains(refreshToken: storedRefresh)
+        {
+            // The app signed in anew through its own code: its persistence holds a pair this client never held, and
+            // that pair is the session now. Runs on the actor, and the session is replaced before the first
+            // suspension, so concurrent callers adopt it once; a refresh in flight for the old session fails.
+            let token = AuthToken.withParsedExpiration(
+                accessToken: storedAccess ?? rejected ?? "", refreshToken: storedRefresh)
+            logger.debug("adopting a pair the app stored", metadata: ["token": "\(token.fingerprint)"])
+            _ = try await startSession(token, userID: token.parseUserIdFromJWT(), previousState: state)
+        }
+        if session != nil, let rejected { return try await refreshToken(afterRejectionOf: rejected) }
+        switch try await prepare(.seed(storedRefresh), pairedAccessToken: rejected ?? storedAccess) {
+        case .token(let token): return token
+        case .wait(let flight): return try await flight.wait()
+        }
     }
 }

@@ -1,0 +1,61 @@
+import AuthToken
+import Crypto
+import Foundation
+
+/// Refreshes of refresh tokens that are not the held session's, for the seed apps' stateless
+/// `refreshToken(_:)`: a refresh token goes in and a pair comes out, and the held session is neither the answer
+/// nor overwritten.
+///
+/// One refresh runs per refresh token, shared by concurrent callers. The answer is remembered (the newest
+/// ``capacity`` answers) when the server rotated the refresh token, so that a caller who read the old refresh token
+/// before the app saved the new pair gets the same chain's newest pair instead of presenting a consumed token (which
+/// a server that detects reuse answers by revoking the whole family). Keys are keyed hashes, as in
+/// ``RejectedRefreshTokens``.
+struct StatelessRefreshes: Sendable, CustomReflectable {
+    /// How many answers are remembered.
+    static let capacity = 8
+
+    private let key = SymmetricKey(size: .bits256)
+    private var flights: [Data: RefreshFlight] = [:]
+    private var answers: [(presented: Data, token: AuthToken)] = []
+
+    /// The newest pair of the chain `refreshToken` started, if it was refreshed here and rotated.
+    func newest(after refreshToken: String) -> AuthToken? {
+        var presented = digest(refreshToken)
+        var newest: AuthToken?
+        for _ in 0..<Self.capacity {
+            guard let next = answers.last(where: { $0.presented == presented })?.token else { break }
+            newest = next
+            guard let rotated = next.refreshToken else { break }
+            presented = digest(rotated)
+        }
+        return newest
+    }
+
+    /// The refresh of `refreshToken` in flight, if any.
+    func flight(for refreshToken: String) -> RefreshFlight? { flights[digest(refreshToken)] }
+
+    /// Records that `flight` refreshes `refreshToken`.
+    mutating func begin(_ flight: RefreshFlight, for refreshToken: String) { flights[digest(refreshToken)] = flight }
+
+    /// The refresh of `refreshToken` ended with `result`.
+    mutating func end(_ refreshToken: String, result: Result<AuthToken, TokenRefreshError>) {
+        let presented = digest(refreshToken)
+        flights[presented] = nil
+        guard case .success(let token) = result, let rotated = token.refreshToken, rotated != refreshToken else {
+            return
+        }
+        answers.removeAll { $0.presented == presented }
+        answers.append((presented, token))
+        if answers.count > Self.capacity { answers.removeFirst(answers.count - Self.capacity) }
+    }
+
+    private func digest(_ token: String) -> Data {
+        Data(HMAC<SHA256>.authenticationCode(for: Data(token.utf8), using: key))
+    }
+
+    /// How many refreshes run and answers are kept; never a token, a hash or the key.
+    var customMirror: Mirror {
+        Mirror(self, children: ["inFlight": flights.count, "answers": answers.count], displayStyle: .struct)
+    }
+}
