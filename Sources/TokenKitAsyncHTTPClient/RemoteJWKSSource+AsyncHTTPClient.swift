@@ -1,7 +1,7 @@
 // Compiled only with the `AsyncHTTPClientTransport` package trait.
 #if AsyncHTTPClientTransport
 public import AsyncHTTPClient
-public import Foundation
+import Foundation
 import NIOCore
 import NIOHTTP1
 public import TokenVerification
