@@ -16,6 +16,12 @@ let appCallSiteSettings: [SwiftSetting] = [
     .treatWarning("ExplicitSendable", as: .warning),
 ]
 
+/// The package trait each server adapter's dependencies wait for.
+let ahc = TargetDependencyCondition.when(traits: ["AsyncHTTPClientTransport"])
+let hummingbird = TargetDependencyCondition.when(traits: ["HummingbirdMiddleware"])
+let postgres = TargetDependencyCondition.when(traits: ["PostgresStore"])
+let openAPI = TargetDependencyCondition.when(traits: ["OpenAPIMiddleware"])
+
 let package = Package(
     name: "TokenKit",
     // What `Clock` and `Duration` need. Locks are AuthToken's LockedValue (OSAllocatedUnfairLock on Apple
@@ -32,6 +38,31 @@ let package = Package(
         .library(name: "TokenVerification", targets: ["TokenVerification"]),
         .library(name: "TokenKitTesting", targets: ["TokenKitTesting"]),
         .library(name: "TokenKitLogCheck", targets: ["TokenKitLogCheck"]),
+        // The server adapters. Each compiles to an empty module unless its package trait is on, and the packages it
+        // needs are resolved only when it is: an app that adds TokenKit alone never clones or builds NIO.
+        .library(name: "TokenKitAsyncHTTPClient", targets: ["TokenKitAsyncHTTPClient"]),
+        .library(name: "TokenKitHummingbird", targets: ["TokenKitHummingbird"]),
+        .library(name: "TokenKitPostgres", targets: ["TokenKitPostgres"]),
+        .library(name: "TokenKitOpenAPI", targets: ["TokenKitOpenAPI"]),
+    ],
+    traits: [
+        .trait(
+            name: "AsyncHTTPClientTransport",
+            description: "TokenKitAsyncHTTPClient: the HTTPTransport and JWKS fetch over AsyncHTTPClient (SwiftNIO)."),
+        .trait(
+            name: "HummingbirdMiddleware",
+            description: "TokenKitHummingbird: Bearer JWT verification as Hummingbird 2 middleware."),
+        .trait(
+            name: "PostgresStore",
+            description: "TokenKitPostgres: a TokenStore on PostgreSQL (postgres-nio) for replicas sharing sessions."),
+        .trait(
+            name: "OpenAPIMiddleware",
+            description: "TokenKitOpenAPI: a swift-openapi-runtime middleware that attaches and refreshes tokens."),
+        .trait(
+            name: "ServerAdapters",
+            description: "Every server adapter above.",
+            enabledTraits: ["AsyncHTTPClientTransport", "HummingbirdMiddleware", "PostgresStore", "OpenAPIMiddleware"]),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         // `FoundationURL`: `HTTPRequest(url:)`, which keeps a URL's path and query as written (the umbrella offers it).
@@ -40,6 +71,16 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         // The metrics API only (no backend, no NIO): a no-op until the app bootstraps one.
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        // `swift package generate-documentation`. No target uses it, so a package that depends on TokenKit never
+        // resolves it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The server adapters' packages: resolved only when a trait that uses them is on.
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        // Hummingbird's default traits, as a backend's own manifest names it: one set of traits in the graph.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // Foundation only: a consumer who just parses tokens builds nothing else.
@@ -190,6 +231,99 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The server adapters (see `traits`): every file is inside `#if` of its trait.
+        .target(
+            name: "TokenKitAsyncHTTPClient",
+            dependencies: [
+                "NetworkRetry", "TokenVerification",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: ahc),
+                .product(name: "NIOCore", package: "swift-nio", condition: ahc),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: ahc),
+                .product(name: "NIOPosix", package: "swift-nio", condition: ahc),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "TokenKitOpenAPI",
+            dependencies: [
+                "NetworkRetry", "AuthToken",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: openAPI),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        .target(
+            name: "TokenKitPostgres",
+            dependencies: [
+                "Persistence", "AuthToken",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
+                .product(name: "NIOCore", package: "swift-nio", condition: postgres),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "TokenKitHummingbird",
+            dependencies: [
+                "TokenVerification",
+                .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
+                .product(name: "NIOCore", package: "swift-nio", condition: hummingbird),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Their tests, also inside `#if`: a plain `swift test` compiles them empty, and .ci/postgres runs them with
+        // `--traits ServerAdapters` against a real PostgreSQL.
+        .testTarget(
+            name: "TokenKitIntegrationsTests",
+            dependencies: [
+                "TokenKitAsyncHTTPClient", "TokenKitOpenAPI", "NetworkRetry", "TokenVerification", "AuthToken",
+                "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: ahc),
+                .product(name: "NIOCore", package: "swift-nio", condition: ahc),
+                .product(name: "NIOPosix", package: "swift-nio", condition: ahc),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: ahc),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: openAPI),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        .testTarget(
+            name: "TokenKitPostgresTests",
+            dependencies: [
+                "TokenKitPostgres", "Persistence", "AuthToken", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
+                .product(name: "NIOCore", package: "swift-nio", condition: postgres),
+                .product(name: "NIOPosix", package: "swift-nio", condition: postgres),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "TokenKitHummingbirdTests",
+            dependencies: [
+                "TokenKitHummingbird", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: hummingbird),
+                .product(name: "NIOCore", package: "swift-nio", condition: hummingbird),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        // The samples of Integrations/README.md and the adapters' DocC, compiled as printed (.ci/doc-samples).
+        .testTarget(
+            name: "IntegrationDocSampleTests",
+            dependencies: [
+                "TokenKitAsyncHTTPClient", "TokenKitOpenAPI", "TokenKitHummingbird", "TokenKitPostgres", "TokenKit",
+                "TokenVerification",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: ahc),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: openAPI),
+                .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Tokens minted by PyJWT and jwcrypto (Interop/jose, run by .ci/jose-interop); skipped without
         // TOKENKIT_JOSE_FIXTURES.
         .testTarget(
@@ -213,7 +347,15 @@ let package = Package(
     ]
 )
 
-// Every target gets `strictSettings` unless it says otherwise (FitIQCoreTests compiles app call sites as written).
-for target in package.targets where target.swiftSettings == nil {
-    target.swiftSettings = strictSettings
+// One settings loop. Every target gets `strictSettings` unless it says otherwise (FitIQCoreTests compiles app call
+// sites as written). CI sets TOKENKIT_WARNINGS_AS_ERRORS=1 for every build of this package, so its one build tree
+// also proves that the library targets compile without a warning (not the test targets: Swift Testing's macro
+// expansions warn on Swift 6.3.1). A package that depends on TokenKit never sees the switch.
+let warningsAsErrors = Context.environment["TOKENKIT_WARNINGS_AS_ERRORS"] == "1"
+for target in package.targets {
+    var settings = target.swiftSettings ?? strictSettings
+    if warningsAsErrors && target.type != .test {
+        settings.insert(.treatAllWarnings(as: .error), at: 0)
+    }
+    target.swiftSettings = settings
 }

@@ -7,9 +7,9 @@ let package = Package(
     name: "TokenKitBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "TokenKit", path: ".."),
-        // TransportBenchmarks only (issue 18): the AsyncHTTPClient transport and a NIO loopback server.
-        .package(name: "TokenKitIntegrations", path: "../Integrations"),
+        // The library by path, with its server adapters' traits on (the diet backend, the replica worker and the
+        // transport benchmark use them).
+        .package(name: "TokenKit", path: "..", traits: ["ServerAdapters"]),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         // PostgresRefreshBenchmarks only (issue 18): PostgresTokenStore's pool.
@@ -91,7 +91,7 @@ let package = Package(
                 "BenchmarkSupport",
                 .product(name: "AuthToken", package: "TokenKit"),
                 .product(name: "NetworkRetry", package: "TokenKit"),
-                .product(name: "TokenKitAsyncHTTPClient", package: "TokenKitIntegrations"),
+                .product(name: "TokenKitAsyncHTTPClient", package: "TokenKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -108,7 +108,7 @@ let package = Package(
                 .product(name: "Persistence", package: "TokenKit"),
                 .product(name: "TokenRefresh", package: "TokenKit"),
                 .product(name: "TokenKitTesting", package: "TokenKit"),
-                .product(name: "TokenKitPostgres", package: "TokenKitIntegrations"),
+                .product(name: "TokenKitPostgres", package: "TokenKit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),

@@ -33,16 +33,11 @@ let package = Package(
         .executable(name: "diet-backend", targets: ["diet-backend"]),
     ],
     dependencies: [
-        .package(name: "TokenKit", path: ".."),
-        // The adapters with heavy dependencies: the diet backend uses the Hummingbird middleware, the replica worker
-        // the PostgreSQL store and the AsyncHTTPClient transport (issues 17 and 18).
-        .package(name: "TokenKitIntegrations", path: "../Integrations"),
-        // Only the FullFoundation trait: the examples do not use swift-configuration.
-        .package(
-            url: "https://github.com/hummingbird-project/hummingbird.git",
-            from: "2.28.1",
-            traits: ["FullFoundation"]
-        ),
+        // The library by path, with its server adapters' traits on (the diet backend, the replica worker and the
+        // transport benchmark use them).
+        .package(name: "TokenKit", path: "..", traits: ["ServerAdapters"]),
+        // Hummingbird's default traits, as TokenKit's manifest names it: one set of traits in the graph.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -108,8 +103,8 @@ let package = Package(
             name: "DietBackend",
             dependencies: [
                 .product(name: "TokenVerification", package: "TokenKit"),
-                .product(name: "TokenKitHummingbird", package: "TokenKitIntegrations"),
-                .product(name: "TokenKitAsyncHTTPClient", package: "TokenKitIntegrations"),
+                .product(name: "TokenKitHummingbird", package: "TokenKit"),
+                .product(name: "TokenKitAsyncHTTPClient", package: "TokenKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -155,8 +150,8 @@ let package = Package(
         .executableTarget(
             name: "session-worker",
             dependencies: appDependencies + [
-                .product(name: "TokenKitPostgres", package: "TokenKitIntegrations"),
-                .product(name: "TokenKitAsyncHTTPClient", package: "TokenKitIntegrations"),
+                .product(name: "TokenKitPostgres", package: "TokenKit"),
+                .product(name: "TokenKitAsyncHTTPClient", package: "TokenKit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
@@ -188,7 +183,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "TokenKitPostgres", package: "TokenKitIntegrations"),
+                .product(name: "TokenKitPostgres", package: "TokenKit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: strictSettings

@@ -1,0 +1,424 @@
+// Compiled only with the `PostgresStore` package trait.
+#if PostgresStore
+import AuthToken
+public import Crypto
+import Foundation
+public import Logging
+import NIOCore
+public import Persistence
+public import PostgresNIO
+
+/// A token store that keeps one row per account in a PostgreSQL table, so that the replicas of a backend share
+/// sessions and refresh each one once.
+///
+/// ## What it guarantees
+/// - **Conditional writes in one statement.** Each row carries the session's generation; a save or removal with
+///   a ``Persistence/WriteCondition`` is a single `INSERT … ON CONFLICT` / `UPDATE` / `DELETE` whose `WHERE`
+///   clause checks it, so two replicas cannot both win.
+/// - **Tri-state reads.** A database that cannot be reached (refused, timed out past
+///   ``Configuration/operationTimeout``, restarting) reads as `.unavailable`, never as `.absent`: a
+///   ``TokenRefreshClient`` keeps the session it holds and does not sign the user out.
+/// - **One refresh per session across replicas.** ``withExclusiveAccess(account:_:)`` holds a session-level
+///   advisory lock keyed by the account on a connection of its own for the whole body. A replica killed while
+///   holding it releases it when its connection drops. Waits are bounded by ``Configuration/lockTimeout`` and end
+///   with ``Persistence/PersistenceError/lockTimedOut``.
+/// - **Optional encryption at rest.** With an ``Configuration/encryptionKey`` the payload is sealed with AES-GCM,
+///   bound to the account. A wrong key is ``Persistence/PersistenceError/wrongKey``, not a crash, and saves refuse
+///   to overwrite a row sealed with another key (or not sealed at all).
+/// - **An idempotent schema.** ``migrate()`` runs `CREATE TABLE IF NOT EXISTS` under a transaction-level advisory
+///   lock, so replicas starting together do not race; by default the first operation runs it.
+///
+/// The table (``Configuration/tableName``, `tokenkit_sessions` by default):
+///
+/// ```sql
+/// CREATE TABLE IF NOT EXISTS tokenkit_sessions (
+///     account text PRIMARY KEY,
+///     generation bigint NOT NULL,   -- StoredSession.generation, as its bit pattern
+///     format_version integer NOT NULL,
+///     key_check text,               -- NULL for plain rows
+///     payload bytea NOT NULL,       -- the session's JSON, or its AES-GCM box
+///     updated_at timestamptz NOT NULL DEFAULT now()
+/// )
+/// ```
+///
+/// The store borrows the app's `PostgresClient` (its pool); the app runs the client (`client.run()`, or in a
+/// `ServiceGroup`). Each lock holder uses one pooled connection for the lock and for the store's reads and writes
+/// inside the body (keep those sequential); waiters hold no connection between attempts.
+///
+/// ```swift
+/// let client = PostgresClient(configuration: .init(
+///     host: "db", username: "app", password: secret, database: "app", tls: .disable))
+/// let store = PostgresTokenStore(client: client)
+/// let refresher = TokenRefreshClient(strategy: strategy, store: store, configuration: .init(account: userID))
+/// ```
+public struct PostgresTokenStore: TokenStore {
+    /// Options for a ``PostgresTokenStore``.
+    public struct Configuration: Sendable {
+        /// The table holding the sessions, optionally schema-qualified (`auth.sessions`). Letters, digits and
+        /// underscores only, starting with a letter or underscore; it is part of the SQL text, never a parameter.
+        public var tableName: String
+        /// A key to seal sessions with AES-GCM (128, 192 or 256 bits), or `nil` to store plain JSON.
+        public var encryptionKey: SymmetricKey?
+        /// The longest wait for another holder of the account's lock before
+        /// ``withExclusiveAccess(account:_:)`` gives up with ``Persistence/PersistenceError/lockTimedOut``;
+        /// `nil` waits without limit.
+        public var lockTimeout: Duration?
+        /// How often a waiter asks PostgreSQL for the lock again (`pg_try_advisory_lock`).
+        public var lockRetryInterval: Duration
+        /// The longest an operation waits for the database (a pooled connection and the query) before a read
+        /// reports `.unavailable` and a write fails; `nil` waits as long as the pool does.
+        public var operationTimeout: Duration?
+        /// Whether the first operation runs ``PostgresTokenStore/migrate()`` (once per store value and its copies).
+        public var migratesAutomatically: Bool
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - tableName: The table holding the sessions; `tokenkit_sessions` by default.
+        ///   - encryptionKey: A key to seal sessions with, or `nil` for plain JSON.
+        ///   - lockTimeout: The longest wait for the account's lock; 5 s by default.
+        ///   - lockRetryInterval: How often a waiter asks for the lock again; 20 ms by default.
+        ///   - operationTimeout: The longest wait for the database per operation; 5 s by default.
+        ///   - migratesAutomatically: Whether the first operation creates the table if needed.
+        public init(
+            tableName: String = "tokenkit_sessions",
+            encryptionKey: SymmetricKey? = nil,
+            lockTimeout: Duration? = .seconds(5),
+            lockRetryInterval: Duration = .milliseconds(20),
+            operationTimeout: Duration? = .seconds(5),
+            migratesAutomatically: Bool = true
+        ) {
+            self.tableName = tableName
+            self.encryptionKey = encryptionKey
+            self.lockTimeout = lockTimeout
+            self.lockRetryInterval = lockRetryInterval
+            self.operationTimeout = operationTimeout
+            self.migratesAutomatically = migratesAutomatically
+        }
+    }
+
+    /// The client (connection pool) the store queries through.
+    public let client: PostgresClient
+    /// The store's options.
+    public let configuration: Configuration
+    /// Where debug and trace messages go. Nothing from a session's tokens is ever logged.
+    let logger: Logger
+
+    let format: SessionRowFormat
+    let timer: StoreClock
+    private let schema = SchemaState()
+
+    /// Creates a store over the app's client. Nothing is queried until the first operation (or ``migrate()``).
+    ///
+    /// The app must run `client` (`client.run()` in a long-running task or a `ServiceGroup`).
+    ///
+    /// - Parameters:
+    ///   - client: The app's PostgreSQL client; its pool is shared with the app.
+    ///   - configuration: Table name, encryption and timeouts.
+    ///   - clock: The clock for lock waits and timeouts.
+    ///   - logger: Where debug and trace messages go (never token text).
+    /// - Precondition: ``Configuration/tableName`` is a plain or schema-qualified SQL identifier.
+    public init(
+        client: PostgresClient, configuration: Configuration = Configuration(),
+        clock: some Clock<Duration> = ContinuousClock(),
+        logger: Logger = Logger(label: "TokenKit.Persistence.PostgresTokenStore")
+    ) {
+        precondition(
+            Self.isPlainIdentifier(configuration.tableName),
+            "PostgresTokenStore: the table name must be letters, digits and underscores (optionally schema.table)")
+        self.client = client
+        self.configuration = configuration
+        self.logger = logger
+        self.format = SessionRowFormat(key: configuration.encryptionKey)
+        self.timer = StoreClock(clock)
+    }
+
+    // MARK: TokenStore
+
+    /// Reads the session stored for `account`.
+    ///
+    /// - Parameter account: The account key.
+    /// - Returns: `.found`; `.absent` when the table has no row for the account; `.unavailable` when the
+    ///   database cannot be reached or answered an error (``Persistence/PersistenceError/unavailable``), or the
+    ///   row cannot be read by this store (``Persistence/PersistenceError/wrongKey``,
+    ///   ``Persistence/PersistenceError/unsupportedFormatVersion``, ``Persistence/PersistenceError/corrupt``; the
+    ///   row is left as it is).
+    public func load(account: String) async -> TokenStoreRead {
+        let row: Row?
+        do {
+            row = try await database(.unavailable) { try await self.fetchRow(account: account) }
+        } catch {
+            logger.debug("session row unavailable", metadata: ["error": "\(error)"])
+            return .unavailable(error)
+        }
+        guard let row else { return .absent }
+        let read = format.decode(
+            account: account, generation: row.generation, formatVersion: row.formatVersion, keyCheck: row.keyCheck,
+            payload: row.payload)
+        if case .unavailable(let error) = read {
+            logger.debug("session row unreadable", metadata: ["error": "\(error)"])
+        }
+        return read
+    }
+
+    /// Stores `session` for `account` if `condition` holds.
+    ///
+    /// The check and the write run in one transaction holding the row lock (`SELECT … FOR UPDATE`), so two
+    /// replicas writing with the same condition cannot both succeed.
+    ///
+    /// - Parameters:
+    ///   - session: The session to store.
+    ///   - account: The account key.
+    ///   - condition: When the write may happen, judged under the row lock.
+    /// - Throws: ``Persistence/PersistenceError/conflict`` when the condition fails;
+    ///   ``Persistence/PersistenceError/wrongKey`` or ``Persistence/PersistenceError/unsupportedFormatVersion``
+    ///   when the stored row cannot be read by this store (it is left as it is);
+    ///   ``Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails, with what was
+    ///   stored before intact. A write that timed out (the detail says so) may still have been applied; a
+    ///   conditional retry then finds a conflict.
+    public func save(
+        _ session: StoredSession, account: String, condition: WriteCondition
+    ) async throws(PersistenceError) {
+        let payload = try format.encode(session, account: account)
+        let generation = Int64(bitPattern: session.generation)
+        let outcome = try await database(.writeFailed) {
+            try await self.write(account: account, generation: generation, payload: payload, condition: condition)
+        }
+        if let refusal = outcome { throw refusal }
+        logger.debug(
+            "session saved", metadata: ["generation": "\(session.generation)", "token": "\(session.token.fingerprint)"])
+    }
+
+    /// Removes the session for `account` if `condition` holds.
+    ///
+    /// With ``Persistence/WriteCondition/always`` the row goes whatever it holds (a row sealed with another key
+    /// included); with another condition, a row this store cannot read is left and its error thrown.
+    ///
+    /// - Parameters:
+    ///   - account: The account key.
+    ///   - condition: When the removal may happen, judged under the row lock.
+    /// - Throws: ``Persistence/PersistenceError/conflict`` when the condition fails;
+    ///   ``Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails.
+    public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        let outcome = try await database(.writeFailed) {
+            try await self.delete(account: account, condition: condition)
+        }
+        if let refusal = outcome { throw refusal }
+        logger.debug("session removed")
+    }
+
+    /// Creates the table if it does not exist. Idempotent, and safe to run from several replicas at once.
+    ///
+    /// - Throws: ``Persistence/PersistenceError/unavailable`` when the database cannot be reached or refuses
+    ///   (the detail names the SQLSTATE, a permission error say).
+    public func migrate() async throws(PersistenceError) {
+        try await database(.unavailable, migrating: true) { try await self.createTable() }
+        schema.markDone()
+    }
+
+    // MARK: Internals
+
+    /// A row as stored.
+    struct Row: Sendable {
+        let generation: UInt64
+        let formatVersion: Int32
+        let keyCheck: String?
+        let payload: [UInt8]
+    }
+
+    /// The table name as SQL text (validated at init).
+    var table: String { configuration.tableName }
+
+    /// Runs a database operation under ``Configuration/operationTimeout`` (creating the table first when due),
+    /// turning any failure into `failure` with a secret-free detail.
+    func database<T: Sendable>(
+        _ failure: PersistenceError, migrating: Bool = false, _ body: @escaping @Sendable () async throws -> T
+    ) async throws(PersistenceError) -> T {
+        let timeout = configuration.operationTimeout
+        let needsSchema = !migrating && configuration.migratesAutomatically && !schema.isDone
+        do {
+            let result = try await withDeadline(timeout, sleep: timer.sleep) {
+                if needsSchema { try await self.createTable() }
+                return try await body()
+            }
+            if needsSchema { schema.markDone() }
+            return result
+        } catch let error as PersistenceError {
+            throw error
+        } catch {
+            throw failure.with(detail: Self.describe(error, timeout: timeout))
+        }
+    }
+
+    private func fetchRow(account: String) async throws -> Row? {
+        try await withSessionConnection { connection in try await self.fetchRow(account: account, on: connection) }
+    }
+
+    private func fetchRow(account: String, on connection: PostgresConnection) async throws -> Row? {
+        let rows = try await connection.query(
+            """
+            SELECT generation, format_version, key_check, payload FROM \(unescaped: table) WHERE account = \(account)
+            """, logger: logger)
+        for try await (generation, version, keyCheck, payload) in rows.decode(
+            (Int64, Int32, String?, ByteBuffer).self)
+        {
+            return Row(
+                generation: UInt64(bitPattern: generation), formatVersion: version, keyCheck: keyCheck,
+                payload: Array(payload.readableBytesView))
+        }
+        return nil
+    }
+
+    /// The stored row's generation, format and key check, locked until the transaction ends.
+    private struct Header: Sendable {
+        let generation: UInt64
+        let formatVersion: Int32
+        let keyCheck: String?
+    }
+
+    private func lockedHeader(account: String, on connection: PostgresConnection) async throws -> Header? {
+        let rows = try await connection.query(
+            """
+            SELECT generation, format_version, key_check FROM \(unescaped: table) WHERE account = \(account) FOR UPDATE
+            """, logger: logger)
+        for try await (generation, version, keyCheck) in rows.decode((Int64, Int32, String?).self) {
+            return Header(generation: UInt64(bitPattern: generation), formatVersion: version, keyCheck: keyCheck)
+        }
+        return nil
+    }
+
+    /// Why this store may not write over `header`'s row, if it may not: a newer format or another key.
+    private func unreadable(_ header: Header) -> PersistenceError? {
+        if header.formatVersion > SessionRowFormat.currentVersion {
+            return PersistenceError.unsupportedFormatVersion.with(detail: "row format \(header.formatVersion)")
+        }
+        if header.keyCheck != format.keyCheck {
+            return PersistenceError.wrongKey.with(detail: "the stored row is sealed differently; it is left as it is")
+        }
+        return nil
+    }
+
+    /// Writes the row if `condition` holds; the refusal when it does not.
+    private func write(
+        account: String, generation: Int64, payload: [UInt8], condition: WriteCondition
+    ) async throws -> PersistenceError? {
+        let version = SessionRowFormat.currentVersion
+        let keyCheck = format.keyCheck
+        let bytes = ByteBuffer(bytes: payload)
+        let logger = logger
+        return try await withSessionConnection { connection in
+            try await connection.withTransaction(logger: logger) { connection -> PersistenceError? in
+                let header = try await self.lockedHeader(account: account, on: connection)
+                if let header, let refusal = self.unreadable(header) { return refusal }
+                guard condition.allows(current: header?.generation) else { return .conflict }
+                if header != nil {
+                    try await connection.query(
+                        """
+                        UPDATE \(unescaped: self.table) SET generation = \(generation), format_version = \(version),
+                            key_check = \(keyCheck), payload = \(bytes), updated_at = now()
+                        WHERE account = \(account)
+                        """, logger: logger)
+                    return nil
+                }
+                // No row to lock: a concurrent insert may win the race, and then this one is the conflict.
+                let rows = try await connection.query(
+                    """
+                    INSERT INTO \(unescaped: self.table) (account, generation, format_version, key_check, payload)
+                    VALUES (\(account), \(generation), \(version), \(keyCheck), \(bytes))
+                    ON CONFLICT (account) DO NOTHING
+                    RETURNING 1
+                    """, logger: logger)
+                var inserted = false
+                for try await _ in rows { inserted = true }
+                return inserted ? nil : PersistenceError.conflict
+            }
+        }
+    }
+
+    /// Deletes the row if `condition` holds; the refusal when it does not.
+    private func delete(account: String, condition: WriteCondition) async throws -> PersistenceError? {
+        let logger = logger
+        return try await withSessionConnection { connection in
+            try await connection.withTransaction(logger: logger) { connection -> PersistenceError? in
+                let header = try await self.lockedHeader(account: account, on: connection)
+                if condition != .always, let header, let refusal = self.unreadable(header) { return refusal }
+                guard condition.allows(current: header?.generation) else { return .conflict }
+                if header != nil {
+                    try await connection.query(
+                        "DELETE FROM \(unescaped: self.table) WHERE account = \(account)", logger: logger)
+                }
+                return nil
+            }
+        }
+    }
+
+    private func createTable() async throws {
+        let lockKey = SessionRowFormat.lockKey(table: table, account: "\u{0}schema")
+        try await client.withConnection { connection in
+            try await connection.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+                try await connection.query(
+                    """
+                    CREATE TABLE IF NOT EXISTS \(unescaped: table) (
+                        account text PRIMARY KEY,
+                        generation bigint NOT NULL,
+                        format_version integer NOT NULL,
+                        key_check text,
+                        payload bytea NOT NULL,
+                        updated_at timestamptz NOT NULL DEFAULT now()
+                    )
+                    """, logger: logger)
+            }
+        }
+    }
+
+    static func isPlainIdentifier(_ name: String) -> Bool {
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count) else { return false }
+        return parts.allSatisfy { part in
+            guard let first = part.unicodeScalars.first, first == "_" || ("a"..."z").contains(first) else {
+                return false
+            }
+            return part.count <= 63
+                && part.unicodeScalars.allSatisfy { $0 == "_" || ("a"..."z").contains($0) || ("0"..."9").contains($0) }
+        }
+    }
+
+    /// A secret-free description of a database failure: the error's kind and SQLSTATE, never its query or binds.
+    static func describe(_ error: any Error, timeout: Duration?) -> String {
+        switch error {
+        case is DeadlineExceeded:
+            return "no answer from the database within \(timeout.map { "\($0)" } ?? "the timeout")"
+        case is CancellationError:
+            return "cancelled"
+        case let error as PostgresTransactionError:
+            let inner = error.beginError ?? error.closureError ?? error.commitError
+            return inner.map { describe($0, timeout: timeout) } ?? "postgres: transaction failed"
+        case let error as PSQLError:
+            if let state = error.serverInfo?[.sqlState] { return "postgres: \(error.code) SQLSTATE \(state)" }
+            return "postgres: \(error.code)"
+        default:
+            return "postgres: \(type(of: error))"
+        }
+    }
+}
+
+/// Whether the table has been created by this store value (or a copy of it).
+final class SchemaState: Sendable {
+    private let done = LockedValue(false)
+    var isDone: Bool { done.withLock { $0 } }
+    func markDone() { done.withLock { $0 = true } }
+}
+
+/// The injected clock with its instant type erased.
+struct StoreClock: Sendable {
+    let sleep: @Sendable (Duration) async throws -> Void
+    let elapsed: @Sendable () -> Duration
+
+    init(_ clock: some Clock<Duration>) {
+        let start = clock.now
+        sleep = { duration in try await clock.sleep(for: duration) }
+        elapsed = { start.duration(to: clock.now) }
+    }
+}
+#endif

@@ -1,0 +1,97 @@
+// Compiled only with the `PostgresStore` package trait.
+#if PostgresStore
+import Crypto
+import Foundation
+import Persistence
+
+/// How a ``PostgresTokenStore`` row holds a session, format version 1.
+///
+/// Plain: `payload` is the JSON of the `StoredSession` and `key_check` is `NULL`. Sealed: `payload` is the AES-GCM
+/// combined representation (nonce, ciphertext, tag) of that JSON, authenticated together with the account (so a
+/// payload copied to another account's row does not open), and `key_check` is 8 bytes of HMAC-SHA256 of a constant
+/// under the key, base64, which tells a wrong key apart from damaged bytes.
+struct SessionRowFormat: Sendable {
+    /// The newest format this code writes and reads.
+    static let currentVersion: Int32 = 1
+
+    let key: SymmetricKey?
+
+    /// The `key_check` column this store writes and expects (`nil` without a key).
+    let keyCheck: String?
+
+    init(key: SymmetricKey?) {
+        self.key = key
+        self.keyCheck = key.map(Self.keyCheck)
+    }
+
+    /// The payload bytes for `session` in `account`'s row.
+    func encode(_ session: StoredSession, account: String) throws(PersistenceError) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do {
+            let plain = try encoder.encode(session)
+            guard let key else { return Array(plain) }
+            let box = try AES.GCM.seal(plain, using: key, authenticating: Self.authenticatedData(account: account))
+            guard let combined = box.combined else { throw PersistenceError.writeFailed }
+            return Array(combined)
+        } catch {
+            throw PersistenceError.writeFailed.with(detail: "encoding the session failed")
+        }
+    }
+
+    /// The session in a row, or why it cannot be read. The `generation` column is authoritative.
+    func decode(
+        account: String, generation: UInt64, formatVersion: Int32, keyCheck storedKeyCheck: String?, payload: [UInt8]
+    ) -> TokenStoreRead {
+        if formatVersion > Self.currentVersion {
+            return .unavailable(PersistenceError.unsupportedFormatVersion.with(detail: "row format \(formatVersion)"))
+        }
+        guard formatVersion >= 1 else {
+            return .unavailable(PersistenceError.corrupt.with(detail: "row format \(formatVersion)"))
+        }
+        var plain = Data(payload)
+        switch (storedKeyCheck, key) {
+        case (nil, nil):
+            break
+        case (nil, _?):
+            return .unavailable(
+                PersistenceError.wrongKey.with(detail: "the row is not encrypted but the store has a key"))
+        case (_?, nil):
+            return .unavailable(PersistenceError.wrongKey.with(detail: "the row is encrypted but the store has no key"))
+        case (let stored?, let key?):
+            guard stored == keyCheck else {
+                return .unavailable(PersistenceError.wrongKey.with(detail: "key check differs"))
+            }
+            guard let box = try? AES.GCM.SealedBox(combined: plain),
+                let opened = try? AES.GCM.open(
+                    box, using: key, authenticating: Self.authenticatedData(account: account))
+            else { return .unavailable(PersistenceError.corrupt.with(detail: "sealed payload does not open")) }
+            plain = opened
+        }
+        guard let session = try? JSONDecoder().decode(StoredSession.self, from: plain) else {
+            return .unavailable(PersistenceError.corrupt.with(detail: "payload is not a session"))
+        }
+        return .found(StoredSession(token: session.token, userID: session.userID, generation: generation))
+    }
+
+    private static func authenticatedData(account: String) -> Data {
+        Data("TokenKit.PostgresTokenStore.v\(currentVersion)|\(account)".utf8)
+    }
+
+    /// 8 bytes of HMAC-SHA256 of a constant under `key`, base64: enough to tell keys apart, useless to an attacker.
+    static func keyCheck(_ key: SymmetricKey) -> String {
+        let code = HMAC<SHA256>.authenticationCode(
+            for: Data("TokenKit.PostgresTokenStore.key-check".utf8), using: key)
+        return Data(Array(code).prefix(8)).base64EncodedString()
+    }
+
+    /// A 64-bit advisory lock key for `account` in `table`: the first 8 bytes of a SHA-256, stable across
+    /// processes and PostgreSQL versions (unlike `hashtext`, which is 32 bits and an implementation detail).
+    static func lockKey(table: String, account: String) -> Int64 {
+        let digest = SHA256.hash(data: Data("TokenKit.PostgresTokenStore.lock|\(table)|\(account)".utf8))
+        var value: UInt64 = 0
+        for byte in digest.prefix(8) { value = value << 8 | UInt64(byte) }
+        return Int64(bitPattern: value)
+    }
+}
+#endif

@@ -1,0 +1,55 @@
+// Compiled only with the `AsyncHTTPClientTransport` and `OpenAPIMiddleware` package traits.
+#if AsyncHTTPClientTransport && OpenAPIMiddleware
+import AsyncHTTPClient
+import Foundation
+import Testing
+import TokenKitAsyncHTTPClient
+import TokenKitLogCheck
+import TokenKitTesting
+import TokenVerification
+
+/// The JWKS fetch over AsyncHTTPClient: the body and `max-age` passed on, a non-200 status and an oversized body
+/// refused by the fetch itself.
+@Suite(.logLeakCheck()) struct AsyncHTTPClientJWKSFetchTests {
+    static let keySet = Data(#"{"keys":[]}"#.utf8)
+
+    static func route(_ request: LoopbackServer.Request, _ port: Int) -> LoopbackServer.Response {
+        switch request.path {
+        case "/jwks": return .init(status: 200, headers: [("Cache-Control", "public, max-age=120")], body: keySet)
+        case "/huge": return .init(status: 200, body: Data(repeating: 0x20, count: 4096))
+        default: return .init(status: 404)
+        }
+    }
+
+    func fetch(_ path: String, maximumBytes: Int = 1024) async throws -> RemoteJWKSSource.Response {
+        let server = try LoopbackServer(route: Self.route)
+        defer { server.stop() }
+        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+        do {
+            let fetch = RemoteJWKSSource.asyncHTTPClientFetch(http, maximumBytes: maximumBytes)
+            let response = try await fetch(URL(string: "http://127.0.0.1:\(server.port)\(path)")!)
+            try await http.shutdown()
+            return response
+        } catch {
+            try await http.shutdown()
+            throw error
+        }
+    }
+
+    @Test func theBodyAndItsMaxAgeArePassedOn() async throws {
+        let response = try await fetch("/jwks")
+        #expect(response.body == Self.keySet)
+        #expect(response.maxAge == .seconds(120))
+    }
+
+    @Test func aStatusOtherThan200Throws() async throws {
+        await #expect(throws: AsyncHTTPClientFetchError.status(404)) { try await fetch("/missing") }
+    }
+
+    @Test func aBodyOverTheCapStopsTheFetch() async throws {
+        await #expect(throws: AsyncHTTPClientFetchError.bodyTooLarge(maximumBytes: 1024)) {
+            try await fetch("/huge", maximumBytes: 1024)
+        }
+    }
+}
+#endif

@@ -1,0 +1,43 @@
+// Compiled only with the `AsyncHTTPClientTransport` and `OpenAPIMiddleware` package traits.
+#if AsyncHTTPClientTransport && OpenAPIMiddleware
+import AuthToken
+import Foundation
+import NetworkRetry
+import TokenKitLogCheck
+
+/// Hands out `current`; a rejection of the current token moves to the next of `refreshed` (one refresh).
+///
+/// Every token it may hand out is registered in `TestSecrets.shared`, so the log check searches for it.
+actor SequenceTokenProvider: TokenProvider {
+    /// The token handed out first by default: the server in the tests rejects it.
+    static let expired = "expired-access-token"
+    /// The token a refresh hands out by default.
+    static let fresh = "fresh-access-token"
+
+    private(set) var current: String
+    private var refreshed: [String]
+    private(set) var refreshCount = 0
+
+    init(current: String = SequenceTokenProvider.expired, refreshed: [String] = [SequenceTokenProvider.fresh]) {
+        for token in [current] + refreshed {
+            TestSecrets.shared.register(token, as: .accessToken, origin: "SequenceTokenProvider")
+        }
+        self.current = current
+        self.refreshed = refreshed
+    }
+
+    static func token(_ text: String) -> AuthToken {
+        AuthToken(accessToken: text, receivedAt: Date(timeIntervalSince1970: 0))
+    }
+
+    func validToken() async throws -> AuthToken { Self.token(current) }
+
+    func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken {
+        if accessToken == current, !refreshed.isEmpty {
+            refreshCount += 1
+            current = refreshed.removeFirst()
+        }
+        return Self.token(current)
+    }
+}
+#endif

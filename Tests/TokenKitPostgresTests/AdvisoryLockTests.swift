@@ -1,0 +1,145 @@
+// Compiled only with the `PostgresStore` package trait.
+#if PostgresStore
+import AuthToken
+import Foundation
+import Persistence
+import PostgresNIO
+import Testing
+import TokenKitLogCheck
+import TokenKitPostgres
+
+private let counterToken = AuthToken(
+    accessToken: "pg-lock-access-token-counter", refreshToken: "pg-lock-refresh-token-counter",
+    receivedAt: Date(timeIntervalSince1970: 1_800_000_000), lifetime: 3600)
+
+@Suite(.logLeakCheck(), .enabled(if: TestDatabase.isConfigured, TestDatabase.skipMessage))
+struct AdvisoryLockTests {
+    /// Runs `body` with two stores over one table, each with a pool of its own (two replicas).
+    func withReplicas(
+        lockTimeout: Duration? = .seconds(30),
+        _ body: (PostgresTokenStore, PostgresTokenStore, PostgresClient) async throws -> Void
+    ) async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: lockTimeout)
+                let one = PostgresTokenStore(client: first, configuration: configuration)
+                let two = PostgresTokenStore(client: second, configuration: configuration)
+                try await one.migrate()
+                do {
+                    try await body(one, two, first)
+                } catch {
+                    try? await dropTable(table, client: first)
+                    throw error
+                }
+                try await dropTable(table, client: first)
+            }
+        }
+    }
+
+    @Test func theLockSerialisesReadIncrementWriteAcrossPools() async throws {
+        try await withReplicas { one, two, _ in
+            try await one.save(StoredSession(token: counterToken, generation: 0), account: "alice", condition: .absent)
+            let perReplica = 15
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for store in [one, two] {
+                    for _ in 0..<perReplica {
+                        group.addTask {
+                            try await store.withExclusiveAccess(account: "alice") {
+                                guard case .found(let current) = await store.load(account: "alice") else {
+                                    throw PersistenceError.readFailed
+                                }
+                                await Task.yield()
+                                // Unconditional on purpose: only the lock keeps updates from being lost.
+                                try await store.save(
+                                    StoredSession(token: counterToken, generation: current.generation + 1),
+                                    account: "alice", condition: .always)
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(await stored(one, account: "alice")?.generation == UInt64(2 * perReplica))
+        }
+    }
+
+    @Test func aWaiterGivesUpAfterTheLockTimeout() async throws {
+        try await withReplicas(lockTimeout: .milliseconds(300)) { one, two, _ in
+            let holding = AsyncStream<Void>.makeStream()
+            let release = AsyncStream<Void>.makeStream()
+            let holder = Task {
+                try await one.withExclusiveAccess(account: "alice") {
+                    holding.continuation.yield()
+                    for await _ in release.stream { break }
+                    return "held"
+                }
+            }
+            for await _ in holding.stream { break }
+            let started = ContinuousClock.now
+            await #expect(throws: PersistenceError.lockTimedOut) {
+                try await two.withExclusiveAccess(account: "alice") { "taken" }
+            }
+            let waited = ContinuousClock.now - started
+            #expect(waited >= .milliseconds(300) && waited < .seconds(5))
+            // Another account is not blocked.
+            let bob = try await two.withExclusiveAccess(account: "bob") { "bob" }
+            #expect(bob == "bob")
+            release.continuation.yield()
+            let held = try await holder.value
+            #expect(held == "held")
+            let taken = try await two.withExclusiveAccess(account: "alice") { "taken" }
+            #expect(taken == "taken")
+        }
+    }
+
+    @Test func aNestedCallRunsUnderTheLockAlreadyHeld() async throws {
+        try await withReplicas(lockTimeout: .milliseconds(500)) { one, _, _ in
+            let value = try await one.withExclusiveAccess(account: "alice") {
+                try await one.withExclusiveAccess(account: "alice") { 42 }
+            }
+            #expect(value == 42)
+        }
+    }
+
+    @Test func aDroppedConnectionReleasesTheLock() async throws {
+        try await withReplicas { one, two, admin in
+            let holding = AsyncStream<Void>.makeStream()
+            let finish = AsyncStream<Void>.makeStream()
+            let holder = Task {
+                try await one.withExclusiveAccess(account: "alice") {
+                    holding.continuation.yield()
+                    for await _ in finish.stream { break }
+                    return "holder"
+                }
+            }
+            for await _ in holding.stream { break }
+            let taken = TestFlag()
+            let waiter = Task {
+                try await two.withExclusiveAccess(account: "alice") {
+                    taken.set()
+                    return "waiter"
+                }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(!taken.isSet)
+            // What a SIGKILL of the holder does to its connection: the server ends the backend holding the lock.
+            let terminated = try await admin.query(
+                """
+                SELECT pg_terminate_backend(pid) FROM pg_locks
+                WHERE locktype = 'advisory' AND granted AND objsubid = 1
+                    AND ((classid::bigint << 32) | objid::bigint) = \(one.advisoryLockKey(account: "alice"))
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """)
+            var killed = 0
+            for try await _ in terminated { killed += 1 }
+            #expect(killed == 1)
+            let waiterResult = try await waiter.value
+            #expect(waiterResult == "waiter")
+            finish.continuation.yield()
+            let holderResult = try await holder.value
+            #expect(holderResult == "holder")
+        }
+    }
+}
+#endif

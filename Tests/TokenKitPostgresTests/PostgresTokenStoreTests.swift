@@ -1,0 +1,220 @@
+// Compiled only with the `PostgresStore` package trait.
+#if PostgresStore
+import AuthToken
+import Crypto
+import Foundation
+import Persistence
+import PostgresNIO
+import Testing
+import TokenKitLogCheck
+import TokenKitPostgres
+import TokenKitTesting
+
+private let received = Date(timeIntervalSince1970: 1_800_000_000)
+private let first = StoredSession(
+    token: AuthToken(
+        accessToken: "pg-store-access-token-one", refreshToken: "pg-store-refresh-token-one", receivedAt: received,
+        lifetime: 3600),
+    userID: "user-1", generation: 1)
+private let second = StoredSession(
+    token: AuthToken(
+        accessToken: "pg-store-access-token-two", refreshToken: "pg-store-refresh-token-two", receivedAt: received,
+        lifetime: 3600),
+    userID: "user-1", generation: 2)
+
+@Suite(.logLeakCheck(), .enabled(if: TestDatabase.isConfigured, TestDatabase.skipMessage))
+struct PostgresTokenStoreTests {
+    /// Runs `body` with a store over a table of the test's own, dropped afterwards.
+    func withStore(
+        key: SymmetricKey? = nil, _ body: (PostgresTokenStore, PostgresClient, String) async throws -> Void
+    ) async throws {
+        try await withClient { client in
+            let table = uniqueTable()
+            let store = PostgresTokenStore(
+                client: client, configuration: .init(tableName: table, encryptionKey: key))
+            do {
+                try await body(store, client, table)
+            } catch {
+                try? await dropTable(table, client: client)
+                throw error
+            }
+            try await dropTable(table, client: client)
+        }
+    }
+
+    @Test func roundTripKeepsEveryField() async throws {
+        try await withStore { store, _, _ in
+            try await store.save(first, account: "alice", condition: .absent)
+            #expect(await stored(store, account: "alice") == first)
+            try await store.save(second, account: "alice", condition: .generation(1))
+            #expect(await stored(store, account: "alice") == second)
+        }
+    }
+
+    @Test func anUnknownAccountIsAbsent() async throws {
+        try await withStore { store, _, _ in
+            guard case .absent = await store.load(account: "nobody") else {
+                Issue.record("expected absent")
+                return
+            }
+            try await store.remove(account: "nobody", condition: .always)
+            try await store.remove(account: "nobody", condition: .absent)
+        }
+    }
+
+    @Test func conditionalWritesFollowTheStoredGeneration() async throws {
+        try await withStore { store, _, _ in
+            try await store.save(first, account: "alice", condition: .absent)
+            await #expect(throws: PersistenceError.conflict) {
+                try await store.save(second, account: "alice", condition: .absent)
+            }
+            await #expect(throws: PersistenceError.conflict) {
+                try await store.save(second, account: "alice", condition: .generation(7))
+            }
+            await #expect(throws: PersistenceError.conflict) {
+                try await store.remove(account: "alice", condition: .generation(2))
+            }
+            await #expect(throws: PersistenceError.conflict) {
+                try await store.remove(account: "alice", condition: .absent)
+            }
+            #expect(await stored(store, account: "alice") == first)
+            try await store.save(second, account: "alice", condition: .always)
+            try await store.remove(account: "alice", condition: .generation(2))
+            #expect(await stored(store, account: "alice") == nil)
+            await #expect(throws: PersistenceError.conflict) {
+                try await store.save(first, account: "alice", condition: .generation(2))
+            }
+        }
+    }
+
+    @Test func generationsAboveInt64MaxSurvive() async throws {
+        try await withStore { store, _, _ in
+            let high = StoredSession(token: first.token, userID: nil, generation: UInt64.max - 1)
+            try await store.save(high, account: "alice", condition: .absent)
+            #expect(await stored(store, account: "alice") == high)
+            try await store.save(second, account: "alice", condition: .generation(UInt64.max - 1))
+            #expect(await stored(store, account: "alice")?.generation == 2)
+        }
+    }
+
+    @Test func racingConditionalSavesHaveOneWinner() async throws {
+        try await withStore { store, _, _ in
+            try await store.save(first, account: "alice", condition: .absent)
+            let outcomes = await withTaskGroup(of: Bool.self) { group in
+                for attempt in 0..<8 {
+                    group.addTask {
+                        let session = StoredSession(token: second.token, userID: "\(attempt)", generation: 2)
+                        return (try? await store.save(session, account: "alice", condition: .generation(1))) != nil
+                    }
+                }
+                return await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(outcomes.filter { $0 }.count == 1)
+        }
+    }
+
+    @Test func sealedRowsOpenWithTheirKeyOnly() async throws {
+        let key = SymmetricKey(size: .bits256)
+        try await withStore(key: key) { store, client, table in
+            try await store.save(first, account: "alice", condition: .absent)
+            #expect(await stored(store, account: "alice") == first)
+
+            // Nothing of the token is in the row.
+            let rows = try await client.query("SELECT payload FROM \(unescaped: table)")
+            for try await payload in rows.decode(ByteBuffer.self) {
+                let text = String(decoding: payload.readableBytesView, as: UTF8.self)
+                #expect(!text.contains("pg-store"))
+            }
+
+            let otherKey = PostgresTokenStore(
+                client: client,
+                configuration: .init(tableName: table, encryptionKey: SymmetricKey(size: .bits256)))
+            #expect(unavailableError(await otherKey.load(account: "alice")) == .wrongKey)
+            await #expect(throws: PersistenceError.wrongKey) {
+                try await otherKey.save(second, account: "alice", condition: .always)
+            }
+            let noKey = PostgresTokenStore(client: client, configuration: .init(tableName: table))
+            #expect(unavailableError(await noKey.load(account: "alice")) == .wrongKey)
+            #expect(await stored(store, account: "alice") == first)
+
+            // A sealed row moved to another account does not open there.
+            try await client.query(
+                "INSERT INTO \(unescaped: table) SELECT 'mallory', generation, format_version, key_check, payload, now() FROM \(unescaped: table) WHERE account = 'alice'"
+            )
+            #expect(unavailableError(await store.load(account: "mallory")) == .corrupt)
+            // An unconditional removal clears what cannot be read.
+            try await otherKey.remove(account: "alice", condition: .always)
+            #expect(await stored(store, account: "alice") == nil)
+        }
+    }
+
+    @Test func aRowFromANewerFormatIsLeftAlone() async throws {
+        try await withStore { store, client, table in
+            try await store.save(first, account: "alice", condition: .absent)
+            try await client.query("UPDATE \(unescaped: table) SET format_version = 2")
+            #expect(unavailableError(await store.load(account: "alice")) == .unsupportedFormatVersion)
+            await #expect(throws: PersistenceError.unsupportedFormatVersion) {
+                try await store.save(second, account: "alice", condition: .generation(1))
+            }
+        }
+    }
+
+    @Test func migrationIsIdempotentAndConcurrent() async throws {
+        try await withStore { store, client, table in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        try await PostgresTokenStore(client: client, configuration: .init(tableName: table)).migrate()
+                    }
+                }
+                try await group.waitForAll()
+            }
+            try await store.migrate()
+            guard case .absent = await store.load(account: "alice") else {
+                Issue.record("expected absent")
+                return
+            }
+        }
+    }
+}
+
+/// Needs no server: a closed port stands for a database that is down.
+@Suite(.logLeakCheck()) struct PostgresUnreachableTests {
+    @Test func anUnreachableDatabaseIsUnavailableNotAbsent() async throws {
+        let configuration = PostgresClient.Configuration(
+            host: "127.0.0.1", port: try await closedPort(), username: "nobody", password: nil, database: "none",
+            tls: .disable)
+        try await withClient(configuration) { client in
+            let store = PostgresTokenStore(
+                client: client,
+                configuration: .init(lockTimeout: .milliseconds(300), operationTimeout: .milliseconds(300)))
+            let started = ContinuousClock.now
+            let read = await store.load(account: "alice")
+            #expect(unavailableError(read) == .unavailable)
+            await #expect(throws: PersistenceError.writeFailed) {
+                try await store.save(first, account: "alice", condition: .always)
+            }
+            await #expect(throws: PersistenceError.writeFailed) {
+                try await store.remove(account: "alice", condition: .always)
+            }
+            await #expect(throws: PersistenceError.lockFailed) {
+                try await store.withExclusiveAccess(account: "alice") { 1 }
+            }
+            await #expect(throws: PersistenceError.unavailable) { try await store.migrate() }
+            #expect(ContinuousClock.now - started < .seconds(5))
+        }
+    }
+
+    @Test func tableNamesAreCheckedIdentifiers() {
+        // The check itself is internal; valid names are accepted without touching a database.
+        let configuration = PostgresClient.Configuration(
+            host: "127.0.0.1", port: 1, username: "nobody", password: nil, database: nil, tls: .disable)
+        let client = PostgresClient(configuration: configuration)
+        for name in ["tokenkit_sessions", "auth.sessions", "_t1"] {
+            #expect(
+                PostgresTokenStore(client: client, configuration: .init(tableName: name)).configuration.tableName
+                    == name)
+        }
+    }
+}
+#endif
