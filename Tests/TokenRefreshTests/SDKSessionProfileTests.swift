@@ -33,6 +33,97 @@ import TokenRefresh
         #expect(user.sessionID == "sess_mock_1")
     }
 
+    /// CommuteTimely's `RootView`, with `handleAuthStateChange` exactly as the seed writes it.
+    final class RootView: Sendable {
+        struct NotificationSettings: Sendable { var personalizedDailyNotificationsEnabled = true }
+        struct Preferences: Sendable { var notificationSettings = NotificationSettings() }
+        actor PersonalizedNotificationScheduler {
+            private(set) var scheduled: [String] = []
+            private(set) var cancellations = 0
+            func cancelAllPersonalizedNotifications() { cancellations += 1 }
+            func scheduleDailyNotifications(firstName: String) throws { scheduled.append(firstName) }
+        }
+
+        let preferences = Preferences()
+        let personalizedNotificationScheduler = PersonalizedNotificationScheduler()
+
+        // swift-format-ignore
+        private func handleAuthStateChange(_ state: AuthSessionState) async {
+            switch state {
+            case .signedOut:
+                await personalizedNotificationScheduler.cancelAllPersonalizedNotifications()
+                // Update preferences
+            case .signedIn(let user):
+                if preferences.notificationSettings.personalizedDailyNotificationsEnabled {
+                    let firstName = user.firstName ?? "Friend"
+                    try? await personalizedNotificationScheduler.scheduleDailyNotifications(firstName: firstName)
+                }
+            }
+        }
+
+        /// The seed's `.task { for await state in authManager.authStatePublisher.values { ... } }`.
+        func task(_ client: TokenRefreshClient) -> Task<Void, Never> {
+            let states = client.sessionStates()
+            return Task { for await state in states { await self.handleAuthStateChange(state) } }
+        }
+    }
+
+    @Test func theSeedsStateHandlerGreetsTheSDKsUserByFirstName() async throws {
+        let clock = ManualClock()
+        let sdk = MockSessionProvider(now: clock.wallClock)
+        let client = Self.client(sdk, clock: clock)
+        let root = RootView()
+        let task = root.task(client)
+        defer { task.cancel() }
+        let scheduler = root.personalizedNotificationScheduler
+        #expect(await client.restoreSession(validatingWithProvider: true) == .signedOut)
+        await yield { await scheduler.cancellations == 1 }
+        sdk.signIn(.init(id: "user_2ada", firstName: "Ada"))
+        _ = await client.restoreSession(validatingWithProvider: true)
+        await yield { await scheduler.scheduled == ["Ada"] }
+        // Another user without a first name, after a sign-out through the SDK.
+        sdk.signOut()
+        clock.advance(by: .seconds(61))
+        _ = try? await client.validToken()
+        await yield { await scheduler.cancellations == 2 }
+        sdk.signIn(.init(id: "user_2bob"))
+        _ = try await client.validToken()
+        await yield { await scheduler.scheduled == ["Ada", "Friend"] }
+    }
+
+    @Test func anAppSuppliesTheProfileFromAnIDTokenOrItsOwnUserRecord() async throws {
+        let clock = ManualClock()
+        let sdk = MockSessionProvider(now: clock.wallClock)
+        // A strategy over an SDK that hands out the token only: the app supplies the profile.
+        let client = TokenRefreshClient(
+            strategy: SDKTokenStrategy { _ in try sdk.token() }, clock: clock, now: clock.wallClock)
+        sdk.signIn(.init(id: "user_2ada", firstName: "Ada"))
+        _ = try await client.validToken()
+        #expect(client.currentUser?.firstName == nil)
+        let idToken = Self.unsignedJWT(#"{"sub":"user_2ada","given_name":"Ada","family_name":"Lovelace","email":"ada@example.com"}"#)
+        TestSecrets.shared.register(idToken, as: .accessToken)
+        let fromIDToken = try #require(AuthUser(idToken: idToken))
+        #expect(await client.setProfile(fromIDToken))
+        #expect(client.currentUser?.firstName == "Ada")
+        #expect(client.currentUser?.lastName == "Lovelace")
+        #expect(client.currentUser?.sessionID == "sess_mock_1")
+        // A profile for someone else is refused; the session's user stays as it is.
+        #expect(await !client.setProfile(AuthUser(id: "user_2eve", firstName: "Eve")))
+        #expect(client.currentUser?.firstName == "Ada")
+        // Signed out: the profile goes with the session.
+        try await client.signOut()
+        #expect(client.currentUser == nil)
+        #expect(AuthUser(idToken: "not-a-jwt") == nil)
+    }
+
+    static func unsignedJWT(_ payload: String) -> String {
+        func encode(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        return encode(#"{"alg":"none","typ":"JWT"}"#) + "." + encode(payload) + "."
+    }
+
     @Test func aSignOutDoneInTheSDKIsSeenAtLaunchWhileTheCachedTokenIsFresh() async throws {
         let clock = ManualClock()
         let sdk = MockSessionProvider(now: clock.wallClock)

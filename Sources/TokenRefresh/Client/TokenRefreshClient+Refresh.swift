@@ -122,8 +122,7 @@ extension TokenRefreshClient {
             machine.shouldAdopt(stored), !stored.token.isExpired(at: now(), policy: configuration.expiryPolicy)
         {
             machine.adopt(stored)
-            logger.debug("adopted a pair saved elsewhere", metadata: ["token": "\(stored.token.fingerprint)"])
-            publish(.tokenRefreshed(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
+            noteAdopted(stored)
             return .success(stored.token)
         }
         // The session is kept; while its token is still valid, validToken() callers get it (as after any
@@ -198,8 +197,7 @@ extension TokenRefreshClient {
             guard machine.shouldAdopt(stored) else { return nil }
             machine.adopt(stored)
             if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
-                logger.debug("adopted a pair saved elsewhere", metadata: ["token": "\(stored.token.fingerprint)"])
-                publish(.tokenRefreshed(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
+                noteAdopted(stored)
                 return stored.token
             }
             return nil
@@ -298,7 +296,8 @@ extension TokenRefreshClient {
         try checkEpoch(startEpoch)
         // A failed write keeps the pair in memory (the rotated refresh token is never dropped) and is retried.
         machine.refreshed(
-            token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed)
+            token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed,
+            profile: response.user)
         if let writeFailure {
             logger.debug("persisting the new pair failed; kept in memory", metadata: ["token": "\(token.fingerprint)"])
             publish(.persistenceFailed(writeFailure, tokenFingerprint: token.fingerprint))
@@ -312,12 +311,20 @@ extension TokenRefreshClient {
         return token
     }
 
+    /// A pair another process saved was adopted instead of refreshing: say so, apart from a refresh.
+    func noteAdopted(_ stored: StoredSession) {
+        metrics.recordAdoption()
+        logger.debug("adopted a pair saved elsewhere", metadata: ["token": "\(stored.token.fingerprint)"])
+        publish(.tokenAdopted(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
+    }
+
     func adoptAfterConflict(epoch startEpoch: UInt64) async throws(TokenRefreshError) -> AuthToken {
         let read = await store.load(account: configuration.account)
         try checkEpoch(startEpoch)
         switch read {
         case .found(let stored):
             machine.adopt(stored)
+            noteAdopted(stored)
             return stored.token
         case .absent:
             await endSession(reason: .removedElsewhere, error: nil)
@@ -341,7 +348,10 @@ extension TokenRefreshClient {
         {
             try checkEpoch(startEpoch)
             machine.adopt(stored)
-            if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) { return stored.token }
+            if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
+                noteAdopted(stored)
+                return stored.token
+            }
             do {
                 let response = try await attemptWithRetries(storedRefresh, epoch: startEpoch)
                 return try await completeRefresh(response, sent: storedRefresh, from: session, epoch: startEpoch)
@@ -378,13 +388,14 @@ extension TokenRefreshClient {
     // MARK: - Sessions
 
     func startSession(
-        _ token: AuthToken, userID: String?, previousState: AuthState
+        _ token: AuthToken, userID: String?, previousState: AuthState, profile: AuthUser? = nil
     ) async throws(TokenRefreshError) -> AuthToken {
         if !machine.loaded, case .found(let stored) = await store.load(account: configuration.account) {
             // Kept so that a sign-in that cannot be stored falls back to the stored session.
             machine.noteStoredBeforeLoad(stored)
         }
         let (replaced, startEpoch, flight) = machine.beginSession(token, userID: userID, stateBefore: previousState)
+        if let profile { _ = machine.setProfile(profile) }
         flightTask?.cancel()
         flightTask = nil
         flight?.finish(.success(token))

@@ -18,6 +18,9 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
     public let scope: String?
     /// The user the token belongs to, when the response names one (`user_id`, `user_profile_id`).
     public let userID: String?
+    /// The user's profile, when the token provider supplied one (an SDK's user object, an ID token's claims):
+    /// ``TokenRefreshClient/currentUser`` then shows it where the token's claims say nothing.
+    public let user: AuthUser?
 
     /// Creates a response from its parts.
     ///
@@ -28,9 +31,10 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
     ///   - expiresIn: The lifetime in seconds, if known.
     ///   - scope: The granted scope, if known.
     ///   - userID: The user ID, if the response named one.
+    ///   - user: The user's profile, if the provider supplied one.
     public init(
         accessToken: String, refreshToken: String? = nil, tokenType: String = "Bearer",
-        expiresIn: TimeInterval? = nil, scope: String? = nil, userID: String? = nil
+        expiresIn: TimeInterval? = nil, scope: String? = nil, userID: String? = nil, user: AuthUser? = nil
     ) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
@@ -38,6 +42,7 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
         self.expiresIn = expiresIn
         self.scope = scope
         self.userID = userID
+        self.user = user
     }
 
     /// Creates a response that hands over an existing token, for closure strategies.
@@ -77,7 +82,7 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
                 "accessToken": "<redacted \(AuthToken.fingerprint(accessToken))>",
                 "refreshToken": refreshToken.map { "<redacted \(AuthToken.fingerprint($0))>" } ?? "nil",
                 "tokenType": tokenType, "expiresIn": expiresIn as Any, "scope": scope ?? "nil",
-                "userID": userID ?? "nil",
+                "userID": userID ?? "nil", "user": user.map { "\($0)" } ?? "nil",
             ],
             displayStyle: .struct)
     }
