@@ -1,3 +1,5 @@
+import Foundation
+
 // `Fuzz/run` compiles this file on its own, without the Persistence module.
 #if canImport(Persistence)
     import Persistence
@@ -5,7 +7,6 @@
 #if canImport(NetworkRetry)
     import NetworkRetry
 #endif
-import Foundation
 
 /// An error from refreshing, signing in or signing out. Its description never contains token text,
 /// a client secret or a password.

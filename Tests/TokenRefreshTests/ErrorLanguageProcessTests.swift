@@ -48,7 +48,11 @@ import TokenKitLogCheck
     @Test func aJapaneseLocaleGetsJapaneseMessages() throws {
         let lines = try Self.messages(["LANG": "ja_JP.UTF-8"])
         #expect(lines.count == 3)
-        #expect(lines == ["セッションが期限切れです。再度ログインしてください。", "保存されたセッションを今は読み込めません。端末のロックを解除してから、もう一度お試しください。", "セッションが終了しました。再度ログインしてください。"])
+        #expect(
+            lines == [
+                "セッションが期限切れです。再度ログインしてください。", "保存されたセッションを今は読み込めません。端末のロックを解除してから、もう一度お試しください。",
+                "セッションが終了しました。再度ログインしてください。",
+            ])
         #expect(try Self.messages(["LC_ALL": "ja_JP.UTF-8", "LANG": "en_US.UTF-8"]) == lines)
         #expect(try Self.messages(["LANGUAGE": "ja:en", "LANG": "en_US.UTF-8"]) == lines)
     }

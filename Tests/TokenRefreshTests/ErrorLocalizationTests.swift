@@ -73,7 +73,8 @@ import TokenVerification
             NetworkRetryError.transport(leaky), NetworkRetryError.timedOut.with(underlying: leaky),
             TokenRefreshError.transient.with(underlying: leaky).with(connectivityFailure: true),
             TokenRefreshError.signInRejected.with(oauthError: Self.secrets[2]).with(underlying: leaky),
-            TokenRefreshError.storageUnavailable.with(underlying: PersistenceError.unavailable.with(detail: Self.secrets[1])),
+            TokenRefreshError.storageUnavailable.with(
+                underlying: PersistenceError.unavailable.with(detail: Self.secrets[1])),
             APIError.httpStatus(503),
         ]
         errors += PersistenceError.everyCode.map { $0.with(detail: "/var/lib/app " + Self.secrets[1]) }
@@ -84,7 +85,8 @@ import TokenVerification
         let server = SimulatedTokenServer(now: { Date(timeIntervalSince1970: 1_800_000_000) })
         await server.enqueue(.connectionError)
         let dropped = await #expect(throws: SimulatedTokenServer.ConnectionError.self) {
-            var request = HTTPRequest(method: .post, scheme: "https", authority: "auth.example.com", path: "/oauth/token")
+            var request = HTTPRequest(
+                method: .post, scheme: "https", authority: "auth.example.com", path: "/oauth/token")
             request.headerFields[.contentType] = "application/x-www-form-urlencoded"
             _ = try await server.send(request, body: Data("grant_type=client_credentials".utf8))
         }
@@ -130,7 +132,9 @@ import TokenVerification
     ])
     func theUsersLanguageComesFromTheLocaleVariablesOnLinux(environment: [String: String], expected: MessageLanguage) {
         #if !canImport(Darwin)
-            #expect((MessageLanguage.first(in: MessageLanguage.userLanguages(environment: environment)) ?? .english) == expected)
+            #expect(
+                (MessageLanguage.first(in: MessageLanguage.userLanguages(environment: environment)) ?? .english)
+                    == expected)
         #endif
     }
 

@@ -113,7 +113,8 @@ import TokenRefresh
         let posix = TokenRefreshError.transient.with(underlying: POSIXError(.ECONNREFUSED))
         #expect("\(posix)" == "TokenRefreshError.transient(cause: POSIXError \(POSIXErrorCode.ECONNREFUSED.rawValue))")
         let url = TokenRefreshError.transient.with(
-            underlying: URLError(.timedOut, userInfo: [NSURLErrorFailingURLErrorKey: URL(string: "https://x/?t=\(Self.secrets[0])")!]))
+            underlying: URLError(
+                .timedOut, userInfo: [NSURLErrorFailingURLErrorKey: URL(string: "https://x/?t=\(Self.secrets[0])")!]))
         #expect(!"\(url)".contains(Self.secrets[0]))
         for error in [offline, leaky, posix, url] {
             for secret in Self.secrets { #expect(!"\(error)".contains(secret)) }

@@ -100,7 +100,8 @@ import TokenRefresh
         sdk.signIn(.init(id: "user_2ada", firstName: "Ada"))
         _ = try await client.validToken()
         #expect(client.currentUser?.firstName == nil)
-        let idToken = Self.unsignedJWT(#"{"sub":"user_2ada","given_name":"Ada","family_name":"Lovelace","email":"ada@example.com"}"#)
+        let idToken = Self.unsignedJWT(
+            #"{"sub":"user_2ada","given_name":"Ada","family_name":"Lovelace","email":"ada@example.com"}"#)
         TestSecrets.shared.register(idToken, as: .accessToken)
         let fromIDToken = try #require(AuthUser(idToken: idToken))
         #expect(await client.setProfile(fromIDToken))

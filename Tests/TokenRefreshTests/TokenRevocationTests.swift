@@ -27,7 +27,9 @@ import TokenRefresh
             url: revokeURL,
             using: TokenEndpoint(
                 url: tokenURL, client: OAuthClient(id: "app"), transport: fixedResponse(status: 503, body: "{}")))
-        let error = await #expect(throws: TokenRefreshError.self) { try await revocation.revoke("refresh-token-7009-a") }
+        let error = await #expect(throws: TokenRefreshError.self) {
+            try await revocation.revoke("refresh-token-7009-a")
+        }
         #expect(error?.status == 503)
     }
 }

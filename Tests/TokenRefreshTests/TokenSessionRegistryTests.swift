@@ -78,8 +78,10 @@ import TokenRefresh
             let bearer = request.headerFields[.authorization] ?? ""
             if bearer == "Bearer \(aliceFirst.accessToken)" {
                 return (
-                    HTTPResponse(status: .unauthorized, headerFields: [.wwwAuthenticate: #"Bearer error="invalid_token""#]),
-                    Data())
+                    HTTPResponse(
+                        status: .unauthorized, headerFields: [.wwwAuthenticate: #"Bearer error="invalid_token""#]),
+                    Data()
+                )
             }
             return (HTTPResponse(status: .ok), Data(bearer.utf8))
         }

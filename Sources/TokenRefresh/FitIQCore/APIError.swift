@@ -54,7 +54,9 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible, Loca
     }
 
     /// One error of each kind, for the tests that check every kind has its messages.
-    package static var everyCode: [APIError] { Code.allCases.map { APIError($0, statusCode: $0 == .httpStatus ? 500 : nil) } }
+    package static var everyCode: [APIError] {
+        Code.allCases.map { APIError($0, statusCode: $0 == .httpStatus ? 500 : nil) }
+    }
     /// The key of the error's message in the translations: `APIError.<kind>`.
     package var messageKey: String { "APIError.\(code.rawValue)" }
 }
