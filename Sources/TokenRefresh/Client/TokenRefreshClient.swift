@@ -277,8 +277,8 @@ public actor TokenRefreshClient: TokenProvider {
     /// its access token expired meanwhile.
     ///
     /// With `validatingWithProvider`, the session is then checked with the token provider, as an app checks its
-    /// SDK at launch (Clerk's `load()` then `getToken()`). A provider without a refresh token (an SDK) is always
-    /// asked, also while the stored token is fresh, so a sign-out done in the SDK is seen; it may answer from its
+    /// SDK at launch (Clerk's `load()` then `getToken()`). A provider without a refresh token (an SDK, client
+    /// credentials) is always asked, also while the stored token is fresh, so a sign-out done in the SDK is seen; it may answer from its
     /// own cache. A cookie session is checked with the server. Other strategies fetch a valid token (refreshed if
     /// due). A rejection ends the session with its reason; a connectivity failure keeps it (`expired` if its token
     /// has expired) until ``networkRestored()``.

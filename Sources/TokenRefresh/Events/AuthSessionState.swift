@@ -16,7 +16,8 @@ public enum AuthSessionState: Sendable, Hashable, CustomStringConvertible {
     /// No session.
     case signedOut
     /// A session for `user`, with the profile the token provider or the app supplied (see
-    /// ``TokenRefreshClient/currentUser``).
+    /// ``TokenRefreshClient/currentUser``). Its ``AuthUser/id`` is empty when neither the token nor the sign-in
+    /// named the user (an opaque token).
     case signedIn(user: AuthUser)
 
     /// `signedIn(<user>)` or `signedOut`; names and e-mail are left out.
