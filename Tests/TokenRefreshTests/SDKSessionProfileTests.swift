@@ -1,5 +1,6 @@
 import AuthToken
 import Foundation
+import HTTPTypes
 import Persistence
 import Testing
 import TokenKitLogCheck
@@ -102,7 +103,7 @@ import TokenRefresh
         #expect(client.currentUser?.firstName == nil)
         let idToken = Self.unsignedJWT(
             #"{"sub":"user_2ada","given_name":"Ada","family_name":"Lovelace","email":"ada@example.com"}"#)
-        TestSecrets.shared.register(idToken, as: .accessToken)
+        TestSecrets.shared.register(idToken, as: .idToken)
         let fromIDToken = try #require(AuthUser(idToken: idToken))
         #expect(await client.setProfile(fromIDToken))
         #expect(client.currentUser?.firstName == "Ada")
@@ -115,6 +116,39 @@ import TokenRefresh
         try await client.signOut()
         #expect(client.currentUser == nil)
         #expect(AuthUser(idToken: "not-a-jwt") == nil)
+    }
+
+    /// An OpenID Connect server's token response carries an `id_token`: the OAuth strategy supplies the profile
+    /// from it, with an opaque access token.
+    @Test func anOIDCSignInTakesTheProfileFromTheIDToken() async throws {
+        let idToken = Self.unsignedJWT(#"{"sub":"user-oidc-7","given_name":"Grace","family_name":"Hopper"}"#)
+        TestSecrets.shared.register(idToken, as: .idToken)
+        TestSecrets.shared.register("opaque-access-oidc-7a1c", as: .accessToken)
+        TestSecrets.shared.register("opaque-refresh-oidc-7a1c", as: .refreshToken)
+        TestSecrets.shared.register("oidc-password-7a1c", as: .password)
+        let server = MockTransport { _, body in
+            // The ID token comes with the sign-in only, as many servers do.
+            let signIn = String(decoding: body ?? Data(), as: UTF8.self).contains("grant_type=password")
+            let body =
+                #"{"access_token":"opaque-access-oidc-7a1c","refresh_token":"opaque-refresh-oidc-7a1c","#
+                + #""token_type":"Bearer","expires_in":3600"# + (signIn ? #","id_token":"\#(idToken)"}"# : "}")
+            return (HTTPResponse(status: .ok), Data(body.utf8))
+        }
+        let clock = ManualClock()
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
+            transport: server, now: clock.wallClock)
+        let client = TokenRefreshClient(
+            strategy: OAuthRefreshStrategy(endpoint: endpoint), clock: clock, now: clock.wallClock)
+        try await client.signIn(.password(username: "grace", password: "oidc-password-7a1c", at: endpoint))
+        #expect(client.currentUser?.id == "user-oidc-7")
+        #expect(client.currentState == .signedIn(userID: "user-oidc-7"))
+        #expect(client.currentUser?.firstName == "Grace")
+        #expect(client.currentUser?.lastName == "Hopper")
+        // A refresh whose answer has no ID token keeps the profile.
+        _ = try await client.refreshToken(afterRejectionOf: "opaque-access-oidc-7a1c")
+        #expect(server.requests.count == 2)
+        #expect(client.currentUser?.firstName == "Grace")
     }
 
     static func unsignedJWT(_ payload: String) -> String {

@@ -279,7 +279,7 @@ extension TokenRefreshClient {
     ) async throws(TokenRefreshError) -> AuthToken {
         try checkEpoch(startEpoch)
         let token = response.token(receivedAt: now(), keeping: sent)
-        let userID = response.userID ?? previous?.userID ?? token.parseUserIdFromJWT()
+        let userID = response.userID ?? previous?.userID ?? token.parseUserIdFromJWT() ?? response.user?.id
         let generation = machine.nextGeneration(after: previous)
         // Nobody sees the new pair before the write has landed or failed: not the waiters, not the snapshot.
         let stored = StoredSession(token: token, userID: userID, generation: generation)

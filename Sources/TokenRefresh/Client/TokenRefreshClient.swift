@@ -351,7 +351,8 @@ public actor TokenRefreshClient: TokenProvider {
         }
         let token = response.token(receivedAt: now())
         return try await startSession(
-            token, userID: userID ?? response.userID ?? token.parseUserIdFromJWT(), previousState: previous,
+            token, userID: userID ?? response.userID ?? token.parseUserIdFromJWT() ?? response.user?.id,
+            previousState: previous,
             profile: response.user)
     }
 

@@ -94,7 +94,8 @@ extension TokenResponse {
 
     /// Parses an RFC 6749 section 5.1 success body, or the FitIQ body: snake_case or camelCase keys
     /// (`access_token` or `accessToken`, and so on), optionally wrapped in `data`. Never crashes: anything
-    /// unexpected is ``TokenRefreshError/malformedResponse``.
+    /// unexpected is ``TokenRefreshError/malformedResponse``. An OpenID Connect `id_token` becomes ``user`` (its
+    /// claims read without verification, for display only); one that cannot be read is ignored.
     ///
     /// - Parameter body: The response body.
     /// - Returns: The parsed response.
@@ -119,7 +120,8 @@ extension TokenResponse {
         }
         return TokenResponse(
             accessToken: accessToken, refreshToken: fields.refreshToken.flatMap { $0.isEmpty ? nil : $0 },
-            tokenType: tokenType, expiresIn: fields.expiresIn, scope: fields.scope, userID: fields.userID)
+            tokenType: tokenType, expiresIn: fields.expiresIn, scope: fields.scope, userID: fields.userID,
+            user: fields.idToken.flatMap { AuthUser(idToken: $0) })
     }
 
     /// The OAuth `error` code of an RFC 6749 section 5.2 body, if it has a well-formed one.
@@ -160,6 +162,7 @@ private struct Fields: Decodable {
     let expiresIn: Double?
     let scope: String?
     let userID: String?
+    let idToken: String?
 
     /// A key given by its spelling.
     struct Key: CodingKey {
@@ -202,6 +205,7 @@ private struct Fields: Decodable {
             expiresIn = nil
         }
         scope = key("scope").flatMap { try? container.decodeIfPresent(String.self, forKey: $0) }
+        idToken = key("id_token", "idToken").flatMap { try? container.decodeIfPresent(String.self, forKey: $0) }
         userID =
             ["user_id", "userId", "userID", "user_profile_id", "userProfileId", "userProfileID"].lazy
             .compactMap { name in try? container.decodeIfPresent(String.self, forKey: Key(name)) }.first
