@@ -83,15 +83,17 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
-        // Foundation only: a consumer who just parses tokens builds nothing else.
-        .target(name: "AuthToken"),
+        // Foundation only: a consumer who just parses tokens builds nothing else. Its resource bundle holds the
+        // translations of its error messages (English stays in the code).
+        .target(name: "AuthToken", resources: [.process("Resources")]),
         .target(
             name: "Persistence",
             dependencies: [
                 "AuthToken",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            resources: [.process("Resources")]
         ),
         .target(name: "PersistenceKeychain", dependencies: ["AuthToken", "Persistence"]),
         // A child process for the Persistence crash and lock tests (not a product), kept next to them.
@@ -105,7 +107,8 @@ let package = Package(
                 "AuthToken",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            resources: [.process("Resources")]
         ),
         .target(
             name: "TokenRefresh",
@@ -129,7 +132,8 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
-            ]
+            ],
+            resources: [.process("Resources")]
         ),
         .target(
             name: "TokenKit",
@@ -145,7 +149,8 @@ let package = Package(
             dependencies: [
                 "AuthToken", "NetworkRetry", "TokenRefresh",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-            ]
+            ],
+            resources: [.process("Resources")]
         ),
         // The `.logLeakCheck()` Swift Testing trait and its machinery: the whole test run logs at trace level
         // into a capture that is searched for the secrets the run used (those crossing the mock kit included).
@@ -177,6 +182,7 @@ let package = Package(
             name: "TokenRefreshTests",
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
+                "TokenVerification",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]

@@ -2,7 +2,7 @@
 ///
 /// Compare with the static members: `error == .expired`, `error == .malformedJWT(.payload, .notJSON)`.
 public struct AuthTokenError: Error, Sendable, Hashable, CustomStringConvertible {
-    private enum Code: String, Hashable, Sendable {
+    private enum Code: String, Hashable, Sendable, CaseIterable {
         case emptyAccessToken, malformedJWT, missingExpiration, invalidClaim, expired, notYetValid
         case issuedInFuture, emptyRefreshToken, missingRefreshToken, expirationUnknown
     }
@@ -52,6 +52,11 @@ public struct AuthTokenError: Error, Sendable, Hashable, CustomStringConvertible
     /// Nothing says when the token expires (an opaque token without `expires_in`), so it is never
     /// reported as expired.
     public static let expirationUnknown = AuthTokenError(.expirationUnknown)
+
+    /// One error of each code, for the tests that check every code has its messages.
+    package static var everyCode: [AuthTokenError] { Code.allCases.map { AuthTokenError($0) } }
+    /// The key of the error's message in the translations: `AuthTokenError.<code>`.
+    package var messageKey: String { "AuthTokenError.\(code.rawValue)" }
 
     /// `AuthTokenError.<code>` with the part, reason or claim name; never token text.
     public var description: String {

@@ -1,9 +1,17 @@
+import AuthToken
 public import Foundation
 
-/// User-facing English messages. They never contain header values, tokens, bodies or the cause's text.
+/// User-facing messages in the user's language (English or Japanese). They never contain header values, tokens,
+/// bodies or the cause's text.
 extension NetworkRetryError: LocalizedError {
-    /// A sentence a user may read, such as "The server could not be reached. Check your connection."
+    /// A sentence a user may read, such as "The server could not be reached. Check your connection.", in the
+    /// user's language.
     public var errorDescription: String? {
+        Self.messages.text(messageKey, english: englishDescription ?? "The request failed.")
+    }
+
+    /// The English sentence for this error's code; `nil` for a code that has none of its own.
+    package var englishDescription: String? {
         switch self {
         case .unauthorizedAfterRefresh, .unauthorized: "Your session is no longer valid. Please sign in again."
         case .insufficientScope: "You do not have permission to do this."
@@ -20,7 +28,10 @@ extension NetworkRetryError: LocalizedError {
             "The server redirected the request too often or to an invalid address."
         case .bodyTooLarge: "The server's answer was too large."
         case .bodyNotReplayable: "The request could not be sent again."
-        default: "The request failed."
+        default: nil
         }
     }
+
+    /// The translations of this module's messages.
+    static let messages = MessageCatalog(module: "NetworkRetry")
 }

@@ -3,7 +3,7 @@
 /// Compare with the static members: `error == .unauthorizedAfterRefresh`. Two errors are equal when their
 /// codes are; the attached ``underlying`` error, ``challenge`` and ``status`` do not take part.
 public struct NetworkRetryError: Error, Sendable, Hashable, CustomStringConvertible {
-    private enum Code: String, Hashable, Sendable {
+    private enum Code: String, Hashable, Sendable, CaseIterable {
         case unauthorizedAfterRefresh, unauthorized, insufficientScope, insufficientUserAuthentication
         case transport, timedOut, cannotConnect, invalidResponse
         case insecureTransport, originNotAllowed, invalidRequest, noToken
@@ -91,6 +91,11 @@ public struct NetworkRetryError: Error, Sendable, Hashable, CustomStringConverti
     package func with(status: Int, challenge: BearerChallenge?) -> NetworkRetryError {
         NetworkRetryError(code, underlying: underlying, challenge: challenge, status: status)
     }
+
+    /// One error of each code, for the tests that check every code has its messages.
+    package static var everyCode: [NetworkRetryError] { Code.allCases.map { NetworkRetryError($0) } }
+    /// The key of the error's message in the translations: `NetworkRetryError.<code>`.
+    package var messageKey: String { "NetworkRetryError.\(code.rawValue)" }
 
     /// Two errors are equal when their codes are, whatever they carry.
     public static func == (lhs: NetworkRetryError, rhs: NetworkRetryError) -> Bool { lhs.code == rhs.code }

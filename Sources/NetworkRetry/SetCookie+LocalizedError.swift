@@ -1,9 +1,32 @@
+import AuthToken
 public import Foundation
 
-/// User-facing English messages for a refused cookie. They never contain the cookie's name or value.
+/// User-facing messages for a refused cookie, in the user's language (English or Japanese). They never contain the
+/// cookie's name or value.
 extension SetCookie.Refusal: LocalizedError {
-    /// A sentence a user may read.
+    /// A sentence a user may read, in the user's language.
     public var errorDescription: String? {
+        NetworkRetryError.messages.text(messageKey, english: englishDescription)
+    }
+
+    /// Every refusal, for the tests that check each has its messages.
+    package static let everyRefusal: [SetCookie.Refusal] = [
+        .malformed, .tooLarge, .invalidCharacters, .foreignDomain, .secureOverInsecureTransport,
+    ]
+
+    /// The key of the refusal's message in the translations: `SetCookie.Refusal.<case>`.
+    package var messageKey: String {
+        switch self {
+        case .malformed: "SetCookie.Refusal.malformed"
+        case .tooLarge: "SetCookie.Refusal.tooLarge"
+        case .invalidCharacters: "SetCookie.Refusal.invalidCharacters"
+        case .foreignDomain: "SetCookie.Refusal.foreignDomain"
+        case .secureOverInsecureTransport: "SetCookie.Refusal.secureOverInsecureTransport"
+        }
+    }
+
+    /// The English sentence.
+    package var englishDescription: String {
         switch self {
         case .malformed, .invalidCharacters: "The server sent a session cookie that could not be read."
         case .tooLarge: "The server sent a session cookie that is too large."

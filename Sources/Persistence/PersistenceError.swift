@@ -1,6 +1,6 @@
 /// An error from a token store. Its description never contains token material.
 public struct PersistenceError: Error, Sendable, Hashable, CustomStringConvertible {
-    private enum Code: String, Hashable, Sendable {
+    private enum Code: String, Hashable, Sendable, CaseIterable {
         case unavailable, conflict, corrupt, unsupportedFormatVersion, permissionsTooWide, wrongKey
         case writeFailed, readFailed, lockFailed, lockTimedOut, notAFile, migrationFailed
     }
@@ -45,6 +45,11 @@ public struct PersistenceError: Error, Sendable, Hashable, CustomStringConvertib
     /// - Parameter detail: A short explanation (never token text).
     /// - Returns: The same error with the detail.
     public func with(detail: String) -> PersistenceError { PersistenceError(code, detail: detail) }
+
+    /// One error of each code, for the tests that check every code has its messages.
+    package static var everyCode: [PersistenceError] { Code.allCases.map { PersistenceError($0) } }
+    /// The key of the error's message in the translations: `PersistenceError.<code>`.
+    package var messageKey: String { "PersistenceError.\(code.rawValue)" }
 
     /// Two errors are equal when their codes are, whatever their detail.
     public static func == (lhs: PersistenceError, rhs: PersistenceError) -> Bool { lhs.code == rhs.code }

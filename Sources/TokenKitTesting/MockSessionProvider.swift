@@ -31,6 +31,11 @@ public final class MockSessionProvider: Sendable {
         /// The profile image URL, if any.
         public var imageURL: String?
 
+        /// The user as TokenKit's `AuthUser`.
+        public var authUser: AuthUser {
+            AuthUser(id: id, firstName: firstName, lastName: lastName, email: email, imageURL: imageURL)
+        }
+
         /// Creates a user.
         ///
         /// - Parameters:
@@ -77,9 +82,14 @@ public final class MockSessionProvider: Sendable {
         self.now = now
     }
 
-    /// The strategy to give a `TokenRefreshClient`.
+    /// The strategy to give a `TokenRefreshClient`: the SDK's token, and the mock user as the profile (so
+    /// `TokenRefreshClient.currentUser` has the first name, last name, e-mail and image).
     public var strategy: SDKTokenStrategy {
-        SDKTokenStrategy { [self] forceRefresh in try self.token(forceRefresh: forceRefresh) }
+        SDKTokenStrategy { [self] forceRefresh in
+            try self.token(forceRefresh: forceRefresh)
+        } user: { [self] in
+            self.user.map { $0.authUser }
+        }
     }
 
     /// The signed-in user, if any.

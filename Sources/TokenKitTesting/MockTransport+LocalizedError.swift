@@ -1,7 +1,15 @@
+import AuthToken
 import Foundation
 
-/// An English message, so a test's failure reads as what happened.
+/// A message in the user's language (English or Japanese), so a test's failure reads as what happened.
 extension MockTransport.ScriptExhausted: LocalizedError {
     /// "The mock transport has no reply for request n."
-    public var errorDescription: String? { "The mock transport has no reply for request \(requestNumber)." }
+    public var errorDescription: String? {
+        testKitMessages.text(
+            "MockTransport.ScriptExhausted",
+            english: "The mock transport has no reply for request \(requestNumber).", number: requestNumber)
+    }
 }
+
+/// The translations of the test kit's messages.
+let testKitMessages = MessageCatalog(module: "TokenKitTesting")

@@ -1,7 +1,11 @@
+import AuthToken
 import Foundation
 
-/// An English message, so a test's failure reads as what happened.
+/// A message in the user's language (English or Japanese), so a test's failure reads as what happened.
 extension SimulatedTokenServer.ConnectionError: LocalizedError {
     /// "The simulated token server dropped the connection."
-    public var errorDescription: String? { "The simulated token server dropped the connection." }
+    public var errorDescription: String? {
+        testKitMessages.text(
+            "SimulatedTokenServer.ConnectionError", english: "The simulated token server dropped the connection.")
+    }
 }

@@ -1,10 +1,19 @@
+import AuthToken
 public import Foundation
 
-/// User-facing English messages. They never contain token text, a client secret, a password, the OAuth
-/// code or the underlying error's text.
+/// User-facing messages in the user's language (English or Japanese). They never contain token text, a client
+/// secret, a password, the OAuth code or the underlying error's text.
 extension TokenRefreshError: LocalizedError {
-    /// A sentence a user may read, such as "Your session has ended. Please sign in again."
+    /// A sentence a user may read, such as "Your session has ended. Please sign in again.", in the user's
+    /// language. A refused sign-in or sign-up that carries the server's known answer (``AuthServerError``, such as
+    /// "Username already exists") reads as that answer.
     public var errorDescription: String? {
+        if self == .signInRejected, let answer = underlying as? AuthServerError { return answer.message.text() }
+        return Self.messages.text(messageKey, english: englishDescription ?? "Signing in failed.")
+    }
+
+    /// The English sentence for this error's code; `nil` for a code that has none of its own.
+    package var englishDescription: String? {
         switch self {
         case .refreshTokenRejected, .sessionExpired, .missingRefreshToken:
             "Your session has ended. Please sign in again."
@@ -23,7 +32,10 @@ extension TokenRefreshError: LocalizedError {
         case .serverRefused: "The server refused the request. Your session was kept."
         case .invalidArgument: "The sign-in request could not be made."
         case .sessionChanged: "The account changed while this request was under way, so it was not sent again."
-        default: "Signing in failed."
+        default: nil
         }
     }
+
+    /// The translations of this module's messages (`Messages/Resources/ja.json`).
+    static let messages = MessageCatalog(module: "TokenRefresh")
 }

@@ -1,6 +1,11 @@
+import Foundation
+
 // `Fuzz/run` compiles this file on its own, without the Persistence module.
 #if canImport(Persistence)
     import Persistence
+#endif
+#if canImport(NetworkRetry)
+    import NetworkRetry
 #endif
 
 /// An error from refreshing, signing in or signing out. Its description never contains token text,
@@ -13,7 +18,7 @@
 /// - transient (``isTransient``): keep the session and try later; the app may be offline.
 /// - configuration (``configuration``): the client is set up wrongly; nothing was wiped.
 public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConvertible {
-    private enum Code: String, Hashable, Sendable {
+    private enum Code: String, Hashable, Sendable, CaseIterable {
         case refreshTokenRejected, configuration, transient, timeout, rateLimited, signedOut, sessionExpired
         case missingRefreshToken, storageUnavailable, cancelled, malformedResponse, unexpectedResponse
         case signInRejected, invalidArgument, serverRefused, sessionInvalidated, sessionChanged
@@ -141,24 +146,71 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
             underlying: underlying ?? self.underlying)
     }
 
+    /// One error of each code, for the tests that check every code has its messages.
+    package static var everyCode: [TokenRefreshError] { Code.allCases.map { TokenRefreshError($0) } }
+    /// The key of the error's message in the translations: `TokenRefreshError.<code>`, and
+    /// `TokenRefreshError.transient.connectivity` for a transient failure to connect.
+    package var messageKey: String {
+        "TokenRefreshError.\(code.rawValue)" + (code == .transient && isConnectivityFailure ? ".connectivity" : "")
+    }
+
     /// Two errors are equal when their codes are, whatever else they carry.
     public static func == (lhs: TokenRefreshError, rhs: TokenRefreshError) -> Bool { lhs.code == rhs.code }
     /// Hashes the code only, to agree with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    /// `TokenRefreshError.<code>` with the OAuth code, status, wait and an underlying store error, if any.
-    /// Never token text.
+    /// `TokenRefreshError.<code>` with the OAuth code, status, wait and the underlying cause, if any. Never token
+    /// text, and never the cause's own text (a transport error's may carry a URL): a store's error as it describes
+    /// itself (secret-free by contract), a transport error's kind and reason, a URL or POSIX error's code, and
+    /// otherwise the cause's type, such as
+    /// `TokenRefreshError.transient(connectivity, cause: NetworkRetryError.cannotConnect, cannotResolveHost)`.
     public var description: String {
         var parts: [String] = []
         if let oauthError { parts.append(oauthError) }
         if let status { parts.append("HTTP \(status)") }
         if let retryAfter { parts.append("retry after \(retryAfter.components.seconds) s") }
         if isConnectivityFailure && code == .transient { parts.append("connectivity") }
-        // A store's errors are secret-free by contract and say why a session could not be kept (a path, a mode).
-        #if canImport(Persistence)
-            if let persistence = underlying as? PersistenceError { parts.append("\(persistence)") }
-        #endif
+        if let underlying {
+            // A store's errors say why a session could not be kept (a path, a mode).
+            #if canImport(Persistence)
+                if let persistence = underlying as? PersistenceError {
+                    parts.append("\(persistence)")
+                } else {
+                    parts.append("cause: " + Self.cause(underlying).joined(separator: ", "))
+                }
+            #else
+                parts.append("cause: " + Self.cause(underlying).joined(separator: ", "))
+            #endif
+        }
         let detail = parts.isEmpty ? "" : "(" + parts.joined(separator: ", ") + ")"
         return "TokenRefreshError.\(code.rawValue)\(detail)"
+    }
+
+    /// What a log may say of `error`, outermost first: kinds, reasons and codes, never the error's own text.
+    static func cause(_ error: any Error, depth: Int = 0) -> [String] {
+        guard depth < 4 else { return [] }
+        switch error {
+        case let error as TokenRefreshError:
+            return ["\(error)"]
+        case let error as URLError:
+            return ["URLError \(error.code.rawValue)"]
+        case let error as POSIXError:
+            return ["POSIXError \(error.code.rawValue)"]
+        case is CancellationError:
+            return ["CancellationError"]
+        default:
+            #if canImport(NetworkRetry)
+                if let error = error as? NetworkRetryError {
+                    var parts = ["\(error)"]
+                    if let reason = error.reason { parts.append("\(reason)") }
+                    if let underlying = error.underlying { parts += cause(underlying, depth: depth + 1) }
+                    return parts
+                }
+            #endif
+            #if canImport(Persistence)
+                if let error = error as? PersistenceError { return ["\(error)"] }
+            #endif
+            return [String(describing: type(of: error))]
+        }
     }
 }

@@ -4,7 +4,7 @@
 /// Compare with the static members: `error == .expired`, `error == .invalidClaim("exp")`. Every error has a
 /// stable ``reason`` code, and maps to an RFC 6750 challenge through ``wwwAuthenticate``.
 public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringConvertible {
-    private enum Code: String, Hashable, Sendable {
+    private enum Code: String, Hashable, Sendable, CaseIterable {
         // The token's shape, checked before any key is looked up.
         case malformedToken, tokenTooLong, duplicateJSONName, unsignedToken, algorithmNotAllowed
         case unsupportedCriticalHeader, untrustedKeyReference, invalidKeyID, typeMismatch
@@ -102,6 +102,11 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
     public static let fetchTimedOut = TokenVerificationError(.fetchTimedOut)
     /// The request has no `Authorization: Bearer` credential.
     public static let missingAuthorization = TokenVerificationError(.missingAuthorization)
+
+    /// One error of each code, for the tests that check every code has its messages.
+    package static var everyCode: [TokenVerificationError] { Code.allCases.map { TokenVerificationError($0) } }
+    /// The key of the error's message in the translations: `TokenVerificationError.<code>`.
+    package var messageKey: String { "TokenVerificationError.\(code.rawValue)" }
 
     /// A stable code for logs and metrics, such as `expired` or `unknownKeyID`.
     public var reason: String { code.rawValue }

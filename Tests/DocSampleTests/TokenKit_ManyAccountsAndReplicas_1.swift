@@ -17,4 +17,9 @@ func docSample_TokenKit_ManyAccountsAndReplicas_1() async throws {
     // Per request, for the user it serves:
     let token = try await registry.validToken(for: "user-42")
     print(token.sanitizedDescription)
+
+    // Or an authenticated client for the user, which refreshes that account once after a 401:
+    let api = AuthenticatedClient(
+        transport: transport, tokenProvider: registry.tokenProvider(for: "user-42"),
+        configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
 }

@@ -117,6 +117,23 @@ import TokenKitTesting
         #expect(model.state == .signedOut)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, visionOS 1, *)
+    @MainActor
+    @Test func theObservableModelShowsAProfileSuppliedAfterSignIn() async throws {
+        let clock = ManualClock()
+        let sdk = MockSessionProvider(now: clock.wallClock)
+        let client = TokenRefreshClient(
+            strategy: SDKTokenStrategy { _ in try sdk.token() }, clock: clock, now: clock.wallClock)
+        let model = AuthSessionModel(client: client)
+        sdk.signIn(.init(id: "user_2model"))
+        await client.restoreSession(validatingWithProvider: true)
+        while !model.isAuthenticated { await Task.yield() }
+        #expect(model.currentUser?.firstName == nil)
+        #expect(await client.setProfile(AuthUser(id: "user_2model", firstName: "Ada")))
+        for _ in 0..<10_000 where model.currentUser?.firstName == nil { await Task.yield() }
+        #expect(model.currentUser?.firstName == "Ada")
+    }
+
     // MARK: Sign in with Apple
 
     static let rawNonce = "raw-nonce-for-apple-x8"

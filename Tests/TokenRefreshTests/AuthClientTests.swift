@@ -83,6 +83,28 @@ import TokenRefresh
         #expect(refresh == ["refreshToken": "fitiq-refresh-login-5e2a"])
     }
 
+    /// FitIQ's login endpoint answers a wrong password with `401 {"error": "invalid_credentials"}`: a rejected
+    /// sign-in that reads as one, like the OAuth path's `invalid_grant`.
+    @Test func aWrongFitIQPasswordIsARejectedSignInThatReadsAsOne() async throws {
+        let mock = MockTransport { _, _ in
+            let json = #"{"error":"invalid_credentials","message":"Invalid email or password"}"#
+            return (HTTPResponse(status: .unauthorized), Data(json.utf8))
+        }
+        let client = AuthClient.fitIQ(
+            baseURL: URL(string: "https://fitiq.example.com")!, apiKey: "api-key-fitiq-3b1c",
+            appName: "AuthClientTests", store: InMemoryTokenStore(), transport: mock)
+        let error = await #expect(throws: TokenRefreshError.self) {
+            try await client.signIn(username: "ada@example.com", password: "wrong-fitiq-password-19e4")
+        }
+        let rejected = try #require(error)
+        #expect(rejected == .signInRejected)
+        #expect(rejected.status == 401)
+        #expect(rejected.oauthError == "invalid_credentials")
+        #expect(rejected.localizedDescription == TokenRefreshError.signInRejected.localizedDescription)
+        #expect(UserMessage(for: rejected).key == .invalidCredentials)
+        #expect(client.tokens.currentState == .signedOut)
+    }
+
     @Test func aClientCredentialsBackendNeedsNoSignIn() async throws {
         let mock = MockTransport { request, _ in
             if request.path == "/oauth/token" {

@@ -98,6 +98,29 @@ import TokenRefresh
         for error in errors { Self.check(error) }
     }
 
+    /// A log line says why a refresh failed: the transport's error kind and reason, the HTTP client's error type,
+    /// a URL or POSIX error's code; never the cause's own text (it may carry a URL or a header).
+    @Test func theDescriptionNamesTheTransportCauseButNotItsText() {
+        let offline = TokenRefreshError.transient
+            .with(underlying: NetworkRetryError.cannotConnect.with(underlying: URLError(.cannotFindHost)))
+            .with(connectivityFailure: true)
+        #expect(
+            "\(offline)"
+                == "TokenRefreshError.transient(connectivity, cause: NetworkRetryError.cannotConnect, cannotResolveHost, "
+                + "URLError \(URLError.Code.cannotFindHost.rawValue))")
+        let leaky = TokenRefreshError.transient.with(underlying: NetworkRetryError.transport(LeakyError()))
+        #expect("\(leaky)" == "TokenRefreshError.transient(cause: NetworkRetryError.transport, LeakyError)")
+        let posix = TokenRefreshError.transient.with(underlying: POSIXError(.ECONNREFUSED))
+        #expect("\(posix)" == "TokenRefreshError.transient(cause: POSIXError \(POSIXErrorCode.ECONNREFUSED.rawValue))")
+        let url = TokenRefreshError.transient.with(
+            underlying: URLError(
+                .timedOut, userInfo: [NSURLErrorFailingURLErrorKey: URL(string: "https://x/?t=\(Self.secrets[0])")!]))
+        #expect(!"\(url)".contains(Self.secrets[0]))
+        for error in [offline, leaky, posix, url] {
+            for secret in Self.secrets { #expect(!"\(error)".contains(secret)) }
+        }
+    }
+
     /// The failure a user meets first: signing in against a server that refuses the password.
     @Test func aRejectedSignInReadsAsASentence() async throws {
         let clock = ManualClock()

@@ -1,5 +1,7 @@
 import AuthToken
 import Foundation
+import HTTPTypes
+import NetworkRetry
 import Persistence
 import Testing
 import TokenKitLogCheck
@@ -56,6 +58,56 @@ import TokenRefresh
         #expect(tokens["alice"]?.count == 1 && tokens["bob"]?.count == 1)
         #expect(registry.count == 2)
         #expect(registry.client(for: "alice") === registry.client(for: "alice"))
+    }
+
+    /// A backend acting for several users sends each user's requests through an `AuthenticatedClient` whose
+    /// provider is that account's: each request carries its own account's token, a 401 refreshes that account
+    /// only, and the provider keeps working after its client was evicted.
+    @Test func eachAccountsProviderSendsItsOwnTokenAndRefreshesOnlyThatAccount() async throws {
+        let rig = RegistryRig(configuration: .init(idleTimeout: .seconds(60)))
+        try await rig.seed("alice", age: 0)
+        try await rig.seed("bob", age: 0)
+        let registry = rig.registry
+        let alice = registry.tokenProvider(for: "alice")
+        let bob = registry.tokenProvider(for: "bob")
+        let aliceFirst = try await alice.validToken()
+        let bobFirst = try await bob.validToken()
+        #expect(aliceFirst != bobFirst)
+        // The API has revoked Alice's first access token early; it echoes the bearer it accepted.
+        let api = MockTransport { request, _ in
+            let bearer = request.headerFields[.authorization] ?? ""
+            if bearer == "Bearer \(aliceFirst.accessToken)" {
+                return (
+                    HTTPResponse(
+                        status: .unauthorized, headerFields: [.wwwAuthenticate: #"Bearer error="invalid_token""#]),
+                    Data()
+                )
+            }
+            return (HTTPResponse(status: .ok), Data(bearer.utf8))
+        }
+        let configuration = AuthenticatedClient.Configuration(
+            allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!])
+        let request = HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/v1/me")
+        let forAlice = AuthenticatedClient(transport: api, tokenProvider: alice, configuration: configuration)
+        let forBob = AuthenticatedClient(transport: api, tokenProvider: bob, configuration: configuration)
+
+        let (aliceAnswer, aliceBody) = try await forAlice.executeWithAutoRetry(request)
+        let (bobAnswer, bobBody) = try await forBob.executeWithAutoRetry(request)
+        let aliceNow = try #require(registry.client(for: "alice").currentToken)
+        #expect(aliceAnswer.status == .ok && bobAnswer.status == .ok)
+        #expect(aliceNow != aliceFirst)
+        #expect(String(decoding: aliceBody, as: UTF8.self) == "Bearer \(aliceNow.accessToken)")
+        #expect(String(decoding: bobBody, as: UTF8.self) == "Bearer \(bobFirst.accessToken)")
+        #expect(await rig.server.refreshCount == 1)
+
+        // Idle clients are evicted; the providers held by the app go on through new ones.
+        rig.clock.advance(by: .seconds(61))
+        #expect(await registry.evictIdle() == 2)
+        let (again, againBody) = try await forAlice.executeWithAutoRetry(request)
+        #expect(again.status == .ok)
+        #expect(String(decoding: againBody, as: UTF8.self) == "Bearer \(aliceNow.accessToken)")
+        #expect(registry.count == 1)
+        #expect(await rig.server.refreshCount == 1)
     }
 
     @Test func refreshesMatchExpiriesAcrossManyAccounts() async throws {

@@ -60,6 +60,11 @@ public struct DemoFailure: Error, CustomStringConvertible {
         let status = error.status.map { " (HTTP \($0))" } ?? ""
         switch error {
         case .signInRejected:
+            // A sign-up or sign-in the server refused with a known answer ("Username already exists") says that;
+            // only a bare refusal reads as wrong credentials.
+            if let answer = error.underlying as? AuthServerError {
+                return "refused by the server: \(answer.message.text(in: .english))\(status)"
+            }
             return "sign-in refused: wrong e-mail or password\(status)"
         case .malformedResponse, .unexpectedResponse:
             return "the server's answer is not the JSON a token endpoint sends\(status); is it an HTML page?"

@@ -68,7 +68,7 @@ struct DietRoutes: Sendable {
             }
             await backend.onAccountDeleted(auth.userID)
             backend.countDeletion()
-            return Self.json(["success": "true", "message": "Account and all data deleted"])
+            return Self.json(Deleted(success: true, message: "Account and all data deleted"))
         }
         guarded.get("/food-logs") { _, context in
             let auth = try Self.auth(context)
@@ -90,7 +90,13 @@ struct DietRoutes: Sendable {
         return (identity.userId, identity.sessionId)
     }
 
-    static func json(_ value: [String: String], status: HTTPResponse.Status = .ok) -> Response {
+    /// The seed's deletion answer, `{"success": true, "message": ...}`: `success` is a JSON boolean.
+    struct Deleted: Encodable {
+        let success: Bool
+        let message: String
+    }
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(value)) ?? Data("{}".utf8)

@@ -139,6 +139,13 @@ import TokenVerification
             let (deleted, body) = try await rig.send(.delete, "users/me", bearer: token)
             #expect(deleted.status == .ok)
             #expect(body.contains("Account and all data deleted"))
+            // The seed's `res.json({ success: true, message: ... })`: a JSON boolean, not the string "true".
+            struct Deleted: Decodable {
+                let success: Bool
+                let message: String
+            }
+            let answer = try JSONDecoder().decode(Deleted.self, from: Data(body.utf8))
+            #expect(answer.success && answer.message == "Account and all data deleted")
             #expect(try await rig.send(.delete, "users/me", bearer: token).0.status == .notFound)
             #expect(rig.backend.stats.accountsDeleted == 1)
             #expect(throws: SessionIssuer.Refusal.userDeleted) {

@@ -19,6 +19,25 @@ struct DemoAppSupportTests {
         #expect(message == "sign-in refused: wrong e-mail or password (HTTP 401)")
     }
 
+    /// betterauth-demo's sign-up with a taken username: the server's `{"error": ...}` is what the line says, not
+    /// "wrong e-mail or password".
+    @Test func aRefusedSignUpReadsAsWhatTheServerSaid() async throws {
+        let transport = MockTransport { _, _ in
+            (HTTPResponse(status: .init(code: 422)), Data(#"{"error":"Username already exists"}"#.utf8))
+        }
+        let strategy = CookieSessionStrategy(
+            baseURL: URL(string: "https://chat.example.com")!, cookieName: "better-auth.session_token",
+            transport: transport)
+        let auth = TokenRefreshClient(strategy: strategy)
+        var message = ""
+        do {
+            try await auth.signIn(strategy.signIn(path: "/api/auth/sign-up/email", body: Data("{}".utf8)))
+        } catch {
+            message = DemoFailure.describe(error)
+        }
+        #expect(message == "refused by the server: This username is already taken. (HTTP 422)")
+    }
+
     @Test func aRefusedConnectionInsideAWrappedErrorReadsAsRefused() async throws {
         // A token endpoint wraps what its transport threw in a transient TokenRefreshError.
         let refused = NetworkRetryError.cannotConnect.with(underlying: URLError(.cannotConnectToHost))

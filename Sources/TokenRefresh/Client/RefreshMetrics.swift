@@ -10,6 +10,7 @@ import CoreMetrics
 /// | `tokenkit_refresh_blocked_total` | counter | `reason`: `breaker`, `backoff` | Refreshes held back by the rate breaker or by a backoff or `Retry-After` |
 /// | `tokenkit_refresh_duration_seconds` | timer | | How long each call to the strategy took |
 /// | `tokenkit_store_lock_wait_seconds` | timer | | How long a refresh waited for the store's exclusive access (another replica's or process's refresh) |
+/// | `tokenkit_tokens_adopted_total` | counter | | Pairs another process or replica saved, taken from the store instead of refreshing (no call to the strategy) |
 ///
 /// No dimension carries an account, a user or a token, so the series stay few and nothing secret leaves.
 struct RefreshMetrics: Sendable {
@@ -20,6 +21,7 @@ struct RefreshMetrics: Sendable {
     let backoffHolds: Counter
     let duration: Timer
     let lockWait: Timer
+    let adoptions: Counter
 
     static let failureClassNames = [
         "transient", "connectivity", "timeout", "rejected", "session_ended", "configuration", "storage", "response",
@@ -41,6 +43,7 @@ struct RefreshMetrics: Sendable {
             label: "tokenkit_refresh_blocked_total", dimensions: [("reason", "backoff")], factory: factory)
         duration = Timer(label: "tokenkit_refresh_duration_seconds", factory: factory)
         lockWait = Timer(label: "tokenkit_store_lock_wait_seconds", factory: factory)
+        adoptions = Counter(label: "tokenkit_tokens_adopted_total", factory: factory)
     }
 
     func recordSuccess(after duration: Duration) {
@@ -53,6 +56,8 @@ struct RefreshMetrics: Sendable {
         failureClasses[Self.failureClass(of: error)]?.increment()
         self.duration.recordNanoseconds(duration.nanoseconds)
     }
+
+    func recordAdoption() { adoptions.increment() }
 
     func recordLockWait(_ wait: Duration) {
         lockWait.recordNanoseconds(wait.nanoseconds)

@@ -54,6 +54,9 @@ struct SessionMachine: Sendable {
         /// A check with the server while the credential looks fresh (a cookie session's launch check): forced
         /// like a rejection, but nothing was refused.
         case sessionCheck
+        /// A check with a token provider that owns the session (an SDK), while the token looks fresh: it is asked,
+        /// not forced, so it may answer from its own cache (and says when it has no session any more).
+        case providerCheck
     }
 
     /// What a caller does next.
@@ -177,6 +180,8 @@ struct SessionMachine: Sendable {
     /// The generation known to be stored now (`nil`: nothing stored, or not read yet).
     var storedGeneration: UInt64?
     private(set) var flight: Flight? { didSet { visibleVersion &+= 1 } }
+    /// The profile the provider or the app supplied for the session's user (``TokenRefreshClient/setProfile(_:)``).
+    private(set) var profile: AuthUser? { didSet { visibleVersion &+= 1 } }
     /// Refresh tokens the server rejected, as keyed hashes; never sent again.
     var rejected = RejectedRefreshTokens()
     /// The tokens the current session has held: a rejection is stale only for one of them.
@@ -243,6 +248,7 @@ struct SessionMachine: Sendable {
             forcedBy = .validToken
         default: break
         }
+        // Every request but `validToken` asks the provider even while the token is fresh.
         let forced = forcedBy != .validToken
         let policy = configuration.expiryPolicy
         if !forced && !session.token.willExpireSoon(at: now, policy: policy) { return .token(session.token) }
@@ -258,14 +264,14 @@ struct SessionMachine: Sendable {
         }
         switch forcedBy {
         case .afterRejection, .sessionCheck: return .startRefresh(seed: nil, forced: true)
-        case .validToken, .seed: return .startRefresh(seed: nil, forced: false)
+        case .validToken, .seed, .providerCheck: return .startRefresh(seed: nil, forced: false)
         }
     }
 
     private mutating func decideWithoutSession(_ request: Request, elapsed: Duration) -> Decision {
         var seed: String?
         switch request {
-        case .validToken:
+        case .validToken, .providerCheck:
             // Strategies that need no refresh token (client credentials, an SDK) start a session themselves.
             guard !requiresRefreshToken else { return .fail(.signedOut) }
         case .afterRejection, .sessionCheck:
@@ -421,6 +427,7 @@ struct SessionMachine: Sendable {
         isOffline = false
         breaker = Breaker()
         let flight = takeFlight()
+        if profile?.id != userID { profile = nil }
         state = .signedIn(userID: userID)
         return (replaced, epoch, flight)
     }
@@ -453,6 +460,7 @@ struct SessionMachine: Sendable {
         epoch &+= 1
         phase = .none
         lineage.reset()
+        profile = nil
         isOffline = false
         let flight = takeFlight()
         state = .signedOut
@@ -471,6 +479,7 @@ struct SessionMachine: Sendable {
         let switchedUser =
             session != nil && previousUser != nil && stored.userID != nil && previousUser != stored.userID
         if session == nil || switchedUser { lineage.reset() }
+        if profile?.id != stored.userID { profile = nil }
         lineage.record(stored.token)
         phase = .active(Session(stored, persisted: true))
         storedGeneration = stored.generation
@@ -490,7 +499,7 @@ struct SessionMachine: Sendable {
     /// with it then count as the new session's.
     mutating func refreshed(
         _ token: AuthToken, userID: String?, generation: UInt64, persisted: Bool, elapsed: Duration,
-        startsSession: Bool = false
+        startsSession: Bool = false, profile newProfile: AuthUser? = nil
     ) {
         if startsSession {
             lineage.reset()
@@ -498,6 +507,11 @@ struct SessionMachine: Sendable {
             if let paired = flight?.pairedAccessToken { lineage.record(accessToken: paired) }
         }
         lineage.record(token)
+        if let newProfile, newProfile.id == (userID ?? newProfile.id) {
+            profile = newProfile
+        } else if profile?.id != userID {
+            profile = nil
+        }
         phase = .active(Session(token: token, userID: userID, generation: generation, persisted: persisted))
         isOffline = false
         if persisted { storedGeneration = generation } else { lastPersistAttempt = elapsed }
@@ -506,6 +520,16 @@ struct SessionMachine: Sendable {
 
     /// Sets the state shown to the app.
     mutating func setState(_ newState: AuthState) { state = newState }
+
+    /// Takes `newProfile` for the session's user; returns `false` (and keeps what it had) without a session or
+    /// for another user.
+    mutating func setProfile(_ newProfile: AuthUser) -> Bool {
+        guard let session else { return false }
+        let userID = session.userID ?? session.token.parseUserIdFromJWT()
+        guard userID == nil || userID == newProfile.id else { return false }
+        profile = newProfile
+        return true
+    }
 
     // MARK: - Writing a pending pair again
 
@@ -543,6 +567,7 @@ struct SessionMachine: Sendable {
         snapshot.needsActor = !loaded || session?.persisted == false
         snapshot.isOffline = isOffline
         snapshot.flight = flight?.flight
+        snapshot.profile = profile
         if let token = session?.token {
             snapshot.refreshDue = Self.refreshDue(of: token, policy: configuration.expiryPolicy)
         }

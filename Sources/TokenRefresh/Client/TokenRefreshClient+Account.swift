@@ -5,16 +5,6 @@ import Logging
 public import NetworkRetry
 
 extension TokenRefreshClient {
-    /// The signed-in user, from the current token's claims and the session's user ID; `nil` without a session.
-    public nonisolated var currentUser: AuthUser? {
-        let (token, state) = snapshot.withLock { ($0.token, $0.state) }
-        guard let token else { return nil }
-        switch state {
-        case .signedIn(let userID), .expired(let userID): return AuthUser(token: token, userID: userID)
-        case .signedOut, .loading: return nil
-        }
-    }
-
     /// Deletes the account: sends the app's authenticated request (`DELETE /users/me`) through `client`, and
     /// when the server answers 2xx, ends the session with ``AuthEvent/SignOutReason/accountDeleted`` (the
     /// refresh token is revoked where ``Configuration/revocation`` is set).

@@ -135,8 +135,7 @@ extension TokenRefreshClient {
             machine.shouldAdopt(stored), !stored.token.isExpired(at: now(), policy: configuration.expiryPolicy)
         {
             let switchedUser = machine.adopt(stored)
-            logger.debug("adopted a pair saved elsewhere", metadata: ["token": "\(stored.token.fingerprint)"])
-            publish(.tokenRefreshed(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
+            noteAdopted(stored)
             // Another user's pair is never the answer to a refresh made for this one.
             return switchedUser ? .failure(.sessionChanged) : .success(stored.token)
         }
@@ -213,8 +212,7 @@ extension TokenRefreshClient {
             // Another user's pair is never the answer to a refresh made for this one.
             if machine.adopt(stored) { throw .sessionChanged }
             if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
-                logger.debug("adopted a pair saved elsewhere", metadata: ["token": "\(stored.token.fingerprint)"])
-                publish(.tokenRefreshed(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
+                noteAdopted(stored)
                 return stored.token
             }
             return nil
@@ -296,7 +294,7 @@ extension TokenRefreshClient {
     ) async throws(TokenRefreshError) -> AuthToken {
         try checkEpoch(startEpoch)
         let token = response.token(receivedAt: now(), keeping: sent)
-        let userID = response.userID ?? previous?.userID ?? token.parseUserIdFromJWT()
+        let userID = response.userID ?? previous?.userID ?? token.parseUserIdFromJWT() ?? response.user?.id
         let generation = machine.nextGeneration(after: previous)
         // Nobody sees the new pair before the write has landed or failed: not the waiters, not the snapshot.
         let stored = StoredSession(token: token, userID: userID, generation: generation)
@@ -314,7 +312,7 @@ extension TokenRefreshClient {
         // A failed write keeps the pair in memory (the rotated refresh token is never dropped) and is retried.
         machine.refreshed(
             token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed,
-            startsSession: previous == nil)
+            startsSession: previous == nil, profile: response.user)
         if let writeFailure {
             logger.debug("persisting the new pair failed; kept in memory", metadata: ["token": "\(token.fingerprint)"])
             publish(.persistenceFailed(writeFailure, tokenFingerprint: token.fingerprint))
@@ -328,6 +326,13 @@ extension TokenRefreshClient {
         return token
     }
 
+    /// A pair another process saved was adopted instead of refreshing: say so, apart from a refresh.
+    func noteAdopted(_ stored: StoredSession) {
+        metrics.recordAdoption()
+        logger.debug("adopted a pair saved elsewhere", metadata: ["token": "\(stored.token.fingerprint)"])
+        publish(.tokenAdopted(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
+    }
+
     func adoptAfterConflict(epoch startEpoch: UInt64) async throws(TokenRefreshError) -> AuthToken {
         let read = await store.load(account: configuration.account)
         try checkEpoch(startEpoch)
@@ -335,6 +340,7 @@ extension TokenRefreshClient {
         case .found(let stored):
             // Another user's pair is never the answer to a refresh made for this one.
             if machine.adopt(stored) { throw .sessionChanged }
+            noteAdopted(stored)
             return stored.token
         case .absent:
             await endSession(reason: .removedElsewhere, error: nil)
@@ -358,7 +364,10 @@ extension TokenRefreshClient {
         {
             try checkEpoch(startEpoch)
             if machine.adopt(stored) { throw .sessionChanged }
-            if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) { return stored.token }
+            if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
+                noteAdopted(stored)
+                return stored.token
+            }
             do {
                 let response = try await attemptWithRetries(storedRefresh, epoch: startEpoch)
                 return try await completeRefresh(response, sent: storedRefresh, from: session, epoch: startEpoch)
@@ -395,13 +404,14 @@ extension TokenRefreshClient {
     // MARK: - Sessions
 
     func startSession(
-        _ token: AuthToken, userID: String?, previousState: AuthState
+        _ token: AuthToken, userID: String?, previousState: AuthState, profile: AuthUser? = nil
     ) async throws(TokenRefreshError) -> AuthToken {
         if !machine.loaded, case .found(let stored) = await store.load(account: configuration.account) {
             // Kept so that a sign-in that cannot be stored falls back to the stored session.
             machine.noteStoredBeforeLoad(stored)
         }
         let (replaced, startEpoch, flight) = machine.beginSession(token, userID: userID, stateBefore: previousState)
+        if let profile { _ = machine.setProfile(profile) }
         flightTask?.cancel()
         flightTask = nil
         // Its callers asked for the old session's token: the new session's is never their answer.

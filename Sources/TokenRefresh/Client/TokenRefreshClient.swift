@@ -41,6 +41,8 @@ public actor TokenRefreshClient: TokenProvider {
         var refreshDue = Date.distantPast
         var isOffline = false
         var flight: RefreshFlight?
+        /// The profile the provider or the app supplied for the session's user.
+        var profile: AuthUser?
     }
 
     struct Subscribers: Sendable {
@@ -61,6 +63,7 @@ public actor TokenRefreshClient: TokenProvider {
     nonisolated let snapshot = LockedValue(Snapshot())
     nonisolated let subscribers = LockedValue(Subscribers())
     nonisolated let stateSubscribers = LockedValue(StateSubscribers())
+    nonisolated let sessionStateSubscribers = LockedValue(SessionStateSubscribers())
 
     /// The session's rules and state (see ``SessionMachine``). Every change that the fast path or the
     /// ``states()`` subscribers can see is published here, so no transition has to remember to. (No `oldValue`:
@@ -72,6 +75,7 @@ public actor TokenRefreshClient: TokenProvider {
             let published = machine.snapshot()
             snapshot.withLock { $0 = published }
             publishState(machine.state)
+            publishSessionState(published)
         }
     }
     /// The machine's ``SessionMachine/visibleVersion`` last published.
@@ -284,9 +288,11 @@ public actor TokenRefreshClient: TokenProvider {
     /// its access token expired meanwhile.
     ///
     /// With `validatingWithProvider`, the session is then checked with the token provider, as an app checks its
-    /// SDK at launch (Clerk's `load()` then `getToken()`): a valid token is fetched (refreshed if due). A
-    /// rejection ends the session with its reason; a connectivity failure keeps it (`expired` if its token has
-    /// expired) until ``networkRestored()``.
+    /// SDK at launch (Clerk's `load()` then `getToken()`). A provider without a refresh token (an SDK, client
+    /// credentials) is always asked, also while the stored token is fresh, so a sign-out done in the SDK is seen; it may answer from its
+    /// own cache. A cookie session is checked with the server. Other strategies fetch a valid token (refreshed if
+    /// due). A rejection ends the session with its reason; a connectivity failure keeps it (`expired` if its token
+    /// has expired) until ``networkRestored()``.
     ///
     /// - Parameter validatingWithProvider: Whether to check the session with the provider; `false` by default.
     /// - Returns: The state afterwards; `loading` when the store is unavailable.
@@ -301,17 +307,28 @@ public actor TokenRefreshClient: TokenProvider {
     /// server (even while the credential looks fresh), a valid token for the others. A connectivity failure
     /// keeps the session as expired (offline).
     func checkWithProvider() async {
+        var asksProvider = false
         do {
             if strategy.checksSessionWithServer, session != nil {
                 switch try await prepare(.sessionCheck) {
                 case .token: break
                 case .wait(let flight): _ = try await flight.wait()
                 }
-            } else if session != nil || !strategy.requiresRefreshToken {
+            } else if !strategy.requiresRefreshToken {
+                // An SDK owns the session: only it knows whether it still has one.
+                asksProvider = true
+                switch try await prepare(.providerCheck) {
+                case .token: break
+                case .wait(let flight): _ = try await flight.wait()
+                }
+            } else if session != nil {
                 _ = try await validToken()
             }
         } catch let error as TokenRefreshError where error.isConnectivityFailure {
-            if let session { machine.setState(.expired(lastUserID: session.userID)) }
+            // An SDK that cannot be reached says nothing about a token that is still fresh.
+            if let session, !asksProvider || session.token.isExpired(at: now(), policy: configuration.expiryPolicy) {
+                machine.setState(.expired(lastUserID: session.userID))
+            }
         } catch {
             // Rejections have ended the session already; other failures keep it as it is.
         }
@@ -346,7 +363,9 @@ public actor TokenRefreshClient: TokenProvider {
         }
         let token = response.token(receivedAt: now())
         return try await startSession(
-            token, userID: userID ?? response.userID ?? token.parseUserIdFromJWT(), previousState: previous)
+            token, userID: userID ?? response.userID ?? token.parseUserIdFromJWT() ?? response.user?.id,
+            previousState: previous,
+            profile: response.user)
     }
 
     /// After a failed sign-in, the state says what is true: the session that was there before (read from the

@@ -10,8 +10,11 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
 
         /// A session started (sign-in, or a restored or adopted session).
         public static let signedIn = Kind("signedIn")
-        /// The access token was refreshed.
+        /// The access token was refreshed: the token provider was asked (a network call, or an SDK's answer).
         public static let tokenRefreshed = Kind("tokenRefreshed")
+        /// A newer pair that another process or replica saved in the shared store was taken instead of
+        /// refreshing: no call to the token provider.
+        public static let tokenAdopted = Kind("tokenAdopted")
         /// The session ended; ``AuthEvent/reason`` says why.
         public static let signedOut = Kind("signedOut")
         /// A refresh failed and the session was kept; ``AuthEvent/error`` says why.
@@ -104,6 +107,16 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
     /// - Returns: The event.
     public static func tokenRefreshed(userID: String?, tokenFingerprint: String?) -> AuthEvent {
         AuthEvent(.tokenRefreshed, userID: userID, tokenFingerprint: tokenFingerprint)
+    }
+
+    /// A pair another process saved was adopted, without a refresh.
+    ///
+    /// - Parameters:
+    ///   - userID: The user, if known.
+    ///   - tokenFingerprint: The adopted access token's fingerprint.
+    /// - Returns: The event.
+    public static func tokenAdopted(userID: String?, tokenFingerprint: String?) -> AuthEvent {
+        AuthEvent(.tokenAdopted, userID: userID, tokenFingerprint: tokenFingerprint)
     }
 
     /// The session ended.

@@ -22,7 +22,8 @@ public final class AuthSessionModel {
     public private(set) var isAuthenticated = false
     /// Whether the stored session is still being read or a sign-in is under way.
     public private(set) var isLoading = true
-    /// The signed-in user, if any.
+    /// The signed-in user, if any, with the profile the token provider or the app supplied (also one supplied
+    /// after the sign-in, through ``TokenRefreshClient/setProfile(_:)``).
     public private(set) var currentUser: AuthUser?
     /// The state itself.
     public private(set) var state: AuthState = .loading
@@ -31,6 +32,7 @@ public final class AuthSessionModel {
 
     @ObservationIgnored private let client: TokenRefreshClient
     @ObservationIgnored private var task: Task<Void, Never>?
+    @ObservationIgnored private var userTask: Task<Void, Never>?
 
     /// Creates a model that follows `client` until it is released.
     ///
@@ -44,10 +46,19 @@ public final class AuthSessionModel {
                 self.apply(state)
             }
         }
+        // A new user or profile without a change of state (a profile supplied after the sign-in): read it again.
+        let sessions = client.sessionStates()
+        userTask = Task { [weak self] in
+            for await _ in sessions {
+                guard let self else { return }
+                if self.state.hasSession { self.currentUser = self.client.currentUser }
+            }
+        }
     }
 
     isolated deinit {
         task?.cancel()
+        userTask?.cancel()
     }
 
     /// Keeps an error for the view to show (its `localizedDescription`).

@@ -50,7 +50,22 @@ public struct AuthUser: Sendable, Hashable, CustomStringConvertible {
     ///   - userID: The user ID the app knows, if any.
     /// - Returns: The user, or `nil` when neither the claims nor `userID` give an ID.
     public init?(token: AuthToken, userID: String? = nil) {
-        let claims = token.claims
+        self.init(claims: token.claims, userID: userID)
+    }
+
+    /// The user an OpenID Connect ID token describes (`sub`, `given_name`, `family_name`, `name`, `email`,
+    /// `picture`), for ``TokenRefreshClient/setProfile(_:)`` when the access token carries no profile.
+    ///
+    /// The claims are read without verifying the signature: for display, never for authorization.
+    ///
+    /// - Parameter idToken: The ID token (a compact JWT).
+    /// - Returns: The user, or `nil` when the token is not a JWT or has no `sub`.
+    public init?(idToken: String) {
+        guard let claims = try? JWT(parsing: idToken).claims else { return nil }
+        self.init(claims: claims, userID: nil)
+    }
+
+    private init?(claims: JWTClaims?, userID: String?) {
         guard let id = userID ?? claims?.subject else { return nil }
         self.init(
             id: id, firstName: claims?.string("given_name") ?? claims?.string("first_name"),

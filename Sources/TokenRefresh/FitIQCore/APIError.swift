@@ -1,3 +1,4 @@
+import AuthToken
 public import Foundation
 
 /// The error a ``NetworkClientProtocol`` throws for an HTTP failure, as the FitIQ API clients match it:
@@ -6,7 +7,7 @@ public import Foundation
 /// Compare with the static members; equality compares the kind (and the status of
 /// ``httpStatus(_:)``). Descriptions name the kind and status only.
 public struct APIError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
-    private enum Code: String, Hashable, Sendable {
+    private enum Code: String, Hashable, Sendable, CaseIterable {
         case unauthorized, invalidResponse, httpStatus
     }
     private let code: Code
@@ -38,12 +39,24 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible, Loca
         code == .httpStatus ? "APIError.httpStatus(\(statusCode ?? 0))" : "APIError.\(code.rawValue)"
     }
 
-    /// A user-facing message without secrets.
+    /// A user-facing message without secrets, in the user's language (English or Japanese).
     public var errorDescription: String? {
+        TokenRefreshError.messages.text(messageKey, english: englishDescription, number: statusCode)
+    }
+
+    /// The English message.
+    package var englishDescription: String {
         switch code {
         case .unauthorized: "Your session has expired. Please sign in again."
         case .invalidResponse: "The server sent an answer that could not be read."
         case .httpStatus: "The server could not complete the request (HTTP \(statusCode ?? 0))."
         }
     }
+
+    /// One error of each kind, for the tests that check every kind has its messages.
+    package static var everyCode: [APIError] {
+        Code.allCases.map { APIError($0, statusCode: $0 == .httpStatus ? 500 : nil) }
+    }
+    /// The key of the error's message in the translations: `APIError.<kind>`.
+    package var messageKey: String { "APIError.\(code.rawValue)" }
 }

@@ -1,3 +1,4 @@
+import AuthToken
 import Foundation
 import NetworkRetry
 
@@ -23,12 +24,11 @@ public struct UserMessage: Sendable, Hashable {
         /// Japanese (`ja`).
         case japanese = "ja"
 
-        /// The first of the user's preferred languages that the resources carry; English otherwise.
+        /// The first of the user's preferred languages that the resources carry; English otherwise. The same
+        /// choice as every TokenKit error's `localizedDescription`: the system's languages on Apple platforms, and
+        /// elsewhere the locale variables (`LANGUAGE`, `LC_ALL`, `LC_MESSAGES`, `LANG`).
         public static var preferred: Language {
-            for identifier in Locale.preferredLanguages {
-                if let language = Language(rawValue: String(identifier.prefix(2)).lowercased()) { return language }
-            }
-            return .english
+            Language(rawValue: MessageLanguage.preferred.rawValue) ?? .english
         }
     }
 
@@ -190,20 +190,6 @@ final class MessageTables: Sendable {
     /// without `Bundle.module`, whose accessor stops the process when the bundle is missing (a relocated Linux
     /// binary, say). Without it, messages fall back to their keys' names.
     private static func resourceDirectory() -> URL? {
-        let names = ["TokenKit_TokenRefresh.resources", "TokenKit_TokenRefresh.bundle"]
-        var places = [
-            Bundle.main.resourceURL, Bundle.main.bundleURL, Bundle.main.executableURL?.deletingLastPathComponent(),
-        ]
-        places += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
-        for place in places.compactMap({ $0 }) {
-            for name in names {
-                let bundle = place.appendingPathComponent(name)
-                for directory in [bundle, bundle.appendingPathComponent("Contents/Resources")]
-                where FileManager.default.fileExists(atPath: directory.appendingPathComponent("en.json").path) {
-                    return directory
-                }
-            }
-        }
-        return nil
+        MessageCatalog.resourceDirectory(bundle: "TokenKit_TokenRefresh", containing: "en.json")
     }
 }

@@ -1,7 +1,13 @@
 public import Foundation
 import HTTPTypes
 
-/// Revokes a refresh token at sign-out (RFC 7009). Best effort: a failure never keeps a session alive.
+/// Revokes a refresh token (RFC 7009): at sign-out, when set as ``TokenRefreshClient/Configuration/revocation``
+/// (best effort: a failure never keeps a session alive), or when the app calls ``revoke(_:)`` itself.
+///
+/// ```swift
+/// let revocation = TokenRevocation.rfc7009(url: revokeURL, using: endpoint)
+/// try await revocation.revoke(refreshToken)
+/// ```
 public struct TokenRevocation: Sendable {
     private let body: @Sendable (String) async throws -> Void
 
@@ -33,6 +39,10 @@ public struct TokenRevocation: Sendable {
         }
     }
 
-    /// Revokes `refreshToken`.
-    func revoke(_ refreshToken: String) async throws { try await body(refreshToken) }
+    /// Revokes `refreshToken` now. RFC 7009 answers 200 also for a token the server no longer knows.
+    ///
+    /// - Parameter refreshToken: The refresh token (sent once, never logged).
+    /// - Throws: For ``rfc7009(url:using:)``: ``TokenRefreshError/unexpectedResponse`` with the status when the
+    ///   server did not answer 200, and the transport's errors; otherwise what the closure throws.
+    public func revoke(_ refreshToken: String) async throws { try await body(refreshToken) }
 }

@@ -7,10 +7,15 @@
 /// ```swift
 /// let auth = TokenRefreshClient(strategy: SDKTokenStrategy { forceRefresh in
 ///     try await clerk.session?.getToken(.init(skipCache: forceRefresh))?.jwt
+/// } user: {
+///     clerk.user.map { AuthUser(id: $0.id, firstName: $0.firstName, lastName: $0.lastName, imageURL: $0.imageUrl) }
 /// })
 /// let api = AuthenticatedClient(transport: transport, tokenProvider: auth, configuration: configuration)
 /// ```
 ///
+/// - The `user` closure supplies the profile (Clerk's default session token carries no name or e-mail): it is
+///   asked after each token, and ``TokenRefreshClient/currentUser`` and ``TokenRefreshClient/sessionStates()``
+///   carry it. A profile whose ID is not the session's user is ignored.
 /// - The closure returns the token (a JWT, whose `exp` and `iat` give its lifetime), or `nil` when the SDK
 ///   has no session: the session then ends once, with ``AuthEvent/SignOutReason/providerSignedOut``.
 /// - Throw ``TokenRefreshError/refreshTokenRejected`` when the SDK says the session was revoked: it ends once,
@@ -21,15 +26,23 @@
 ///   answer from its cache.
 public struct SDKTokenStrategy: RefreshStrategy {
     private let body: @Sendable (_ forceRefresh: Bool) async throws -> String?
+    private let user: (@Sendable () async -> AuthUser?)?
     /// An SDK keeps its own refresh token: `false`.
     public var requiresRefreshToken: Bool { false }
 
     /// Creates the strategy.
     ///
-    /// - Parameter body: Returns the SDK's current token, or `nil` without a session; skips the SDK's cache
-    ///   when its argument is `true`.
-    public init(_ body: @escaping @Sendable (_ forceRefresh: Bool) async throws -> String?) {
+    /// - Parameters:
+    ///   - body: Returns the SDK's current token, or `nil` without a session; skips the SDK's cache when its
+    ///     argument is `true`.
+    ///   - user: Returns the signed-in user's profile from the SDK, if it has one; `nil` by default (the profile
+    ///     then comes from the token's claims, or from ``TokenRefreshClient/setProfile(_:)``).
+    public init(
+        _ body: @escaping @Sendable (_ forceRefresh: Bool) async throws -> String?,
+        user: (@Sendable () async -> AuthUser?)? = nil
+    ) {
         self.body = body
+        self.user = user
     }
 
     /// Asks the SDK for its token, from its cache if it has a good one.
@@ -50,6 +63,6 @@ public struct SDKTokenStrategy: RefreshStrategy {
     /// - Throws: ``TokenRefreshError/signedOut`` when the SDK has no session; what the closure throws.
     public func refresh(using refreshToken: String?, forced: Bool) async throws -> TokenResponse {
         guard let token = try await body(forced), !token.isEmpty else { throw TokenRefreshError.signedOut }
-        return TokenResponse(accessToken: token)
+        return TokenResponse(accessToken: token, user: await user?())
     }
 }

@@ -136,6 +136,10 @@ public struct TokenEndpoint: Sendable {
             return TokenRefreshError.configuration.with(oauthError: code).with(status: status)
         case "temporarily_unavailable", "server_error":
             return TokenRefreshError.transient.with(oauthError: code).with(status: status).with(retryAfter: retryAfter)
+        case .some(let other) where isSignIn && (status == 401 || status == 403 || other == "invalid_credentials"):
+            // A sign-in refused with a code of the server's own (FitIQ's `401 invalid_credentials`): the user's
+            // credentials were not accepted.
+            return TokenRefreshError.signInRejected.with(oauthError: other).with(status: status)
         case .some(let other):
             return TokenRefreshError.unexpectedResponse.with(oauthError: other).with(status: status)
         case nil:

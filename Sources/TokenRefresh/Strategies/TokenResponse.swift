@@ -18,6 +18,9 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
     public let scope: String?
     /// The user the token belongs to, when the response names one (`user_id`, `user_profile_id`).
     public let userID: String?
+    /// The user's profile, when the token provider supplied one (an SDK's user object, an ID token's claims):
+    /// ``TokenRefreshClient/currentUser`` then shows it where the token's claims say nothing.
+    public let user: AuthUser?
 
     /// Creates a response from its parts.
     ///
@@ -28,9 +31,10 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
     ///   - expiresIn: The lifetime in seconds, if known.
     ///   - scope: The granted scope, if known.
     ///   - userID: The user ID, if the response named one.
+    ///   - user: The user's profile, if the provider supplied one.
     public init(
         accessToken: String, refreshToken: String? = nil, tokenType: String = "Bearer",
-        expiresIn: TimeInterval? = nil, scope: String? = nil, userID: String? = nil
+        expiresIn: TimeInterval? = nil, scope: String? = nil, userID: String? = nil, user: AuthUser? = nil
     ) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
@@ -38,6 +42,7 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
         self.expiresIn = expiresIn
         self.scope = scope
         self.userID = userID
+        self.user = user
     }
 
     /// Creates a response that hands over an existing token, for closure strategies.
@@ -77,7 +82,7 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
                 "accessToken": "<redacted \(AuthToken.fingerprint(accessToken))>",
                 "refreshToken": refreshToken.map { "<redacted \(AuthToken.fingerprint($0))>" } ?? "nil",
                 "tokenType": tokenType, "expiresIn": expiresIn as Any, "scope": scope ?? "nil",
-                "userID": userID ?? "nil",
+                "userID": userID ?? "nil", "user": user.map { "\($0)" } ?? "nil",
             ],
             displayStyle: .struct)
     }
@@ -89,7 +94,8 @@ extension TokenResponse {
 
     /// Parses an RFC 6749 section 5.1 success body, or the FitIQ body: snake_case or camelCase keys
     /// (`access_token` or `accessToken`, and so on), optionally wrapped in `data`. Never crashes: anything
-    /// unexpected is ``TokenRefreshError/malformedResponse``.
+    /// unexpected is ``TokenRefreshError/malformedResponse``. An OpenID Connect `id_token` becomes ``user`` (its
+    /// claims read without verification, for display only); one that cannot be read is ignored.
     ///
     /// - Parameter body: The response body.
     /// - Returns: The parsed response.
@@ -114,7 +120,8 @@ extension TokenResponse {
         }
         return TokenResponse(
             accessToken: accessToken, refreshToken: fields.refreshToken.flatMap { $0.isEmpty ? nil : $0 },
-            tokenType: tokenType, expiresIn: fields.expiresIn, scope: fields.scope, userID: fields.userID)
+            tokenType: tokenType, expiresIn: fields.expiresIn, scope: fields.scope, userID: fields.userID,
+            user: fields.idToken.flatMap { AuthUser(idToken: $0) })
     }
 
     /// The OAuth `error` code of an RFC 6749 section 5.2 body, if it has a well-formed one.
@@ -155,6 +162,7 @@ private struct Fields: Decodable {
     let expiresIn: Double?
     let scope: String?
     let userID: String?
+    let idToken: String?
 
     /// A key given by its spelling.
     struct Key: CodingKey {
@@ -197,6 +205,7 @@ private struct Fields: Decodable {
             expiresIn = nil
         }
         scope = key("scope").flatMap { try? container.decodeIfPresent(String.self, forKey: $0) }
+        idToken = key("id_token", "idToken").flatMap { try? container.decodeIfPresent(String.self, forKey: $0) }
         userID =
             ["user_id", "userId", "userID", "user_profile_id", "userProfileId", "userProfileID"].lazy
             .compactMap { name in try? container.decodeIfPresent(String.self, forKey: Key(name)) }.first

@@ -8,6 +8,9 @@
 //   TokenStoreProbe hang-refresh <directory> <account> 0
 //       A TokenRefreshClient over the store whose token request never answers: it asks for a valid token,
 //       prints "refreshing" once the request is under way (the store's lock is then held), and hangs.
+//   TokenStoreProbe messages
+//       Prints the localizedDescription of a few TokenKit errors, one a line, in the language the environment
+//       (LANGUAGE, LC_ALL, LC_MESSAGES, LANG) asks for: the localization tests run it under each locale.
 //
 // Sessions are derived from their generation (see `probeSession`), so a reader can check one is intact.
 import AuthToken
@@ -107,4 +110,11 @@ func runProbe(_ arguments: [String]) async {
     }
 }
 
+if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == "messages" {
+    let errors: [any Error] = [
+        AuthTokenError.expired, PersistenceError.unavailable, TokenRefreshError.refreshTokenRejected,
+    ]
+    for error in errors { say(error.localizedDescription) }
+    exit(0)
+}
 await runProbe(CommandLine.arguments)
