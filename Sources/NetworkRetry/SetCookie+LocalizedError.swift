@@ -8,6 +8,7 @@ extension SetCookie.Refusal: LocalizedError {
         case .malformed, .invalidCharacters: "The server sent a session cookie that could not be read."
         case .tooLarge: "The server sent a session cookie that is too large."
         case .foreignDomain: "The server sent a session cookie for another site."
+        case .publicSuffixDomain: "The server sent a session cookie for a whole group of sites."
         case .secureOverInsecureTransport: "The server sent a secure session cookie over an insecure connection."
         }
     }

@@ -22,6 +22,7 @@ extension TokenRefreshError: LocalizedError {
         case .signInRejected: "The sign-in was not accepted. Check your details and try again."
         case .serverRefused: "The server refused the request. Your session was kept."
         case .invalidArgument: "The sign-in request could not be made."
+        case .insecureEndpoint: "The app cannot connect securely to the sign-in server."
         default: "Signing in failed."
         }
     }

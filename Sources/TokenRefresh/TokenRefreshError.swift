@@ -16,7 +16,7 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     private enum Code: String, Hashable, Sendable {
         case refreshTokenRejected, configuration, transient, timeout, rateLimited, signedOut, sessionExpired
         case missingRefreshToken, storageUnavailable, cancelled, malformedResponse, unexpectedResponse
-        case signInRejected, invalidArgument, serverRefused, sessionInvalidated
+        case signInRejected, invalidArgument, serverRefused, sessionInvalidated, insecureEndpoint
     }
     private let code: Code
     /// The OAuth `error` code the token endpoint returned (`invalid_grant`, `invalid_client`), if any.
@@ -86,6 +86,9 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     public static let serverRefused = TokenRefreshError(.serverRefused)
     /// An argument is unusable (an endpoint URL without a host, a malformed PKCE verifier).
     public static let invalidArgument = TokenRefreshError(.invalidArgument)
+    /// An endpoint URL (token endpoint, refresh, sign-in, session check, revocation) is plain `http` to a host
+    /// that is not loopback, so nothing was sent. A configuration error: the session is kept.
+    public static let insecureEndpoint = TokenRefreshError(.insecureEndpoint)
 
     /// Whether the session is over and the user must sign in again.
     public var isTerminal: Bool {
