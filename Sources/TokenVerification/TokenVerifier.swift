@@ -255,7 +255,8 @@ public struct TokenVerifier: Sendable {
                 guard secret.key.bitCount >= jws.signature.count * 8 else { throw .weakKey }
                 let key = secret.key
                 let valid = token.withUTF8 { bytes in
-                    let input = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[..<jws.signingInputCount])
+                    let input = UnsafeRawBufferPointer(
+                        rebasing: UnsafeRawBufferPointer(bytes)[..<jws.signingInputCount])
                     return JWK.isValidHMAC(jws.signature, for: input, key: key, hash: algorithm.hash)
                 }
                 if valid { break }

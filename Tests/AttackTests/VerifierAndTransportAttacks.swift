@@ -52,7 +52,8 @@ import _CryptoExtras
 
     static func rsaJWK(kid: String, key: _RSA.Signing.PrivateKey = rsa) -> String {
         let primitives = try! key.publicKey.getKeyPrimitives()
-        return #"{"kty":"RSA","use":"sig","kid":"\#(kid)","n":"\#(b64(primitives.modulus))","e":"\#(b64(primitives.publicExponent))"}"#
+        return
+            #"{"kty":"RSA","use":"sig","kid":"\#(kid)","n":"\#(b64(primitives.modulus))","e":"\#(b64(primitives.publicExponent))"}"#
     }
 
     static func keySet(_ keys: [String]) -> JWKSet {
@@ -169,8 +170,8 @@ import _CryptoExtras
 
     @Test func discoveryOverPlainHTTPToARemoteIssuerIsNeverFetched() async {
         let fetched = Locked(0)
-        let source = RemoteJWKSSource(location: .openIDDiscovery(issuer: URL(string: "http://accounts.example.com")!))
-        { _ in
+        let source = RemoteJWKSSource(location: .openIDDiscovery(issuer: URL(string: "http://accounts.example.com")!)) {
+            _ in
             fetched.withLock { $0 += 1 }
             return .init(body: Data())
         }

@@ -52,7 +52,8 @@ extension Interop {
             // 3. Verified through OIDC discovery: issuer, audience, RS256 only, DOT's key.
             let keys = RemoteJWKSSource(location: .openIDDiscovery(issuer: try #require(URL(string: issuer))))
             let verifier = TokenVerifier(
-                configuration: .init(issuer: issuer, audience: .oneOf([Self.clientID]), algorithms: [.rs256]), keySource: keys)
+                configuration: .init(issuer: issuer, audience: .oneOf([Self.clientID]), algorithms: [.rs256]),
+                keySource: keys)
             let claims = try await verifier.verify(idToken)
             #expect(claims.issuer == issuer)
             #expect(claims.audience == [Self.clientID])

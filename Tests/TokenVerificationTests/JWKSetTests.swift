@@ -63,7 +63,8 @@ import TokenVerification
         }
         // The oct key never verifies an RS256 token, nor does an RSA key an HS256 one.
         let mixed = try JWKSet(
-            json: TestKeys.jwks([oct, TestKeys.rsaJWK(kid: "shared", alg: nil)]), limits: .init(allowsSymmetricKeys: true))
+            json: TestKeys.jwks([oct, TestKeys.rsaJWK(kid: "shared", alg: nil)]),
+            limits: .init(allowsSymmetricKeys: true))
         let both = TestKeys.verifier(
             .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [.hs256, .rs256]),
             source: StaticJWKSSource(mixed))

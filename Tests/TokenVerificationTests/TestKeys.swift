@@ -142,7 +142,8 @@ enum TestKeys {
 
     /// A verifier over `source` at the manual clock's wall time.
     static func verifier(
-        _ configuration: TokenVerifier.Configuration = .init(issuer: issuer, audience: noAudience, algorithms: JWSAlgorithm.asymmetric),
+        _ configuration: TokenVerifier.Configuration = .init(
+            issuer: issuer, audience: noAudience, algorithms: JWSAlgorithm.asymmetric),
         source: any JWKSSource = StaticJWKSSource(keySet()), clock: ManualClock = ManualClock()
     ) -> TokenVerifier {
         TokenVerifier(configuration: configuration, keySource: source, now: clock.wallClock)

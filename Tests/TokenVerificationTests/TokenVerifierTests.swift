@@ -25,9 +25,12 @@ import TokenVerification
     func hmacVerifiesOnlyWithTheConfiguredSecret(_ algorithm: JWSAlgorithm) async throws {
         let token = TestKeys.token(algorithm)
         let withSecret = TestKeys.verifier(
-            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [algorithm], hmacSecrets: TestKeys.hmacSecrets))
+            .init(
+                issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [algorithm],
+                hmacSecrets: TestKeys.hmacSecrets))
         #expect(try await withSecret.verify(token).algorithm == algorithm)
-        let withoutSecret = TestKeys.verifier(.init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [algorithm]))
+        let withoutSecret = TestKeys.verifier(
+            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [algorithm]))
         await #expect(throws: TokenVerificationError.algorithmNotAllowed) { try await withoutSecret.verify(token) }
         let otherSecret = TestKeys.verifier(
             .init(
@@ -38,7 +41,9 @@ import TokenVerification
 
     @Test func aShortHMACSecretIsRefused() async {
         let verifier = TestKeys.verifier(
-            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [.hs512], hmacSecrets: [HMACSecret(keyID: nil, key: SymmetricKey(size: .bits256))]))
+            .init(
+                issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [.hs512],
+                hmacSecrets: [HMACSecret(keyID: nil, key: SymmetricKey(size: .bits256))]))
         await #expect(throws: TokenVerificationError.weakKey) { try await verifier.verify(TestKeys.token(.hs512)) }
     }
 
@@ -46,8 +51,10 @@ import TokenVerification
         let previousText = String(TestKeys.hmacSecretText.reversed())
         TestSecrets.shared.register(previousText, as: .clientSecret)
         func signed(kid: String, with text: String) -> String {
-            let input = TestKeys.base64URL(#"{"alg":"HS256","kid":"\#(kid)"}"#) + "." + TestKeys.base64URL(TestKeys.claims())
-            let mac = HMAC<SHA256>.authenticationCode(for: Array(input.utf8), using: SymmetricKey(data: Array(text.utf8)))
+            let input =
+                TestKeys.base64URL(#"{"alg":"HS256","kid":"\#(kid)"}"#) + "." + TestKeys.base64URL(TestKeys.claims())
+            let mac = HMAC<SHA256>.authenticationCode(
+                for: Array(input.utf8), using: SymmetricKey(data: Array(text.utf8)))
             return TestKeys.register(input + "." + TestKeys.base64URL(mac))
         }
         let verifier = TestKeys.verifier(
@@ -186,7 +193,9 @@ import TokenVerification
         ClaimCase("aud other", TestKeys.claims(#","aud":["web","app"]"#), .audienceMismatch) {
             $0.audience = .oneOf(["api"])
         },
-        ClaimCase("aud a number", TestKeys.claims(#","aud":7"#), .invalidClaim("aud")) { $0.audience = .oneOf(["api"]) },
+        ClaimCase("aud a number", TestKeys.claims(#","aud":7"#), .invalidClaim("aud")) {
+            $0.audience = .oneOf(["api"])
+        },
         ClaimCase("azp not allowed", TestKeys.claims(#","azp":"https://evil.example""#), .partyNotAllowed) {
             $0.allowedParties = ["https://app.example.com"]
         },
@@ -207,14 +216,17 @@ import TokenVerification
 
     @Test func theLeewayAppliesBothWays() async throws {
         let clock = ManualClock()
-        let verifier = TestKeys.verifier(.init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, leeway: .seconds(5)), clock: clock)
+        let verifier = TestKeys.verifier(
+            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, leeway: .seconds(5)), clock: clock)
         let token = TestKeys.token(.rs256)
         clock.advance(by: .seconds(64))
         _ = try await verifier.verify(token)
         clock.advance(by: .seconds(1))
         await #expect(throws: TokenVerificationError.expired) { try await verifier.verify(token) }
         let early = TestKeys.token(.rs256, payload: TestKeys.claims(#","nbf":1800000004"#))
-        _ = try await TestKeys.verifier(.init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, leeway: .seconds(5))).verify(early)
+        _ = try await TestKeys.verifier(
+            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, leeway: .seconds(5))
+        ).verify(early)
     }
 
     @Test func allowedPartiesAndAudiencesAccept() async throws {
@@ -229,7 +241,8 @@ import TokenVerification
     }
 
     @Test func theTypeIsCheckedWhenRequired() async throws {
-        let verifier = TestKeys.verifier(.init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, requiredType: "at+jwt"))
+        let verifier = TestKeys.verifier(
+            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, requiredType: "at+jwt"))
         await #expect(throws: TokenVerificationError.typeMismatch) { try await verifier.verify(TestKeys.token(.rs256)) }
         for type in ["at+jwt", "application/at+JWT"] {
             let token = TestKeys.token(

@@ -41,7 +41,9 @@ import TokenVerification
         let source = RemoteJWKSSource(
             location: .openIDDiscovery(issuer: URL(string: "http://127.0.0.1:\(server.port)")!))
         let verifier = TokenVerifier(
-            configuration: .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: JWSAlgorithm.asymmetric), keySource: source,
+            configuration: .init(
+                issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: JWSAlgorithm.asymmetric),
+            keySource: source,
             now: { TestKeys.start })
         #expect(try await verifier.verify(TestKeys.token(.es256)).subject == "user_2abc")
         #expect(try await verifier.verify(TestKeys.token(.rs256)).subject == "user_2abc")
