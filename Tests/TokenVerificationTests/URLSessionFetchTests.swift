@@ -13,6 +13,8 @@ import TokenVerification
                 status: 200,
                 headers: [("Content-Type", "application/json"), ("Cache-Control", "public, max-age=120")],
                 body: TestKeys.allJWKS)
+        case "/moved":
+            return .init(status: 302, headers: [("Location", "http://127.0.0.1:\(port)/jwks.json")])
         case "/.well-known/openid-configuration":
             let issuer = "http://127.0.0.1:\(port)"
             let body = #"{"issuer":"\#(issuer)","jwks_uri":"\#(issuer)/jwks.json"}"#
@@ -33,6 +35,14 @@ import TokenVerification
         await #expect(throws: (any Error).self) {
             try await fetch(URL(string: "http://127.0.0.1:\(server.port)/missing")!)
         }
+    }
+
+    @Test func aRedirectWithinTheOriginIsFollowed() async throws {
+        let server = try LoopbackServer(route: Self.route)
+        defer { server.stop() }
+        let response = try await RemoteJWKSSource.urlSessionFetch()(
+            URL(string: "http://127.0.0.1:\(server.port)/moved")!)
+        #expect(response.body == TestKeys.allJWKS)
     }
 
     @Test func discoveryOverHTTPToLoopbackVerifiesATokenEndToEnd() async throws {
