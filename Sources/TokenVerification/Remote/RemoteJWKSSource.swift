@@ -24,6 +24,11 @@ public import Logging
 /// - **Bounds:** ``Configuration/fetchTimeout`` (the fetch is abandoned, even if it ignores cancellation),
 ///   ``JWKSet/Limits`` on the document's size and key count. A key that does not parse is skipped and logged.
 ///
+/// - **https only:** the JWKS URL, the discovery issuer and the discovered `jwks_uri` must be `https` (or `http`
+///   to loopback), else nothing is fetched (``TokenVerificationError/insecureKeySetURL``) unless
+///   ``Configuration/dangerouslyAllowsPlainHTTP`` is on; ``urlSessionFetch(_:)`` follows redirects only within
+///   the origin.
+///
 /// All time comes from the injected clock, so tests drive it with a manual clock.
 public actor RemoteJWKSSource: JWKSSource {
     /// What a fetch returns: the body, and the `Cache-Control: max-age` if the response had one.
