@@ -231,12 +231,13 @@ def main() -> None:
         pyjwt.encode(claims("pyjwt", "none", now), None, algorithm="none", headers={"kid": "pyjwt-rs256"}),
         "unsignedToken")
     # The HS256 key-confusion attack: HMAC with the RSA public key's PEM as the secret, kid of the RSA key.
-    # jwcrypto lets an oct key hold any bytes, so it can mint what PyJWT refuses to.
+    # jwcrypto lets an oct key hold any bytes, so it can mint what PyJWT refuses to. The verifier's HMAC secret
+    # has no kid, so a token naming the RSA key's kid finds no secret at all.
     rsa_key, rsa_kid, _ = jwcrypto_keys["RS256"]
     pem = rsa_key.export_to_pem(private_key=False)
     add("jwcrypto HS256 signed with the RSA public key", "jwcrypto", "HS256",
         jwcrypto_sign(claims("jwcrypto", "HS256", now), cjwk.JWK(kty="oct", k=b64url(pem)), "HS256", rsa_kid),
-        "invalidSignature")
+        "unknownKeyID")
     # A JWS in JSON serialization, not compact: the verifier accepts only compact tokens.
     ec_key, ec_kid, _ = jwcrypto_keys["ES256"]
     json_jws = cjws.JWS(json.dumps(claims("jwcrypto", "ES256", now)).encode())

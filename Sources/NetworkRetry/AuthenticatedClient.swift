@@ -176,7 +176,9 @@ public struct AuthenticatedClient: HTTPTransport {
         while true {
             guard !token.accessToken.isEmpty else { throw NetworkRetryError.noToken }
             var outgoing = hop
-            if onOrigin {
+            // A scoped cookie goes only where its own Domain, Path and Secure allow, even on an allowed origin.
+            let attaches = onOrigin && configuration.credentialPresentation.applies(to: hop)
+            if attaches {
                 let field = authorizationCache.field(for: token.accessToken)
                 if field.name == .authorization {
                     if outgoing.headerFields[.authorization] != nil { outgoing.headerFields[.authorization] = nil }
@@ -187,7 +189,7 @@ public struct AuthenticatedClient: HTTPTransport {
                 } else {
                     outgoing.headerFields.append(field)
                 }
-            } else {
+            } else if !onOrigin {
                 outgoing.headerFields[.authorization] = nil
                 outgoing.headerFields[.cookie] = nil
                 outgoing.headerFields[.proxyAuthorization] = nil
@@ -195,11 +197,11 @@ public struct AuthenticatedClient: HTTPTransport {
                     outgoing.headerFields[name] = nil
                 }
             }
-            let (response, data) = try await exchange(outgoing, body: hopBody, token: onOrigin ? token : nil)
+            let (response, data) = try await exchange(outgoing, body: hopBody, token: attaches ? token : nil)
             let code = response.status.code
 
             switch RetryDecision(
-                code: code, response: response, requestCarriedToken: onOrigin, alreadyRefreshed: refreshed)
+                code: code, response: response, requestCarriedToken: attaches, alreadyRefreshed: refreshed)
             {
             case .fail(let error):
                 logger.trace("request rejected", metadata: ["error": "\(error)"])
@@ -396,25 +398,65 @@ public struct CredentialPresentation: Sendable, Hashable, CustomStringConvertibl
     private enum Kind: Hashable {
         case bearer
         case cookie(String)
+        case scopedCookie(String, ObjectIdentifier)
     }
     private let kind: Kind
+    private let scope: SessionCookieScope?
 
     /// `Authorization: Bearer <token>` (RFC 6750).
-    public static let bearer = CredentialPresentation(kind: .bearer)
+    public static let bearer = CredentialPresentation(kind: .bearer, scope: nil)
 
-    /// `Cookie: <name>=<token>`: a session cookie the client owns (never a global cookie jar). Other cookies
-    /// of the request are kept on the origin and, like it, dropped once a redirect leaves the origin.
+    /// `Cookie: <name>=<token>`: a session cookie the client owns (never a global cookie jar), sent to every
+    /// allowed origin whatever the cookie's own scope. Other cookies of the request are kept on the origin and,
+    /// like it, dropped once a redirect leaves the origin. Prefer ``cookie(named:scope:)``, which a
+    /// `CookieSessionStrategy` hands out.
     ///
     /// - Parameter name: The cookie's name (`better-auth.session_token`).
     /// - Returns: The presentation.
     public static func cookie(named name: String) -> CredentialPresentation {
-        CredentialPresentation(kind: .cookie(name))
+        CredentialPresentation(kind: .cookie(name), scope: nil)
     }
+
+    /// `Cookie: <name>=<token>`, only on requests in the cookie's scope (RFC 6265 section 5.4): its domain
+    /// (host-only unless it had a `Domain`), its path, and https when it is `Secure`. A request on an allowed
+    /// origin outside the scope goes without the cookie (and a 401 to it causes no refresh).
+    ///
+    /// - Parameters:
+    ///   - name: The cookie's name.
+    ///   - scope: The scope, kept current by whoever captures the cookie.
+    /// - Returns: The presentation.
+    public static func cookie(named name: String, scope: SessionCookieScope) -> CredentialPresentation {
+        CredentialPresentation(kind: .scopedCookie(name, ObjectIdentifier(scope)), scope: scope)
+    }
+
+    /// Whether the credential goes with `request` (already on an allowed origin): always for a Bearer token
+    /// and an unscoped cookie; for a scoped cookie, when the request is in its scope.
+    ///
+    /// - Parameter request: The request.
+    /// - Returns: Whether to attach the credential.
+    public func applies(to request: HTTPRequest) -> Bool {
+        scope?.current.matches(request) ?? true
+    }
+
+    /// Equal when the kinds (and, for a scoped cookie, the scope holders) are.
+    ///
+    /// - Parameters:
+    ///   - lhs: A presentation.
+    ///   - rhs: Another.
+    /// - Returns: Whether they are the same.
+    public static func == (lhs: CredentialPresentation, rhs: CredentialPresentation) -> Bool { lhs.kind == rhs.kind }
+
+    /// Hashes the kind.
+    ///
+    /// - Parameter hasher: The hasher.
+    public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
 
     /// The cookie's name, for a cookie presentation.
     public var cookieName: String? {
-        if case .cookie(let name) = kind { return name }
-        return nil
+        switch kind {
+        case .bearer: nil
+        case .cookie(let name), .scopedCookie(let name, _): name
+        }
     }
 
     /// The header field carrying `credential`.
@@ -424,7 +466,7 @@ public struct CredentialPresentation: Sendable, Hashable, CustomStringConvertibl
     public func field(for credential: String) -> HTTPField {
         switch kind {
         case .bearer: HTTPField(name: .authorization, value: "Bearer " + credential)
-        case .cookie(let name): HTTPField(name: .cookie, value: name + "=" + credential)
+        case .cookie(let name), .scopedCookie(let name, _): HTTPField(name: .cookie, value: name + "=" + credential)
         }
     }
 
@@ -433,6 +475,7 @@ public struct CredentialPresentation: Sendable, Hashable, CustomStringConvertibl
         switch kind {
         case .bearer: "bearer"
         case .cookie(let name): "cookie(\(name))"
+        case .scopedCookie(let name, _): "cookie(\(name), \(scope.map { "\($0)" } ?? ""))"
         }
     }
 }

@@ -11,7 +11,7 @@ extension SetCookie.Refusal: LocalizedError {
 
     /// Every refusal, for the tests that check each has its messages.
     package static let everyRefusal: [SetCookie.Refusal] = [
-        .malformed, .tooLarge, .invalidCharacters, .foreignDomain, .secureOverInsecureTransport,
+        .malformed, .tooLarge, .invalidCharacters, .foreignDomain, .secureOverInsecureTransport, .publicSuffixDomain,
     ]
 
     /// The key of the refusal's message in the translations: `SetCookie.Refusal.<case>`.
@@ -22,6 +22,7 @@ extension SetCookie.Refusal: LocalizedError {
         case .invalidCharacters: "SetCookie.Refusal.invalidCharacters"
         case .foreignDomain: "SetCookie.Refusal.foreignDomain"
         case .secureOverInsecureTransport: "SetCookie.Refusal.secureOverInsecureTransport"
+        case .publicSuffixDomain: "SetCookie.Refusal.publicSuffixDomain"
         }
     }
 
@@ -31,6 +32,7 @@ extension SetCookie.Refusal: LocalizedError {
         case .malformed, .invalidCharacters: "The server sent a session cookie that could not be read."
         case .tooLarge: "The server sent a session cookie that is too large."
         case .foreignDomain: "The server sent a session cookie for another site."
+        case .publicSuffixDomain: "The server sent a session cookie for a whole group of sites."
         case .secureOverInsecureTransport: "The server sent a secure session cookie over an insecure connection."
         }
     }

@@ -4,6 +4,15 @@ public import Foundation
 /// session cookie needs: the domain must match the request's host, a `Secure` cookie must arrive over https,
 /// and a cookie that is too large or has control characters is refused.
 ///
+/// No public suffix list is built in, so a `Domain` attribute is held to a stricter rule of its own: it must be
+/// the request's host or a parent of it; it must not be a single label (`com`, `dev`), a two-label name under a
+/// country code whose first label is a usual second-level name (`co.uk`, `com.au`, `ne.jp`), or one of a short
+/// list of shared hosting suffixes (`workers.dev`, `github.io`, `vercel.app`, `herokuapp.com`, ...); and for a
+/// host that is an IP address it must be that address. A `Domain` equal to such a suffix on the host itself
+/// makes a host-only cookie, as RFC 6265 section 5.3 step 6 says. A suffix this rule does not know (a
+/// registry's rarer second-level names) is accepted: scope a cookie-session client's allowed origins
+/// accordingly.
+///
 /// ```swift
 /// let cookie = try SetCookie(parsing: field, requestHost: "api.example.com", requestIsSecure: true, now: Date())
 /// if cookie.name == "better-auth.session_token" { ... }
@@ -19,6 +28,9 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
         case invalidCharacters
         /// The `Domain` attribute does not domain-match the request's host.
         case foreignDomain
+        /// The `Domain` attribute is a public suffix (`com`, `co.uk`, `workers.dev`): the cookie would go to
+        /// every site under it.
+        case publicSuffixDomain
         /// The cookie is `Secure` but arrived over plain http (other than loopback).
         case secureOverInsecureTransport
     }
@@ -88,7 +100,16 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
                 var wanted = argument.lowercased()
                 if wanted.hasPrefix(".") { wanted.removeFirst() }
                 guard !wanted.isEmpty else { continue }
-                guard host == wanted || host.hasSuffix("." + wanted) else { throw .foreignDomain }
+                guard host == wanted || (host.hasSuffix("." + wanted) && !CookieScope.isIPAddress(host)) else {
+                    throw .foreignDomain
+                }
+                if Self.isPublicSuffix(wanted) || CookieScope.isIPAddress(host) {
+                    // RFC 6265 section 5.3 step 6: on the host itself it makes a host-only cookie.
+                    guard host == wanted else { throw .publicSuffixDomain }
+                    domain = host
+                    includesSubdomains = false
+                    continue
+                }
                 domain = wanted
                 includesSubdomains = true
             case "path":
@@ -126,6 +147,32 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
         return "SetCookie(\(name), domain: \(domain), path: \(path)"
             + (flags.isEmpty ? "" : ", " + flags.joined(separator: ", "))
             + ")"
+    }
+
+    /// Shared hosting suffixes under which every customer has their own subdomain.
+    static let sharedHostingSuffixes: Set<String> = [
+        "workers.dev", "pages.dev", "r2.dev", "deno.dev", "fly.dev", "github.io", "gitlab.io", "vercel.app",
+        "netlify.app", "web.app", "firebaseapp.com", "herokuapp.com", "appspot.com", "onrender.com",
+        "railway.app", "up.railway.app", "azurewebsites.net", "cloudfront.net", "amazonaws.com", "blogspot.com",
+        "glitch.me", "ngrok.io", "ngrok-free.app", "trycloudflare.com", "supabase.co", "now.sh", "surge.sh",
+        "pythonanywhere.com", "azurestaticapps.net", "cloudapp.net", "run.app", "a.run.app",
+    ]
+
+    /// Usual second-level names under a country code (`co.uk`, `com.au`, `ne.jp`).
+    static let countrySecondLevelNames: Set<String> = [
+        "ac", "co", "com", "edu", "go", "gob", "gov", "gv", "ltd", "me", "mil", "ne", "net", "nic", "nom", "or",
+        "org", "plc", "sch",
+    ]
+
+    /// Whether `domain` (lowercase, no leading dot) is a public suffix by the rule in the type's discussion.
+    static func isPublicSuffix(_ domain: String) -> Bool {
+        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
+        if labels.count < 2 || labels.contains(where: \.isEmpty) { return true }
+        if sharedHostingSuffixes.contains(domain) { return true }
+        if labels.count == 2, labels[1].count == 2, countrySecondLevelNames.contains(String(labels[0])) {
+            return true
+        }
+        return false
     }
 
     /// RFC 6265 `token`: visible ASCII without separators.

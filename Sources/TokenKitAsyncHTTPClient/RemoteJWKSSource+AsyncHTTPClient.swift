@@ -18,6 +18,12 @@ extension RemoteJWKSSource {
     ///     fetch: RemoteJWKSSource.asyncHTTPClientFetch(http))
     /// ```
     ///
+    /// Redirects are accepted only within the URL's origin (scheme, host and port): an answer reached through a
+    /// redirect to another origin, an `https` to `http` downgrade included, throws
+    /// ``AsyncHTTPClientFetchError/crossOriginRedirect``, so whoever controls a redirect target cannot serve
+    /// their own keys. A client configured with `redirectConfiguration: .disallow` does not even make the second
+    /// request (a 3xx then throws ``AsyncHTTPClientFetchError/status(_:)``).
+    ///
     /// Any status but 200 throws ``AsyncHTTPClientFetchError/status(_:)``; the `Cache-Control` header's
     /// `max-age` is passed on. The source's own `fetchTimeout` bounds the whole fetch; `timeout` here bounds the
     /// request inside AsyncHTTPClient too, so a cancelled fetch does not keep a connection busy.
@@ -36,6 +42,12 @@ extension RemoteJWKSSource {
             let seconds = timeout.components.seconds
             let response = try await client.execute(
                 request, timeout: .seconds(seconds) + .nanoseconds(timeout.components.attoseconds / 1_000_000_000))
+            // Every hop AsyncHTTPClient followed must stay on the origin asked for.
+            for hop in response.history {
+                guard let hopURL = URL(string: hop.request.url), isSameOrigin(hopURL, url) else {
+                    throw AsyncHTTPClientFetchError.crossOriginRedirect
+                }
+            }
             guard response.status == .ok else { throw AsyncHTTPClientFetchError.status(Int(response.status.code)) }
             let body: ByteBuffer
             do {
@@ -57,5 +69,18 @@ public enum AsyncHTTPClientFetchError: Error, Hashable, Sendable {
     case status(Int)
     /// The body was longer than this many bytes; reading stopped there.
     case bodyTooLarge(maximumBytes: Int)
+    /// A redirect led to another origin (or from `https` to `http`); the answer was not used.
+    case crossOriginRedirect
+}
+
+/// Whether two URLs have the same scheme, host and port (RFC 6454), the port defaulting by scheme.
+private func isSameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
+    func parts(_ url: URL) -> (String, String, Int?) {
+        let scheme = url.scheme?.lowercased() ?? ""
+        let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : nil)
+        return (scheme, url.host?.lowercased() ?? "", port)
+    }
+    let (a, b) = (parts(lhs), parts(rhs))
+    return !a.1.isEmpty && a.0 == b.0 && a.1 == b.1 && a.2 == b.2
 }
 #endif

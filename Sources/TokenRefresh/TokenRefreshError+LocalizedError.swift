@@ -32,6 +32,7 @@ extension TokenRefreshError: LocalizedError {
         case .serverRefused: "The server refused the request. Your session was kept."
         case .invalidArgument: "The sign-in request could not be made."
         case .sessionChanged: "The account changed while this request was under way, so it was not sent again."
+        case .insecureEndpoint: "The app cannot connect securely to the sign-in server."
         default: nil
         }
     }

@@ -21,7 +21,7 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     private enum Code: String, Hashable, Sendable, CaseIterable {
         case refreshTokenRejected, configuration, transient, timeout, rateLimited, signedOut, sessionExpired
         case missingRefreshToken, storageUnavailable, cancelled, malformedResponse, unexpectedResponse
-        case signInRejected, invalidArgument, serverRefused, sessionInvalidated, sessionChanged
+        case signInRejected, invalidArgument, serverRefused, sessionInvalidated, sessionChanged, insecureEndpoint
     }
     private let code: Code
     /// The OAuth `error` code the token endpoint returned (`invalid_grant`, `invalid_client`), if any.
@@ -95,6 +95,9 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     /// another user in, while it was under way). It is never retried with the new session's token: send it
     /// again for the new user only if it is meant for them. The current session is kept.
     public static let sessionChanged = TokenRefreshError(.sessionChanged)
+    /// An endpoint URL (token endpoint, refresh, sign-in, session check, revocation) is plain `http` to a host
+    /// that is not loopback, so nothing was sent. A configuration error: the session is kept.
+    public static let insecureEndpoint = TokenRefreshError(.insecureEndpoint)
 
     /// Whether the session is over and the user must sign in again.
     public var isTerminal: Bool {

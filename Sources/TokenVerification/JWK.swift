@@ -7,7 +7,9 @@ import _CryptoExtras
 ///
 /// Parsed by ``JWKSet``; only signing keys that pass every check become a `JWK`: RSA with a modulus of
 /// 2048 to 8192 bits and an odd public exponent of at least 3, EC on P-256 or P-384 with a point on the
-/// curve, OKP Ed25519, and symmetric `oct` keys only where the set's limits allow them explicitly.
+/// curve, OKP Ed25519, and symmetric `oct` keys only where the set's limits allow them explicitly (a
+/// ``RemoteJWKSSource`` never does: a published secret is no secret). An `oct` key verifies HMAC tokens that
+/// name its `kid`.
 public struct JWK: Sendable {
     enum Material: Sendable {
         case rsa(_RSA.Signing.PublicKey)
@@ -150,11 +152,13 @@ public struct JWK: Sendable {
     }
 
     /// Whether this key may verify `algorithm`: the key type and curve must match, and the key's own `alg`
-    /// (if any) must be the same. Symmetric keys never verify here: HMAC uses the verifier's own secret.
+    /// (if any) must be the same. Only an `oct` key verifies HMAC, so an asymmetric key's bytes never serve as
+    /// an HMAC secret.
     func canVerify(_ algorithm: JWSAlgorithm) -> Bool {
         if let own = self.algorithm, own != algorithm { return false }
         switch (material, algorithm.family) {
-        case (.rsa, .rsaPKCS1), (.rsa, .rsaPSS), (.p256, .ecdsaP256), (.p384, .ecdsaP384), (.ed25519, .ed25519):
+        case (.rsa, .rsaPKCS1), (.rsa, .rsaPSS), (.p256, .ecdsaP256), (.p384, .ecdsaP384), (.ed25519, .ed25519),
+            (.symmetric, .hmac):
             return true
         default:
             return false
@@ -185,8 +189,19 @@ public struct JWK: Sendable {
             return key.isValidSignature(ecdsa, for: SHA384.hash(data: input))
         case .ed25519(let key):
             return key.isValidSignature(signature, for: input)
-        case .symmetric:
-            return false
+        case .symmetric(let key):
+            return Self.isValidHMAC(signature, for: input, key: key, hash: algorithm.hash)
+        }
+    }
+
+    /// Checks an HMAC `signature` over `input` in constant time.
+    static func isValidHMAC(
+        _ signature: [UInt8], for input: UnsafeRawBufferPointer, key: SymmetricKey, hash: JWSAlgorithm.Hash
+    ) -> Bool {
+        switch hash {
+        case .sha256: HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: input, using: key)
+        case .sha384: HMAC<SHA384>.isValidAuthenticationCode(signature, authenticating: input, using: key)
+        case .sha512: HMAC<SHA512>.isValidAuthenticationCode(signature, authenticating: input, using: key)
         }
     }
 }

@@ -28,8 +28,9 @@ public protocol JWKSSource: Sendable {
     ///   - keyID: The token's `kid`, already checked to hold only safe characters; `nil` if it has none.
     ///   - algorithm: The token's algorithm, already in the verifier's allow-list.
     /// - Returns: The key.
-    /// - Throws: ``TokenVerificationError/unknownKeyID``, ``TokenVerificationError/missingKeyID``, or a key
-    ///   set error such as ``TokenVerificationError/keySetUnavailable``.
+    /// - Throws: ``TokenVerificationError/unknownKeyID``, ``TokenVerificationError/missingKeyID``,
+    ///   ``TokenVerificationError/unusableKey`` (the set has that `kid` but skipped its key), or a key set error
+    ///   such as ``TokenVerificationError/keySetUnavailable``.
     func key(for keyID: String?, algorithm: JWSAlgorithm) async throws(TokenVerificationError) -> JWK
 
     /// Whether `key` is still in the set: a verified token stays cached only while its key is published.
@@ -59,12 +60,14 @@ public struct StaticJWKSSource: JWKSSource {
     ///   - keyID: The token's `kid`, or `nil`.
     ///   - algorithm: The token's algorithm.
     /// - Returns: The key.
-    /// - Throws: ``TokenVerificationError/unknownKeyID`` or ``TokenVerificationError/missingKeyID``.
+    /// - Throws: ``TokenVerificationError/unknownKeyID``, ``TokenVerificationError/missingKeyID`` or
+    ///   ``TokenVerificationError/unusableKey``.
     public func key(for keyID: String?, algorithm: JWSAlgorithm) async throws(TokenVerificationError) -> JWK {
         switch keySet.key(for: keyID, algorithm: algorithm) {
         case .found(let key): return key
         case .unknown: throw keyID == nil ? .missingKeyID : .unknownKeyID
         case .ambiguous: throw .missingKeyID
+        case .skipped: throw .unusableKey
         }
     }
 

@@ -15,8 +15,9 @@ public struct JWKSet: Sendable {
         public var maximumBytes: Int
         /// The most entries the `keys` array may have. Default 100.
         public var maximumKeys: Int
-        /// Whether `oct` (symmetric) keys are parsed. Default `false`; a key from a key set never verifies an
-        /// HMAC token whatever this says (the verifier's configured secret does).
+        /// Whether `oct` (symmetric) keys are parsed, for a key set configured with the application and served
+        /// by a ``StaticJWKSSource``. Default `false`. An `oct` key then verifies HMAC tokens that name its `kid`
+        /// (the algorithm must also be allowed); ``RemoteJWKSSource`` ignores this.
         public var allowsSymmetricKeys: Bool
 
         /// Limits with the given bounds.
@@ -124,7 +125,8 @@ public struct JWKSet: Sendable {
     ///
     /// With a `kid`, the first key with that `kid` that can verify the algorithm, or else the first key with
     /// that `kid` (so the caller reports a key/algorithm mismatch rather than an unknown key). Without a
-    /// `kid`, the one key that can verify the algorithm; `nil` if there are none or several.
+    /// `kid`, the one key that can verify the algorithm; `nil` if there are none or several. A `kid` that only a
+    /// skipped key had is ``Lookup/skipped``, not unknown.
     func key(for keyID: String?, algorithm: JWSAlgorithm) -> Lookup {
         if let keyID {
             var sameID: JWK?
@@ -132,7 +134,8 @@ public struct JWKSet: Sendable {
                 if key.canVerify(algorithm) { return .found(key) }
                 if sameID == nil { sameID = key }
             }
-            return sameID.map { .found($0) } ?? .unknown
+            if let sameID { return .found(sameID) }
+            return skipped.contains { $0.keyID == keyID } ? .skipped : .unknown
         }
         let candidates = keys.filter { $0.canVerify(algorithm) }
         switch candidates.count {
@@ -155,5 +158,7 @@ public struct JWKSet: Sendable {
         case found(JWK)
         case unknown
         case ambiguous
+        /// The set had a key with this `kid`, but skipped it as unusable.
+        case skipped
     }
 }

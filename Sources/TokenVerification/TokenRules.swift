@@ -10,8 +10,11 @@ struct TokenRules: Sendable {
     let leeway: Duration
     let maximumTokenAge: Duration?
     let requiredClaims: [String]
+    let requiresExpiration: Bool
+    let requiresSubject: Bool
     let requiredType: String?
     let allowedParties: Set<String>?
+    let requiresAuthorizedParty: Bool
     let hmacConfigured: Bool
     /// `leeway` and `maximumTokenAge` in seconds, converted once.
     private let leewaySeconds: Double
@@ -20,16 +23,22 @@ struct TokenRules: Sendable {
     init(
         issuer: String, audiences: Set<String>?, algorithms: Set<JWSAlgorithm>, leeway: Duration,
         maximumTokenAge: Duration?, requiredClaims: Set<String>, requiredType: String?, allowedParties: Set<String>?,
-        hmacConfigured: Bool
+        hmacConfigured: Bool, requiresExpiration: Bool = true, requiresSubject: Bool = true,
+        requiresAuthorizedParty: Bool = false
     ) {
         self.issuer = issuer
         self.audiences = audiences
         self.algorithms = algorithms
         self.leeway = leeway
         self.maximumTokenAge = maximumTokenAge
-        self.requiredClaims = requiredClaims.sorted()
+        // `exp` and `sub` follow their own switches: a set that names them changes nothing, one that leaves them
+        // out does not drop them.
+        self.requiredClaims = requiredClaims.subtracting(["exp", "sub"]).sorted()
+        self.requiresExpiration = requiresExpiration || requiredClaims.contains("exp")
+        self.requiresSubject = requiresSubject || requiredClaims.contains("sub")
         self.requiredType = requiredType
         self.allowedParties = allowedParties
+        self.requiresAuthorizedParty = requiresAuthorizedParty
         self.hmacConfigured = hmacConfigured
         leewaySeconds = Self.seconds(leeway)
         maximumAgeSeconds = maximumTokenAge.map(Self.seconds)
@@ -108,9 +117,13 @@ struct TokenRules: Sendable {
             default: break
             }
         }
+        if requiresExpiration, registered.exp == nil { throw .missingClaim("exp") }
         for name in requiredClaims where (registered[name] ?? claims[name]) == nil { throw .missingClaim(name) }
-        guard let subject = registered.sub else { throw .missingClaim("sub") }
-        guard subject.stringValue != nil else { throw .invalidClaim("sub") }
+        if let subject = registered.sub {
+            guard subject.stringValue != nil else { throw .invalidClaim("sub") }
+        } else if requiresSubject {
+            throw .missingClaim("sub")
+        }
         guard let issuerClaim = registered.iss else { throw .missingClaim("iss") }
         guard let tokenIssuer = issuerClaim.stringValue else { throw .invalidClaim("iss") }
         guard tokenIssuer == self.issuer else { throw .issuerMismatch }
@@ -149,9 +162,11 @@ struct TokenRules: Sendable {
             }
             guard names.contains(where: audiences.contains) else { throw .audienceMismatch }
         }
-        if let parties = allowedParties, let value = registered.azp {
+        if let value = registered.azp {
             guard let party = value.stringValue else { throw .invalidClaim("azp") }
-            guard parties.contains(party) else { throw .partyNotAllowed }
+            if let parties = allowedParties, !parties.contains(party) { throw .partyNotAllowed }
+        } else if requiresAuthorizedParty {
+            throw .missingClaim("azp")
         }
         if let value = registered.sid, value.stringValue == nil { throw .invalidClaim("sid") }
         return times

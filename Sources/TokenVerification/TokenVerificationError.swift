@@ -12,9 +12,9 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
         case missingClaim, invalidClaim, expired, notYetValid, issuedInFuture, tokenTooOld
         case issuerMismatch, audienceMismatch, partyNotAllowed
         // Keys and the signature.
-        case missingKeyID, unknownKeyID, keyAlgorithmMismatch, weakKey, invalidSignature
+        case missingKeyID, unknownKeyID, keyAlgorithmMismatch, weakKey, invalidSignature, unusableKey
         // The key set.
-        case keySetUnavailable, keySetInvalid, keySetTooLarge, tooManyKeys, fetchTimedOut
+        case keySetUnavailable, keySetInvalid, keySetTooLarge, tooManyKeys, fetchTimedOut, insecureKeySetURL
         // The Authorization header (see BearerAuthenticator).
         case missingAuthorization
     }
@@ -81,6 +81,9 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
     public static let missingKeyID = TokenVerificationError(.missingKeyID)
     /// No key in the key set has the token's `kid`, also after the refetch the cooldown allowed (if any).
     public static let unknownKeyID = TokenVerificationError(.unknownKeyID)
+    /// The key set has a key with the token's `kid`, but skipped it as unusable (an RSA modulus under 2048 bits,
+    /// a bad exponent, a point off its curve, an unsupported curve: ``JWKSet/skipped`` says which).
+    public static let unusableKey = TokenVerificationError(.unusableKey)
     /// The key with the token's `kid` cannot verify the header's `alg`: another key type or curve, or the
     /// key's own `alg` differs. The algorithm comes from the key and the allow-list, never the token alone.
     public static let keyAlgorithmMismatch = TokenVerificationError(.keyAlgorithmMismatch)
@@ -100,6 +103,10 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
     public static let tooManyKeys = TokenVerificationError(.tooManyKeys)
     /// Fetching the key set took longer than ``RemoteJWKSSource/Configuration/fetchTimeout``.
     public static let fetchTimedOut = TokenVerificationError(.fetchTimedOut)
+    /// The JWKS URL, the discovery issuer or the discovered `jwks_uri` is plain `http` to a host that is not
+    /// loopback, so nothing was fetched (``RemoteJWKSSource/Configuration/dangerouslyAllowsPlainHTTP`` turns
+    /// this off).
+    public static let insecureKeySetURL = TokenVerificationError(.insecureKeySetURL)
     /// The request has no `Authorization: Bearer` credential.
     public static let missingAuthorization = TokenVerificationError(.missingAuthorization)
 
@@ -114,7 +121,8 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
     /// Whether the token itself is at fault (a 401), rather than the verifier's access to keys (a 503).
     public var isTokenProblem: Bool {
         switch code {
-        case .keySetUnavailable, .keySetInvalid, .keySetTooLarge, .tooManyKeys, .fetchTimedOut: false
+        case .keySetUnavailable, .keySetInvalid, .keySetTooLarge, .tooManyKeys, .fetchTimedOut, .insecureKeySetURL:
+            false
         default: true
         }
     }
@@ -145,7 +153,8 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
         case .keyAlgorithmMismatch: "The key does not match the algorithm"
         case .weakKey: "The key is too weak for the algorithm"
         case .invalidSignature: "The signature is invalid"
-        case .keySetUnavailable, .keySetInvalid, .keySetTooLarge, .tooManyKeys, .fetchTimedOut:
+        case .unusableKey: "The signing key is not usable"
+        case .keySetUnavailable, .keySetInvalid, .keySetTooLarge, .tooManyKeys, .fetchTimedOut, .insecureKeySetURL:
             "The signing keys are unavailable"
         case .missingAuthorization: "No bearer token"
         }

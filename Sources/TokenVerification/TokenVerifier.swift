@@ -1,6 +1,6 @@
 public import AuthToken
 public import CoreMetrics
-public import Crypto
+import Crypto
 public import Foundation
 
 /// Verifies JWS compact tokens (JWTs) a backend receives: signature, algorithm, header and claims.
@@ -8,7 +8,11 @@ public import Foundation
 /// ```swift
 /// let keys = RemoteJWKSSource(jwksURL: URL(string: "https://clerk.example.com/.well-known/jwks.json")!)
 /// let verifier = TokenVerifier(
-///     configuration: .init(issuer: "https://clerk.example.com"), keySource: keys)
+///     configuration: .init(
+///         issuer: "https://clerk.example.com",
+///         audience: .notChecked(reason: "Clerk session tokens carry no aud; azp is checked"),
+///         allowedParties: ["https://app.example.com"]),
+///     keySource: keys)
 /// let claims = try await verifier.verify(token)
 /// print(claims.subject, claims.sessionID ?? "-")
 /// ```
@@ -17,70 +21,132 @@ public import Foundation
 /// allow-list and never `none`, no `crit`, no `jku`/`x5u`/`jwk`/`x5c`, a safe `kid`, the `typ`), the
 /// signature's length and every claim are checked before a key is looked up, so a malformed, unsigned or
 /// expired token never makes a ``JWKSSource`` fetch anything. The key must then match the algorithm by type,
-/// curve and its own `alg`. HMAC tokens are checked against ``Configuration/hmacSecret`` only, never a key
-/// from a key set.
+/// curve and its own `alg`. HMAC tokens are checked against the ``Configuration/hmacSecrets`` issued under
+/// their `kid` or, without configured secrets, an `oct` key of a static key set; never an asymmetric key.
 ///
 /// A verified token is cached by the SHA-256 of the whole token (``Configuration/tokenCacheCapacity``): a
 /// repeat is answered without a signature check while its claims still hold and its key is still published.
 public struct TokenVerifier: Sendable {
+    /// Whether and how `aud` is checked: a choice every configuration states.
+    ///
+    /// Which one a provider needs:
+    /// - Clerk session tokens carry no `aud`: ``notChecked(reason:)``, with
+    ///   ``Configuration/allowedParties`` set to the app's origins.
+    /// - Auth0, Okta, Keycloak, Microsoft Entra, any OpenID Connect ID token or RFC 9068 access token:
+    ///   ``oneOf(_:)`` with your API's identifier (an ID token's `aud` is the client ID).
+    public struct AudienceRule: Sendable, Hashable, CustomStringConvertible {
+        /// The accepted `aud` values; `nil` when `aud` is not checked.
+        public let audiences: Set<String>?
+        /// Why `aud` is not checked, as the configuration says; `nil` when it is.
+        public let reasonNotChecked: String?
+
+        /// `aud` must be present and name at least one of `audiences` (an empty set accepts no token).
+        ///
+        /// - Parameter audiences: The accepted values, such as `["https://api.example.com"]`.
+        /// - Returns: The rule.
+        public static func oneOf(_ audiences: Set<String>) -> AudienceRule {
+            AudienceRule(audiences: audiences, reasonNotChecked: nil)
+        }
+
+        /// `aud` is not checked: right only for an issuer whose tokens are all meant for this backend, such as
+        /// Clerk's session tokens (check `azp` with ``Configuration/allowedParties`` instead). A token meant
+        /// for another API of the same issuer is then accepted.
+        ///
+        /// - Parameter reason: Why, in words a reviewer can check ("Clerk session tokens carry no aud").
+        /// - Returns: The rule.
+        public static func notChecked(reason: String) -> AudienceRule {
+            AudienceRule(audiences: nil, reasonNotChecked: reason)
+        }
+
+        /// `oneOf([...])` or `notChecked(reason: ...)`.
+        public var description: String {
+            if let audiences { return "oneOf(\(audiences.sorted()))" }
+            return "notChecked(reason: \(reasonNotChecked ?? ""))"
+        }
+    }
+
     /// What a token must satisfy.
+    ///
+    /// Which checks a provider needs (see the TokenVerification article for the full table):
+    /// - Clerk session tokens: `audience: .notChecked(reason: ...)`, ``allowedParties`` = the app's origins.
+    /// - OpenID Connect ID tokens: `audience: .oneOf([clientID])`.
+    /// - RFC 9068 access tokens (Auth0, Okta, Keycloak with JWT access tokens): `audience: .oneOf([apiID])` and
+    ///   ``requiredType`` `"at+jwt"`.
     public struct Configuration: Sendable {
         /// The exact `iss` every token must carry.
         public var issuer: String
-        /// If set, `aud` must name at least one of these. Default `nil` (Clerk session tokens have no `aud`).
-        public var audiences: Set<String>?
+        /// Whether `aud` is checked, and against what. No default: every configuration states it.
+        public var audience: AudienceRule
         /// The algorithms accepted. Default `[.rs256]`, as the diet-app backend asks. HMAC algorithms also
-        /// need ``hmacSecret``.
+        /// need ``hmacSecrets`` (or `oct` keys in a static key set).
         public var algorithms: Set<JWSAlgorithm>
         /// Tolerated clock difference for `exp`, `nbf`, `iat` and the token age. Default 5 seconds.
         public var leeway: Duration
         /// If set, `iat` is required and may be at most this long ago (plus the leeway). Default `nil`.
         public var maximumTokenAge: Duration?
-        /// Claims that must be present, besides `sub` and `iss`, which always must. Default `["exp"]`.
+        /// Whether `exp` must be present. Default `true`; turn it off only for an issuer whose tokens never
+        /// expire, knowing a stolen one then works until its key is rotated.
+        public var requiresExpiration: Bool
+        /// Whether `sub` must be present. Default `true`. RFC 7519 makes it optional (a client-credentials
+        /// token may have none); without it ``VerifiedClaims/subject`` is empty, so do not key data by it.
+        public var requiresSubject: Bool
+        /// Further claims that must be present, such as `sid` or `org_id`. `iss` always must; `exp` and `sub`
+        /// follow ``requiresExpiration`` and ``requiresSubject``, whatever this set says. Default empty.
         public var requiredClaims: Set<String>
         /// If set, the header's `typ` must be this media type, compared without letter case and with an
-        /// optional `application/` prefix; use `"at+jwt"` for RFC 9068 access tokens. Default `nil`.
+        /// optional `application/` prefix; use `"at+jwt"` for RFC 9068 access tokens (so an ID token of the
+        /// same issuer is refused). Default `nil`.
         public var requiredType: String?
-        /// If set, an `azp` claim (Clerk's authorized party: the frontend origin) must be one of these; a token
-        /// without `azp` passes. Default `nil`.
+        /// If set, an `azp` claim (Clerk's authorized party: the frontend origin) must be one of these. A token
+        /// without `azp` passes unless ``requiresAuthorizedParty`` is on. Default `nil`.
         public var allowedParties: Set<String>?
-        /// The shared secret for `HS256`/`HS384`/`HS512`, which must also be in ``algorithms``. It must be at
-        /// least as long as the hash (32, 48, 64 bytes). Default `nil`: no HMAC token is accepted.
-        public var hmacSecret: SymmetricKey?
+        /// Whether `azp` must be present. Default `false`: Clerk omits it when the request had no `Origin`
+        /// (native apps); turn it on for a web-only app, or for an OpenID Connect issuer that always sets it.
+        public var requiresAuthorizedParty: Bool
+        /// The shared secrets for `HS256`/`HS384`/`HS512` (which must also be in ``algorithms``), each bound to
+        /// its `kid`. Default empty: HMAC tokens then verify only with an `oct` key of a static key set.
+        public var hmacSecrets: [HMACSecret]
         /// The longest token accepted, in bytes. Default 16 KiB.
         public var maximumTokenLength: Int
         /// How many verified tokens to remember; 0 turns the cache off. Default 10,000.
         public var tokenCacheCapacity: Int
 
-        /// A configuration; every parameter but `issuer` has a default.
+        /// A configuration; every parameter but `issuer` and `audience` has a default.
         ///
         /// - Parameters:
         ///   - issuer: The exact `iss`.
-        ///   - audiences: Accepted `aud` values, or `nil` to not check `aud`.
+        ///   - audience: Whether `aud` is checked: ``AudienceRule/oneOf(_:)`` or ``AudienceRule/notChecked(reason:)``.
         ///   - algorithms: Accepted algorithms.
         ///   - leeway: Tolerated clock difference.
         ///   - maximumTokenAge: Maximum age by `iat`, or `nil`.
-        ///   - requiredClaims: Claims that must be present.
+        ///   - requiresExpiration: Whether `exp` must be present.
+        ///   - requiresSubject: Whether `sub` must be present.
+        ///   - requiredClaims: Further claims that must be present.
         ///   - requiredType: The required `typ`, or `nil`.
         ///   - allowedParties: Accepted `azp` values, or `nil`.
-        ///   - hmacSecret: The HMAC secret, or `nil`.
+        ///   - requiresAuthorizedParty: Whether `azp` must be present.
+        ///   - hmacSecrets: The HMAC secrets, each with its `kid`.
         ///   - maximumTokenLength: The longest token accepted.
         ///   - tokenCacheCapacity: The verified-token cache's size.
         public init(
-            issuer: String, audiences: Set<String>? = nil, algorithms: Set<JWSAlgorithm> = [.rs256],
-            leeway: Duration = .seconds(5), maximumTokenAge: Duration? = nil, requiredClaims: Set<String> = ["exp"],
-            requiredType: String? = nil, allowedParties: Set<String>? = nil, hmacSecret: SymmetricKey? = nil,
+            issuer: String, audience: AudienceRule, algorithms: Set<JWSAlgorithm> = [.rs256],
+            leeway: Duration = .seconds(5), maximumTokenAge: Duration? = nil, requiresExpiration: Bool = true,
+            requiresSubject: Bool = true, requiredClaims: Set<String> = [], requiredType: String? = nil,
+            allowedParties: Set<String>? = nil, requiresAuthorizedParty: Bool = false, hmacSecrets: [HMACSecret] = [],
             maximumTokenLength: Int = 16 * 1024, tokenCacheCapacity: Int = 10_000
         ) {
             self.issuer = issuer
-            self.audiences = audiences
+            self.audience = audience
             self.algorithms = algorithms
             self.leeway = leeway
             self.maximumTokenAge = maximumTokenAge
+            self.requiresExpiration = requiresExpiration
+            self.requiresSubject = requiresSubject
             self.requiredClaims = requiredClaims
             self.requiredType = requiredType
             self.allowedParties = allowedParties
-            self.hmacSecret = hmacSecret
+            self.requiresAuthorizedParty = requiresAuthorizedParty
+            self.hmacSecrets = hmacSecrets
             self.maximumTokenLength = maximumTokenLength
             self.tokenCacheCapacity = tokenCacheCapacity
         }
@@ -117,9 +183,20 @@ public struct TokenVerifier: Sendable {
         self.configuration = configuration
         self.keySource = keySource
         self.now = now
-        rules = TokenRules(configuration)
+        // Without configured secrets, an HMAC token is refused before any lookup unless the source may hold
+        // `oct` keys (so it cannot cause a fetch).
+        rules = TokenRules(
+            configuration, hmacConfigured: !configuration.hmacSecrets.isEmpty || Self.mayHoldSymmetricKeys(keySource))
         cache =
             configuration.tokenCacheCapacity > 0 ? VerifiedTokenCache(capacity: configuration.tokenCacheCapacity) : nil
+    }
+
+    /// Whether `source` may serve `oct` keys: a static set that has one, or a source of the app's own; never a
+    /// remote set.
+    private static func mayHoldSymmetricKeys(_ source: any JWKSSource) -> Bool {
+        if source is RemoteJWKSSource { return false }
+        if let source = source as? StaticJWKSSource { return source.keySet.keys.contains { $0.keyType == "oct" } }
+        return true
     }
 
     /// How many verified tokens the cache holds.
@@ -170,24 +247,28 @@ public struct TokenVerifier: Sendable {
         let times = try rules.checkClaims(jws.claims, now: now)
 
         var verifyingKey: JWK?
-        if algorithm.family == .hmac {
-            guard let secret = configuration.hmacSecret else { throw .algorithmNotAllowed }
-            guard secret.bitCount >= jws.signature.count * 8 else { throw .weakKey }
-            let valid = token.withUTF8 { bytes in
-                let input = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[..<jws.signingInputCount])
-                switch algorithm.hash {
-                case .sha256:
-                    return HMAC<SHA256>.isValidAuthenticationCode(jws.signature, authenticating: input, using: secret)
-                case .sha384:
-                    return HMAC<SHA384>.isValidAuthenticationCode(jws.signature, authenticating: input, using: secret)
-                case .sha512:
-                    return HMAC<SHA512>.isValidAuthenticationCode(jws.signature, authenticating: input, using: secret)
+        if algorithm.family == .hmac, !configuration.hmacSecrets.isEmpty {
+            // Only the secrets issued under the token's `kid` (or, without one, the secrets without one).
+            var candidates = configuration.hmacSecrets.lazy.filter { $0.keyID == keyID }.makeIterator()
+            guard var secret = candidates.next() else { throw keyID == nil ? .missingKeyID : .unknownKeyID }
+            while true {
+                guard secret.key.bitCount >= jws.signature.count * 8 else { throw .weakKey }
+                let key = secret.key
+                let valid = token.withUTF8 { bytes in
+                    let input = UnsafeRawBufferPointer(
+                        rebasing: UnsafeRawBufferPointer(bytes)[..<jws.signingInputCount])
+                    return JWK.isValidHMAC(jws.signature, for: input, key: key, hash: algorithm.hash)
                 }
+                if valid { break }
+                guard let next = candidates.next() else { throw .invalidSignature }
+                secret = next
             }
-            guard valid else { throw .invalidSignature }
         } else {
             let key = try await keySource.key(for: keyID, algorithm: algorithm)
             guard key.canVerify(algorithm) else { throw .keyAlgorithmMismatch }
+            if case .symmetric(let secret) = key.material, secret.bitCount < jws.signature.count * 8 {
+                throw .weakKey
+            }
             let valid = token.withUTF8 { bytes in
                 let input = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[..<jws.signingInputCount])
                 return key.isValidSignature(jws.signature, for: input, algorithm: algorithm)

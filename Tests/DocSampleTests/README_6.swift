@@ -7,7 +7,13 @@ import TokenVerification
 @MainActor
 func docSample_README_6() async throws {
     let keys = RemoteJWKSSource(jwksURL: URL(string: "https://clerk.example.com/.well-known/jwks.json")!)
-    let verifier = TokenVerifier(configuration: .init(issuer: "https://clerk.example.com"), keySource: keys)
+    let verifier = TokenVerifier(
+        configuration: .init(
+            issuer: "https://clerk.example.com",
+            // Clerk session tokens have no `aud`; OIDC and RFC 9068 backends use `.oneOf(["https://api.example"])`.
+            audience: .notChecked(reason: "Clerk session tokens carry no aud; azp is checked"),
+            allowedParties: ["https://app.example.com"]),
+        keySource: keys)
     let authenticator = BearerAuthenticator(verifier: verifier)
     switch await authenticator.authenticate(authorization: "Bearer eyJhbGciOi...") {
     case .authenticated(let claims): print("user", claims.subject)

@@ -8,7 +8,10 @@ import TokenVerification
 func docSample_TokenVerification_TokenVerification_1() async throws {
     let keys = RemoteJWKSSource(jwksURL: URL(string: "https://clerk.example.com/.well-known/jwks.json")!)
     let verifier = TokenVerifier(
-        configuration: .init(issuer: "https://clerk.example.com", allowedParties: ["https://app.example.com"]),
+        configuration: .init(
+            issuer: "https://clerk.example.com",
+            audience: .notChecked(reason: "Clerk session tokens carry no aud; azp is checked"),
+            allowedParties: ["https://app.example.com"]),
         keySource: keys)
     let authenticator = BearerAuthenticator(verifier: verifier)
 

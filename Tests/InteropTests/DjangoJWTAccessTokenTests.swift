@@ -189,7 +189,7 @@ extension Interop {
             cache: Int = 10_000
         ) -> TokenVerifier.Configuration {
             TokenVerifier.Configuration(
-                issuer: issuer(server), audiences: audiences ?? [resource(server)], algorithms: [.rs256],
+                issuer: issuer(server), audience: .oneOf(audiences ?? [resource(server)]), algorithms: [.rs256],
                 requiredClaims: ["exp", "aud", "client_id", "iat", "jti"], requiredType: requiredType,
                 tokenCacheCapacity: cache)
         }

@@ -52,7 +52,8 @@ extension Interop {
             // 3. Verified through OIDC discovery: issuer, audience, RS256 only, DOT's key.
             let keys = RemoteJWKSSource(location: .openIDDiscovery(issuer: try #require(URL(string: issuer))))
             let verifier = TokenVerifier(
-                configuration: .init(issuer: issuer, audiences: [Self.clientID], algorithms: [.rs256]), keySource: keys)
+                configuration: .init(issuer: issuer, audience: .oneOf([Self.clientID]), algorithms: [.rs256]),
+                keySource: keys)
             let claims = try await verifier.verify(idToken)
             #expect(claims.issuer == issuer)
             #expect(claims.audience == [Self.clientID])
@@ -65,23 +66,23 @@ extension Interop {
 
             // The rules bite on DOT's real token: another audience, another issuer, a changed signature.
             let otherAudience = TokenVerifier(
-                configuration: .init(issuer: issuer, audiences: ["another-client"]), keySource: keys)
+                configuration: .init(issuer: issuer, audience: .oneOf(["another-client"])), keySource: keys)
             #expect(await failureReason(otherAudience, idToken) == TokenVerificationError.audienceMismatch.reason)
             let otherIssuer = TokenVerifier(
-                configuration: .init(issuer: server.baseURL.absoluteString, audiences: [Self.clientID]),
+                configuration: .init(issuer: server.baseURL.absoluteString, audience: .oneOf([Self.clientID])),
                 keySource: keys)
             #expect(await failureReason(otherIssuer, idToken) == TokenVerificationError.issuerMismatch.reason)
             let fresh = TokenVerifier(
-                configuration: .init(issuer: issuer, audiences: [Self.clientID], tokenCacheCapacity: 0),
+                configuration: .init(issuer: issuer, audience: .oneOf([Self.clientID]), tokenCacheCapacity: 0),
                 keySource: keys)
             #expect(await failureReason(fresh, tampered(idToken)) == TokenVerificationError.invalidSignature.reason)
             let ecOnly = TokenVerifier(
-                configuration: .init(issuer: issuer, audiences: [Self.clientID], algorithms: [.es256]),
+                configuration: .init(issuer: issuer, audience: .oneOf([Self.clientID]), algorithms: [.es256]),
                 keySource: keys)
             #expect(await failureReason(ecOnly, idToken) == TokenVerificationError.algorithmNotAllowed.reason)
             // RFC 9068's `typ` rule keeps an ID token (DOT writes `typ: JWT`) from passing as an access token.
             let accessTokenRules = TokenVerifier(
-                configuration: .init(issuer: issuer, audiences: [Self.clientID], requiredType: "at+jwt"),
+                configuration: .init(issuer: issuer, audience: .oneOf([Self.clientID]), requiredType: "at+jwt"),
                 keySource: keys)
             #expect(await failureReason(accessTokenRules, idToken) == TokenVerificationError.typeMismatch.reason)
             // DOT's own resource check is looser: with OIDC on, a bearer JWT is looked up as an ID token, so the ID
@@ -97,7 +98,7 @@ extension Interop {
             #expect(capture.count == 2)
             let jwks = RemoteJWKSSource(jwksURL: server.baseURL.appending(path: "o/.well-known/jwks.json"))
             let byJWKS = TokenVerifier(
-                configuration: .init(issuer: issuer, audiences: [Self.clientID]), keySource: jwks)
+                configuration: .init(issuer: issuer, audience: .oneOf([Self.clientID])), keySource: jwks)
             let refreshedClaims = try await byJWKS.verify(refreshedIDToken)
             #expect(refreshedClaims.subject == claims.subject)
             #expect(refreshedClaims.keyID == claims.keyID)

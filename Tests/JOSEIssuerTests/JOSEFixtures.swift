@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import TokenKitLogCheck
 import TokenVerification
@@ -94,13 +93,13 @@ struct JOSEFixtures: Sendable {
     /// The token named `name`.
     func entry(_ name: String) -> Entry? { manifest.tokens.first { $0.name == name } }
 
-    /// A verifier for the fixture issuer: every algorithm, the fixture audience, party and HMAC secret.
+    /// A verifier for the fixture issuer: every algorithm, the fixture audience, party and HMAC secret (the
+    /// fixtures' HMAC tokens carry no `kid`).
     func verifier() throws -> TokenVerifier {
         guard let secret = Self.base64URLDecode(manifest.hmacSecret) else { throw BadFixture() }
         let configuration = TokenVerifier.Configuration(
-            issuer: manifest.issuer, audiences: [manifest.audience], algorithms: Set(JWSAlgorithm.all),
-            requiredClaims: ["exp", "sub"], allowedParties: [manifest.authorizedParty],
-            hmacSecret: SymmetricKey(data: secret))
+            issuer: manifest.issuer, audience: .oneOf([manifest.audience]), algorithms: Set(JWSAlgorithm.all),
+            allowedParties: [manifest.authorizedParty], hmacSecrets: [HMACSecret(keyID: nil, data: secret)])
         return TokenVerifier(configuration: configuration, keySource: StaticJWKSSource(try JWKSet(json: jwks)))
     }
 

@@ -17,6 +17,7 @@ import TokenVerification
         switch request.path {
         case "/jwks": return .init(status: 200, headers: [("Cache-Control", "public, max-age=120")], body: keySet)
         case "/huge": return .init(status: 200, body: Data(repeating: 0x20, count: 4096))
+        case "/moved": return .init(status: 302, headers: [("Location", "http://127.0.0.1:\(port)/jwks")])
         default: return .init(status: 404)
         }
     }
@@ -44,6 +45,25 @@ import TokenVerification
 
     @Test func aStatusOtherThan200Throws() async throws {
         await #expect(throws: AsyncHTTPClientFetchError.status(404)) { try await fetch("/missing") }
+    }
+
+    @Test func aSameOriginRedirectIsFollowed() async throws {
+        #expect(try await fetch("/moved").body == Self.keySet)
+    }
+
+    @Test func aRedirectToAnotherOriginDoesNotServeItsKeys() async throws {
+        let attacker = try LoopbackServer { _, _ in .init(status: 200, body: Data(#"{"keys":[]}"#.utf8)) }
+        defer { attacker.stop() }
+        let issuer = try LoopbackServer { _, _ in
+            .init(status: 302, headers: [("Location", "http://localhost:\(attacker.port)/jwks")])
+        }
+        defer { issuer.stop() }
+        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+        let fetch = RemoteJWKSSource.asyncHTTPClientFetch(http)
+        await #expect(throws: AsyncHTTPClientFetchError.crossOriginRedirect) {
+            _ = try await fetch(URL(string: "http://127.0.0.1:\(issuer.port)/jwks")!)
+        }
+        try await http.shutdown()
     }
 
     @Test func aBodyOverTheCapStopsTheFetch() async throws {

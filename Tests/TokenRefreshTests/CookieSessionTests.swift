@@ -57,6 +57,68 @@ import TokenKitTesting
         }
     }
 
+    @Test(arguments: [
+        ("api.example.com", "example.com", "example.com", true),
+        ("api.example.com", "api.example.com", "api.example.com", true),
+        ("localhost", "localhost", "localhost", false),
+        ("app.linnefromice.workers.dev", "linnefromice.workers.dev", "linnefromice.workers.dev", true),
+        ("shop.example.co.uk", "example.co.uk", "example.co.uk", true),
+        ("127.0.0.1", "127.0.0.1", "127.0.0.1", false),
+    ])
+    func aDomainOfTheHostOrAParentThatIsNoPublicSuffixIsKept(
+        _ host: String, _ attribute: String, _ domain: String, _ subdomains: Bool
+    ) throws {
+        let cookie = try SetCookie(
+            parsing: "sid=cookie-value-x15; Domain=\(attribute)", requestHost: host, requestIsSecure: true, now: Date())
+        #expect(cookie.domain == domain)
+        #expect(cookie.includesSubdomains == subdomains)
+    }
+
+    @Test func anIPAddressHostAcceptsNoOtherDomain() {
+        #expect(throws: SetCookie.Refusal.foreignDomain) {
+            try SetCookie(
+                parsing: "sid=cookie-value-x16; Domain=0.0.1", requestHost: "127.0.0.1", requestIsSecure: true,
+                now: Date())
+        }
+    }
+
+    @Test func aCookieScopeMatchesItsDomainPathAndSecureFlagOnly() {
+        func request(_ scheme: String, _ authority: String, _ path: String) -> HTTPRequest {
+            HTTPRequest(method: .get, scheme: scheme, authority: authority, path: path)
+        }
+        let scope = CookieScope(domain: "example.com", includesSubdomains: true, path: "/api", isSecure: true)
+        #expect(scope.matches(request("https", "www.example.com", "/api/me?x=1")))
+        #expect(scope.matches(request("https", "example.com", "/api")))
+        #expect(!scope.matches(request("https", "example.com", "/apiary")))
+        #expect(!scope.matches(request("https", "badexample.com", "/api")))
+        #expect(!scope.matches(request("http", "www.example.com", "/api")))
+        let hostOnly = CookieScope(domain: "localhost", path: "/", isSecure: true)
+        #expect(hostOnly.matches(request("http", "localhost:8080", "/data")))
+        #expect(!hostOnly.matches(request("http", "sub.localhost", "/data")))
+    }
+
+    @Test func aParentDomainCookieGoesToAnotherAllowedSubdomain() async throws {
+        let server = Server()
+        let transport = MockTransport { request, _ in
+            var headers = HTTPFields()
+            if request.path == "/api/auth/sign-in/username" {
+                headers[.setCookie] = "\(Self.cookieName)=\(server.cookieValue); Domain=example.com; Path=/; Secure"
+            }
+            return (HTTPResponse(status: .ok, headerFields: headers), Data(#"{"user":{"id":"auth-user-1"}}"#.utf8))
+        }
+        let strategy = CookieSessionStrategy(baseURL: Self.base, transport: transport)
+        let client = TokenRefreshClient(strategy: strategy)
+        try await client.signIn(strategy.signIn(path: "/api/auth/sign-in/username", body: Self.credentials))
+        let api = AuthenticatedClient(
+            transport: transport, tokenProvider: client,
+            configuration: .init(
+                allowedOrigins: [Self.origin, HTTPOrigin(string: "https://www.example.com")!],
+                credentialPresentation: strategy.presentation))
+        _ = try await api.executeWithAutoRetry(
+            HTTPRequest(method: .get, scheme: "https", authority: "www.example.com", path: "/data"))
+        #expect(transport.requests.last?.headerFields[.cookie] == "\(Self.cookieName)=\(server.cookieValue)")
+    }
+
     @Test func aSecureCookieOverPlainHTTPIsRefused() {
         #expect(throws: SetCookie.Refusal.secureOverInsecureTransport) {
             try SetCookie(

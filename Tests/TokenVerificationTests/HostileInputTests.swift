@@ -40,13 +40,22 @@ import _CryptoExtras
             let (verifier, source) = Self.counted()
             await #expect(throws: TokenVerificationError.algorithmNotAllowed) { try await verifier.verify(token) }
             #expect(source.lookups == 0)
-            // Even with HS256 allowed (and a real secret configured), a key set's key is never the HMAC key.
+            // Even with HS256 allowed (and a real secret configured), a key set's key is never the HMAC key: the
+            // secret has no `kid`, so a token naming the RSA key's finds none; bound to that `kid`, it does not match.
             var configuration = TokenVerifier.Configuration(
-                issuer: TestKeys.issuer, algorithms: [.rs256, .hs256], hmacSecret: TestKeys.hmacSecret)
+                issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [.rs256, .hs256],
+                hmacSecrets: TestKeys.hmacSecrets)
             configuration.tokenCacheCapacity = 0
             let withSecret = TestKeys.verifier(configuration, source: source)
-            await #expect(throws: TokenVerificationError.invalidSignature) { try await withSecret.verify(token) }
+            await #expect(throws: TokenVerificationError.unknownKeyID) { try await withSecret.verify(token) }
+            configuration.hmacSecrets = [HMACSecret(keyID: "rsa-1", text: TestKeys.hmacSecretText)]
+            let underItsKeyID = TestKeys.verifier(configuration, source: source)
+            await #expect(throws: TokenVerificationError.invalidSignature) { try await underItsKeyID.verify(token) }
             #expect(source.lookups == 0)
+            // Without secrets the source is asked, and its RSA key cannot verify HMAC.
+            configuration.hmacSecrets = []
+            let fromTheSet = TestKeys.verifier(configuration, source: source)
+            await #expect(throws: TokenVerificationError.keyAlgorithmMismatch) { try await fromTheSet.verify(token) }
         }
     }
 

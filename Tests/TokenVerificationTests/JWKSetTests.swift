@@ -48,16 +48,28 @@ import TokenVerification
         #expect(set.keys.count == 1)
     }
 
-    @Test func symmetricKeysOnlyWhenAllowedAndNeverForTokens() async throws {
+    @Test func symmetricKeysOnlyWhenAllowedAndOnlyForTheirOwnKeyID() async throws {
         let oct = #"{"kty":"oct","kid":"shared","k":"\#(TestKeys.base64URL(Array(TestKeys.hmacSecretText.utf8)))"}"#
         #expect(try JWKSet(json: TestKeys.jwks([oct])).skipped.map(\.reason) == ["symmetricKeyNotAllowed"])
         let allowed = try JWKSet(json: TestKeys.jwks([oct]), limits: .init(allowsSymmetricKeys: true))
         #expect(allowed.keys.map(\.keyType) == ["oct"])
-        // A static source with the oct key, and HS256 allowed with no configured secret: still refused.
+        // A static source with the oct key, HS256 allowed, no configured secret: the key verifies its own kid.
         let verifier = TestKeys.verifier(
-            .init(issuer: TestKeys.issuer, algorithms: [.hs256]), source: StaticJWKSSource(allowed))
-        let token = TestKeys.token(.hs256, kid: "shared")
-        await #expect(throws: TokenVerificationError.algorithmNotAllowed) { try await verifier.verify(token) }
+            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [.hs256]),
+            source: StaticJWKSSource(allowed))
+        #expect(try await verifier.verify(TestKeys.token(.hs256, kid: "shared")).keyID == "shared")
+        await #expect(throws: TokenVerificationError.unknownKeyID) {
+            try await verifier.verify(TestKeys.token(.hs256, kid: "other"))
+        }
+        // The oct key never verifies an RS256 token, nor does an RSA key an HS256 one.
+        let mixed = try JWKSet(
+            json: TestKeys.jwks([oct, TestKeys.rsaJWK(kid: "shared", alg: nil)]),
+            limits: .init(allowsSymmetricKeys: true))
+        let both = TestKeys.verifier(
+            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [.hs256, .rs256]),
+            source: StaticJWKSSource(mixed))
+        #expect(try await both.verify(TestKeys.token(.rs256, kid: "shared")).algorithm == .rs256)
+        #expect(try await both.verify(TestKeys.token(.hs256, kid: "shared")).algorithm == .hs256)
     }
 
     @Test(arguments: [

@@ -27,7 +27,7 @@ import TokenVerification
         let source = RemoteJWKSSource(
             jwksURL: ScriptedFetcher.url, configuration: configuration, clock: clock, fetch: fetcher.fetch)
         var verifierConfiguration = TokenVerifier.Configuration(
-            issuer: TestKeys.issuer, algorithms: JWSAlgorithm.asymmetric)
+            issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: JWSAlgorithm.asymmetric)
         verifierConfiguration.tokenCacheCapacity = 0
         return (source, TestKeys.verifier(verifierConfiguration, source: source, clock: clock), clock)
     }

@@ -27,6 +27,10 @@ enum TestKeys {
         return text
     }()
     static var hmacSecret: SymmetricKey { SymmetricKey(data: Array(hmacSecretText.utf8)) }
+    /// The HMAC secret for tokens without a `kid`, built as a user would: from text, without swift-crypto.
+    static var hmacSecrets: [HMACSecret] { [HMACSecret(keyID: nil, text: hmacSecretText)] }
+    /// The audience choice of a Clerk backend: session tokens carry no `aud`.
+    static let noAudience = TokenVerifier.AudienceRule.notChecked(reason: "Clerk session tokens carry no aud")
 
     static func base64URL<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
@@ -138,7 +142,8 @@ enum TestKeys {
 
     /// A verifier over `source` at the manual clock's wall time.
     static func verifier(
-        _ configuration: TokenVerifier.Configuration = .init(issuer: issuer, algorithms: JWSAlgorithm.asymmetric),
+        _ configuration: TokenVerifier.Configuration = .init(
+            issuer: issuer, audience: noAudience, algorithms: JWSAlgorithm.asymmetric),
         source: any JWKSSource = StaticJWKSSource(keySet()), clock: ManualClock = ManualClock()
     ) -> TokenVerifier {
         TokenVerifier(configuration: configuration, keySource: source, now: clock.wallClock)

@@ -25,25 +25,82 @@ import TokenVerification
     func hmacVerifiesOnlyWithTheConfiguredSecret(_ algorithm: JWSAlgorithm) async throws {
         let token = TestKeys.token(algorithm)
         let withSecret = TestKeys.verifier(
-            .init(issuer: TestKeys.issuer, algorithms: [algorithm], hmacSecret: TestKeys.hmacSecret))
+            .init(
+                issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [algorithm],
+                hmacSecrets: TestKeys.hmacSecrets))
         #expect(try await withSecret.verify(token).algorithm == algorithm)
-        let withoutSecret = TestKeys.verifier(.init(issuer: TestKeys.issuer, algorithms: [algorithm]))
+        let withoutSecret = TestKeys.verifier(
+            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [algorithm]))
         await #expect(throws: TokenVerificationError.algorithmNotAllowed) { try await withoutSecret.verify(token) }
         let otherSecret = TestKeys.verifier(
             .init(
-                issuer: TestKeys.issuer, algorithms: [algorithm],
-                hmacSecret: SymmetricKey(size: .init(bitCount: 512))))
+                issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [algorithm],
+                hmacSecrets: [HMACSecret(keyID: nil, key: SymmetricKey(size: .init(bitCount: 512)))]))
         await #expect(throws: TokenVerificationError.invalidSignature) { try await otherSecret.verify(token) }
     }
 
     @Test func aShortHMACSecretIsRefused() async {
         let verifier = TestKeys.verifier(
-            .init(issuer: TestKeys.issuer, algorithms: [.hs512], hmacSecret: SymmetricKey(size: .bits256)))
+            .init(
+                issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [.hs512],
+                hmacSecrets: [HMACSecret(keyID: nil, key: SymmetricKey(size: .bits256))]))
         await #expect(throws: TokenVerificationError.weakKey) { try await verifier.verify(TestKeys.token(.hs512)) }
     }
 
+    @Test func hmacSecretsRotateByKeyIDAndEachVerifiesOnlyItsOwn() async throws {
+        let previousText = String(TestKeys.hmacSecretText.reversed())
+        TestSecrets.shared.register(previousText, as: .clientSecret)
+        func signed(kid: String, with text: String) -> String {
+            let input =
+                TestKeys.base64URL(#"{"alg":"HS256","kid":"\#(kid)"}"#) + "." + TestKeys.base64URL(TestKeys.claims())
+            let mac = HMAC<SHA256>.authenticationCode(
+                for: Array(input.utf8), using: SymmetricKey(data: Array(text.utf8)))
+            return TestKeys.register(input + "." + TestKeys.base64URL(mac))
+        }
+        let verifier = TestKeys.verifier(
+            .init(
+                issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [.hs256],
+                hmacSecrets: [
+                    HMACSecret(keyID: "2025-06", text: TestKeys.hmacSecretText),
+                    try #require(HMACSecret(keyID: "2025-01", base64URL: TestKeys.base64URL(previousText))),
+                ]))
+        #expect(try await verifier.verify(signed(kid: "2025-06", with: TestKeys.hmacSecretText)).keyID == "2025-06")
+        #expect(try await verifier.verify(signed(kid: "2025-01", with: previousText)).keyID == "2025-01")
+        await #expect(throws: TokenVerificationError.invalidSignature) {
+            try await verifier.verify(signed(kid: "2025-01", with: TestKeys.hmacSecretText))
+        }
+        await #expect(throws: TokenVerificationError.unknownKeyID) {
+            try await verifier.verify(signed(kid: "2024-12", with: TestKeys.hmacSecretText))
+        }
+        #expect(!"\(verifier.configuration.hmacSecrets)".contains(TestKeys.hmacSecretText))
+    }
+
+    @Test func subjectIsRequiredUnlessTurnedOff() async throws {
+        let payload = #"{"iss":"\#(TestKeys.issuer)","exp":1800000060,"client_id":"batch-job"}"#
+        let token = TestKeys.token(.rs256, payload: payload)
+        await #expect(throws: TokenVerificationError.missingClaim("sub")) {
+            try await TestKeys.verifier().verify(token)
+        }
+        let optional = TestKeys.verifier(
+            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, requiresSubject: false))
+        let claims = try await optional.verify(token)
+        #expect(claims.subject == "" && claims.string("client_id") == "batch-job")
+    }
+
+    @Test func expirationStaysRequiredWhateverRequiredClaimsSaysUnlessTurnedOff() async throws {
+        let token = TestKeys.token(.rs256, payload: #"{"sub":"u","iss":"\#(TestKeys.issuer)","sid":"s"}"#)
+        for claims in [Set<String>(), ["sid"], ["sid", "sub"]] {
+            let verifier = TestKeys.verifier(
+                .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, requiredClaims: claims))
+            await #expect(throws: TokenVerificationError.missingClaim("exp")) { try await verifier.verify(token) }
+        }
+        let noExpiry = TestKeys.verifier(
+            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, requiresExpiration: false))
+        #expect(try await noExpiry.verify(token).expiration == nil)
+    }
+
     @Test func theDefaultAllowListIsRS256Only() async throws {
-        let verifier = TestKeys.verifier(.init(issuer: TestKeys.issuer))
+        let verifier = TestKeys.verifier(.init(issuer: TestKeys.issuer, audience: TestKeys.noAudience))
         _ = try await verifier.verify(TestKeys.token(.rs256))
         await #expect(throws: TokenVerificationError.algorithmNotAllowed) {
             try await verifier.verify(TestKeys.token(.es256))
@@ -106,7 +163,7 @@ import TokenVerification
             self.name = name
             self.payload = payload
             self.expected = expected
-            var configuration = TokenVerifier.Configuration(issuer: TestKeys.issuer)
+            var configuration = TokenVerifier.Configuration(issuer: TestKeys.issuer, audience: TestKeys.noAudience)
             configure(&configuration)
             self.configuration = configuration
         }
@@ -132,11 +189,13 @@ import TokenVerification
         ClaimCase("max age needs iat", #"{"sub":"u","iss":"\#(iss)","exp":1800000060}"#, .missingClaim("iat")) {
             $0.maximumTokenAge = .seconds(60)
         },
-        ClaimCase("aud missing", TestKeys.claims(), .missingClaim("aud")) { $0.audiences = ["api"] },
+        ClaimCase("aud missing", TestKeys.claims(), .missingClaim("aud")) { $0.audience = .oneOf(["api"]) },
         ClaimCase("aud other", TestKeys.claims(#","aud":["web","app"]"#), .audienceMismatch) {
-            $0.audiences = ["api"]
+            $0.audience = .oneOf(["api"])
         },
-        ClaimCase("aud a number", TestKeys.claims(#","aud":7"#), .invalidClaim("aud")) { $0.audiences = ["api"] },
+        ClaimCase("aud a number", TestKeys.claims(#","aud":7"#), .invalidClaim("aud")) {
+            $0.audience = .oneOf(["api"])
+        },
         ClaimCase("azp not allowed", TestKeys.claims(#","azp":"https://evil.example""#), .partyNotAllowed) {
             $0.allowedParties = ["https://app.example.com"]
         },
@@ -157,19 +216,22 @@ import TokenVerification
 
     @Test func theLeewayAppliesBothWays() async throws {
         let clock = ManualClock()
-        let verifier = TestKeys.verifier(.init(issuer: TestKeys.issuer, leeway: .seconds(5)), clock: clock)
+        let verifier = TestKeys.verifier(
+            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, leeway: .seconds(5)), clock: clock)
         let token = TestKeys.token(.rs256)
         clock.advance(by: .seconds(64))
         _ = try await verifier.verify(token)
         clock.advance(by: .seconds(1))
         await #expect(throws: TokenVerificationError.expired) { try await verifier.verify(token) }
         let early = TestKeys.token(.rs256, payload: TestKeys.claims(#","nbf":1800000004"#))
-        _ = try await TestKeys.verifier(.init(issuer: TestKeys.issuer, leeway: .seconds(5))).verify(early)
+        _ = try await TestKeys.verifier(
+            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, leeway: .seconds(5))
+        ).verify(early)
     }
 
     @Test func allowedPartiesAndAudiencesAccept() async throws {
         let verifier = TestKeys.verifier(
-            .init(issuer: TestKeys.issuer, audiences: ["api"], allowedParties: ["https://app.example.com"]))
+            .init(issuer: TestKeys.issuer, audience: .oneOf(["api"]), allowedParties: ["https://app.example.com"]))
         let claims = try await verifier.verify(
             TestKeys.token(.rs256, payload: TestKeys.claims(#","aud":["web","api"],"azp":"https://app.example.com""#)))
         #expect(claims.audience == ["web", "api"])
@@ -179,7 +241,8 @@ import TokenVerification
     }
 
     @Test func theTypeIsCheckedWhenRequired() async throws {
-        let verifier = TestKeys.verifier(.init(issuer: TestKeys.issuer, requiredType: "at+jwt"))
+        let verifier = TestKeys.verifier(
+            .init(issuer: TestKeys.issuer, audience: TestKeys.noAudience, requiredType: "at+jwt"))
         await #expect(throws: TokenVerificationError.typeMismatch) { try await verifier.verify(TestKeys.token(.rs256)) }
         for type in ["at+jwt", "application/at+JWT"] {
             let token = TestKeys.token(

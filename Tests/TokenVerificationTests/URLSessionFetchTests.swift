@@ -13,6 +13,8 @@ import TokenVerification
                 status: 200,
                 headers: [("Content-Type", "application/json"), ("Cache-Control", "public, max-age=120")],
                 body: TestKeys.allJWKS)
+        case "/moved":
+            return .init(status: 302, headers: [("Location", "http://127.0.0.1:\(port)/jwks.json")])
         case "/.well-known/openid-configuration":
             let issuer = "http://127.0.0.1:\(port)"
             let body = #"{"issuer":"\#(issuer)","jwks_uri":"\#(issuer)/jwks.json"}"#
@@ -35,13 +37,23 @@ import TokenVerification
         }
     }
 
+    @Test func aRedirectWithinTheOriginIsFollowed() async throws {
+        let server = try LoopbackServer(route: Self.route)
+        defer { server.stop() }
+        let response = try await RemoteJWKSSource.urlSessionFetch()(
+            URL(string: "http://127.0.0.1:\(server.port)/moved")!)
+        #expect(response.body == TestKeys.allJWKS)
+    }
+
     @Test func discoveryOverHTTPToLoopbackVerifiesATokenEndToEnd() async throws {
         let server = try LoopbackServer(route: Self.route)
         defer { server.stop() }
         let source = RemoteJWKSSource(
             location: .openIDDiscovery(issuer: URL(string: "http://127.0.0.1:\(server.port)")!))
         let verifier = TokenVerifier(
-            configuration: .init(issuer: TestKeys.issuer, algorithms: JWSAlgorithm.asymmetric), keySource: source,
+            configuration: .init(
+                issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: JWSAlgorithm.asymmetric),
+            keySource: source,
             now: { TestKeys.start })
         #expect(try await verifier.verify(TestKeys.token(.es256)).subject == "user_2abc")
         #expect(try await verifier.verify(TestKeys.token(.rs256)).subject == "user_2abc")

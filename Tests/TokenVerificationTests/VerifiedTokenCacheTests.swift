@@ -24,7 +24,8 @@ import TokenVerification
     @Test func cacheHitsAndMissesAreCounted() async throws {
         let metrics = TestMetrics()
         let verifier = TokenVerifier(
-            configuration: .init(issuer: TestKeys.issuer, algorithms: JWSAlgorithm.asymmetric),
+            configuration: .init(
+                issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: JWSAlgorithm.asymmetric),
             keySource: StaticJWKSSource(TestKeys.keySet()), now: ManualClock().wallClock, metricsFactory: metrics)
         for _ in 0..<4 { _ = try await verifier.verify(TestKeys.token(.rs256)) }
         let label = "tokenkit_verifier_cache_lookups_total"
@@ -47,7 +48,8 @@ import TokenVerification
     @Test func aCachedTokenAgesOutWithTheMaximumAge() async throws {
         let clock = ManualClock()
         let source = CountingSource(StaticJWKSSource(TestKeys.keySet()))
-        var configuration = TokenVerifier.Configuration(issuer: TestKeys.issuer, algorithms: JWSAlgorithm.asymmetric)
+        var configuration = TokenVerifier.Configuration(
+            issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: JWSAlgorithm.asymmetric)
         configuration.maximumTokenAge = .seconds(30)
         let verifier = TestKeys.verifier(configuration, source: source, clock: clock)
         let token = TestKeys.token(.rs256)
@@ -64,7 +66,9 @@ import TokenVerification
     @Test func anHMACTokenIsCachedToo() async throws {
         let source = CountingSource(StaticJWKSSource(TestKeys.keySet()))
         let verifier = TestKeys.verifier(
-            .init(issuer: TestKeys.issuer, algorithms: [.hs256], hmacSecret: TestKeys.hmacSecret), source: source)
+            .init(
+                issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: [.hs256],
+                hmacSecrets: TestKeys.hmacSecrets), source: source)
         let token = TestKeys.token(.hs256)
         for _ in 0..<3 { #expect(try await verifier.verify(token).algorithm == .hs256) }
         #expect(verifier.cachedTokenCount == 1)
@@ -72,7 +76,8 @@ import TokenVerification
     }
 
     @Test func theCacheIsBounded() async throws {
-        var configuration = TokenVerifier.Configuration(issuer: TestKeys.issuer, algorithms: JWSAlgorithm.asymmetric)
+        var configuration = TokenVerifier.Configuration(
+            issuer: TestKeys.issuer, audience: TestKeys.noAudience, algorithms: JWSAlgorithm.asymmetric)
         configuration.tokenCacheCapacity = 3
         let verifier = TestKeys.verifier(configuration)
         for index in 0..<10 {
@@ -82,7 +87,7 @@ import TokenVerification
     }
 
     @Test func theCacheCanBeTurnedOff() async throws {
-        var configuration = TokenVerifier.Configuration(issuer: TestKeys.issuer)
+        var configuration = TokenVerifier.Configuration(issuer: TestKeys.issuer, audience: TestKeys.noAudience)
         configuration.tokenCacheCapacity = 0
         let source = CountingSource(StaticJWKSSource(TestKeys.keySet()))
         let verifier = TestKeys.verifier(configuration, source: source)

@@ -149,7 +149,8 @@ final class OpenSSLVerifier {
     let keySet = try JWKSet(json: Data(bench.jwks.utf8))
     let configuration = { (capacity: Int) in
         TokenVerifier.Configuration(
-            issuer: Fixture.issuer, algorithms: [algorithm], requiredClaims: ["exp", "sub"],
+            issuer: Fixture.issuer, audience: .notChecked(reason: "Clerk-style session tokens"),
+            algorithms: [algorithm], requiredClaims: ["exp", "sub"],
             tokenCacheCapacity: capacity)
     }
     // No cache: every call is a first verification (parse, header and claim checks, key lookup, signature).
@@ -280,7 +281,8 @@ func quantile(_ values: [Double], _ p: Double) -> Double {
         })
     let verifier = TokenVerifier(
         configuration: .init(
-            issuer: Fixture.issuer, algorithms: [.rs256], requiredClaims: ["exp", "sub"], tokenCacheCapacity: 0),
+            issuer: Fixture.issuer, audience: .notChecked(reason: "Clerk-style session tokens"), algorithms: [.rs256],
+            requiredClaims: ["exp", "sub"], tokenCacheCapacity: 0),
         keySource: source)
     _ = try await verifier.verify(bench.token)  // the first fetch
     let parts = bench.token.split(separator: ".")
@@ -350,7 +352,8 @@ func quantile(_ values: [Double], _ p: Double) -> Double {
     let keySet = try JWKSet(json: Data(bench.jwks.utf8))
     let verifier = TokenVerifier(
         configuration: .init(
-            issuer: Fixture.issuer, algorithms: [algorithm], requiredClaims: ["exp", "sub"],
+            issuer: Fixture.issuer, audience: .notChecked(reason: "Clerk-style session tokens"),
+            algorithms: [algorithm], requiredClaims: ["exp", "sub"],
             tokenCacheCapacity: path == "cached" || path == "miss" ? 1_000 : 0),
         keySource: StaticJWKSSource(keySet))
     var sink = 0

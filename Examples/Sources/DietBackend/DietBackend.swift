@@ -11,7 +11,8 @@ public import TokenVerification
 /// The diet-app backend of seed 000 ("Backend JWT Verification"), in Swift: every `/users/...` and `/food-logs`
 /// request carries a Clerk session JWT, verified by TokenKit's Hummingbird middleware (`TokenVerificationMiddleware`
 /// from `TokenKitHummingbird`) against the issuer's JWKS, found through OpenID Connect discovery (RS256 only by
-/// default, `exp`/`nbf`/`iat`, exact `iss`, `azp` among the app's origins).
+/// default, `exp`/`nbf`/`iat`, exact `iss`, `azp` among the app's origins; `aud` is not checked, because Clerk's
+/// session tokens carry none: ``Configuration/clerkSessionTokens``).
 ///
 /// - `GET /users/me`: `{"userId": sub, "sessionId": sid}`.
 /// - `POST /users/me`: creates the user document (201) or updates it (200).
@@ -36,6 +37,9 @@ public final class DietBackend: Sendable {
         public var jwksURL: URL?
         /// Accepted `azp` values (the app's origins), or `nil` to not check `azp`.
         public var authorizedParties: Set<String>?
+        /// The audience rule: ``clerkSessionTokens`` by default, since this backend serves a Clerk app. A backend
+        /// behind Auth0, Okta or another OpenID Connect issuer sets `.oneOf([its API identifier])`.
+        public var audience: TokenVerifier.AudienceRule
         /// Accepted signing algorithms: the seed's checklist says `RS256` only.
         public var algorithms: Set<JWSAlgorithm>
         /// The JWKS cache and refetch bounds of the default key source (cooldown for unknown `kid`s, ...).
@@ -49,21 +53,29 @@ public final class DietBackend: Sendable {
         ///   - issuer: The exact `iss`, and the discovery base.
         ///   - jwksURL: The JWKS URL, or `nil` for OpenID Connect discovery.
         ///   - authorizedParties: Accepted `azp` values, or `nil`.
+        ///   - audience: The audience rule; ``clerkSessionTokens`` by default.
         ///   - algorithms: Accepted algorithms; `RS256` by default.
         ///   - keyCache: The default key source's cache bounds.
         ///   - port: The loopback port; `0` by default.
         public init(
             issuer: String, jwksURL: URL? = nil, authorizedParties: Set<String>? = nil,
+            audience: TokenVerifier.AudienceRule = Configuration.clerkSessionTokens,
             algorithms: Set<JWSAlgorithm> = [.rs256], keyCache: RemoteJWKSSource.Configuration = .init(),
             port: Int = 0
         ) {
             self.issuer = issuer
             self.jwksURL = jwksURL
             self.authorizedParties = authorizedParties
+            self.audience = audience
             self.algorithms = algorithms
             self.keyCache = keyCache
             self.port = port
         }
+
+        /// The choice for Clerk: session tokens carry no `aud` (every one is meant for the app's own backend), so
+        /// `aud` is not checked and `azp` is checked against ``authorizedParties`` instead.
+        public static let clerkSessionTokens = TokenVerifier.AudienceRule.notChecked(
+            reason: "Clerk session tokens carry no aud; azp is checked against the app's origins")
 
         /// Where the default key source looks: the JWKS URL, or discovery at the issuer.
         public var keyLocation: RemoteJWKSSource.Location? {
@@ -138,8 +150,8 @@ public final class DietBackend: Sendable {
         self.keySource = source
         verifier = TokenVerifier(
             configuration: .init(
-                issuer: configuration.issuer, algorithms: configuration.algorithms,
-                requiredClaims: ["exp", "sub", "sid"], allowedParties: configuration.authorizedParties),
+                issuer: configuration.issuer, audience: configuration.audience, algorithms: configuration.algorithms,
+                requiredClaims: ["sid"], allowedParties: configuration.authorizedParties),
             keySource: source, now: now)
     }
 

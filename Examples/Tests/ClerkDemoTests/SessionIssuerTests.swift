@@ -31,7 +31,9 @@ import TokenVerification
     ) throws -> TokenVerifier {
         TokenVerifier(
             configuration: .init(
-                issuer: issuer.issuer, algorithms: algorithms, allowedParties: [issuer.configuration.authorizedParty]),
+                issuer: issuer.issuer, audience: .notChecked(reason: "Clerk session tokens carry no aud"),
+                algorithms: algorithms,
+                allowedParties: [issuer.configuration.authorizedParty]),
             keySource: StaticJWKSSource(try JWKSet(json: issuer.jwksDocument)), now: clock.wallClock)
     }
 

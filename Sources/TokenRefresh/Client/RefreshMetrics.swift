@@ -73,7 +73,7 @@ struct RefreshMetrics: Sendable {
         case .timeout: "timeout"
         case .refreshTokenRejected: "rejected"
         case .sessionInvalidated, .sessionExpired, .signedOut: "session_ended"
-        case .configuration, .invalidArgument: "configuration"
+        case .configuration, .invalidArgument, .insecureEndpoint: "configuration"
         case .storageUnavailable: "storage"
         case .malformedResponse, .unexpectedResponse: "response"
         case .cancelled: "cancelled"

@@ -5,7 +5,15 @@ public import NetworkRetry
 
 /// A cookie session (BetterAuth, Django, Rails): the credential is an HttpOnly session cookie that TokenKit
 /// captures at sign-in, stores like any other secret, and presents as `Cookie` only where it belongs (use
-/// ``NetworkRetry/CredentialPresentation/cookie(named:)`` on the ``NetworkRetry/AuthenticatedClient``).
+/// ``presentation`` on the ``NetworkRetry/AuthenticatedClient``).
+///
+/// Where it belongs is the cookie's own scope (RFC 6265): its domain (host-only unless it had a `Domain`), its
+/// path, and https when it is `Secure`, within the client's allowed origins. A `Domain` that is a public suffix
+/// is refused (see ``NetworkRetry/SetCookie``). Only the value is stored: a session restored after a relaunch
+/// is scoped host-only to the base URL's host, path `/`, `Secure` when the base URL is https, until the server
+/// sets the cookie again. `SameSite` and `HttpOnly` are recorded but not acted on (there are no scripts and no
+/// cross-site navigations here). The base URL must be https (or http to loopback) unless
+/// `dangerouslyAllowsPlainHTTP` says otherwise.
 ///
 /// A cookie cannot be refreshed; its "refresh" is a check of the session with the server
 /// (`GET /api/auth/get-session` by default). The check runs at launch
@@ -35,6 +43,11 @@ public struct CookieSessionStrategy: RefreshStrategy {
     public let transport: any HTTPTransport
     /// The wall clock.
     public let now: @Sendable () -> Date
+    /// Whether the base URL may be plain `http` to a host that is not loopback; `false` by default (sign-in and
+    /// session checks then fail with ``TokenRefreshError/insecureEndpoint`` before anything is sent).
+    public let dangerouslyAllowsPlainHTTP: Bool
+    /// The captured cookie's scope, which ``presentation`` follows.
+    public let cookieScope: SessionCookieScope
 
     /// Creates the strategy.
     ///
@@ -44,22 +57,29 @@ public struct CookieSessionStrategy: RefreshStrategy {
     ///   - sessionPath: The session check's path.
     ///   - transport: The transport.
     ///   - now: The wall clock.
+    ///   - dangerouslyAllowsPlainHTTP: Whether plain `http` to a host that is not loopback is allowed; `false` by
+    ///     default. Turn it on only inside a network you trust end to end.
     public init(
         baseURL: URL, cookieName: String = "better-auth.session_token", sessionPath: String = "/api/auth/get-session",
-        transport: any HTTPTransport, now: @escaping @Sendable () -> Date = AuthToken.systemNow
+        transport: any HTTPTransport, now: @escaping @Sendable () -> Date = AuthToken.systemNow,
+        dangerouslyAllowsPlainHTTP: Bool = false
     ) {
         self.baseURL = baseURL
         self.cookieName = cookieName
         self.sessionPath = sessionPath
         self.transport = transport
         self.now = now
+        self.dangerouslyAllowsPlainHTTP = dangerouslyAllowsPlainHTTP
+        cookieScope = SessionCookieScope(
+            CookieScope(domain: baseURL.host ?? "", isSecure: baseURL.scheme?.lowercased() == "https"))
     }
 
     /// `true`: the "refresh" is the session check, run at launch even while the cookie looks fresh.
     public var checksSessionWithServer: Bool { true }
 
-    /// The presentation to configure on the ``NetworkRetry/AuthenticatedClient``.
-    public var presentation: CredentialPresentation { .cookie(named: cookieName) }
+    /// The presentation to configure on the ``NetworkRetry/AuthenticatedClient``: the cookie, only on requests
+    /// in its scope (``cookieScope``).
+    public var presentation: CredentialPresentation { .cookie(named: cookieName, scope: cookieScope) }
 
     /// Checks the session with the server (see the type's discussion).
     ///
@@ -71,7 +91,8 @@ public struct CookieSessionStrategy: RefreshStrategy {
         var headers = HTTPFields()
         headers[.accept] = "application/json"
         headers[.cookie] = cookieName + "=" + cookie
-        let request = try HTTPRequest.get(url(sessionPath), headers: headers)
+        let request = try HTTPRequest.get(
+            url(sessionPath), headers: headers, allowingPlainHTTP: dangerouslyAllowsPlainHTTP)
         let (response, body) = try await TokenEndpoint.send(request, body: Data(), via: transport)
         let status = response.status.code
         if status == 401 { throw TokenRefreshError.sessionInvalidated.with(status: status) }
@@ -103,7 +124,8 @@ public struct CookieSessionStrategy: RefreshStrategy {
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
             headers[.accept] = "application/json"
-            let request = try HTTPRequest.post(url(path), headers: headers)
+            let request = try HTTPRequest.post(
+                url(path), headers: headers, allowingPlainHTTP: dangerouslyAllowsPlainHTTP)
             let (response, data) = try await TokenEndpoint.send(request, body: body, via: transport)
             let status = response.status.code
             guard (200..<300).contains(status) else {
@@ -133,6 +155,7 @@ public struct CookieSessionStrategy: RefreshStrategy {
             guard let cookie = try? SetCookie(parsing: field, requestHost: host, requestIsSecure: secure, now: now()),
                 cookie.name == cookieName, !cookie.value.isEmpty, !cookie.isExpired(at: now())
             else { continue }
+            cookieScope.update(CookieScope(cookie))
             return (cookie.value, cookie.expiresAt)
         }
         return nil
@@ -187,9 +210,12 @@ enum CookieSessionAnswer {
 }
 
 extension HTTPRequest {
-    /// A GET to `url`, which must be absolute with a host.
-    static func get(_ url: URL, headers: HTTPFields) throws(TokenRefreshError) -> HTTPRequest {
-        var request = try post(url, headers: headers)
+    /// A GET to `url`, which must be absolute with a host, and `https` or `http` to loopback unless
+    /// `allowingPlainHTTP`.
+    static func get(
+        _ url: URL, headers: HTTPFields, allowingPlainHTTP: Bool = false
+    ) throws(TokenRefreshError) -> HTTPRequest {
+        var request = try post(url, headers: headers, allowingPlainHTTP: allowingPlainHTTP)
         request.method = .get
         return request
     }

@@ -24,6 +24,9 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
     public let now: @Sendable () -> Date
     /// The JSON key the refresh token is sent under: `refreshToken` by default.
     public let refreshTokenKey: String
+    /// Whether the endpoint may be plain `http` to a host that is not loopback; `false` by default (a refresh is
+    /// then refused with ``TokenRefreshError/insecureEndpoint`` before anything is sent).
+    public let dangerouslyAllowsPlainHTTP: Bool
 
     /// `refreshToken`, the key the FitIQ and Lume backends read (the default).
     public static let camelCaseRefreshTokenKey = "refreshToken"
@@ -40,10 +43,12 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
     ///   - refreshTokenKey: The JSON key of the refresh token in the request body; ``camelCaseRefreshTokenKey``
     ///     (`refreshToken`) by default.
     ///   - now: The wall clock.
+    ///   - dangerouslyAllowsPlainHTTP: Whether plain `http` to a host that is not loopback is allowed; `false` by
+    ///     default.
     public init(
         baseURL: URL, path: String = "/api/v1/auth/refresh", apiKey: String?, transport: any HTTPTransport,
         refreshTokenKey: String = JSONEndpointRefreshStrategy.camelCaseRefreshTokenKey,
-        now: @escaping @Sendable () -> Date = AuthToken.systemNow
+        now: @escaping @Sendable () -> Date = AuthToken.systemNow, dangerouslyAllowsPlainHTTP: Bool = false
     ) {
         var text = baseURL.absoluteString
         while text.hasSuffix("/") { text.removeLast() }
@@ -52,6 +57,7 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
         self.transport = transport
         self.now = now
         self.refreshTokenKey = refreshTokenKey
+        self.dangerouslyAllowsPlainHTTP = dangerouslyAllowsPlainHTTP
     }
 
     /// Posts the refresh token as JSON, `{"<refreshTokenKey>": "..."}`.
@@ -65,7 +71,7 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
         headers[.contentType] = "application/json"
         headers[.accept] = "application/json"
         if let apiKey { headers[JSONEndpointRefreshStrategy.apiKeyField] = apiKey }
-        let request = try HTTPRequest.post(url, headers: headers)
+        let request = try HTTPRequest.post(url, headers: headers, allowingPlainHTTP: dangerouslyAllowsPlainHTTP)
         let body = try JSONEncoder().encode([refreshTokenKey: refreshToken])
         let (response, data) = try await TokenEndpoint.send(request, body: body, via: transport)
         if response.status.code == 403 && TokenResponse.oauthErrorCode(data) == nil {

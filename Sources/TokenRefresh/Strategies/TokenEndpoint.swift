@@ -18,6 +18,10 @@ public struct TokenEndpoint: Sendable {
     public let additionalHeaders: HTTPFields
     /// The wall clock, for `Retry-After` given as an HTTP date.
     public let now: @Sendable () -> Date
+    /// Whether the endpoint may be plain `http` to a host that is not loopback. `false` by default: such a
+    /// request is refused with ``TokenRefreshError/insecureEndpoint`` before anything is sent, since refresh
+    /// tokens, passwords and client secrets would travel in clear.
+    public let dangerouslyAllowsPlainHTTP: Bool
 
     /// Creates an endpoint.
     ///
@@ -27,15 +31,18 @@ public struct TokenEndpoint: Sendable {
     ///   - transport: The transport to send with.
     ///   - additionalHeaders: Extra header fields for every request.
     ///   - now: The wall clock; ``AuthToken/systemNow`` by default.
+    ///   - dangerouslyAllowsPlainHTTP: Whether plain `http` to a host that is not loopback is allowed; `false` by
+    ///     default. Turn it on only inside a network you trust end to end.
     public init(
         url: URL, client: OAuthClient, transport: any HTTPTransport, additionalHeaders: HTTPFields = [:],
-        now: @escaping @Sendable () -> Date = AuthToken.systemNow
+        now: @escaping @Sendable () -> Date = AuthToken.systemNow, dangerouslyAllowsPlainHTTP: Bool = false
     ) {
         self.url = url
         self.client = client
         self.transport = transport
         self.additionalHeaders = additionalHeaders
         self.now = now
+        self.dangerouslyAllowsPlainHTTP = dangerouslyAllowsPlainHTTP
     }
 
     /// Sends a grant with `parameters` and returns the token response.
@@ -71,7 +78,7 @@ public struct TokenEndpoint: Sendable {
         } else {
             fields.append(("client_id", client.id))
         }
-        let request = try HTTPRequest.post(url, headers: headers)
+        let request = try HTTPRequest.post(url, headers: headers, allowingPlainHTTP: dangerouslyAllowsPlainHTTP)
         return try await TokenEndpoint.send(request, body: Data(FormEncoding.encode(fields).utf8), via: transport)
     }
 
@@ -154,11 +161,21 @@ public struct TokenEndpoint: Sendable {
 }
 
 extension HTTPRequest {
-    /// A POST to `url`, which must be absolute with a host.
-    static func post(_ url: URL, headers: HTTPFields) throws(TokenRefreshError) -> HTTPRequest {
+    /// A POST to `url`, which must be absolute with a host, and `https` or `http` to loopback unless
+    /// `allowingPlainHTTP`.
+    ///
+    /// - Throws: ``TokenRefreshError/invalidArgument`` for a URL without a host,
+    ///   ``TokenRefreshError/insecureEndpoint`` for plain `http` to a host that is not loopback.
+    static func post(
+        _ url: URL, headers: HTTPFields, allowingPlainHTTP: Bool = false
+    ) throws(TokenRefreshError) -> HTTPRequest {
         guard let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
             throw .invalidArgument
         }
+        // Every request TokenKit builds for a token endpoint, a refresh, a sign-in, a session check or a
+        // revocation comes through here: none carries its secret over plain http to a remote host.
+        guard allowingPlainHTTP || HTTPOrigin(scheme: scheme, host: host, port: url.port)?.allowsCredentials == true
+        else { throw .insecureEndpoint }
         let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         let authority = url.port.map { "\(bracketed):\($0)" } ?? bracketed
         let encodedPath = url.path(percentEncoded: true)

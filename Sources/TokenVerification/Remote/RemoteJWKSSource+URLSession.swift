@@ -9,6 +9,10 @@ extension RemoteJWKSSource {
     /// A fetch through `URLSession`: a GET with `Accept: application/json`; any status but 200 throws, and
     /// the `Cache-Control` header's `max-age` is passed on.
     ///
+    /// Redirects are followed only within the URL's origin (scheme, host and port): a redirect elsewhere is
+    /// not followed, and an answer that still comes from another origin throws, so whoever controls a redirect
+    /// target cannot serve their own keys.
+    ///
     /// The source's ``JWKSet/Limits`` apply to the body once it is read; `URLSession` reads a body whole, so an
     /// endpoint that sends a huge one costs memory until then. Supply your own fetch to stream with a hard cap.
     ///
@@ -18,8 +22,10 @@ extension RemoteJWKSSource {
         { url in
             var request = URLRequest(url: url)
             request.setValue("application/json", forHTTPHeaderField: "Accept")
-            let (data, response) = try await session.data(for: request)
-            guard let http = response as? HTTPURLResponse, http.statusCode == 200 else {
+            let (data, response) = try await session.data(for: request, delegate: SameOriginRedirects())
+            guard let http = response as? HTTPURLResponse, http.statusCode == 200,
+                http.url.map({ isSameOrigin($0, url) }) ?? true
+            else {
                 throw URLError(.badServerResponse)
             }
             return Response(body: data, maxAge: maxAge(cacheControl: http.value(forHTTPHeaderField: "Cache-Control")))
@@ -45,5 +51,30 @@ extension RemoteJWKSSource {
             }
         }
         return result
+    }
+}
+
+/// Whether two URLs have the same scheme, host and port (RFC 6454), the port defaulting by scheme.
+func isSameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
+    func parts(_ url: URL) -> (String, String, Int?) {
+        let scheme = url.scheme?.lowercased() ?? ""
+        let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : nil)
+        return (scheme, url.host?.lowercased() ?? "", port)
+    }
+    let (a, b) = (parts(lhs), parts(rhs))
+    return !a.1.isEmpty && a.0 == b.0 && a.1 == b.1 && a.2 == b.2
+}
+
+/// Follows a redirect only within the original request's origin. `@unchecked Sendable`: no stored state.
+final class SameOriginRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        guard let from = task.originalRequest?.url, let to = request.url, isSameOrigin(from, to) else {
+            completionHandler(nil)
+            return
+        }
+        completionHandler(request)
     }
 }

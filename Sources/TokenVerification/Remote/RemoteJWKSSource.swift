@@ -24,6 +24,11 @@ public import Logging
 /// - **Bounds:** ``Configuration/fetchTimeout`` (the fetch is abandoned, even if it ignores cancellation),
 ///   ``JWKSet/Limits`` on the document's size and key count. A key that does not parse is skipped and logged.
 ///
+/// - **https only:** the JWKS URL, the discovery issuer and the discovered `jwks_uri` must be `https` (or `http`
+///   to loopback), else nothing is fetched (``TokenVerificationError/insecureKeySetURL``) unless
+///   ``Configuration/dangerouslyAllowsPlainHTTP`` is on; ``urlSessionFetch(_:)`` follows redirects only within
+///   the origin.
+///
 /// All time comes from the injected clock, so tests drive it with a manual clock.
 public actor RemoteJWKSSource: JWKSSource {
     /// What a fetch returns: the body, and the `Cache-Control: max-age` if the response had one.
@@ -81,6 +86,11 @@ public actor RemoteJWKSSource: JWKSSource {
         public var limits: JWKSet.Limits
         /// The largest discovery document accepted, in bytes. Default 64 KiB.
         public var maximumDiscoveryBytes: Int
+        /// Whether the JWKS URL, the discovery issuer and the discovered `jwks_uri` may be plain `http` to a host
+        /// that is not loopback. Default `false`: such a source fetches nothing and fails with
+        /// ``TokenVerificationError/insecureKeySetURL``, since anyone on the path could serve their own keys.
+        /// Turn it on only inside a network you trust end to end.
+        public var dangerouslyAllowsPlainHTTP: Bool
 
         /// A configuration with the defaults, changed where given.
         ///
@@ -96,13 +106,14 @@ public actor RemoteJWKSSource: JWKSSource {
         ///   - negativeCacheCapacity: Most unknown `kid`s remembered.
         ///   - limits: JWKS document bounds.
         ///   - maximumDiscoveryBytes: Largest discovery document.
+        ///   - dangerouslyAllowsPlainHTTP: Whether plain `http` to a host that is not loopback is allowed.
         public init(
             defaultMaxAge: Duration = .seconds(600), minimumMaxAge: Duration = .seconds(60),
             maximumMaxAge: Duration = .seconds(86_400), refreshAhead: Duration = .seconds(60),
             unknownKeyCooldown: Duration = .seconds(30), retryAfterFailure: Duration = .seconds(5),
             maximumStaleness: Duration = .seconds(3_600), fetchTimeout: Duration = .seconds(5),
             negativeCacheCapacity: Int = 1_000, limits: JWKSet.Limits = JWKSet.Limits(),
-            maximumDiscoveryBytes: Int = 64 * 1024
+            maximumDiscoveryBytes: Int = 64 * 1024, dangerouslyAllowsPlainHTTP: Bool = false
         ) {
             self.defaultMaxAge = defaultMaxAge
             self.minimumMaxAge = minimumMaxAge
@@ -115,6 +126,7 @@ public actor RemoteJWKSSource: JWKSSource {
             self.negativeCacheCapacity = negativeCacheCapacity
             self.limits = limits
             self.maximumDiscoveryBytes = maximumDiscoveryBytes
+            self.dangerouslyAllowsPlainHTTP = dangerouslyAllowsPlainHTTP
         }
     }
 
@@ -226,6 +238,8 @@ public actor RemoteJWKSSource: JWKSSource {
             switch set.key(for: keyID, algorithm: algorithm) {
             case .found(let key): return (.found(key), schedule)
             case .ambiguous: return (.refuse(.missingKeyID, logKeyID: nil), schedule)
+            // A known `kid` whose key was skipped: a refetch would not help before the set changes anyway.
+            case .skipped: return (.refuse(.unusableKey, logKeyID: nil), schedule)
             case .unknown:
                 guard let keyID else { return (.refuse(.missingKeyID, logKeyID: nil), schedule) }
                 if state.fetching { return (.askActor, schedule) }
@@ -294,6 +308,7 @@ public actor RemoteJWKSSource: JWKSSource {
             switch set.key(for: keyID, algorithm: algorithm) {
             case .found(let key): return .success(key)
             case .ambiguous: return .failure(.missingKeyID)
+            case .skipped: return .failure(.unusableKey)
             case .unknown:
                 guard let keyID else { return .failure(.missingKeyID) }
                 if state.unknownKeyIDs.count < capacity { state.unknownKeyIDs.insert(keyID) }
@@ -369,9 +384,11 @@ public actor RemoteJWKSSource: JWKSSource {
     private func jwksURL() async throws(TokenVerificationError) -> URL {
         switch location {
         case .jwks(let url):
+            try refuseInsecure(url)
             return url
         case .openIDDiscovery(let issuer):
             if let discoveredJWKSURL { return discoveredJWKSURL }
+            try refuseInsecure(issuer)
             var text = issuer.absoluteString
             while text.hasSuffix("/") { text.removeLast() }
             guard let discoveryURL = URL(string: text + "/.well-known/openid-configuration") else {
@@ -381,7 +398,8 @@ public actor RemoteJWKSSource: JWKSSource {
             guard response.body.count <= configuration.maximumDiscoveryBytes else { throw .keySetTooLarge }
             let document = try JWKSet.parseObject(response.body)
             guard document["issuer"]?.stringValue == issuer.absoluteString || document["issuer"]?.stringValue == text,
-                let uri = document["jwks_uri"]?.stringValue, let url = URL(string: uri), Self.isAcceptable(url)
+                let uri = document["jwks_uri"]?.stringValue, let url = URL(string: uri),
+                Self.isAcceptable(url, allowingPlainHTTP: configuration.dangerouslyAllowsPlainHTTP)
             else {
                 logger.debug("OpenID discovery document refused", metadata: ["url": "\(discoveryURL)"])
                 throw .keySetInvalid
@@ -391,12 +409,34 @@ public actor RemoteJWKSSource: JWKSSource {
         }
     }
 
-    /// `https`, or `http` to a loopback host.
-    static func isAcceptable(_ url: URL) -> Bool {
+    /// Throws ``TokenVerificationError/insecureKeySetURL`` unless `url` is acceptable, logging it at error level
+    /// (a configuration mistake an operator must see).
+    private func refuseInsecure(_ url: URL) throws(TokenVerificationError) {
+        guard !Self.isAcceptable(url, allowingPlainHTTP: configuration.dangerouslyAllowsPlainHTTP) else { return }
+        logger.error(
+            "JWKS location refused: plain http to a host that is not loopback (https required)",
+            metadata: ["host": "\(url.host ?? "-")"])
+        throw .insecureKeySetURL
+    }
+
+    /// `https`, or `http` to a loopback host (`localhost`, 127.0.0.0/8, `::1`), or any `http` when allowed.
+    static func isAcceptable(_ url: URL, allowingPlainHTTP: Bool = false) -> Bool {
+        guard let host = url.host, !host.isEmpty else { return false }
         switch url.scheme?.lowercased() {
-        case "https": return url.host != nil
-        case "http": return ["localhost", "127.0.0.1", "::1", "[::1]"].contains(url.host ?? "")
+        case "https": return true
+        case "http": return allowingPlainHTTP || isLoopback(host)
         default: return false
+        }
+    }
+
+    /// `localhost`, a dotted IPv4 address in 127.0.0.0/8, or `::1`; names are never resolved.
+    static func isLoopback(_ host: String) -> Bool {
+        let host = host.lowercased()
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4, octets[0] == "127" else { return false }
+        return octets.allSatisfy { octet in
+            !octet.isEmpty && octet.count <= 3 && octet.allSatisfy(\.isASCII) && UInt8(octet) != nil
         }
     }
 
