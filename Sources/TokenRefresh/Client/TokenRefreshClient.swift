@@ -78,6 +78,8 @@ public actor TokenRefreshClient: TokenProvider {
     var flightTask: Task<Void, Never>?
     /// The most recent refresh task, kept after it is abandoned so tests can wait for it to end.
     var lastFlightTask: Task<Void, Never>?
+    /// This client's store writes in progress, so that sign-out and sign-in land after every older write.
+    var writeFence = StoreWriteFence()
 
     /// The session held in memory.
     var session: SessionMachine.Session? { machine.session }
@@ -282,6 +284,7 @@ public actor TokenRefreshClient: TokenProvider {
     @discardableResult
     public func restoreSession(validatingWithProvider: Bool = false) async -> AuthState {
         try? await ensureLoaded()
+        await retryPendingRemovalIfDue()
         if validatingWithProvider, machine.loaded { await checkWithProvider() }
         return state
     }
@@ -369,6 +372,11 @@ public actor TokenRefreshClient: TokenProvider {
     /// ``TokenRefreshError/signedOut``, publishes ``AuthEvent/Kind/signedOut``, and revokes the refresh token
     /// when a revocation is configured (best effort). A refresh still running writes nothing.
     ///
+    /// A write of the session that is still on its way to a slow store (a sign-in's save, a refresh's save) lands
+    /// first and is then removed, so a signed-out session is never restored at the next launch. A removal that
+    /// fails (a lock held too long, a locked Keychain) is tried again at the client's next call after
+    /// ``Configuration/persistRetryInterval``, unless a new session has started by then.
+    ///
     /// - Parameter reason: Why; ``AuthEvent/SignOutReason/userAction`` by default.
     /// - Throws: ``TokenRefreshError/storageUnavailable`` when the store could not be cleared (memory is).
     public func signOut(reason: AuthEvent.SignOutReason = .userAction) async throws {
@@ -376,18 +384,25 @@ public actor TokenRefreshClient: TokenProvider {
             machine.noteStoredBeforeLoad(stored)
         }
         let (ended, flight) = machine.endSession()
+        let epoch = machine.epoch
         flightTask?.cancel()
         flightTask = nil
         flight?.finish(.failure(.signedOut))
-        var failure: TokenRefreshError?
-        do {
-            try await store.remove(account: configuration.account, condition: .always)
-            machine.storeCleared()
-        } catch {
-            failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-        }
         publish(.signedOut(reason: reason, userID: ended?.userID))
         logger.debug("signed out", metadata: ["reason": "\(reason)"])
+        var failure: TokenRefreshError?
+        let write = await beginWrite(epoch: epoch)
+        // Skipped when a new session has begun meanwhile: its save overwrites the ended one.
+        if machine.isCurrent(epoch) {
+            do {
+                try await store.remove(account: configuration.account, condition: .always)
+                machine.storeCleared()
+            } catch {
+                failure = TokenRefreshError.storageUnavailable.with(underlying: error)
+                if machine.isCurrent(epoch) { machine.removalPending(.always, at: clock.elapsed) }
+            }
+        }
+        endWrite(write)
         if let refreshToken = ended?.token.refreshToken, let revocation = configuration.revocation {
             do {
                 try await clock.withTimeout(configuration.revocationTimeout) {
