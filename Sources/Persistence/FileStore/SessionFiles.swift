@@ -1,5 +1,8 @@
 import Logging
 
+#if canImport(Darwin)
+    import Foundation
+#endif
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -107,7 +110,10 @@ struct SessionFiles: Sendable {
 
     /// Creates the directory (mode 0700, and any missing parents) if it does not exist, then opens and checks it.
     func ensureDirectory() throws(PersistenceError) -> DirectoryHandle {
-        if let handle = try openDirectory() { return handle }
+        if let handle = try openDirectory() {
+            excludeFromBackup()
+            return handle
+        }
         var missing: [String] = []
         var path = directory
         while !path.isEmpty, path != "/", case .failure(let code) = POSIX.status(path), code.code == ENOENT {
@@ -128,7 +134,19 @@ struct SessionFiles: Sendable {
         guard let handle = try openDirectory() else {
             throw PersistenceError.writeFailed.with(detail: "the directory vanished after mkdir")
         }
+        excludeFromBackup()
         return handle
+    }
+
+    /// Keeps the directory out of backups (iCloud and computer backups) on Apple platforms; nothing elsewhere.
+    /// Not compiled on Linux: the same four lines type-check there against swift-corelibs-foundation.
+    private func excludeFromBackup() {
+        #if canImport(Darwin)
+            var url = URL(fileURLWithPath: directory, isDirectory: true)
+            var values = URLResourceValues()
+            values.isExcludedFromBackup = true
+            try? url.setResourceValues(values)
+        #endif
     }
 
     private func syncParent(of path: String) {
