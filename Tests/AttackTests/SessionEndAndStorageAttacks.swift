@@ -245,6 +245,26 @@ struct SessionEndAndStorageAttacks {
         }
     }
 
+    // MARK: - Where the convenience factories keep tokens
+
+    /// On Apple platforms the seed apps kept tokens in the Keychain; a factory must not quietly move them into an
+    /// unencrypted file that backups carry. (Only the Linux branch of this test runs in TokenKit's CI.)
+    @Test func theConvenienceFactoriesDoNotKeepTokensInAPlainFileWhereTheKeychainExists() {
+        let fitIQ = AuthClient.fitIQ(
+            baseURL: URL(string: "https://api.example.com")!, apiKey: "attack-api-key", appName: "AttackApp")
+        let oauth = AuthClient.oauth(
+            tokenURL: URL(string: "https://auth.example.com/oauth/token")!, clientID: "attack-app",
+            apiURL: URL(string: "https://api.example.com")!, appName: "AttackApp")
+        for client in [fitIQ, oauth] {
+            let store = Mirror(reflecting: client.tokens).children.first { $0.label == "store" }?.value as? String
+            #if canImport(Security)
+                #expect(store == "KeychainTokenStore")
+            #else
+                #expect(store == "FileTokenStore")
+            #endif
+        }
+    }
+
     // MARK: - Helpers
 
     static func refusingStrategy() -> ClosureRefreshStrategy {
