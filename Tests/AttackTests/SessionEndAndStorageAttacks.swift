@@ -74,6 +74,27 @@ struct SessionEndAndStorageAttacks {
         #expect(await nextLaunch.restoreSession() == .signedOut)
     }
 
+    @Test func aSessionTheServerEndsWhileItsSignInWriteIsHeldIsNotRestoredAtTheNextLaunch() async throws {
+        let store = HeldWriteStore()
+        let clock = ManualClock()
+        let client = TokenRefreshClient(
+            strategy: Self.refusingStrategy(), store: store, clock: clock, now: clock.wallClock)
+        let token = Self.token("alice-ended-by-server", clock: clock)
+        await store.holdNextSave()
+        let signIn = Task { try await client.signIn(with: token, userID: "alice") }
+        await store.waitUntilSaveIsHeld()
+
+        // The API refuses the new token even after a refresh: the client ends the session while its write is held.
+        await client.sessionRejected(afterRefreshOf: token.accessToken, endSession: true)
+        await store.releaseSave()
+        await store.waitUntilReleasedSaveEnded()
+        _ = try? await signIn.value
+        // The app goes on: its next call finishes the removal the late write overtook.
+        _ = try? await client.validToken()
+
+        #expect(await store.load(account: "default").isAbsent, "the late write outlived the ended session")
+    }
+
     @Test func aSignOutWhoseRemovalTimesOutOnceIsRetriedUntilTheSessionIsGone() async throws {
         let store = HeldWriteStore()
         let clock = ManualClock()
