@@ -13,8 +13,9 @@ extension PostgresTokenStore {
             isLoopback(host)
         else { return nil }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        let address = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         return PostgresClient.Configuration(
-            host: host, port: components.port ?? 5432, username: user, password: components.password,
+            host: address, port: components.port ?? 5432, username: user, password: components.password,
             database: database.isEmpty ? nil : database, tls: .disable)
     }
 

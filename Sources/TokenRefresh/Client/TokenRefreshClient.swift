@@ -321,7 +321,8 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Returns: The new token.
     /// - Throws: ``TokenRefreshError/signInRejected`` for wrong credentials (its ``TokenRefreshError/oauthError``
     ///   keeps the server's code); ``TokenRefreshError/storageUnavailable`` when the new session could not be
-    ///   stored (unless ``Configuration/allowsMemoryOnlySessions``); other classified errors. After a failure the
+    ///   stored (unless ``Configuration/allowsMemoryOnlySessions``); ``TokenRefreshError/signedOut`` when a sign-out
+    ///   (or another sign-in) came before the new session was stored; other classified errors. After a failure the
     ///   state is the session that was there before, or `signedOut`; never `loading`.
     @discardableResult
     public func signIn(_ grant: SignInGrant, userID: String? = nil) async throws -> AuthToken {
@@ -363,6 +364,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Returns: The token.
     /// - Throws: ``TokenRefreshError/storageUnavailable`` when the session could not be stored (unless
     ///   ``Configuration/allowsMemoryOnlySessions``); the client then keeps what it had before.
+    ///   ``TokenRefreshError/signedOut`` when a sign-out (or another sign-in) came before this session was stored.
     @discardableResult
     public func signIn(with token: AuthToken, userID: String? = nil) async throws -> AuthToken {
         try await startSession(token, userID: userID ?? token.parseUserIdFromJWT(), previousState: state)
