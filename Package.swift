@@ -113,7 +113,8 @@ let package = Package(
         .target(
             name: "TokenRefresh",
             dependencies: [
-                "AuthToken", "Persistence", "NetworkRetry",
+                // PersistenceKeychain compiles to nothing off Apple platforms; the factories' default store uses it.
+                "AuthToken", "Persistence", "PersistenceKeychain", "NetworkRetry",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

@@ -21,6 +21,8 @@ extension PersistenceError: LocalizedError {
         case .readFailed, .notAFile: "Your saved session could not be read."
         case .lockFailed, .lockTimedOut: "Your saved session is busy. Please try again."
         case .migrationFailed: "Your previous session could not be carried over. Please sign in again."
+        case .ownedByAnotherUser: "Your saved session is not stored safely, so it was not used."
+        case .wrongAccount: "This account's session cannot be stored here."
         default: nil
         }
     }

@@ -3,6 +3,7 @@ public struct PersistenceError: Error, Sendable, Hashable, CustomStringConvertib
     private enum Code: String, Hashable, Sendable, CaseIterable {
         case unavailable, conflict, corrupt, unsupportedFormatVersion, permissionsTooWide, wrongKey
         case writeFailed, readFailed, lockFailed, lockTimedOut, notAFile, migrationFailed
+        case ownedByAnotherUser, wrongAccount
     }
     private let code: Code
     /// A short, secret-free explanation (a path, an errno name), if any.
@@ -38,6 +39,11 @@ public struct PersistenceError: Error, Sendable, Hashable, CustomStringConvertib
     public static let notAFile = PersistenceError(.notAFile)
     /// Migrating an older stored format failed; the old entries are kept.
     public static let migrationFailed = PersistenceError(.migrationFailed)
+    /// The store's directory or a file in it belongs to another user, who could have planted or changed it; it
+    /// was not used. The detail names the path and both user IDs.
+    public static let ownedByAnotherUser = PersistenceError(.ownedByAnotherUser)
+    /// The store keeps one account's session and was asked for another's (the detail names neither).
+    public static let wrongAccount = PersistenceError(.wrongAccount)
 
     /// Returns this error with a secret-free detail attached. Public for token stores implemented outside
     /// this package (such as the PostgreSQL store of `Integrations`).

@@ -65,9 +65,10 @@ extension PostgresTokenStore {
     /// `locktype = 'advisory'`, `objsubid = 1`, `classid` the high 32 bits and `objid` the low 32 bits.
     ///
     /// - Parameter account: The account key.
-    /// - Returns: The first 8 bytes of a SHA-256 of the table name and the account, as a signed 64-bit number.
+    /// - Returns: The first 8 bytes of a SHA-256 of the table name and the account (an HMAC-SHA-256 keyed with
+    ///   ``Configuration/lockKeySecret`` when set), as a signed 64-bit number.
     public func advisoryLockKey(account: String) -> Int64 {
-        SessionRowFormat.lockKey(table: table, account: account)
+        SessionRowFormat.lockKey(table: table, account: account, secret: configuration.lockKeySecret)
     }
 
     /// Runs `body` on the lock's connection when this task holds a lock of this store's client, else on a pooled
@@ -127,7 +128,7 @@ extension PostgresTokenStore {
     }
 
     private func tryLock(_ key: Int64, on connection: PostgresConnection) async throws -> Bool {
-        let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: logger)
+        let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: queryLogger)
         var granted = false
         for try await value in rows.decode(Bool.self) { granted = value }
         return granted
@@ -158,10 +159,10 @@ extension PostgresTokenStore {
             logger.debug("the lock's connection was closed; the server released the lock")
             return
         }
-        let logger = self.logger
+        let queryLogger = self.queryLogger
         let unlocked =
             (try? await withDeadline(configuration.operationTimeout, sleep: timer.sleep) {
-                let rows = try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: logger)
+                let rows = try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: queryLogger)
                 var released = false
                 for try await value in rows.decode(Bool.self) { released = value }
                 return released

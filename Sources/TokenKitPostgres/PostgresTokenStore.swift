@@ -25,6 +25,9 @@ public import PostgresNIO
 /// - **Optional encryption at rest.** With an ``Configuration/encryptionKey`` the payload is sealed with AES-GCM,
 ///   bound to the account. A wrong key is ``Persistence/PersistenceError/wrongKey``, not a crash, and saves refuse
 ///   to overwrite a row sealed with another key (or not sealed at all).
+/// - **No token text in logs.** The store's own lines carry no token text. PostgresNIO logs the bytes of the rows
+///   it sends and receives at `trace`, so the store hands it its logger raised to `debug` at least. The
+///   `PostgresClient` you create has a background logger of its own: keep it above `trace` too.
 /// - **An idempotent schema.** ``migrate()`` runs `CREATE TABLE IF NOT EXISTS` under a transaction-level advisory
 ///   lock, so replicas starting together do not race; by default the first operation runs it.
 ///
@@ -70,6 +73,16 @@ public struct PostgresTokenStore: TokenStore {
         public var operationTimeout: Duration?
         /// Whether the first operation runs ``PostgresTokenStore/migrate()`` (once per store value and its copies).
         public var migratesAutomatically: Bool
+        /// A secret shared by the deployment's replicas that the advisory lock keys are derived with (an
+        /// HMAC-SHA-256 of the table and the account), or `nil` to derive them from the table and the account alone.
+        ///
+        /// PostgreSQL advisory locks belong to the whole database: any role that can connect can take any key. Without
+        /// a secret, a role that knows an account's name can compute its key and hold the lock, so that account's
+        /// refreshes wait ``lockTimeout`` and fail transiently (the session is kept). With a secret that role cannot
+        /// compute keys, but it can still see the keys held at the moment in `pg_locks` (not which account they
+        /// belong to) and take one of them once it is free. Give the token table a database of its own, or a
+        /// database that untrusted roles cannot connect to, to rule that out.
+        public var lockKeySecret: SymmetricKey?
 
         /// Creates a configuration.
         ///
@@ -80,13 +93,15 @@ public struct PostgresTokenStore: TokenStore {
         ///   - lockRetryInterval: How often a waiter asks for the lock again; 20 ms by default.
         ///   - operationTimeout: The longest wait for the database per operation; 5 s by default.
         ///   - migratesAutomatically: Whether the first operation creates the table if needed.
+        ///   - lockKeySecret: A secret shared by the replicas to derive advisory lock keys with, or `nil`.
         public init(
             tableName: String = "tokenkit_sessions",
             encryptionKey: SymmetricKey? = nil,
             lockTimeout: Duration? = .seconds(5),
             lockRetryInterval: Duration = .milliseconds(20),
             operationTimeout: Duration? = .seconds(5),
-            migratesAutomatically: Bool = true
+            migratesAutomatically: Bool = true,
+            lockKeySecret: SymmetricKey? = nil
         ) {
             self.tableName = tableName
             self.encryptionKey = encryptionKey
@@ -94,6 +109,7 @@ public struct PostgresTokenStore: TokenStore {
             self.lockRetryInterval = lockRetryInterval
             self.operationTimeout = operationTimeout
             self.migratesAutomatically = migratesAutomatically
+            self.lockKeySecret = lockKeySecret
         }
     }
 
@@ -103,6 +119,9 @@ public struct PostgresTokenStore: TokenStore {
     public let configuration: Configuration
     /// Where debug and trace messages go. Nothing from a session's tokens is ever logged.
     let logger: Logger
+    /// The logger handed to PostgresNIO with each query: ``logger`` raised to `debug` at least, because PostgresNIO
+    /// logs the bytes of the rows it sends and receives (the session's tokens) at `trace`.
+    let queryLogger: Logger
 
     let format: SessionRowFormat
     let timer: StoreClock
@@ -129,6 +148,9 @@ public struct PostgresTokenStore: TokenStore {
         self.client = client
         self.configuration = configuration
         self.logger = logger
+        var queryLogger = logger
+        if queryLogger.logLevel < .debug { queryLogger.logLevel = .debug }
+        self.queryLogger = queryLogger
         self.format = SessionRowFormat(key: configuration.encryptionKey)
         self.timer = StoreClock(clock)
     }
@@ -258,7 +280,7 @@ public struct PostgresTokenStore: TokenStore {
         let rows = try await connection.query(
             """
             SELECT generation, format_version, key_check, payload FROM \(unescaped: table) WHERE account = \(account)
-            """, logger: logger)
+            """, logger: queryLogger)
         for try await (generation, version, keyCheck, payload) in rows.decode(
             (Int64, Int32, String?, ByteBuffer).self)
         {
@@ -280,7 +302,7 @@ public struct PostgresTokenStore: TokenStore {
         let rows = try await connection.query(
             """
             SELECT generation, format_version, key_check FROM \(unescaped: table) WHERE account = \(account) FOR UPDATE
-            """, logger: logger)
+            """, logger: queryLogger)
         for try await (generation, version, keyCheck) in rows.decode((Int64, Int32, String?).self) {
             return Header(generation: UInt64(bitPattern: generation), formatVersion: version, keyCheck: keyCheck)
         }
@@ -305,9 +327,9 @@ public struct PostgresTokenStore: TokenStore {
         let version = SessionRowFormat.currentVersion
         let keyCheck = format.keyCheck
         let bytes = ByteBuffer(bytes: payload)
-        let logger = logger
+        let queryLogger = queryLogger
         return try await withSessionConnection { connection in
-            try await connection.withTransaction(logger: logger) { connection -> PersistenceError? in
+            try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
                 let header = try await self.lockedHeader(account: account, on: connection)
                 if let header, let refusal = self.unreadable(header) { return refusal }
                 guard condition.allows(current: header?.generation) else { return .conflict }
@@ -317,7 +339,7 @@ public struct PostgresTokenStore: TokenStore {
                         UPDATE \(unescaped: self.table) SET generation = \(generation), format_version = \(version),
                             key_check = \(keyCheck), payload = \(bytes), updated_at = now()
                         WHERE account = \(account)
-                        """, logger: logger)
+                        """, logger: queryLogger)
                     return nil
                 }
                 // No row to lock: a concurrent insert may win the race, and then this one is the conflict.
@@ -327,7 +349,7 @@ public struct PostgresTokenStore: TokenStore {
                     VALUES (\(account), \(generation), \(version), \(keyCheck), \(bytes))
                     ON CONFLICT (account) DO NOTHING
                     RETURNING 1
-                    """, logger: logger)
+                    """, logger: queryLogger)
                 var inserted = false
                 for try await _ in rows { inserted = true }
                 return inserted ? nil : PersistenceError.conflict
@@ -337,15 +359,15 @@ public struct PostgresTokenStore: TokenStore {
 
     /// Deletes the row if `condition` holds; the refusal when it does not.
     private func delete(account: String, condition: WriteCondition) async throws -> PersistenceError? {
-        let logger = logger
+        let queryLogger = queryLogger
         return try await withSessionConnection { connection in
-            try await connection.withTransaction(logger: logger) { connection -> PersistenceError? in
+            try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
                 let header = try await self.lockedHeader(account: account, on: connection)
                 if condition != .always, let header, let refusal = self.unreadable(header) { return refusal }
                 guard condition.allows(current: header?.generation) else { return .conflict }
                 if header != nil {
                     try await connection.query(
-                        "DELETE FROM \(unescaped: self.table) WHERE account = \(account)", logger: logger)
+                        "DELETE FROM \(unescaped: self.table) WHERE account = \(account)", logger: queryLogger)
                 }
                 return nil
             }
@@ -353,10 +375,11 @@ public struct PostgresTokenStore: TokenStore {
     }
 
     private func createTable() async throws {
-        let lockKey = SessionRowFormat.lockKey(table: table, account: "\u{0}schema")
+        let lockKey = SessionRowFormat.lockKey(
+            table: table, account: "\u{0}schema", secret: configuration.lockKeySecret)
         try await client.withConnection { connection in
-            try await connection.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+            try await connection.withTransaction(logger: queryLogger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: queryLogger)
                 try await connection.query(
                     """
                     CREATE TABLE IF NOT EXISTS \(unescaped: table) (
@@ -367,7 +390,7 @@ public struct PostgresTokenStore: TokenStore {
                         payload bytea NOT NULL,
                         updated_at timestamptz NOT NULL DEFAULT now()
                     )
-                    """, logger: logger)
+                    """, logger: queryLogger)
             }
         }
     }

@@ -85,12 +85,19 @@ struct SessionRowFormat: Sendable {
         return Data(Array(code).prefix(8)).base64EncodedString()
     }
 
-    /// A 64-bit advisory lock key for `account` in `table`: the first 8 bytes of a SHA-256, stable across
-    /// processes and PostgreSQL versions (unlike `hashtext`, which is 32 bits and an implementation detail).
-    static func lockKey(table: String, account: String) -> Int64 {
-        let digest = SHA256.hash(data: Data("TokenKit.PostgresTokenStore.lock|\(table)|\(account)".utf8))
+    /// A 64-bit advisory lock key for `account` in `table`: the first 8 bytes of a SHA-256 (an HMAC-SHA-256 keyed
+    /// with `secret` when there is one), stable across processes and PostgreSQL versions (unlike `hashtext`, which
+    /// is 32 bits and an implementation detail).
+    static func lockKey(table: String, account: String, secret: SymmetricKey? = nil) -> Int64 {
+        let input = Data("TokenKit.PostgresTokenStore.lock|\(table)|\(account)".utf8)
+        let bytes: [UInt8] =
+            if let secret {
+                Array(HMAC<SHA256>.authenticationCode(for: input, using: secret))
+            } else {
+                Array(SHA256.hash(data: input))
+            }
         var value: UInt64 = 0
-        for byte in digest.prefix(8) { value = value << 8 | UInt64(byte) }
+        for byte in bytes.prefix(8) { value = value << 8 | UInt64(byte) }
         return Int64(bitPattern: value)
     }
 }

@@ -116,10 +116,12 @@ import TokenKitLogCheck
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == newer)
         #expect(directoryNames(temporary.storeDirectory).filter { $0.contains(".corrupt-") }.isEmpty)
-        // Only an explicit, unconditional removal clears the way, and even then the file is kept aside.
+        // Only an explicit, unconditional removal (a sign-out) clears the way, and it leaves no copy behind.
         try await store.remove(account: "alice", condition: .always)
         #expect(await store.load(account: "alice").isAbsent)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: path + ".corrupt-1")) == newer)
+        #expect(
+            directoryNames(temporary.storeDirectory).filter { $0.hasPrefix("session-") && !$0.hasSuffix(".lock") }
+                .isEmpty)
     }
 
     @Test func aDirectoryWhereTheFileShouldBeIsNotAFile() async throws {

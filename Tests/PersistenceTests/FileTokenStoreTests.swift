@@ -187,6 +187,29 @@ import TokenKitTesting
         #expect(await store.load(account: "alice").session?.generation == 1)
     }
 
+    /// The owner check without root: a store told to expect another owner refuses this user's directory, and
+    /// names both user IDs and the path.
+    @Test func aDirectoryOfAnotherOwnerIsRefusedAndTheErrorSaysWhose() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        try await FileTokenStore(directory: temporary.storeDirectory)
+            .save(sampleSession(generation: 1), account: "alice", condition: .always)
+        var configuration = FileTokenStore.Configuration()
+        configuration.expectedOwner = geteuid() &+ 1
+        let store = FileTokenStore(directory: temporary.storeDirectory, configuration: configuration)
+
+        let error = try #require(await store.load(account: "alice").error)
+
+        #expect(error == .ownedByAnotherUser)
+        #expect(error.detail?.contains("belongs to user \(geteuid()), not \(geteuid() &+ 1)") == true)
+        await #expect(throws: PersistenceError.ownedByAnotherUser) {
+            try await store.save(sampleSession(generation: 2), account: "alice", condition: .always)
+        }
+        await #expect(throws: PersistenceError.ownedByAnotherUser) {
+            try await store.remove(account: "alice", condition: .always)
+        }
+    }
+
     @Test func widerFilePermissionsAreRefused() async throws {
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }

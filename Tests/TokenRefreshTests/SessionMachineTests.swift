@@ -302,6 +302,51 @@ import TokenKitLogCheck
         #expect(machine.storedGeneration == 1)
     }
 
+    // MARK: - Removing an ended session again
+
+    @Test func aFailedRemovalIsTriedAgainOncePerIntervalUntilItIsDone() throws {
+        var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
+        _ = machine.endSession()
+        machine.removalPending(.always, at: .seconds(10))
+        #expect(!machine.isEvictable)
+        #expect(machine.removalRetryDue(elapsed: .seconds(14)) == nil)
+        let dueNow = machine.removalRetryDue(elapsed: .seconds(15))
+        let due = try #require(dueNow)
+        #expect(due.condition == .always)
+        let whileRemoving = machine.removalRetryDue(elapsed: .seconds(30))
+        #expect(whileRemoving == nil)  // one removal at a time
+        machine.removalRetryEnded(done: false)
+        let tooSoon = machine.removalRetryDue(elapsed: .seconds(19))
+        #expect(tooSoon == nil)
+        let again = machine.removalRetryDue(elapsed: .seconds(20))
+        #expect(again != nil)
+        machine.removalRetryEnded(done: true)
+        #expect(machine.pendingRemoval == nil)
+        #expect(machine.isEvictable)
+    }
+
+    @Test func aNewSessionCancelsThePendingRemovalOfTheEndedOne() {
+        var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
+        _ = machine.endSession()
+        machine.removalPending(.always, at: .zero)
+        let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
+        _ = machine.beginSession(token, userID: nil, stateBefore: machine.state)
+        let due = machine.removalRetryDue(elapsed: .seconds(60))
+        #expect(due == nil)
+        #expect(machine.pendingRemoval == nil)
+    }
+
+    @Test func aSignInThatCouldNotBeStoredKeepsThePendingRemoval() {
+        var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
+        _ = machine.endSession()
+        machine.removalPending(.always, at: .zero)
+        let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
+        let (replaced, _, _) = machine.beginSession(token, userID: nil, stateBefore: machine.state)
+        machine.rollBack(replaced)
+        let due = machine.removalRetryDue(elapsed: .seconds(5))
+        #expect(due != nil)
+    }
+
     // MARK: - Rejection
 
     @Test func aRejectedRefreshTokenIsNeverSentAgain() {

@@ -153,10 +153,11 @@ struct HeldFileLock: Sendable {
     let key: String
     let descriptor: Int32
 
-    /// Takes the process-local lock for `key`, then an exclusive `flock` on `lockPath`, waiting at most
-    /// `timeout` for both (`nil`: no limit).
+    /// Takes the process-local lock for `key`, then an exclusive `flock` on the file `lockName` in `directory`
+    /// (which must belong to `expectedOwner`), waiting at most `timeout` for both (`nil`: no limit).
     static func acquire(
-        key: String, lockPath: String, faults: FileFaults, timeout: Duration?
+        key: String, in directory: DirectoryHandle, lockName: String, expectedOwner: UInt32, faults: FileFaults,
+        timeout: Duration?
     ) async throws(PersistenceError) -> HeldFileLock {
         let clock = ContinuousClock()
         let deadline = timeout.map { clock.now.advanced(by: $0) }
@@ -172,9 +173,14 @@ struct HeldFileLock: Sendable {
                 throw PersistenceError.lockFailed.with(detail: "open(lock): \(Errno(code))")
             }
             let descriptor: Int32
-            switch POSIX.openLockFile(lockPath) {
+            switch POSIX.openLockFile(in: directory.descriptor, lockName) {
             case .success(let fd): descriptor = fd
             case .failure(let code): throw PersistenceError.lockFailed.with(detail: "open(lock): \(code)")
+            }
+            if case .success(let status) = POSIX.status(descriptor: descriptor), status.owner != expectedOwner {
+                _ = POSIX.closeChecked(descriptor)
+                throw PersistenceError.ownedByAnotherUser.with(
+                    detail: "lock file \(lockName) belongs to user \(status.owner), not \(expectedOwner); not used")
             }
             switch POSIX.tryExclusiveLock(descriptor) {
             case .success(true):

@@ -9,11 +9,18 @@ public import Logging
 /// ## What it guarantees
 /// - **Atomic, durable writes.** A save writes a temporary file, fsyncs it, renames it over the old file and
 ///   fsyncs the directory. A crash at any point leaves either the old session or the new one, whole.
-/// - **Private files.** The directory is created with mode 0700 and files with 0600. A directory with wider
-///   modes (`mkdir -p` makes 0755) is tightened to 0700, with a `notice` log line, when this process owns it and
-///   it holds nothing but the store's files. Otherwise reads and writes fail with
-///   ``PersistenceError/permissionsTooWide``, whose detail names the path, the mode found and the mode needed.
-///   Give the store a directory of its own (not `/tmp`).
+/// - **Private files.** The directory is created with mode 0700 and files with 0600. A directory that others can
+///   read but not write (`mkdir -p` makes 0755) is tightened to 0700, with a `notice` log line, when it holds
+///   nothing but the store's files. Otherwise reads and writes fail with ``PersistenceError/permissionsTooWide``,
+///   whose detail names the path, the mode found and the mode needed. Give the store a directory of its own (not
+///   `/tmp`).
+/// - **Nothing another user could have planted.** The directory and every file read must belong to the user the
+///   process runs as, and the directory must not be writable by anyone else (nor sticky, like `/tmp`): otherwise
+///   another user could have put a session there, and the store refuses it with
+///   ``PersistenceError/ownedByAnotherUser`` or ``PersistenceError/permissionsTooWide`` instead of changing modes
+///   and trusting it. Each operation opens the directory once, without following a symbolic link, checks it, and
+///   works relative to that open directory (`openat`, `renameat`, `unlinkat`), so the path cannot be swapped for
+///   another directory between the check and the use.
 /// - **A lock shared by processes.** ``withExclusiveAccess(account:_:)`` holds an advisory `flock` on a
 ///   per-account lock file for the whole body, so processes sharing the directory refresh one at a time. A
 ///   waiter gives up after ``Configuration/lockTimeout`` (5 s by default) with ``PersistenceError/lockTimedOut``,
@@ -22,10 +29,13 @@ public import Logging
 ///   Saves and removals take the lock too, and check their ``WriteCondition`` under it. Inside the body, the
 ///   store's own operations see the lock as held by the task and its child tasks, and do not take it again.
 /// - **Nothing lost silently.** A damaged file is reported as `.unavailable(.corrupt)` and moved aside to
-///   `<name>.corrupt-<n>`, never deleted. A file written by a newer format version, or sealed with another key,
-///   is left exactly where it is and reported (``PersistenceError/unsupportedFormatVersion``,
-///   ``PersistenceError/wrongKey``); saves refuse to overwrite it. An explicit `remove(account:condition: .always)`
-///   moves such a file aside as well.
+///   `<name>.corrupt-<n>`, not deleted by a read. A file written by a newer format version, or sealed with another
+///   key, is left exactly where it is and reported (``PersistenceError/unsupportedFormatVersion``,
+///   ``PersistenceError/wrongKey``); saves refuse to overwrite it, and only an explicit
+///   `remove(account:condition: .always)` clears it.
+/// - **Nothing left after a removal.** Removing an account's session (a sign-out) deletes the file and every copy
+///   of it: the files set aside as damaged or unreadable, and temporary files left by a writer that died
+///   mid-write, since each may hold a refresh token.
 /// - **Optional encryption.** With an ``Configuration/encryptionKey`` the session is sealed with AES-GCM, bound
 ///   to the file's name. A wrong key is ``PersistenceError/wrongKey``, not a crash.
 ///
@@ -54,6 +64,9 @@ public struct FileTokenStore: TokenStore {
         public var lockTimeout: Duration?
         /// Failures to inject into file-system steps, for tests.
         package var faults: FileFaults = .none
+        /// The user ID that must own the directory and the files; the process's effective user ID when `nil`.
+        /// For tests that cannot change a file's owner.
+        package var expectedOwner: UInt32?
 
         /// Creates a configuration.
         ///
@@ -116,21 +129,21 @@ public struct FileTokenStore: TokenStore {
     public func load(account: String) async -> TokenStoreRead {
         let files = files(account: account)
         do throws(PersistenceError) {
-            guard try files.checkDirectory() else { return .absent }
-            switch try files.readCurrent() {
+            guard let directory = try files.openDirectory() else { return .absent }
+            switch try files.readCurrent(directory) {
             case .absent: return .absent
             case .session(let session): return .found(session)
             case .unreadable(let error): return .unavailable(error)
             case .corrupt(let reason):
                 // Move it aside under the lock, after reading again: another process may have replaced it.
                 do throws(PersistenceError) {
-                    return try await withLock(files) { () throws(PersistenceError) -> TokenStoreRead in
-                        switch try files.readCurrent() {
+                    return try await withLock(files) { (directory) throws(PersistenceError) -> TokenStoreRead in
+                        switch try files.readCurrent(directory) {
                         case .absent: return .absent
                         case .session(let session): return .found(session)
                         case .unreadable(let error): return .unavailable(error)
                         case .corrupt(let reason):
-                            let aside = try files.moveAside(reason: reason)
+                            let aside = try files.moveAside(directory, reason: reason)
                             return .unavailable(PersistenceError.corrupt.with(detail: "\(reason); kept as \(aside)"))
                         }
                     }
@@ -168,11 +181,11 @@ public struct FileTokenStore: TokenStore {
     ) async throws(PersistenceError) {
         let files = files(account: account)
         let bytes = try SessionFileFormat(key: configuration.encryptionKey, binding: files.fileName).encode(session)
-        try await withLock(files) { () throws(PersistenceError) in
-            files.removeStaleTemporaries()
-            let current = try currentGeneration(files, removing: false, condition: condition)
+        try await withLock(files) { (directory) throws(PersistenceError) in
+            files.removeStaleTemporaries(directory)
+            let current = try currentGeneration(files, in: directory, removing: false, condition: condition)
             guard condition.allows(current: current) else { throw PersistenceError.conflict }
-            try files.writeAtomically(bytes)
+            try files.writeAtomically(directory, bytes)
         }
         logger.debug(
             "session saved",
@@ -182,10 +195,11 @@ public struct FileTokenStore: TokenStore {
             ])
     }
 
-    /// Removes the session for `account` if `condition` holds.
+    /// Removes the session for `account` if `condition` holds, with every copy of it: files set aside as damaged
+    /// or unreadable and temporary files left by a writer that died.
     ///
-    /// With ``WriteCondition/always``, a file this store cannot read (newer format, other key, damaged) is moved
-    /// aside rather than deleted.
+    /// With ``WriteCondition/always``, a file this store cannot read (newer format, other key, damaged) is removed
+    /// as well; with a generation condition it blocks the removal.
     ///
     /// - Parameters:
     ///   - account: The account key.
@@ -194,14 +208,17 @@ public struct FileTokenStore: TokenStore {
     ///   file cannot be read or removed.
     public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
         let files = files(account: account)
-        guard try files.checkDirectory() else {
+        guard try files.openDirectory() != nil else {
             guard condition.allows(current: nil) else { throw PersistenceError.conflict }
             return
         }
-        try await withLock(files) { () throws(PersistenceError) in
-            let current = try currentGeneration(files, removing: true, condition: condition)
+        try await withLock(files) { (directory) throws(PersistenceError) in
+            let current = try currentGeneration(files, in: directory, removing: true, condition: condition)
             guard condition.allows(current: current) else { throw PersistenceError.conflict }
-            if current != nil { try files.removeFile() }
+            if current != nil { try files.removeFile(directory) }
+            // The session is over: no copy of it stays behind (a dead writer's temporary file, a damaged file set
+            // aside by an earlier read).
+            try files.removeCopies(directory)
         }
         logger.debug("session removed", metadata: ["file": "\(files.fileName)"])
     }
@@ -223,11 +240,12 @@ public struct FileTokenStore: TokenStore {
         account: String, _ body: @Sendable () async throws -> T
     ) async throws -> T {
         let files = files(account: account)
-        try files.ensureDirectory()
+        let directory = try files.ensureDirectory()
         let key = lockKey(files)
         if ProcessLocalLocks.heldKeys.contains(key) { return try await body() }
         let lock = try await HeldFileLock.acquire(
-            key: key, lockPath: files.lockPath, faults: configuration.faults, timeout: configuration.lockTimeout)
+            key: key, in: directory, lockName: files.lockName, expectedOwner: files.expectedOwner,
+            faults: configuration.faults, timeout: configuration.lockTimeout)
         logger.trace("lock taken", metadata: ["file": "\(files.fileName)"])
         defer {
             lock.release()
@@ -245,42 +263,45 @@ public struct FileTokenStore: TokenStore {
         return SessionFiles(
             directory: directoryPath, fileName: name,
             format: SessionFileFormat(key: configuration.encryptionKey, binding: name),
-            faults: configuration.faults, logger: logger)
+            faults: configuration.faults, logger: logger,
+            expectedOwner: configuration.expectedOwner ?? POSIX.effectiveUserID)
     }
 
     private func lockKey(_ files: SessionFiles) -> String {
         POSIX.canonicalPath(files.directory) + "/" + files.fileName
     }
 
-    /// Runs a synchronous file operation under the account's lock (taking it unless this task holds it).
+    /// Runs a synchronous file operation under the account's lock (taking it unless this task holds it), on the
+    /// store's directory opened and checked once for the whole operation.
     private func withLock<T: Sendable>(
-        _ files: SessionFiles, _ operation: () throws(PersistenceError) -> T
+        _ files: SessionFiles, _ operation: (DirectoryHandle) throws(PersistenceError) -> T
     ) async throws(PersistenceError) -> T {
-        try files.ensureDirectory()
+        let directory = try files.ensureDirectory()
         let key = lockKey(files)
-        if ProcessLocalLocks.heldKeys.contains(key) { return try operation() }
+        if ProcessLocalLocks.heldKeys.contains(key) { return try operation(directory) }
         let lock = try await HeldFileLock.acquire(
-            key: key, lockPath: files.lockPath, faults: configuration.faults, timeout: configuration.lockTimeout)
+            key: key, in: directory, lockName: files.lockName, expectedOwner: files.expectedOwner,
+            faults: configuration.faults, timeout: configuration.lockTimeout)
         defer { lock.release() }
-        return try operation()
+        return try operation(directory)
     }
 
     /// The stored generation, under the lock. A damaged file is moved aside and counts as absent; a file this
     /// store cannot read blocks writes, except an unconditional removal, which moves it aside.
     private func currentGeneration(
-        _ files: SessionFiles, removing: Bool, condition: WriteCondition
+        _ files: SessionFiles, in directory: DirectoryHandle, removing: Bool, condition: WriteCondition
     ) throws(PersistenceError) -> UInt64? {
-        switch try files.readCurrent() {
+        switch try files.readCurrent(directory) {
         case .absent:
             return nil
         case .session(let session):
             return session.generation
         case .corrupt(let reason):
-            _ = try files.moveAside(reason: reason)
+            _ = try files.moveAside(directory, reason: reason)
             return nil
         case .unreadable(let error):
             guard removing && condition == .always else { throw error }
-            _ = try files.moveAside(reason: "\(error)")
+            _ = try files.moveAside(directory, reason: "\(error)")
             return nil
         }
     }

@@ -60,29 +60,9 @@ enum POSIX {
         return .success(Status(mode: UInt32(info.st_mode), size: Int(info.st_size), owner: UInt32(info.st_uid)))
     }
 
-    /// Opens `path` for reading without following a symbolic link.
-    static func openForReading(_ path: String) -> Result<Int32, Errno> {
-        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
-        return fd >= 0 ? .success(fd) : .failure(Errno(errno))
-    }
-
     /// Opens a directory so it can be fsynced.
     static func openDirectory(_ path: String) -> Result<Int32, Errno> {
         let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY) }
-        return fd >= 0 ? .success(fd) : .failure(Errno(errno))
-    }
-
-    /// Creates a new file exclusively, owner read/write only.
-    static func createExclusive(_ path: String) -> Result<Int32, Errno> {
-        let fd = retryingOnInterrupt { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600) }
-        guard fd >= 0 else { return .failure(Errno(errno)) }
-        _ = fchmod(fd, 0o600)  // umask may only narrow the mode; make it exact
-        return .success(fd)
-    }
-
-    /// Opens (creating if needed) a lock file, owner read/write only.
-    static func openLockFile(_ path: String) -> Result<Int32, Errno> {
-        let fd = retryingOnInterrupt { open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600) }
         return fd >= 0 ? .success(fd) : .failure(Errno(errno))
     }
 
@@ -123,14 +103,6 @@ enum POSIX {
         close(fd) == 0 ? .success(()) : .failure(Errno(errno))
     }
 
-    static func renameItem(_ from: String, to: String) -> Result<Void, Errno> {
-        rename(from, to) == 0 ? .success(()) : .failure(Errno(errno))
-    }
-
-    static func unlinkItem(_ path: String) -> Result<Void, Errno> {
-        unlink(path) == 0 ? .success(()) : .failure(Errno(errno))
-    }
-
     static func makeDirectory(_ path: String) -> Result<Void, Errno> {
         guard mkdir(path, 0o700) == 0 else { return .failure(Errno(errno)) }
         _ = chmod(path, 0o700)
@@ -144,18 +116,79 @@ enum POSIX {
         return String(cString: resolved)
     }
 
-    /// The names in a directory (without `.` and `..`).
-    static func directoryEntries(_ path: String) -> [String] {
-        guard let directory = opendir(path) else { return [] }
-        defer { closedir(directory) }
+    // MARK: Relative to an open directory
+
+    /// Opens the directory at `path` without following a symbolic link in its last component, so that every later
+    /// call works on the directory that was checked, whatever happens to the path meanwhile.
+    static func openDirectoryNoFollow(_ path: String) -> Result<Int32, Errno> {
+        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW) }
+        return fd >= 0 ? .success(fd) : .failure(Errno(errno))
+    }
+
+    /// Opens `name` in `directory` for reading without following a symbolic link.
+    static func openForReading(in directory: Int32, _ name: String) -> Result<Int32, Errno> {
+        let fd = retryingOnInterrupt { openat(directory, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        return fd >= 0 ? .success(fd) : .failure(Errno(errno))
+    }
+
+    /// Creates `name` in `directory` exclusively, owner read/write only.
+    static func createExclusive(in directory: Int32, _ name: String) -> Result<Int32, Errno> {
+        let fd = retryingOnInterrupt {
+            openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(0o600))
+        }
+        guard fd >= 0 else { return .failure(Errno(errno)) }
+        _ = fchmod(fd, 0o600)  // umask may only narrow the mode; make it exact
+        return .success(fd)
+    }
+
+    /// Opens (creating if needed) the lock file `name` in `directory`, owner read/write only.
+    static func openLockFile(in directory: Int32, _ name: String) -> Result<Int32, Errno> {
+        let fd = retryingOnInterrupt {
+            openat(directory, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode_t(0o600))
+        }
+        return fd >= 0 ? .success(fd) : .failure(Errno(errno))
+    }
+
+    /// `fstatat(directory, name)` without following a symbolic link, or the errno.
+    static func status(in directory: Int32, _ name: String) -> Result<Status, Errno> {
+        var info = stat()
+        if fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) != 0 { return .failure(Errno(errno)) }
+        return .success(Status(mode: UInt32(info.st_mode), size: Int(info.st_size), owner: UInt32(info.st_uid)))
+    }
+
+    /// Renames `from` to `to`, both in `directory`.
+    static func renameItem(in directory: Int32, _ from: String, to: String) -> Result<Void, Errno> {
+        renameat(directory, from, directory, to) == 0 ? .success(()) : .failure(Errno(errno))
+    }
+
+    /// Removes the file `name` in `directory`.
+    static func unlinkItem(in directory: Int32, _ name: String) -> Result<Void, Errno> {
+        unlinkat(directory, name, 0) == 0 ? .success(()) : .failure(Errno(errno))
+    }
+
+    /// The names in the open directory `directory` (without `.` and `..`).
+    static func directoryEntries(descriptor directory: Int32) -> [String] {
+        let copy = dup(directory)
+        guard copy >= 0 else { return [] }
+        guard let stream = fdopendir(copy) else {
+            _ = close(copy)
+            return []
+        }
+        defer { closedir(stream) }
+        rewinddir(stream)
         var names: [String] = []
-        while let entry = readdir(directory) {
+        while let entry = readdir(stream) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
             if name != "." && name != ".." { names.append(name) }
         }
         return names
+    }
+
+    /// `fchmod(descriptor, mode)`, or the errno.
+    static func changeMode(descriptor: Int32, to mode: UInt32) -> Result<Void, Errno> {
+        fchmod(descriptor, mode_t(mode)) == 0 ? .success(()) : .failure(Errno(errno))
     }
 
     /// Tries to take an exclusive `flock` without blocking: `true` when taken, `false` when another holder has it.
@@ -178,11 +211,6 @@ enum POSIX {
 
     /// The effective user ID of this process.
     static var effectiveUserID: UInt32 { UInt32(geteuid()) }
-
-    /// `chmod(path, mode)`, or the errno.
-    static func changeMode(_ path: String, to mode: UInt32) -> Result<Void, Errno> {
-        chmod(path, mode_t(mode)) == 0 ? .success(()) : .failure(Errno(errno))
-    }
 
     private static func retryingOnInterrupt<R: BinaryInteger>(_ call: () -> R) -> R {
         while true {

@@ -1,5 +1,8 @@
 import Logging
 
+#if canImport(Darwin)
+    import Foundation
+#endif
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -8,8 +11,25 @@ import Logging
     import Darwin
 #endif
 
+/// The store's directory, opened once and checked (owner, mode): every file operation of one store call works
+/// relative to it (`openat`, `renameat`, `unlinkat`), so the path cannot be swapped for another directory between
+/// the check and the use.
+final class DirectoryHandle: Sendable {
+    /// The open directory.
+    let descriptor: Int32
+
+    init(_ descriptor: Int32) { self.descriptor = descriptor }
+
+    deinit { _ = POSIX.closeChecked(descriptor) }
+}
+
 /// The synchronous file work for one account of a ``FileTokenStore``: reading, writing atomically, moving a
 /// corrupt file aside. Methods that change anything expect the caller to hold the account's lock.
+///
+/// Trust: the directory and every file read must belong to ``expectedOwner`` (the process's effective user by
+/// default), and the directory must not be writable by anyone else; otherwise another user could have planted or
+/// swapped what is read, and the store refuses it (``PersistenceError/ownedByAnotherUser``,
+/// ``PersistenceError/permissionsTooWide``).
 struct SessionFiles: Sendable {
     /// The largest session file read; anything bigger is not a session.
     static let sizeLimit = 1 << 20
@@ -19,9 +39,11 @@ struct SessionFiles: Sendable {
     let format: SessionFileFormat
     let faults: FileFaults
     let logger: Logger
+    /// The user ID that must own the directory and the files.
+    let expectedOwner: UInt32
 
     var filePath: String { directory + "/" + fileName }
-    var lockPath: String { directory + "/" + fileName.dropLast(".json".count) + ".lock" }
+    var lockName: String { String(fileName.dropLast(".json".count)) + ".lock" }
     var temporaryPrefix: String { fileName + ".tmp-" }
     var asidePrefix: String { fileName + ".corrupt-" }
 
@@ -37,49 +59,61 @@ struct SessionFiles: Sendable {
 
     // MARK: Directory
 
-    /// Checks the directory: `false` when it does not exist yet.
-    func checkDirectory() throws(PersistenceError) -> Bool {
-        switch POSIX.status(directory) {
-        case .failure(let code) where code.code == ENOENT:
-            return false
-        case .failure(let code):
-            throw PersistenceError.readFailed.with(detail: "stat(directory): \(code)")
-        case .success(let status):
-            guard status.isDirectory else {
-                throw PersistenceError.notAFile.with(detail: "the store path is not a directory")
-            }
-            guard status.groupOrOtherBits == 0 else {
-                try tightenDirectory(status)
-                return true
-            }
-            return true
+    /// Opens and checks the directory: `nil` when it does not exist yet.
+    func openDirectory() throws(PersistenceError) -> DirectoryHandle? {
+        let handle: DirectoryHandle
+        switch POSIX.openDirectoryNoFollow(directory) {
+        case .success(let fd): handle = DirectoryHandle(fd)
+        case .failure(let code) where code.code == ENOENT: return nil
+        case .failure(let code) where code.code == ENOTDIR || code.code == ELOOP:
+            throw PersistenceError.notAFile.with(detail: "the store path is not a directory")
+        case .failure(let code): throw PersistenceError.readFailed.with(detail: "open(directory): \(code)")
         }
+        let status: POSIX.Status
+        switch POSIX.status(descriptor: handle.descriptor) {
+        case .success(let found): status = found
+        case .failure(let code): throw PersistenceError.readFailed.with(detail: "fstat(directory): \(code)")
+        }
+        guard status.isDirectory else {
+            throw PersistenceError.notAFile.with(detail: "the store path is not a directory")
+        }
+        guard status.owner == expectedOwner else {
+            throw PersistenceError.ownedByAnotherUser.with(
+                detail: "directory \(directory) belongs to user \(status.owner), not \(expectedOwner); not used")
+        }
+        let found = String(status.mode & 0o7777, radix: 8)
+        // Writable by others (or sticky, like /tmp): another user could have planted or replaced files in it, so
+        // changing its mode now would not make what is in it trustworthy.
+        guard status.mode & 0o1022 == 0 else {
+            throw PersistenceError.permissionsTooWide.with(
+                detail: "directory \(directory) has mode \(found), needs 700; not used because other users can "
+                    + "write to it")
+        }
+        if status.groupOrOtherBits != 0 { try tightenDirectory(handle, mode: found) }
+        return handle
     }
 
-    /// A directory readable by others (`mkdir -p` gives 0755) is tightened to 0700 when this process owns it
-    /// and it holds nothing but this store's files; otherwise the error names the path and both modes.
-    private func tightenDirectory(_ status: POSIX.Status) throws(PersistenceError) {
-        let found = String(status.mode & 0o777, radix: 8)
-        let foreign = POSIX.directoryEntries(directory).filter { !$0.hasPrefix("session-") }
-        if status.owner == POSIX.effectiveUserID, foreign.isEmpty,
-            case .success = POSIX.changeMode(directory, to: 0o700)
-        {
+    /// A directory others can read but not write (`mkdir -p` gives 0755) is tightened to 0700 when it holds nothing
+    /// but this store's files; otherwise the error names the path and both modes.
+    private func tightenDirectory(_ handle: DirectoryHandle, mode found: String) throws(PersistenceError) {
+        let foreign = POSIX.directoryEntries(descriptor: handle.descriptor).filter { !$0.hasPrefix("session-") }
+        if foreign.isEmpty, case .success = POSIX.changeMode(descriptor: handle.descriptor, to: 0o700) {
             logger.notice(
                 "tightened the session directory to mode 700 (owner only)",
                 metadata: ["directory": "\(directory)", "modeFound": "\(found)"])
             return
         }
-        let why =
-            status.owner != POSIX.effectiveUserID
-            ? "another user owns it"
-            : foreign.isEmpty ? "chmod failed" : "it holds \(foreign.count) file(s) that are not the store's"
+        let why = foreign.isEmpty ? "chmod failed" : "it holds \(foreign.count) file(s) that are not the store's"
         throw PersistenceError.permissionsTooWide.with(
             detail: "directory \(directory) has mode \(found), needs 700; not tightened because \(why)")
     }
 
-    /// Creates the directory (mode 0700, and any missing parents) if it does not exist, then checks it.
-    func ensureDirectory() throws(PersistenceError) {
-        if try checkDirectory() { return }
+    /// Creates the directory (mode 0700, and any missing parents) if it does not exist, then opens and checks it.
+    func ensureDirectory() throws(PersistenceError) -> DirectoryHandle {
+        if let handle = try openDirectory() {
+            excludeFromBackup()
+            return handle
+        }
         var missing: [String] = []
         var path = directory
         while !path.isEmpty, path != "/", case .failure(let code) = POSIX.status(path), code.code == ENOENT {
@@ -97,7 +131,22 @@ struct SessionFiles: Sendable {
             syncParent(of: path)
         }
         logger.debug("created the session directory", metadata: ["directory": "\(directory)"])
-        _ = try checkDirectory()
+        guard let handle = try openDirectory() else {
+            throw PersistenceError.writeFailed.with(detail: "the directory vanished after mkdir")
+        }
+        excludeFromBackup()
+        return handle
+    }
+
+    /// Keeps the directory out of backups (iCloud and computer backups) on Apple platforms; nothing elsewhere.
+    /// Not compiled on Linux: the same four lines type-check there against swift-corelibs-foundation.
+    private func excludeFromBackup() {
+        #if canImport(Darwin)
+            var url = URL(fileURLWithPath: directory, isDirectory: true)
+            var values = URLResourceValues()
+            values.isExcludedFromBackup = true
+            try? url.setResourceValues(values)
+        #endif
     }
 
     private func syncParent(of path: String) {
@@ -111,9 +160,9 @@ struct SessionFiles: Sendable {
     // MARK: Reading
 
     /// Reads and decodes the session file. Never changes anything on disk.
-    func readCurrent() throws(PersistenceError) -> Current {
+    func readCurrent(_ handle: DirectoryHandle) throws(PersistenceError) -> Current {
         let fd: Int32
-        switch POSIX.openForReading(filePath) {
+        switch POSIX.openForReading(in: handle.descriptor, fileName) {
         case .success(let descriptor): fd = descriptor
         case .failure(let code) where code.code == ENOENT: return .absent
         case .failure(let code) where code.code == ELOOP:
@@ -127,6 +176,10 @@ struct SessionFiles: Sendable {
         case .success(let status):
             guard status.isRegularFile else {
                 throw PersistenceError.notAFile.with(detail: "something other than a file stands at the session path")
+            }
+            guard status.owner == expectedOwner else {
+                throw PersistenceError.ownedByAnotherUser.with(
+                    detail: "session file \(fileName) belongs to user \(status.owner), not \(expectedOwner); not used")
             }
             guard status.groupOrOtherBits == 0 else {
                 throw PersistenceError.permissionsTooWide.with(
@@ -151,19 +204,19 @@ struct SessionFiles: Sendable {
     // MARK: Changing (under the lock)
 
     /// Moves a corrupt session file to `<name>.corrupt-<n>` and returns that name. Never deletes it.
-    func moveAside(reason: String) throws(PersistenceError) -> String {
+    func moveAside(_ handle: DirectoryHandle, reason: String) throws(PersistenceError) -> String {
         var number = 1
-        while case .success = POSIX.status(directory + "/" + asidePrefix + String(number)) {
+        while case .success = POSIX.status(in: handle.descriptor, asidePrefix + String(number)) {
             number += 1
         }
         let asideName = asidePrefix + String(number)
         if let code = faults.errno(.moveAside) {
             throw PersistenceError.writeFailed.with(detail: "rename(aside): \(Errno(code))")
         }
-        if case .failure(let code) = POSIX.renameItem(filePath, to: directory + "/" + asideName) {
+        if case .failure(let code) = POSIX.renameItem(in: handle.descriptor, fileName, to: asideName) {
             throw PersistenceError.writeFailed.with(detail: "rename(aside): \(code)")
         }
-        try syncDirectory()
+        try syncDirectory(handle)
         logger.debug(
             "moved an unreadable session file aside",
             metadata: ["file": "\(fileName)", "aside": "\(asideName)", "reason": "\(reason)"])
@@ -172,25 +225,40 @@ struct SessionFiles: Sendable {
 
     /// Removes temporary files left by writers that died mid-write. Only ever called under the lock, when no
     /// live writer of this account can own one.
-    func removeStaleTemporaries() {
-        for name in POSIX.directoryEntries(directory) where name.hasPrefix(temporaryPrefix) {
-            if case .success = POSIX.unlinkItem(directory + "/" + name) {
+    func removeStaleTemporaries(_ handle: DirectoryHandle) {
+        for name in POSIX.directoryEntries(descriptor: handle.descriptor) where name.hasPrefix(temporaryPrefix) {
+            if case .success = POSIX.unlinkItem(in: handle.descriptor, name) {
                 logger.trace("removed a stale temporary file", metadata: ["file": "\(name)"])
             }
         }
     }
 
+    /// Deletes every copy of the account's session besides the file itself: temporary files left by writers that
+    /// died, and files set aside as damaged or unreadable. Under the lock, when the session is being removed.
+    func removeCopies(_ handle: DirectoryHandle) throws(PersistenceError) {
+        var removed = 0
+        for name in POSIX.directoryEntries(descriptor: handle.descriptor)
+        where name.hasPrefix(temporaryPrefix) || name.hasPrefix(asidePrefix) {
+            switch POSIX.unlinkItem(in: handle.descriptor, name) {
+            case .success, .failure(Errno(ENOENT)): removed += 1
+            case .failure(let code): throw PersistenceError.writeFailed.with(detail: "unlink(copy): \(code)")
+            }
+        }
+        if removed > 0 {
+            logger.debug("removed copies of the session", metadata: ["file": "\(fileName)", "count": "\(removed)"])
+        }
+    }
+
     /// Writes `bytes` as the session file: a temporary file, fsync, rename over the old file, fsync the directory.
     /// Until the rename the old file is untouched; after it the new one is complete.
-    func writeAtomically(_ bytes: [UInt8]) throws(PersistenceError) {
-        let temporaryPath =
-            directory + "/" + temporaryPrefix + String(POSIX.processID) + "-"
-            + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    func writeAtomically(_ handle: DirectoryHandle, _ bytes: [UInt8]) throws(PersistenceError) {
+        let temporaryName =
+            temporaryPrefix + String(POSIX.processID) + "-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         if let code = faults.errno(.createTemporary) {
             throw PersistenceError.writeFailed.with(detail: "open(temporary): \(Errno(code))")
         }
         let fd: Int32
-        switch POSIX.createExclusive(temporaryPath) {
+        switch POSIX.createExclusive(in: handle.descriptor, temporaryName) {
         case .success(let descriptor): fd = descriptor
         case .failure(let code): throw PersistenceError.writeFailed.with(detail: "open(temporary): \(code)")
         }
@@ -201,39 +269,33 @@ struct SessionFiles: Sendable {
             closed = true
             let closing = POSIX.closeChecked(fd)
             try step(.close, "close") { closing }
-            try step(.rename, "rename") { POSIX.renameItem(temporaryPath, to: filePath) }
+            try step(.rename, "rename") { POSIX.renameItem(in: handle.descriptor, temporaryName, to: fileName) }
         } catch {
             if !closed { _ = POSIX.closeChecked(fd) }
-            _ = POSIX.unlinkItem(temporaryPath)
+            _ = POSIX.unlinkItem(in: handle.descriptor, temporaryName)
             throw error
         }
-        try syncDirectory()
+        try syncDirectory(handle)
     }
 
     /// Deletes the session file (an explicit removal by the caller) and syncs the directory.
-    func removeFile() throws(PersistenceError) {
+    func removeFile(_ handle: DirectoryHandle) throws(PersistenceError) {
         if let code = faults.errno(.unlink) {
             throw PersistenceError.writeFailed.with(detail: "unlink: \(Errno(code))")
         }
-        switch POSIX.unlinkItem(filePath) {
+        switch POSIX.unlinkItem(in: handle.descriptor, fileName) {
         case .success, .failure(Errno(ENOENT)): break
         case .failure(let code): throw PersistenceError.writeFailed.with(detail: "unlink: \(code)")
         }
-        try syncDirectory()
+        try syncDirectory(handle)
     }
 
-    private func syncDirectory() throws(PersistenceError) {
+    private func syncDirectory(_ handle: DirectoryHandle) throws(PersistenceError) {
         if let code = faults.errno(.syncDirectory) {
             throw PersistenceError.writeFailed.with(detail: "fsync(directory): \(Errno(code))")
         }
-        switch POSIX.openDirectory(directory) {
-        case .failure(let code):
-            throw PersistenceError.writeFailed.with(detail: "open(directory): \(code)")
-        case .success(let fd):
-            defer { _ = POSIX.closeChecked(fd) }
-            if case .failure(let code) = POSIX.sync(fd) {
-                throw PersistenceError.writeFailed.with(detail: "fsync(directory): \(code)")
-            }
+        if case .failure(let code) = POSIX.sync(handle.descriptor) {
+            throw PersistenceError.writeFailed.with(detail: "fsync(directory): \(code)")
         }
     }
 

@@ -1,99 +1,160 @@
 import AuthToken
+import Crypto
 import Foundation
 
 /// A ``TokenStore`` over an app's own ``AuthTokenPersistenceProtocol`` (FitIQ's Keychain adapter), so that
 /// the app's persistence backs a `TokenRefreshClient`: the client restores the session from it and writes every
 /// rotated pair to it before any caller sees the new token.
 ///
-/// The app's persistence keeps no generation, so this adapter counts its own writes; conditional writes are
-/// checked against that count under a lock, which makes them exact within one process. The token is read back
-/// with ``AuthTokenPersistenceProtocol/fetchToken()`` (by default: the expiry from the JWT's `exp` against the
-/// clock), and a user profile ID that is a UUID is stored with
-/// ``AuthTokenPersistenceProtocol/saveUserProfileID(_:)``.
+/// - **One account.** The app's persistence keeps one session, so the adapter serves one account (``account``,
+///   `default` unless given, as a `TokenRefreshClient`'s default). Any other account reads `.unavailable` and its
+///   writes throw, both with ``PersistenceError/wrongAccount``: a second client cannot read or overwrite the app's
+///   session.
+/// - **The app's own writes count.** The app's persistence keeps no generation, so the adapter numbers what it
+///   sees: every read compares the stored pair and profile ID with what the adapter last read or wrote, and a
+///   change made by the app itself (a sign-in through its own login code) is a new generation. A client's
+///   conditional write of an older session then fails with ``PersistenceError/conflict`` instead of overwriting
+///   the app's pair, and the client adopts that pair. Within one process this is exact; the adapter keeps only a
+///   digest of what it saw, in memory.
+/// - **The profile ID belongs to its tokens.** A session whose user ID is a UUID stores it with
+///   ``AuthTokenPersistenceProtocol/saveUserProfileID(_:)``; a session without one deletes the stored profile ID, so
+///   it never outlives the tokens it was saved with. The old profile ID is deleted before the new tokens are
+///   written, and on removal before the tokens are, so a failure half-way leaves tokens without a profile ID,
+///   never tokens with another user's.
 ///
-/// Errors of the app's persistence become ``PersistenceError/readFailed`` or ``PersistenceError/writeFailed``
-/// naming the method and the error's type, never its text (which could hold a token).
+/// The token is read back with ``AuthTokenPersistenceProtocol/fetchToken()`` (by default: the expiry from the
+/// JWT's `exp` against the clock). Errors of the app's persistence become ``PersistenceError/readFailed`` or
+/// ``PersistenceError/writeFailed`` naming the method and the error's type, never its text (which could hold a
+/// token).
 public final class AuthTokenPersistenceStore: TokenStore {
+    /// What the adapter last saw in the app's persistence, and the generation it gave it.
+    private struct Seen {
+        var generation: UInt64 = 0
+        /// A digest of the stored pair and profile ID (of "nothing stored" when absent); `nil` before the first look.
+        var digest: SHA256.Digest?
+    }
+
     /// The app's persistence.
     public let persistence: any AuthTokenPersistenceProtocol
-    /// Writes made through this adapter (the generation reported on reads), guarded by the mutex.
-    private let generation = LockedValue<UInt64>(0)
+    /// The account whose session the app's persistence keeps.
+    public let account: String
+    /// Guarded by the mutex; every call into the app's persistence is made while holding it.
+    private let seen = LockedValue(Seen())
 
     /// Creates the adapter.
     ///
-    /// - Parameter persistence: The app's persistence.
-    public init(_ persistence: any AuthTokenPersistenceProtocol) {
+    /// - Parameters:
+    ///   - persistence: The app's persistence.
+    ///   - account: The account it keeps the session of; `default` (a `TokenRefreshClient`'s default) unless given.
+    public init(_ persistence: any AuthTokenPersistenceProtocol, account: String = "default") {
         self.persistence = persistence
+        self.account = account
     }
 
     /// Reads the token and the user profile ID.
     ///
-    /// - Parameter account: Ignored: the app's persistence keeps one session.
+    /// - Parameter account: The account key; any other than ``account`` is `.unavailable(.wrongAccount)`.
     /// - Returns: `.found`, `.absent` when no access token is stored, or `.unavailable` when a read threw.
     public func load(account: String) async -> TokenStoreRead {
-        generation.withLock { generation in
-            do {
-                guard let token = try persistence.fetchToken() else { return .absent }
-                let userID = try persistence.fetchUserProfileID()
-                return .found(StoredSession(token: token, userID: userID?.uuidString, generation: generation))
+        guard account == self.account else { return .unavailable(Self.wrongAccount) }
+        return seen.withLock { seen in
+            do throws(PersistenceError) {
+                let current = try look(&seen)
+                guard let token = current.token else { return .absent }
+                return .found(
+                    StoredSession(token: token, userID: current.profileID?.uuidString, generation: seen.generation))
             } catch {
-                return .unavailable(.readFailed.with(detail: "the app's persistence threw \(type(of: error))"))
+                return .unavailable(error)
             }
         }
     }
 
-    /// Stores the session's token (and its user profile ID, when that is a UUID) if `condition` holds.
+    /// Stores the session's token and profile ID if `condition` holds for what is stored now.
     ///
     /// - Parameters:
-    ///   - session: The session.
-    ///   - account: Ignored: the app's persistence keeps one session.
+    ///   - session: The session; its user ID is stored as the profile ID when it is a UUID, and otherwise the
+    ///     stored profile ID is deleted.
+    ///   - account: The account key; must be ``account``.
     ///   - condition: When the write may happen.
-    /// - Throws: ``PersistenceError/conflict`` or ``PersistenceError/writeFailed``.
+    /// - Throws: ``PersistenceError/conflict``, ``PersistenceError/wrongAccount``, ``PersistenceError/readFailed``
+    ///   or ``PersistenceError/writeFailed``.
     public func save(
         _ session: StoredSession, account: String, condition: WriteCondition
     ) async throws(PersistenceError) {
-        try generation.withLock { (generation: inout UInt64) throws(PersistenceError) in
-            try checkCondition(condition, generation: generation)
+        guard account == self.account else { throw Self.wrongAccount }
+        try seen.withLock { (seen: inout Seen) throws(PersistenceError) in
+            let current = try look(&seen)
+            guard condition.allows(current: current.token == nil ? nil : seen.generation) else { throw .conflict }
+            let profileID = session.userID.flatMap(UUID.init(uuidString:))
             do {
-                try persistence.saveToken(session.token)
-                if let userID = session.userID.flatMap(UUID.init(uuidString:)) {
-                    try persistence.saveUserProfileID(userID)
+                if current.profileID != nil && current.profileID != profileID {
+                    try persistence.deleteUserProfileID()
                 }
+                try persistence.saveToken(session.token)
+                if let profileID, profileID != current.profileID { try persistence.saveUserProfileID(profileID) }
             } catch {
+                seen.digest = nil  // whatever is stored now is looked at afresh, as a change
                 throw .writeFailed.with(detail: "the app's persistence threw \(type(of: error))")
             }
-            generation = max(generation &+ 1, session.generation)
+            seen.generation = max(seen.generation &+ 1, session.generation)
+            seen.digest = Self.digest(token: session.token, profileID: profileID)
         }
     }
 
-    /// Deletes the tokens and the user profile ID if `condition` holds.
+    /// Deletes the user profile ID, then the tokens, if `condition` holds for what is stored now.
     ///
     /// - Parameters:
-    ///   - account: Ignored: the app's persistence keeps one session.
+    ///   - account: The account key; must be ``account``.
     ///   - condition: When the removal may happen.
-    /// - Throws: ``PersistenceError/conflict`` or ``PersistenceError/writeFailed``.
+    /// - Throws: ``PersistenceError/conflict``, ``PersistenceError/wrongAccount``, ``PersistenceError/readFailed``
+    ///   or ``PersistenceError/writeFailed``.
     public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
-        try generation.withLock { (generation: inout UInt64) throws(PersistenceError) in
-            try checkCondition(condition, generation: generation)
+        guard account == self.account else { throw Self.wrongAccount }
+        try seen.withLock { (seen: inout Seen) throws(PersistenceError) in
+            let current = try look(&seen)
+            guard condition.allows(current: current.token == nil ? nil : seen.generation) else { throw .conflict }
             do {
-                try persistence.deleteToken()
                 try persistence.deleteUserProfileID()
+                try persistence.deleteToken()
             } catch {
+                seen.digest = nil
                 throw .writeFailed.with(detail: "the app's persistence threw \(type(of: error))")
             }
-            generation &+= 1
+            seen.generation &+= 1
+            seen.digest = Self.digest(token: nil, profileID: nil)
         }
     }
 
-    /// Throws ``PersistenceError/conflict`` unless `condition` holds for what is stored now.
-    private func checkCondition(_ condition: WriteCondition, generation: UInt64) throws(PersistenceError) {
-        if condition == .always { return }
-        let stored: Bool
+    // MARK: Internals
+
+    private static let wrongAccount = PersistenceError.wrongAccount.with(
+        detail: "the app's persistence keeps one account's session")
+
+    /// Reads what the app's persistence holds now. Anything other than what this adapter last saw or wrote was
+    /// written by someone else (the app itself): a new generation.
+    private func look(_ seen: inout Seen) throws(PersistenceError) -> (token: AuthToken?, profileID: UUID?) {
+        let token: AuthToken?
+        let profileID: UUID?
         do {
-            stored = try persistence.fetchAccessToken().map { !$0.isEmpty } ?? false
+            token = try persistence.fetchToken()
+            profileID = try persistence.fetchUserProfileID()
         } catch {
             throw .readFailed.with(detail: "the app's persistence threw \(type(of: error))")
         }
-        guard condition.allows(current: stored ? generation : nil) else { throw .conflict }
+        let digest = Self.digest(token: token, profileID: token == nil ? nil : profileID)
+        if let previous = seen.digest, previous != digest { seen.generation &+= 1 }
+        seen.digest = digest
+        return (token, profileID)
+    }
+
+    /// A digest of the pair and the profile ID, to notice a change; never stored or logged.
+    private static func digest(token: AuthToken?, profileID: UUID?) -> SHA256.Digest {
+        var hasher = SHA256()
+        for part in [token?.accessToken, token?.refreshToken, profileID?.uuidString] {
+            let bytes = Array((part ?? "").utf8)
+            hasher.update(data: [part == nil ? 0 : 1] + withUnsafeBytes(of: UInt64(bytes.count).bigEndian, Array.init))
+            hasher.update(data: bytes)
+        }
+        return hasher.finalize()
     }
 }

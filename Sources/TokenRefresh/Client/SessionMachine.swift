@@ -191,6 +191,21 @@ struct SessionMachine: Sendable {
     private(set) var lastPersistAttempt: Duration?
     /// Whether a write of a pending pair is running.
     private(set) var persistInProgress = false
+    /// A removal of an ended session still to be made: its removal failed, or an older write may have landed
+    /// after it. It is retried under the epoch it was made in, so a new session cancels it.
+    private(set) var pendingRemoval: PendingRemoval?
+    /// Whether a retry of ``pendingRemoval`` is running.
+    private(set) var removalInProgress = false
+
+    /// A removal to make again (see ``pendingRemoval``).
+    struct PendingRemoval: Sendable, Equatable {
+        /// The epoch of the ended session; the retry is dropped once another has begun.
+        var epoch: UInt64
+        /// The condition the retry runs under.
+        var condition: WriteCondition
+        /// When it was last tried, by the injected clock.
+        var lastAttempt: Duration
+    }
 
     init(configuration: TokenRefreshClient.Configuration, requiresRefreshToken: Bool) {
         self.configuration = configuration
@@ -212,7 +227,10 @@ struct SessionMachine: Sendable {
     func isCurrent(_ epoch: UInt64) -> Bool { epoch == self.epoch }
 
     /// Whether a registry may drop the client: no refresh running, no write in progress, nothing unsaved.
-    var isEvictable: Bool { flight == nil && !persistInProgress && (session?.persisted ?? true) }
+    var isEvictable: Bool {
+        flight == nil && !persistInProgress && (session?.persisted ?? true) && pendingRemoval == nil
+            && !removalInProgress
+    }
 
     /// The condition for writing a new pair over what is stored.
     var writeCondition: WriteCondition { storedGeneration.map { .generation($0) } ?? .absent }
@@ -437,6 +455,7 @@ struct SessionMachine: Sendable {
         guard isCurrent(epoch), case .active(var session) = phase else { return }
         session.persisted = true
         storedGeneration = session.generation
+        pendingRemoval = nil
         phase = .active(session)
     }
 
@@ -444,6 +463,8 @@ struct SessionMachine: Sendable {
     /// what was there before.
     mutating func rollBack(_ replaced: Replaced) {
         epoch &+= 1
+        // The ended session's removal still has to happen: the new session never reached the store.
+        if pendingRemoval != nil, replaced.phase == .none { pendingRemoval?.epoch = epoch }
         phase = replaced.phase
         lineage = replaced.lineage
         if session != nil, replaced.state.hasSession {
@@ -468,7 +489,38 @@ struct SessionMachine: Sendable {
     }
 
     /// The store was cleared.
-    mutating func storeCleared() { storedGeneration = nil }
+    mutating func storeCleared() {
+        storedGeneration = nil
+        pendingRemoval = nil
+    }
+
+    // MARK: - Removing an ended session again
+
+    /// The ended session's removal must be made again (it failed, or an older write may land after it), under
+    /// `condition`, at most once per ``TokenRefreshClient/Configuration/persistRetryInterval`` from `elapsed`.
+    mutating func removalPending(_ condition: WriteCondition, at elapsed: Duration) {
+        pendingRemoval = PendingRemoval(epoch: epoch, condition: condition, lastAttempt: elapsed)
+    }
+
+    /// A retry of the pending removal is due at `elapsed`: returns its epoch and condition (and marks it
+    /// running), or `nil`. A removal whose session has been followed by a new one is dropped.
+    mutating func removalRetryDue(elapsed: Duration) -> (epoch: UInt64, condition: WriteCondition)? {
+        guard let pending = pendingRemoval, !removalInProgress else { return nil }
+        guard isCurrent(pending.epoch) else {
+            pendingRemoval = nil
+            return nil
+        }
+        guard elapsed - pending.lastAttempt >= configuration.persistRetryInterval else { return nil }
+        removalInProgress = true
+        pendingRemoval?.lastAttempt = elapsed
+        return (pending.epoch, pending.condition)
+    }
+
+    /// The retry started by ``removalRetryDue(elapsed:)`` ended; `done` when nothing is left to remove.
+    mutating func removalRetryEnded(done: Bool) {
+        removalInProgress = false
+        if done { pendingRemoval = nil }
+    }
 
     /// Adopts a pair another process stored. Returns whether it is another user's (both user IDs known and
     /// different): then the session has changed, and a refresh made for the old one must not answer with it.
@@ -478,6 +530,7 @@ struct SessionMachine: Sendable {
         let previousUser = session?.userID
         let switchedUser =
             session != nil && previousUser != nil && stored.userID != nil && previousUser != stored.userID
+        pendingRemoval = nil
         if session == nil || switchedUser { lineage.reset() }
         if profile?.id != stored.userID { profile = nil }
         lineage.record(stored.token)
@@ -514,6 +567,7 @@ struct SessionMachine: Sendable {
         }
         phase = .active(Session(token: token, userID: userID, generation: generation, persisted: persisted))
         isOffline = false
+        pendingRemoval = nil  // the new pair overwrites the ended session (now, or when its write is retried)
         if persisted { storedGeneration = generation } else { lastPersistAttempt = elapsed }
         state = .signedIn(userID: userID)
     }

@@ -21,6 +21,7 @@ extension TokenRefreshClient {
         _ request: SessionMachine.Request, pairedAccessToken: String? = nil
     ) async throws(TokenRefreshError) -> Next {
         try await ensureLoaded()
+        await retryPendingRemovalIfDue()
         await retryPendingPersistIfDue()
         switch machine.decide(request, now: now(), elapsed: clock.elapsed) {
         case .token(let token):
@@ -94,6 +95,9 @@ extension TokenRefreshClient {
     func runFlight(_ flight: RefreshFlight, epoch startEpoch: UInt64, seed: String?) async {
         var result: Result<AuthToken, TokenRefreshError>
         var retry = 0
+        // An older session's write still landing (a sign-out's removal, say) goes first; waiting for it here, before
+        // the store's lock is taken, cannot block it.
+        await drainWrites(before: startEpoch)
         while true {
             do {
                 let attempt = retry
@@ -299,7 +303,9 @@ extension TokenRefreshClient {
         // Nobody sees the new pair before the write has landed or failed: not the waiters, not the snapshot.
         let stored = StoredSession(token: token, userID: userID, generation: generation)
         var writeFailure: TokenRefreshError?
+        let write = await beginWrite(epoch: startEpoch, waiting: false)
         do {
+            defer { endWrite(write) }
             try await store.save(stored, account: configuration.account, condition: machine.writeCondition)
         } catch .conflict {
             // Someone stored a newer session meanwhile: it wins, and this refresh writes nothing.
@@ -387,14 +393,27 @@ extension TokenRefreshClient {
     func endSession(reason: AuthEvent.SignOutReason, error: TokenRefreshError?) async {
         let condition: WriteCondition = machine.storedGeneration.map { .generation($0) } ?? .always
         let (ended, flight) = machine.endSession()
+        let epoch = machine.epoch
         flightTask = nil
         flight?.finish(.failure(error ?? .signedOut))
         if reason != .removedElsewhere {
+            // This may run under the store's lock, so it does not wait for older writes; one still landing (a
+            // sign-in's save) could land after this removal, which is then made again once it has.
+            let overtaken = writeFence.hasWrites(before: epoch)
+            let write = await beginWrite(epoch: epoch, waiting: false)
+            defer { endWrite(write) }
             do {
                 try await store.remove(account: configuration.account, condition: condition)
                 machine.storeCleared()
+                if overtaken, let ended, machine.isCurrent(epoch) {
+                    machine.removalPending(
+                        .generation(ended.generation), at: clock.elapsed - configuration.persistRetryInterval)
+                }
+            } catch .conflict {
+                logger.debug("the ended session was replaced in the store meanwhile; left there")
             } catch {
                 logger.debug("clearing the ended session failed", metadata: ["error": "\(error)"])
+                if machine.isCurrent(epoch) { machine.removalPending(condition, at: clock.elapsed) }
             }
         }
         publish(.signedOut(reason: reason, userID: ended?.userID, error: error))
@@ -416,13 +435,29 @@ extension TokenRefreshClient {
         flightTask = nil
         // Its callers asked for the old session's token: the new session's is never their answer.
         flight?.finish(.failure(.sessionChanged))
-        let generation = session?.generation ?? 0
-        do {
-            try await store.save(
-                StoredSession(token: token, userID: userID, generation: generation), account: configuration.account,
-                condition: .always)
+        let stored = StoredSession(token: token, userID: userID, generation: session?.generation ?? 0)
+        let written: Result<Bool, PersistenceError>
+        let write = await beginWrite(epoch: startEpoch)
+        if machine.isCurrent(startEpoch) {
+            do {
+                try await store.save(stored, account: configuration.account, condition: .always)
+                written = .success(true)
+            } catch {
+                written = .failure(error)
+            }
+        } else {
+            written = .success(false)
+        }
+        endWrite(write)
+        switch written {
+        case .success(true) where machine.isCurrent(startEpoch):
             machine.sessionStored(epoch: startEpoch)
-        } catch {
+        case .success:
+            // Signed out (or signed in again) before this session was stored, or while its write was landing: the
+            // later call's removal or save comes after it, so the session is over and this sign-in says so.
+            logger.debug("sign-in overtaken before it was stored", metadata: ["token": "\(token.fingerprint)"])
+            throw .signedOut
+        case .failure(let error):
             let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
             publish(.persistenceFailed(failure, tokenFingerprint: token.fingerprint))
             if !configuration.allowsMemoryOnlySessions && machine.isCurrent(startEpoch) {
@@ -443,7 +478,13 @@ extension TokenRefreshClient {
     func retryPendingPersistIfDue() async {
         guard let (pending, startEpoch) = machine.persistRetryDue(elapsed: clock.elapsed) else { return }
         let stored = StoredSession(token: pending.token, userID: pending.userID, generation: pending.generation)
+        let write = await beginWrite(epoch: startEpoch)
+        defer { endWrite(write) }
         do {
+            guard machine.isCurrent(startEpoch) else {
+                _ = machine.persistRetryEnded(pending, epoch: startEpoch, stored: false)
+                return
+            }
             try await store.save(stored, account: configuration.account, condition: machine.writeCondition)
             if machine.persistRetryEnded(pending, epoch: startEpoch, stored: true) {
                 publish(.persistenceRecovered(tokenFingerprint: pending.token.fingerprint))

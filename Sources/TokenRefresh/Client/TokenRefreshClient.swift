@@ -86,6 +86,8 @@ public actor TokenRefreshClient: TokenProvider {
     var lastFlightTask: Task<Void, Never>?
     /// Refreshes of refresh tokens the session never held (the seed's stateless ``refreshToken(_:)``).
     var stateless = StatelessRefreshes()
+    /// This client's store writes in progress, so that sign-out and sign-in land after every older write.
+    var writeFence = StoreWriteFence()
 
     /// The session held in memory.
     var session: SessionMachine.Session? { machine.session }
@@ -299,6 +301,7 @@ public actor TokenRefreshClient: TokenProvider {
     @discardableResult
     public func restoreSession(validatingWithProvider: Bool = false) async -> AuthState {
         try? await ensureLoaded()
+        await retryPendingRemovalIfDue()
         if validatingWithProvider, machine.loaded { await checkWithProvider() }
         return state
     }
@@ -347,7 +350,8 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Returns: The new token.
     /// - Throws: ``TokenRefreshError/signInRejected`` for wrong credentials (its ``TokenRefreshError/oauthError``
     ///   keeps the server's code); ``TokenRefreshError/storageUnavailable`` when the new session could not be
-    ///   stored (unless ``Configuration/allowsMemoryOnlySessions``); other classified errors. After a failure the
+    ///   stored (unless ``Configuration/allowsMemoryOnlySessions``); ``TokenRefreshError/signedOut`` when a sign-out
+    ///   (or another sign-in) came before the new session was stored; other classified errors. After a failure the
     ///   state is the session that was there before, or `signedOut`; never `loading`.
     @discardableResult
     public func signIn(_ grant: SignInGrant, userID: String? = nil) async throws -> AuthToken {
@@ -391,6 +395,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Returns: The token.
     /// - Throws: ``TokenRefreshError/storageUnavailable`` when the session could not be stored (unless
     ///   ``Configuration/allowsMemoryOnlySessions``); the client then keeps what it had before.
+    ///   ``TokenRefreshError/signedOut`` when a sign-out (or another sign-in) came before this session was stored.
     @discardableResult
     public func signIn(with token: AuthToken, userID: String? = nil) async throws -> AuthToken {
         try await startSession(token, userID: userID ?? token.parseUserIdFromJWT(), previousState: state)
@@ -400,6 +405,11 @@ public actor TokenRefreshClient: TokenProvider {
     /// ``TokenRefreshError/signedOut``, publishes ``AuthEvent/Kind/signedOut``, and revokes the refresh token
     /// when a revocation is configured (best effort). A refresh still running writes nothing.
     ///
+    /// A write of the session that is still on its way to a slow store (a sign-in's save, a refresh's save) lands
+    /// first and is then removed, so a signed-out session is never restored at the next launch. A removal that
+    /// fails (a lock held too long, a locked Keychain) is tried again at the client's next call after
+    /// ``Configuration/persistRetryInterval``, unless a new session has started by then.
+    ///
     /// - Parameter reason: Why; ``AuthEvent/SignOutReason/userAction`` by default.
     /// - Throws: ``TokenRefreshError/storageUnavailable`` when the store could not be cleared (memory is).
     public func signOut(reason: AuthEvent.SignOutReason = .userAction) async throws {
@@ -407,18 +417,25 @@ public actor TokenRefreshClient: TokenProvider {
             machine.noteStoredBeforeLoad(stored)
         }
         let (ended, flight) = machine.endSession()
+        let epoch = machine.epoch
         flightTask?.cancel()
         flightTask = nil
         flight?.finish(.failure(.signedOut))
-        var failure: TokenRefreshError?
-        do {
-            try await store.remove(account: configuration.account, condition: .always)
-            machine.storeCleared()
-        } catch {
-            failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-        }
         publish(.signedOut(reason: reason, userID: ended?.userID))
         logger.debug("signed out", metadata: ["reason": "\(reason)"])
+        var failure: TokenRefreshError?
+        let write = await beginWrite(epoch: epoch)
+        // Skipped when a new session has begun meanwhile: its save overwrites the ended one.
+        if machine.isCurrent(epoch) {
+            do {
+                try await store.remove(account: configuration.account, condition: .always)
+                machine.storeCleared()
+            } catch {
+                failure = TokenRefreshError.storageUnavailable.with(underlying: error)
+                if machine.isCurrent(epoch) { machine.removalPending(.always, at: clock.elapsed) }
+            }
+        }
+        endWrite(write)
         if let refreshToken = ended?.token.refreshToken, let revocation = configuration.revocation {
             do {
                 try await clock.withTimeout(configuration.revocationTimeout) {

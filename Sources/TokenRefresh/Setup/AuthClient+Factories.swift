@@ -2,6 +2,10 @@ public import Foundation
 public import NetworkRetry
 public import Persistence
 
+#if canImport(Security)
+    import PersistenceKeychain
+#endif
+
 extension AuthClient {
     /// An app that signs users in with OAuth 2.0 (password grant, or authorization code with PKCE) and refreshes
     /// with the `refresh_token` grant.
@@ -11,8 +15,10 @@ extension AuthClient {
     ///   - clientID: The OAuth client ID.
     ///   - clientSecret: The client secret of a confidential client (sent with HTTP Basic); `nil` for an app.
     ///   - apiURL: The API's base URL; tokens are sent to its origin only.
-    ///   - appName: The directory name of the default file store (``FileTokenStore/init(appName:configuration:)``).
-    ///   - store: Where the session is kept; a ``FileTokenStore`` in the platform's usual place by default.
+    ///   - appName: Names the default store: the Keychain service `<appName>.tokens` on Apple platforms, the
+    ///     directory of the file store elsewhere (``FileTokenStore/init(appName:configuration:)``).
+    ///   - store: Where the session is kept; by default the Keychain on Apple platforms (this device only, not in
+    ///     backups) and a ``FileTokenStore`` in the platform's usual place elsewhere.
     ///   - transport: How requests are sent; a `URLSessionTransport` by default.
     ///   - configuration: The refresh client's options.
     /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``restoreSession()`` next.
@@ -24,7 +30,7 @@ extension AuthClient {
         let endpoint = TokenEndpoint(
             url: tokenURL, client: OAuthClient(id: clientID, secret: clientSecret), transport: transport)
         let tokens = TokenRefreshClient(
-            strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store ?? FileTokenStore(appName: appName),
+            strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store ?? defaultStore(appName: appName),
             configuration: configuration)
         return AuthClient(
             tokens: tokens, api: apiClient(apiURL, transport: transport, tokens: tokens), apiURL: apiURL,
@@ -38,10 +44,11 @@ extension AuthClient {
     /// - Parameters:
     ///   - baseURL: The backend's base URL; the API is on the same origin.
     ///   - apiKey: The value of `X-API-Key`.
-    ///   - appName: The directory name of the default file store.
+    ///   - appName: Names the default store (the Keychain service `<appName>.tokens`, or the file store's directory).
     ///   - loginPath: The login path.
     ///   - refreshPath: The refresh path.
-    ///   - store: Where the session is kept; a ``FileTokenStore`` in the platform's usual place by default.
+    ///   - store: Where the session is kept; the Keychain on Apple platforms and a ``FileTokenStore`` elsewhere by
+    ///     default.
     ///   - transport: How requests are sent; a `URLSessionTransport` by default.
     ///   - configuration: The refresh client's options.
     /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``restoreSession()`` next.
@@ -54,7 +61,7 @@ extension AuthClient {
         let strategy = JSONEndpointRefreshStrategy(
             baseURL: baseURL, path: refreshPath, apiKey: apiKey, transport: transport)
         let tokens = TokenRefreshClient(
-            strategy: strategy, store: store ?? FileTokenStore(appName: appName), configuration: configuration)
+            strategy: strategy, store: store ?? defaultStore(appName: appName), configuration: configuration)
         var base = baseURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
         let loginURL = URL(string: base + (loginPath.hasPrefix("/") ? loginPath : "/" + loginPath)) ?? baseURL
@@ -92,6 +99,16 @@ extension AuthClient {
         return AuthClient(
             tokens: tokens, api: apiClient(apiURL, transport: transport, tokens: tokens), apiURL: apiURL,
             signIn: .none)
+    }
+
+    /// The store the factories use when none is given: on Apple platforms the Keychain (as the apps it replaces used;
+    /// items stay on this device and out of backups), elsewhere a ``FileTokenStore`` in the platform's usual place.
+    static func defaultStore(appName: String) -> any TokenStore {
+        #if canImport(Security)
+            KeychainTokenStore(configuration: .init(service: appName + ".tokens"))
+        #else
+            FileTokenStore(appName: appName)
+        #endif
     }
 
     /// An `AuthenticatedClient` that sends tokens to `apiURL`'s origin only.
