@@ -48,7 +48,7 @@ public import Logging
 ///
 /// ## Logging
 /// At `debug`, one line per exchange: method, path without its query, status, token fingerprint
-/// (``AuthToken/fingerprint``). At `trace`, the retry decisions. Never header values or bodies.
+/// (``/AuthToken/AuthToken/fingerprint``). At `trace`, the retry decisions. Never header values or bodies.
 public struct AuthenticatedClient: HTTPTransport {
     /// Options for an ``AuthenticatedClient``.
     public struct Configuration: Sendable {

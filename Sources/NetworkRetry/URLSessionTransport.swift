@@ -33,15 +33,15 @@ public final class URLSessionTransport: HTTPTransport {
     /// (``CredentialPresentation/cookie(named:)``), only to configured origins.
     ///
     /// - Parameter configuration: The session configuration; defaults to `.ephemeral` (no disk cache).
-    public init(configuration given: URLSessionConfiguration = .ephemeral) {
+    public init(configuration: URLSessionConfiguration = .ephemeral) {
         // A copy: the caller's configuration object is left as it was.
-        let configuration = (given.copy() as? URLSessionConfiguration) ?? given
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
-        configuration.httpCookieAcceptPolicy = .never
+        let copy = (configuration.copy() as? URLSessionConfiguration) ?? configuration
+        copy.httpCookieStorage = nil
+        copy.httpShouldSetCookies = false
+        copy.httpCookieAcceptPolicy = .never
         let delegate = SessionDelegate()
         self.delegate = delegate
-        self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        self.session = URLSession(configuration: copy, delegate: delegate, delegateQueue: nil)
     }
 
     deinit {

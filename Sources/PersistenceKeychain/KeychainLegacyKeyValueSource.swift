@@ -7,7 +7,7 @@
     public import Persistence
     import Security
 
-    /// An older app version's Keychain items as a ``LegacyKeyValueSource``: one generic-password item per key,
+    /// An older app version's Keychain items as a ``/Persistence/LegacyKeyValueSource``: one generic-password item per key,
     /// the key as `kSecAttrAccount` under one `kSecAttrService` (FitIQ's and Lume's `KeychainManager` layout).
     ///
     /// ```swift
@@ -15,7 +15,7 @@
     /// let migrator = SessionMigrator(layout: .fitIQ(), source: source, store: store, account: "default")
     /// ```
     ///
-    /// A locked Keychain (`errSecInteractionNotAllowed`) is ``PersistenceError/unavailable``, never "no value",
+    /// A locked Keychain (`errSecInteractionNotAllowed`) is ``/Persistence/PersistenceError/unavailable``, never "no value",
     /// so a migration at a locked launch keeps the items and completes at the next one.
     ///
     /// This type is not compiled or tested by TokenKit's Linux CI.
@@ -49,7 +49,7 @@
         ///
         /// - Parameter key: The key (`kSecAttrAccount`).
         /// - Returns: The item's data, or `nil`.
-        /// - Throws: ``PersistenceError/unavailable`` when the Keychain cannot be read now.
+        /// - Throws: ``/Persistence/PersistenceError/unavailable`` when the Keychain cannot be read now.
         public func value(forKey key: String) async throws(PersistenceError) -> Data? {
             var query = query(forKey: key)
             query[kSecReturnData as String] = true
@@ -66,7 +66,7 @@
         /// Deletes the item for `key`; a missing item is not an error.
         ///
         /// - Parameter key: The key (`kSecAttrAccount`).
-        /// - Throws: ``PersistenceError/writeFailed`` when the Keychain refuses.
+        /// - Throws: ``/Persistence/PersistenceError/writeFailed`` when the Keychain refuses.
         public func removeValue(forKey key: String) async throws(PersistenceError) {
             let status = SecItemDelete(query(forKey: key) as CFDictionary)
             guard status == errSecSuccess || status == errSecItemNotFound else {

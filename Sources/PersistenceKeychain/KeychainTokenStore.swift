@@ -110,8 +110,8 @@
         ///   - session: The session.
         ///   - account: The account key.
         ///   - condition: When the write may happen.
-        /// - Throws: ``PersistenceError/conflict``, ``PersistenceError/unavailable`` when the Keychain is locked, or
-        ///   another ``PersistenceError``; what was stored before is intact.
+        /// - Throws: ``/Persistence/PersistenceError/conflict``, ``/Persistence/PersistenceError/unavailable`` when the Keychain is locked, or
+        ///   another ``/Persistence/PersistenceError``; what was stored before is intact.
         public func save(
             _ session: StoredSession, account: String, condition: WriteCondition
         ) async throws(PersistenceError) {
@@ -150,7 +150,7 @@
         /// - Parameters:
         ///   - account: The account key.
         ///   - condition: When the removal may happen.
-        /// - Throws: ``PersistenceError/conflict``, ``PersistenceError/unavailable``, or another ``PersistenceError``.
+        /// - Throws: ``/Persistence/PersistenceError/conflict``, ``/Persistence/PersistenceError/unavailable``, or another ``/Persistence/PersistenceError``.
         public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
             try await locked(account) { () throws(PersistenceError) in
                 let current: StoredSession?
@@ -173,7 +173,7 @@
         ///   - account: The account key.
         ///   - body: The work to run.
         /// - Returns: What `body` returns.
-        /// - Throws: What `body` throws, or ``PersistenceError/lockFailed`` when cancelled while waiting.
+        /// - Throws: What `body` throws, or ``/Persistence/PersistenceError/lockFailed`` when cancelled while waiting.
         public func withExclusiveAccess<T: Sendable>(
             account: String, _ body: @Sendable () async throws -> T
         ) async throws -> T {

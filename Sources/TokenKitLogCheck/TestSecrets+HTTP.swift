@@ -60,7 +60,7 @@ extension TestSecrets {
     }
 
     /// Registers every secret field of a request body or query string (JSON or form-encoded), as
-    /// ``registerCredentials(in:body:origin:)`` does for a whole request.
+    /// `registerCredentials(in:body:origin:)` does for a whole request.
     ///
     /// - Parameters:
     ///   - body: The body, or a query string as bytes.

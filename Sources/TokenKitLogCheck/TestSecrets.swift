@@ -57,7 +57,7 @@ public final class TestSecrets: Sendable {
         }
     }
 
-    /// Secrets shorter than this many UTF-8 bytes are not searched for. At least 8: ``LogLeakSearch`` indexes
+    /// Secrets shorter than this many UTF-8 bytes are not searched for. At least 8: `LogLeakSearch` indexes
     /// secrets by their first 8 bytes.
     public static let minimumLength = 8
 

@@ -73,7 +73,7 @@ public final class ManualClock: Clock, Sendable {
     /// The clock's resolution: exact.
     public var minimumResolution: Duration { .zero }
 
-    /// The wall-clock date now: ``startDate`` plus the time advanced so far.
+    /// The wall-clock date now: `startDate` plus the time advanced so far.
     public var date: Date {
         let offset = now.offset.components
         return startDate.addingTimeInterval(Double(offset.seconds) + Double(offset.attoseconds) / 1e18)

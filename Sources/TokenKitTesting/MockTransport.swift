@@ -2,7 +2,7 @@ public import Foundation
 public import HTTPTypes
 public import NetworkRetry
 
-/// A scripted ``HTTPTransport`` for tests: it answers from a queue of replies (then from a handler, if any)
+/// A scripted ``/NetworkRetry/HTTPTransport`` for tests: it answers from a queue of replies (then from a handler, if any)
 /// and records every request it was sent.
 ///
 /// ```swift
@@ -160,7 +160,7 @@ public struct RecordedRequest: Sendable, CustomStringConvertible {
     }
 
     /// Method, URL and headers, with `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie` and API-key
-    /// values (``AuthenticatedClient/Configuration/defaultSecretHeaderFields``) replaced by `<redacted>`, and
+    /// values (``/NetworkRetry/AuthenticatedClient/Configuration/defaultSecretHeaderFields``) replaced by `<redacted>`, and
     /// the body's size.
     public var description: String {
         let url = "\(request.scheme ?? "")://\(request.authority ?? "")\(request.path ?? "")"

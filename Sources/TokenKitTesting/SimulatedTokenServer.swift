@@ -4,7 +4,7 @@ public import HTTPTypes
 public import NetworkRetry
 import TokenRefresh
 
-/// An in-process OAuth 2.0 token server for tests. It is an ``HTTPTransport``: give it to a
+/// An in-process OAuth 2.0 token server for tests. It is an ``/NetworkRetry/HTTPTransport``: give it to a
 /// `TokenEndpoint` or `JSONEndpointRefreshStrategy` as the transport.
 ///
 /// It issues JWT-shaped access tokens and rotating refresh tokens grouped in families (one per sign-in),

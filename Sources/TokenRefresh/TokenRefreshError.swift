@@ -34,7 +34,7 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     /// Whether the failure looks like missing connectivity (a connection error or a timeout) rather than
     /// a server answer.
     public let isConnectivityFailure: Bool
-    /// The underlying error (a transport error, a ``Persistence`` error), if any. It is not part of
+    /// The underlying error (a transport error, a `Persistence` error), if any. It is not part of
     /// ``description``: transport errors are not ours to vouch for.
     public let underlying: (any Error)?
 

@@ -246,7 +246,7 @@ struct SessionMachine: Sendable {
     /// must have been read (``loaded``).
     ///
     /// One ladder serves every request: a stale rejection (of an older token of this session) and a seed that the
-    /// session held before are answered like ``Request/validToken``. A rejection of a token this session never
+    /// session held before are answered like `Request.validToken`. A rejection of a token this session never
     /// held fails with ``TokenRefreshError/sessionChanged``; a seed it never held is refreshed on its own
     /// (``Decision/refreshStatelessly(_:)``).
     mutating func decide(_ request: Request, now: Date, elapsed: Duration) -> Decision {

@@ -21,7 +21,7 @@ extension TokenRefreshClient {
     ///   - client: The authenticated client to send it with.
     /// - Returns: The server's answer.
     /// - Throws: ``TokenRefreshError/serverRefused`` (with the status) when the server did not answer 2xx, and
-    ///   the session is kept; the errors of ``AuthenticatedClient/executeWithAutoRetry(_:body:)``.
+    ///   the session is kept; the errors of ``/NetworkRetry/AuthenticatedClient/executeWithAutoRetry(_:body:)``.
     @discardableResult
     public func deleteAccount(
         _ request: HTTPRequest, body: Data? = nil, through client: AuthenticatedClient

@@ -25,7 +25,7 @@ extension TokenRefreshClient {
         /// Whether a sign-in whose session could not be written to the store still succeeds, with the session
         /// kept in memory and the write retried. `false` by default: such a sign-in throws
         /// ``TokenRefreshError/storageUnavailable`` (its ``TokenRefreshError/underlying`` says why), because a
-        /// session that is never stored is lost at the next launch. An ``InMemoryTokenStore`` needs no opt-in.
+        /// session that is never stored is lost at the next launch. An ``/Persistence/InMemoryTokenStore`` needs no opt-in.
         public var allowsMemoryOnlySessions: Bool
 
         /// Creates a configuration.

@@ -54,7 +54,7 @@ extension TokenRefreshClient {
     /// ``AuthEvent/Kind/unauthorizedAfterRefresh`` and, when `endSession` is `true` and the token is still the
     /// current one, end the session with ``AuthEvent/SignOutReason/unauthorized``.
     ///
-    /// ``AuthenticatedClient`` calls this; an app's own HTTP layer may too.
+    /// ``/NetworkRetry/AuthenticatedClient`` calls this; an app's own HTTP layer may too.
     ///
     /// - Parameters:
     ///   - accessToken: The rejected access token.

@@ -98,10 +98,10 @@ public actor TokenRefreshClient: TokenProvider {
     ///
     /// - Parameters:
     ///   - strategy: How to get a new token.
-    ///   - store: Where the session is kept; an ``InMemoryTokenStore`` by default.
+    ///   - store: Where the session is kept; an ``/Persistence/InMemoryTokenStore`` by default.
     ///   - configuration: The options.
     ///   - clock: The clock for timeouts, backoff and the breaker; `ContinuousClock()` by default.
-    ///   - now: The wall clock for token expiry; ``AuthToken/systemNow`` by default.
+    ///   - now: The wall clock for token expiry; ``/AuthToken/AuthToken/systemNow`` by default.
     ///   - random: Numbers in `0..<1` for backoff jitter; the system generator by default.
     ///   - logger: Where debug lines go (fingerprints only, never token text).
     ///   - metricsFactory: Where refresh counts, failures by class, breaker trips and lock waits go (see the

@@ -25,7 +25,7 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
         public static let persistenceRecovered = Kind("persistenceRecovered")
         /// The store could not be read (a locked Keychain). The session is not considered ended.
         public static let storageUnavailable = Kind("storageUnavailable")
-        /// A stored session was read at launch (``TokenRefreshClient/restoreSession()``).
+        /// A stored session was read at launch (``TokenRefreshClient/restoreSession(validatingWithProvider:)``).
         public static let sessionRestored = Kind("sessionRestored")
         /// The server rejected a request again after a refresh (a 401 a refresh did not cure).
         public static let unauthorizedAfterRefresh = Kind("unauthorizedAfterRefresh")

@@ -23,7 +23,7 @@ extension TokenRefreshClient {
     ///   - apiKey: The API key sent as `X-API-Key`.
     ///   - store: Where the session is kept; in memory by default (the app's persistence keeps the pair, through
     ///     ``NetworkClientProtocol/executeWithAutoRetry(request:tokenRefreshClient:authTokenPersistence:retryCount:)``).
-    ///     Pass an ``AuthTokenPersistenceStore`` to keep client and persistence on one storage.
+    ///     Pass an ``/Persistence/AuthTokenPersistenceStore`` to keep client and persistence on one storage.
     ///   - configuration: The options.
     public init(
         networkClient: any NetworkClientProtocol, baseURL: URL, apiKey: String,

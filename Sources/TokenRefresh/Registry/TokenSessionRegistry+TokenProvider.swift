@@ -2,7 +2,7 @@ public import AuthToken
 public import NetworkRetry
 
 extension TokenSessionRegistry {
-    /// One account's ``TokenProvider``, for an `AuthenticatedClient` that sends that user's requests
+    /// One account's ``/NetworkRetry/TokenProvider``, for an `AuthenticatedClient` that sends that user's requests
     /// (``TokenSessionRegistry/tokenProvider(for:)``).
     ///
     /// It holds the registry and the account, not a client: every call goes through the registry, so the account's
@@ -43,7 +43,7 @@ extension TokenSessionRegistry {
         }
     }
 
-    /// The ``TokenProvider`` of `account`, for an `AuthenticatedClient` that sends that user's requests:
+    /// The ``/NetworkRetry/TokenProvider`` of `account`, for an `AuthenticatedClient` that sends that user's requests:
     ///
     /// ```swift
     /// let api = AuthenticatedClient(

@@ -103,7 +103,7 @@ public final class TokenSessionRegistry: Sendable {
     ///   - store: The store every client shares.
     ///   - configuration: The bound, the idle timeout and the clients' options.
     ///   - clock: The clock for the clients and for idle times; `ContinuousClock()` by default.
-    ///   - now: The wall clock for token expiry; ``AuthToken/systemNow`` by default.
+    ///   - now: The wall clock for token expiry; ``/AuthToken/AuthToken/systemNow`` by default.
     ///   - random: Numbers in `0..<1` for the clients' backoff jitter.
     ///   - logger: Where the registry and its clients log (fingerprints only).
     ///   - metricsFactory: Where the clients' refresh metrics go, recorded under the same names for every account

@@ -16,12 +16,12 @@ extension AuthClient {
     ///   - clientSecret: The client secret of a confidential client (sent with HTTP Basic); `nil` for an app.
     ///   - apiURL: The API's base URL; tokens are sent to its origin only.
     ///   - appName: Names the default store: the Keychain service `<appName>.tokens` on Apple platforms, the
-    ///     directory of the file store elsewhere (``FileTokenStore/init(appName:configuration:)``).
+    ///     directory of the file store elsewhere (``/Persistence/FileTokenStore/init(appName:configuration:)``).
     ///   - store: Where the session is kept; by default the Keychain on Apple platforms (this device only, not in
-    ///     backups) and a ``FileTokenStore`` in the platform's usual place elsewhere.
+    ///     backups) and a ``/Persistence/FileTokenStore`` in the platform's usual place elsewhere.
     ///   - transport: How requests are sent; a `URLSessionTransport` by default.
     ///   - configuration: The refresh client's options.
-    /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``restoreSession()`` next.
+    /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``AuthClient/restoreSession()`` next.
     public static func oauth(
         tokenURL: URL, clientID: String, clientSecret: String? = nil, apiURL: URL, appName: String,
         store: (any TokenStore)? = nil, transport: any HTTPTransport = URLSessionTransport(),
@@ -47,11 +47,11 @@ extension AuthClient {
     ///   - appName: Names the default store (the Keychain service `<appName>.tokens`, or the file store's directory).
     ///   - loginPath: The login path.
     ///   - refreshPath: The refresh path.
-    ///   - store: Where the session is kept; the Keychain on Apple platforms and a ``FileTokenStore`` elsewhere by
+    ///   - store: Where the session is kept; the Keychain on Apple platforms and a ``/Persistence/FileTokenStore`` elsewhere by
     ///     default.
     ///   - transport: How requests are sent; a `URLSessionTransport` by default.
     ///   - configuration: The refresh client's options.
-    /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``restoreSession()`` next.
+    /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``AuthClient/restoreSession()`` next.
     public static func fitIQ(
         baseURL: URL, apiKey: String, appName: String, loginPath: String = "/api/v1/auth/login",
         refreshPath: String = "/api/v1/auth/refresh", store: (any TokenStore)? = nil,
@@ -82,7 +82,7 @@ extension AuthClient {
     ///   - clientSecret: The client secret (sent with HTTP Basic).
     ///   - scope: The scope to ask for, if any.
     ///   - apiURL: The API's base URL; tokens are sent to its origin only.
-    ///   - store: Where the token is kept; an ``InMemoryTokenStore`` by default.
+    ///   - store: Where the token is kept; an ``/Persistence/InMemoryTokenStore`` by default.
     ///   - transport: How requests are sent; a `URLSessionTransport` by default.
     ///   - configuration: The refresh client's options.
     /// - Returns: The client; send requests with ``get(_:)`` or ``send(_:body:)`` right away.
@@ -102,7 +102,7 @@ extension AuthClient {
     }
 
     /// The store the factories use when none is given: on Apple platforms the Keychain (as the apps it replaces used;
-    /// items stay on this device and out of backups), elsewhere a ``FileTokenStore`` in the platform's usual place.
+    /// items stay on this device and out of backups), elsewhere a ``/Persistence/FileTokenStore`` in the platform's usual place.
     static func defaultStore(appName: String) -> any TokenStore {
         #if canImport(Security)
             KeychainTokenStore(configuration: .init(service: appName + ".tokens"))

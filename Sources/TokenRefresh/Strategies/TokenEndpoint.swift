@@ -30,7 +30,7 @@ public struct TokenEndpoint: Sendable {
     ///   - client: The OAuth client.
     ///   - transport: The transport to send with.
     ///   - additionalHeaders: Extra header fields for every request.
-    ///   - now: The wall clock; ``AuthToken/systemNow`` by default.
+    ///   - now: The wall clock; ``/AuthToken/AuthToken/systemNow`` by default.
     ///   - dangerouslyAllowsPlainHTTP: Whether plain `http` to a host that is not loopback is allowed; `false` by
     ///     default. Turn it on only inside a network you trust end to end.
     public init(
