@@ -9,7 +9,7 @@ import NIOHTTP1
 import NIOPosix
 public import NetworkRetry
 
-/// An ``NetworkRetry/HTTPTransport`` over AsyncHTTPClient.
+/// An ``/NetworkRetry/HTTPTransport`` over AsyncHTTPClient.
 ///
 /// ```swift
 /// let http = HTTPClient(eventLoopGroupProvider: .singleton,
@@ -21,15 +21,15 @@ public import NetworkRetry
 /// ```
 ///
 /// Give it an `HTTPClient` configured with `redirectConfiguration: .disallow`, so 3xx responses come back
-/// as they are and ``NetworkRetry/AuthenticatedClient`` applies its own origin rule. If the client follows
+/// as they are and ``/NetworkRetry/AuthenticatedClient`` applies its own origin rule. If the client follows
 /// redirects itself, AsyncHTTPClient (1.37) removes `Authorization`, `Cookie` and `Proxy-Authorization` when a
 /// redirect leaves the origin, so the token still does not leak.
 ///
 /// The transport does not own the client: shut it down yourself. Errors are mapped: a timeout to
-/// ``NetworkRetry/NetworkRetryError/timedOut``, refused connections to
-/// ``NetworkRetry/NetworkRetryError/cannotConnect``, a response body over the limit to
-/// ``NetworkRetry/NetworkRetryError/bodyTooLarge``, anything else to
-/// ``NetworkRetry/NetworkRetryError/transport(_:)``, keeping the cause in `underlying`.
+/// ``/NetworkRetry/NetworkRetryError/timedOut``, refused connections to
+/// ``/NetworkRetry/NetworkRetryError/cannotConnect``, a response body over the limit to
+/// ``/NetworkRetry/NetworkRetryError/bodyTooLarge``, anything else to
+/// ``/NetworkRetry/NetworkRetryError/transport(_:)``, keeping the cause in `underlying`.
 public struct AsyncHTTPClientTransport: HTTPTransport {
     /// The client requests go through.
     public let client: HTTPClient
@@ -65,7 +65,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     ///   - request: The request, with an absolute `http` or `https` URL.
     ///   - body: The request body, if any.
     /// - Returns: The response head and its body.
-    /// - Throws: ``NetworkRetry/NetworkRetryError`` or `CancellationError`.
+    /// - Throws: ``/NetworkRetry/NetworkRetryError`` or `CancellationError`.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         // Built with URLComponents and checked against the request's origin, never pasted together as text: a path
         // such as "@evil.example/x" would otherwise become the user info of a URL to another host.
@@ -111,10 +111,10 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// Maps an error of AsyncHTTPClient or NIO to the error ``send(_:body:)`` throws.
     ///
     /// AsyncHTTPClient keeps retrying a connection that fails until the request's deadline, then throws the
-    /// last connection error: that becomes ``NetworkRetry/NetworkRetryError/cannotConnect``.
+    /// last connection error: that becomes ``/NetworkRetry/NetworkRetryError/cannotConnect``.
     ///
     /// - Parameter error: What the client threw.
-    /// - Returns: A ``NetworkRetry/NetworkRetryError``, or `CancellationError`.
+    /// - Returns: A ``/NetworkRetry/NetworkRetryError``, or `CancellationError`.
     static func mapped(_ error: any Error) -> any Error {
         switch error {
         case let error as NetworkRetryError:

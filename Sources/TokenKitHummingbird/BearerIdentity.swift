@@ -14,7 +14,7 @@ public struct BearerIdentity: Sendable, Hashable, CustomStringConvertible {
 
     /// An identity from verified claims.
     ///
-    /// - Parameter claims: Claims a ``TokenVerification/TokenVerifier`` returned.
+    /// - Parameter claims: Claims a ``/TokenVerification/TokenVerifier`` returned.
     public init(claims: VerifiedClaims) {
         self.claims = claims
         userId = claims.subject

@@ -12,7 +12,7 @@ public import TokenVerification
 /// It is thrown rather than returned so that error-handling middleware (logging, metrics) sees the failure.
 /// Its description carries the safe reason only, never token text.
 public struct BearerRejection: HTTPResponseError, CustomStringConvertible {
-    /// The answer ``TokenVerification/BearerAuthenticator`` chose.
+    /// The answer ``/TokenVerification/BearerAuthenticator`` chose.
     public let rejection: BearerAuthenticator.Rejection
 
     /// Wraps an authenticator's answer.

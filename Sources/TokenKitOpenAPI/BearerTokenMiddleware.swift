@@ -6,8 +6,8 @@ public import HTTPTypes
 public import NetworkRetry
 public import OpenAPIRuntime
 
-/// A swift-openapi-runtime `ClientMiddleware` that does what ``NetworkRetry/AuthenticatedClient`` does:
-/// attaches `Authorization: Bearer` from a ``NetworkRetry/TokenProvider`` and, after a 401 that a refresh can
+/// A swift-openapi-runtime `ClientMiddleware` that does what ``/NetworkRetry/AuthenticatedClient`` does:
+/// attaches `Authorization: Bearer` from a ``/NetworkRetry/TokenProvider`` and, after a 401 that a refresh can
 /// fix, refreshes once and replays the request once.
 ///
 /// One line in a generated client:
@@ -19,16 +19,16 @@ public import OpenAPIRuntime
 ///                                         allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!])])
 /// ```
 ///
-/// The decisions are those of ``NetworkRetry/RetryDecision``: `insufficient_scope` and
+/// The decisions are those of ``/NetworkRetry/RetryDecision``: `insufficient_scope` and
 /// `insufficient_user_authentication` throw at once, a second 401 throws
-/// ``NetworkRetry/NetworkRetryError/unauthorizedAfterRefresh``. The server URL's origin must be allowed and be
+/// ``/NetworkRetry/NetworkRetryError/unauthorizedAfterRefresh``. The server URL's origin must be allowed and be
 /// `https` (or `http` to loopback), and the request's path must start with `/`, else the request is not sent.
 ///
 /// ## Request bodies
 /// A body that can be iterated several times is passed as it is. A body that can be iterated once (a stream)
 /// is collected first, up to ``maximumBufferedBodySize`` bytes, so it can be replayed: a larger one throws
-/// ``NetworkRetry/NetworkRetryError/bodyTooLarge`` and a stream that fails while being read throws
-/// ``NetworkRetry/NetworkRetryError/bodyNotReplayable``, in both cases before anything is sent.
+/// ``/NetworkRetry/NetworkRetryError/bodyTooLarge`` and a stream that fails while being read throws
+/// ``/NetworkRetry/NetworkRetryError/bodyNotReplayable``, in both cases before anything is sent.
 ///
 /// ## Redirects
 /// Redirects are the OpenAPI transport's business here. Use one that removes `Authorization` when a
@@ -65,7 +65,7 @@ public struct BearerTokenMiddleware: ClientMiddleware {
     ///   - operationID: The OpenAPI operation (unused).
     ///   - next: The next middleware or the transport.
     /// - Returns: The response and its body; never a 401.
-    /// - Throws: ``NetworkRetry/NetworkRetryError``, an error of the token provider, or whatever `next` throws.
+    /// - Throws: ``/NetworkRetry/NetworkRetryError``, an error of the token provider, or whatever `next` throws.
     public func intercept(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
         next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)

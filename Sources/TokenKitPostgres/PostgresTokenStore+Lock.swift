@@ -24,8 +24,8 @@ extension PostgresTokenStore {
     ///   - account: The account key.
     ///   - body: The read-refresh-write to run under the lock.
     /// - Returns: What `body` returns.
-    /// - Throws: What `body` throws; ``Persistence/PersistenceError/lockTimedOut`` when another holder kept the
-    ///   lock past the timeout; ``Persistence/PersistenceError/lockFailed`` when the database cannot be reached
+    /// - Throws: What `body` throws; ``/Persistence/PersistenceError/lockTimedOut`` when another holder kept the
+    ///   lock past the timeout; ``/Persistence/PersistenceError/lockFailed`` when the database cannot be reached
     ///   (no connection within ``Configuration/operationTimeout``) or the wait was cancelled.
     public func withExclusiveAccess<T: Sendable>(
         account: String, _ body: @Sendable () async throws -> T

@@ -13,7 +13,7 @@ public import PostgresNIO
 ///
 /// ## What it guarantees
 /// - **Conditional writes in one statement.** Each row carries the session's generation; a save or removal with
-///   a ``Persistence/WriteCondition`` is a single `INSERT … ON CONFLICT` / `UPDATE` / `DELETE` whose `WHERE`
+///   a ``/Persistence/WriteCondition`` is a single `INSERT … ON CONFLICT` / `UPDATE` / `DELETE` whose `WHERE`
 ///   clause checks it, so two replicas cannot both win.
 /// - **Tri-state reads.** A database that cannot be reached (refused, timed out past
 ///   ``Configuration/operationTimeout``, restarting) reads as `.unavailable`, never as `.absent`: a
@@ -21,9 +21,9 @@ public import PostgresNIO
 /// - **One refresh per session across replicas.** ``withExclusiveAccess(account:_:)`` holds a session-level
 ///   advisory lock keyed by the account on a connection of its own for the whole body. A replica killed while
 ///   holding it releases it when its connection drops. Waits are bounded by ``Configuration/lockTimeout`` and end
-///   with ``Persistence/PersistenceError/lockTimedOut``.
+///   with ``/Persistence/PersistenceError/lockTimedOut``.
 /// - **Optional encryption at rest.** With an ``Configuration/encryptionKey`` the payload is sealed with AES-GCM,
-///   bound to the account. A wrong key is ``Persistence/PersistenceError/wrongKey``, not a crash, and saves refuse
+///   bound to the account. A wrong key is ``/Persistence/PersistenceError/wrongKey``, not a crash, and saves refuse
 ///   to overwrite a row sealed with another key (or not sealed at all).
 /// - **No token text in logs.** The store's own lines carry no token text. PostgresNIO logs the bytes of the rows
 ///   it sends and receives at `trace`, so the store hands it its logger raised to `debug` at least. The
@@ -63,7 +63,7 @@ public struct PostgresTokenStore: TokenStore {
         /// A key to seal sessions with AES-GCM (128, 192 or 256 bits), or `nil` to store plain JSON.
         public var encryptionKey: SymmetricKey?
         /// The longest wait for another holder of the account's lock before
-        /// ``withExclusiveAccess(account:_:)`` gives up with ``Persistence/PersistenceError/lockTimedOut``;
+        /// ``withExclusiveAccess(account:_:)`` gives up with ``/Persistence/PersistenceError/lockTimedOut``;
         /// `nil` waits without limit.
         public var lockTimeout: Duration?
         /// How often a waiter asks PostgreSQL for the lock again (`pg_try_advisory_lock`).
@@ -161,9 +161,9 @@ public struct PostgresTokenStore: TokenStore {
     ///
     /// - Parameter account: The account key.
     /// - Returns: `.found`; `.absent` when the table has no row for the account; `.unavailable` when the
-    ///   database cannot be reached or answered an error (``Persistence/PersistenceError/unavailable``), or the
-    ///   row cannot be read by this store (``Persistence/PersistenceError/wrongKey``,
-    ///   ``Persistence/PersistenceError/unsupportedFormatVersion``, ``Persistence/PersistenceError/corrupt``; the
+    ///   database cannot be reached or answered an error (``/Persistence/PersistenceError/unavailable``), or the
+    ///   row cannot be read by this store (``/Persistence/PersistenceError/wrongKey``,
+    ///   ``/Persistence/PersistenceError/unsupportedFormatVersion``, ``/Persistence/PersistenceError/corrupt``; the
     ///   row is left as it is).
     public func load(account: String) async -> TokenStoreRead {
         let row: Row?
@@ -192,10 +192,10 @@ public struct PostgresTokenStore: TokenStore {
     ///   - session: The session to store.
     ///   - account: The account key.
     ///   - condition: When the write may happen, judged under the row lock.
-    /// - Throws: ``Persistence/PersistenceError/conflict`` when the condition fails;
-    ///   ``Persistence/PersistenceError/wrongKey`` or ``Persistence/PersistenceError/unsupportedFormatVersion``
+    /// - Throws: ``/Persistence/PersistenceError/conflict`` when the condition fails;
+    ///   ``/Persistence/PersistenceError/wrongKey`` or ``/Persistence/PersistenceError/unsupportedFormatVersion``
     ///   when the stored row cannot be read by this store (it is left as it is);
-    ///   ``Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails, with what was
+    ///   ``/Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails, with what was
     ///   stored before intact. A write that timed out (the detail says so) may still have been applied; a
     ///   conditional retry then finds a conflict.
     public func save(
@@ -213,14 +213,14 @@ public struct PostgresTokenStore: TokenStore {
 
     /// Removes the session for `account` if `condition` holds.
     ///
-    /// With ``Persistence/WriteCondition/always`` the row goes whatever it holds (a row sealed with another key
+    /// With ``/Persistence/WriteCondition/always`` the row goes whatever it holds (a row sealed with another key
     /// included); with another condition, a row this store cannot read is left and its error thrown.
     ///
     /// - Parameters:
     ///   - account: The account key.
     ///   - condition: When the removal may happen, judged under the row lock.
-    /// - Throws: ``Persistence/PersistenceError/conflict`` when the condition fails;
-    ///   ``Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails.
+    /// - Throws: ``/Persistence/PersistenceError/conflict`` when the condition fails;
+    ///   ``/Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails.
     public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
         let outcome = try await database(.writeFailed) {
             try await self.delete(account: account, condition: condition)
@@ -231,7 +231,7 @@ public struct PostgresTokenStore: TokenStore {
 
     /// Creates the table if it does not exist. Idempotent, and safe to run from several replicas at once.
     ///
-    /// - Throws: ``Persistence/PersistenceError/unavailable`` when the database cannot be reached or refuses
+    /// - Throws: ``/Persistence/PersistenceError/unavailable`` when the database cannot be reached or refuses
     ///   (the detail names the SQLSTATE, a permission error say).
     public func migrate() async throws(PersistenceError) {
         try await database(.unavailable, migrating: true) { try await self.createTable() }

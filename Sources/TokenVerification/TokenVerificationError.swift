@@ -73,7 +73,7 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
     public static let tokenTooOld = TokenVerificationError(.tokenTooOld)
     /// `iss` is not exactly ``TokenVerifier/Configuration/issuer``.
     public static let issuerMismatch = TokenVerificationError(.issuerMismatch)
-    /// `aud` names none of ``TokenVerifier/Configuration/audiences``.
+    /// `aud` names none of ``TokenVerifier/Configuration/audience``.
     public static let audienceMismatch = TokenVerificationError(.audienceMismatch)
     /// `azp` is not one of ``TokenVerifier/Configuration/allowedParties``.
     public static let partyNotAllowed = TokenVerificationError(.partyNotAllowed)

@@ -5,11 +5,11 @@ public import NetworkRetry
 
 /// A cookie session (BetterAuth, Django, Rails): the credential is an HttpOnly session cookie that TokenKit
 /// captures at sign-in, stores like any other secret, and presents as `Cookie` only where it belongs (use
-/// ``presentation`` on the ``NetworkRetry/AuthenticatedClient``).
+/// ``presentation`` on the ``/NetworkRetry/AuthenticatedClient``).
 ///
 /// Where it belongs is the cookie's own scope (RFC 6265): its domain (host-only unless it had a `Domain`), its
 /// path, and https when it is `Secure`, within the client's allowed origins. A `Domain` that is a public suffix
-/// is refused (see ``NetworkRetry/SetCookie``). Only the value is stored: a session restored after a relaunch
+/// is refused (see ``/NetworkRetry/SetCookie``). Only the value is stored: a session restored after a relaunch
 /// is scoped host-only to the base URL's host, path `/`, `Secure` when the base URL is https, until the server
 /// sets the cookie again. `SameSite` and `HttpOnly` are recorded but not acted on (there are no scripts and no
 /// cross-site navigations here). The base URL must be https (or http to loopback) unless
@@ -39,7 +39,7 @@ public struct CookieSessionStrategy: RefreshStrategy {
     public let cookieName: String
     /// The session check's path; `/api/auth/get-session` by default.
     public let sessionPath: String
-    /// The transport (cookies are never left to it: ``NetworkRetry/URLSessionTransport`` keeps them off).
+    /// The transport (cookies are never left to it: ``/NetworkRetry/URLSessionTransport`` keeps them off).
     public let transport: any HTTPTransport
     /// The wall clock.
     public let now: @Sendable () -> Date
@@ -77,7 +77,7 @@ public struct CookieSessionStrategy: RefreshStrategy {
     /// `true`: the "refresh" is the session check, run at launch even while the cookie looks fresh.
     public var checksSessionWithServer: Bool { true }
 
-    /// The presentation to configure on the ``NetworkRetry/AuthenticatedClient``: the cookie, only on requests
+    /// The presentation to configure on the ``/NetworkRetry/AuthenticatedClient``: the cookie, only on requests
     /// in its scope (``cookieScope``).
     public var presentation: CredentialPresentation { .cookie(named: cookieName, scope: cookieScope) }
 
