@@ -62,7 +62,7 @@ extension RemoteJWKSSource {
     }
 }
 
-/// Why ``/TokenVerification/RemoteJWKSSource/asyncHTTPClientFetch(_:timeout:maximumBytes:)`` failed. It carries no
+/// Why `RemoteJWKSSource.asyncHTTPClientFetch(_:timeout:maximumBytes:)` failed. It carries no
 /// response text, only the status or the limit.
 public enum AsyncHTTPClientFetchError: Error, Hashable, Sendable {
     /// The endpoint answered with this status instead of 200.

@@ -17,7 +17,7 @@ public import PostgresNIO
 ///   clause checks it, so two replicas cannot both win.
 /// - **Tri-state reads.** A database that cannot be reached (refused, timed out past
 ///   ``Configuration/operationTimeout``, restarting) reads as `.unavailable`, never as `.absent`: a
-///   ``/TokenRefresh/TokenRefreshClient`` keeps the session it holds and does not sign the user out.
+///   `TokenRefreshClient` keeps the session it holds and does not sign the user out.
 /// - **One refresh per session across replicas.** ``withExclusiveAccess(account:_:)`` holds a session-level
 ///   advisory lock keyed by the account on a connection of its own for the whole body. A replica killed while
 ///   holding it releases it when its connection drops. Waits are bounded by ``Configuration/lockTimeout`` and end

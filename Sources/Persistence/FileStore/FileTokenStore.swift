@@ -59,7 +59,7 @@ public struct FileTokenStore: TokenStore {
         /// The longest wait for the account's lock (held by another process's refresh, say) before an
         /// operation gives up with ``PersistenceError/lockTimedOut``; `nil` waits without limit.
         ///
-        /// A ``/TokenRefresh/TokenRefreshClient`` that times out re-reads the store and uses a token another process saved if
+        /// A `TokenRefreshClient` that times out re-reads the store and uses a token another process saved if
         /// it is still valid; it never refreshes without the lock.
         public var lockTimeout: Duration?
         /// Failures to inject into file-system steps, for tests.
