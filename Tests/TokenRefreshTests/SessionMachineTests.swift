@@ -418,4 +418,47 @@ import TokenKitLogCheck
         let again = machine.loaded(nil, now: Self.expired)
         #expect(again == .alreadyLoaded)
     }
+
+    // MARK: - Another user's refresh token
+
+    /// No session: a refresh of Alice's refresh token is running when Bob's refresh token asks for a refresh.
+    @Test func aSeedOfAnotherRefreshTokenNeverJoinsTheSeedFlightWithoutASession() {
+        var machine = SessionMachine(configuration: .init(backoff: .init(retries: 0)), requiresRefreshToken: true)
+        _ = machine.loaded(nil, now: Self.start)
+        guard case .startRefresh(let seed, _) = machine.decide(.seed("refresh-alice"), now: Self.start, elapsed: .zero)
+        else {
+            Issue.record("expected a refresh to start")
+            return
+        }
+        let flight = RefreshFlight()
+        _ = machine.beginFlight(flight, seed: seed, forced: false)
+        guard case .join(let joined) = machine.decide(.seed("refresh-alice"), now: Self.start, elapsed: .zero) else {
+            Issue.record("expected the same seed to join")
+            return
+        }
+        #expect(joined === flight)
+        let decision = machine.decide(.seed("refresh-bob"), now: Self.start, elapsed: .zero)
+        guard case .refreshStatelessly(let presented) = decision else {
+            Issue.record("expected another seed to be refreshed on its own, got \(decision)")
+            return
+        }
+        #expect(presented == "refresh-bob")
+    }
+
+    // MARK: - Profiles
+
+    /// Alice's profile is set; Bob's sign-in cannot be stored and is rolled back.
+    @Test func aRolledBackSignInKeepsThePreviousUsersProfile() {
+        var machine = Self.machine()
+        let taken = machine.setProfile(AuthUser(id: "user-1", firstName: "Alice"))
+        #expect(taken)
+        let bob = AuthToken(
+            accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
+            lifetime: 3600)
+        let started = machine.beginSession(bob, userID: "user-2", stateBefore: machine.state)
+        #expect(machine.profile == nil)
+        machine.rollBack(started.replaced)
+        #expect(machine.profile?.firstName == "Alice")
+        #expect(machine.state == .signedIn(userID: "user-1"))
+    }
 }

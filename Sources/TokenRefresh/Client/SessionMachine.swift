@@ -572,6 +572,23 @@ struct SessionMachine: Sendable {
         state = .signedIn(userID: userID)
     }
 
+    /// A refresh produced another user's `token` (a provider that switched users by itself): the old session ends
+    /// and the new one starts with this pair. Bumps ``epoch`` (work started for the old session changes nothing),
+    /// forgets the old session's tokens and profile, and takes the flight away (its callers asked for the old
+    /// session's token; the actor fails them).
+    mutating func switchedUser(
+        _ token: AuthToken, userID: String?, generation: UInt64, persisted: Bool, elapsed: Duration,
+        profile newProfile: AuthUser?
+    ) {
+        epoch &+= 1
+        _ = takeFlight()
+        lineage.reset()
+        profile = nil
+        refreshed(
+            token, userID: userID, generation: generation, persisted: persisted, elapsed: elapsed,
+            profile: newProfile)
+    }
+
     /// Sets the state shown to the app.
     mutating func setState(_ newState: AuthState) { state = newState }
 

@@ -298,7 +298,13 @@ extension TokenRefreshClient {
     ) async throws(TokenRefreshError) -> AuthToken {
         try checkEpoch(startEpoch)
         let token = response.token(receivedAt: now(), keeping: sent)
-        let userID = response.userID ?? previous?.userID ?? token.parseUserIdFromJWT() ?? response.user?.id
+        // A provider that switched users by itself (an SDK signed one user out and another in) answers with the new
+        // user's token: that is a new session, never the old user's refreshed one.
+        let switchedUser = Self.subjectChanged(from: previous, to: token, responseUserID: response.userID)
+        let userID =
+            switchedUser
+            ? response.userID ?? token.parseUserIdFromJWT() ?? response.user?.id
+            : response.userID ?? previous?.userID ?? token.parseUserIdFromJWT() ?? response.user?.id
         let generation = machine.nextGeneration(after: previous)
         // Nobody sees the new pair before the write has landed or failed: not the waiters, not the snapshot.
         let stored = StoredSession(token: token, userID: userID, generation: generation)
@@ -315,6 +321,20 @@ extension TokenRefreshClient {
         }
         // Signed out or a new session while writing: this refresh is void.
         try checkEpoch(startEpoch)
+        if switchedUser {
+            // The old session's callers asked for its token: they fail, and the new user's session starts afresh
+            // (no token of the old session counts as this one's, and the old user's profile is dropped).
+            machine.switchedUser(
+                token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed,
+                profile: response.user)
+            flightTask = nil
+            if let writeFailure {
+                publish(.persistenceFailed(writeFailure, tokenFingerprint: token.fingerprint))
+            }
+            publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))
+            logger.debug("the token provider switched users", metadata: ["token": "\(token.fingerprint)"])
+            throw .sessionChanged
+        }
         // A failed write keeps the pair in memory (the rotated refresh token is never dropped) and is retried.
         machine.refreshed(
             token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed,
@@ -330,6 +350,21 @@ extension TokenRefreshClient {
         }
         logger.debug("token refreshed", metadata: ["token": "\(token.fingerprint)"])
         return token
+    }
+
+    /// Whether `token`, a refresh's answer, is another user's than `previous`: both tokens' subjects (`sub`) known
+    /// and different, or, when either token has none, both user IDs (the session's and the response's) known and
+    /// different. Subjects are compared with subjects and user IDs with user IDs only, as an app's user ID need not
+    /// be the token's subject.
+    static func subjectChanged(
+        from previous: SessionMachine.Session?, to token: AuthToken, responseUserID: String?
+    ) -> Bool {
+        guard let previous else { return false }
+        if let before = previous.token.parseUserIdFromJWT(), let after = token.parseUserIdFromJWT() {
+            return before != after
+        }
+        if let before = previous.userID, let after = responseUserID { return before != after }
+        return false
     }
 
     /// A pair another process saved was adopted instead of refreshing: say so, apart from a refresh.
