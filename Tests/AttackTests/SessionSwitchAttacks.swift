@@ -91,6 +91,34 @@ import TokenRefresh
         #expect(await app.backend.refreshes.contains("bob"))
     }
 
+    /// No session is held and Bob's refresh token was refreshed on its own (while Alice's refresh ran, which then
+    /// failed). A caller that read Bob's old refresh token asks again: the consumed token is never presented twice
+    /// (a server that detects reuse revokes Bob's whole family); Bob's newest pair is the answer.
+    @Test func aConsumedRefreshTokenIsNeverPresentedAgainWhenNoSessionIsHeld() async throws {
+        let backend = TwoUserBackend()
+        let transport = MockTransport { request, body in await backend.handle(request, body: body) }
+        let tokens = TokenRefreshClient(
+            strategy: JSONEndpointRefreshStrategy(
+                baseURL: TwoUserBackend.baseURL, apiKey: TwoUserBackend.apiKey, transport: transport))
+        let alice = await backend.login("alice")
+        let bob = await backend.login("bob")
+        await backend.hold(path: "/api/v1/auth/refresh")
+        let alices = Task { try await tokens.refreshToken(alice.refresh) }
+        await backend.waitUntilHeld()
+        let bobsFirst = Task { try await tokens.refreshToken(bob.refresh) }
+        while await backend.refreshes.isEmpty, tokens.refreshWaiterCount < 2 { await Task.yield() }
+        await backend.revoke("alice")
+        await backend.release()
+        _ = await alices.result
+        let first = try await bobsFirst.value
+        #expect(tokens.currentToken == nil, "no session is held")
+
+        let again = try await tokens.refreshToken(bob.refresh)
+        #expect(again.accessToken == first.accessToken)
+        #expect(await backend.refreshes == ["bob"], "Bob's consumed refresh token was presented once")
+        #expect(transport.requests.filter { $0.path == "/api/v1/auth/refresh" }.count == 2)
+    }
+
     /// Alice's refresh is on the wire when the app logs her out and Bob in by its own code; then it returns.
     @Test func alicesRefreshThatReturnsAfterTheAppSignedBobInNeverOverwritesBobsPair() async throws {
         let app = FitIQApp()

@@ -249,9 +249,20 @@ struct SessionMachine: Sendable {
     /// session held before are answered like ``Request/validToken``. A rejection of a token this session never
     /// held fails with ``TokenRefreshError/sessionChanged``; a seed it never held is refreshed on its own
     /// (``Decision/refreshStatelessly(_:)``).
-    mutating func decide(_ request: Request, now: Date, elapsed: Duration) -> Decision {
+    ///
+    /// `refreshedStatelessly` says whether a refresh token was refreshed on its own before (``StatelessRefreshes``,
+    /// kept by the actor): without a session such a seed goes the stateless way again, so a consumed refresh token is
+    /// never presented twice.
+    mutating func decide(
+        _ request: Request, now: Date, elapsed: Duration, refreshedStatelessly: (String) -> Bool = { _ in false }
+    ) -> Decision {
         if case .seed(let seed) = request, rejected.contains(seed) { return .fail(.refreshTokenRejected) }
-        guard let session else { return decideWithoutSession(request, elapsed: elapsed) }
+        guard let session else {
+            if case .seed(let seed) = request, !seed.isEmpty, refreshedStatelessly(seed) {
+                return .refreshStatelessly(seed)
+            }
+            return decideWithoutSession(request, elapsed: elapsed)
+        }
         var forcedBy = request
         switch request {
         case .afterRejection(let rejectedToken) where rejectedToken != session.token.accessToken:
@@ -298,7 +309,12 @@ struct SessionMachine: Sendable {
             guard !value.isEmpty else { return .fail(.signedOut) }
             seed = value
         }
-        if let flight { return .join(flight.flight) }
+        if let flight {
+            // Only a refresh of the same refresh token is shared: a seed of another (another user's, when the app
+            // switched users while this one ran) is refreshed on its own and never answered with this flight's pair.
+            if let seed, flight.seed != seed { return .refreshStatelessly(seed) }
+            return .join(flight.flight)
+        }
         if let blocked = blockedError(at: elapsed) { return .fail(blocked) }
         return .startRefresh(seed: seed, forced: false)
     }

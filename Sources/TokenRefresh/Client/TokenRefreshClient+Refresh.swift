@@ -23,7 +23,11 @@ extension TokenRefreshClient {
         try await ensureLoaded()
         await retryPendingRemovalIfDue()
         await retryPendingPersistIfDue()
-        switch machine.decide(request, now: now(), elapsed: clock.elapsed) {
+        let stateless = self.stateless
+        let decision = machine.decide(request, now: now(), elapsed: clock.elapsed) {
+            stateless.newest(after: $0) != nil || stateless.flight(for: $0) != nil
+        }
+        switch decision {
         case .token(let token):
             return .token(token)
         case .join(let flight):
