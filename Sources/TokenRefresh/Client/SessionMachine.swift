@@ -445,6 +445,8 @@ struct SessionMachine: Sendable {
         let phase: Phase
         let state: AuthState
         let lineage: SessionLineage
+        /// The replaced session's user profile.
+        let profile: AuthUser?
     }
 
     /// Starts a session with `token`: the one reset for a new session. Returns what it replaced, the epoch the
@@ -452,7 +454,7 @@ struct SessionMachine: Sendable {
     mutating func beginSession(
         _ token: AuthToken, userID: String?, stateBefore: AuthState
     ) -> (replaced: Replaced, epoch: UInt64, flight: RefreshFlight?) {
-        let replaced = Replaced(phase: phase, state: stateBefore, lineage: lineage)
+        let replaced = Replaced(phase: phase, state: stateBefore, lineage: lineage, profile: profile)
         let generation = nextGeneration(after: session)
         epoch &+= 1
         phase = .active(Session(token: token, userID: userID, generation: generation, persisted: false))
@@ -483,6 +485,7 @@ struct SessionMachine: Sendable {
         if pendingRemoval != nil, replaced.phase == .none { pendingRemoval?.epoch = epoch }
         phase = replaced.phase
         lineage = replaced.lineage
+        profile = replaced.profile
         if session != nil, replaced.state.hasSession {
             state = replaced.state
         } else {
