@@ -461,4 +461,20 @@ import TokenKitLogCheck
         #expect(machine.profile?.firstName == "Alice")
         #expect(machine.state == .signedIn(userID: "user-1"))
     }
+
+    // MARK: - Adopting another user's pair
+
+    /// A refresh for user-1 is in flight when another process's pair for user-2 is adopted.
+    @Test func adoptingAnotherUsersPairVoidsTheRefreshInFlight() throws {
+        var machine = Self.machine()
+        let (flight, epoch) = try startedFlight(&machine)
+        let bob = AuthToken(
+            accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
+            lifetime: 3600)
+        let adopted = machine.adopt(StoredSession(token: bob, userID: "user-2", generation: 5))
+        #expect(adopted.switchedUser)
+        #expect(adopted.flight === flight, "taken, for the actor to fail with sessionChanged")
+        #expect(!machine.isCurrent(epoch), "the refresh started for user-1 writes nothing")
+        #expect(machine.flight == nil)
+    }
 }

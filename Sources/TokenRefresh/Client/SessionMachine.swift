@@ -542,13 +542,20 @@ struct SessionMachine: Sendable {
     }
 
     /// Adopts a pair another process stored. Returns whether it is another user's (both user IDs known and
-    /// different): then the session has changed, and a refresh made for the old one must not answer with it.
-    /// Without user IDs a pair stored for the same account is taken as the same session, rotated elsewhere.
+    /// different): then the session has changed, and a refresh made for the old one must not answer with it, nor
+    /// write anything: ``epoch`` is bumped and the flight is taken away (returned, for the actor to fail with
+    /// ``TokenRefreshError/sessionChanged``). Without user IDs a pair stored for the same account is taken as the same
+    /// session, rotated elsewhere.
     @discardableResult
-    mutating func adopt(_ stored: StoredSession) -> Bool {
+    mutating func adopt(_ stored: StoredSession) -> (switchedUser: Bool, flight: RefreshFlight?) {
         let previousUser = session?.userID
         let switchedUser =
             session != nil && previousUser != nil && stored.userID != nil && previousUser != stored.userID
+        var takenFlight: RefreshFlight?
+        if switchedUser {
+            epoch &+= 1
+            takenFlight = takeFlight()
+        }
         pendingRemoval = nil
         if session == nil || switchedUser { lineage.reset() }
         if profile?.id != stored.userID { profile = nil }
@@ -556,7 +563,7 @@ struct SessionMachine: Sendable {
         phase = .active(Session(stored, persisted: true))
         storedGeneration = stored.generation
         state = .signedIn(userID: stored.userID)
-        return switchedUser
+        return (switchedUser, takenFlight)
     }
 
     /// Whether a re-read pair is worth adopting: newer than ours (or we have none), and not rejected before.

@@ -142,7 +142,7 @@ extension TokenRefreshClient {
         if case .found(let stored) = await store.load(account: configuration.account), machine.isCurrent(startEpoch),
             machine.shouldAdopt(stored), !stored.token.isExpired(at: now(), policy: configuration.expiryPolicy)
         {
-            let switchedUser = machine.adopt(stored)
+            let switchedUser = adoptStored(stored)
             noteAdopted(stored)
             // Another user's pair is never the answer to a refresh made for this one.
             return switchedUser ? .failure(.sessionChanged) : .success(stored.token)
@@ -218,7 +218,7 @@ extension TokenRefreshClient {
         case .found(let stored):
             guard machine.shouldAdopt(stored) else { return nil }
             // Another user's pair is never the answer to a refresh made for this one.
-            if machine.adopt(stored) { throw .sessionChanged }
+            if adoptStored(stored) { throw .sessionChanged }
             if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
                 noteAdopted(stored)
                 return stored.token
@@ -371,6 +371,18 @@ extension TokenRefreshClient {
         return false
     }
 
+    /// Adopts a pair another process stored; returns whether it is another user's. Then the session has changed: the
+    /// refresh in flight (made for the old user) is void and its callers fail with
+    /// ``TokenRefreshError/sessionChanged``.
+    func adoptStored(_ stored: StoredSession) -> Bool {
+        let (switchedUser, flight) = machine.adopt(stored)
+        if switchedUser {
+            flightTask = nil
+            flight?.finish(.failure(.sessionChanged))
+        }
+        return switchedUser
+    }
+
     /// A pair another process saved was adopted instead of refreshing: say so, apart from a refresh.
     func noteAdopted(_ stored: StoredSession) {
         metrics.recordAdoption()
@@ -384,7 +396,7 @@ extension TokenRefreshClient {
         switch read {
         case .found(let stored):
             // Another user's pair is never the answer to a refresh made for this one.
-            if machine.adopt(stored) { throw .sessionChanged }
+            if adoptStored(stored) { throw .sessionChanged }
             noteAdopted(stored)
             return stored.token
         case .absent:
@@ -408,7 +420,7 @@ extension TokenRefreshClient {
             !machine.rejected.contains(storedRefresh)
         {
             try checkEpoch(startEpoch)
-            if machine.adopt(stored) { throw .sessionChanged }
+            if adoptStored(stored) { throw .sessionChanged }
             if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
                 noteAdopted(stored)
                 return stored.token
