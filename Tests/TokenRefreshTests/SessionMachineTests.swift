@@ -477,4 +477,52 @@ import TokenKitLogCheck
         #expect(!machine.isCurrent(epoch), "the refresh started for user-1 writes nothing")
         #expect(machine.flight == nil)
     }
+
+    // MARK: - A refresh that answers for another user
+
+    static func jwt(sub: String) -> String {
+        func base64URL(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        }
+        return base64URL(#"{"alg":"none"}"#) + "." + base64URL(#"{"sub":"\#(sub)"}"#) + "."
+    }
+
+    struct SubjectCase: Sendable, CustomStringConvertible {
+        let description: String
+        let previousAccess: String
+        let previousUserID: String?
+        let newAccess: String
+        let responseUserID: String?
+        let switched: Bool
+    }
+
+    static let subjectCases = [
+        SubjectCase(
+            description: "subjects differ", previousAccess: jwt(sub: "alice"), previousUserID: "alice",
+            newAccess: jwt(sub: "bob"), responseUserID: nil, switched: true),
+        SubjectCase(
+            description: "same subject, app user ID is not the subject", previousAccess: jwt(sub: "u-1"),
+            previousUserID: "alice@example.com", newAccess: jwt(sub: "u-1"), responseUserID: nil, switched: false),
+        SubjectCase(
+            description: "opaque tokens, response names another user", previousAccess: "opaque-one",
+            previousUserID: "alice", newAccess: "opaque-two", responseUserID: "bob", switched: true),
+        SubjectCase(
+            description: "opaque tokens, response names no user", previousAccess: "opaque-one",
+            previousUserID: "alice", newAccess: "opaque-two", responseUserID: nil, switched: false),
+        SubjectCase(
+            description: "a subject is never compared with a user ID", previousAccess: "opaque-one",
+            previousUserID: "alice@example.com", newAccess: jwt(sub: "u-1"), responseUserID: nil, switched: false),
+    ]
+
+    @Test(arguments: subjectCases)
+    func aRefreshIsAnotherUsersOnlyWhenLikeIdentifiersDiffer(_ subject: SubjectCase) {
+        let previous = SessionMachine.Session(
+            token: AuthToken(accessToken: subject.previousAccess, receivedAt: Self.start, lifetime: 3600),
+            userID: subject.previousUserID, generation: 1, persisted: true)
+        let token = AuthToken(accessToken: subject.newAccess, receivedAt: Self.start, lifetime: 3600)
+        let changed = TokenRefreshClient.subjectChanged(
+            from: previous, to: token, responseUserID: subject.responseUserID)
+        #expect(changed == subject.switched)
+    }
 }
