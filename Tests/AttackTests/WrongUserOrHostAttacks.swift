@@ -19,7 +19,7 @@ import TokenRefresh
 /// The two users' API with opaque tokens: a FitIQ-style refresh endpoint (`POST /api/v1/auth/refresh`, rotating),
 /// a profile (`GET /api/v1/profile`, answers "data of <user>") and uploads (`POST /api/v1/uploads`, answers
 /// "stored for <user>"). A request can be held on the wire until the test releases it.
-private actor TwoUserBackend {
+actor TwoUserBackend {
     struct Pair: Sendable {
         let access: String
         let refresh: String
@@ -126,7 +126,7 @@ private actor TwoUserBackend {
 
 /// FitIQ's Keychain adapter with its seven methods, in memory. `@unchecked Sendable`: `values` is only touched
 /// while holding `lock`.
-private final class AppPersistence: AuthTokenPersistenceProtocol, @unchecked Sendable {
+final class AppPersistence: AuthTokenPersistenceProtocol, @unchecked Sendable {
     private let lock = NSLock()
     private var values: [String: String] = [:]
 
@@ -150,16 +150,17 @@ private final class AppPersistence: AuthTokenPersistenceProtocol, @unchecked Sen
 }
 
 /// The FitIQ app after the migration, with the unification analysis's call shapes.
-private struct FitIQApp {
+struct FitIQApp {
     let backend = TwoUserBackend()
     let persistence = AppPersistence()
+    let transport: MockTransport
     let networkClient: any NetworkClientProtocol
     let tokenRefreshClient: TokenRefreshClient
 
     init() {
         let backend = self.backend
-        networkClient = HTTPTransportNetworkClient(
-            transport: MockTransport { request, body in await backend.handle(request, body: body) })
+        transport = MockTransport { request, body in await backend.handle(request, body: body) }
+        networkClient = HTTPTransportNetworkClient(transport: transport)
         tokenRefreshClient = TokenRefreshClient(
             networkClient: networkClient, baseURL: TwoUserBackend.baseURL, apiKey: TwoUserBackend.apiKey)
     }

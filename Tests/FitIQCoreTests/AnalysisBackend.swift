@@ -74,7 +74,7 @@ final class AnalysisBackend: Sendable {
         state.serial += 1
         let now = clock.date
         let claims =
-            #"{"sub":"user-\#(state.serial)","iat":\#(Int(now.timeIntervalSince1970)),"#
+            #"{"sub":"user-1","iat":\#(Int(now.timeIntervalSince1970)),"#
             + #""exp":\#(Int(now.timeIntervalSince1970) + 900),"jti":"\#(state.serial)"}"#
         let access = Self.base64URL(#"{"alg":"HS256","typ":"JWT"}"#) + "." + Self.base64URL(claims) + ".c2ln"
         let refresh = "fitiq-refresh-\(state.serial)-\(UUID().uuidString)"

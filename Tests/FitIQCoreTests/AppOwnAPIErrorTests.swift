@@ -90,6 +90,49 @@ enum AppDescribingItsAPIError {
     }
 }
 
+/// An app whose own error has a generic `code` that is not an HTTP status (a form field's validation code), and a
+/// client that reports a 200 response inside an error (a body it could not decode).
+enum AppWithGenericErrorCodes {
+    enum AppError: Error {
+        case validation(code: Int)
+    }
+
+    struct DecodingFailed: Error {
+        let response: HTTPURLResponse
+    }
+
+    /// Sends the refresh to the backend; answers every other request with `AppError.validation(code: 401)`.
+    final class NetworkClient: NetworkClientProtocol, @unchecked Sendable {
+        let backend: AnalysisBackend
+        // `lock` protects `sent`.
+        private let lock = NSLock()
+        private var sent: [String] = []
+        var requests: [String] { lock.withLock { sent } }
+
+        init(backend: AnalysisBackend) { self.backend = backend }
+
+        func executeRequest(request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+            let path = request.url?.path ?? ""
+            lock.withLock { sent.append("\(request.httpMethod ?? "GET") \(path)") }
+            guard path == "/api/v1/auth/refresh" else { throw AppError.validation(code: 401) }
+            let (status, body) = backend.handle(request)
+            guard let url = request.url,
+                let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: [:])
+            else { throw URLError(.badURL) }
+            return (body, response)
+        }
+    }
+
+    /// Throws an error carrying the 200 response it got.
+    struct DecodingClient: NetworkClientProtocol {
+        func executeRequest(request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+            let url = request.url ?? URL(string: "https://api.fitiq.test")!
+            throw DecodingFailed(
+                response: HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])!)
+        }
+    }
+}
+
 @Suite(.logLeakCheck()) struct AppOwnAPIErrorTests {
     static func expiredSession(
         saysWhichErrorIsA401: Bool, capture: LogCapture = LogCapture()
@@ -181,6 +224,37 @@ enum AppDescribingItsAPIError {
         _ = backend.login()
         await #expect(throws: TokenRefreshError.refreshTokenRejected) {
             try await strategy.refresh(using: "fitiq-refresh-that-was-never-issued")
+        }
+    }
+
+    /// A validation error whose `code` is 401 is not an HTTP 401: the POST is not refreshed for, nor sent twice.
+    @Test func anAppErrorWithAGenericCodeOf401IsNotTakenForAnHTTP401() async throws {
+        let clock = ManualClock(startDate: AuthToken.systemNow())
+        let backend = AnalysisBackend(clock: clock)
+        let networkClient = AppWithGenericErrorCodes.NetworkClient(backend: backend)
+        let persistence = KeychainAuthTokenAdapter()
+        let login = backend.login()
+        try persistence.save(accessToken: login.accessToken, refreshToken: login.refreshToken)
+        let tokenRefreshClient = TokenRefreshClient(
+            networkClient: networkClient, baseURL: AnalysisBackend.baseURL, apiKey: AnalysisBackend.apiKey)
+        var request = URLRequest(url: AnalysisBackend.baseURL.appendingPathComponent("/api/v1/meals"))
+        request.httpMethod = "POST"
+        request.setValue("Bearer \(login.accessToken)", forHTTPHeaderField: "Authorization")
+        await #expect(throws: AppWithGenericErrorCodes.AppError.self) {
+            try await networkClient.executeWithAutoRetry(
+                request: request, tokenRefreshClient: tokenRefreshClient, authTokenPersistence: persistence)
+        }
+        #expect(networkClient.requests == ["POST /api/v1/meals"])
+        #expect(backend.snapshot.refreshes == 0)
+    }
+
+    /// An error that carries a 200 response is passed on, not turned into an empty 200 answer.
+    @Test func anErrorCarryingA200ResponseIsNotReadAsAnEmptyAnswer() async throws {
+        let transport = NetworkClientTransport(AppWithGenericErrorCodes.DecodingClient())
+        await #expect(throws: AppWithGenericErrorCodes.DecodingFailed.self) {
+            try await transport.send(
+                HTTPRequest(method: .post, scheme: "https", authority: "api.fitiq.test", path: "/api/v1/auth/refresh"),
+                body: Data("{}".utf8))
         }
     }
 }

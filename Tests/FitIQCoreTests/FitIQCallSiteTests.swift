@@ -179,7 +179,7 @@ final class ProgressAPIClient: Sendable {
         let newToken: AuthToken = try await dependencies.tokenRefreshClient.refreshToken(savedRefreshToken)
         #expect(newToken.accessToken == backend.snapshot.access)
         #expect(newToken.refreshToken == backend.snapshot.refresh)
-        #expect(newToken.parseUserIdFromJWT() == "user-2")
+        #expect(newToken.parseUserIdFromJWT() == "user-1")
         #expect(newToken.validate().isEmpty)
     }
 

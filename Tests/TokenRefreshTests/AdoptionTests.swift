@@ -5,7 +5,8 @@ import Persistence
 import Testing
 import TokenKitLogCheck
 import TokenKitTesting
-import TokenRefresh
+
+@testable import TokenRefresh
 
 /// A pair another process saved is adopted without a network call; events and metrics tell that apart from a
 /// refresh over the network.
@@ -67,5 +68,58 @@ import TokenRefresh
         #expect(await Self.kinds(events, count: 2) == ["sessionRestored", "tokenRefreshed"])
         #expect(setup.counter("tokenkit_tokens_adopted_total") == 0)
         #expect(setup.counter("tokenkit_refreshes_total", [("result", "success")]) == 1)
+    }
+
+    /// A refresh for user-1 is on the wire when another process stores user-2's pair, and a pending write of user-1's
+    /// pair finds it (a conflict) and adopts it: the refresh that then returns writes nothing and answers nobody.
+    @Test func aRefreshInFlightNeverOverwritesAnotherUsersPairAdoptedMeanwhile() async throws {
+        let store = FlakyStore()
+        let gate = Gate()
+        let calls = Locked(0)
+        let rig = try await Rig.make(
+            store: store,
+            strategy: { _ in
+                ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
+                    let call = calls.withLock { count -> Int in
+                        count += 1
+                        return count
+                    }
+                    if call > 1 { await gate.wait() }
+                    let access = "adoption-access-\(call)"
+                    let refresh = "adoption-refresh-\(call)"
+                    TestSecrets.shared.register(access, as: .accessToken)
+                    TestSecrets.shared.register(refresh, as: .refreshToken)
+                    return TokenResponse(accessToken: access, refreshToken: refresh, expiresIn: 3600)
+                }
+            })
+        let client = rig.client
+        // user-1's refreshed pair could not be stored: it waits in memory for its write to be retried.
+        await store.setFailSaves(true)
+        let pending = try await client.validToken()
+        await store.setFailSaves(false)
+        // A refused request of user-1 starts a refresh, which is on the wire...
+        let refused = Task { try await client.refreshToken(afterRejectionOf: pending.accessToken) }
+        await yield { await gate.arrivals == 1 }
+        // ...when another process signs user-2 in.
+        TestSecrets.shared.register("adoption-bob-access", as: .accessToken)
+        TestSecrets.shared.register("adoption-bob-refresh", as: .refreshToken)
+        let bob = AuthToken(
+            accessToken: "adoption-bob-access", refreshToken: "adoption-bob-refresh", receivedAt: rig.clock.date,
+            lifetime: 3600)
+        try await store.save(
+            StoredSession(token: bob, userID: "user-2", generation: 7), account: account, condition: .always)
+        // The pending write is retried, conflicts, and adopts user-2's pair.
+        rig.clock.advance(by: .seconds(5))
+        #expect(try await client.validToken() == bob)
+
+        await gate.open()
+        let outcome = await refused.result
+        await client.waitForLastRefreshTask()
+        #expect(throws: TokenRefreshError.sessionChanged) { try outcome.get() }
+        let stored = try #require(await rig.stored())
+        #expect(stored.userID == "user-2", "user-2's pair is not overwritten")
+        #expect(stored.token == bob)
+        #expect(client.currentToken == bob)
+        #expect(client.currentState == .signedIn(userID: "user-2"))
     }
 }

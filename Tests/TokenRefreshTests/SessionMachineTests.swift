@@ -418,4 +418,111 @@ import TokenKitLogCheck
         let again = machine.loaded(nil, now: Self.expired)
         #expect(again == .alreadyLoaded)
     }
+
+    // MARK: - Another user's refresh token
+
+    /// No session: a refresh of Alice's refresh token is running when Bob's refresh token asks for a refresh.
+    @Test func aSeedOfAnotherRefreshTokenNeverJoinsTheSeedFlightWithoutASession() {
+        var machine = SessionMachine(configuration: .init(backoff: .init(retries: 0)), requiresRefreshToken: true)
+        _ = machine.loaded(nil, now: Self.start)
+        guard case .startRefresh(let seed, _) = machine.decide(.seed("refresh-alice"), now: Self.start, elapsed: .zero)
+        else {
+            Issue.record("expected a refresh to start")
+            return
+        }
+        let flight = RefreshFlight()
+        _ = machine.beginFlight(flight, seed: seed, forced: false)
+        guard case .join(let joined) = machine.decide(.seed("refresh-alice"), now: Self.start, elapsed: .zero) else {
+            Issue.record("expected the same seed to join")
+            return
+        }
+        #expect(joined === flight)
+        let decision = machine.decide(.seed("refresh-bob"), now: Self.start, elapsed: .zero)
+        guard case .refreshStatelessly(let presented) = decision else {
+            Issue.record("expected another seed to be refreshed on its own, got \(decision)")
+            return
+        }
+        #expect(presented == "refresh-bob")
+    }
+
+    // MARK: - Profiles
+
+    /// Alice's profile is set; Bob's sign-in cannot be stored and is rolled back.
+    @Test func aRolledBackSignInKeepsThePreviousUsersProfile() {
+        var machine = Self.machine()
+        let taken = machine.setProfile(AuthUser(id: "user-1", firstName: "Alice"))
+        #expect(taken)
+        let bob = AuthToken(
+            accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
+            lifetime: 3600)
+        let started = machine.beginSession(bob, userID: "user-2", stateBefore: machine.state)
+        #expect(machine.profile == nil)
+        machine.rollBack(started.replaced)
+        #expect(machine.profile?.firstName == "Alice")
+        #expect(machine.state == .signedIn(userID: "user-1"))
+    }
+
+    // MARK: - Adopting another user's pair
+
+    /// A refresh for user-1 is in flight when another process's pair for user-2 is adopted.
+    @Test func adoptingAnotherUsersPairVoidsTheRefreshInFlight() throws {
+        var machine = Self.machine()
+        let (flight, epoch) = try startedFlight(&machine)
+        let bob = AuthToken(
+            accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
+            lifetime: 3600)
+        let adopted = machine.adopt(StoredSession(token: bob, userID: "user-2", generation: 5))
+        #expect(adopted.switchedUser)
+        #expect(adopted.flight === flight, "taken, for the actor to fail with sessionChanged")
+        #expect(!machine.isCurrent(epoch), "the refresh started for user-1 writes nothing")
+        #expect(machine.flight == nil)
+    }
+
+    // MARK: - A refresh that answers for another user
+
+    static func jwt(sub: String) -> String {
+        func base64URL(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        }
+        return base64URL(#"{"alg":"none"}"#) + "." + base64URL(#"{"sub":"\#(sub)"}"#) + "."
+    }
+
+    struct SubjectCase: Sendable, CustomStringConvertible {
+        let description: String
+        let previousAccess: String
+        let previousUserID: String?
+        let newAccess: String
+        let responseUserID: String?
+        let switched: Bool
+    }
+
+    static let subjectCases = [
+        SubjectCase(
+            description: "subjects differ", previousAccess: jwt(sub: "alice"), previousUserID: "alice",
+            newAccess: jwt(sub: "bob"), responseUserID: nil, switched: true),
+        SubjectCase(
+            description: "same subject, app user ID is not the subject", previousAccess: jwt(sub: "u-1"),
+            previousUserID: "alice@example.com", newAccess: jwt(sub: "u-1"), responseUserID: nil, switched: false),
+        SubjectCase(
+            description: "opaque tokens, response names another user", previousAccess: "opaque-one",
+            previousUserID: "alice", newAccess: "opaque-two", responseUserID: "bob", switched: true),
+        SubjectCase(
+            description: "opaque tokens, response names no user", previousAccess: "opaque-one",
+            previousUserID: "alice", newAccess: "opaque-two", responseUserID: nil, switched: false),
+        SubjectCase(
+            description: "a subject is never compared with a user ID", previousAccess: "opaque-one",
+            previousUserID: "alice@example.com", newAccess: jwt(sub: "u-1"), responseUserID: nil, switched: false),
+    ]
+
+    @Test(arguments: subjectCases)
+    func aRefreshIsAnotherUsersOnlyWhenLikeIdentifiersDiffer(_ subject: SubjectCase) {
+        let previous = SessionMachine.Session(
+            token: AuthToken(accessToken: subject.previousAccess, receivedAt: Self.start, lifetime: 3600),
+            userID: subject.previousUserID, generation: 1, persisted: true)
+        let token = AuthToken(accessToken: subject.newAccess, receivedAt: Self.start, lifetime: 3600)
+        let changed = TokenRefreshClient.subjectChanged(
+            from: previous, to: token, responseUserID: subject.responseUserID)
+        #expect(changed == subject.switched)
+    }
 }

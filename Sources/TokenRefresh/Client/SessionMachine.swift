@@ -249,9 +249,20 @@ struct SessionMachine: Sendable {
     /// session held before are answered like `Request.validToken`. A rejection of a token this session never
     /// held fails with ``TokenRefreshError/sessionChanged``; a seed it never held is refreshed on its own
     /// (``Decision/refreshStatelessly(_:)``).
-    mutating func decide(_ request: Request, now: Date, elapsed: Duration) -> Decision {
+    ///
+    /// `refreshedStatelessly` says whether a refresh token was refreshed on its own before (``StatelessRefreshes``,
+    /// kept by the actor): without a session such a seed goes the stateless way again, so a consumed refresh token is
+    /// never presented twice.
+    mutating func decide(
+        _ request: Request, now: Date, elapsed: Duration, refreshedStatelessly: (String) -> Bool = { _ in false }
+    ) -> Decision {
         if case .seed(let seed) = request, rejected.contains(seed) { return .fail(.refreshTokenRejected) }
-        guard let session else { return decideWithoutSession(request, elapsed: elapsed) }
+        guard let session else {
+            if case .seed(let seed) = request, !seed.isEmpty, refreshedStatelessly(seed) {
+                return .refreshStatelessly(seed)
+            }
+            return decideWithoutSession(request, elapsed: elapsed)
+        }
         var forcedBy = request
         switch request {
         case .afterRejection(let rejectedToken) where rejectedToken != session.token.accessToken:
@@ -298,7 +309,12 @@ struct SessionMachine: Sendable {
             guard !value.isEmpty else { return .fail(.signedOut) }
             seed = value
         }
-        if let flight { return .join(flight.flight) }
+        if let flight {
+            // Only a refresh of the same refresh token is shared: a seed of another (another user's, when the app
+            // switched users while this one ran) is refreshed on its own and never answered with this flight's pair.
+            if let seed, flight.seed != seed { return .refreshStatelessly(seed) }
+            return .join(flight.flight)
+        }
         if let blocked = blockedError(at: elapsed) { return .fail(blocked) }
         return .startRefresh(seed: seed, forced: false)
     }
@@ -429,6 +445,8 @@ struct SessionMachine: Sendable {
         let phase: Phase
         let state: AuthState
         let lineage: SessionLineage
+        /// The replaced session's user profile.
+        let profile: AuthUser?
     }
 
     /// Starts a session with `token`: the one reset for a new session. Returns what it replaced, the epoch the
@@ -436,7 +454,7 @@ struct SessionMachine: Sendable {
     mutating func beginSession(
         _ token: AuthToken, userID: String?, stateBefore: AuthState
     ) -> (replaced: Replaced, epoch: UInt64, flight: RefreshFlight?) {
-        let replaced = Replaced(phase: phase, state: stateBefore, lineage: lineage)
+        let replaced = Replaced(phase: phase, state: stateBefore, lineage: lineage, profile: profile)
         let generation = nextGeneration(after: session)
         epoch &+= 1
         phase = .active(Session(token: token, userID: userID, generation: generation, persisted: false))
@@ -467,6 +485,7 @@ struct SessionMachine: Sendable {
         if pendingRemoval != nil, replaced.phase == .none { pendingRemoval?.epoch = epoch }
         phase = replaced.phase
         lineage = replaced.lineage
+        profile = replaced.profile
         if session != nil, replaced.state.hasSession {
             state = replaced.state
         } else {
@@ -523,13 +542,20 @@ struct SessionMachine: Sendable {
     }
 
     /// Adopts a pair another process stored. Returns whether it is another user's (both user IDs known and
-    /// different): then the session has changed, and a refresh made for the old one must not answer with it.
-    /// Without user IDs a pair stored for the same account is taken as the same session, rotated elsewhere.
+    /// different): then the session has changed, and a refresh made for the old one must not answer with it, nor
+    /// write anything: ``epoch`` is bumped and the flight is taken away (returned, for the actor to fail with
+    /// ``TokenRefreshError/sessionChanged``). Without user IDs a pair stored for the same account is taken as the same
+    /// session, rotated elsewhere.
     @discardableResult
-    mutating func adopt(_ stored: StoredSession) -> Bool {
+    mutating func adopt(_ stored: StoredSession) -> (switchedUser: Bool, flight: RefreshFlight?) {
         let previousUser = session?.userID
         let switchedUser =
             session != nil && previousUser != nil && stored.userID != nil && previousUser != stored.userID
+        var takenFlight: RefreshFlight?
+        if switchedUser {
+            epoch &+= 1
+            takenFlight = takeFlight()
+        }
         pendingRemoval = nil
         if session == nil || switchedUser { lineage.reset() }
         if profile?.id != stored.userID { profile = nil }
@@ -537,7 +563,7 @@ struct SessionMachine: Sendable {
         phase = .active(Session(stored, persisted: true))
         storedGeneration = stored.generation
         state = .signedIn(userID: stored.userID)
-        return switchedUser
+        return (switchedUser, takenFlight)
     }
 
     /// Whether a re-read pair is worth adopting: newer than ours (or we have none), and not rejected before.
@@ -570,6 +596,23 @@ struct SessionMachine: Sendable {
         pendingRemoval = nil  // the new pair overwrites the ended session (now, or when its write is retried)
         if persisted { storedGeneration = generation } else { lastPersistAttempt = elapsed }
         state = .signedIn(userID: userID)
+    }
+
+    /// A refresh produced another user's `token` (a provider that switched users by itself): the old session ends
+    /// and the new one starts with this pair. Bumps ``epoch`` (work started for the old session changes nothing),
+    /// forgets the old session's tokens and profile, and takes the flight away (its callers asked for the old
+    /// session's token; the actor fails them).
+    mutating func switchedUser(
+        _ token: AuthToken, userID: String?, generation: UInt64, persisted: Bool, elapsed: Duration,
+        profile newProfile: AuthUser?
+    ) {
+        epoch &+= 1
+        _ = takeFlight()
+        lineage.reset()
+        profile = nil
+        refreshed(
+            token, userID: userID, generation: generation, persisted: persisted, elapsed: elapsed,
+            profile: newProfile)
     }
 
     /// Sets the state shown to the app.

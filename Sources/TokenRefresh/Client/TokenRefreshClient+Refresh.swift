@@ -23,7 +23,11 @@ extension TokenRefreshClient {
         try await ensureLoaded()
         await retryPendingRemovalIfDue()
         await retryPendingPersistIfDue()
-        switch machine.decide(request, now: now(), elapsed: clock.elapsed) {
+        let stateless = self.stateless
+        let decision = machine.decide(request, now: now(), elapsed: clock.elapsed) {
+            stateless.newest(after: $0) != nil || stateless.flight(for: $0) != nil
+        }
+        switch decision {
         case .token(let token):
             return .token(token)
         case .join(let flight):
@@ -138,7 +142,7 @@ extension TokenRefreshClient {
         if case .found(let stored) = await store.load(account: configuration.account), machine.isCurrent(startEpoch),
             machine.shouldAdopt(stored), !stored.token.isExpired(at: now(), policy: configuration.expiryPolicy)
         {
-            let switchedUser = machine.adopt(stored)
+            let switchedUser = adoptStored(stored)
             noteAdopted(stored)
             // Another user's pair is never the answer to a refresh made for this one.
             return switchedUser ? .failure(.sessionChanged) : .success(stored.token)
@@ -214,7 +218,7 @@ extension TokenRefreshClient {
         case .found(let stored):
             guard machine.shouldAdopt(stored) else { return nil }
             // Another user's pair is never the answer to a refresh made for this one.
-            if machine.adopt(stored) { throw .sessionChanged }
+            if adoptStored(stored) { throw .sessionChanged }
             if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
                 noteAdopted(stored)
                 return stored.token
@@ -298,7 +302,13 @@ extension TokenRefreshClient {
     ) async throws(TokenRefreshError) -> AuthToken {
         try checkEpoch(startEpoch)
         let token = response.token(receivedAt: now(), keeping: sent)
-        let userID = response.userID ?? previous?.userID ?? token.parseUserIdFromJWT() ?? response.user?.id
+        // A provider that switched users by itself (an SDK signed one user out and another in) answers with the new
+        // user's token: that is a new session, never the old user's refreshed one.
+        let switchedUser = Self.subjectChanged(from: previous, to: token, responseUserID: response.userID)
+        let userID =
+            switchedUser
+            ? response.userID ?? token.parseUserIdFromJWT() ?? response.user?.id
+            : response.userID ?? previous?.userID ?? token.parseUserIdFromJWT() ?? response.user?.id
         let generation = machine.nextGeneration(after: previous)
         // Nobody sees the new pair before the write has landed or failed: not the waiters, not the snapshot.
         let stored = StoredSession(token: token, userID: userID, generation: generation)
@@ -315,6 +325,20 @@ extension TokenRefreshClient {
         }
         // Signed out or a new session while writing: this refresh is void.
         try checkEpoch(startEpoch)
+        if switchedUser {
+            // The old session's callers asked for its token: they fail, and the new user's session starts afresh
+            // (no token of the old session counts as this one's, and the old user's profile is dropped).
+            machine.switchedUser(
+                token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed,
+                profile: response.user)
+            flightTask = nil
+            if let writeFailure {
+                publish(.persistenceFailed(writeFailure, tokenFingerprint: token.fingerprint))
+            }
+            publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))
+            logger.debug("the token provider switched users", metadata: ["token": "\(token.fingerprint)"])
+            throw .sessionChanged
+        }
         // A failed write keeps the pair in memory (the rotated refresh token is never dropped) and is retried.
         machine.refreshed(
             token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed,
@@ -332,6 +356,33 @@ extension TokenRefreshClient {
         return token
     }
 
+    /// Whether `token`, a refresh's answer, is another user's than `previous`: both tokens' subjects (`sub`) known
+    /// and different, or, when either token has none, both user IDs (the session's and the response's) known and
+    /// different. Subjects are compared with subjects and user IDs with user IDs only, as an app's user ID need not
+    /// be the token's subject.
+    static func subjectChanged(
+        from previous: SessionMachine.Session?, to token: AuthToken, responseUserID: String?
+    ) -> Bool {
+        guard let previous else { return false }
+        if let before = previous.token.parseUserIdFromJWT(), let after = token.parseUserIdFromJWT() {
+            return before != after
+        }
+        if let before = previous.userID, let after = responseUserID { return before != after }
+        return false
+    }
+
+    /// Adopts a pair another process stored; returns whether it is another user's. Then the session has changed: the
+    /// refresh in flight (made for the old user) is void and its callers fail with
+    /// ``TokenRefreshError/sessionChanged``.
+    func adoptStored(_ stored: StoredSession) -> Bool {
+        let (switchedUser, flight) = machine.adopt(stored)
+        if switchedUser {
+            flightTask = nil
+            flight?.finish(.failure(.sessionChanged))
+        }
+        return switchedUser
+    }
+
     /// A pair another process saved was adopted instead of refreshing: say so, apart from a refresh.
     func noteAdopted(_ stored: StoredSession) {
         metrics.recordAdoption()
@@ -345,7 +396,7 @@ extension TokenRefreshClient {
         switch read {
         case .found(let stored):
             // Another user's pair is never the answer to a refresh made for this one.
-            if machine.adopt(stored) { throw .sessionChanged }
+            if adoptStored(stored) { throw .sessionChanged }
             noteAdopted(stored)
             return stored.token
         case .absent:
@@ -369,7 +420,7 @@ extension TokenRefreshClient {
             !machine.rejected.contains(storedRefresh)
         {
             try checkEpoch(startEpoch)
-            if machine.adopt(stored) { throw .sessionChanged }
+            if adoptStored(stored) { throw .sessionChanged }
             if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
                 noteAdopted(stored)
                 return stored.token

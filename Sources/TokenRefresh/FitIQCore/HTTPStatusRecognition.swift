@@ -15,8 +15,9 @@ import Logging
 /// - TokenKit's ``APIError``: its ``APIError/statusCode``;
 /// - an enum case named `unauthorized` (any letter case, with or without associated values): 401;
 /// - an `HTTPURLResponse` or `HTTPResponse` the error carries: its status;
-/// - an integer the error carries under the label `statusCode`, `status`, `httpStatus`, `httpStatusCode` or
-///   `code`, between 100 and 599.
+/// - an integer the error carries under the label `statusCode`, `status`, `httpStatus` or `httpStatusCode`,
+///   between 100 and 599. A bare `code` is not read: apps use it for their own codes (a validation code of 401 is
+///   not an HTTP 401).
 ///
 /// The error is looked into through `Mirror`, two levels deep. Anything else is `nil`.
 ///
@@ -55,7 +56,7 @@ private func status(in mirror: Mirror, depth: Int) -> Int? {
 }
 
 /// The labels under which an error type keeps an HTTP status.
-private let statusLabels: Set<String> = ["statuscode", "status", "httpstatus", "httpstatuscode", "code"]
+private let statusLabels: Set<String> = ["statuscode", "status", "httpstatus", "httpstatuscode"]
 
 /// A notice, once per type, when the network client throws an error of a type named `APIError` that is not
 /// TokenKit's and reports no status that ``recognizedHTTPStatus(of:)`` can read: the app's own `APIError` shadows

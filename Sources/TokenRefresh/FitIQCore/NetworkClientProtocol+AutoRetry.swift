@@ -9,6 +9,10 @@ public import Persistence
 extension NetworkClientProtocol {
     /// Sends `request`; on a 401 refreshes once, saves the new pair, and retries once.
     ///
+    /// Only a request that carried `Authorization: Bearer` is refreshed for: a 401 to a request without a token is
+    /// passed on untouched (thrown, or returned as the client returned it), and the user's token is never attached to
+    /// it.
+    ///
     /// A 401 is ``APIError/unauthorized`` thrown by the client, another error in which ``httpStatus(of:)`` finds
     /// 401 (an app's own `APIError.unauthorized`, for example), or a 401 response the client returns.
     ///
@@ -26,7 +30,8 @@ extension NetworkClientProtocol {
     /// ```
     ///
     /// - Parameters:
-    ///   - request: The request, normally with `Authorization: Bearer <access token>`.
+    ///   - request: The request, with `Authorization: Bearer <access token>` (a request without it is not refreshed
+    ///     for).
     ///   - tokenRefreshClient: The refresh client.
     ///   - authTokenPersistence: Where the app keeps the token pair.
     ///   - retryCount: How many retries happened already; a 401 at 1 or more is passed on (thrown, or returned
@@ -41,19 +46,21 @@ extension NetworkClientProtocol {
         retryCount: Int = 0
     ) async throws -> (Data, HTTPURLResponse) {
         // A 401 is the client's thrown error (TokenKit's `APIError.unauthorized`, or an app's own error type as
-        // `httpStatus(of:)` reads it) or the 401 response it returned.
+        // `httpStatus(of:)` reads it) or the 401 response it returned. Only a request that carried a token is refreshed
+        // for and sent again: the user's token is never attached to one the app built without it (another host, a
+        // public endpoint), whose 401 is passed on as it came.
+        let carried = Self.bearerToken(of: request)
         do {
             let answer = try await executeRequest(request: request)
-            guard answer.1.statusCode == 401, retryCount < 1 else { return answer }
-        } catch let error where retryCount < 1 && httpStatus(of: error) == 401 {
+            guard answer.1.statusCode == 401, retryCount < 1, carried != nil else { return answer }
+        } catch let error where retryCount < 1 && carried != nil && httpStatus(of: error) == 401 {
             // Refreshed and retried below.
         } catch {
             ShadowedAPIErrorNotice.noteIfShadowed(
                 error, status: httpStatus(of: error), logger: tokenRefreshClient.logger)
             throw error
         }
-        let token = try await tokenRefreshClient.tokenForRetry(
-            rejecting: Self.bearerToken(of: request), persistence: authTokenPersistence)
+        let token = try await tokenRefreshClient.tokenForRetry(rejecting: carried, persistence: authTokenPersistence)
         // Taken, not copied: a caller that is done with its request spares Foundation a copy of it.
         var retryRequest = consume request
         retryRequest.setValue("Bearer \(token.accessToken)", forHTTPHeaderField: "Authorization")

@@ -45,7 +45,8 @@ public protocol NetworkClientProtocol: Sendable {
     /// The default implementation recognises, in this order: TokenKit's ``APIError`` (its
     /// ``APIError/statusCode``); an enum case named `unauthorized`, in any letter case, with or without associated
     /// values (401); an `HTTPURLResponse` or `HTTPResponse` the error carries (its status); an integer from 100 to
-    /// 599 the error carries under the label `statusCode`, `status`, `httpStatus`, `httpStatusCode` or `code`.
+    /// 599 the error carries under the label `statusCode`, `status`, `httpStatus` or `httpStatusCode` (not a bare
+    /// `code`, which apps use for codes of their own).
     /// It looks into the error with `Mirror`, two levels deep. So an app that keeps its own `APIError` (which
     /// shadows TokenKit's in its files) still refreshes. Implement it when your client's errors carry the status
     /// some other way (a case without associated values whose type has its own `description` is not recognised

@@ -48,7 +48,8 @@ extension TokenRefreshClient {
     ///   - rejected: The access token the rejected request carried, if any.
     ///   - persistence: The app's persistence.
     /// - Returns: The token to retry with.
-    /// - Throws: ``APIError/unauthorized`` when no refresh token is stored; ``TokenRefreshError/sessionChanged``;
+    /// - Throws: ``APIError/unauthorized`` when no refresh token is stored; ``TokenRefreshError/sessionChanged`` (also
+    ///   when the app's persistence no longer holds the refresh token the refresh started from: nothing is saved);
     ///   the refresh's error.
     nonisolated func tokenForRetry(
         rejecting rejected: String?, persistence: any AuthTokenPersistenceProtocol
@@ -69,7 +70,24 @@ extension TokenRefreshClient {
         }
         let token = try await refreshForRetry(
             rejected: rejected, storedAccess: storedAccess, storedRefresh: storedRefresh)
-        try persistence.save(accessToken: token.accessToken, refreshToken: token.refreshToken ?? storedRefresh)
+        // The refresh took a while: if the app logged out, or logged another user in, through its own code meanwhile,
+        // its persistence no longer holds the refresh token this refresh started from, and the answer is neither
+        // saved over what is there now nor used for the retry. A pair of this session that another caller of the same
+        // refresh saved first is kept as it is.
+        let refreshToSave = token.refreshToken ?? storedRefresh
+        switch try persistence.fetchRefreshToken() {
+        case storedRefresh:
+            try persistence.save(accessToken: token.accessToken, refreshToken: refreshToSave)
+        case .some(let current) where current == refreshToSave:
+            break
+        case .some(let current) where await sessionHolds(refreshToken: current):
+            break
+        default:
+            logger.debug(
+                "the app's stored pair changed during the refresh; not saved",
+                metadata: ["token": "\(token.fingerprint)"])
+            throw TokenRefreshError.sessionChanged
+        }
         return token
     }
 
@@ -78,6 +96,11 @@ extension TokenRefreshClient {
         try? await ensureLoaded()
         guard session != nil else { return false }
         return accessTokens.allSatisfy { machine.lineage.contains(accessToken: $0) }
+    }
+
+    /// Whether the session held now has held `refreshToken` (this one or an earlier pair of it).
+    func sessionHolds(refreshToken: String) -> Bool {
+        session != nil && machine.lineage.contains(refreshToken: refreshToken)
     }
 
     /// The refresh behind ``tokenForRetry(rejecting:persistence:)`` for the pair the app's persistence holds.

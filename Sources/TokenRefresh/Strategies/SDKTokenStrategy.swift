@@ -24,6 +24,9 @@
 ///   and ``TokenRefreshClient/isOfflineNow`` says so.
 /// - `forceRefresh` is `true` when the server rejected the current token (a 401), so the SDK should not
 ///   answer from its cache.
+/// - When the SDK signs another user in by itself, its next token (another `sub`) starts a new session for that
+///   user: requests made for the previous user fail with ``TokenRefreshError/sessionChanged`` and are never sent
+///   with the new user's token.
 public struct SDKTokenStrategy: RefreshStrategy {
     private let body: @Sendable (_ forceRefresh: Bool) async throws -> String?
     private let user: (@Sendable () async -> AuthUser?)?
