@@ -72,15 +72,4 @@ public enum AsyncHTTPClientFetchError: Error, Hashable, Sendable {
     /// A redirect led to another origin (or from `https` to `http`); the answer was not used.
     case crossOriginRedirect
 }
-
-/// Whether two URLs have the same scheme, host and port (RFC 6454), the port defaulting by scheme.
-private func isSameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
-    func parts(_ url: URL) -> (String, String, Int?) {
-        let scheme = url.scheme?.lowercased() ?? ""
-        let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : nil)
-        return (scheme, url.host?.lowercased() ?? "", port)
-    }
-    let (a, b) = (parts(lhs), parts(rhs))
-    return !a.1.isEmpty && a.0 == b.0 && a.1 == b.1 && a.2 == b.2
-}
 #endif

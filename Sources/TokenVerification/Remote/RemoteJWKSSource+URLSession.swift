@@ -54,8 +54,9 @@ extension RemoteJWKSSource {
     }
 }
 
-/// Whether two URLs have the same scheme, host and port (RFC 6454), the port defaulting by scheme.
-func isSameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
+/// Whether two URLs have the same scheme, host and port (RFC 6454), the port defaulting by scheme. Both key-set
+/// fetches (URLSession here, AsyncHTTPClient in TokenKitAsyncHTTPClient) judge redirects with it.
+package func isSameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
     func parts(_ url: URL) -> (String, String, Int?) {
         let scheme = url.scheme?.lowercased() ?? ""
         let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : nil)
