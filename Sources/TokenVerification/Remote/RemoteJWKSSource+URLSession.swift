@@ -1,5 +1,5 @@
 #if canImport(FoundationNetworking)
-    import Foundation
+    package import Foundation
     public import FoundationNetworking
 #else
     public import Foundation
