@@ -49,9 +49,13 @@ final class MemoryPersistence: AuthTokenPersistenceProtocol, @unchecked Sendable
     func deleteUserProfileID() throws {}
 }
 
-/// Never called: the benchmark's refreshes are all stale rejections.
-struct UnusedStrategy: RefreshStrategy {
-    func refresh(using refreshToken: String?) async throws -> TokenResponse { throw TokenRefreshError.transient }
+/// Called once, before the measurements, to rotate the session from `old` to `current`: every 401 measured after
+/// that is a stale rejection of a token this session held (a token the session never held is another session's).
+struct RotateOnceStrategy: RefreshStrategy {
+    let current: String
+    func refresh(using refreshToken: String?) async throws -> TokenResponse {
+        TokenResponse(accessToken: current, refreshToken: "refresh-current", expiresIn: 3600)
+    }
 }
 
 // Everything runs in a nonisolated function: top-level code is main-actor isolated (see RetryBenchmarks).
@@ -72,10 +76,13 @@ func runBenchmarks() async throws -> Bool {
     let network = CheapNetworkClient(currentHeader: "Bearer \(current)")
     let persistence = MemoryPersistence()
     try persistence.save(accessToken: current, refreshToken: "refresh-current")
-    let client = TokenRefreshClient(strategy: UnusedStrategy())
+    let client = TokenRefreshClient(strategy: RotateOnceStrategy(current: current))
     try await client.signIn(
-        with: AuthToken.withParsedExpiration(
-            accessToken: current, refreshToken: "refresh-current", receivedAt: Date()))
+        with: AuthToken.withParsedExpiration(accessToken: old, refreshToken: "refresh-old", receivedAt: Date()))
+    guard try await client.refreshToken(afterRejectionOf: old).accessToken == current else {
+        print("FitIQCoreBenchmarks: the session did not rotate to the current token")
+        return false
+    }
     let url = URL(string: "https://api.fitiq.example/api/v1/progress")!
     var sink = 0
     let iterations = 50_000
