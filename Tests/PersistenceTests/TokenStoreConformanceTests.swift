@@ -15,14 +15,25 @@ import TokenKitTesting
 
 /// The built-in stores keep the contract, as the test kit's conformance checks state it.
 @Suite(.logLeakCheck()) struct TokenStoreConformanceTests {
-    @Test func anInMemoryStoreSharedByTwoClientsKeepsEveryClause() async throws {
+    @Test func anInMemoryStoreKeepsTheClausesOfAStoreForOneClient() async throws {
         let store = InMemoryTokenStore()
-        try await TokenStoreConformance { store }.check()
+        try await TokenStoreConformance { store }.check(TokenStoreConformance.Clause.unsharedStore)
+    }
+
+    @Test func anInMemoryStoreDoesNotExcludeAnotherClientAsDocumented() async throws {
+        let store = InMemoryTokenStore()
+        #expect(await firstViolation(of: TokenStoreConformance { store }, [.exclusion])?.clause == .exclusion)
     }
 
     @Test func aClosureStoreForwardingToAnotherKeepsEveryClause() async throws {
         let inner = InMemoryTokenStore()
-        try await TokenStoreConformance { ClosureTokenStore(forwardingTo: inner) }.check()
+        try await TokenStoreConformance { ClosureTokenStore(forwardingTo: inner) }.check(
+            TokenStoreConformance.Clause.unsharedStore)
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        try await TokenStoreConformance {
+            ClosureTokenStore(forwardingTo: FileTokenStore(directory: temporary.storeDirectory))
+        }.check()
     }
 
     @Test func aClosureStoreWithItsOwnLockKeepsEveryClause() async throws {
