@@ -4,10 +4,11 @@
 import Foundation
 import Persistence
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
 
 enum DocSample_Persistence_ImplementingATokenStore_2 {
-    @Suite struct SharedStoreConformanceTests {
+    @Suite(.logLeakCheck()) struct SharedStoreConformanceTests {
         @Test func keepsTheStoreContract() async throws {
             let directory = FileManager.default.temporaryDirectory
                 .appendingPathComponent("sessions-\(UUID().uuidString)", isDirectory: true)

@@ -4,10 +4,11 @@
 import Foundation
 import Persistence
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
 
 enum DocSample_TokenKitTesting_TokenKitTesting_1 {
-    @Suite struct SessionStoreConformanceTests {
+    @Suite(.logLeakCheck()) struct SessionStoreConformanceTests {
         @Test(arguments: TokenStoreConformance.Clause.all)
         func keepsTheStoreContract(_ clause: TokenStoreConformance.Clause) async throws {
             let directory = FileManager.default.temporaryDirectory

@@ -72,7 +72,8 @@ import TokenKitTesting
     @Test func theFileStoresFlockExcludesAnotherOpenFileOfTheSameProcess() async throws {
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
-        let store = FileTokenStore(directory: temporary.storeDirectory)
+        // No lock timeout: this test is about exclusion, and a loaded machine may hold the loop below for seconds.
+        let store = FileTokenStore(directory: temporary.storeDirectory, configuration: .init(lockTimeout: nil))
         try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
         // The lock file sits next to the session file; take its flock through a descriptor of our own, as another
         // process would (flock locks belong to the open file, not to the process).
