@@ -77,8 +77,10 @@ extension TokenStoreConformance {
         switch waited {
         case .success(let found): read = found
         case .failure(let error):
+            let hint = disruption == nil ? "" : " (errors while acquiring must be retried until the lock wait ends)"
             throw Violation(
-                .release, "a body waiting on another handle did not run after the holder's body returned: \(error)")
+                .release,
+                "a body waiting on another handle did not run after the holder's body returned: \(error)\(hint)")
         }
         guard case .found(let session) = read, session.generation == 2 else {
             let lost = scenario.read { $0.failedSave }.map {

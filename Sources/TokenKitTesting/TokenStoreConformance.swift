@@ -37,8 +37,8 @@ public struct TokenStoreConformance: Sendable {
     ///     the store's connections, restart its database, or make its next write fail once. The exclusion must
     ///     hold through it, and the body's save must still land (retried by the store) before the next holder
     ///     runs. `nil` checks without a disruption.
-    ///   - openHandle: Opens a new handle on the storage under test. Called at least twice per exclusive-access
-    ///     check.
+    ///   - openHandle: Opens a new handle on the storage under test. Called once or twice per clause, and once
+    ///     more to remove the clause's account afterwards.
     public init(
         timeout: Duration = .seconds(60),
         clock: any Clock<Duration> = ContinuousClock(),
