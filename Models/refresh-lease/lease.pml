@@ -6,16 +6,21 @@
  * Tokens are numbered: the server's first refresh token is 1, each rotation hands out the next number.
  * Replicas are numbered 1..N (0 means "nobody" in the owner and lock fields).
  *
- * Protocol variants (-D flags; none of them = the protocol of lease-protocol.md with the fix of README.md):
- *   GIVE_UP_LEASE        the protocol exactly as written: once persistRetryLimit write attempts have failed, the
- *                        store stops renewing the lease and the client's later retry runs outside any lease
+ * Protocol variants (-D flags; none of them = the protocol of the design note with the two fixes of README.md:
+ * the holder keeps its lease until its pair is stored, and the re-read under the lease is fenced):
+ *   GIVE_UP_LEASE        step 6 as the design note writes it: once persistRetryLimit write attempts have failed,
+ *                        the store stops renewing the lease and the client's later retry runs outside any lease
+ *   UNFENCED_READ        step 5 as the design note writes it: the body's re-read is a plain read, even when a
+ *                        sign-in elsewhere has cleared the lease (fails with SIGNIN)
+ *   SIGNIN               adds a sign-in on another replica (step 8): a new token family, saved unconditionally
+ *                        with a generation from a possibly stale view, clearing any lease
  *   BUG_OLD              the old protocol: an advisory lock only, no lease; the body's operations on the lock's
  *                        connection; a failed save retried later by the client outside the lock
  *   BUG_UNFENCED         the save inside the lease checks neither the fence nor the generation
  *   BUG_NO_REREAD        a waiter presents the refresh token it read before it took the lease
  *   BUG_RELEASE_PENDING  the lease is released while a background write is still pending
- *   CAS_ONLY             the save checks the generation but not the fence (a design question, expected to pass)
- *   FENCE_ONLY           the save checks the fence but not the generation (a design question, expected to pass)
+ *   CAS_ONLY             the save checks the generation but not the fence (fails with SIGNIN)
+ *   FENCE_ONLY           the save checks the fence but not the generation (passes)
  * Premises (-D flags that drop one; each is expected to fail, which shows the premise is needed):
  *   PHYSICAL             allow the one physical limit: a holder killed, or its answer lost, after the server
  *                        rotated and before its write landed
@@ -55,8 +60,13 @@ byte restarts = 0;
 byte kills = 0;
 
 /* ---- the token server (django-oauth-toolkit, reuse protection on, grace 0) ---- */
-byte srv_current = 1;        /* the refresh token the server accepts now */
-bool srv_revoked = false;    /* a reuse was detected and the family revoked */
+/* Token families: the initial session's tokens are 1, 2, ...; a sign-in's (SIGNIN) are 51, 52, ... */
+#define FAM(t)         (t > 50 -> 2 : 1)
+byte cur[3] = 1;             /* per family, the refresh token the server accepts now */
+bool revoked[3];             /* per family, a reuse was detected and the family revoked */
+byte latest = 1;             /* the newest family ever stored: the session the users have now */
+#define srv_current    cur[latest]
+#define srv_revoked    revoked[latest]
 
 /* ---- the replicas ---- */
 bool alive[4];
@@ -65,10 +75,11 @@ byte myfence[4];             /* the fence of the lease it holds */
 byte mem[4];                 /* the rotated refresh token it holds in memory (0 = none) */
 byte ans[4];                 /* the server's answer on its way to the replica (0 = none) */
 byte crashes = 0;
+byte smem = 0;               /* the signing-in client's new refresh token (SIGNIN) */
 
 /* The current pair is somewhere a live replica can still use it: stored, held in memory, or on the wire. */
 #define HELD_BY(k, t)  (alive[k] && (mem[k] == t || ans[k] == t))
-#define HELD(t)        (row_rt == t || HELD_BY(1, t) || HELD_BY(2, t) || HELD_BY(3, t))
+#define HELD(t)        (row_rt == t || HELD_BY(1, t) || HELD_BY(2, t) || HELD_BY(3, t) || smem == t)
 /* Replica k holds the current pair and nothing else does (killing it now is the physical limit). */
 #define UNSTORED(k)    ((ans[k] == srv_current || mem[k] == srv_current) && row_rt != srv_current)
 
@@ -97,6 +108,9 @@ byte crashes = 0;
 #endif
 
 /* A statement needs a connection: the open one, else a fresh pooled one if the database is up. */
+#define I3(t, n)       (FAM(row_rt) < FAM(t) || (FAM(row_rt) == FAM(t) && \
+                        (row_gen < n || (row_gen == n && row_rt == t))))
+
 #define CONNECT        if :: !conn[i] && db_up -> conn[i] = true :: else -> skip fi
 
 #define ERR      0
@@ -172,9 +186,21 @@ lock:
         :: else -> skip
         fi;
 #ifndef BUG_NO_REREAD
-        /* Step 5: the body re-reads the row (plain read; a fresh connection if the lock's died). */
-        atomic { (conn[i] || db_up) -> conn[i] = true; rt = row_rt; g = row_gen;
-                 printf("R%d re-reads rt%d (generation %d)\n", i, rt, g) }
+        /* Step 5: the body re-reads the row (a fresh connection if the lock's died). The read is fenced: it
+         * returns the row only while the lease is still ours (a sign-in elsewhere may have cleared it). */
+        atomic {
+            (conn[i] || db_up) -> conn[i] = true;
+#ifndef UNFENCED_READ
+            if
+            :: lease_owner != i || lease_fence != f ->
+               holding[i] = false; if :: lock_conn == i -> lock_conn = 0 :: else -> skip fi;
+               printf("R%d: the lease was cleared; it starts again\n", i); goto lock
+            :: else -> skip
+            fi;
+#endif
+            rt = row_rt; g = row_gen;
+            printf("R%d re-reads rt%d (generation %d)\n", i, rt, g)
+        }
 #endif
 #endif
 present:
@@ -182,11 +208,11 @@ present:
         atomic {
             printf("R%d presents rt%d\n", i, rt);
             if
-            :: !srv_revoked && rt == srv_current ->
-               srv_current++; ans[i] = srv_current;
-               printf("   the server rotates: rt%d is current, the answer is on the wire\n", srv_current)
+            :: !revoked[FAM(rt)] && rt == cur[FAM(rt)] ->
+               cur[FAM(rt)]++; ans[i] = cur[FAM(rt)];
+               printf("   the server rotates: rt%d is current, the answer is on the wire\n", ans[i])
             :: else ->
-               srv_revoked = true;
+               revoked[FAM(rt)] = true;
                printf("   REUSE DETECTED: the server revokes the family (I1 violated)\n");
                assert(false)  /* I1 */
             fi
@@ -224,14 +250,15 @@ write:
             :: conn[i] ->
                if
                :: SAVE_OK(late) ->
-                  /* I3: no write lands after a newer generation, nor replaces another pair of its own. */
+                  /* I3: no save lands over a newer session or a newer generation of its own session, nor
+                   * replaces another pair of the same generation. */
                   if
-                  :: !(row_gen < g + 1 || (row_gen == g + 1 && row_rt == newrt)) ->
+                  :: !I3(newrt, g + 1) ->
                      printf("R%d's save of rt%d (generation %d) lands over rt%d (generation %d): I3 violated\n",
                             i, newrt, g + 1, row_rt, row_gen)
                   :: else -> skip
                   fi;
-                  assert(row_gen < g + 1 || (row_gen == g + 1 && row_rt == newrt));
+                  assert(I3(newrt, g + 1));
                   row_rt = newrt; row_gen = g + 1; lease_owner = 0; lease_expired = false;
                   holding[i] = false; res = LANDED;
                   printf("R%d stores rt%d (generation %d), which clears the lease\n", i, newrt, row_gen)
@@ -336,7 +363,7 @@ active proctype Database() {
 end:
     do
     :: atomic { db_up && restarts < MAXRESTART ->
-                restarts++; db_up = false; conn[1] = false; conn[2] = false; conn[3] = false; lock_conn = 0;
+                restarts++; db_up = false; conn[0] = false; conn[1] = false; conn[2] = false; conn[3] = false; lock_conn = 0;
                 printf("DATABASE RESTART: every connection and advisory lock ends\n") }
     :: atomic { !db_up -> db_up = true; printf("the database is up again\n") }
     :: atomic { kills < MAXKILL && conn[1] -> TERMINATE(1) }
@@ -361,6 +388,37 @@ end:
              printf("I2 VIOLATED: rt%d is neither stored nor held by a live replica\n", srv_current);
              assert(false) }
 }
+
+#ifdef SIGNIN
+/* A sign-in on another replica (step 8): the server starts a new family; the client saves it unconditionally
+ * (`.always`) with the generation it computes from its own, possibly stale, view of the row (any generation up to
+ * the stored one, plus one), which clears any lease. If the save fails, or its answer is lost, the sign-in is
+ * rolled back in memory (the client's default); a save that landed anyway stays. */
+active proctype SignIn() {
+    byte sv;
+    atomic { cur[2] = 51; smem = 51; printf("S signs in: a new session, rt51\n") }
+    atomic {
+        if :: !conn[0] && db_up -> conn[0] = true :: else -> skip fi;
+        if
+        :: conn[0] ->
+           sv = 1;
+           do
+           :: sv < row_gen -> sv++
+           :: break
+           od;
+           row_rt = 51; row_gen = sv + 1; lease_owner = 0; lease_expired = false; latest = 2;
+           printf("S stores rt51 (generation %d, from its view %d), which clears any lease\n", row_gen, sv)
+        :: else -> smem = 0; printf("S: the save fails; the sign-in is rolled back\n"); goto signedin
+        fi
+    }
+    if
+    :: conn[0] -> skip
+    :: else -> smem = 0; printf("S: the save's answer is lost; the sign-in is rolled back\n")
+    fi;
+signedin:
+    skip
+}
+#endif
 
 init {
     atomic {
