@@ -21,6 +21,8 @@
  *   BUG_RELEASE_PENDING  the lease is released while a background write is still pending
  *   CAS_ONLY             the save checks the generation but not the fence (fails with SIGNIN)
  *   FENCE_ONLY           the save checks the fence but not the generation (passes)
+ *   RETAKE_OWN           the lease statement also matches `lease_owner = $me` (an acquisition retrying after its
+ *                        answer was lost takes its own orphaned lease at once instead of waiting out the ttl)
  * Premises (-D flags that drop one; each is expected to fail, which shows the premise is needed):
  *   PHYSICAL             allow the one physical limit: a holder killed, or its answer lost, after the server
  *                        rotated and before its write landed
@@ -96,6 +98,13 @@ byte smem = 0;               /* the signing-in client's new refresh token (SIGNI
 #define EXPIRABLE      (!(alive[lease_owner] && holding[lease_owner] && myfence[lease_owner] == lease_fence))
 #endif
 
+#ifdef RETAKE_OWN
+/* The lease statement also takes a lease whose owner is this very acquisition (its earlier answer was lost). */
+#define RETAKE(k)      (lease_owner == k)
+#else
+#define RETAKE(k)      false
+#endif
+
 /* The save inside the lease context (step 6); `late` = the client's own retry outside any lease (step 8). */
 #if defined(BUG_UNFENCED)
 #define SAVE_OK(late)  true
@@ -107,10 +116,12 @@ byte smem = 0;               /* the signing-in client's new refresh token (SIGNI
 #define SAVE_OK(late)  (row_gen == g && (late || (lease_fence == f && lease_owner == i)))
 #endif
 
-/* A statement needs a connection: the open one, else a fresh pooled one if the database is up. */
+/* I3 for a save of pair t at generation n: the row holds an older session, or an older generation of this one,
+ * or this very pair (the same save landing again). */
 #define I3(t, n)       (FAM(row_rt) < FAM(t) || (FAM(row_rt) == FAM(t) && \
                         (row_gen < n || (row_gen == n && row_rt == t))))
 
+/* A statement needs a connection: the open one, else a fresh pooled one if the database is up. */
 #define CONNECT        if :: !conn[i] && db_up -> conn[i] = true :: else -> skip fi
 
 #define ERR      0
@@ -158,7 +169,7 @@ lock:
             if
             :: conn[i] ->
                if
-               :: lease_owner == 0 || lease_expired ->
+               :: lease_owner == 0 || lease_expired || RETAKE(i) ->
                   lease_fence++; lease_owner = i; lease_expired = false;
                   holding[i] = true; myfence[i] = lease_fence; f = lease_fence; took = true;
                   printf("R%d takes the lease (fence %d)\n", i, f)
