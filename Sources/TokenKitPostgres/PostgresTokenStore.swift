@@ -83,6 +83,20 @@ public struct PostgresTokenStore: TokenStore {
         /// belong to) and take one of them once it is free. Give the token table a database of its own, or a
         /// database that untrusted roles cannot connect to, to rule that out.
         public var lockKeySecret: SymmetricKey?
+        /// How long a refresh lease lasts without renewal. The holder renews it every third of this while its
+        /// refresh runs, so the lease outlives the holder's connection, its advisory lock and a database restart,
+        /// and ends this long after a holder that died (or lost the database for longer) last renewed it.
+        ///
+        /// Keep it shorter than ``lockTimeout``: a holder killed before the token server answered is then taken over
+        /// within a waiter's wait. Keep it longer than the longest database outage a refresh should survive: a live
+        /// holder must reach the database at least once per lease.
+        public var leaseDuration: Duration
+        /// How long a holder keeps trying to store a refreshed pair after its save has already failed (with
+        /// ``/Persistence/PersistenceError/writeFailed``) within ``operationTimeout``. Meanwhile it keeps its lease
+        /// alive, so no other replica presents the refresh token the server has already rotated.
+        public var persistRetryLimit: Duration
+        /// Switches for tests: the lease heartbeat off, and a callback per lock attempt.
+        package var testHooks = TestHooks()
 
         /// Creates a configuration.
         ///
@@ -94,6 +108,11 @@ public struct PostgresTokenStore: TokenStore {
         ///   - operationTimeout: The longest wait for the database per operation; 5 s by default.
         ///   - migratesAutomatically: Whether the first operation creates the table if needed.
         ///   - lockKeySecret: A secret shared by the replicas to derive advisory lock keys with, or `nil`.
+        ///   - leaseDuration: How long a refresh lease lasts without renewal; 3 s by default (renewed every 1 s, so a
+        ///     database outage of up to 2 s is survived, and a dead holder is taken over within 3 s, inside the
+        ///     default 5-s lock wait).
+        ///   - persistRetryLimit: How long a holder keeps trying to store a refreshed pair after its save failed;
+        ///     30 s by default (a database restart or fail-over, with room to spare).
         public init(
             tableName: String = "tokenkit_sessions",
             encryptionKey: SymmetricKey? = nil,
@@ -101,7 +120,9 @@ public struct PostgresTokenStore: TokenStore {
             lockRetryInterval: Duration = .milliseconds(20),
             operationTimeout: Duration? = .seconds(5),
             migratesAutomatically: Bool = true,
-            lockKeySecret: SymmetricKey? = nil
+            lockKeySecret: SymmetricKey? = nil,
+            leaseDuration: Duration = .seconds(3),
+            persistRetryLimit: Duration = .seconds(30)
         ) {
             self.tableName = tableName
             self.encryptionKey = encryptionKey
@@ -110,6 +131,8 @@ public struct PostgresTokenStore: TokenStore {
             self.operationTimeout = operationTimeout
             self.migratesAutomatically = migratesAutomatically
             self.lockKeySecret = lockKeySecret
+            self.leaseDuration = max(leaseDuration, .milliseconds(3))
+            self.persistRetryLimit = persistRetryLimit
         }
     }
 
@@ -125,7 +148,9 @@ public struct PostgresTokenStore: TokenStore {
 
     let format: SessionRowFormat
     let timer: StoreClock
-    private let schema = SchemaState()
+    let schema = SchemaState()
+    /// This store value's part of a lease owner (`lease_owner`); each acquisition adds a nonce.
+    let instanceID = UUID().uuidString.lowercased()
 
     /// Creates a store over the app's client. Nothing is queried until the first operation (or ``migrate()``).
     ///
@@ -203,6 +228,18 @@ public struct PostgresTokenStore: TokenStore {
     ) async throws(PersistenceError) {
         let payload = try format.encode(session, account: account)
         let generation = Int64(bitPattern: session.generation)
+        if let held = HeldAdvisoryLock.current, held.client == ObjectIdentifier(client),
+            let lease = held.leases[account]
+        {
+            try await fencedSave(
+                WriteRequest(
+                    account: account, generation: generation, payload: payload, condition: condition, lease: lease),
+                lockConnection: held.connection)
+            logger.debug(
+                "session saved under the lease",
+                metadata: ["generation": "\(session.generation)", "token": "\(session.token.fingerprint)"])
+            return
+        }
         let outcome = try await database(.writeFailed) {
             try await self.write(account: account, generation: generation, payload: payload, condition: condition)
         }
@@ -222,8 +259,14 @@ public struct PostgresTokenStore: TokenStore {
     /// - Throws: ``/Persistence/PersistenceError/conflict`` when the condition fails;
     ///   ``/Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails.
     public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        let lease = HeldAdvisoryLock.current.flatMap {
+            $0.client == ObjectIdentifier(client) ? $0.leases[account] : nil
+        }
         let outcome = try await database(.writeFailed) {
-            try await self.delete(account: account, condition: condition)
+            if let lease {
+                return try await self.fencedDelete(account: account, condition: condition, lease: lease)
+            }
+            return try await self.delete(account: account, condition: condition)
         }
         if let refusal = outcome { throw refusal }
         logger.debug("session removed")
@@ -292,13 +335,13 @@ public struct PostgresTokenStore: TokenStore {
     }
 
     /// The stored row's generation, format and key check, locked until the transaction ends.
-    private struct Header: Sendable {
+    struct Header: Sendable {
         let generation: UInt64
         let formatVersion: Int32
         let keyCheck: String?
     }
 
-    private func lockedHeader(account: String, on connection: PostgresConnection) async throws -> Header? {
+    func lockedHeader(account: String, on connection: PostgresConnection) async throws -> Header? {
         let rows = try await connection.query(
             """
             SELECT generation, format_version, key_check FROM \(unescaped: table) WHERE account = \(account) FOR UPDATE
@@ -310,7 +353,7 @@ public struct PostgresTokenStore: TokenStore {
     }
 
     /// Why this store may not write over `header`'s row, if it may not: a newer format or another key.
-    private func unreadable(_ header: Header) -> PersistenceError? {
+    func unreadable(_ header: Header) -> PersistenceError? {
         if header.formatVersion > SessionRowFormat.currentVersion {
             return PersistenceError.unsupportedFormatVersion.with(detail: "row format \(header.formatVersion)")
         }
@@ -337,7 +380,8 @@ public struct PostgresTokenStore: TokenStore {
                     try await connection.query(
                         """
                         UPDATE \(unescaped: self.table) SET generation = \(generation), format_version = \(version),
-                            key_check = \(keyCheck), payload = \(bytes), updated_at = now()
+                            key_check = \(keyCheck), payload = \(bytes), updated_at = now(),
+                            lease_owner = NULL, lease_expires_at = NULL
                         WHERE account = \(account)
                         """, logger: queryLogger)
                     return nil
@@ -374,22 +418,46 @@ public struct PostgresTokenStore: TokenStore {
         }
     }
 
-    private func createTable() async throws {
+    func createTable() async throws {
+        try await client.withConnection { connection in try await self.createTable(on: connection) }
+    }
+
+    /// Creates the table, or adds the lease columns to a table made by an earlier version.
+    func createTable(on connection: PostgresConnection) async throws {
         let lockKey = SessionRowFormat.lockKey(
             table: table, account: "\u{0}schema", secret: configuration.lockKeySecret)
-        try await client.withConnection { connection in
-            try await connection.withTransaction(logger: queryLogger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: queryLogger)
+        try await connection.withTransaction(logger: queryLogger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: queryLogger)
+            try await connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS \(unescaped: table) (
+                    account text PRIMARY KEY,
+                    generation bigint NOT NULL,
+                    format_version integer NOT NULL,
+                    key_check text,
+                    payload bytea NOT NULL,
+                    updated_at timestamptz NOT NULL DEFAULT now(),
+                    lease_owner text,
+                    lease_fence bigint NOT NULL DEFAULT 0,
+                    lease_expires_at timestamptz
+                )
+                """, logger: queryLogger)
+            // ALTER TABLE locks the whole table even when it changes nothing: only when a column is missing.
+            let rows = try await connection.query(
+                """
+                SELECT count(*) FROM pg_attribute
+                WHERE attrelid = to_regclass(\(table)) AND NOT attisdropped
+                    AND attname IN ('lease_owner', 'lease_fence', 'lease_expires_at')
+                """, logger: queryLogger)
+            var present = 0
+            for try await count in rows.decode(Int64.self) { present = Int(count) }
+            if present < 3 {
                 try await connection.query(
                     """
-                    CREATE TABLE IF NOT EXISTS \(unescaped: table) (
-                        account text PRIMARY KEY,
-                        generation bigint NOT NULL,
-                        format_version integer NOT NULL,
-                        key_check text,
-                        payload bytea NOT NULL,
-                        updated_at timestamptz NOT NULL DEFAULT now()
-                    )
+                    ALTER TABLE \(unescaped: table)
+                        ADD COLUMN IF NOT EXISTS lease_owner text,
+                        ADD COLUMN IF NOT EXISTS lease_fence bigint NOT NULL DEFAULT 0,
+                        ADD COLUMN IF NOT EXISTS lease_expires_at timestamptz
                     """, logger: queryLogger)
             }
         }
