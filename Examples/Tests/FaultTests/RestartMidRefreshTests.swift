@@ -10,8 +10,9 @@ extension ChildProcessTests {
     /// The database fails while a refresh is in flight: four `session-worker` replicas on one PostgreSQL session
     /// row refresh against django-oauth-toolkit (reuse protection on, no grace window, 5-second access tokens)
     /// through a ``HoldingProxy``. The proxy holds the first refresh, the test restarts PostgreSQL
-    /// (`pg_ctl restart -m immediate`) or ends the lock holder's connection (`pg_terminate_backend`), waits until
-    /// every other replica has been to the database since, and releases the refresh. No replica may present a
+    /// (`pg_ctl restart -m immediate`), stops it for a while, or ends the lock holder's connection
+    /// (`pg_terminate_backend`), waits until every other replica has been to the database since and the session
+    /// row's lease has been renewed (or lost), and releases the refresh. No replica may present a
     /// refresh token the server already rotated (a reuse detection revokes the whole session), each expiry costs
     /// one refresh, no request fails because of an outage shorter than the lock wait, and the session still
     /// answers afterwards.
