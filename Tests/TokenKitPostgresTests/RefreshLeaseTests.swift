@@ -226,6 +226,90 @@ struct RefreshLeaseTests {
             }
         }
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aTableMadeByAnEarlierVersionGetsTheLeaseColumnsAndKeepsItsRows() async throws {
+        let table = uniqueTable()
+        try await withClient { client in
+            try await client.query(
+                """
+                CREATE TABLE \(unescaped: table) (
+                    account text PRIMARY KEY,
+                    generation bigint NOT NULL,
+                    format_version integer NOT NULL,
+                    key_check text,
+                    payload bytea NOT NULL,
+                    updated_at timestamptz NOT NULL DEFAULT now()
+                )
+                """)
+            let earlier = PostgresTokenStore(
+                client: client, configuration: .init(tableName: table, migratesAutomatically: false))
+            try await earlier.save(StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            let store = PostgresTokenStore(client: client, configuration: .init(tableName: table))
+            try await store.migrate()
+            try await store.migrate()
+            let rows = try await client.query(
+                """
+                SELECT count(*) FROM pg_attribute
+                WHERE attrelid = to_regclass(\(table)) AND NOT attisdropped
+                    AND attname IN ('lease_owner', 'lease_fence', 'lease_expires_at')
+                """)
+            var columns: Int64 = 0
+            for try await count in rows.decode(Int64.self) { columns = count }
+            #expect(columns == 3)
+            #expect(await stored(store, account: "alice")?.token == oldPair)
+            try await store.withExclusiveAccess(account: "alice") {
+                try await store.save(
+                    StoredSession(token: newerPair, generation: 2), account: "alice", condition: .generation(1))
+            }
+            #expect(await stored(store, account: "alice")?.token == newerPair)
+            try await dropTable(table, client: client)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aPairWhoseSaveFailedIsStoredOnceTheDatabaseIsBackBeforeAnotherReplicaReadsTheSession() async throws {
+        guard DatabaseServer.restartScript != nil else {
+            Issue.record("skipped: TOKENKIT_POSTGRES_RESTART is not set (.ci/postgres --run sets it)")
+            return
+        }
+        try await DatabaseAccess.shared.exclusively { try await pairIsStoredAfterTheOutage() }
+    }
+
+    func pairIsStoredAfterTheOutage() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                let holder = PostgresTokenStore(
+                    client: first,
+                    configuration: .init(
+                        tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300)))
+                let other = PostgresTokenStore(
+                    client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+                try await holder.save(
+                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+                let saveFailure = try await holder.withExclusiveAccess(account: "alice") {
+                    // The server has answered the refresh; the database goes away before the pair is stored.
+                    try await DatabaseServer.run("stop")
+                    let failed = await failure { () async throws(PersistenceError) in
+                        try await holder.save(
+                            StoredSession(token: newerPair, generation: 2), account: "alice",
+                            condition: .generation(1))
+                    }
+                    try await DatabaseServer.run("start")
+                    return failed
+                }
+                #expect(saveFailure == .writeFailed)
+                // Another replica waits for the holder's lease and then reads the pair the holder kept storing.
+                let seen = try await other.withExclusiveAccess(account: "alice") {
+                    await stored(other, account: "alice")
+                }
+                #expect(seen?.token == newerPair)
+                #expect(seen?.generation == 2)
+                try await dropTable(table, client: second)
+            }
+        }
+    }
 }
 
 // MARK: - Helpers
