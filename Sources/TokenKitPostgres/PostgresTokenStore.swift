@@ -201,7 +201,8 @@ public struct PostgresTokenStore: TokenStore {
     /// - Parameters:
     ///   - client: The app's PostgreSQL client; its pool is shared with the app.
     ///   - configuration: Table name, encryption and timeouts.
-    ///   - clock: The clock for lock waits and timeouts.
+    ///   - clock: The clock for lock waits, timeouts, retries and lease renewals (the lease's expiry itself is on the
+    ///     database's clock).
     ///   - logger: Where debug and trace messages go (never token text).
     /// - Precondition: ``Configuration/tableName`` is a plain or schema-qualified SQL identifier.
     public init(
