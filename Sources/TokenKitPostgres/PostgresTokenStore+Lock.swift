@@ -101,7 +101,9 @@ extension PostgresTokenStore {
                 }
             } else if let lockTimeout, elapsed >= lockTimeout {
                 logger.debug("lock wait timed out", metadata: ["waited": "\(elapsed)"])
-                throw PersistenceError.lockTimedOut.with(detail: "waited \(elapsed) for the account's lock and lease")
+                let last = lastError.map { "; last attempt: \($0)" } ?? ""
+                throw PersistenceError.lockTimedOut.with(
+                    detail: "waited \(elapsed) for the account's lock and lease\(last)")
             }
             var sleep = pause
             if let bound = lastError == nil ? lockTimeout : errorBound {

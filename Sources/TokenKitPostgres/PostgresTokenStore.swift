@@ -18,18 +18,31 @@ public import PostgresNIO
 /// - **Tri-state reads.** A database that cannot be reached (refused, timed out past
 ///   ``Configuration/operationTimeout``, restarting) reads as `.unavailable`, never as `.absent`: a
 ///   `TokenRefreshClient` keeps the session it holds and does not sign the user out.
-/// - **One refresh per session across replicas.** ``withExclusiveAccess(account:_:)`` holds a session-level
-///   advisory lock keyed by the account on a connection of its own for the whole body. A replica killed while
-///   holding it releases it when its connection drops. Waits are bounded by ``Configuration/lockTimeout`` and end
-///   with ``/Persistence/PersistenceError/lockTimedOut``.
+/// - **One refresh per session across replicas, through restarts.** ``withExclusiveAccess(account:_:)`` takes a
+///   session-level advisory lock keyed by the account, then a **lease** in the account's row: an owner, a fencing
+///   number and an expiry on the database's clock, taken in one `UPDATE` only when no other owner's lease is live.
+///   While the refresh runs the holder renews the lease every third of ``Configuration/leaseDuration`` (3 s by
+///   default) on any connection it can get. A replica that finds a live lease waits and never presents the refresh
+///   token it holds; it goes on when the holder has stored its pair (the save ends the lease) or the lease has
+///   expired (a holder that died). Waits are bounded by ``Configuration/lockTimeout`` and end with
+///   ``/Persistence/PersistenceError/lockTimedOut``; database errors meanwhile (a restart, a connection ended) are
+///   retried within it.
+/// - **A refreshed pair is stored.** A save under the lease is fenced (it lands only while the lease is still this
+///   holder's, and its generation condition holds), retried on a fresh connection within
+///   ``Configuration/operationTimeout``, and after that retried in the background for up to
+///   ``Configuration/persistRetryLimit`` with the lease kept alive. A save or removal outside any lease (a sign-in, a
+///   sign-out) ends whatever lease the row carries, so the old holder's write is refused with
+///   ``/Persistence/PersistenceError/conflict``.
 /// - **Optional encryption at rest.** With an ``Configuration/encryptionKey`` the payload is sealed with AES-GCM,
 ///   bound to the account. A wrong key is ``/Persistence/PersistenceError/wrongKey``, not a crash, and saves refuse
 ///   to overwrite a row sealed with another key (or not sealed at all).
 /// - **No token text in logs.** The store's own lines carry no token text. PostgresNIO logs the bytes of the rows
 ///   it sends and receives at `trace`, so the store hands it its logger raised to `debug` at least. The
 ///   `PostgresClient` you create has a background logger of its own: keep it above `trace` too.
-/// - **An idempotent schema.** ``migrate()`` runs `CREATE TABLE IF NOT EXISTS` under a transaction-level advisory
-///   lock, so replicas starting together do not race; by default the first operation runs it.
+/// - **An idempotent schema.** ``migrate()`` runs `CREATE TABLE IF NOT EXISTS`, and adds the lease columns to a
+///   table made by an earlier version (`ALTER TABLE … ADD COLUMN IF NOT EXISTS`, only when one is missing), under a
+///   transaction-level advisory lock, so replicas starting together do not race; by default the first operation
+///   runs it. With ``Configuration/migratesAutomatically`` off, run it after upgrading.
 ///
 /// The table (``Configuration/tableName``, `tokenkit_sessions` by default):
 ///
@@ -40,13 +53,17 @@ public import PostgresNIO
 ///     format_version integer NOT NULL,
 ///     key_check text,               -- NULL for plain rows
 ///     payload bytea NOT NULL,       -- the session's JSON, or its AES-GCM box
-///     updated_at timestamptz NOT NULL DEFAULT now()
+///     updated_at timestamptz NOT NULL DEFAULT now(),
+///     lease_owner text,             -- the replica refreshing the session, NULL for none
+///     lease_fence bigint NOT NULL DEFAULT 0,  -- raised by each lease taken
+///     lease_expires_at timestamptz  -- on the database's clock
 /// )
 /// ```
 ///
 /// The store borrows the app's `PostgresClient` (its pool); the app runs the client (`client.run()`, or in a
 /// `ServiceGroup`). Each lock holder uses one pooled connection for the lock and for the store's reads and writes
-/// inside the body (keep those sequential); waiters hold no connection between attempts.
+/// inside the body (keep those sequential), a pooled one for them once that connection is gone, and a pooled one
+/// every third of a lease to renew it; waiters hold no connection between attempts.
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: .init(
@@ -54,6 +71,30 @@ public import PostgresNIO
 /// let store = PostgresTokenStore(client: client)
 /// let refresher = TokenRefreshClient(strategy: strategy, store: store, configuration: .init(account: userID))
 /// ```
+///
+/// ## Why a lease in the row
+///
+/// With a rotating refresh token, the old token is dead the moment the token server answers, and the answer may
+/// still be on its way back. Whatever says "a refresh of this token is in flight" must outlive anything that can
+/// happen to the refreshing replica's connection in the meantime:
+/// - A session-level advisory lock alone does not: it ends with its connection, and a database restart or a
+///   terminated backend ends every connection at once. A waiter then takes the lock, reads the old pair and presents
+///   the rotated token, and a server with reuse detection revokes the session.
+/// - Nor does `SELECT … FOR UPDATE` in a transaction held across the call to the token server: the transaction, and
+///   its row lock, end with the connection just the same (and would hold a connection and a row lock for the whole
+///   network call).
+/// - A lease written to the row survives both: it is durable, carries its own expiry on the database's clock, and
+///   its fencing number makes every write of a holder that lost it fail. The advisory lock stays as a hint, so that
+///   waiters ask for the lease once per ``Configuration/lockRetryInterval`` instead of queueing on the row, and so
+///   that accounts without a row (nothing to protect yet) are still serialised. Waiters poll; a wake-up by
+///   `LISTEN`/`NOTIFY` would need a connection per waiter for little gain at a 20-ms poll.
+///
+/// The assumption: a live holder reaches the database at least once per ``Configuration/leaseDuration``. A holder cut
+/// off for longer (a database outage longer than two thirds of it) may lose its lease to a waiter, which then
+/// presents a refresh token the server may already have rotated; choose the duration longer than the outages a
+/// refresh must survive, and shorter than ``Configuration/lockTimeout`` so that a waiter outlasts a dead holder's
+/// lease. A holder killed after the server rotated and before its save loses the pair whatever the store does; only
+/// a grace window on the token server (accepting the previous refresh token for a few seconds) cures that.
 public struct PostgresTokenStore: TokenStore {
     /// Options for a ``PostgresTokenStore``.
     public struct Configuration: Sendable {
@@ -62,11 +103,12 @@ public struct PostgresTokenStore: TokenStore {
         public var tableName: String
         /// A key to seal sessions with AES-GCM (128, 192 or 256 bits), or `nil` to store plain JSON.
         public var encryptionKey: SymmetricKey?
-        /// The longest wait for another holder of the account's lock before
+        /// The longest wait for another holder of the account's lock or lease before
         /// ``withExclusiveAccess(account:_:)`` gives up with ``/Persistence/PersistenceError/lockTimedOut``;
-        /// `nil` waits without limit.
+        /// `nil` waits without limit. Database errors meanwhile are retried until it has passed (then
+        /// ``/Persistence/PersistenceError/lockFailed``), so a restart shorter than this fails no refresh.
         public var lockTimeout: Duration?
-        /// How often a waiter asks PostgreSQL for the lock again (`pg_try_advisory_lock`).
+        /// How often (at most) a waiter asks PostgreSQL for the lock and the lease again.
         public var lockRetryInterval: Duration
         /// The longest an operation waits for the database (a pooled connection and the query) before a read
         /// reports `.unavailable` and a write fails; `nil` waits as long as the pool does.
@@ -159,7 +201,8 @@ public struct PostgresTokenStore: TokenStore {
     /// - Parameters:
     ///   - client: The app's PostgreSQL client; its pool is shared with the app.
     ///   - configuration: Table name, encryption and timeouts.
-    ///   - clock: The clock for lock waits and timeouts.
+    ///   - clock: The clock for lock waits, timeouts, retries and lease renewals (the lease's expiry itself is on the
+    ///     database's clock).
     ///   - logger: Where debug and trace messages go (never token text).
     /// - Precondition: ``Configuration/tableName`` is a plain or schema-qualified SQL identifier.
     public init(
@@ -272,7 +315,8 @@ public struct PostgresTokenStore: TokenStore {
         logger.debug("session removed")
     }
 
-    /// Creates the table if it does not exist. Idempotent, and safe to run from several replicas at once.
+    /// Creates the table if it does not exist, and adds the lease columns to a table an earlier version made.
+    /// Idempotent, and safe to run from several replicas at once.
     ///
     /// - Throws: ``/Persistence/PersistenceError/unavailable`` when the database cannot be reached or refuses
     ///   (the detail names the SQLSTATE, a permission error say).

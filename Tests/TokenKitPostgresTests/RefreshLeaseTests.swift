@@ -226,6 +226,170 @@ struct RefreshLeaseTests {
             }
         }
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aTableMadeByAnEarlierVersionGetsTheLeaseColumnsAndKeepsItsRows() async throws {
+        let table = uniqueTable()
+        try await withClient { client in
+            try await client.query(
+                """
+                CREATE TABLE \(unescaped: table) (
+                    account text PRIMARY KEY,
+                    generation bigint NOT NULL,
+                    format_version integer NOT NULL,
+                    key_check text,
+                    payload bytea NOT NULL,
+                    updated_at timestamptz NOT NULL DEFAULT now()
+                )
+                """)
+            let earlier = PostgresTokenStore(
+                client: client, configuration: .init(tableName: table, migratesAutomatically: false))
+            try await earlier.save(StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            let store = PostgresTokenStore(client: client, configuration: .init(tableName: table))
+            try await store.migrate()
+            try await store.migrate()
+            let rows = try await client.query(
+                """
+                SELECT count(*) FROM pg_attribute
+                WHERE attrelid = to_regclass(\(table)) AND NOT attisdropped
+                    AND attname IN ('lease_owner', 'lease_fence', 'lease_expires_at')
+                """)
+            var columns: Int64 = 0
+            for try await count in rows.decode(Int64.self) { columns = count }
+            #expect(columns == 3)
+            #expect(await stored(store, account: "alice")?.token == oldPair)
+            try await store.withExclusiveAccess(account: "alice") {
+                try await store.save(
+                    StoredSession(token: newerPair, generation: 2), account: "alice", condition: .generation(1))
+            }
+            #expect(await stored(store, account: "alice")?.token == newerPair)
+            try await dropTable(table, client: client)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aPairWhoseSaveFailedIsStoredOnceTheDatabaseIsBackBeforeAnotherReplicaReadsTheSession() async throws {
+        guard DatabaseServer.restartScript != nil else {
+            Issue.record("skipped: TOKENKIT_POSTGRES_RESTART is not set (.ci/postgres --run sets it)")
+            return
+        }
+        try await DatabaseAccess.shared.exclusively { try await pairIsStoredAfterTheOutage() }
+    }
+
+    func pairIsStoredAfterTheOutage() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                let holder = PostgresTokenStore(
+                    client: first,
+                    configuration: .init(
+                        tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300)))
+                let other = PostgresTokenStore(
+                    client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+                try await holder.save(
+                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+                let saveFailure = try await holder.withExclusiveAccess(account: "alice") {
+                    // The server has answered the refresh; the database goes away before the pair is stored.
+                    try await DatabaseServer.run("stop")
+                    let failed = await failure { () async throws(PersistenceError) in
+                        try await holder.save(
+                            StoredSession(token: newerPair, generation: 2), account: "alice",
+                            condition: .generation(1))
+                    }
+                    try await DatabaseServer.run("start")
+                    return failed
+                }
+                #expect(saveFailure == .writeFailed)
+                // Another replica waits for the holder's lease and then reads the pair the holder kept storing.
+                let seen = try await other.withExclusiveAccess(account: "alice") {
+                    await stored(other, account: "alice")
+                }
+                #expect(seen?.token == newerPair)
+                #expect(seen?.generation == 2)
+                try await dropTable(table, client: second)
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aReplicaNeverRunsItsRefreshUnderAnotherReplicasLiveLeaseEvenWithTheAdvisoryLockGone() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                let holder = PostgresTokenStore(
+                    client: first, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+                let waiter = PostgresTokenStore(
+                    client: second, configuration: .init(tableName: table, lockTimeout: .milliseconds(300)))
+                try await holder.save(
+                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+                let ran = TestFlag()
+                let waited = try await holder.withExclusiveAccess(account: "alice") {
+                    let ended = try await terminateBackends(
+                        holding: holder.advisoryLockKey(account: "alice"), admin: second)
+                    #expect(ended == 1)
+                    return await failure { () async throws(PersistenceError) in
+                        do {
+                            try await waiter.withExclusiveAccess(account: "alice") { ran.set() }
+                        } catch let error as PersistenceError {
+                            throw error
+                        } catch {
+                            throw PersistenceError.lockFailed
+                        }
+                    }
+                }
+                #expect(waited == .lockTimedOut)
+                #expect(!ran.isSet)
+                // Once the holder has let go, the waiter gets in.
+                try await waiter.withExclusiveAccess(account: "alice") { ran.set() }
+                #expect(ran.isSet)
+                try await dropTable(table, client: second)
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aHolderRenewsItsLeaseWhileItsRefreshRunsLongerThanTheLease() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                let holder = PostgresTokenStore(
+                    client: first,
+                    configuration: .init(tableName: table, lockTimeout: .seconds(30), leaseDuration: .milliseconds(150))
+                )
+                let attempts = Mutex(0)
+                var waiterConfiguration = PostgresTokenStore.Configuration(
+                    tableName: table, lockTimeout: .seconds(30), leaseDuration: .milliseconds(150))
+                let seenEnough = Signal()
+                waiterConfiguration.testHooks.lockAttempt = { outcome in
+                    guard outcome == .leaseHeld else { return }
+                    // Refused for longer than several lease durations (the poll is at most 20 ms).
+                    if attempts.withLock({
+                        $0 += 1; return $0
+                    }) == 40 {
+                        seenEnough.fire()
+                    }
+                }
+                let waiter = PostgresTokenStore(client: second, configuration: waiterConfiguration)
+                try await holder.save(
+                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+                let ran = TestFlag()
+                try await holder.withExclusiveAccess(account: "alice") {
+                    let ended = try await terminateBackends(
+                        holding: holder.advisoryLockKey(account: "alice"), admin: second)
+                    #expect(ended == 1)
+                    let waiting = Task { try await waiter.withExclusiveAccess(account: "alice") { ran.set() } }
+                    await seenEnough.wait()
+                    #expect(!ran.isSet)
+                    try await holder.save(
+                        StoredSession(token: newerPair, generation: 2), account: "alice", condition: .generation(1))
+                    try await waiting.value
+                }
+                #expect(ran.isSet)
+                #expect(await stored(waiter, account: "alice")?.token == newerPair)
+                try await dropTable(table, client: second)
+            }
+        }
+    }
 }
 
 // MARK: - Helpers
