@@ -254,7 +254,11 @@ public struct PostgresTokenStore: TokenStore {
     /// Stores `session` for `account` if `condition` holds.
     ///
     /// The check and the write run in one transaction holding the row lock (`SELECT … FOR UPDATE`), so two
-    /// replicas writing with the same condition cannot both succeed.
+    /// replicas writing with the same condition cannot both succeed. Inside ``withExclusiveAccess(account:_:)`` the
+    /// save is also fenced by the lease (it lands only while the row still carries this holder's lease), is retried
+    /// on a fresh connection within ``Configuration/operationTimeout``, goes on in the background after a
+    /// `writeFailed` for up to ``Configuration/persistRetryLimit``, and ends the lease. Outside it, the save ends
+    /// whatever lease the row carries.
     ///
     /// - Parameters:
     ///   - session: The session to store.
@@ -294,7 +298,8 @@ public struct PostgresTokenStore: TokenStore {
     /// Removes the session for `account` if `condition` holds.
     ///
     /// With ``/Persistence/WriteCondition/always`` the row goes whatever it holds (a row sealed with another key
-    /// included); with another condition, a row this store cannot read is left and its error thrown.
+    /// included); with another condition, a row this store cannot read is left and its error thrown. Inside
+    /// ``withExclusiveAccess(account:_:)`` the removal is fenced by the lease like a save.
     ///
     /// - Parameters:
     ///   - account: The account key.

@@ -352,20 +352,20 @@ struct RefreshLeaseTests {
         let table = uniqueTable()
         try await withClient { first in
             try await withClient { second in
+                let lease = Duration.milliseconds(600)
                 let holder = PostgresTokenStore(
                     client: first,
-                    configuration: .init(tableName: table, lockTimeout: .seconds(30), leaseDuration: .milliseconds(150))
-                )
-                let attempts = Mutex(0)
+                    configuration: .init(tableName: table, lockTimeout: .seconds(30), leaseDuration: lease))
+                let refusals = Mutex(0)
                 var waiterConfiguration = PostgresTokenStore.Configuration(
-                    tableName: table, lockTimeout: .seconds(30), leaseDuration: .milliseconds(150))
+                    tableName: table, lockTimeout: .seconds(30), leaseDuration: lease)
                 let seenEnough = Signal()
                 waiterConfiguration.testHooks.lockAttempt = { outcome in
                     guard outcome == .leaseHeld else { return }
-                    // Refused for longer than several lease durations (the poll is at most 20 ms).
-                    if attempts.withLock({
+                    // Refused for several lease durations: each refusal is a round trip and a pause of 20 ms.
+                    if refusals.withLock({
                         $0 += 1; return $0
-                    }) == 40 {
+                    }) == 100 {
                         seenEnough.fire()
                     }
                 }
@@ -373,13 +373,20 @@ struct RefreshLeaseTests {
                 try await holder.save(
                     StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
                 let ran = TestFlag()
+                let started = ContinuousClock.now
                 try await holder.withExclusiveAccess(account: "alice") {
                     let ended = try await terminateBackends(
                         holding: holder.advisoryLockKey(account: "alice"), admin: second)
                     #expect(ended == 1)
-                    let waiting = Task { try await waiter.withExclusiveAccess(account: "alice") { ran.set() } }
+                    let waiting = Task {
+                        try await waiter.withExclusiveAccess(account: "alice") {
+                            ran.set()
+                            seenEnough.fire()
+                        }
+                    }
                     await seenEnough.wait()
                     #expect(!ran.isSet)
+                    #expect(ContinuousClock.now - started > lease * 2)
                     try await holder.save(
                         StoredSession(token: newerPair, generation: 2), account: "alice", condition: .generation(1))
                     try await waiting.value
