@@ -85,6 +85,9 @@ final class ActiveLease: Sendable {
     }
 }
 
+/// The failure ``TestHooks/failsFencedWrite`` injects.
+struct InjectedWriteFailure: Error {}
+
 /// A save to make under a lease.
 struct WriteRequest: Sendable {
     let account: String
@@ -294,6 +297,7 @@ extension PostgresTokenStore {
         let keyCheck = format.keyCheck
         let bytes = ByteBuffer(bytes: request.payload)
         let lease = request.lease
+        if configuration.testHooks.failsFencedWrite?() == true { throw InjectedWriteFailure() }
         let write: @Sendable (PostgresConnection) async throws -> PersistenceError? = { connection in
             try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
                 let rows = try await connection.query(

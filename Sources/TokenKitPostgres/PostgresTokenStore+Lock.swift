@@ -275,6 +275,9 @@ package struct TestHooks: Sendable {
     package var pausesHeartbeat = false
     /// Called after each lock attempt.
     package var lockAttempt: (@Sendable (LockAttemptOutcome) -> Void)?
+    /// Asked before each fenced write (a save under a lease): `true` makes the attempt fail as a database error
+    /// would, with the database still up for everything else.
+    package var failsFencedWrite: (@Sendable () -> Bool)?
 
     package init() {}
 }
