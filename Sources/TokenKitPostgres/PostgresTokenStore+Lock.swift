@@ -22,8 +22,11 @@ extension PostgresTokenStore {
     /// - A save by `body` (this task or its child tasks) is fenced: it lands only while the lease is this call's
     ///   (otherwise ``/Persistence/PersistenceError/conflict``), it is retried on a fresh connection within
     ///   ``Configuration/operationTimeout``, and after a ``/Persistence/PersistenceError/writeFailed`` it is retried
-    ///   in the background for up to ``Configuration/persistRetryLimit`` with the lease kept alive. The save ends the
-    ///   lease.
+    ///   in the background, with the lease kept alive, until it lands or is refused. The save ends the lease.
+    /// - A read by `body` is fenced too: when a write outside any lease (a sign-in, a sign-out elsewhere) has cleared
+    ///   the lease meanwhile, the read takes the lease again before it answers (waiting for another replica's live
+    ///   lease within ``Configuration/lockTimeout``, else it reads as `.unavailable` with
+    ///   ``/Persistence/PersistenceError/lockTimedOut``).
     /// - After `body`, the lease is let go (unless a save is still being retried), then the advisory lock.
     ///
     /// The store's other operations inside `body` run on the lock's connection while it is open, else on a pooled

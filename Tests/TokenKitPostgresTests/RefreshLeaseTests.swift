@@ -399,7 +399,7 @@ struct RefreshLeaseTests {
                 writesFail.set()
                 var holderConfiguration = PostgresTokenStore.Configuration(
                     tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(100),
-                    leaseDuration: .milliseconds(150), persistRetryLimit: .milliseconds(200))
+                    leaseDuration: .milliseconds(150))
                 holderConfiguration.testHooks.failsFencedWrite = { writesFail.isSet }
                 let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
                 let attempts = Mutex(0)
@@ -408,8 +408,7 @@ struct RefreshLeaseTests {
                     tableName: table, lockTimeout: .seconds(30), leaseDuration: .milliseconds(150))
                 waiterConfiguration.testHooks.lockAttempt = { outcome in
                     guard outcome == .leaseHeld else { return }
-                    // Refused for many lease durations and well past the old retry budget (the poll is at most
-                    // 20 ms).
+                    // Refused for many lease durations (the poll is at most 20 ms).
                     if attempts.withLock({
                         $0 += 1; return $0
                     }) == 80 {
