@@ -163,8 +163,10 @@ extension PostgresTokenStore {
         let milliseconds = leaseMilliseconds
         let queryLogger = self.queryLogger
         let table = self.table
+        let attemptHook = configuration.testHooks.renewalAttempt
         return try await withDeadline(bound, sleep: timer.sleep) {
-            try await self.client.withConnection { connection in
+            if let attemptHook { await attemptHook() }
+            return try await self.client.withConnection { connection in
                 let rows = try await connection.query(
                     """
                     UPDATE \(unescaped: table)

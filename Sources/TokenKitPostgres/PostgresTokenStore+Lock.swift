@@ -281,6 +281,9 @@ package struct TestHooks: Sendable {
     /// Asked before each fenced write (a save under a lease): `true` makes the attempt fail as a database error
     /// would, with the database still up for everything else.
     package var failsFencedWrite: (@Sendable () -> Bool)?
+    /// Awaited at the start of each lease renewal attempt, within the attempt's time bound: a hook that does not
+    /// return stands for a connection attempt lost in a database outage.
+    package var renewalAttempt: (@Sendable () async -> Void)?
 
     package init() {}
 }

@@ -507,6 +507,62 @@ struct RefreshLeaseTests {
             }
         }
     }
+
+    /// A renewal attempt lost in an outage (it gets no answer within its bound, the database timeout, longer than
+    /// a third of the lease) must be followed by another attempt soon enough to renew the lease before it ends.
+    @Test(.timeLimit(.minutes(1)))
+    func aRenewalLostInAnOutageIsRetriedBeforeTheLeaseEnds() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                let outageOver = Signal()
+                let observed = Signal()
+                let renewals = Mutex(0)
+                var holderConfiguration = PostgresTokenStore.Configuration(
+                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(600),
+                    leaseDuration: .milliseconds(1500))
+                holderConfiguration.testHooks.renewalAttempt = {
+                    let attempt = renewals.withLock {
+                        $0 += 1
+                        return $0
+                    }
+                    // The first renewal meets the outage: no answer, ever. The third one shows the heartbeat went on.
+                    if attempt == 1 { await outageOver.wait() }
+                    if attempt == 3 { observed.fire() }
+                }
+                let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
+                let waiter = PostgresTokenStore(
+                    client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+                try await holder.save(
+                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+                let ran = TestFlag()
+                let waiting = try await holder.withExclusiveAccess(account: "alice") {
+                    // The advisory lock, only a hint, is gone: the lease alone keeps the waiter out.
+                    let ended = try await terminateBackends(
+                        holding: holder.advisoryLockKey(account: "alice"), admin: second)
+                    #expect(ended == 1)
+                    let waiting = Task {
+                        try await waiter.withExclusiveAccess(account: "alice") {
+                            ran.set()
+                            observed.fire()
+                        }
+                    }
+                    // The heartbeat has renewed twice after the lost attempt, or (the flaw) the lease expired and
+                    // the waiter ran.
+                    await observed.wait()
+                    #expect(!ran.isSet, "the lease expired while its holder was alive and the database up")
+                    try await holder.save(
+                        StoredSession(token: newerPair, generation: 2), account: "alice", condition: .generation(1))
+                    return waiting
+                }
+                outageOver.fire()
+                try await waiting.value
+                #expect(ran.isSet)
+                #expect(await stored(waiter, account: "alice")?.token == newerPair)
+                try await dropTable(table, client: second)
+            }
+        }
+    }
 }
 
 /// The row's lease owner and fencing number.
