@@ -18,7 +18,8 @@ extension PostgresTokenStore {
     ///   every ``Configuration/lockRetryInterval`` (at most) until it is free, has expired, or
     ///   ``Configuration/lockTimeout`` has passed. `body` never runs under another owner's live lease.
     /// - While `body` runs, the lease is renewed every third of ``Configuration/leaseDuration`` on a pooled
-    ///   connection, so it outlives the lock's connection and a database restart.
+    ///   connection, so it outlives the lock's connection and a database restart; a renewal that failed is tried
+    ///   again within 50 ms (doubling), each attempt bounded by the time the lease has left.
     /// - A save by `body` (this task or its child tasks) is fenced: it lands only while the lease is this call's
     ///   (otherwise ``/Persistence/PersistenceError/conflict``), it is retried on a fresh connection within
     ///   ``Configuration/operationTimeout``, and after a ``/Persistence/PersistenceError/writeFailed`` it is retried

@@ -22,9 +22,9 @@ public import PostgresNIO
 ///   session-level advisory lock keyed by the account, then a **lease** in the account's row: an owner, a fencing
 ///   number and an expiry on the database's clock, taken in one `UPDATE` only when no other owner's lease is live.
 ///   While the refresh runs the holder renews the lease every third of ``Configuration/leaseDuration`` (3 s by
-///   default) on any connection it can get. A replica that finds a live lease waits and never presents the refresh
-///   token it holds; it goes on when the holder has stored its pair (the save ends the lease) or the lease has
-///   expired (a holder that died). Waits are bounded by ``Configuration/lockTimeout`` and end with
+///   default) on any connection it can get, and tries a failed renewal again within 50 ms (doubling) while the lease
+///   lasts. A replica that finds a live lease waits and never presents the refresh token it holds; it goes on when
+///   the holder has stored its pair (the save ends the lease) or the lease has expired (a holder that died). Waits are bounded by ``Configuration/lockTimeout`` and end with
 ///   ``/Persistence/PersistenceError/lockTimedOut``; database errors meanwhile (a restart, a connection ended) are
 ///   retried within it.
 /// - **A refreshed pair is stored.** A save under the lease is fenced (it lands only while the lease is still this

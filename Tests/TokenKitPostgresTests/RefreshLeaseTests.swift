@@ -573,7 +573,6 @@ func leaseColumns(table: String, account: String, client: PostgresClient) async 
     return (nil, 0)
 }
 
-
 // MARK: - Helpers
 
 /// The error `body` threw, or `nil`.
