@@ -17,47 +17,76 @@ enum LeaseTaking: Sendable {
 }
 
 /// A lease this process holds: its owner and fencing number, the heartbeat renewing it, and whether the body and
-/// the saves made under it are still running.
+/// the saves made under it are still running. The fencing number changes when a read under the lease finds the
+/// lease cleared by a write outside it and takes it again.
 final class ActiveLease: Sendable {
     let account: String
     let owner: String
-    let fence: Int64
 
     private struct State {
+        var fence: Int64
         var bodyRunning = true
         var pendingWrites = 0
         var ended = false
+        var endedByOwnWrite = false
         var heartbeat: Task<Void, Never>?
     }
-    private let state = LockedValue(State())
+    private let state: LockedValue<State>
 
     init(account: String, owner: String, fence: Int64) {
         self.account = account
         self.owner = owner
-        self.fence = fence
+        self.state = LockedValue(State(fence: fence))
     }
+
+    /// The fencing number the lease is held with now.
+    var fence: Int64 { state.withLock { $0.fence } }
 
     /// Whether the lease was ended by a write (stored or removed) or found lost.
     var isEnded: Bool { state.withLock { $0.ended } }
 
+    /// Whether a write of this holder (a save or removal that landed) ended the lease.
+    var wasEndedByOwnWrite: Bool { state.withLock { $0.endedByOwnWrite } }
+
     func setHeartbeat(_ task: Task<Void, Never>) {
         let stale: Task<Void, Never>? = state.withLock { state in
             if state.ended || (!state.bodyRunning && state.pendingWrites == 0) { return task }
-            state.heartbeat = task
-            return nil
+            defer { state.heartbeat = task }
+            return state.heartbeat
         }
         stale?.cancel()
     }
 
     /// The row no longer carries this lease (a write of ours ended it, or another owner or a write outside any
     /// lease replaced it): nothing to renew or release.
-    func markEnded() {
+    func markEnded(byOwnWrite: Bool = false) {
         let heartbeat: Task<Void, Never>? = state.withLock { state in
+            state.ended = true
+            if byOwnWrite { state.endedByOwnWrite = true }
+            defer { state.heartbeat = nil }
+            return state.heartbeat
+        }
+        heartbeat?.cancel()
+    }
+
+    /// A renewal with `fence` found the row without this lease; ignored when the lease was taken again since.
+    func markLost(fence: Int64) {
+        let heartbeat: Task<Void, Never>? = state.withLock { state in
+            guard state.fence == fence else { return nil }
             state.ended = true
             defer { state.heartbeat = nil }
             return state.heartbeat
         }
         heartbeat?.cancel()
+    }
+
+    /// The lease was taken again with `fence` (a write outside it had cleared it); later writes are fenced by it.
+    func retaken(fence: Int64) {
+        state.withLock { state in
+            state.fence = fence
+            state.ended = false
+            state.endedByOwnWrite = false
+        }
     }
 
     func beginWrite() { state.withLock { $0.pendingWrites += 1 } }
@@ -84,6 +113,9 @@ final class ActiveLease: Sendable {
         heartbeat?.cancel()
     }
 }
+
+/// The failure ``TestHooks/failsFencedWrite`` injects.
+struct InjectedWriteFailure: Error {}
 
 /// A save to make under a lease.
 struct WriteRequest: Sendable {
@@ -126,18 +158,20 @@ extension PostgresTokenStore {
         return .noRow
     }
 
-    /// Renews the lease; `false` when the row no longer carries it.
-    private func renewLease(_ lease: ActiveLease) async throws -> Bool {
+    /// Renews the lease held with `fence`, waiting at most `bound`; `false` when the row no longer carries it.
+    private func renewLease(_ lease: ActiveLease, fence: Int64, within bound: Duration) async throws -> Bool {
         let milliseconds = leaseMilliseconds
         let queryLogger = self.queryLogger
         let table = self.table
-        return try await withDeadline(configuration.operationTimeout, sleep: timer.sleep) {
-            try await self.client.withConnection { connection in
+        let attemptHook = configuration.testHooks.renewalAttempt
+        return try await withDeadline(bound, sleep: timer.sleep) {
+            if let attemptHook { await attemptHook() }
+            return try await self.client.withConnection { connection in
                 let rows = try await connection.query(
                     """
                     UPDATE \(unescaped: table)
                     SET lease_expires_at = now() + \(milliseconds)::float8 * interval '1 millisecond'
-                    WHERE account = \(lease.account) AND lease_owner = \(lease.owner) AND lease_fence = \(lease.fence)
+                    WHERE account = \(lease.account) AND lease_owner = \(lease.owner) AND lease_fence = \(fence)
                     RETURNING 1
                     """, logger: queryLogger)
                 var renewed = false
@@ -147,22 +181,45 @@ extension PostgresTokenStore {
         }
     }
 
-    /// Renews `lease` every third of its duration until the body and the saves under it are done.
+    /// Renews `lease` every third of its duration until the body and the saves under it are done. A renewal that
+    /// failed is tried again soon (50 ms, doubling up to a third of the lease), each attempt bounded by the time the
+    /// lease has left (and by ``Configuration/operationTimeout``), so that a database back within the lease is
+    /// reached before the lease ends.
     func startHeartbeat(_ lease: ActiveLease) {
         guard !configuration.testHooks.pausesHeartbeat else { return }
-        let interval = configuration.leaseDuration / 3
+        let duration = configuration.leaseDuration
+        let interval = duration / 3
+        let operationTimeout = configuration.operationTimeout
+        let fence = lease.fence
         let task = Task {
+            // When the last renewal that landed was sent: the lease lasts at least `duration` from then.
+            var renewedAt = timer.elapsed()
+            var pause = interval
+            var retryPause = Duration.milliseconds(50)
             while !Task.isCancelled {
-                do { try await timer.sleep(interval) } catch { return }
+                do { try await timer.sleep(pause) } catch { return }
+                let sent = timer.elapsed()
+                let left = duration - (sent - renewedAt)
+                // Past its end the lease may still be ours (nobody took it): then no hurry.
+                let bound =
+                    left > .milliseconds(20)
+                    ? min(operationTimeout ?? left, left) : min(operationTimeout ?? interval, interval)
                 do {
-                    if try await renewLease(lease) { continue }
+                    if try await renewLease(lease, fence: fence, within: bound) {
+                        renewedAt = sent
+                        pause = interval
+                        retryPause = .milliseconds(50)
+                        continue
+                    }
                     logger.debug("the lease was ended or taken over; heartbeat stopped")
-                    lease.markEnded()
+                    lease.markLost(fence: fence)
                     return
                 } catch {
-                    // Retried at the next tick; the lease lasts three ticks.
                     logger.debug(
-                        "renewing the lease failed", metadata: ["error": "\(Self.describe(error, timeout: nil))"])
+                        "renewing the lease failed; retrying",
+                        metadata: ["error": "\(Self.describe(error, timeout: bound))"])
+                    pause = retryPause
+                    retryPause = min(retryPause * 2, interval)
                 }
             }
         }
@@ -210,17 +267,95 @@ extension PostgresTokenStore {
         logger.debug("releasing the lease failed; it expires by itself")
     }
 
+    // MARK: Fenced reads
+
+    /// Reads `account`'s row under `lease`. While the row carries the lease (or a write of this holder ended it),
+    /// the read answers with what it found. When a write outside any lease (a sign-in, a sign-out elsewhere) has
+    /// cleared it, the lease is taken again first (waiting for another owner's live lease, within
+    /// ``Configuration/lockTimeout``), with the heartbeat restarted and a new fencing number for later writes, so
+    /// that the body never refreshes a session another replica may refresh at the same time.
+    func loadUnderLease(account: String, lease: ActiveLease) async -> TokenStoreRead {
+        let started = timer.elapsed()
+        var pause = min(configuration.lockRetryInterval, .milliseconds(2))
+        while true {
+            let found: (Row, String?, Int64)?
+            let taking: LeaseTaking
+            do {
+                found = try await database(.unavailable) { try await self.fetchLeasedRow(account: account) }
+                guard let (row, owner, fence) = found else { return .absent }
+                if (owner == lease.owner && fence == lease.fence) || lease.wasEndedByOwnWrite {
+                    return decode(row, account: account)
+                }
+                logger.debug("the lease was cleared by a write outside it; taking it again")
+                let me = lease.owner
+                taking = try await database(.unavailable) {
+                    try await self.withSessionConnection { connection in
+                        try await self.takeLease(account: account, owner: me, on: connection)
+                    }
+                }
+            } catch {
+                logger.debug("session row unavailable", metadata: ["error": "\(error)"])
+                return .unavailable(error)
+            }
+            switch taking {
+            case .noRow:
+                return .absent
+            case .taken(let fence):
+                lease.retaken(fence: fence)
+                startHeartbeat(lease)
+            case .heldByAnother(let left):
+                let waited = timer.elapsed() - started
+                if let lockTimeout = configuration.lockTimeout, waited >= lockTimeout {
+                    return .unavailable(
+                        PersistenceError.lockTimedOut.with(
+                            detail: "waited \(waited) for the account's lease, cleared by a write outside it"))
+                }
+                var sleep = min(pause, max(left, .milliseconds(1)))
+                if let lockTimeout = configuration.lockTimeout { sleep = min(sleep, lockTimeout - waited) }
+                do {
+                    try await timer.sleep(sleep)
+                } catch {
+                    return .unavailable(
+                        PersistenceError.lockFailed.with(detail: "cancelled while waiting for the lease"))
+                }
+                pause = min(pause * 2, configuration.lockRetryInterval)
+            }
+        }
+    }
+
+    /// The row with its lease owner and fencing number, or `nil`.
+    private func fetchLeasedRow(account: String) async throws -> (Row, String?, Int64)? {
+        let queryLogger = self.queryLogger
+        let table = self.table
+        return try await withSessionConnection { connection in
+            let rows = try await connection.query(
+                """
+                SELECT generation, format_version, key_check, payload, lease_owner, lease_fence
+                FROM \(unescaped: table) WHERE account = \(account)
+                """, logger: queryLogger)
+            for try await (generation, version, keyCheck, payload, owner, fence) in rows.decode(
+                (Int64, Int32, String?, ByteBuffer, String?, Int64).self)
+            {
+                let row = Row(
+                    generation: UInt64(bitPattern: generation), formatVersion: version, keyCheck: keyCheck,
+                    payload: Array(payload.readableBytesView))
+                return (row, owner, fence)
+            }
+            return nil
+        }
+    }
+
     // MARK: Fenced writes
 
     /// Stores a session under the lease: only while the row carries this lease and the condition holds. Retried on
     /// a fresh connection with backoff within ``Configuration/operationTimeout``; after that the caller gets
-    /// `writeFailed` and the write goes on in the background (lease kept alive) for up to
-    /// ``Configuration/persistRetryLimit``.
+    /// `writeFailed` and the write goes on in the background, with the lease kept alive, until it lands or is
+    /// refused, however long that takes: no other replica presents the refresh token the server has rotated.
     func fencedSave(_ request: WriteRequest, lockConnection: PostgresConnection) async throws(PersistenceError) {
         let lease = request.lease
         lease.beginWrite()
         let started = timer.elapsed()
-        let budget = configuration.operationTimeout ?? configuration.persistRetryLimit
+        let budget = configuration.operationTimeout ?? .seconds(30)
         var pause = Duration.milliseconds(10)
         var onLockConnection = !lockConnection.isClosed
         var lastError = "no attempt"
@@ -240,7 +375,7 @@ extension PostgresTokenStore {
                     if refusal == .conflict { lease.markEnded() }
                     throw refusal
                 }
-                lease.markEnded()
+                lease.markEnded(byOwnWrite: true)
                 return
             } catch let error as PersistenceError {
                 throw error
@@ -252,27 +387,30 @@ extension PostgresTokenStore {
             pause = min(pause * 2, .milliseconds(500))
         }
         // The caller hears of the failure now; the write goes on (and the lease stays alive) in the background.
-        Task { await self.persistInBackground(request, since: started) }
+        Task { await self.persistInBackground(request) }
         throw PersistenceError.writeFailed.with(detail: "\(lastError); still retrying in the background")
     }
 
-    /// Retries a fenced save until it lands, is refused, or ``Configuration/persistRetryLimit`` is spent.
-    private func persistInBackground(_ request: WriteRequest, since started: Duration) async {
+    /// Retries a fenced save until it lands or is refused (backoff from 50 ms, doubling up to 1 s). The lease stays
+    /// alive meanwhile (the heartbeat runs while a write is pending): a holder never lets its lease lapse while it
+    /// holds a rotated pair it has not stored. If the holder cannot reach the database at all, the lease expires.
+    private func persistInBackground(_ request: WriteRequest) async {
         let lease = request.lease
         defer { lease.endWrite() }
         var pause = Duration.milliseconds(50)
         let attemptBound = configuration.operationTimeout ?? .seconds(5)
-        while timer.elapsed() - started < configuration.persistRetryLimit {
+        while true {
             do { try await timer.sleep(pause) } catch { return }
             pause = min(pause * 2, .seconds(1))
             do {
                 let refusal = try await withDeadline(attemptBound, sleep: timer.sleep) {
                     try await self.fencedWrite(request, on: nil)
                 }
-                lease.markEnded()
                 if let refusal {
+                    if refusal == .conflict { lease.markEnded() }
                     logger.debug("the background save was refused", metadata: ["error": "\(refusal)"])
                 } else {
+                    lease.markEnded(byOwnWrite: true)
                     logger.debug("the background save landed")
                 }
                 return
@@ -281,7 +419,6 @@ extension PostgresTokenStore {
                     "the background save failed again", metadata: ["error": "\(Self.describe(error, timeout: nil))"])
             }
         }
-        logger.debug("gave up the background save; the lease expires by itself")
     }
 
     /// One fenced write on `connection` (a pooled one when `nil`): `nil` when stored, else the refusal.
@@ -296,6 +433,7 @@ extension PostgresTokenStore {
         let keyCheck = format.keyCheck
         let bytes = ByteBuffer(bytes: request.payload)
         let lease = request.lease
+        if configuration.testHooks.failsFencedWrite?() == true { throw InjectedWriteFailure() }
         let write: @Sendable (PostgresConnection) async throws -> PersistenceError? = { connection in
             try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
                 let rows = try await connection.query(
@@ -370,7 +508,11 @@ extension PostgresTokenStore {
                 return nil
             }
         }
-        if refusal == nil || refusal == .conflict { lease.markEnded() }
+        if refusal == nil {
+            lease.markEnded(byOwnWrite: true)
+        } else if refusal == .conflict {
+            lease.markEnded()
+        }
         return refusal
     }
 }

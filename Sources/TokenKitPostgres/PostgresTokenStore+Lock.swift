@@ -18,12 +18,16 @@ extension PostgresTokenStore {
     ///   every ``Configuration/lockRetryInterval`` (at most) until it is free, has expired, or
     ///   ``Configuration/lockTimeout`` has passed. `body` never runs under another owner's live lease.
     /// - While `body` runs, the lease is renewed every third of ``Configuration/leaseDuration`` on a pooled
-    ///   connection, so it outlives the lock's connection and a database restart.
+    ///   connection, so it outlives the lock's connection and a database restart; a renewal that failed is tried
+    ///   again within 50 ms (doubling), each attempt bounded by the time the lease has left.
     /// - A save by `body` (this task or its child tasks) is fenced: it lands only while the lease is this call's
     ///   (otherwise ``/Persistence/PersistenceError/conflict``), it is retried on a fresh connection within
     ///   ``Configuration/operationTimeout``, and after a ``/Persistence/PersistenceError/writeFailed`` it is retried
-    ///   in the background for up to ``Configuration/persistRetryLimit`` with the lease kept alive. The save ends the
-    ///   lease.
+    ///   in the background, with the lease kept alive, until it lands or is refused. The save ends the lease.
+    /// - A read by `body` is fenced too: when a write outside any lease (a sign-in, a sign-out elsewhere) has cleared
+    ///   the lease meanwhile, the read takes the lease again before it answers (waiting for another replica's live
+    ///   lease within ``Configuration/lockTimeout``, else it reads as `.unavailable` with
+    ///   ``/Persistence/PersistenceError/lockTimedOut``).
     /// - After `body`, the lease is let go (unless a save is still being retried), then the advisory lock.
     ///
     /// The store's other operations inside `body` run on the lock's connection while it is open, else on a pooled
@@ -276,6 +280,12 @@ package struct TestHooks: Sendable {
     package var pausesHeartbeat = false
     /// Called after each lock attempt.
     package var lockAttempt: (@Sendable (LockAttemptOutcome) -> Void)?
+    /// Asked before each fenced write (a save under a lease): `true` makes the attempt fail as a database error
+    /// would, with the database still up for everything else.
+    package var failsFencedWrite: (@Sendable () -> Bool)?
+    /// Awaited at the start of each lease renewal attempt, within the attempt's time bound: a hook that does not
+    /// return stands for a connection attempt lost in a database outage.
+    package var renewalAttempt: (@Sendable () async -> Void)?
 
     package init() {}
 }

@@ -22,17 +22,19 @@ public import PostgresNIO
 ///   session-level advisory lock keyed by the account, then a **lease** in the account's row: an owner, a fencing
 ///   number and an expiry on the database's clock, taken in one `UPDATE` only when no other owner's lease is live.
 ///   While the refresh runs the holder renews the lease every third of ``Configuration/leaseDuration`` (3 s by
-///   default) on any connection it can get. A replica that finds a live lease waits and never presents the refresh
-///   token it holds; it goes on when the holder has stored its pair (the save ends the lease) or the lease has
-///   expired (a holder that died). Waits are bounded by ``Configuration/lockTimeout`` and end with
+///   default) on any connection it can get, and tries a failed renewal again within 50 ms (doubling) while the lease
+///   lasts. A replica that finds a live lease waits and never presents the refresh token it holds; it goes on when
+///   the holder has stored its pair (the save ends the lease) or the lease has expired (a holder that died). Waits are bounded by ``Configuration/lockTimeout`` and end with
 ///   ``/Persistence/PersistenceError/lockTimedOut``; database errors meanwhile (a restart, a connection ended) are
 ///   retried within it.
 /// - **A refreshed pair is stored.** A save under the lease is fenced (it lands only while the lease is still this
 ///   holder's, and its generation condition holds), retried on a fresh connection within
-///   ``Configuration/operationTimeout``, and after that retried in the background for up to
-///   ``Configuration/persistRetryLimit`` with the lease kept alive. A save or removal outside any lease (a sign-in, a
-///   sign-out) ends whatever lease the row carries, so the old holder's write is refused with
-///   ``/Persistence/PersistenceError/conflict``.
+///   ``Configuration/operationTimeout``, and after that retried in the background, with the lease kept alive, until
+///   it lands or is refused: a holder never lets its lease lapse while it holds a pair it has not stored. A save or
+///   removal outside any lease (a sign-in, a sign-out) ends whatever lease the row carries, so the old holder's write
+///   is refused with ``/Persistence/PersistenceError/conflict``; a read under the lease that finds it ended that way
+///   takes the lease again (waiting, within ``Configuration/lockTimeout``, for another replica's live lease) before it
+///   answers, so the holder never refreshes the new session while another replica does.
 /// - **Optional encryption at rest.** With an ``Configuration/encryptionKey`` the payload is sealed with AES-GCM,
 ///   bound to the account. A wrong key is ``/Persistence/PersistenceError/wrongKey``, not a crash, and saves refuse
 ///   to overwrite a row sealed with another key (or not sealed at all).
@@ -133,10 +135,6 @@ public struct PostgresTokenStore: TokenStore {
         /// within a waiter's wait. Keep it longer than the longest database outage a refresh should survive: a live
         /// holder must reach the database at least once per lease.
         public var leaseDuration: Duration
-        /// How long a holder keeps trying to store a refreshed pair after its save has already failed (with
-        /// ``/Persistence/PersistenceError/writeFailed``) within ``operationTimeout``. Meanwhile it keeps its lease
-        /// alive, so no other replica presents the refresh token the server has already rotated.
-        public var persistRetryLimit: Duration
         /// Switches for tests: the lease heartbeat off, and a callback per lock attempt.
         package var testHooks = TestHooks()
 
@@ -153,8 +151,6 @@ public struct PostgresTokenStore: TokenStore {
         ///   - leaseDuration: How long a refresh lease lasts without renewal; 3 s by default (renewed every 1 s, so a
         ///     database outage of up to 2 s is survived, and a dead holder is taken over within 3 s, inside the
         ///     default 5-s lock wait).
-        ///   - persistRetryLimit: How long a holder keeps trying to store a refreshed pair after its save failed;
-        ///     30 s by default (a database restart or fail-over, with room to spare).
         public init(
             tableName: String = "tokenkit_sessions",
             encryptionKey: SymmetricKey? = nil,
@@ -163,8 +159,7 @@ public struct PostgresTokenStore: TokenStore {
             operationTimeout: Duration? = .seconds(5),
             migratesAutomatically: Bool = true,
             lockKeySecret: SymmetricKey? = nil,
-            leaseDuration: Duration = .seconds(3),
-            persistRetryLimit: Duration = .seconds(30)
+            leaseDuration: Duration = .seconds(3)
         ) {
             self.tableName = tableName
             self.encryptionKey = encryptionKey
@@ -174,7 +169,6 @@ public struct PostgresTokenStore: TokenStore {
             self.migratesAutomatically = migratesAutomatically
             self.lockKeySecret = lockKeySecret
             self.leaseDuration = max(leaseDuration, .milliseconds(3))
-            self.persistRetryLimit = persistRetryLimit
         }
     }
 
@@ -234,6 +228,11 @@ public struct PostgresTokenStore: TokenStore {
     ///   ``/Persistence/PersistenceError/unsupportedFormatVersion``, ``/Persistence/PersistenceError/corrupt``; the
     ///   row is left as it is).
     public func load(account: String) async -> TokenStoreRead {
+        if let held = HeldAdvisoryLock.current, held.client == ObjectIdentifier(client),
+            let lease = held.leases[account]
+        {
+            return await loadUnderLease(account: account, lease: lease)
+        }
         let row: Row?
         do {
             row = try await database(.unavailable) { try await self.fetchRow(account: account) }
@@ -242,6 +241,11 @@ public struct PostgresTokenStore: TokenStore {
             return .unavailable(error)
         }
         guard let row else { return .absent }
+        return decode(row, account: account)
+    }
+
+    /// The session in `row`, or why this store cannot read it.
+    func decode(_ row: Row, account: String) -> TokenStoreRead {
         let read = format.decode(
             account: account, generation: row.generation, formatVersion: row.formatVersion, keyCheck: row.keyCheck,
             payload: row.payload)

@@ -165,5 +165,6 @@ final class TestFlag: Sendable {
     private let value = Mutex(false)
     var isSet: Bool { value.withLock { $0 } }
     func set() { value.withLock { $0 = true } }
+    func clear() { value.withLock { $0 = false } }
 }
 #endif

@@ -397,6 +397,187 @@ struct RefreshLeaseTests {
             }
         }
     }
+    @Test(.timeLimit(.minutes(1)))
+    func aHolderWhoseSavesKeepFailingKeepsItsLeaseUntilThePairIsStored() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                let writesFail = TestFlag()
+                writesFail.set()
+                var holderConfiguration = PostgresTokenStore.Configuration(
+                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(100),
+                    leaseDuration: .milliseconds(150))
+                holderConfiguration.testHooks.failsFencedWrite = { writesFail.isSet }
+                let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
+                let attempts = Mutex(0)
+                let waited = Signal()
+                var waiterConfiguration = PostgresTokenStore.Configuration(
+                    tableName: table, lockTimeout: .seconds(30), leaseDuration: .milliseconds(150))
+                waiterConfiguration.testHooks.lockAttempt = { outcome in
+                    guard outcome == .leaseHeld else { return }
+                    // Refused for many lease durations (the poll is at most 20 ms).
+                    if attempts.withLock({
+                        $0 += 1; return $0
+                    }) == 80 {
+                        waited.fire()
+                    }
+                }
+                let waiter = PostgresTokenStore(client: second, configuration: waiterConfiguration)
+                try await holder.save(
+                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+                let saveFailure = try await holder.withExclusiveAccess(account: "alice") {
+                    // The server has rotated; every attempt to store the new pair fails (the database is up).
+                    await failure { () async throws(PersistenceError) in
+                        try await holder.save(
+                            StoredSession(token: newerPair, generation: 2), account: "alice",
+                            condition: .generation(1))
+                    }
+                }
+                #expect(saveFailure == .writeFailed)
+                let ran = TestFlag()
+                let seen = Task {
+                    try await waiter.withExclusiveAccess(account: "alice") {
+                        ran.set()
+                        waited.fire()
+                        return await stored(waiter, account: "alice")
+                    }
+                }
+                // The waiter has been refused for a long while, or (the flaw) has run its body.
+                await waited.wait()
+                #expect(!ran.isSet, "the waiter ran its refresh while the holder still held an unstored pair")
+                writesFail.clear()
+                let read = try await seen.value
+                #expect(ran.isSet)
+                #expect(read?.token == newerPair)
+                #expect(read?.generation == 2)
+                try await dropTable(table, client: second)
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aReadUnderALeaseThatASignInClearedTakesTheLeaseAgainBeforeAnswering() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                try await withClient { third in
+                    let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
+                    let refreshing = PostgresTokenStore(client: first, configuration: configuration)
+                    let signingIn = PostgresTokenStore(client: second, configuration: configuration)
+                    let refused = Signal()
+                    var otherConfiguration = configuration
+                    otherConfiguration.testHooks.lockAttempt = { outcome in
+                        if outcome == .leaseHeld { refused.fire() }
+                    }
+                    let other = PostgresTokenStore(client: third, configuration: otherConfiguration)
+                    try await refreshing.save(
+                        StoredSession(token: oldPair, userID: "user-1", generation: 1), account: "alice",
+                        condition: .always)
+                    let otherRan = TestFlag()
+                    let bodyEnded = TestFlag()
+                    let otherOverlapped = TestFlag()
+                    let otherTask = try await refreshing.withExclusiveAccess(account: "alice") {
+                        // A sign-in on another replica, outside any lease, before this body reads the row.
+                        try await signingIn.save(
+                            StoredSession(token: newerPair, userID: "user-1", generation: 2), account: "alice",
+                            condition: .always)
+                        let read = await refreshing.load(account: "alice")
+                        guard case .found(let session) = read else {
+                            Issue.record("the read under the lease found no session")
+                            return Task<Void, any Error> {}
+                        }
+                        #expect(session.token == newerPair)
+                        let (owner, fence) = try await leaseColumns(table: table, account: "alice", client: second)
+                        #expect(owner != nil, "the row carries no lease after the read")
+                        #expect(fence == 2)
+                        // The advisory lock, only a hint, goes too: the lease alone keeps the other replica out.
+                        _ = try await terminateBackends(
+                            holding: refreshing.advisoryLockKey(account: "alice"), admin: second)
+                        let task = Task {
+                            try await other.withExclusiveAccess(account: "alice") {
+                                if !bodyEnded.isSet { otherOverlapped.set() }
+                                otherRan.set()
+                                refused.fire()
+                            }
+                        }
+                        // The other replica has been refused by the lease (or, the flaw, has run its body).
+                        await refused.wait()
+                        #expect(!otherRan.isSet, "another replica ran its refresh during this one")
+                        bodyEnded.set()
+                        return task
+                    }
+                    try await otherTask.value
+                    #expect(otherRan.isSet)
+                    #expect(!otherOverlapped.isSet)
+                    try await dropTable(table, client: second)
+                }
+            }
+        }
+    }
+
+    /// A renewal attempt lost in an outage (it gets no answer within its bound, the database timeout, longer than
+    /// a third of the lease) must be followed by another attempt soon enough to renew the lease before it ends.
+    @Test(.timeLimit(.minutes(1)))
+    func aRenewalLostInAnOutageIsRetriedBeforeTheLeaseEnds() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                let outageOver = Signal()
+                let observed = Signal()
+                let renewals = Mutex(0)
+                var holderConfiguration = PostgresTokenStore.Configuration(
+                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(600),
+                    leaseDuration: .milliseconds(1500))
+                holderConfiguration.testHooks.renewalAttempt = {
+                    let attempt = renewals.withLock {
+                        $0 += 1
+                        return $0
+                    }
+                    // The first renewal meets the outage: no answer, ever. The third one shows the heartbeat went on.
+                    if attempt == 1 { await outageOver.wait() }
+                    if attempt == 3 { observed.fire() }
+                }
+                let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
+                let waiter = PostgresTokenStore(
+                    client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+                try await holder.save(
+                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+                let ran = TestFlag()
+                let waiting = try await holder.withExclusiveAccess(account: "alice") {
+                    // The advisory lock, only a hint, is gone: the lease alone keeps the waiter out.
+                    let ended = try await terminateBackends(
+                        holding: holder.advisoryLockKey(account: "alice"), admin: second)
+                    #expect(ended == 1)
+                    let waiting = Task {
+                        try await waiter.withExclusiveAccess(account: "alice") {
+                            ran.set()
+                            observed.fire()
+                        }
+                    }
+                    // The heartbeat has renewed twice after the lost attempt, or (the flaw) the lease expired and
+                    // the waiter ran.
+                    await observed.wait()
+                    #expect(!ran.isSet, "the lease expired while its holder was alive and the database up")
+                    try await holder.save(
+                        StoredSession(token: newerPair, generation: 2), account: "alice", condition: .generation(1))
+                    return waiting
+                }
+                outageOver.fire()
+                try await waiting.value
+                #expect(ran.isSet)
+                #expect(await stored(waiter, account: "alice")?.token == newerPair)
+                try await dropTable(table, client: second)
+            }
+        }
+    }
+}
+
+/// The row's lease owner and fencing number.
+func leaseColumns(table: String, account: String, client: PostgresClient) async throws -> (String?, Int64) {
+    let rows = try await client.query(
+        "SELECT lease_owner, lease_fence FROM \(unescaped: table) WHERE account = \(account)")
+    for try await (owner, fence) in rows.decode((String?, Int64).self) { return (owner, fence) }
+    return (nil, 0)
 }
 
 // MARK: - Helpers
