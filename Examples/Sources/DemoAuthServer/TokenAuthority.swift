@@ -71,6 +71,7 @@ final class TokenAuthority: Sendable {
         var stats = DemoAuthServer.Stats()
         var faults: DemoAuthServer.Faults
         var issueLog: [DemoAuthServer.IssueRecord] = []
+        var gates: [RefreshGate] = []
     }
 
     let configuration: DemoAuthServer.Configuration
@@ -94,6 +95,17 @@ final class TokenAuthority: Sendable {
     var faults: DemoAuthServer.Faults {
         get { state.withLock { $0.faults } }
         set { state.withLock { $0.faults = newValue } }
+    }
+
+    /// Queues a gate for the next refresh that reaches its point.
+    func addGate(_ gate: RefreshGate) { state.withLock { $0.gates.append(gate) } }
+
+    /// Takes the first queued gate for `point`, if any.
+    func takeGate(_ point: DemoAuthServer.GatePoint) -> RefreshGate? {
+        state.withLock { state in
+            guard let index = state.gates.firstIndex(where: { $0.point == point }) else { return nil }
+            return state.gates.remove(at: index)
+        }
     }
 
     /// Counts a response altered by a fault outside the refresh path (`htmlEverywhere`).
@@ -200,7 +212,27 @@ final class TokenAuthority: Sendable {
                 )
             case .rotated(let rotatedAt, let successor):
                 let grace = Double(configuration.graceWindow.wholeSeconds)
-                if grace > 0, current.timeIntervalSince(rotatedAt) <= grace {
+                let successorActive =
+                    successor.refreshToken.flatMap { state.refreshTokens[Self.key(for: $0)] }.map {
+                        if case .active = $0.status { true } else { false }
+                    } ?? false
+                if grace > 0, current.timeIntervalSince(rotatedAt) <= grace, configuration.graceIssuesNewPair {
+                    // Auth0's reuse interval: a new rotating pair, as long as the presented token is the previous
+                    // one (its successor not rotated yet); the second-to-last token is reuse.
+                    guard successorActive else {
+                        state.stats.reuseDetections += 1
+                        state.stats.rejectedRefreshes += 1
+                        if configuration.reuseDetection { state.families[record.familyID]?.revoked = true }
+                        return .rejected("The refresh token was already used")
+                    }
+                    state.stats.graceReuses += 1
+                    tokens = try issue(
+                        in: &state, grant: .refresh, familyID: record.familyID, userID: family.userID,
+                        clientID: clientID, scope: family.scope)
+                    record.status = .rotated(at: rotatedAt, successor: tokens)
+                    state.refreshTokens[key] = record
+                    state.stats.refreshes += 1
+                } else if grace > 0, current.timeIntervalSince(rotatedAt) <= grace {
                     state.stats.graceReuses += 1
                     tokens = successor
                     logLine = (

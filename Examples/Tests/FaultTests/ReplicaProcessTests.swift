@@ -193,36 +193,49 @@ enum ReplicaDatabase {
     }()
 }
 
-/// One replica scenario: the demo server in this process (reuse detection on, no grace window), a table of the
-/// test's own, a session signed in by the test and stored there, and the workers it launches. Each database step of
-/// the test opens a pool of its own and closes it after, so no pool of the test's lives across a database restart.
+/// One replica scenario: the demo server in this process (reuse detection on, no grace window, unless given), a
+/// table of the test's own (or a `FileTokenStore` directory), a session signed in by the test and stored there, and
+/// the workers it launches. Each database step of the test opens a pool of its own and closes it after, so no pool
+/// of the test's lives across a database restart.
 final class ReplicaRun: Sendable {
+    /// Where the workers share the session.
+    enum SharedStore: Sendable {
+        case postgres
+        case file
+    }
+
     let server: DemoAuthServer
     let baseURL: URL
     let table: String
+    let store: SharedStore
+    /// The file store's directory (`store == .file`).
+    let directory: URL
     /// The server's counters once the test had signed in.
     let start: DemoAuthServer.Stats
     private let loginRecords: Int
     /// Every worker launched, so that a test that fails early leaves none running.
     private let launched = Mutex<[ReplicaWorker]>([])
 
-    private init(accessTokenLifetime: Int, faults: DemoAuthServer.Faults) async throws {
-        let configuration = DemoAuthServer.Configuration(
-            accessTokenLifetime: .seconds(accessTokenLifetime), reuseDetection: true, graceWindow: .zero,
-            faults: faults)
+    private init(configuration: DemoAuthServer.Configuration, store: SharedStore) async throws {
         Demo.registerSecrets(of: configuration)
         server = DemoAuthServer(configuration: configuration, logger: Demo.traceLogger)
         baseURL = try await server.start()
         let table = "tokenkit_replica_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         self.table = table
-        // Sign in once; the workers find the session in the table.
+        self.store = store
+        directory = FileManager.default.temporaryDirectory.appending(path: "replica-run-\(UUID().uuidString)")
+        // Sign in once; the workers find the session in the table (or the directory).
         let baseURL = baseURL
-        try await Self.withStore(table: table) { _, store in
+        let signIn: @Sendable (any TokenStore) async throws -> Void = { store in
             let transport = Demo.transport()
             let signIn = TokenRefreshClient(
                 strategy: JSONEndpointRefreshStrategy(baseURL: baseURL, apiKey: Demo.apiKey, transport: transport),
                 store: store)
             try await signIn.signIn(Demo.login(baseURL: baseURL, transport: transport))
+        }
+        switch store {
+        case .postgres: try await Self.withStore(table: table) { _, store in try await signIn(store) }
+        case .file: try await signIn(FileTokenStore(directory: directory))
         }
         start = server.stats
         loginRecords = server.issueLog.count
@@ -233,7 +246,19 @@ final class ReplicaRun: Sendable {
         accessTokenLifetime: Int, faults: DemoAuthServer.Faults = .init(),
         _ body: (ReplicaRun) async throws -> Void
     ) async throws {
-        let run = try await ReplicaRun(accessTokenLifetime: accessTokenLifetime, faults: faults)
+        let configuration = DemoAuthServer.Configuration(
+            accessTokenLifetime: .seconds(accessTokenLifetime), reuseDetection: true, graceWindow: .zero,
+            faults: faults)
+        try await run(configuration: configuration, store: .postgres, body)
+    }
+
+    /// Runs `body` with a fresh scenario on a server configured so and the given shared store, then stops the
+    /// server and drops the table (or removes the directory).
+    static func run(
+        configuration: DemoAuthServer.Configuration, store: SharedStore,
+        _ body: (ReplicaRun) async throws -> Void
+    ) async throws {
+        let run = try await ReplicaRun(configuration: configuration, store: store)
         do {
             try await body(run)
         } catch {
@@ -248,8 +273,13 @@ final class ReplicaRun: Sendable {
         for worker in launched.withLock({ $0 }) where worker.isRunning { kill(worker.pid, SIGKILL) }
         await server.stop()
         let table = table
-        try? await Self.withStore(table: table) { client, _ in
-            _ = try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
+        switch store {
+        case .postgres:
+            try? await Self.withStore(table: table) { client, _ in
+                _ = try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
+            }
+        case .file:
+            try? FileManager.default.removeItem(at: directory)
         }
     }
 
@@ -266,14 +296,19 @@ final class ReplicaRun: Sendable {
     }
 
     /// Launches `count` workers on this scenario's server and table.
-    func launch(_ count: Int, extraArguments: [String] = []) throws -> [ReplicaWorker] {
+    func launch(
+        _ count: Int, extraArguments: [String] = [], requests: Int = ChildProcessTests.ReplicaProcessTests.requests,
+        expiries: Int = ChildProcessTests.ReplicaProcessTests.expiries
+    ) throws -> [ReplicaWorker] {
         let worker = try ChildProcessTests.MultiProcessTests.workerURL()
-        let url = try #require(ReplicaDatabase.url)
+        let storeArguments: [String]
+        switch store {
+        case .postgres: storeArguments = ["--postgres-url", try #require(ReplicaDatabase.url), "--table", table]
+        case .file: storeArguments = ["--store-dir", directory.path]
+        }
         let arguments =
-            [
-                "--server", baseURL.absoluteString, "--postgres-url", url, "--table", table,
-                "--requests", "\(ChildProcessTests.ReplicaProcessTests.requests)",
-                "--expiries", "\(ChildProcessTests.ReplicaProcessTests.expiries)",
+            ["--server", baseURL.absoluteString] + storeArguments + [
+                "--requests", "\(requests)", "--expiries", "\(expiries)",
             ] + extraArguments
         let workers = try (0..<count).map { _ in try ReplicaWorker(worker, arguments: arguments) }
         launched.withLock { $0 += workers }
@@ -287,7 +322,11 @@ final class ReplicaRun: Sendable {
 
     /// Whether the table holds a session whose access token is still valid (nobody lost or revoked it).
     func storedSessionIsValid() async throws -> Bool {
-        let read = try await Self.withStore(table: table) { _, store in await store.load(account: "default") }
+        let read: TokenStoreRead
+        switch store {
+        case .postgres: read = try await Self.withStore(table: table) { _, store in await store.load(account: "default") }
+        case .file: read = await FileTokenStore(directory: directory).load(account: "default")
+        }
         guard case .found(let session) = read else { return false }
         return !session.token.isExpired(at: Date(), policy: .default)
     }
@@ -390,7 +429,7 @@ final class ReplicaWorker: Sendable {
 }
 
 /// Runs `script` with `argument` and returns its exit status (its output goes to the test's).
-private func runScript(_ script: String, _ argument: String) async throws -> Int32 {
+func runScript(_ script: String, _ argument: String) async throws -> Int32 {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: script)
     process.arguments = [argument]
