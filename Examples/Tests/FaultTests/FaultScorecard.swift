@@ -35,6 +35,7 @@ extension ChildProcessTests {
                     "scorecard: \(cell.fault.title) | \(cell.mode.title) | \(cell.column.title): \(result.cell) "
                         + "(\(Int(Date().timeIntervalSince(cellStarted))) s)\(result.notes.map { "; \($0)" } ?? "")"
                 )
+                fflush(stdout)  // .ci/scorecard shows each cell as it is measured
             }
             let table = Scorecard.markdown(results, selection: selection, seconds: Date().timeIntervalSince(started))
             if let path = ProcessInfo.processInfo.environment["TOKENKIT_SCORECARD_OUTPUT"], !path.isEmpty {
@@ -328,7 +329,8 @@ enum Scorecard {
                 holder.output.contains("event: persistenceFailed") || !holder.isRunning
             }
             let status = try await runScript(script, "start")
-            return (failed ? "" : "no persistence failure seen; ") + (status == 0 ? "" : "start exited \(status)")
+            let notes = [failed ? nil : "no persistence failure seen", status == 0 ? nil : "start exited \(status)"]
+            return notes.compactMap { $0 }.joined(separator: "; ").nilIfEmpty
         case .slowerThanLockTimeout:
             // Hold the refresh until every other process has given up waiting for the lock (its first round ended).
             let others = workers.filter { $0 !== holder }
@@ -440,4 +442,9 @@ extension ReplicaRun {
             return ended
         }
     }
+}
+
+extension String {
+    /// `nil` for an empty string.
+    fileprivate var nilIfEmpty: String? { isEmpty ? nil : self }
 }
