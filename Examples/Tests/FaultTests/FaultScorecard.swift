@@ -31,11 +31,11 @@ extension ChildProcessTests {
                 let cellStarted = Date()
                 let result = await Scorecard.measure(cell)
                 results[cell] = result
-                print(
+                // Written at once (not through print's buffer): .ci/scorecard shows each cell as it is measured.
+                let line =
                     "scorecard: \(cell.fault.title) | \(cell.mode.title) | \(cell.column.title): \(result.cell) "
-                        + "(\(Int(Date().timeIntervalSince(cellStarted))) s)\(result.notes.map { "; \($0)" } ?? "")"
-                )
-                fflush(stdout)  // .ci/scorecard shows each cell as it is measured
+                    + "(\(Int(Date().timeIntervalSince(cellStarted))) s)\(result.notes.map { "; \($0)" } ?? "")\n"
+                FileHandle.standardOutput.write(Data(line.utf8))
             }
             let table = Scorecard.markdown(results, selection: selection, seconds: Date().timeIntervalSince(started))
             if let path = ProcessInfo.processInfo.environment["TOKENKIT_SCORECARD_OUTPUT"], !path.isEmpty {
@@ -85,6 +85,7 @@ enum Scorecard {
         case killBeforeAnswer
         case killAfterRotation
         case databaseRestart
+        case databaseRestartBeforeServer
         case terminateBackend
         case databaseUnreachableAtWrite
         case slowerThanLockTimeout
@@ -95,7 +96,8 @@ enum Scorecard {
             case .none: "none (baseline)"
             case .killBeforeAnswer: "holder killed before the server answered"
             case .killAfterRotation: "holder killed after the server rotated"
-            case .databaseRestart: "database restart mid-refresh"
+            case .databaseRestart: "database restart mid-refresh (server rotated, answer held)"
+            case .databaseRestartBeforeServer: "database restart mid-refresh (request held before the server)"
             case .terminateBackend: "pg_terminate_backend of the holder's connection"
             case .databaseUnreachableAtWrite: "database unreachable at the write"
             case .slowerThanLockTimeout: "token endpoint slower than the lock timeout"
@@ -106,7 +108,7 @@ enum Scorecard {
         var gate: DemoAuthServer.GatePoint? {
             switch self {
             case .none, .unavailableRetryAfter: nil
-            case .killBeforeAnswer, .slowerThanLockTimeout: .beforeRotation
+            case .killBeforeAnswer, .slowerThanLockTimeout, .databaseRestartBeforeServer: .beforeRotation
             case .killAfterRotation, .databaseRestart, .terminateBackend, .databaseUnreachableAtWrite: .afterRotation
             }
         }
@@ -115,7 +117,8 @@ enum Scorecard {
         /// shared with other processes.
         func applies(to mode: Mode) -> Bool {
             switch self {
-            case .databaseRestart, .terminateBackend, .databaseUnreachableAtWrite: mode == .postgresReplicas
+            case .databaseRestart, .databaseRestartBeforeServer, .terminateBackend, .databaseUnreachableAtWrite:
+                mode == .postgresReplicas
             case .slowerThanLockTimeout: mode != .oneProcess
             default: true
             }
@@ -311,7 +314,7 @@ enum Scorecard {
             _ = await holder.outcome()
             gate.release()
             return nil
-        case .databaseRestart:
+        case .databaseRestart, .databaseRestartBeforeServer:
             let script = try #require(ReplicaDatabase.restartCommand, "TOKENKIT_POSTGRES_RESTART is not set")
             let status = try await runScript(script, "restart")
             gate.release()
