@@ -37,8 +37,8 @@ extension DemoAuthServer {
         public var graceWindow: Duration
 
         /// Whether a retired refresh token presented within ``graceWindow`` gets a new rotating pair (Auth0's
-        /// reuse interval) instead of the pair already issued. Only the token just before the newest may be
-        /// presented so: once its successor was itself rotated, presenting it counts as reuse. Off by default.
+        /// reuse interval) instead of the pair already issued. Only the token rotated last in its family may be
+        /// presented so: once a newer token was rotated, presenting it counts as reuse. Off by default.
         public var graceIssuesNewPair = false
 
         /// The value the FitIQ-style endpoints require in `X-API-Key`; `nil` turns the check off.

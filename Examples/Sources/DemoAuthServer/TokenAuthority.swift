@@ -50,6 +50,8 @@ final class TokenAuthority: Sendable {
         let clientID: String?
         let scope: String?
         var revoked = false
+        /// The digest of the refresh token rotated last: the only one Auth0's reuse interval accepts again.
+        var lastRotated: String?
     }
 
     /// The state of one refresh token, keyed by the SHA-256 of its text.
@@ -201,6 +203,7 @@ final class TokenAuthority: Sendable {
                 if configuration.rotateRefreshTokens {
                     record.status = .rotated(at: current, successor: tokens)
                     state.refreshTokens[key] = record
+                    state.families[record.familyID]?.lastRotated = key
                 }
                 state.stats.refreshes += 1
                 logLine = (
@@ -212,14 +215,10 @@ final class TokenAuthority: Sendable {
                 )
             case .rotated(let rotatedAt, let successor):
                 let grace = Double(configuration.graceWindow.wholeSeconds)
-                let successorActive =
-                    successor.refreshToken.flatMap { state.refreshTokens[Self.key(for: $0)] }.map {
-                        if case .active = $0.status { true } else { false }
-                    } ?? false
                 if grace > 0, current.timeIntervalSince(rotatedAt) <= grace, configuration.graceIssuesNewPair {
-                    // Auth0's reuse interval: a new rotating pair, as long as the presented token is the previous
-                    // one (its successor not rotated yet); the second-to-last token is reuse.
-                    guard successorActive else {
+                    // Auth0's reuse interval: a new rotating pair, as long as the presented token is the one rotated
+                    // last in its family; an older one (the second-to-last) is reuse.
+                    guard family.lastRotated == key else {
                         state.stats.reuseDetections += 1
                         state.stats.rejectedRefreshes += 1
                         if configuration.reuseDetection { state.families[record.familyID]?.revoked = true }
@@ -229,8 +228,6 @@ final class TokenAuthority: Sendable {
                     tokens = try issue(
                         in: &state, grant: .refresh, familyID: record.familyID, userID: family.userID,
                         clientID: clientID, scope: family.scope)
-                    record.status = .rotated(at: rotatedAt, successor: tokens)
-                    state.refreshTokens[key] = record
                     state.stats.refreshes += 1
                 } else if grace > 0, current.timeIntervalSince(rotatedAt) <= grace {
                     state.stats.graceReuses += 1
