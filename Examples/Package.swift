@@ -185,6 +185,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TokenKitPostgres", package: "TokenKit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                // The holding proxy (HoldingProxy.swift) in front of django-oauth-toolkit.
+                .product(name: "TokenKitAsyncHTTPClient", package: "TokenKit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),

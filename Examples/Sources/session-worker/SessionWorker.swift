@@ -13,6 +13,11 @@ import TokenKitPostgres
 /// `FileTokenStore` directory (`--store-dir`), or a PostgreSQL table (`--postgres-url`, each process with its own
 /// connection pool, as replicas of a backend have).
 ///
+/// It talks to the demo auth server (its JSON refresh endpoint), or with `--oauth-token-path` to an OAuth 2.0
+/// server such as django-oauth-toolkit: the `refresh_token` grant at that path, as the client `--oauth-client-id`
+/// with the secret in `SESSION_WORKER_CLIENT_SECRET` (HTTP Basic), and `--api-path` as the protected resource.
+/// With OAuth it never signs in: the store must hold a session.
+///
 /// It resumes the session in the store (signing in only when the store is empty), then, for each of
 /// `--expiries` access-token expiries, waits until the token it holds is due for a refresh and fires
 /// `--requests` concurrent requests. Every process waits for the same token, so they meet at each expiry; the
@@ -50,6 +55,19 @@ struct SessionWorker: AsyncParsableCommand {
             "A PostgreSQL server to keep the session in instead, such as postgres://user@127.0.0.1:5432/db.",
             valueName: "url"))
     var postgresURL: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Refresh with the OAuth refresh_token grant at this path of --server (such as o/token/) instead of the "
+                + "demo server's JSON endpoint; the client secret comes from SESSION_WORKER_CLIENT_SECRET.",
+            valueName: "path"))
+    var oauthTokenPath: String?
+
+    @Option(help: "The OAuth client ID (with --oauth-token-path).")
+    var oauthClientID = "interop-confidential"
+
+    @Option(help: "The protected resource each request gets, relative to --server.")
+    var apiPath = "api/v1/progress"
 
     @Option(help: "The PostgreSQL table holding the sessions.")
     var table = "tokenkit_sessions"
@@ -96,7 +114,7 @@ struct SessionWorker: AsyncParsableCommand {
                 for round in 1...expiries {
                     try await waitUntilDue(refresher)
                     let errors = await runConcurrently(requests) { _ in
-                        _ = try await api.call(.get, baseURL, "api/v1/progress")
+                        _ = try await api.call(.get, baseURL, apiPath)
                     }
                     failed += errors.lines.count + errors.outlived
                     DemoOutput.line(
@@ -167,15 +185,23 @@ struct SessionWorker: AsyncParsableCommand {
     private func resumeOrSignIn(
         baseURL: URL, origin: HTTPOrigin, store: any TokenStore, transport: any HTTPTransport
     ) async throws -> (TokenRefreshClient, AuthenticatedClient) {
+        let strategy: any RefreshStrategy
+        if let oauthTokenPath {
+            let secret = ProcessInfo.processInfo.environment["SESSION_WORKER_CLIENT_SECRET"]
+            let endpoint = TokenEndpoint(
+                url: baseURL.appending(path: oauthTokenPath),
+                client: OAuthClient(id: oauthClientID, secret: secret, authentication: .basic), transport: transport)
+            strategy = OAuthRefreshStrategy(endpoint: endpoint)
+        } else {
+            strategy = JSONEndpointRefreshStrategy(baseURL: baseURL, apiKey: account.apiKey, transport: transport)
+        }
         let refresher = TokenRefreshClient(
-            strategy: JSONEndpointRefreshStrategy(baseURL: baseURL, apiKey: account.apiKey, transport: transport),
-            store: store,
-            configuration: DemoRefreshConfiguration.shortLivedTokens)
+            strategy: strategy, store: store, configuration: DemoRefreshConfiguration.shortLivedTokens)
         let api = AuthenticatedClient(
             transport: transport, tokenProvider: refresher, configuration: .init(allowedOrigins: [origin]))
         Self.printEvents(of: refresher)
         var state = await refresher.restoreSession()
-        if case .signedOut = state {
+        if case .signedOut = state, oauthTokenPath == nil {
             try await refresher.signIn(
                 fitIQLogin(
                     baseURL: baseURL, email: account.email, password: account.password, apiKey: account.apiKey,
@@ -220,7 +246,7 @@ struct SessionWorker: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(20))
         }
         let errors = await runConcurrently(requests) { _ in
-            _ = try await api.call(.get, baseURL, "api/v1/progress")
+            _ = try await api.call(.get, baseURL, apiPath)
         }
         let read = await store.load(account: "default")
         let failed = errors.lines.count + errors.outlived

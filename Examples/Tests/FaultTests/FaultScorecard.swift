@@ -44,7 +44,9 @@ extension ChildProcessTests {
                 print(table)
             }
             for (cell, result) in results where result.harnessFailure {
-                Issue.record("the harness could not inject \(cell.fault.title) (\(cell.mode.title), \(cell.column.title)): \(result.notes ?? "")")
+                Issue.record(
+                    "the harness could not inject \(cell.fault.title) (\(cell.mode.title), \(cell.column.title)): \(result.notes ?? "")"
+                )
             }
         }
     }
@@ -190,6 +192,7 @@ enum Scorecard {
         Cell(fault: .slowerThanLockTimeout, mode: .fileProcesses, column: .profile(.overlap)),
         Cell(fault: .killAfterRotation, mode: .oneProcess, column: .profile(.overlap)),
         Cell(fault: .unavailableRetryAfter, mode: .postgresReplicas, column: .profile(.nonRotating)),
+        Cell(fault: .databaseRestart, mode: .postgresReplicas, column: .djangoOAuthToolkit),
     ]
 
     /// The selection's cells, narrowed to those whose fault, mode or column title contains every `;`-separated
@@ -206,11 +209,14 @@ enum Scorecard {
     private static func allCells(_ selection: Selection) -> [Cell] {
         switch selection {
         case .ci:
-            return ciSlice
+            return ciSlice.filter { $0.column != .djangoOAuthToolkit || DjangoReplicaRun.isConfigured }
         case .full:
             var cells: [Cell] = []
             for fault in Fault.allCases {
                 for mode in Mode.allCases where fault.applies(to: mode) {
+                    if mode == .postgresReplicas, djangoFault(fault) != nil, DjangoReplicaRun.isConfigured {
+                        cells.append(Cell(fault: fault, mode: mode, column: .djangoOAuthToolkit))
+                    }
                     for profile in DemoAuthServer.Profile.allCases {
                         cells.append(Cell(fault: fault, mode: mode, column: .profile(profile)))
                     }
@@ -225,6 +231,7 @@ enum Scorecard {
     /// Runs one cell: signs in, launches the workers, injects the fault at the gate, waits for every worker,
     /// and counts. Never throws: a run that could not be made is a harness failure with a note.
     static func measure(_ cell: Cell) async -> Result {
+        if cell.column == .djangoOAuthToolkit { return await measureDjango(cell) }
         guard case .profile(let profile) = cell.column else { return Result(notes: "not measured here") }
         var configuration = profile.configuration(accessTokenLifetime: .seconds(accessTokenLifetime))
         if cell.fault == .unavailableRetryAfter {
@@ -236,6 +243,40 @@ enum Scorecard {
                 configuration: configuration, store: cell.mode == .postgresReplicas ? .postgres : .file
             ) { run in
                 result = try await measure(cell, in: run)
+            }
+        } catch {
+            result.harnessFailure = true
+            result.notes = "run failed: \(error)"
+        }
+        return result
+    }
+
+    /// The faults the django-oauth-toolkit harness (``DjangoReplicaRun``, its ``HoldingProxy``) injects, on replicas.
+    static func djangoFault(_ fault: Fault) -> (HoldingProxy.Hold, DjangoReplicaRun.Fault)? {
+        switch fault {
+        case .databaseRestart: (.response, .restart)
+        case .databaseRestartBeforeServer: (.request, .restart)
+        case .terminateBackend: (.response, .terminateHolder)
+        default: nil
+        }
+    }
+
+    /// A cell of the django-oauth-toolkit column: the restart-mid-refresh harness with this run's sizes.
+    private static func measureDjango(_ cell: Cell) async -> Result {
+        guard cell.mode == .postgresReplicas, let (hold, fault) = djangoFault(cell.fault) else {
+            return Result(notes: "not wired")
+        }
+        var result = Result(expiries: expiries)
+        do {
+            try await DjangoReplicaRun.run { run in
+                let figures = try await run.refreshWithFault(
+                    hold: hold, fault: fault, processes: Mode.postgresReplicas.workers, requests: requests,
+                    expiries: expiries)
+                result.refreshes = figures.refreshes
+                result.reuseDetections = figures.reuseDetections
+                result.failedRequests = figures.failedRequests
+                result.sessionsLost = figures.sessionAnswers ? 0 : 1
+                if !figures.sessionAnswers { result.notes = "lost: the stored session no longer answers" }
             }
         } catch {
             result.harnessFailure = true
@@ -291,7 +332,8 @@ enum Scorecard {
             let ends = outcomes.compactMap { outcome in
                 outcome.output.split(separator: "\n").last { $0.hasPrefix("end: ") }.map(String.init)
             }
-            let reason = "lost: stored session \(stored ? "valid" : "not valid"); \(Set(ends).sorted().joined(separator: " / "))"
+            let reason =
+                "lost: stored session \(stored ? "valid" : "not valid"); \(Set(ends).sorted().joined(separator: " / "))"
             result.notes = [result.notes, reason].compactMap { $0 }.joined(separator: "; ")
         }
         return result
@@ -316,13 +358,19 @@ enum Scorecard {
             return nil
         case .databaseRestart, .databaseRestartBeforeServer:
             let script = try #require(ReplicaDatabase.restartCommand, "TOKENKIT_POSTGRES_RESTART is not set")
-            let status = try await runScript(script, "restart")
+            let attempts = run.server.stats.refreshAttempts
+            let status = try await runScript(script, "immediate")
+            let missing = try await othersBack(holder: holder, workers: workers, run: run, attempts: attempts)
             gate.release()
-            return status == 0 ? nil : "restart exited \(status)"
+            return [status == 0 ? nil : "restart exited \(status)", missing].compactMap { $0 }.joined(separator: "; ")
+                .nilIfEmpty
         case .terminateBackend:
+            let attempts = run.server.stats.refreshAttempts
             let ended = try await run.terminateBackends(of: "session-worker-\(holder.pid)")
+            let missing = try await othersBack(holder: holder, workers: workers, run: run, attempts: attempts)
             gate.release()
-            return "ended \(ended)"
+            return [ended == 1 ? nil : "ended \(ended) connections", missing].compactMap { $0 }.joined(separator: "; ")
+                .nilIfEmpty
         case .databaseUnreachableAtWrite:
             let script = try #require(ReplicaDatabase.restartCommand, "TOKENKIT_POSTGRES_RESTART is not set")
             guard try await runScript(script, "stop") == 0 else { return "stop failed" }
@@ -343,6 +391,22 @@ enum Scorecard {
             gate.release()
             return gaveUp ? nil : "the others did not give up within 60 s"
         }
+    }
+
+    /// The worst instant to let the held refresh go on after the database came back: once every other worker has
+    /// been to the database since (and could take the lock and present the token it read), or once another refresh
+    /// reached the server (`attempts`: the server's refresh attempts when the fault began). Returns a note when some
+    /// worker was not seen back.
+    private static func othersBack(
+        holder: ReplicaWorker, workers: [ReplicaWorker], run: ReplicaRun, attempts: Int
+    ) async throws -> String? {
+        let others = workers.filter { $0 !== holder }.map(\.pid)
+        let server = run.server
+        let missing = try await run.database.waitUntilBack(others, within: .seconds(20)) {
+            server.stats.refreshAttempts > attempts
+        }
+        return missing.isEmpty || server.stats.refreshAttempts > attempts
+            ? nil : "not back at the database within 20 s: \(missing.joined(separator: ", "))"
     }
 
     /// The failed requests a worker reported, plus every request of the rounds it never reported.
@@ -387,12 +451,12 @@ enum Scorecard {
                     let text: String
                     if !fault.applies(to: mode) {
                         text = "n/a"
+                    } else if let result = results[Cell(fault: fault, mode: mode, column: column)] {
+                        text = result.sessionsLost > 0 || result.harnessFailure ? "**\(result.cell)**" : result.cell
                     } else if column == .djangoOAuthToolkit {
                         text = "see the django-oauth-toolkit suite"
                     } else if column == .sessionlessSDK {
                         text = "not built"
-                    } else if let result = results[Cell(fault: fault, mode: mode, column: column)] {
-                        text = result.sessionsLost > 0 || result.harnessFailure ? "**\(result.cell)**" : result.cell
                     } else {
                         text = "not run"
                     }

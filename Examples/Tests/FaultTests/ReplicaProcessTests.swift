@@ -193,10 +193,10 @@ enum ReplicaDatabase {
     }()
 }
 
-/// One replica scenario: the demo server in this process (reuse detection on, no grace window, unless given), a
-/// table of the test's own (or a `FileTokenStore` directory), a session signed in by the test and stored there, and
-/// the workers it launches. Each database step of the test opens a pool of its own and closes it after, so no pool
-/// of the test's lives across a database restart.
+/// One replica scenario: the demo server in this process (reuse detection on, no grace window, unless configured
+/// otherwise), a table of the test's own (or a `FileTokenStore` directory), a session signed in by the test and
+/// stored there, and the workers it launches. Each database step of the test opens a pool of its own and closes it
+/// after, so no pool of the test's lives across a database restart.
 final class ReplicaRun: Sendable {
     /// Where the workers share the session.
     enum SharedStore: Sendable {
@@ -206,24 +206,23 @@ final class ReplicaRun: Sendable {
 
     let server: DemoAuthServer
     let baseURL: URL
-    let table: String
+    /// The session's table and the workers on it (`store == .postgres`).
+    let database = ReplicaTable()
+    var table: String { database.table }
     let store: SharedStore
     /// The file store's directory (`store == .file`).
-    let directory: URL
+    let directory = FileManager.default.temporaryDirectory.appending(path: "replica-run-\(UUID().uuidString)")
+    /// The workers launched on the file store, so that a test that fails early leaves none running.
+    private let fileWorkers = Mutex<[ReplicaWorker]>([])
     /// The server's counters once the test had signed in.
     let start: DemoAuthServer.Stats
     private let loginRecords: Int
-    /// Every worker launched, so that a test that fails early leaves none running.
-    private let launched = Mutex<[ReplicaWorker]>([])
 
     private init(configuration: DemoAuthServer.Configuration, store: SharedStore) async throws {
         Demo.registerSecrets(of: configuration)
         server = DemoAuthServer(configuration: configuration, logger: Demo.traceLogger)
         baseURL = try await server.start()
-        let table = "tokenkit_replica_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        self.table = table
         self.store = store
-        directory = FileManager.default.temporaryDirectory.appending(path: "replica-run-\(UUID().uuidString)")
         // Sign in once; the workers find the session in the table (or the directory).
         let baseURL = baseURL
         let signIn: @Sendable (any TokenStore) async throws -> Void = { store in
@@ -234,7 +233,7 @@ final class ReplicaRun: Sendable {
             try await signIn.signIn(Demo.login(baseURL: baseURL, transport: transport))
         }
         switch store {
-        case .postgres: try await Self.withStore(table: table) { _, store in try await signIn(store) }
+        case .postgres: try await database.withStore { _, store in try await signIn(store) }
         case .file: try await signIn(FileTokenStore(directory: directory))
         }
         start = server.stats
@@ -269,50 +268,34 @@ final class ReplicaRun: Sendable {
     }
 
     private func finish() async {
-        // A worker still running here belongs to a test that failed before waiting for it: end it.
-        for worker in launched.withLock({ $0 }) where worker.isRunning { kill(worker.pid, SIGKILL) }
+        await database.endWorkers()
+        for worker in fileWorkers.withLock({ $0 }) where worker.isRunning { kill(worker.pid, SIGKILL) }
         await server.stop()
-        let table = table
         switch store {
-        case .postgres:
-            try? await Self.withStore(table: table) { client, _ in
-                _ = try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
-            }
-        case .file:
-            try? FileManager.default.removeItem(at: directory)
+        case .postgres: await database.drop()
+        case .file: try? FileManager.default.removeItem(at: directory)
         }
     }
 
-    /// Runs `body` with a pool of its own (closed after) and a store on `table` over it.
-    private static func withStore<T: Sendable>(
-        table: String, _ body: (PostgresClient, PostgresTokenStore) async throws -> T
-    ) async throws -> T {
-        let client = PostgresClient(configuration: try #require(ReplicaDatabase.configuration))
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            return try await body(client, PostgresTokenStore(client: client, configuration: .init(tableName: table)))
-        }
-    }
-
-    /// Launches `count` workers on this scenario's server and table.
+    /// Launches `count` workers on this scenario's server and table (or directory).
     func launch(
         _ count: Int, extraArguments: [String] = [], requests: Int = ChildProcessTests.ReplicaProcessTests.requests,
         expiries: Int = ChildProcessTests.ReplicaProcessTests.expiries
     ) throws -> [ReplicaWorker] {
-        let worker = try ChildProcessTests.MultiProcessTests.workerURL()
-        let storeArguments: [String]
-        switch store {
-        case .postgres: storeArguments = ["--postgres-url", try #require(ReplicaDatabase.url), "--table", table]
-        case .file: storeArguments = ["--store-dir", directory.path]
-        }
         let arguments =
-            ["--server", baseURL.absoluteString] + storeArguments + [
-                "--requests", "\(requests)", "--expiries", "\(expiries)",
-            ] + extraArguments
-        let workers = try (0..<count).map { _ in try ReplicaWorker(worker, arguments: arguments) }
-        launched.withLock { $0 += workers }
-        return workers
+            ["--server", baseURL.absoluteString, "--requests", "\(requests)", "--expiries", "\(expiries)"]
+            + extraArguments
+        switch store {
+        case .postgres:
+            return try database.launch(count, arguments: arguments)
+        case .file:
+            let worker = try ChildProcessTests.MultiProcessTests.workerURL()
+            let workers = try (0..<count).map { _ in
+                try ReplicaWorker(worker, arguments: ["--store-dir", directory.path] + arguments)
+            }
+            fileWorkers.withLock { $0 += workers }
+            return workers
+        }
     }
 
     /// The refreshes the server issued after the test signed in, oldest first.
@@ -322,39 +305,140 @@ final class ReplicaRun: Sendable {
 
     /// Whether the table holds a session whose access token is still valid (nobody lost or revoked it).
     func storedSessionIsValid() async throws -> Bool {
-        let read: TokenStoreRead
         switch store {
-        case .postgres: read = try await Self.withStore(table: table) { _, store in await store.load(account: "default") }
-        case .file: read = await FileTokenStore(directory: directory).load(account: "default")
+        case .postgres:
+            return try await database.storedSessionIsValid()
+        case .file:
+            guard case .found(let session) = await FileTokenStore(directory: directory).load(account: "default")
+            else { return false }
+            return !session.token.isExpired(at: Date(), policy: .default)
         }
-        guard case .found(let session) = read else { return false }
+    }
+
+    /// The PID of the worker holding the account's advisory lock.
+    func lockHolderPID() async throws -> Int32 { try await database.lockHolder().workerPID }
+
+    /// Waits until `condition` holds (``ReplicaTable/poll(_:within:sourceLocation:until:)``).
+    func poll(
+        _ what: String, within limit: Duration, sourceLocation: SourceLocation = #_sourceLocation,
+        until condition: () -> Bool
+    ) async {
+        await ReplicaTable.poll(what, within: limit, sourceLocation: sourceLocation, until: condition)
+    }
+}
+
+/// The database side of a replica scenario, whatever the auth server: a table of the test's own on the configured
+/// server, the `session-worker` processes launched on it, and what PostgreSQL says about them. Each database step
+/// opens a pool of its own and closes it after, so no pool of the test's lives across a database restart.
+final class ReplicaTable: Sendable {
+    let table = "tokenkit_replica_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+    /// Every worker launched, so that a test that fails early leaves none running.
+    private let launched = Mutex<[ReplicaWorker]>([])
+
+    /// Runs `body` with a pool of its own (closed after) and a store on the table over it.
+    func withStore<T: Sendable>(
+        _ body: (PostgresClient, PostgresTokenStore) async throws -> T
+    ) async throws -> T {
+        let client = PostgresClient(configuration: try #require(ReplicaDatabase.configuration))
+        let table = table
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(client, PostgresTokenStore(client: client, configuration: .init(tableName: table)))
+        }
+    }
+
+    /// Launches `count` workers on the table, with `arguments` (`--server` and the rest) and `environment` added
+    /// to the test's.
+    func launch(_ count: Int, arguments: [String], environment: [String: String] = [:]) throws -> [ReplicaWorker] {
+        let worker = try ChildProcessTests.MultiProcessTests.workerURL()
+        let url = try #require(ReplicaDatabase.url)
+        let arguments = ["--postgres-url", url, "--table", table] + arguments
+        let workers = try (0..<count).map { _ in
+            try ReplicaWorker(worker, arguments: arguments, environment: environment)
+        }
+        launched.withLock { $0 += workers }
+        return workers
+    }
+
+    /// Ends the workers still running (they belong to a test that failed before waiting for them).
+    func endWorkers() async {
+        for worker in launched.withLock({ $0 }) where worker.isRunning { kill(worker.pid, SIGKILL) }
+    }
+
+    /// Drops the table.
+    func drop() async {
+        let table = table
+        try? await withStore { client, _ in
+            _ = try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
+        }
+    }
+
+    /// Waits until each worker in `pids` has run a statement on the database since this call (a `pg_stat_activity`
+    /// row of its pool, `session-worker-PID`, idle again with a later `query_start`), or until `orUntil` holds, or
+    /// `limit` has passed: a bounded poll. Then every worker has had its chance to take the lock and act on what it
+    /// read. Returns the workers not seen back.
+    func waitUntilBack(
+        _ pids: [Int32], within limit: Duration, orUntil other: @Sendable () -> Bool
+    ) async throws -> [String] {
+        let wanted = Set(pids.map { "session-worker-\($0)" })
+        let seen = try await withStore { client, _ -> Set<String> in
+            var since: Date?
+            for try await now in try await client.query("SELECT now()").decode(Date.self) { since = now }
+            let after = try #require(since)
+            let deadline = ContinuousClock.now + limit
+            var seen = Set<String>()
+            while ContinuousClock.now < deadline {
+                let rows = try await client.query(
+                    """
+                    SELECT DISTINCT application_name FROM pg_stat_activity
+                    WHERE application_name LIKE 'session-worker-%' AND state = 'idle' AND query_start > \(after)
+                    """)
+                for try await name in rows.decode(String.self) { seen.insert(name) }
+                if wanted.isSubset(of: seen) || other() { return seen }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return seen
+        }
+        return wanted.subtracting(seen).sorted()
+    }
+
+    /// What the table holds for the account `default`.
+    func load() async throws -> TokenStoreRead {
+        try await withStore { _, store in await store.load(account: "default") }
+    }
+
+    /// Whether the table holds a session whose access token is still valid (nobody lost or revoked it).
+    func storedSessionIsValid() async throws -> Bool {
+        guard case .found(let session) = try await load() else { return false }
         return !session.token.isExpired(at: Date(), policy: .default)
     }
 
-    /// The PID of the worker holding the account's advisory lock, from `pg_locks` and the holder's
-    /// `application_name` (`session-worker-PID`).
-    func lockHolderPID() async throws -> Int32 {
-        let names = try await Self.withStore(table: table) { client, store in
+    /// Who holds the account's advisory lock: the worker's PID (from its `application_name`,
+    /// `session-worker-PID`) and the PostgreSQL backend (`pg_locks.pid`) of the lock's connection.
+    func lockHolder() async throws -> (workerPID: Int32, backendPID: Int32) {
+        let holders = try await withStore { client, store in
             let key = UInt64(bitPattern: store.advisoryLockKey(account: "default"))
             let high = Int64(key >> 32)
             let low = Int64(key & 0xFFFF_FFFF)
             let rows = try await client.query(
                 """
-                SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                SELECT a.application_name, l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
                 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
                     AND l.classid::bigint = \(high) AND l.objid::bigint = \(low)
                 """)
-            var names: [String] = []
-            for try await name in rows.decode(String.self) { names.append(name) }
-            return names
+            var holders: [(String, Int32)] = []
+            for try await (name, pid) in rows.decode((String, Int32).self) { holders.append((name, pid)) }
+            return holders
         }
-        let name = try #require(names.first, "nobody holds the account's advisory lock")
-        return try #require(Int32(name.replacingOccurrences(of: "session-worker-", with: "")), "holder \(name)")
+        let (name, backend) = try #require(holders.first, "nobody holds the account's advisory lock")
+        let worker = try #require(Int32(name.replacingOccurrences(of: "session-worker-", with: "")), "holder \(name)")
+        return (worker, backend)
     }
 
     /// Waits until `condition` holds: a bounded poll every 10 ms for what other processes do, never a wait for
     /// time to pass.
-    func poll(
+    static func poll(
         _ what: String, within limit: Duration, sourceLocation: SourceLocation = #_sourceLocation,
         until condition: () -> Bool
     ) async {
@@ -382,6 +466,13 @@ final class ReplicaWorker: Sendable {
             output.split(separator: "\n").filter { $0.hasPrefix("round ") && $0.hasSuffix(" requests, 0 failed") }
                 .count
         }
+
+        /// The failed requests its rounds reported (`round N: R requests, F failed`).
+        var failedRequests: Int {
+            output.split(separator: "\n").filter { $0.hasPrefix("round ") }.compactMap { line in
+                line.split(separator: ", ").dropFirst().first?.split(separator: " ").first.flatMap { Int($0) }
+            }.reduce(0, +)
+        }
     }
 
     let pid: Int32
@@ -392,7 +483,7 @@ final class ReplicaWorker: Sendable {
     var isRunning: Bool { process.isRunning }
     private let exit: Task<(Int32, Bool), Never>
 
-    init(_ executable: URL, arguments: [String]) throws {
+    init(_ executable: URL, arguments: [String], environment: [String: String] = [:]) throws {
         log = FileManager.default.temporaryDirectory.appending(path: "replica-worker-\(UUID().uuidString).log")
         try #require(FileManager.default.createFile(atPath: log.path, contents: nil), "cannot create \(log.path)")
         let handle = try FileHandle(forWritingTo: log)
@@ -400,6 +491,9 @@ final class ReplicaWorker: Sendable {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.standardOutput = handle
         process.standardError = handle
         let (ended, continuation) = AsyncStream<(Int32, Bool)>.makeStream()
