@@ -1,32 +1,43 @@
 // Compiled only with the `PostgresStore` package trait.
 #if PostgresStore
+import Foundation
 import Logging
 import Persistence
 import PostgresNIO
 import AuthToken
 
 extension PostgresTokenStore {
-    /// Runs `body` while holding the account's PostgreSQL advisory lock, so that one replica at a time refreshes
-    /// the account's session.
+    /// Runs `body` while this replica holds the account's refresh lease, so that one replica at a time refreshes
+    /// the account's session and no replica presents a refresh token another one may already have rotated.
     ///
-    /// The lock is a session-level `pg_advisory_lock` on a 64-bit key derived from the table and the account
-    /// (``advisoryLockKey(account:)``), held on one pooled connection for the whole body and released with
-    /// `pg_advisory_unlock` after it (or by closing that connection if the unlock fails). A process killed while
-    /// holding it releases it when its connection drops. The store's own operations inside `body` (by this task
-    /// or its child tasks) run on the lock's connection, so a holder needs one connection however busy the pool
-    /// is; a nested `withExclusiveAccess` for the same account runs `body` under the lock already held.
+    /// A session-level advisory lock on a key derived from the table and the account (``advisoryLockKey(account:)``)
+    /// keeps waiters from hammering the row and serialises bodies for accounts that have no row yet. It is only a
+    /// hint: it ends with its connection. Under it, one `UPDATE` takes the row's lease (owner, fencing number,
+    /// expiry on the database's clock) if no other owner's lease is live. The lease is what counts:
+    /// - A live lease of another replica means wait: the advisory lock is let go, and the lease is asked for again
+    ///   every ``Configuration/lockRetryInterval`` (at most) until it is free, has expired, or
+    ///   ``Configuration/lockTimeout`` has passed. `body` never runs under another owner's live lease.
+    /// - While `body` runs, the lease is renewed every third of ``Configuration/leaseDuration`` on a pooled
+    ///   connection, so it outlives the lock's connection and a database restart.
+    /// - A save by `body` (this task or its child tasks) is fenced: it lands only while the lease is this call's
+    ///   (otherwise ``/Persistence/PersistenceError/conflict``), it is retried on a fresh connection within
+    ///   ``Configuration/operationTimeout``, and after a ``/Persistence/PersistenceError/writeFailed`` it is retried
+    ///   in the background for up to ``Configuration/persistRetryLimit`` with the lease kept alive. The save ends the
+    ///   lease.
+    /// - After `body`, the lease is let go (unless a save is still being retried), then the advisory lock.
     ///
-    /// A waiter asks with `pg_try_advisory_lock` every ``Configuration/lockRetryInterval`` (at most), returning
-    /// its connection to the pool between attempts, until ``Configuration/lockTimeout`` has passed. Waiting can
-    /// be cancelled.
+    /// The store's other operations inside `body` run on the lock's connection while it is open, else on a pooled
+    /// one. A nested `withExclusiveAccess` for the same account runs `body` under the lease already held. Database
+    /// errors while taking the lock (no connection, a connection ended, a server restarting) are retried with
+    /// backoff until ``Configuration/lockTimeout`` (``Configuration/operationTimeout`` when there is none).
     ///
     /// - Parameters:
     ///   - account: The account key.
-    ///   - body: The read-refresh-write to run under the lock.
+    ///   - body: The read-refresh-write to run under the lease.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws; ``/Persistence/PersistenceError/lockTimedOut`` when another holder kept the
-    ///   lock past the timeout; ``/Persistence/PersistenceError/lockFailed`` when the database cannot be reached
-    ///   (no connection within ``Configuration/operationTimeout``) or the wait was cancelled.
+    ///   lock or lease past the timeout; ``/Persistence/PersistenceError/lockFailed`` when the database could not be
+    ///   reached until then (the detail names the last error) or the wait was cancelled.
     public func withExclusiveAccess<T: Sendable>(
         account: String, _ body: @Sendable () async throws -> T
     ) async throws -> T {
@@ -34,29 +45,74 @@ extension PostgresTokenStore {
         if let held = HeldAdvisoryLock.current, held.keys.contains(key), held.client == ObjectIdentifier(client) {
             return try await body()
         }
-        if configuration.migratesAutomatically {
-            // Not required for the lock, but the body's reads and writes need the table.
-            _ = try? await database(.unavailable) {}
-        }
-        return try await withoutActuallyEscaping(body) { body in
-            let started = timer.elapsed()
-            var interval = min(configuration.lockRetryInterval, .milliseconds(2))
-            while true {
-                if let result = try await attempt(key, body) { return try result.get() }
-                let waited = timer.elapsed() - started
-                if let timeout = configuration.lockTimeout, waited >= timeout {
-                    logger.debug("advisory lock wait timed out", metadata: ["waited": "\(waited)"])
-                    throw PersistenceError.lockTimedOut.with(
-                        detail: "waited \(waited) for the account's advisory lock")
+        let started = timer.elapsed()
+        let lockTimeout = configuration.lockTimeout
+        let errorBound = lockTimeout ?? configuration.operationTimeout
+        var pollInterval = min(configuration.lockRetryInterval, .milliseconds(2))
+        var errorPause = Duration.milliseconds(10)
+        var lastError: String?
+        // Whether another holder was seen: a wait that ends then timed out, even if its last attempt failed.
+        var sawHolder = false
+        while true {
+            let waited = timer.elapsed() - started
+            var attemptBound = configuration.operationTimeout
+            if let bound = lastError == nil ? lockTimeout : errorBound {
+                let left = max(bound - waited, .milliseconds(50))
+                attemptBound = attemptBound.map { min($0, left) } ?? left
+            }
+            let pause: Duration
+            let offer: LockOffer
+            do {
+                offer = try await acquire(key, account: account, within: attemptBound)
+                lastError = nil
+            } catch is CancelledWaiting {
+                throw PersistenceError.lockFailed.with(detail: "cancelled while waiting for the lock")
+            } catch {
+                configuration.testHooks.lockAttempt?(.failed)
+                let detail = Self.describe(error, timeout: attemptBound)
+                logger.debug("taking the lock failed; retrying", metadata: ["error": "\(detail)"])
+                lastError = detail
+                offer = .busy
+            }
+            if lastError != nil, case .busy = offer {
+                pause = errorPause
+                errorPause = min(errorPause * 2, .milliseconds(250))
+            } else {
+                switch offer {
+                case .acquired(let grant):
+                    configuration.testHooks.lockAttempt?(.acquired)
+                    return try await holding(grant, account: account, body)
+                case .busy:
+                    configuration.testHooks.lockAttempt?(.busy)
+                    sawHolder = true
+                    pause = pollInterval
+                case .leaseHeld(let left):
+                    configuration.testHooks.lockAttempt?(.leaseHeld)
+                    sawHolder = true
+                    logger.debug("another replica's live lease on the session; waiting")
+                    pause = min(pollInterval, max(left, .milliseconds(1)))
                 }
-                var pause = interval
-                if let timeout = configuration.lockTimeout { pause = min(pause, timeout - waited) }
-                do {
-                    try await timer.sleep(pause)
-                } catch {
-                    throw PersistenceError.lockFailed.with(detail: "cancelled while waiting for the advisory lock")
+                pollInterval = min(pollInterval * 2, configuration.lockRetryInterval)
+            }
+            let elapsed = timer.elapsed() - started
+            if let lastError, !sawHolder {
+                if let bound = errorBound, elapsed >= bound {
+                    throw PersistenceError.lockFailed.with(detail: "\(lastError); retried for \(elapsed)")
                 }
-                interval = min(interval * 2, configuration.lockRetryInterval)
+            } else if let lockTimeout, elapsed >= lockTimeout {
+                logger.debug("lock wait timed out", metadata: ["waited": "\(elapsed)"])
+                let last = lastError.map { "; last attempt: \($0)" } ?? ""
+                throw PersistenceError.lockTimedOut.with(
+                    detail: "waited \(elapsed) for the account's lock and lease\(last)")
+            }
+            var sleep = pause
+            if let bound = lastError == nil ? lockTimeout : errorBound {
+                sleep = min(sleep, max(bound - elapsed, .zero))
+            }
+            do {
+                try await timer.sleep(sleep)
+            } catch {
+                throw PersistenceError.lockFailed.with(detail: "cancelled while waiting for the lock")
             }
         }
     }
@@ -71,60 +127,100 @@ extension PostgresTokenStore {
         SessionRowFormat.lockKey(table: table, account: account, secret: configuration.lockKeySecret)
     }
 
-    /// Runs `body` on the lock's connection when this task holds a lock of this store's client, else on a pooled
-    /// connection.
+    /// Runs `body` on the lock's connection when this task holds a lock of this store's client and that connection
+    /// is open, else on a pooled connection.
     func withSessionConnection<R: Sendable>(
         _ body: @Sendable (PostgresConnection) async throws -> R
     ) async throws -> R {
-        if let held = HeldAdvisoryLock.current, held.client == ObjectIdentifier(client) {
+        if let held = HeldAdvisoryLock.current, held.client == ObjectIdentifier(client), !held.connection.isClosed {
             return try await body(held.connection)
         }
         return try await client.withConnection { connection in try await body(connection) }
     }
 
-    /// One attempt: leases a connection (within the operation timeout), asks for the lock, and if granted runs
-    /// `body` under it and releases it. `nil` when another holder has the lock.
-    private func attempt<T: Sendable>(
-        _ key: Int64, _ body: @escaping @Sendable () async throws -> T
-    ) async throws -> Result<T, any Error>? {
-        let leased = LeaseFlag()
-        return try await withThrowingTaskGroup(of: Attempt<T>.self) { group in
-            group.addTask {
-                let outcome: Attempt<T> = try await self.client.withConnection { connection in
-                    leased.set()
-                    guard try await self.tryLock(key, on: connection) else { return .busy }
-                    return .done(await self.holdingLock(key, on: connection, body))
-                }
-                return outcome
-            }
-            if let timeout = configuration.operationTimeout {
-                // Only the wait for a connection is bounded here (a pool with an unreachable server queues
-                // requests for a long time); the lock wait has its own bound, and the body is the caller's.
-                group.addTask {
-                    try? await timer.sleep(timeout)
-                    guard !leased.isSet else { return .timerDone }
-                    throw PersistenceError.lockFailed.with(detail: "no database connection within \(timeout)")
-                }
-            }
+    /// One attempt, bounded by `bound`: a pooled connection, the advisory lock, the lease. The connection stays
+    /// with a task of its own until the caller hands back the grant, so that `body` runs in the caller's task and a
+    /// hung connection never holds the caller past `bound`.
+    private func acquire(_ key: Int64, account: String, within bound: Duration?) async throws -> LockOffer {
+        let handoff = LockHandoff()
+        let owner = "\(instanceID):\(UInt64.random(in: 1...UInt64.max))"
+        let needsSchema = configuration.migratesAutomatically && !schema.isDone
+        let task = Task {
             do {
-                while let next = try await group.next() {
-                    switch next {
-                    case .timerDone: continue
-                    case .busy:
-                        group.cancelAll()
-                        return nil
-                    case .done(let result):
-                        group.cancelAll()
-                        return result
+                try await client.withConnection { connection in
+                    guard !handoff.isAbandoned else { return }
+                    if needsSchema {
+                        try await self.createTable(on: connection)
+                        self.schema.markDone()
                     }
+                    guard try await self.tryLock(key, on: connection) else {
+                        _ = handoff.offer(.success(.busy))
+                        return
+                    }
+                    let lease: LeaseTaking
+                    do {
+                        lease = try await self.takeLease(account: account, owner: owner, on: connection)
+                    } catch {
+                        await self.unlock(key, on: connection)
+                        throw error
+                    }
+                    var grant = LockGrant(key: key, connection: connection, lease: nil, handoff: handoff)
+                    switch lease {
+                    case .heldByAnother(let left):
+                        await self.unlock(key, on: connection)
+                        _ = handoff.offer(.success(.leaseHeld(left)))
+                        return
+                    case .noRow:
+                        break
+                    case .taken(let fence):
+                        grant.lease = ActiveLease(account: account, owner: owner, fence: fence)
+                    }
+                    guard handoff.offer(.success(.acquired(grant))) else {
+                        // The caller gave up meanwhile: give everything back.
+                        if let lease = grant.lease { await self.releaseLease(lease, preferring: connection) }
+                        await self.unlock(key, on: connection)
+                        return
+                    }
+                    await handoff.waitUntilFinished()
+                    await self.unlock(key, on: connection)
                 }
-            } catch let error as PersistenceError {
-                throw error
             } catch {
-                throw PersistenceError.lockFailed.with(detail: Self.describe(error, timeout: nil))
+                _ = handoff.offer(.failure(error))
             }
-            throw PersistenceError.lockFailed.with(detail: "the lock attempt ended without a result")
+            handoff.connectionReturned()
         }
+        do {
+            return try await handoff.wait(within: bound, sleep: timer.sleep)
+        } catch {
+            task.cancel()
+            throw error
+        }
+    }
+
+    /// Runs `body` with the grant held, then lets go of the lease and the lock.
+    private func holding<T: Sendable>(
+        _ grant: LockGrant, account: String, _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        logger.trace("lock taken", metadata: ["lease": "\(grant.lease != nil)"])
+        if let lease = grant.lease { startHeartbeat(lease) }
+        let outer = HeldAdvisoryLock.current
+        var leases = outer?.leases ?? [:]
+        leases[account] = grant.lease
+        let held = HeldAdvisoryLock(
+            keys: (outer?.keys ?? []).union([grant.key]), connection: grant.connection,
+            client: ObjectIdentifier(client), leases: leases)
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await HeldAdvisoryLock.$current.withValue(held) { try await body() })
+        } catch {
+            result = .failure(error)
+        }
+        if let lease = grant.lease, lease.bodyEnded() {
+            await releaseLease(lease, preferring: grant.connection)
+        }
+        grant.handoff.finish()
+        await grant.handoff.waitUntilConnectionReturned()
+        return try result.get()
     }
 
     private func tryLock(_ key: Int64, on connection: PostgresConnection) async throws -> Bool {
@@ -134,27 +230,9 @@ extension PostgresTokenStore {
         return granted
     }
 
-    /// Runs `body` with the lock held on `connection`, then releases it.
-    private func holdingLock<T: Sendable>(
-        _ key: Int64, on connection: PostgresConnection, _ body: @Sendable () async throws -> T
-    ) async -> Result<T, any Error> {
-        logger.trace("advisory lock taken")
-        let outer = HeldAdvisoryLock.current
-        let held = HeldAdvisoryLock(
-            keys: (outer?.keys ?? []).union([key]), connection: connection, client: ObjectIdentifier(client))
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await HeldAdvisoryLock.$current.withValue(held) { try await body() })
-        } catch {
-            result = .failure(error)
-        }
-        await release(key, on: connection)
-        return result
-    }
-
-    /// Releases the lock; if that fails, closes the connection, which releases it too. A connection that is
-    /// already closed (the server ended it) holds no lock. Bounded by ``Configuration/operationTimeout``.
-    private func release(_ key: Int64, on connection: PostgresConnection) async {
+    /// Releases the advisory lock; if that fails, closes the connection, which releases it too. A connection that
+    /// is already closed (the server ended it) holds no lock. Bounded by ``Configuration/operationTimeout``.
+    private func unlock(_ key: Int64, on connection: PostgresConnection) async {
         if connection.isClosed {
             logger.debug("the lock's connection was closed; the server released the lock")
             return
@@ -177,27 +255,167 @@ extension PostgresTokenStore {
 }
 
 /// What one lock attempt came to.
-private enum Attempt<T: Sendable>: Sendable {
+enum LockOffer: Sendable {
+    /// Another connection holds the advisory lock.
     case busy
-    case done(Result<T, any Error>)
-    case timerDone
+    /// Another owner's lease is live for about this long.
+    case leaseHeld(Duration)
+    /// The lock (and the lease, when the account has a row) is this caller's.
+    case acquired(LockGrant)
 }
 
-/// The advisory lock this task (and its child tasks) holds: its keys, the connection it is held on, and the
-/// client that connection came from. A nested call does not wait for itself, and the store's operations inside
-/// the body use the lock's connection instead of waiting for another one from the pool.
+/// A lock attempt's outcome as a test sees it.
+package enum LockAttemptOutcome: Sendable {
+    case acquired, busy, leaseHeld, failed
+}
+
+/// Switches for tests.
+package struct TestHooks: Sendable {
+    /// Whether a holder leaves its lease unrenewed (a holder cut off from the database).
+    package var pausesHeartbeat = false
+    /// Called after each lock attempt.
+    package var lockAttempt: (@Sendable (LockAttemptOutcome) -> Void)?
+
+    package init() {}
+}
+
+/// The lock and lease a caller was granted.
+struct LockGrant: Sendable {
+    let key: Int64
+    let connection: PostgresConnection
+    var lease: ActiveLease?
+    let handoff: LockHandoff
+}
+
+/// Thrown when the caller was cancelled while waiting for an attempt.
+struct CancelledWaiting: Error {}
+
+/// Hands a lock attempt's outcome from the task holding the connection to the caller, once; a caller that gave up
+/// first (timeout, cancellation) makes the offer fail, and the connection's task gives the lock back.
+final class LockHandoff: Sendable {
+    private enum State {
+        case waiting(CheckedContinuation<LockOffer, any Error>?)
+        case offered(Result<LockOffer, any Error>)
+        case taken
+        case abandoned(any Error)
+    }
+    private let state = LockedValue<State>(.waiting(nil))
+    private let finished = Gate()
+    private let returned = Gate()
+
+    var isAbandoned: Bool {
+        state.withLock { if case .abandoned = $0 { true } else { false } }
+    }
+
+    /// Offers an outcome; `false` when the caller gave up.
+    func offer(_ outcome: Result<LockOffer, any Error>) -> Bool {
+        let (accepted, continuation): (Bool, CheckedContinuation<LockOffer, any Error>?) = state.withLock { state in
+            switch state {
+            case .waiting(let continuation?):
+                state = .taken
+                return (true, continuation)
+            case .waiting(nil):
+                state = .offered(outcome)
+                return (true, nil)
+            case .offered, .taken, .abandoned:
+                return (false, nil)
+            }
+        }
+        continuation?.resume(with: outcome)
+        return accepted
+    }
+
+    /// Waits for the outcome, at most `bound`.
+    func wait(
+        within bound: Duration?, sleep: @escaping @Sendable (Duration) async throws -> Void
+    ) async throws
+        -> LockOffer
+    {
+        let timer = bound.map { bound in
+            Task {
+                do { try await sleep(bound) } catch { return }
+                self.abandon(with: DeadlineExceeded())
+            }
+        }
+        defer { timer?.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<LockOffer, any Error>) in
+                let early: Result<LockOffer, any Error>? = state.withLock { state in
+                    switch state {
+                    case .waiting:
+                        state = .waiting(continuation)
+                        return nil
+                    case .offered(let outcome):
+                        state = .taken
+                        return outcome
+                    case .taken:
+                        return .failure(CancelledWaiting())
+                    case .abandoned(let error):
+                        return .failure(error)
+                    }
+                }
+                if let early { continuation.resume(with: early) }
+            }
+        } onCancel: {
+            self.abandon(with: CancelledWaiting())
+        }
+    }
+
+    /// Gives up waiting, unless an outcome was offered already (the caller then picks it up: a granted lock is
+    /// never dropped here).
+    private func abandon(with error: any Error) {
+        let continuation: CheckedContinuation<LockOffer, any Error>?? = state.withLock { state in
+            switch state {
+            case .waiting(let continuation):
+                state = .abandoned(error)
+                return .some(continuation)
+            case .offered, .taken, .abandoned:
+                return nil
+            }
+        }
+        if let continuation { continuation?.resume(throwing: error) }
+    }
+
+    /// The caller is done with the connection.
+    func finish() { finished.open() }
+    func waitUntilFinished() async { await finished.wait() }
+    /// The connection's task has returned the connection to the pool.
+    func connectionReturned() { returned.open() }
+    func waitUntilConnectionReturned() async { await returned.wait() }
+}
+
+/// A gate that opens once; waiters before and after pass.
+final class Gate: Sendable {
+    private let state = LockedValue<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func open() {
+        let waiters = state.withLock { state in
+            defer { state = (true, []) }
+            return state.open ? [] : state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let isOpen = state.withLock { state in
+                if !state.open { state.waiters.append(continuation) }
+                return state.open
+            }
+            if isOpen { continuation.resume() }
+        }
+    }
+}
+
+/// The lock this task (and its child tasks) holds: its keys, the connection it is held on, the client that
+/// connection came from, and the leases taken with it. A nested call does not wait for itself, and the store's
+/// operations inside the body use the lock's connection (while it is open) and fence their writes by the lease.
 struct HeldAdvisoryLock: Sendable {
     @TaskLocal static var current: HeldAdvisoryLock?
 
     let keys: Set<Int64>
     let connection: PostgresConnection
     let client: ObjectIdentifier
-}
-
-/// Set once a connection has been leased.
-final class LeaseFlag: Sendable {
-    private let flag = LockedValue(false)
-    var isSet: Bool { flag.withLock { $0 } }
-    func set() { flag.withLock { $0 = true } }
+    let leases: [String: ActiveLease]
 }
 #endif

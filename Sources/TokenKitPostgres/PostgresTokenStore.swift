@@ -18,18 +18,31 @@ public import PostgresNIO
 /// - **Tri-state reads.** A database that cannot be reached (refused, timed out past
 ///   ``Configuration/operationTimeout``, restarting) reads as `.unavailable`, never as `.absent`: a
 ///   `TokenRefreshClient` keeps the session it holds and does not sign the user out.
-/// - **One refresh per session across replicas.** ``withExclusiveAccess(account:_:)`` holds a session-level
-///   advisory lock keyed by the account on a connection of its own for the whole body. A replica killed while
-///   holding it releases it when its connection drops. Waits are bounded by ``Configuration/lockTimeout`` and end
-///   with ``/Persistence/PersistenceError/lockTimedOut``.
+/// - **One refresh per session across replicas, through restarts.** ``withExclusiveAccess(account:_:)`` takes a
+///   session-level advisory lock keyed by the account, then a **lease** in the account's row: an owner, a fencing
+///   number and an expiry on the database's clock, taken in one `UPDATE` only when no other owner's lease is live.
+///   While the refresh runs the holder renews the lease every third of ``Configuration/leaseDuration`` (3 s by
+///   default) on any connection it can get. A replica that finds a live lease waits and never presents the refresh
+///   token it holds; it goes on when the holder has stored its pair (the save ends the lease) or the lease has
+///   expired (a holder that died). Waits are bounded by ``Configuration/lockTimeout`` and end with
+///   ``/Persistence/PersistenceError/lockTimedOut``; database errors meanwhile (a restart, a connection ended) are
+///   retried within it.
+/// - **A refreshed pair is stored.** A save under the lease is fenced (it lands only while the lease is still this
+///   holder's, and its generation condition holds), retried on a fresh connection within
+///   ``Configuration/operationTimeout``, and after that retried in the background for up to
+///   ``Configuration/persistRetryLimit`` with the lease kept alive. A save or removal outside any lease (a sign-in, a
+///   sign-out) ends whatever lease the row carries, so the old holder's write is refused with
+///   ``/Persistence/PersistenceError/conflict``.
 /// - **Optional encryption at rest.** With an ``Configuration/encryptionKey`` the payload is sealed with AES-GCM,
 ///   bound to the account. A wrong key is ``/Persistence/PersistenceError/wrongKey``, not a crash, and saves refuse
 ///   to overwrite a row sealed with another key (or not sealed at all).
 /// - **No token text in logs.** The store's own lines carry no token text. PostgresNIO logs the bytes of the rows
 ///   it sends and receives at `trace`, so the store hands it its logger raised to `debug` at least. The
 ///   `PostgresClient` you create has a background logger of its own: keep it above `trace` too.
-/// - **An idempotent schema.** ``migrate()`` runs `CREATE TABLE IF NOT EXISTS` under a transaction-level advisory
-///   lock, so replicas starting together do not race; by default the first operation runs it.
+/// - **An idempotent schema.** ``migrate()`` runs `CREATE TABLE IF NOT EXISTS`, and adds the lease columns to a
+///   table made by an earlier version (`ALTER TABLE … ADD COLUMN IF NOT EXISTS`, only when one is missing), under a
+///   transaction-level advisory lock, so replicas starting together do not race; by default the first operation
+///   runs it. With ``Configuration/migratesAutomatically`` off, run it after upgrading.
 ///
 /// The table (``Configuration/tableName``, `tokenkit_sessions` by default):
 ///
@@ -40,13 +53,17 @@ public import PostgresNIO
 ///     format_version integer NOT NULL,
 ///     key_check text,               -- NULL for plain rows
 ///     payload bytea NOT NULL,       -- the session's JSON, or its AES-GCM box
-///     updated_at timestamptz NOT NULL DEFAULT now()
+///     updated_at timestamptz NOT NULL DEFAULT now(),
+///     lease_owner text,             -- the replica refreshing the session, NULL for none
+///     lease_fence bigint NOT NULL DEFAULT 0,  -- raised by each lease taken
+///     lease_expires_at timestamptz  -- on the database's clock
 /// )
 /// ```
 ///
 /// The store borrows the app's `PostgresClient` (its pool); the app runs the client (`client.run()`, or in a
 /// `ServiceGroup`). Each lock holder uses one pooled connection for the lock and for the store's reads and writes
-/// inside the body (keep those sequential); waiters hold no connection between attempts.
+/// inside the body (keep those sequential), a pooled one for them once that connection is gone, and a pooled one
+/// every third of a lease to renew it; waiters hold no connection between attempts.
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: .init(
@@ -54,6 +71,30 @@ public import PostgresNIO
 /// let store = PostgresTokenStore(client: client)
 /// let refresher = TokenRefreshClient(strategy: strategy, store: store, configuration: .init(account: userID))
 /// ```
+///
+/// ## Why a lease in the row
+///
+/// With a rotating refresh token, the old token is dead the moment the token server answers, and the answer may
+/// still be on its way back. Whatever says "a refresh of this token is in flight" must outlive anything that can
+/// happen to the refreshing replica's connection in the meantime:
+/// - A session-level advisory lock alone does not: it ends with its connection, and a database restart or a
+///   terminated backend ends every connection at once. A waiter then takes the lock, reads the old pair and presents
+///   the rotated token, and a server with reuse detection revokes the session.
+/// - Nor does `SELECT … FOR UPDATE` in a transaction held across the call to the token server: the transaction, and
+///   its row lock, end with the connection just the same (and would hold a connection and a row lock for the whole
+///   network call).
+/// - A lease written to the row survives both: it is durable, carries its own expiry on the database's clock, and
+///   its fencing number makes every write of a holder that lost it fail. The advisory lock stays as a hint, so that
+///   waiters ask for the lease once per ``Configuration/lockRetryInterval`` instead of queueing on the row, and so
+///   that accounts without a row (nothing to protect yet) are still serialised. Waiters poll; a wake-up by
+///   `LISTEN`/`NOTIFY` would need a connection per waiter for little gain at a 20-ms poll.
+///
+/// The assumption: a live holder reaches the database at least once per ``Configuration/leaseDuration``. A holder cut
+/// off for longer (a database outage longer than two thirds of it) may lose its lease to a waiter, which then
+/// presents a refresh token the server may already have rotated; choose the duration longer than the outages a
+/// refresh must survive, and shorter than ``Configuration/lockTimeout`` so that a waiter outlasts a dead holder's
+/// lease. A holder killed after the server rotated and before its save loses the pair whatever the store does; only
+/// a grace window on the token server (accepting the previous refresh token for a few seconds) cures that.
 public struct PostgresTokenStore: TokenStore {
     /// Options for a ``PostgresTokenStore``.
     public struct Configuration: Sendable {
@@ -62,11 +103,12 @@ public struct PostgresTokenStore: TokenStore {
         public var tableName: String
         /// A key to seal sessions with AES-GCM (128, 192 or 256 bits), or `nil` to store plain JSON.
         public var encryptionKey: SymmetricKey?
-        /// The longest wait for another holder of the account's lock before
+        /// The longest wait for another holder of the account's lock or lease before
         /// ``withExclusiveAccess(account:_:)`` gives up with ``/Persistence/PersistenceError/lockTimedOut``;
-        /// `nil` waits without limit.
+        /// `nil` waits without limit. Database errors meanwhile are retried until it has passed (then
+        /// ``/Persistence/PersistenceError/lockFailed``), so a restart shorter than this fails no refresh.
         public var lockTimeout: Duration?
-        /// How often a waiter asks PostgreSQL for the lock again (`pg_try_advisory_lock`).
+        /// How often (at most) a waiter asks PostgreSQL for the lock and the lease again.
         public var lockRetryInterval: Duration
         /// The longest an operation waits for the database (a pooled connection and the query) before a read
         /// reports `.unavailable` and a write fails; `nil` waits as long as the pool does.
@@ -83,6 +125,20 @@ public struct PostgresTokenStore: TokenStore {
         /// belong to) and take one of them once it is free. Give the token table a database of its own, or a
         /// database that untrusted roles cannot connect to, to rule that out.
         public var lockKeySecret: SymmetricKey?
+        /// How long a refresh lease lasts without renewal. The holder renews it every third of this while its
+        /// refresh runs, so the lease outlives the holder's connection, its advisory lock and a database restart,
+        /// and ends this long after a holder that died (or lost the database for longer) last renewed it.
+        ///
+        /// Keep it shorter than ``lockTimeout``: a holder killed before the token server answered is then taken over
+        /// within a waiter's wait. Keep it longer than the longest database outage a refresh should survive: a live
+        /// holder must reach the database at least once per lease.
+        public var leaseDuration: Duration
+        /// How long a holder keeps trying to store a refreshed pair after its save has already failed (with
+        /// ``/Persistence/PersistenceError/writeFailed``) within ``operationTimeout``. Meanwhile it keeps its lease
+        /// alive, so no other replica presents the refresh token the server has already rotated.
+        public var persistRetryLimit: Duration
+        /// Switches for tests: the lease heartbeat off, and a callback per lock attempt.
+        package var testHooks = TestHooks()
 
         /// Creates a configuration.
         ///
@@ -94,6 +150,11 @@ public struct PostgresTokenStore: TokenStore {
         ///   - operationTimeout: The longest wait for the database per operation; 5 s by default.
         ///   - migratesAutomatically: Whether the first operation creates the table if needed.
         ///   - lockKeySecret: A secret shared by the replicas to derive advisory lock keys with, or `nil`.
+        ///   - leaseDuration: How long a refresh lease lasts without renewal; 3 s by default (renewed every 1 s, so a
+        ///     database outage of up to 2 s is survived, and a dead holder is taken over within 3 s, inside the
+        ///     default 5-s lock wait).
+        ///   - persistRetryLimit: How long a holder keeps trying to store a refreshed pair after its save failed;
+        ///     30 s by default (a database restart or fail-over, with room to spare).
         public init(
             tableName: String = "tokenkit_sessions",
             encryptionKey: SymmetricKey? = nil,
@@ -101,7 +162,9 @@ public struct PostgresTokenStore: TokenStore {
             lockRetryInterval: Duration = .milliseconds(20),
             operationTimeout: Duration? = .seconds(5),
             migratesAutomatically: Bool = true,
-            lockKeySecret: SymmetricKey? = nil
+            lockKeySecret: SymmetricKey? = nil,
+            leaseDuration: Duration = .seconds(3),
+            persistRetryLimit: Duration = .seconds(30)
         ) {
             self.tableName = tableName
             self.encryptionKey = encryptionKey
@@ -110,6 +173,8 @@ public struct PostgresTokenStore: TokenStore {
             self.operationTimeout = operationTimeout
             self.migratesAutomatically = migratesAutomatically
             self.lockKeySecret = lockKeySecret
+            self.leaseDuration = max(leaseDuration, .milliseconds(3))
+            self.persistRetryLimit = persistRetryLimit
         }
     }
 
@@ -125,7 +190,9 @@ public struct PostgresTokenStore: TokenStore {
 
     let format: SessionRowFormat
     let timer: StoreClock
-    private let schema = SchemaState()
+    let schema = SchemaState()
+    /// This store value's part of a lease owner (`lease_owner`); each acquisition adds a nonce.
+    let instanceID = UUID().uuidString.lowercased()
 
     /// Creates a store over the app's client. Nothing is queried until the first operation (or ``migrate()``).
     ///
@@ -134,7 +201,8 @@ public struct PostgresTokenStore: TokenStore {
     /// - Parameters:
     ///   - client: The app's PostgreSQL client; its pool is shared with the app.
     ///   - configuration: Table name, encryption and timeouts.
-    ///   - clock: The clock for lock waits and timeouts.
+    ///   - clock: The clock for lock waits, timeouts, retries and lease renewals (the lease's expiry itself is on the
+    ///     database's clock).
     ///   - logger: Where debug and trace messages go (never token text).
     /// - Precondition: ``Configuration/tableName`` is a plain or schema-qualified SQL identifier.
     public init(
@@ -203,6 +271,18 @@ public struct PostgresTokenStore: TokenStore {
     ) async throws(PersistenceError) {
         let payload = try format.encode(session, account: account)
         let generation = Int64(bitPattern: session.generation)
+        if let held = HeldAdvisoryLock.current, held.client == ObjectIdentifier(client),
+            let lease = held.leases[account]
+        {
+            try await fencedSave(
+                WriteRequest(
+                    account: account, generation: generation, payload: payload, condition: condition, lease: lease),
+                lockConnection: held.connection)
+            logger.debug(
+                "session saved under the lease",
+                metadata: ["generation": "\(session.generation)", "token": "\(session.token.fingerprint)"])
+            return
+        }
         let outcome = try await database(.writeFailed) {
             try await self.write(account: account, generation: generation, payload: payload, condition: condition)
         }
@@ -222,14 +302,21 @@ public struct PostgresTokenStore: TokenStore {
     /// - Throws: ``/Persistence/PersistenceError/conflict`` when the condition fails;
     ///   ``/Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails.
     public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        let lease = HeldAdvisoryLock.current.flatMap {
+            $0.client == ObjectIdentifier(client) ? $0.leases[account] : nil
+        }
         let outcome = try await database(.writeFailed) {
-            try await self.delete(account: account, condition: condition)
+            if let lease {
+                return try await self.fencedDelete(account: account, condition: condition, lease: lease)
+            }
+            return try await self.delete(account: account, condition: condition)
         }
         if let refusal = outcome { throw refusal }
         logger.debug("session removed")
     }
 
-    /// Creates the table if it does not exist. Idempotent, and safe to run from several replicas at once.
+    /// Creates the table if it does not exist, and adds the lease columns to a table an earlier version made.
+    /// Idempotent, and safe to run from several replicas at once.
     ///
     /// - Throws: ``/Persistence/PersistenceError/unavailable`` when the database cannot be reached or refuses
     ///   (the detail names the SQLSTATE, a permission error say).
@@ -292,13 +379,13 @@ public struct PostgresTokenStore: TokenStore {
     }
 
     /// The stored row's generation, format and key check, locked until the transaction ends.
-    private struct Header: Sendable {
+    struct Header: Sendable {
         let generation: UInt64
         let formatVersion: Int32
         let keyCheck: String?
     }
 
-    private func lockedHeader(account: String, on connection: PostgresConnection) async throws -> Header? {
+    func lockedHeader(account: String, on connection: PostgresConnection) async throws -> Header? {
         let rows = try await connection.query(
             """
             SELECT generation, format_version, key_check FROM \(unescaped: table) WHERE account = \(account) FOR UPDATE
@@ -310,7 +397,7 @@ public struct PostgresTokenStore: TokenStore {
     }
 
     /// Why this store may not write over `header`'s row, if it may not: a newer format or another key.
-    private func unreadable(_ header: Header) -> PersistenceError? {
+    func unreadable(_ header: Header) -> PersistenceError? {
         if header.formatVersion > SessionRowFormat.currentVersion {
             return PersistenceError.unsupportedFormatVersion.with(detail: "row format \(header.formatVersion)")
         }
@@ -337,7 +424,8 @@ public struct PostgresTokenStore: TokenStore {
                     try await connection.query(
                         """
                         UPDATE \(unescaped: self.table) SET generation = \(generation), format_version = \(version),
-                            key_check = \(keyCheck), payload = \(bytes), updated_at = now()
+                            key_check = \(keyCheck), payload = \(bytes), updated_at = now(),
+                            lease_owner = NULL, lease_expires_at = NULL
                         WHERE account = \(account)
                         """, logger: queryLogger)
                     return nil
@@ -374,22 +462,46 @@ public struct PostgresTokenStore: TokenStore {
         }
     }
 
-    private func createTable() async throws {
+    func createTable() async throws {
+        try await client.withConnection { connection in try await self.createTable(on: connection) }
+    }
+
+    /// Creates the table, or adds the lease columns to a table made by an earlier version.
+    func createTable(on connection: PostgresConnection) async throws {
         let lockKey = SessionRowFormat.lockKey(
             table: table, account: "\u{0}schema", secret: configuration.lockKeySecret)
-        try await client.withConnection { connection in
-            try await connection.withTransaction(logger: queryLogger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: queryLogger)
+        try await connection.withTransaction(logger: queryLogger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: queryLogger)
+            try await connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS \(unescaped: table) (
+                    account text PRIMARY KEY,
+                    generation bigint NOT NULL,
+                    format_version integer NOT NULL,
+                    key_check text,
+                    payload bytea NOT NULL,
+                    updated_at timestamptz NOT NULL DEFAULT now(),
+                    lease_owner text,
+                    lease_fence bigint NOT NULL DEFAULT 0,
+                    lease_expires_at timestamptz
+                )
+                """, logger: queryLogger)
+            // ALTER TABLE locks the whole table even when it changes nothing: only when a column is missing.
+            let rows = try await connection.query(
+                """
+                SELECT count(*) FROM pg_attribute
+                WHERE attrelid = to_regclass(\(table)) AND NOT attisdropped
+                    AND attname IN ('lease_owner', 'lease_fence', 'lease_expires_at')
+                """, logger: queryLogger)
+            var present = 0
+            for try await count in rows.decode(Int64.self) { present = Int(count) }
+            if present < 3 {
                 try await connection.query(
                     """
-                    CREATE TABLE IF NOT EXISTS \(unescaped: table) (
-                        account text PRIMARY KEY,
-                        generation bigint NOT NULL,
-                        format_version integer NOT NULL,
-                        key_check text,
-                        payload bytea NOT NULL,
-                        updated_at timestamptz NOT NULL DEFAULT now()
-                    )
+                    ALTER TABLE \(unescaped: table)
+                        ADD COLUMN IF NOT EXISTS lease_owner text,
+                        ADD COLUMN IF NOT EXISTS lease_fence bigint NOT NULL DEFAULT 0,
+                        ADD COLUMN IF NOT EXISTS lease_expires_at timestamptz
                     """, logger: queryLogger)
             }
         }

@@ -17,14 +17,17 @@ struct AdvisoryLockTests {
     /// Runs `body` with two stores over one table, each with a pool of its own (two replicas).
     func withReplicas(
         lockTimeout: Duration? = .seconds(30),
+        secondReplicasAttempts: (@Sendable (LockAttemptOutcome) -> Void)? = nil,
         _ body: (PostgresTokenStore, PostgresTokenStore, PostgresClient) async throws -> Void
     ) async throws {
         let table = uniqueTable()
         try await withClient { first in
             try await withClient { second in
                 let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: lockTimeout)
+                var observed = configuration
+                observed.testHooks.lockAttempt = secondReplicasAttempts
                 let one = PostgresTokenStore(client: first, configuration: configuration)
-                let two = PostgresTokenStore(client: second, configuration: configuration)
+                let two = PostgresTokenStore(client: second, configuration: observed)
                 try await one.migrate()
                 do {
                     try await body(one, two, first)
@@ -103,7 +106,8 @@ struct AdvisoryLockTests {
     }
 
     @Test func aDroppedConnectionReleasesTheLock() async throws {
-        try await withReplicas { one, two, admin in
+        let refused = Signal()
+        try await withReplicas(secondReplicasAttempts: { if $0 == .busy { refused.fire() } }) { one, two, admin in
             let holding = AsyncStream<Void>.makeStream()
             let finish = AsyncStream<Void>.makeStream()
             let holder = Task {
@@ -121,7 +125,8 @@ struct AdvisoryLockTests {
                     return "waiter"
                 }
             }
-            try await Task.sleep(for: .milliseconds(200))
+            // The waiter has asked and been refused at least once.
+            await refused.wait()
             #expect(!taken.isSet)
             // What a SIGKILL of the holder does to its connection: the server ends the backend holding the lock.
             let terminated = try await admin.query(

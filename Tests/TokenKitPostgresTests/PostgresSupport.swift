@@ -41,10 +41,92 @@ func withClient<T: Sendable>(
     _ body: (PostgresClient) async throws -> T
 ) async throws -> T {
     let client = PostgresClient(configuration: try #require(configuration))
-    return try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { await client.run() }
-        defer { group.cancelAll() }
-        return try await body(client)
+    return try await DatabaseAccess.shared.sharing {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(client)
+        }
+    }
+}
+
+/// Tests that stop or restart the server have it to themselves; every other test shares it (tests of all suites
+/// run in parallel). A task that holds it, shared or not, does not ask again.
+actor DatabaseAccess {
+    static let shared = DatabaseAccess()
+    @TaskLocal static var held = false
+
+    private var readers = 0
+    private var writer = false
+    private var waitingWriters: [CheckedContinuation<Void, Never>] = []
+    private var waitingReaders: [CheckedContinuation<Void, Never>] = []
+
+    /// Runs `body` sharing the server with other tests.
+    nonisolated func sharing<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        if Self.held { return try await body() }
+        await beginShared()
+        do {
+            let result = try await Self.$held.withValue(true) { try await body() }
+            await endShared()
+            return result
+        } catch {
+            await endShared()
+            throw error
+        }
+    }
+
+    /// Runs `body` with the server to itself (it may stop and start it).
+    nonisolated func exclusively<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        precondition(!Self.held, "the server is already held by this task")
+        await beginExclusive()
+        do {
+            let result = try await Self.$held.withValue(true) { try await body() }
+            await endExclusive()
+            return result
+        } catch {
+            await endExclusive()
+            throw error
+        }
+    }
+
+    private func beginShared() async {
+        if !writer && waitingWriters.isEmpty {
+            readers += 1
+            return
+        }
+        await withCheckedContinuation { waitingReaders.append($0) }
+    }
+
+    private func endShared() {
+        readers -= 1
+        wake()
+    }
+
+    private func beginExclusive() async {
+        if !writer && readers == 0 {
+            writer = true
+            return
+        }
+        await withCheckedContinuation { waitingWriters.append($0) }
+    }
+
+    private func endExclusive() {
+        writer = false
+        wake()
+    }
+
+    private func wake() {
+        guard !writer else { return }
+        if readers == 0, !waitingWriters.isEmpty {
+            writer = true
+            waitingWriters.removeFirst().resume()
+            return
+        }
+        guard waitingWriters.isEmpty else { return }
+        readers += waitingReaders.count
+        let readers = waitingReaders
+        waitingReaders = []
+        for reader in readers { reader.resume() }
     }
 }
 

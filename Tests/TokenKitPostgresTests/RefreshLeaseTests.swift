@@ -1,0 +1,438 @@
+// Compiled only with the `PostgresStore` package trait.
+#if PostgresStore
+import AuthToken
+import Foundation
+import HTTPTypes
+import Logging
+import NetworkRetry
+import Persistence
+import PostgresNIO
+import Synchronization
+import Testing
+import TokenKitLogCheck
+import TokenKitPostgres
+import TokenKitTesting
+import TokenRefresh
+
+private let oldPair = AuthToken(
+    accessToken: "pg-lease-access-token-old", refreshToken: "pg-lease-refresh-token-old",
+    receivedAt: Date(timeIntervalSince1970: 1_800_000_000), lifetime: 3600)
+private let newerPair = AuthToken(
+    accessToken: "pg-lease-access-token-newer", refreshToken: "pg-lease-refresh-token-newer",
+    receivedAt: Date(timeIntervalSince1970: 1_800_000_100), lifetime: 3600)
+private let stalePair = AuthToken(
+    accessToken: "pg-lease-access-token-stale", refreshToken: "pg-lease-refresh-token-stale",
+    receivedAt: Date(timeIntervalSince1970: 1_800_000_200), lifetime: 3600)
+
+/// Replicas whose refresh is in flight when the database restarts or the lock holder's connection is ended.
+@Suite(.logLeakCheck(), .enabled(if: TestDatabase.isConfigured, TestDatabase.skipMessage))
+struct RefreshLeaseTests {
+    /// What happens to the lock holder's connection while the server's answer is on the wire.
+    enum Fault: String, CaseIterable, CustomTestStringConvertible {
+        case databaseRestart, holderConnectionTerminated
+        var testDescription: String { rawValue }
+    }
+
+    @Test(.timeLimit(.minutes(1)), arguments: Fault.allCases)
+    func aRefreshInFlightSurvivesTheLossOfTheHoldersConnection(fault: Fault) async throws {
+        if fault == .databaseRestart {
+            guard DatabaseServer.restartScript != nil else {
+                Issue.record("skipped: TOKENKIT_POSTGRES_RESTART is not set (.ci/postgres --run sets it)")
+                return
+            }
+            try await DatabaseAccess.shared.exclusively { try await refreshSurvives(fault) }
+        } else {
+            try await refreshSurvives(fault)
+        }
+    }
+
+    func refreshSurvives(_ fault: Fault) async throws {
+        let table = uniqueTable()
+        let clock = ManualClock()
+        let server = SimulatedTokenServer(
+            configuration: .init(rotatesRefreshTokens: true, detectsReuse: true, graceWindow: 0), now: clock.wallClock)
+        let wire = AnswerHeldAfterRotation(server: server)
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: wire,
+            now: clock.wallClock)
+        let waiting = Signal()
+        try await withClient { first in
+            try await withClient { second in
+                try await withClient { admin in
+                    let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
+                    let holderStore = PostgresTokenStore(client: first, configuration: configuration)
+                    let waiterStore = PostgresTokenStore(
+                        client: second, configuration: configuration,
+                        logger: signalingLogger("waiter-store", on: "live lease", signal: waiting))
+                    let initial = await server.issueSession(
+                        userID: "user-1", receivedAt: clock.date.addingTimeInterval(-7200))
+                    try await holderStore.save(
+                        StoredSession(token: initial, userID: "user-1", generation: 1), account: "alice",
+                        condition: .always)
+                    let holder = TokenRefreshClient(
+                        strategy: OAuthRefreshStrategy(endpoint: endpoint), store: holderStore,
+                        configuration: .init(account: "alice"), clock: clock, now: clock.wallClock)
+                    let waiter = TokenRefreshClient(
+                        strategy: OAuthRefreshStrategy(endpoint: endpoint), store: waiterStore,
+                        configuration: .init(account: "alice"), clock: clock, now: clock.wallClock)
+
+                    let holding = Task { try await holder.validToken().accessToken }
+                    // The server has rotated; its answer is on the wire.
+                    await wire.waitUntilHeld()
+                    #expect(await server.refreshCount == 1)
+                    // Time passes on the server: a second use of the rotated token is reuse, not grace.
+                    clock.advance(by: .seconds(1))
+                    switch fault {
+                    case .databaseRestart:
+                        try await DatabaseServer.run("restart")
+                    case .holderConnectionTerminated:
+                        let ended = try await terminateBackends(
+                            holding: holderStore.advisoryLockKey(account: "alice"), admin: admin)
+                        #expect(ended == 1)
+                    }
+                    let asking = Task {
+                        defer { waiting.fire() }
+                        return try await waiter.validToken().accessToken
+                    }
+                    // The waiter is waiting on the holder's lease (or, without one, has finished).
+                    await waiting.wait()
+                    await wire.release()
+                    let held = await holding.result
+                    let asked = await asking.result
+                    #expect(await server.refreshCount == 1)
+                    #expect(await server.reuseDetections == 0)
+                    #expect(await server.graceRecoveries == 0)
+                    // Fingerprints, not tokens, in what a failure prints.
+                    let heldToken = AuthToken.fingerprint(try held.get())
+                    let askedToken = AuthToken.fingerprint(try asked.get())
+                    #expect(heldToken == askedToken)
+                    #expect(heldToken != AuthToken.fingerprint(initial.accessToken))
+                    let saved = try #require(await stored(holderStore, account: "alice"))
+                    #expect(AuthToken.fingerprint(saved.token.accessToken) == heldToken)
+                    #expect(saved.generation > 1)
+                    try await dropTable(table, client: admin)
+                }
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aWaiterThatMeetsConnectionErrorsDuringARestartGetsTheLock() async throws {
+        guard DatabaseServer.restartScript != nil else {
+            Issue.record("skipped: TOKENKIT_POSTGRES_RESTART is not set (.ci/postgres --run sets it)")
+            return
+        }
+        try await DatabaseAccess.shared.exclusively { try await waiterGetsTheLockAfterARestart() }
+    }
+
+    func waiterGetsTheLockAfterARestart() async throws {
+        let table = uniqueTable()
+        let retrying = Signal()
+        try await withClient { client in
+            let store = PostgresTokenStore(
+                client: client,
+                configuration: .init(
+                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(200)),
+                logger: signalingLogger("restart-waiter", on: "retrying", signal: retrying))
+            try await store.save(StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            try await DatabaseServer.run("stop")
+            let waiter = Task {
+                defer { retrying.fire() }
+                return try await store.withExclusiveAccess(account: "alice") { "taken" }
+            }
+            // The waiter has met the database down at least once (or, giving up at once, has finished).
+            await retrying.wait()
+            try await DatabaseServer.run("start")
+            let taken = try await waiter.value
+            #expect(taken == "taken")
+            try await dropTable(table, client: client)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aHolderWhoseLeaseWasTakenOverCannotWrite() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                var staleConfiguration = PostgresTokenStore.Configuration(
+                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .seconds(1),
+                    leaseDuration: .milliseconds(100))
+                staleConfiguration.testHooks.pausesHeartbeat = true
+                let stale = PostgresTokenStore(client: first, configuration: staleConfiguration)
+                let current = PostgresTokenStore(
+                    client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+                try await stale.save(StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+                let taken = Signal()
+                let staleWritten = Signal()
+                let takeover = Task {
+                    try await current.withExclusiveAccess(account: "alice") {
+                        taken.fire()
+                        await staleWritten.wait()
+                        try await current.save(
+                            StoredSession(token: newerPair, generation: 2), account: "alice",
+                            condition: .generation(1))
+                    }
+                }
+                let staleWrite = try await stale.withExclusiveAccess(account: "alice") {
+                    // The holder is cut off: its connection is gone and it cannot renew its lease in time.
+                    let ended = try await terminateBackends(
+                        holding: stale.advisoryLockKey(account: "alice"), admin: second)
+                    #expect(ended == 1)
+                    await taken.wait()
+                    let result = await failure { () async throws(PersistenceError) in
+                        try await stale.save(
+                            StoredSession(token: stalePair, generation: 2), account: "alice",
+                            condition: .generation(1))
+                    }
+                    staleWritten.fire()
+                    return result
+                }
+                #expect(staleWrite == .conflict)
+                try await takeover.value
+                #expect(await stored(current, account: "alice")?.token == newerPair)
+                try await dropTable(table, client: second)
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aSignInDuringARefreshReplacesTheSessionAndTheRefreshesWriteConflicts() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
+                let refreshing = PostgresTokenStore(client: first, configuration: configuration)
+                let signingIn = PostgresTokenStore(client: second, configuration: configuration)
+                try await refreshing.save(
+                    StoredSession(token: oldPair, userID: "user-1", generation: 2), account: "alice",
+                    condition: .always)
+                let refreshWrite = try await refreshing.withExclusiveAccess(account: "alice") {
+                    // Another replica, which last read generation 1, signs a user in (outside any lock): its
+                    // session is generation 2 too.
+                    try await signingIn.save(
+                        StoredSession(token: newerPair, userID: "user-2", generation: 2), account: "alice",
+                        condition: .always)
+                    return await failure { () async throws(PersistenceError) in
+                        try await refreshing.save(
+                            StoredSession(token: stalePair, userID: "user-1", generation: 3), account: "alice",
+                            condition: .generation(2))
+                    }
+                }
+                #expect(refreshWrite == .conflict)
+                let saved = await stored(signingIn, account: "alice")
+                #expect(saved?.token == newerPair)
+                #expect(saved?.userID == "user-2")
+                try await dropTable(table, client: first)
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aTableMadeByAnEarlierVersionGetsTheLeaseColumnsAndKeepsItsRows() async throws {
+        let table = uniqueTable()
+        try await withClient { client in
+            try await client.query(
+                """
+                CREATE TABLE \(unescaped: table) (
+                    account text PRIMARY KEY,
+                    generation bigint NOT NULL,
+                    format_version integer NOT NULL,
+                    key_check text,
+                    payload bytea NOT NULL,
+                    updated_at timestamptz NOT NULL DEFAULT now()
+                )
+                """)
+            let earlier = PostgresTokenStore(
+                client: client, configuration: .init(tableName: table, migratesAutomatically: false))
+            try await earlier.save(StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            let store = PostgresTokenStore(client: client, configuration: .init(tableName: table))
+            try await store.migrate()
+            try await store.migrate()
+            let rows = try await client.query(
+                """
+                SELECT count(*) FROM pg_attribute
+                WHERE attrelid = to_regclass(\(table)) AND NOT attisdropped
+                    AND attname IN ('lease_owner', 'lease_fence', 'lease_expires_at')
+                """)
+            var columns: Int64 = 0
+            for try await count in rows.decode(Int64.self) { columns = count }
+            #expect(columns == 3)
+            #expect(await stored(store, account: "alice")?.token == oldPair)
+            try await store.withExclusiveAccess(account: "alice") {
+                try await store.save(
+                    StoredSession(token: newerPair, generation: 2), account: "alice", condition: .generation(1))
+            }
+            #expect(await stored(store, account: "alice")?.token == newerPair)
+            try await dropTable(table, client: client)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aPairWhoseSaveFailedIsStoredOnceTheDatabaseIsBackBeforeAnotherReplicaReadsTheSession() async throws {
+        guard DatabaseServer.restartScript != nil else {
+            Issue.record("skipped: TOKENKIT_POSTGRES_RESTART is not set (.ci/postgres --run sets it)")
+            return
+        }
+        try await DatabaseAccess.shared.exclusively { try await pairIsStoredAfterTheOutage() }
+    }
+
+    func pairIsStoredAfterTheOutage() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                let holder = PostgresTokenStore(
+                    client: first,
+                    configuration: .init(
+                        tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300)))
+                let other = PostgresTokenStore(
+                    client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+                try await holder.save(
+                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+                let saveFailure = try await holder.withExclusiveAccess(account: "alice") {
+                    // The server has answered the refresh; the database goes away before the pair is stored.
+                    try await DatabaseServer.run("stop")
+                    let failed = await failure { () async throws(PersistenceError) in
+                        try await holder.save(
+                            StoredSession(token: newerPair, generation: 2), account: "alice",
+                            condition: .generation(1))
+                    }
+                    try await DatabaseServer.run("start")
+                    return failed
+                }
+                #expect(saveFailure == .writeFailed)
+                // Another replica waits for the holder's lease and then reads the pair the holder kept storing.
+                let seen = try await other.withExclusiveAccess(account: "alice") {
+                    await stored(other, account: "alice")
+                }
+                #expect(seen?.token == newerPair)
+                #expect(seen?.generation == 2)
+                try await dropTable(table, client: second)
+            }
+        }
+    }
+}
+
+// MARK: - Helpers
+
+/// The error `body` threw, or `nil`.
+func failure(_ body: () async throws(PersistenceError) -> Void) async -> PersistenceError? {
+    do {
+        try await body()
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// The throwaway server's control script (`TOKENKIT_POSTGRES_RESTART`, set by `.ci/postgres`).
+enum DatabaseServer {
+    static var restartScript: String? {
+        ProcessInfo.processInfo.environment["TOKENKIT_POSTGRES_RESTART"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Runs `$TOKENKIT_POSTGRES_RESTART command` (`stop`, `start` or `restart`) and waits for it to end.
+    static func run(_ command: String) async throws {
+        let script = try #require(restartScript)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: script)
+        process.arguments = [command]
+        process.standardOutput = FileHandle.nullDevice
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { process in continuation.resume(returning: process.terminationStatus) }
+            do { try process.run() } catch { continuation.resume(throwing: error) }
+        }
+        #expect(status == 0, "\(command) of the test database failed")
+    }
+}
+
+/// Ends the backends holding the advisory lock `key` (what a SIGKILL of the holder, or a network cut, does to its
+/// connection) and returns how many there were.
+func terminateBackends(holding key: Int64, admin: PostgresClient) async throws -> Int {
+    let rows = try await admin.query(
+        """
+        SELECT pg_terminate_backend(pid) FROM pg_locks
+        WHERE locktype = 'advisory' AND granted AND objsubid = 1
+            AND ((classid::bigint << 32) | objid::bigint) = \(key)
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        """)
+    var ended = 0
+    for try await _ in rows { ended += 1 }
+    return ended
+}
+
+/// A one-shot signal: ``wait()`` returns once ``fire()`` has been called (before or after).
+final class Signal: Sendable {
+    private let state = Mutex<(fired: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func fire() {
+        let waiters = state.withLock { state in
+            defer { state = (true, []) }
+            return state.fired ? [] : state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let fired = state.withLock { state in
+                if !state.fired { state.waiters.append(continuation) }
+                return state.fired
+            }
+            if fired { continuation.resume() }
+        }
+    }
+}
+
+/// A logger that logs as usual (to the leak check's capture) and fires `signal` at the first line containing
+/// `needle`.
+func signalingLogger(_ label: String, on needle: String, signal: Signal) -> Logger {
+    var logger = Logger(label: label) { label in
+        MultiplexLogHandler([Logger(label: label).handler, SignalingLogHandler(needle: needle, signal: signal)])
+    }
+    logger.logLevel = .debug
+    return logger
+}
+
+struct SignalingLogHandler: LogHandler {
+    let needle: String
+    let signal: Signal
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        if event.message.description.contains(needle) { signal.fire() }
+    }
+}
+
+/// A transport in front of the token server that holds the first answer after the server has handled the
+/// request (rotated), until ``release()``: the answer is on the wire.
+actor AnswerHeldAfterRotation: HTTPTransport {
+    let server: SimulatedTokenServer
+    private var holdsNext = true
+    private let held = Signal()
+    private let released = Signal()
+
+    init(server: SimulatedTokenServer) { self.server = server }
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        let answer = try await server.send(request, body: body)
+        if holdsNext {
+            holdsNext = false
+            held.fire()
+            await released.wait()
+        }
+        return answer
+    }
+
+    /// Returns once an answer is held.
+    func waitUntilHeld() async { await held.wait() }
+
+    /// Lets the held answer go.
+    func release() { released.fire() }
+}
+#endif
