@@ -31,11 +31,13 @@ extension ChildProcessTests {
                 let cellStarted = Date()
                 let result = await Scorecard.measure(cell)
                 results[cell] = result
-                // Written at once (not through print's buffer): .ci/scorecard shows each cell as it is measured.
+                // Also appended to TOKENKIT_SCORECARD_PROGRESS, which .ci/scorecard follows (swift test passes the
+                // test's output on only at the end when it is not a terminal).
                 let line =
                     "scorecard: \(cell.fault.title) | \(cell.mode.title) | \(cell.column.title): \(result.cell) "
                     + "(\(Int(Date().timeIntervalSince(cellStarted))) s)\(result.notes.map { "; \($0)" } ?? "")\n"
                 FileHandle.standardOutput.write(Data(line.utf8))
+                Scorecard.appendProgress(line)
             }
             let table = Scorecard.markdown(results, selection: selection, seconds: Date().timeIntervalSince(started))
             if let path = ProcessInfo.processInfo.environment["TOKENKIT_SCORECARD_OUTPUT"], !path.isEmpty {
@@ -58,6 +60,16 @@ enum Scorecard {
     enum Selection: String {
         case ci
         case full
+    }
+
+    /// Appends `line` to the file named by `TOKENKIT_SCORECARD_PROGRESS`, if any.
+    static func appendProgress(_ line: String) {
+        guard let path = ProcessInfo.processInfo.environment["TOKENKIT_SCORECARD_PROGRESS"], !path.isEmpty,
+            let handle = FileHandle(forWritingAtPath: path)
+        else { return }
+        defer { try? handle.close() }
+        _ = try? handle.seekToEnd()
+        try? handle.write(contentsOf: Data(line.utf8))
     }
 
     static var selection: Selection? {
@@ -454,7 +466,10 @@ enum Scorecard {
                     } else if let result = results[Cell(fault: fault, mode: mode, column: column)] {
                         text = result.sessionsLost > 0 || result.harnessFailure ? "**\(result.cell)**" : result.cell
                     } else if column == .djangoOAuthToolkit {
-                        text = "see the django-oauth-toolkit suite"
+                        // The harness plays the database faults only (also run by `.ci/faults`).
+                        text =
+                            mode == .postgresReplicas && djangoFault(fault) != nil
+                            ? "see the django-oauth-toolkit suite" : "not wired"
                     } else if column == .sessionlessSDK {
                         text = "not built"
                     } else {
