@@ -148,7 +148,7 @@ let package = Package(
         .target(
             name: "TokenKitTesting",
             dependencies: [
-                "AuthToken", "NetworkRetry", "TokenRefresh",
+                "AuthToken", "NetworkRetry", "Persistence", "TokenRefresh",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             resources: [.process("Resources")]

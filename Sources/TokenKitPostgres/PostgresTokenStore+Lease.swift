@@ -190,7 +190,7 @@ extension PostgresTokenStore {
             guard left > .zero else { break }
             let onLockConnection = useLockConnection
             do {
-                try await withDeadline(left, sleep: timer.sleep) {
+                try await withDeadline(onLockConnection ? min(left, budget / 4) : left, sleep: timer.sleep) {
                     if onLockConnection {
                         try await release(lockConnection)
                     } else {
@@ -228,9 +228,11 @@ extension PostgresTokenStore {
             let left = budget - (timer.elapsed() - started)
             if left <= .zero { break }
             let connection = onLockConnection ? lockConnection : nil
+            // The lock's connection may be dead without knowing it yet: it gets a quarter of the time.
+            let bound = onLockConnection ? min(left, budget / 4) : left
             onLockConnection = false
             do {
-                let refusal = try await withDeadline(left, sleep: timer.sleep) {
+                let refusal = try await withDeadline(bound, sleep: timer.sleep) {
                     try await self.fencedWrite(request, on: connection)
                 }
                 lease.endWrite()
@@ -243,7 +245,7 @@ extension PostgresTokenStore {
             } catch let error as PersistenceError {
                 throw error
             } catch {
-                lastError = Self.describe(error, timeout: left)
+                lastError = Self.describe(error, timeout: bound)
                 logger.debug("a save under the lease failed; retrying", metadata: ["error": "\(lastError)"])
             }
             do { try await timer.sleep(min(pause, max(budget - (timer.elapsed() - started), .zero))) } catch { break }

@@ -54,11 +54,11 @@ extension PostgresTokenStore {
         // Whether another holder was seen: a wait that ends then timed out, even if its last attempt failed.
         var sawHolder = false
         while true {
-            let waited = timer.elapsed() - started
+            // An attempt (a connection, the lock, the lease) gets the operation timeout, as any other operation;
+            // without one, what is left of the wait.
             var attemptBound = configuration.operationTimeout
-            if let bound = lastError == nil ? lockTimeout : errorBound {
-                let left = max(bound - waited, .milliseconds(50))
-                attemptBound = attemptBound.map { min($0, left) } ?? left
+            if attemptBound == nil, let bound = errorBound {
+                attemptBound = max(bound - (timer.elapsed() - started), .milliseconds(50))
             }
             let pause: Duration
             let offer: LockOffer
@@ -148,7 +148,7 @@ extension PostgresTokenStore {
         let task = Task {
             do {
                 try await client.withConnection { connection in
-                    guard !handoff.isAbandoned else { return }
+                    guard handoff.start() else { return }
                     if needsSchema {
                         try await self.createTable(on: connection)
                         self.schema.markDone()
@@ -192,7 +192,8 @@ extension PostgresTokenStore {
         do {
             return try await handoff.wait(within: bound, sleep: timer.sleep)
         } catch {
-            task.cancel()
+            // Only a wait for a connection is cancelled: a task that has one gives back what it took by itself.
+            if !handoff.hasStarted { task.cancel() }
             throw error
         }
     }
@@ -300,11 +301,17 @@ final class LockHandoff: Sendable {
         case abandoned(any Error)
     }
     private let state = LockedValue<State>(.waiting(nil))
+    private let started = LockedValue(false)
     private let finished = Gate()
     private let returned = Gate()
 
-    var isAbandoned: Bool {
-        state.withLock { if case .abandoned = $0 { true } else { false } }
+    /// Whether the connection's task has a connection.
+    var hasStarted: Bool { started.withLock { $0 } }
+
+    /// The connection's task has a connection; `false` when the caller has already given up.
+    func start() -> Bool {
+        started.withLock { $0 = true }
+        return state.withLock { if case .abandoned = $0 { false } else { true } }
     }
 
     /// Offers an outcome; `false` when the caller gave up.

@@ -4,6 +4,7 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -219,6 +220,63 @@ import TokenKitLogCheck
         // The failure leaves nothing in the way: the same write succeeds once the disk is healthy again.
         try await healthy.save(sampleSession(generation: 2), account: "alice", condition: .generation(1))
         #expect(await healthy.load(account: "alice").session?.generation == 2)
+    }
+
+    @Test(arguments: [EIO, EAGAIN, EINTR])
+    func aWriteThatFailsOnceWithATransientErrorIsRetriedAndLands(_ code: Int32) async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let writes = Locked(0)
+        let flaky = store(
+            temporary.storeDirectory, encrypted: false,
+            faults: FileFaults { step in
+                guard step == .write else { return nil }
+                return writes.withLock { count in
+                    count += 1
+                    return count == 1 ? code : nil
+                }
+            })
+        try await flaky.save(sampleSession(generation: 1), account: "alice", condition: .absent)
+        #expect(writes.withLock { $0 } == 2)
+        #expect(await flaky.load(account: "alice").session == sampleSession(generation: 1))
+        #expect(directoryNames(temporary.storeDirectory).filter { $0.contains(".tmp-") }.isEmpty)
+    }
+
+    @Test func aWriteThatKeepsFailingWithATransientErrorGivesUpAfterThreeAttempts() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let healthy = store(temporary.storeDirectory, encrypted: false)
+        try await healthy.save(sampleSession(generation: 1), account: "alice", condition: .always)
+        let writes = Locked(0)
+        let failing = store(
+            temporary.storeDirectory, encrypted: false,
+            faults: FileFaults { step in
+                guard step == .write else { return nil }
+                writes.withLock { $0 += 1 }
+                return EIO
+            })
+        await #expect(throws: PersistenceError.writeFailed) {
+            try await failing.save(sampleSession(generation: 2), account: "alice", condition: .generation(1))
+        }
+        #expect(writes.withLock { $0 } == 3)
+        #expect(await healthy.load(account: "alice").session?.generation == 1)
+    }
+
+    @Test func aFullDiskIsNotRetried() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let writes = Locked(0)
+        let full = store(
+            temporary.storeDirectory, encrypted: false,
+            faults: FileFaults { step in
+                guard step == .write else { return nil }
+                writes.withLock { $0 += 1 }
+                return ENOSPC
+            })
+        await #expect(throws: PersistenceError.writeFailed) {
+            try await full.save(sampleSession(generation: 1), account: "alice", condition: .absent)
+        }
+        #expect(writes.withLock { $0 } == 1)
     }
 
     @Test func aFailedRemovalKeepsTheSession() async throws {

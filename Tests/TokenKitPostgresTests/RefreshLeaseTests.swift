@@ -310,6 +310,93 @@ struct RefreshLeaseTests {
             }
         }
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aReplicaNeverRunsItsRefreshUnderAnotherReplicasLiveLeaseEvenWithTheAdvisoryLockGone() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                let holder = PostgresTokenStore(
+                    client: first, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+                let waiter = PostgresTokenStore(
+                    client: second, configuration: .init(tableName: table, lockTimeout: .milliseconds(300)))
+                try await holder.save(
+                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+                let ran = TestFlag()
+                let waited = try await holder.withExclusiveAccess(account: "alice") {
+                    let ended = try await terminateBackends(
+                        holding: holder.advisoryLockKey(account: "alice"), admin: second)
+                    #expect(ended == 1)
+                    return await failure { () async throws(PersistenceError) in
+                        do {
+                            try await waiter.withExclusiveAccess(account: "alice") { ran.set() }
+                        } catch let error as PersistenceError {
+                            throw error
+                        } catch {
+                            throw PersistenceError.lockFailed
+                        }
+                    }
+                }
+                #expect(waited == .lockTimedOut)
+                #expect(!ran.isSet)
+                // Once the holder has let go, the waiter gets in.
+                try await waiter.withExclusiveAccess(account: "alice") { ran.set() }
+                #expect(ran.isSet)
+                try await dropTable(table, client: second)
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aHolderRenewsItsLeaseWhileItsRefreshRunsLongerThanTheLease() async throws {
+        let table = uniqueTable()
+        try await withClient { first in
+            try await withClient { second in
+                let lease = Duration.milliseconds(600)
+                let holder = PostgresTokenStore(
+                    client: first,
+                    configuration: .init(tableName: table, lockTimeout: .seconds(30), leaseDuration: lease))
+                let refusals = Mutex(0)
+                var waiterConfiguration = PostgresTokenStore.Configuration(
+                    tableName: table, lockTimeout: .seconds(30), leaseDuration: lease)
+                let seenEnough = Signal()
+                waiterConfiguration.testHooks.lockAttempt = { outcome in
+                    guard outcome == .leaseHeld else { return }
+                    // Refused for several lease durations: each refusal is a round trip and a pause of 20 ms.
+                    if refusals.withLock({
+                        $0 += 1; return $0
+                    }) == 100 {
+                        seenEnough.fire()
+                    }
+                }
+                let waiter = PostgresTokenStore(client: second, configuration: waiterConfiguration)
+                try await holder.save(
+                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+                let ran = TestFlag()
+                let started = ContinuousClock.now
+                try await holder.withExclusiveAccess(account: "alice") {
+                    let ended = try await terminateBackends(
+                        holding: holder.advisoryLockKey(account: "alice"), admin: second)
+                    #expect(ended == 1)
+                    let waiting = Task {
+                        try await waiter.withExclusiveAccess(account: "alice") {
+                            ran.set()
+                            seenEnough.fire()
+                        }
+                    }
+                    await seenEnough.wait()
+                    #expect(!ran.isSet)
+                    #expect(ContinuousClock.now - started > lease * 2)
+                    try await holder.save(
+                        StoredSession(token: newerPair, generation: 2), account: "alice", condition: .generation(1))
+                    try await waiting.value
+                }
+                #expect(ran.isSet)
+                #expect(await stored(waiter, account: "alice")?.token == newerPair)
+                try await dropTable(table, client: second)
+            }
+        }
+    }
 }
 
 // MARK: - Helpers

@@ -235,6 +235,7 @@ struct Errno: Error, Hashable, CustomStringConvertible {
         case EDQUOT: "EDQUOT"
         case EROFS: "EROFS"
         case EIO: "EIO"
+        case EINTR: "EINTR"
         case EISDIR: "EISDIR"
         case ENOTDIR: "ENOTDIR"
         case ELOOP: "ELOOP"

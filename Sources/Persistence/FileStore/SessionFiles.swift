@@ -249,33 +249,73 @@ struct SessionFiles: Sendable {
         }
     }
 
+    /// How many times a write is tried when it fails with an error that may pass (``isTransient(_:)``).
+    static let writeAttempts = 3
+
     /// Writes `bytes` as the session file: a temporary file, fsync, rename over the old file, fsync the directory.
     /// Until the rename the old file is untouched; after it the new one is complete.
+    ///
+    /// A failure that may pass (EINTR, EAGAIN, EIO: a flaky disk or network file system) is tried again at once, up
+    /// to ``writeAttempts`` in all. Each attempt writes a new temporary file from the start: after a failed `fsync`
+    /// the kernel may have dropped the dirty pages, so syncing the same file again would prove nothing.
     func writeAtomically(_ handle: DirectoryHandle, _ bytes: [UInt8]) throws(PersistenceError) {
+        var attempt = 1
+        while true {
+            var failedWith: Int32?
+            do throws(PersistenceError) {
+                try writeOnce(handle, bytes, failedWith: &failedWith)
+                return
+            } catch {
+                guard let code = failedWith, Self.isTransient(code), attempt < Self.writeAttempts else {
+                    if attempt == 1 { throw error }
+                    throw error.with(detail: (error.detail ?? "\(error)") + " (\(attempt) attempts)")
+                }
+                logger.debug(
+                    "retrying a session write after a transient error",
+                    metadata: ["file": "\(fileName)", "error": "\(error)", "attempt": "\(attempt)"])
+                attempt += 1
+            }
+        }
+    }
+
+    /// Whether a write that failed with `code` may succeed when tried again.
+    static func isTransient(_ code: Int32) -> Bool {
+        code == EINTR || code == EAGAIN || code == EWOULDBLOCK || code == EIO
+    }
+
+    /// One attempt of ``writeAtomically(_:_:)``; `failedWith` gets the error number of the step that failed.
+    private func writeOnce(
+        _ handle: DirectoryHandle, _ bytes: [UInt8], failedWith: inout Int32?
+    ) throws(PersistenceError) {
         let temporaryName =
             temporaryPrefix + String(POSIX.processID) + "-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         if let code = faults.errno(.createTemporary) {
+            failedWith = code
             throw PersistenceError.writeFailed.with(detail: "open(temporary): \(Errno(code))")
         }
         let fd: Int32
         switch POSIX.createExclusive(in: handle.descriptor, temporaryName) {
         case .success(let descriptor): fd = descriptor
-        case .failure(let code): throw PersistenceError.writeFailed.with(detail: "open(temporary): \(code)")
+        case .failure(let code):
+            failedWith = code.code
+            throw PersistenceError.writeFailed.with(detail: "open(temporary): \(code)")
         }
         var closed = false
         do throws(PersistenceError) {
-            try step(.write, "write") { POSIX.writeAll(fd, bytes) }
-            try step(.syncFile, "fsync") { POSIX.sync(fd) }
+            try step(.write, "write", failedWith: &failedWith) { POSIX.writeAll(fd, bytes) }
+            try step(.syncFile, "fsync", failedWith: &failedWith) { POSIX.sync(fd) }
             closed = true
             let closing = POSIX.closeChecked(fd)
-            try step(.close, "close") { closing }
-            try step(.rename, "rename") { POSIX.renameItem(in: handle.descriptor, temporaryName, to: fileName) }
+            try step(.close, "close", failedWith: &failedWith) { closing }
+            try step(.rename, "rename", failedWith: &failedWith) {
+                POSIX.renameItem(in: handle.descriptor, temporaryName, to: fileName)
+            }
         } catch {
             if !closed { _ = POSIX.closeChecked(fd) }
             _ = POSIX.unlinkItem(in: handle.descriptor, temporaryName)
             throw error
         }
-        try syncDirectory(handle)
+        try step(.syncDirectory, "fsync(directory)", failedWith: &failedWith) { POSIX.sync(handle.descriptor) }
     }
 
     /// Deletes the session file (an explicit removal by the caller) and syncs the directory.
@@ -299,8 +339,16 @@ struct SessionFiles: Sendable {
         }
     }
 
-    private func step(_ step: FileStep, _ name: String, _ call: () -> Result<Void, Errno>) throws(PersistenceError) {
-        if let code = faults.errno(step) { throw PersistenceError.writeFailed.with(detail: "\(name): \(Errno(code))") }
-        if case .failure(let code) = call() { throw PersistenceError.writeFailed.with(detail: "\(name): \(code)") }
+    private func step(
+        _ step: FileStep, _ name: String, failedWith: inout Int32?, _ call: () -> Result<Void, Errno>
+    ) throws(PersistenceError) {
+        if let code = faults.errno(step) {
+            failedWith = code
+            throw PersistenceError.writeFailed.with(detail: "\(name): \(Errno(code))")
+        }
+        if case .failure(let code) = call() {
+            failedWith = code.code
+            throw PersistenceError.writeFailed.with(detail: "\(name): \(code)")
+        }
     }
 }

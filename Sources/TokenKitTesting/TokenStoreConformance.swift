@@ -1,0 +1,284 @@
+import AuthToken
+import Foundation
+public import Persistence
+
+/// Checks a ``/Persistence/TokenStore`` against the contract TokenKit relies on, from your own tests.
+///
+/// Give it a closure that opens a new handle on the *same* storage each time it is called (a new
+/// connection pool on the same database, a new store on the same directory, or the same instance for a store that
+/// lives in memory): two handles stand for two processes or replicas sharing the storage. Each clause is checked on
+/// an account of its own, named `tokenkit-conformance-...`, which the check removes afterwards.
+///
+/// ```swift
+/// let store = InMemoryTokenStore()
+/// let conformance = TokenStoreConformance { store }
+/// try await conformance.check()
+/// ```
+///
+/// A check throws a ``Violation`` that names the broken ``Clause`` and what was seen, so the test fails with the
+/// reason. It works from Swift Testing and from XCTest alike. No check waits for time to pass: the exclusive-access
+/// checks hold a body open on a gate while the other handle waits, and step through store round trips. Every
+/// check is bounded by `timeout` on `clock`, so a store that deadlocks fails instead of hanging the test run (a
+/// task stuck in such a store is cancelled and left behind).
+public struct TokenStoreConformance: Sendable {
+    private let openHandle: @Sendable () async throws -> any TokenStore
+    private let disrupt: (@Sendable () async throws -> Void)?
+    private let timeout: Duration
+    private let sleep: @Sendable (Duration) async throws -> Void
+    /// How many store round trips a body makes, checking each time that no other body started.
+    let roundTrips = 20
+
+    /// Creates the checks for the store that `openHandle` opens.
+    ///
+    /// - Parameters:
+    ///   - timeout: The longest a single check may take before it fails as a deadlock; 60 s by default.
+    ///   - clock: The clock `timeout` runs on; a `ManualClock` in tests of the checks themselves.
+    ///   - disrupt: Something that goes wrong while a body holds exclusive access and another handle waits: cut
+    ///     the store's connections, restart its database, or make its next write fail once. The exclusion must
+    ///     hold through it, and the body's save must still land (retried by the store) before the next holder
+    ///     runs. `nil` checks without a disruption.
+    ///   - openHandle: Opens a new handle on the storage under test. Called at least twice per exclusive-access
+    ///     check.
+    public init(
+        timeout: Duration = .seconds(60),
+        clock: any Clock<Duration> = ContinuousClock(),
+        disrupt: (@Sendable () async throws -> Void)? = nil,
+        openHandle: @escaping @Sendable () async throws -> any TokenStore
+    ) {
+        self.openHandle = openHandle
+        self.disrupt = disrupt
+        self.timeout = timeout
+        self.sleep = { duration in try await clock.sleep(for: duration) }
+    }
+
+    /// Checks `clauses` one after the other and stops at the first broken one.
+    ///
+    /// - Parameter clauses: The clauses to check; all of them by default. A store private to one process that
+    ///   keeps the protocol's default `withExclusiveAccess` (which takes no lock) checks
+    ///   ``Clause/storage`` only.
+    /// - Throws: A ``Violation`` naming the broken clause, or what `openHandle` or `disrupt` threw.
+    public func check(_ clauses: [Clause] = Clause.all) async throws {
+        for clause in clauses {
+            let account = "tokenkit-conformance-\(clause.name)-\(UUID().uuidString.prefix(8).lowercased())"
+            try await bounded(clause) {
+                try await self.run(clause, account: account)
+            }
+            // Best effort: leave nothing behind. A store that failed its check may fail here too.
+            if let handle = try? await openHandle() {
+                try? await handle.remove(account: account, condition: .always)
+            }
+        }
+    }
+
+    private func run(_ clause: Clause, account: String) async throws {
+        switch clause {
+        case .load: try await checkLoad(account)
+        case .conditionalWrites: try await checkConditionalWrites(account)
+        case .removingAnAbsentSession: try await checkRemovingAnAbsentSession(account)
+        case .exclusion, .saveInsideExclusiveAccess: try await checkExclusion(account)
+        case .release: try await checkRelease(account)
+        case .nestedExclusiveAccess: try await checkNestedExclusiveAccess(account)
+        case .perAccountExclusion: try await checkPerAccountExclusion(account)
+        default: throw Violation(clause, "this version of the checks does not know the clause")
+        }
+    }
+
+    /// Runs `operation` in a task of its own and fails with a violation of `clause` when it has not finished
+    /// within the timeout (the task is cancelled and left behind: a deadlocked store may never return).
+    private func bounded(_ clause: Clause, _ operation: @escaping @Sendable () async throws -> Void) async throws {
+        let work = Task { try await operation() }
+        let timeout = self.timeout
+        let sleep = self.sleep
+        let finished: Result<Void, any Error>? = await withCheckedContinuation { continuation in
+            let once = Locked<CheckedContinuation<Result<Void, any Error>?, Never>?>(continuation)
+            let timer = Task {
+                do { try await sleep(timeout) } catch { return }
+                once.withLock { $0.take() }?.resume(returning: nil)
+            }
+            Task {
+                let result = await work.result
+                timer.cancel()
+                once.withLock { $0.take() }?.resume(returning: result)
+            }
+        }
+        guard let finished else {
+            work.cancel()
+            throw Violation(clause, "the check did not finish within \(timeout): the store may have deadlocked")
+        }
+        try finished.get()
+    }
+
+    // MARK: Storage clauses
+
+    private func checkLoad(_ account: String) async throws {
+        let (first, second) = try await (openHandle(), openHandle())
+        let sessions = Sessions()
+        for handle in [first, second] {
+            let read = await handle.load(account: account)
+            guard case .absent = read else {
+                throw Violation(.load, "an account never saved loads as \(read.summary), not absent")
+            }
+        }
+        let saved = sessions.make(generation: 1)
+        try await expectNoThrow(.load, "saving generation 1 with .always") {
+            try await first.save(saved, account: account, condition: .always)
+        }
+        for handle in [first, second] {
+            let read = await handle.load(account: account)
+            guard case .found(let found) = read else {
+                throw Violation(.load, "a saved session loads as \(read.summary), not found")
+            }
+            guard sessions.same(found, saved) else {
+                throw Violation(
+                    .load, "the session loaded (generation \(found.generation)) is not the one saved (generation 1)")
+            }
+        }
+        try await expectNoThrow(.load, "removing generation 1 with .generation(1)") {
+            try await second.remove(account: account, condition: .generation(1))
+        }
+        for handle in [first, second] {
+            let read = await handle.load(account: account)
+            guard case .absent = read else {
+                throw Violation(.load, "a removed session loads as \(read.summary), not absent")
+            }
+        }
+    }
+
+    private func checkConditionalWrites(_ account: String) async throws {
+        let (first, second) = try await (openHandle(), openHandle())
+        let sessions = Sessions()
+        let clause = Clause.conditionalWrites
+        try await expectNoThrow(clause, "saving generation 1 with .absent when nothing is stored") {
+            try await first.save(sessions.make(generation: 1), account: account, condition: .absent)
+        }
+        try await expectConflict(clause, "saving with .absent when generation 1 is stored") {
+            try await second.save(sessions.make(generation: 9), account: account, condition: .absent)
+        }
+        try await expectStored(1, on: first, account, clause, after: "a refused save with .absent")
+        try await expectNoThrow(clause, "saving generation 2 with .generation(1) when 1 is stored") {
+            try await second.save(sessions.make(generation: 2), account: account, condition: .generation(1))
+        }
+        try await expectConflict(clause, "a stale save with .generation(1) when 2 is stored") {
+            try await first.save(sessions.make(generation: 3), account: account, condition: .generation(1))
+        }
+        try await expectStored(2, on: second, account, clause, after: "a stale save")
+        try await expectConflict(clause, "a stale removal with .generation(1) when 2 is stored") {
+            try await first.remove(account: account, condition: .generation(1))
+        }
+        try await expectStored(2, on: second, account, clause, after: "a stale removal")
+        try await expectNoThrow(clause, "saving generation 3 with .always") {
+            try await first.save(sessions.make(generation: 3), account: account, condition: .always)
+        }
+        try await expectStored(3, on: second, account, clause, after: "a save with .always")
+        try await expectNoThrow(clause, "removing with .generation(3) when 3 is stored") {
+            try await second.remove(account: account, condition: .generation(3))
+        }
+        try await expectConflict(clause, "a save with .generation(3) after the session was removed") {
+            try await first.save(sessions.make(generation: 4), account: account, condition: .generation(3))
+        }
+        let read = await second.load(account: account)
+        guard case .absent = read else {
+            throw Violation(clause, "a refused save brought a removed session back: it loads as \(read.summary)")
+        }
+    }
+
+    private func checkRemovingAnAbsentSession(_ account: String) async throws {
+        let handle = try await openHandle()
+        for condition in [WriteCondition.always, .absent] {
+            try await expectNoThrow(
+                .removingAnAbsentSession, "removing a session that is not there with \(condition.summary)"
+            ) {
+                try await handle.remove(account: account, condition: condition)
+            }
+        }
+        let read = await handle.load(account: account)
+        guard case .absent = read else {
+            throw Violation(.removingAnAbsentSession, "after removing nothing, the account loads as \(read.summary)")
+        }
+    }
+
+    // MARK: Helpers shared by the checks
+
+    /// Opens a new handle (for the exclusive-access checks, in another file).
+    func open() async throws -> any TokenStore { try await openHandle() }
+
+    /// The disruption, if any.
+    var disruption: (@Sendable () async throws -> Void)? { disrupt }
+
+    func expectNoThrow(
+        _ clause: Clause, _ what: String, _ operation: () async throws -> Void
+    ) async throws(Violation) {
+        do {
+            try await operation()
+        } catch {
+            throw Violation(clause, "\(what) threw \(error)")
+        }
+    }
+
+    func expectConflict(_ clause: Clause, _ what: String, _ operation: () async throws -> Void) async throws(Violation)
+    {
+        do {
+            try await operation()
+        } catch let error as PersistenceError where error == .conflict {
+            return
+        } catch {
+            throw Violation(clause, "\(what) threw \(error), not PersistenceError.conflict")
+        }
+        throw Violation(clause, "\(what) succeeded; it must throw PersistenceError.conflict and change nothing")
+    }
+
+    func expectStored(
+        _ generation: UInt64, on handle: any TokenStore, _ account: String, _ clause: Clause, after what: String
+    ) async throws(Violation) {
+        let read = await handle.load(account: account)
+        guard case .found(let found) = read, found.generation == generation else {
+            throw Violation(clause, "after \(what), the account loads as \(read.summary), not generation \(generation)")
+        }
+    }
+}
+
+/// The sessions a check saves: token text of its own (reported to the log leak check as secrets, so a store that
+/// logs it is caught), recognisable by generation.
+struct Sessions: Sendable {
+    private let tag = UUID().uuidString.prefix(8).lowercased()
+
+    func make(generation: UInt64) -> StoredSession {
+        let access = "conformance-access-\(tag)-\(generation)"
+        let refresh = "conformance-refresh-\(tag)-\(generation)"
+        SecretCrossings.report(.secret(access, .accessToken), origin: "TokenStoreConformance")
+        SecretCrossings.report(.secret(refresh, .refreshToken), origin: "TokenStoreConformance")
+        let token = AuthToken(
+            accessToken: access, refreshToken: refresh, receivedAt: Date(timeIntervalSince1970: 1_800_000_000),
+            lifetime: 3600)
+        return StoredSession(token: token, userID: "conformance-user-\(generation)", generation: generation)
+    }
+
+    /// Whether a loaded session is the one saved: the same tokens, user and generation.
+    func same(_ loaded: StoredSession, _ saved: StoredSession) -> Bool {
+        loaded.generation == saved.generation && loaded.userID == saved.userID
+            && loaded.token.accessToken == saved.token.accessToken
+            && loaded.token.refreshToken == saved.token.refreshToken
+    }
+}
+
+extension TokenStoreRead {
+    /// What a read found, without token text: `found generation n`, `absent` or `unavailable (error)`.
+    var summary: String {
+        switch self {
+        case .found(let session): "found generation \(session.generation)"
+        case .absent: "absent"
+        case .unavailable(let error): "unavailable (\(error))"
+        }
+    }
+}
+
+extension WriteCondition {
+    /// The condition as written in code.
+    var summary: String {
+        switch self {
+        case .always: ".always"
+        case .absent: ".absent"
+        default: ".generation(_:)"
+        }
+    }
+}

@@ -1,0 +1,276 @@
+import AuthToken
+import Foundation
+import Persistence
+import Testing
+import TokenKitLogCheck
+import TokenKitTesting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The built-in stores keep the contract, as the test kit's conformance checks state it.
+@Suite(.logLeakCheck()) struct TokenStoreConformanceTests {
+    @Test func anInMemoryStoreSharedByTwoClientsKeepsEveryClause() async throws {
+        let store = InMemoryTokenStore()
+        try await TokenStoreConformance { store }.check()
+    }
+
+    @Test func aClosureStoreForwardingToAnotherKeepsEveryClause() async throws {
+        let inner = InMemoryTokenStore()
+        try await TokenStoreConformance { ClosureTokenStore(forwardingTo: inner) }.check()
+    }
+
+    @Test func aClosureStoreWithItsOwnLockKeepsEveryClause() async throws {
+        let inner = InMemoryTokenStore()
+        let lock = serialLock()
+        try await TokenStoreConformance { closureStore(over: inner, exclusiveAccess: lock) }.check()
+    }
+
+    @Test func twoFileStoresOnOneDirectoryKeepEveryClause() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        try await TokenStoreConformance { FileTokenStore(directory: temporary.storeDirectory) }.check()
+    }
+
+    @Test func aFileStoreLandsTheBodysSaveThroughATransientWriteError() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let armed = Locked(false)
+        // The next write of the temporary file fails once with EIO, as a flaky disk or network file system does.
+        let configuration = {
+            var configuration = FileTokenStore.Configuration()
+            configuration.faults = FileFaults { step in
+                step == .write
+                    && armed.withLock { armed in
+                        defer { armed = false }; return armed
+                    } ? EIO : nil
+            }
+            return configuration
+        }()
+        let conformance = TokenStoreConformance(disrupt: { armed.withLock { $0 = true } }) {
+            FileTokenStore(directory: temporary.storeDirectory, configuration: configuration)
+        }
+        try await conformance.check([.exclusion, .saveInsideExclusiveAccess])
+    }
+
+    @Test func theFileStoresFlockExcludesAnotherOpenFileOfTheSameProcess() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
+        // The lock file sits next to the session file; take its flock through a descriptor of our own, as another
+        // process would (flock locks belong to the open file, not to the process).
+        let lockPath = String(store.filePath(account: "alice").dropLast(".json".count)) + ".lock"
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(descriptor >= 0)
+        defer { _ = close(descriptor) }
+        try #require(flock(descriptor, LOCK_EX) == 0)
+        let started = Locked(false)
+        let waiter = Task {
+            try await store.withExclusiveAccess(account: "alice") { started.withLock { $0 = true } }
+        }
+        for _ in 0..<50 {
+            _ = await store.load(account: "alice")
+            await Task.yield()
+            #expect(!started.withLock { $0 }, "the body ran while another open file held the flock")
+        }
+        _ = flock(descriptor, LOCK_UN)
+        try await waiter.value
+        #expect(started.withLock { $0 })
+    }
+}
+
+/// The checks fail for a store that breaks a clause, and name that clause.
+@Suite(.logLeakCheck()) struct TokenStoreConformanceFailureTests {
+    @Test func aStoreWhoseExclusiveAccessTakesNoLockBreaksExclusion() async throws {
+        let inner = InMemoryTokenStore()
+        let violation = await firstViolation(of: TokenStoreConformance { closureStore(over: inner) }, [.exclusion])
+        #expect(violation?.clause == .exclusion)
+        #expect(violation?.description.contains("another handle's body started") == true)
+    }
+
+    @Test func aSaveThatIgnoresItsConditionBreaksConditionalWrites() async throws {
+        let inner = InMemoryTokenStore()
+        let lock = serialLock()
+        let conformance = TokenStoreConformance {
+            closureStore(
+                over: inner, exclusiveAccess: lock,
+                save: { session, account, _ in try await inner.save(session, account: account, condition: .always) })
+        }
+        let violation = await firstViolation(of: conformance, [.conditionalWrites])
+        #expect(violation?.clause == .conditionalWrites)
+        #expect(violation?.description.contains("must throw PersistenceError.conflict") == true)
+    }
+
+    @Test func aRemovalThatIgnoresItsConditionBreaksConditionalWrites() async throws {
+        let inner = InMemoryTokenStore()
+        let lock = serialLock()
+        let conformance = TokenStoreConformance {
+            closureStore(
+                over: inner, exclusiveAccess: lock,
+                remove: { account, _ in try await inner.remove(account: account, condition: .always) })
+        }
+        #expect(await firstViolation(of: conformance, [.conditionalWrites])?.clause == .conditionalWrites)
+    }
+
+    @Test func aStoreThatReadsNothingAsUnavailableBreaksLoad() async throws {
+        let inner = InMemoryTokenStore()
+        let conformance = TokenStoreConformance {
+            closureStore(
+                over: inner,
+                load: { account in
+                    let read = await inner.load(account: account)
+                    if case .absent = read { return .unavailable(.readFailed) }
+                    return read
+                })
+        }
+        let violation = await firstViolation(of: conformance, [.load])
+        #expect(violation?.clause == .load)
+        #expect(violation?.detail.contains("unavailable") == true)
+    }
+
+    @Test func aStoreThatRefusesToRemoveNothingBreaksRemovingAnAbsentSession() async throws {
+        let inner = InMemoryTokenStore()
+        let conformance = TokenStoreConformance {
+            closureStore(
+                over: inner,
+                remove: { account, condition in
+                    guard case .found = await inner.load(account: account) else { throw PersistenceError.writeFailed }
+                    try await inner.remove(account: account, condition: condition)
+                })
+        }
+        #expect(await firstViolation(of: conformance, [.removingAnAbsentSession])?.clause == .removingAnAbsentSession)
+    }
+
+    @Test func aSaveInsideTheBodyThatFailsOnceAndIsNotRetriedBreaksSaveInsideExclusiveAccess() async throws {
+        let inner = InMemoryTokenStore()
+        let armed = Locked(false)
+        let lock = serialLock()
+        let conformance = TokenStoreConformance(disrupt: { armed.withLock { $0 = true } }) {
+            closureStore(
+                over: inner, exclusiveAccess: lock,
+                save: { session, account, condition in
+                    if armed.withLock({ armed in
+                        defer { armed = false }; return armed
+                    }) {
+                        throw PersistenceError.writeFailed.with(detail: "connection closed")
+                    }
+                    try await inner.save(session, account: account, condition: condition)
+                })
+        }
+        let violation = await firstViolation(of: conformance, [.saveInsideExclusiveAccess])
+        #expect(violation?.clause == .saveInsideExclusiveAccess)
+        #expect(violation?.detail.contains("not generation 2") == true)
+    }
+
+    @Test func aStoreThatReplacesTheBodysErrorBreaksRelease() async throws {
+        let inner = InMemoryTokenStore()
+        let conformance = TokenStoreConformance {
+            closureStore(
+                over: inner,
+                exclusiveAccess: { _, body in
+                    do { try await body() } catch { throw PersistenceError.lockFailed }
+                })
+        }
+        let violation = await firstViolation(of: conformance, [.release])
+        #expect(violation?.clause == .release)
+        #expect(violation?.detail.contains("PersistenceError.lockFailed") == true)
+    }
+
+    @Test func aLockThatWaitsForItselfBreaksNestedExclusiveAccessWithinTheTimeout() async throws {
+        let inner = InMemoryTokenStore()
+        let clock = ManualClock()
+        let conformance = TokenStoreConformance(timeout: .seconds(30), clock: clock) {
+            closureStore(over: inner, exclusiveAccess: nonReentrantLock(key: "nested-\(UUID().uuidString)"))
+        }
+        let check = Task { await firstViolation(of: conformance, [.nestedExclusiveAccess]) }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(30))
+        let violation = await check.value
+        #expect(violation?.clause == .nestedExclusiveAccess)
+        #expect(violation?.detail.contains("did not finish within") == true)
+    }
+
+    @Test func oneLockForEveryAccountBreaksPerAccountExclusionWithinTheTimeout() async throws {
+        let inner = InMemoryTokenStore()
+        let clock = ManualClock()
+        let key = "one-for-all-\(UUID().uuidString)"
+        let conformance = TokenStoreConformance(timeout: .seconds(30), clock: clock) {
+            closureStore(over: inner, exclusiveAccess: nonReentrantLock(key: key, perAccount: false))
+        }
+        let check = Task { await firstViolation(of: conformance, [.perAccountExclusion]) }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(30))
+        #expect(await check.value?.clause == .perAccountExclusion)
+    }
+
+    @Test func aViolationNamesTheClauseAndNoTokenText() async throws {
+        let inner = InMemoryTokenStore()
+        let conformance = TokenStoreConformance {
+            closureStore(
+                over: inner,
+                save: { session, account, _ in try await inner.save(session, account: account, condition: .always) })
+        }
+        let violation = try #require(await firstViolation(of: conformance, [.conditionalWrites]))
+        #expect(violation.description.hasPrefix("TokenStore contract broken (conditionalWrites): "))
+        #expect(!violation.description.contains("conformance-access"))
+        #expect(!violation.description.contains("conformance-refresh"))
+    }
+}
+
+// MARK: - Doubles
+
+/// The violation `conformance` reports for `clauses`, or `nil` (recorded as an issue) when it reports none.
+private func firstViolation(
+    of conformance: TokenStoreConformance, _ clauses: [TokenStoreConformance.Clause]
+) async -> TokenStoreConformance.Violation? {
+    do {
+        try await conformance.check(clauses)
+        Issue.record("the checks passed a store that breaks \(clauses)")
+        return nil
+    } catch let violation as TokenStoreConformance.Violation {
+        return violation
+    } catch {
+        Issue.record("the checks threw \(error), not a violation")
+        return nil
+    }
+}
+
+/// A closure store over `inner`, each operation replaceable; without `exclusiveAccess`, bodies run without a lock.
+private func closureStore(
+    over inner: InMemoryTokenStore,
+    exclusiveAccess: ClosureTokenStore.ExclusiveAccess? = nil,
+    load: ClosureTokenStore.Load? = nil,
+    save: ClosureTokenStore.Save? = nil,
+    remove: ClosureTokenStore.Remove? = nil
+) -> ClosureTokenStore {
+    ClosureTokenStore(
+        load: load ?? { account in await inner.load(account: account) },
+        save: save ?? { session, account, condition in
+            try await inner.save(session, account: account, condition: condition)
+        },
+        remove: remove ?? { account, condition in try await inner.remove(account: account, condition: condition) },
+        exclusiveAccess: exclusiveAccess)
+}
+
+/// A lock per account shared by every closure store of this test, taken again at once by a nested body.
+private func serialLock() -> ClosureTokenStore.ExclusiveAccess {
+    let prefix = "closure-\(UUID().uuidString)|"
+    return { account, body in try await ProcessLocalLocks.shared.withLock(prefix + account) { try await body() } }
+}
+
+/// A lock that a nested body waits for, forever: a deadlock the checks must report instead of hanging. With
+/// `perAccount` false, one lock for every account.
+private func nonReentrantLock(key: String, perAccount: Bool = true) -> ClosureTokenStore.ExclusiveAccess {
+    { account, body in
+        let key = perAccount ? key + "|" + account : key
+        try await ProcessLocalLocks.shared.acquire(key)
+        defer { ProcessLocalLocks.shared.release(key) }
+        try await body()
+    }
+}
