@@ -36,6 +36,11 @@ extension DemoAuthServer {
         /// new pair instead of counting as reuse. `.zero` turns the grace window off.
         public var graceWindow: Duration
 
+        /// Whether a retired refresh token presented within ``graceWindow`` gets a new rotating pair (Auth0's
+        /// reuse interval) instead of the pair already issued. Only the token rotated last in its family may be
+        /// presented so: once a newer token was rotated, presenting it counts as reuse. Off by default.
+        public var graceIssuesNewPair = false
+
         /// The value the FitIQ-style endpoints require in `X-API-Key`; `nil` turns the check off.
         public var apiKey: String?
 

@@ -41,7 +41,7 @@ public final class DemoAuthServer: Sendable {
 
     /// The configuration the server was created with.
     public let configuration: Configuration
-    private let authority: TokenAuthority
+    let authority: TokenAuthority
     /// The BetterAuth-style accounts and cookie sessions (`DemoAuthServer+BetterAuth.swift`).
     let cookieSessions: CookieSessions
     /// The Clerk-like session issuer (RS256 or ES256 session JWTs, `/v1/jwks`, OpenID Connect discovery, key

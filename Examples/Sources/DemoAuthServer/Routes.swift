@@ -127,7 +127,9 @@ struct Routes: Sendable {
         guard let refresh = try? JSONDecoder().decode(RefreshBody.self, from: Data(body.readableBytesView)) else {
             return Responses.oauthError("invalid_request", "Expected a JSON body with \"refreshToken\"")
         }
+        guard await passBeforeRotationGate(request) else { return Responses.fault(.unavailable(retryAfterSeconds: 0)) }
         let outcome = try authority.refresh(refresh.refreshToken, clientID: nil, endpoint: "json")
+        await holdAfterRotation(outcome, request)
         return try await respond(to: outcome, rejectionStatus: .unauthorized, context: context, keys: .camelCase)
     }
 
@@ -204,7 +206,11 @@ struct Routes: Sendable {
             guard let refreshToken = form["refresh_token"] else {
                 return Responses.oauthError("invalid_request", "refresh_token is required")
             }
+            guard await passBeforeRotationGate(request) else {
+                return Responses.fault(.unavailable(retryAfterSeconds: 0))
+            }
             let outcome = try authority.refresh(refreshToken, clientID: client.id, endpoint: "oauth")
+            await holdAfterRotation(outcome, request)
             return try await respond(to: outcome, rejectionStatus: .badRequest, context: context)
         case "client_credentials":
             guard client.secret != nil else {
@@ -229,6 +235,18 @@ struct Routes: Sendable {
             authority.revoke(token, clientID: client.id)
             return Response(status: .ok, headers: [.cacheControl: "no-store"])
         }
+    }
+
+    /// Holds the request at a ``RefreshGate`` set before the rotation, if any; `false` when the gate abandoned it.
+    private func passBeforeRotationGate(_ request: Request) async -> Bool {
+        guard let gate = authority.takeGate(.beforeRotation) else { return true }
+        return await gate.hold(holder: request.headers[DemoAuthServer.clientTagHeader])
+    }
+
+    /// Holds the answer of a refresh that issued tokens at a ``RefreshGate`` set after the rotation, if any.
+    private func holdAfterRotation(_ outcome: RefreshOutcome, _ request: Request) async {
+        guard case .issued = outcome, let gate = authority.takeGate(.afterRotation) else { return }
+        _ = await gate.hold(holder: request.headers[DemoAuthServer.clientTagHeader])
     }
 
     /// Answers a refresh outcome: tokens, `invalid_grant`, or the injected fault.

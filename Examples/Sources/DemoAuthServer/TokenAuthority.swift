@@ -50,6 +50,8 @@ final class TokenAuthority: Sendable {
         let clientID: String?
         let scope: String?
         var revoked = false
+        /// The digest of the refresh token rotated last: the only one Auth0's reuse interval accepts again.
+        var lastRotated: String?
     }
 
     /// The state of one refresh token, keyed by the SHA-256 of its text.
@@ -71,6 +73,7 @@ final class TokenAuthority: Sendable {
         var stats = DemoAuthServer.Stats()
         var faults: DemoAuthServer.Faults
         var issueLog: [DemoAuthServer.IssueRecord] = []
+        var gates: [RefreshGate] = []
     }
 
     let configuration: DemoAuthServer.Configuration
@@ -94,6 +97,17 @@ final class TokenAuthority: Sendable {
     var faults: DemoAuthServer.Faults {
         get { state.withLock { $0.faults } }
         set { state.withLock { $0.faults = newValue } }
+    }
+
+    /// Queues a gate for the next refresh that reaches its point.
+    func addGate(_ gate: RefreshGate) { state.withLock { $0.gates.append(gate) } }
+
+    /// Takes the first queued gate for `point`, if any.
+    func takeGate(_ point: DemoAuthServer.GatePoint) -> RefreshGate? {
+        state.withLock { state in
+            guard let index = state.gates.firstIndex(where: { $0.point == point }) else { return nil }
+            return state.gates.remove(at: index)
+        }
     }
 
     /// Counts a response altered by a fault outside the refresh path (`htmlEverywhere`).
@@ -189,6 +203,7 @@ final class TokenAuthority: Sendable {
                 if configuration.rotateRefreshTokens {
                     record.status = .rotated(at: current, successor: tokens)
                     state.refreshTokens[key] = record
+                    state.families[record.familyID]?.lastRotated = key
                 }
                 state.stats.refreshes += 1
                 logLine = (
@@ -200,7 +215,21 @@ final class TokenAuthority: Sendable {
                 )
             case .rotated(let rotatedAt, let successor):
                 let grace = Double(configuration.graceWindow.wholeSeconds)
-                if grace > 0, current.timeIntervalSince(rotatedAt) <= grace {
+                if grace > 0, current.timeIntervalSince(rotatedAt) <= grace, configuration.graceIssuesNewPair {
+                    // Auth0's reuse interval: a new rotating pair, as long as the presented token is the one rotated
+                    // last in its family; an older one (the second-to-last) is reuse.
+                    guard family.lastRotated == key else {
+                        state.stats.reuseDetections += 1
+                        state.stats.rejectedRefreshes += 1
+                        if configuration.reuseDetection { state.families[record.familyID]?.revoked = true }
+                        return .rejected("The refresh token was already used")
+                    }
+                    state.stats.graceReuses += 1
+                    tokens = try issue(
+                        in: &state, grant: .refresh, familyID: record.familyID, userID: family.userID,
+                        clientID: clientID, scope: family.scope)
+                    state.stats.refreshes += 1
+                } else if grace > 0, current.timeIntervalSince(rotatedAt) <= grace {
                     state.stats.graceReuses += 1
                     tokens = successor
                     logLine = (

@@ -142,9 +142,10 @@ struct SessionWorker: AsyncParsableCommand {
             transport == .asyncHTTPClient
             ? HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
             : nil
-        let httpTransport: any HTTPTransport =
-            http.map { AsyncHTTPClientTransport(client: $0, timeout: .seconds(DemoTransport.defaultTimeout)) }
-            ?? DemoTransport.urlSession()
+        let httpTransport = TaggedTransport(
+            base: http.map { AsyncHTTPClientTransport(client: $0, timeout: .seconds(DemoTransport.defaultTimeout)) }
+                ?? DemoTransport.urlSession(),
+            tag: Self.tag)
         let result: Result<T, any Error>
         do {
             result = .success(try await withStore { store in try await body(store, httpTransport) })
@@ -176,9 +177,7 @@ struct SessionWorker: AsyncParsableCommand {
     private func postgresConfiguration() throws -> PostgresClient.Configuration {
         guard let text = postgresURL, var configuration = PostgresTokenStore.loopbackClientConfiguration(url: text)
         else { throw ValidationError("--postgres-url must look like postgres://USER[:PASSWORD]@HOST:PORT/DATABASE") }
-        configuration.options.additionalStartupParameters = [
-            ("application_name", "session-worker-\(ProcessInfo.processInfo.processIdentifier)")
-        ]
+        configuration.options.additionalStartupParameters = [("application_name", Self.tag)]
         return configuration
     }
 
@@ -200,6 +199,7 @@ struct SessionWorker: AsyncParsableCommand {
             strategy: strategy, store: store, configuration: DemoRefreshConfiguration.shortLivedTokens)
         let api = AuthenticatedClient(
             transport: transport, tokenProvider: refresher, configuration: .init(allowedOrigins: [origin]))
+        Self.printEvents(of: refresher)
         var state = await refresher.restoreSession()
         if case .signedOut = state, oauthTokenPath == nil {
             try await refresher.signIn(
@@ -258,6 +258,24 @@ struct SessionWorker: AsyncParsableCommand {
         return failed
     }
 
+    /// This process's name towards the database (`application_name`) and the demo server (its client tag
+    /// header): `session-worker-PID`, so a test can tell which process holds a lock or a refresh.
+    static let tag = "session-worker-\(ProcessInfo.processInfo.processIdentifier)"
+
+    /// Prints one `event: KIND` line for each auth event a test may wait for (never token text).
+    private static func printEvents(of refresher: TokenRefreshClient) {
+        let events = refresher.events()
+        let printed: Set<AuthEvent.Kind> = [
+            .tokenRefreshed, .tokenAdopted, .signedOut, .persistenceFailed, .persistenceRecovered,
+            .storageUnavailable,
+        ]
+        Task {
+            for await event in events where printed.contains(event.kind) {
+                DemoOutput.line("event: \(event.kind)\(event.reason.map { "(\($0))" } ?? "")")
+            }
+        }
+    }
+
     /// `found`, `absent` or `unavailable` (never the session's content).
     private static func describe(_ read: TokenStoreRead) -> String {
         switch read {
@@ -265,5 +283,18 @@ struct SessionWorker: AsyncParsableCommand {
         case .absent: "absent"
         case .unavailable: "unavailable"
         }
+    }
+}
+
+/// Sends every request with the demo server's client tag header, so that the server can say which process sent
+/// the refresh it holds.
+private struct TaggedTransport: HTTPTransport {
+    let base: any HTTPTransport
+    let tag: String
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        var request = request
+        request.headerFields[HTTPField.Name("X-Client-Tag")!] = tag
+        return try await base.send(request, body: body)
     }
 }

@@ -193,34 +193,48 @@ enum ReplicaDatabase {
     }()
 }
 
-/// One replica scenario: the demo server in this process (reuse detection on, no grace window), a table of the
-/// test's own, a session signed in by the test and stored there, and the workers it launches. Each database step of
-/// the test opens a pool of its own and closes it after, so no pool of the test's lives across a database restart.
+/// One replica scenario: the demo server in this process (reuse detection on, no grace window, unless configured
+/// otherwise), a table of the test's own (or a `FileTokenStore` directory), a session signed in by the test and
+/// stored there, and the workers it launches. Each database step of the test opens a pool of its own and closes it
+/// after, so no pool of the test's lives across a database restart.
 final class ReplicaRun: Sendable {
+    /// Where the workers share the session.
+    enum SharedStore: Sendable {
+        case postgres
+        case file
+    }
+
     let server: DemoAuthServer
     let baseURL: URL
-    /// The session's table and the workers on it.
+    /// The session's table and the workers on it (`store == .postgres`).
     let database = ReplicaTable()
     var table: String { database.table }
+    let store: SharedStore
+    /// The file store's directory (`store == .file`).
+    let directory = FileManager.default.temporaryDirectory.appending(path: "replica-run-\(UUID().uuidString)")
+    /// The workers launched on the file store, so that a test that fails early leaves none running.
+    private let fileWorkers = Mutex<[ReplicaWorker]>([])
     /// The server's counters once the test had signed in.
     let start: DemoAuthServer.Stats
     private let loginRecords: Int
 
-    private init(accessTokenLifetime: Int, faults: DemoAuthServer.Faults) async throws {
-        let configuration = DemoAuthServer.Configuration(
-            accessTokenLifetime: .seconds(accessTokenLifetime), reuseDetection: true, graceWindow: .zero,
-            faults: faults)
+    private init(configuration: DemoAuthServer.Configuration, store: SharedStore) async throws {
         Demo.registerSecrets(of: configuration)
         server = DemoAuthServer(configuration: configuration, logger: Demo.traceLogger)
         baseURL = try await server.start()
-        // Sign in once; the workers find the session in the table.
+        self.store = store
+        // Sign in once; the workers find the session in the table (or the directory).
         let baseURL = baseURL
-        try await database.withStore { _, store in
+        let signIn: @Sendable (any TokenStore) async throws -> Void = { store in
             let transport = Demo.transport()
             let signIn = TokenRefreshClient(
                 strategy: JSONEndpointRefreshStrategy(baseURL: baseURL, apiKey: Demo.apiKey, transport: transport),
                 store: store)
             try await signIn.signIn(Demo.login(baseURL: baseURL, transport: transport))
+        }
+        switch store {
+        case .postgres: try await database.withStore { _, store in try await signIn(store) }
+        case .file: try await signIn(FileTokenStore(directory: directory))
         }
         start = server.stats
         loginRecords = server.issueLog.count
@@ -231,7 +245,19 @@ final class ReplicaRun: Sendable {
         accessTokenLifetime: Int, faults: DemoAuthServer.Faults = .init(),
         _ body: (ReplicaRun) async throws -> Void
     ) async throws {
-        let run = try await ReplicaRun(accessTokenLifetime: accessTokenLifetime, faults: faults)
+        let configuration = DemoAuthServer.Configuration(
+            accessTokenLifetime: .seconds(accessTokenLifetime), reuseDetection: true, graceWindow: .zero,
+            faults: faults)
+        try await run(configuration: configuration, store: .postgres, body)
+    }
+
+    /// Runs `body` with a fresh scenario on a server configured so and the given shared store, then stops the
+    /// server and drops the table (or removes the directory).
+    static func run(
+        configuration: DemoAuthServer.Configuration, store: SharedStore,
+        _ body: (ReplicaRun) async throws -> Void
+    ) async throws {
+        let run = try await ReplicaRun(configuration: configuration, store: store)
         do {
             try await body(run)
         } catch {
@@ -243,19 +269,33 @@ final class ReplicaRun: Sendable {
 
     private func finish() async {
         await database.endWorkers()
+        for worker in fileWorkers.withLock({ $0 }) where worker.isRunning { kill(worker.pid, SIGKILL) }
         await server.stop()
-        await database.drop()
+        switch store {
+        case .postgres: await database.drop()
+        case .file: try? FileManager.default.removeItem(at: directory)
+        }
     }
 
-    /// Launches `count` workers on this scenario's server and table.
-    func launch(_ count: Int, extraArguments: [String] = []) throws -> [ReplicaWorker] {
-        try database.launch(
-            count,
-            arguments: [
-                "--server", baseURL.absoluteString,
-                "--requests", "\(ChildProcessTests.ReplicaProcessTests.requests)",
-                "--expiries", "\(ChildProcessTests.ReplicaProcessTests.expiries)",
-            ] + extraArguments)
+    /// Launches `count` workers on this scenario's server and table (or directory).
+    func launch(
+        _ count: Int, extraArguments: [String] = [], requests: Int = ChildProcessTests.ReplicaProcessTests.requests,
+        expiries: Int = ChildProcessTests.ReplicaProcessTests.expiries
+    ) throws -> [ReplicaWorker] {
+        let arguments =
+            ["--server", baseURL.absoluteString, "--requests", "\(requests)", "--expiries", "\(expiries)"]
+            + extraArguments
+        switch store {
+        case .postgres:
+            return try database.launch(count, arguments: arguments)
+        case .file:
+            let worker = try ChildProcessTests.MultiProcessTests.workerURL()
+            let workers = try (0..<count).map { _ in
+                try ReplicaWorker(worker, arguments: ["--store-dir", directory.path] + arguments)
+            }
+            fileWorkers.withLock { $0 += workers }
+            return workers
+        }
     }
 
     /// The refreshes the server issued after the test signed in, oldest first.
@@ -264,7 +304,16 @@ final class ReplicaRun: Sendable {
     }
 
     /// Whether the table holds a session whose access token is still valid (nobody lost or revoked it).
-    func storedSessionIsValid() async throws -> Bool { try await database.storedSessionIsValid() }
+    func storedSessionIsValid() async throws -> Bool {
+        switch store {
+        case .postgres:
+            return try await database.storedSessionIsValid()
+        case .file:
+            guard case .found(let session) = await FileTokenStore(directory: directory).load(account: "default")
+            else { return false }
+            return !session.token.isExpired(at: Date(), policy: .default)
+        }
+    }
 
     /// The PID of the worker holding the account's advisory lock.
     func lockHolderPID() async throws -> Int32 { try await database.lockHolder().workerPID }
@@ -323,6 +372,35 @@ final class ReplicaTable: Sendable {
         try? await withStore { client, _ in
             _ = try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
         }
+    }
+
+    /// Waits until each worker in `pids` has run a statement on the database since this call (a `pg_stat_activity`
+    /// row of its pool, `session-worker-PID`, idle again with a later `query_start`), or until `orUntil` holds, or
+    /// `limit` has passed: a bounded poll. Then every worker has had its chance to take the lock and act on what it
+    /// read. Returns the workers not seen back.
+    func waitUntilBack(
+        _ pids: [Int32], within limit: Duration, orUntil other: @Sendable () -> Bool
+    ) async throws -> [String] {
+        let wanted = Set(pids.map { "session-worker-\($0)" })
+        let seen = try await withStore { client, _ -> Set<String> in
+            var since: Date?
+            for try await now in try await client.query("SELECT now()").decode(Date.self) { since = now }
+            let after = try #require(since)
+            let deadline = ContinuousClock.now + limit
+            var seen = Set<String>()
+            while ContinuousClock.now < deadline {
+                let rows = try await client.query(
+                    """
+                    SELECT DISTINCT application_name FROM pg_stat_activity
+                    WHERE application_name LIKE 'session-worker-%' AND state = 'idle' AND query_start > \(after)
+                    """)
+                for try await name in rows.decode(String.self) { seen.insert(name) }
+                if wanted.isSubset(of: seen) || other() { return seen }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return seen
+        }
+        return wanted.subtracting(seen).sorted()
     }
 
     /// What the table holds for the account `default`.
