@@ -45,6 +45,15 @@ extension ChildProcessTests {
             } else {
                 print(table)
             }
+            // What every cell must show: no reuse and no lost session, except where no client can help (the
+            // holder killed after a rotation that the server does not forgive).
+            for (cell, result) in results where !result.harnessFailure && !cell.isPhysicalLimit {
+                if result.reuseDetections > 0 || result.sessionsLost > 0 {
+                    Issue.record(
+                        "\(cell.fault.title) (\(cell.mode.title), \(cell.column.title)): \(result.cell) \(result.notes ?? "")"
+                    )
+                }
+            }
             for (cell, result) in results where result.harnessFailure {
                 Issue.record(
                     "the harness could not inject \(cell.fault.title) (\(cell.mode.title), \(cell.column.title)): \(result.notes ?? "")"
@@ -163,6 +172,16 @@ enum Scorecard {
         let fault: Fault
         let mode: Mode
         let column: Column
+
+        /// A holder killed after the server rotated takes the only copy of the new pair with it: without a grace
+        /// window the next holder's refresh is a reuse. No client can prevent that.
+        var isPhysicalLimit: Bool {
+            guard fault == .killAfterRotation else { return false }
+            switch column {
+            case .djangoOAuthToolkit, .profile(.reuseDetection), .profile(.oneTimeUse): return true
+            default: return false
+            }
+        }
     }
 
     /// One measured cell.
