@@ -1,13 +1,10 @@
-import Foundation
-
 /// A token store that keeps sessions in memory, for tests and for processes that need nothing durable.
 ///
-/// Clients that share one instance coordinate through it as processes do through a shared store:
-/// ``withExclusiveAccess(account:_:)`` runs one body per account at a time.
+/// It takes no lock in ``withExclusiveAccess(account:_:)``: it is meant for one client, whose own single flight is
+/// enough. Clients sharing one instance do not exclude each other, as processes sharing a store without a lock
+/// would not; to test clients that coordinate, share a ``FileTokenStore`` on a temporary directory instead.
 public actor InMemoryTokenStore: TokenStore {
     private var sessions: [String: StoredSession]
-    /// This instance's prefix for the process-local lock keys.
-    private nonisolated let lockPrefix = "memory|\(UUID().uuidString)|"
 
     /// Creates a store, optionally with sessions already in it.
     ///
@@ -47,21 +44,5 @@ public actor InMemoryTokenStore: TokenStore {
     public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
         guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
         sessions[account] = nil
-    }
-
-    /// Runs `body` while no other body for `account` runs on this instance; a body nested in another for the same
-    /// account (in the same task or its child tasks) runs at once.
-    ///
-    /// The lock's expiry is the process's end: nothing else shares it.
-    ///
-    /// - Parameters:
-    ///   - account: The account key.
-    ///   - body: The work to run.
-    /// - Returns: What `body` returns.
-    /// - Throws: What `body` throws, or ``PersistenceError/lockFailed`` when the task is cancelled while waiting.
-    public nonisolated func withExclusiveAccess<T: Sendable>(
-        account: String, _ body: @Sendable () async throws -> T
-    ) async throws -> T {
-        try await ProcessLocalLocks.shared.withLock(lockPrefix + account) { try await body() }
     }
 }

@@ -58,9 +58,9 @@ extension TokenStoreConformance {
             .nestedExclusiveAccess, .perAccountExclusion,
         ]
 
-        /// The clauses every store keeps, also one private to a process that takes no lock in
-        /// `withExclusiveAccess`.
-        public static let storage: [Clause] = [.load, .conditionalWrites, .removingAnAbsentSession]
+        /// The clauses a store private to one client keeps, one whose `withExclusiveAccess` takes no lock (the
+        /// protocol's default): every clause but ``exclusion`` and ``saveInsideExclusiveAccess``.
+        public static let unsharedStore: [Clause] = all.filter { $0 != .exclusion && $0 != .saveInsideExclusiveAccess }
 
         /// The name.
         public var description: String { name }

@@ -5,13 +5,13 @@ public import Persistence
 /// Checks a ``/Persistence/TokenStore`` against the contract TokenKit relies on, from your own tests.
 ///
 /// Give it a closure that opens a new handle on the *same* storage each time it is called (a new
-/// connection pool on the same database, a new store on the same directory, or the same instance for a store that
-/// lives in memory): two handles stand for two processes or replicas sharing the storage. Each clause is checked on
+/// connection pool on the same database, a new store on the same directory): two handles stand for two processes
+/// or replicas sharing the storage. For a store that lives in memory, return the same instance each time. Each clause is checked on
 /// an account of its own, named `tokenkit-conformance-...`, which the check removes afterwards.
 ///
 /// ```swift
-/// let store = InMemoryTokenStore()
-/// let conformance = TokenStoreConformance { store }
+/// let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sessions-test")
+/// let conformance = TokenStoreConformance { FileTokenStore(directory: directory) }
 /// try await conformance.check()
 /// ```
 ///
@@ -37,8 +37,8 @@ public struct TokenStoreConformance: Sendable {
     ///     the store's connections, restart its database, or make its next write fail once. The exclusion must
     ///     hold through it, and the body's save must still land (retried by the store) before the next holder
     ///     runs. `nil` checks without a disruption.
-    ///   - openHandle: Opens a new handle on the storage under test. Called at least twice per exclusive-access
-    ///     check.
+    ///   - openHandle: Opens a new handle on the storage under test. Called once or twice per clause, and once
+    ///     more to remove the clause's account afterwards.
     public init(
         timeout: Duration = .seconds(60),
         clock: any Clock<Duration> = ContinuousClock(),
@@ -53,9 +53,8 @@ public struct TokenStoreConformance: Sendable {
 
     /// Checks `clauses` one after the other and stops at the first broken one.
     ///
-    /// - Parameter clauses: The clauses to check; all of them by default. A store private to one process that
-    ///   keeps the protocol's default `withExclusiveAccess` (which takes no lock) checks
-    ///   ``Clause/storage`` only.
+    /// - Parameter clauses: The clauses to check; all of them by default. A store private to one client that
+    ///   keeps the protocol's default `withExclusiveAccess` (which takes no lock) checks ``Clause/unsharedStore``.
     /// - Throws: A ``Violation`` naming the broken clause, or what `openHandle` or `disrupt` threw.
     public func check(_ clauses: [Clause] = Clause.all) async throws {
         for clause in clauses {

@@ -8,7 +8,9 @@ public import Logging
 ///
 /// ## What it guarantees
 /// - **Atomic, durable writes.** A save writes a temporary file, fsyncs it, renames it over the old file and
-///   fsyncs the directory. A crash at any point leaves either the old session or the new one, whole.
+///   fsyncs the directory. A crash at any point leaves either the old session or the new one, whole. A write that
+///   fails with an error that may pass (`EINTR`, `EAGAIN`, `EIO`) is tried again at once with a new temporary
+///   file, up to three attempts in all; a full disk or a read-only directory fails at once.
 /// - **Private files.** The directory is created with mode 0700 and files with 0600. A directory that others can
 ///   read but not write (`mkdir -p` makes 0755) is tightened to 0700, with a `notice` log line, when it holds
 ///   nothing but the store's files. Otherwise reads and writes fail with ``PersistenceError/permissionsTooWide``,
@@ -21,10 +23,13 @@ public import Logging
 ///   and trusting it. Each operation opens the directory once, without following a symbolic link, checks it, and
 ///   works relative to that open directory (`openat`, `renameat`, `unlinkat`), so the path cannot be swapped for
 ///   another directory between the check and the use.
-/// - **A lock shared by processes.** ``withExclusiveAccess(account:_:)`` holds an advisory `flock` on a
-///   per-account lock file for the whole body, so processes sharing the directory refresh one at a time. A
-///   waiter gives up after ``Configuration/lockTimeout`` (5 s by default) with ``PersistenceError/lockTimedOut``,
-///   so one stalled refresh cannot block every process. The
+/// - **A lock shared by processes, which is a lease.** ``withExclusiveAccess(account:_:)`` holds an advisory
+///   `flock` on a per-account lock file for the whole body, so processes sharing the directory refresh one at a
+///   time. The kernel holds that lock for the holder's open file until the holder releases it or its process
+///   ends: no connection or server stands between them that could drop it while the holder lives. So it is a
+///   lease whose expiry is the holder process's death, and no other process runs its body while the holder is
+///   alive. A waiter gives up after ``Configuration/lockTimeout`` (5 s by default) with
+///   ``PersistenceError/lockTimedOut``, so one stalled refresh cannot block every process. The
 ///   same lock serialises tasks in this process (waiters queue in arrival order, without blocking threads).
 ///   Saves and removals take the lock too, and check their ``WriteCondition`` under it. Inside the body, the
 ///   store's own operations see the lock as held by the task and its child tasks, and do not take it again.
@@ -173,7 +178,8 @@ public struct FileTokenStore: TokenStore {
     ///   ``PersistenceError/unsupportedFormatVersion`` or ``PersistenceError/wrongKey`` when the stored file
     ///   cannot be read by this store (it is left as it is); ``PersistenceError/notAFile``,
     ///   ``PersistenceError/permissionsTooWide``, ``PersistenceError/lockFailed``; or
-    ///   ``PersistenceError/writeFailed`` (disk full, read-only directory), with the previous session intact.
+    ///   ``PersistenceError/writeFailed`` (disk full, read-only directory, or an I/O error that lasted three
+    ///   attempts), with the previous session intact.
     ///   A `writeFailed` whose detail names `fsync(directory)` came after the rename: the new session is in
     ///   place but may not survive a power loss.
     public func save(
