@@ -405,20 +405,20 @@ struct RefreshLeaseTests {
                 let writesFail = TestFlag()
                 writesFail.set()
                 var holderConfiguration = PostgresTokenStore.Configuration(
-                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(100),
-                    leaseDuration: .milliseconds(150))
+                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300),
+                    leaseDuration: .seconds(1))
                 holderConfiguration.testHooks.failsFencedWrite = { writesFail.isSet }
                 let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
                 let attempts = Mutex(0)
                 let waited = Signal()
                 var waiterConfiguration = PostgresTokenStore.Configuration(
-                    tableName: table, lockTimeout: .seconds(30), leaseDuration: .milliseconds(150))
+                    tableName: table, lockTimeout: .seconds(30), leaseDuration: .seconds(1))
                 waiterConfiguration.testHooks.lockAttempt = { outcome in
                     guard outcome == .leaseHeld else { return }
-                    // Refused for many lease durations (the poll is at most 20 ms).
+                    // Refused for several lease durations (the poll is at most 20 ms).
                     if attempts.withLock({
                         $0 += 1; return $0
-                    }) == 80 {
+                    }) == 200 {
                         waited.fire()
                     }
                 }
