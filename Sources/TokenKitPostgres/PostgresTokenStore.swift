@@ -261,7 +261,7 @@ public struct PostgresTokenStore: TokenStore {
     /// replicas writing with the same condition cannot both succeed. Inside ``withExclusiveAccess(account:_:)`` the
     /// save is also fenced by the lease (it lands only while the row still carries this holder's lease), is retried
     /// on a fresh connection within ``Configuration/operationTimeout``, goes on in the background after a
-    /// `writeFailed` for up to ``Configuration/persistRetryLimit``, and ends the lease. Outside it, the save ends
+    /// `writeFailed` (the lease kept alive) until it lands or is refused, and ends the lease. Outside it, the save ends
     /// whatever lease the row carries.
     ///
     /// - Parameters:
