@@ -38,6 +38,9 @@ let package = Package(
         .library(name: "TokenVerification", targets: ["TokenVerification"]),
         .library(name: "TokenKitTesting", targets: ["TokenKitTesting"]),
         .library(name: "TokenKitLogCheck", targets: ["TokenKitLogCheck"]),
+        // The FitIQ and Lume apps' API shapes and the migration of their stored sessions, beside the core (the
+        // `TokenKit` umbrella re-exports it).
+        .library(name: "TokenKitCompatibility", targets: ["TokenKitCompatibility"]),
         // The server adapters. Each compiles to an empty module unless its package trait is on, and the packages it
         // needs are resolved only when it is: an app that adds TokenKit alone never clones or builds NIO.
         .library(name: "TokenKitAsyncHTTPClient", targets: ["TokenKitAsyncHTTPClient"]),
@@ -139,8 +142,20 @@ let package = Package(
         .target(
             name: "TokenKit",
             dependencies: [
-                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh",
+                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitCompatibility",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // The bridge to the FitIQ and Lume code bases: their persistence and network-client protocols, `APIError`,
+        // `executeWithAutoRetry(request:tokenRefreshClient:authTokenPersistence:)`, and the one-time migration of
+        // their stored sessions (the Keychain source on Apple platforms only).
+        .target(
+            name: "TokenKitCompatibility",
+            dependencies: [
+                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The mock kit for an app's own tests. No swift-log: an app that bootstraps its own logging backend
@@ -165,12 +180,15 @@ let package = Package(
         ),
         .testTarget(
             name: "AuthTokenTests",
-            dependencies: ["AuthToken", "TokenKitLogCheck"],
+            dependencies: ["TokenKitCompatibility", "AuthToken", "TokenKitLogCheck"],
             resources: [.copy("Vectors")]
         ),
         .testTarget(
             name: "PersistenceTests",
-            dependencies: ["AuthToken", "Persistence", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck"]
+            dependencies: [
+                "AuthToken", "Persistence", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
+                "TokenKitCompatibility",
+            ]
         ),
         .testTarget(
             name: "NetworkRetryTests",
@@ -182,6 +200,7 @@ let package = Package(
         .testTarget(
             name: "TokenRefreshTests",
             dependencies: [
+                "TokenKitCompatibility",
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
                 "TokenVerification",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -222,7 +241,7 @@ let package = Package(
             name: "DocSampleTests",
             dependencies: [
                 "TokenKit", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck", "AuthToken", "Persistence",
-                "NetworkRetry", "TokenRefresh",
+                "NetworkRetry", "TokenRefresh", "TokenKitCompatibility",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
@@ -232,6 +251,7 @@ let package = Package(
         .testTarget(
             name: "AttackTests",
             dependencies: [
+                "TokenKitCompatibility",
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenVerification", "TokenKit",
                 "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -24,8 +24,8 @@ extension AuthToken {
         let refreshToken = try container.decodeIfPresent(String.self, forKey: .refreshToken)
         guard container.contains(.receivedAt) else {
             self.init(
-                accessToken: accessToken, refreshToken: refreshToken,
-                expiresAt: try Self.lumeExpiry(in: container), receivedAt: AuthToken.systemNow())
+                accessToken: accessToken, refreshToken: refreshToken, receivedAt: AuthToken.systemNow(),
+                expirationClaim: try Self.lumeExpiry(in: container))
             return
         }
         let lifetime = try container.decodeIfPresent(TimeInterval.self, forKey: .lifetime).flatMap(Self.sanitized)

@@ -7,6 +7,7 @@
 @_exported public import HTTPTypes
 @_exported public import NetworkRetry
 @_exported public import Persistence
+@_exported public import TokenKitCompatibility
 @_exported public import TokenRefresh
 
 #if canImport(FoundationNetworking)

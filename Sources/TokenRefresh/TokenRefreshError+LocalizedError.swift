@@ -1,4 +1,4 @@
-import AuthToken
+package import AuthToken
 public import Foundation
 
 /// User-facing messages in the user's language (English or Japanese). They never contain token text, a client
@@ -38,5 +38,5 @@ extension TokenRefreshError: LocalizedError {
     }
 
     /// The translations of this module's messages (`Messages/Resources/ja.json`).
-    static let messages = MessageCatalog(module: "TokenRefresh")
+    package static let messages = MessageCatalog(module: "TokenRefresh")
 }

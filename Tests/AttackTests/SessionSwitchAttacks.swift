@@ -4,6 +4,7 @@ import HTTPTypes
 import NetworkRetry
 import Persistence
 import Testing
+import TokenKitCompatibility
 import TokenKitLogCheck
 import TokenKitTesting
 import TokenRefresh

@@ -1,6 +1,7 @@
 import AuthToken
 import Foundation
 import Testing
+import TokenKitCompatibility
 import TokenKitLogCheck
 
 @Suite(.logLeakCheck()) struct AuthTokenExpiryTests {

@@ -57,7 +57,7 @@ public actor TokenRefreshClient: TokenProvider {
     let clock: ClockHandle
     nonisolated let now: @Sendable () -> Date
     let random: @Sendable () -> Double
-    let logger: Logger
+    package nonisolated let logger: Logger
     let metrics: RefreshMetrics
 
     nonisolated let snapshot = LockedValue(Snapshot())

@@ -1,40 +1,34 @@
-import AuthToken
-public import Foundation
+package import AuthToken
+import Foundation
 import Logging
-public import Persistence
+
+/// Where the app's own persistence keeps its pair, as ``TokenRefreshClient/tokenForRetry(rejecting:persistence:)``
+/// reads and writes it (the compatibility module adapts the FitIQ apps' persistence protocol to it).
+package struct AppPairStore: Sendable {
+    /// Reads the stored refresh token.
+    package let fetchRefreshToken: @Sendable () throws -> String?
+    /// Reads the stored access token.
+    package let fetchAccessToken: @Sendable () throws -> String?
+    /// Saves a pair.
+    package let save: @Sendable (_ accessToken: String, _ refreshToken: String) throws -> Void
+    /// What to throw when no refresh token is stored.
+    package let noRefreshToken: @Sendable () -> any Error
+
+    /// Creates a pair store from the app's operations.
+    package init(
+        fetchRefreshToken: @escaping @Sendable () throws -> String?,
+        fetchAccessToken: @escaping @Sendable () throws -> String?,
+        save: @escaping @Sendable (_ accessToken: String, _ refreshToken: String) throws -> Void,
+        noRefreshToken: @escaping @Sendable () -> any Error
+    ) {
+        self.fetchRefreshToken = fetchRefreshToken
+        self.fetchAccessToken = fetchAccessToken
+        self.save = save
+        self.noRefreshToken = noRefreshToken
+    }
+}
 
 extension TokenRefreshClient {
-    /// Creates a client for the FitIQ refresh endpoint, the unification analysis's
-    /// `TokenRefreshClient(networkClient:baseURL:apiKey:)`.
-    ///
-    /// It posts `{"refreshToken": "..."}` to `baseURL/api/v1/auth/refresh` with `X-API-Key` through the app's
-    /// network client (``JSONEndpointRefreshStrategy`` over ``NetworkClientTransport``), and is the same
-    /// single-flight client as every other: concurrent ``refreshToken(_:)`` calls share one refresh.
-    ///
-    /// ```swift
-    /// lazy var tokenRefreshClient: TokenRefreshClient = {
-    ///     TokenRefreshClient(networkClient: networkClient, baseURL: Config.baseURL, apiKey: Config.apiKey)
-    /// }()
-    /// ```
-    ///
-    /// - Parameters:
-    ///   - networkClient: The app's network client.
-    ///   - baseURL: The API's base URL.
-    ///   - apiKey: The API key sent as `X-API-Key`.
-    ///   - store: Where the session is kept; in memory by default (the app's persistence keeps the pair, through
-    ///     ``NetworkClientProtocol/executeWithAutoRetry(request:tokenRefreshClient:authTokenPersistence:retryCount:)``).
-    ///     Pass an ``/Persistence/AuthTokenPersistenceStore`` to keep client and persistence on one storage.
-    ///   - configuration: The options.
-    public init(
-        networkClient: any NetworkClientProtocol, baseURL: URL, apiKey: String,
-        store: any TokenStore = InMemoryTokenStore(), configuration: Configuration = Configuration()
-    ) {
-        self.init(
-            strategy: JSONEndpointRefreshStrategy(
-                baseURL: baseURL, apiKey: apiKey, transport: NetworkClientTransport(networkClient)),
-            store: store, configuration: configuration)
-    }
-
     /// The token to retry with after a request carrying `rejected` got a 401, saved in `persistence` first.
     ///
     /// Concurrent callers share one refresh (this client's single flight). A request that carried an older token
@@ -48,15 +42,15 @@ extension TokenRefreshClient {
     ///   - rejected: The access token the rejected request carried, if any.
     ///   - persistence: The app's persistence.
     /// - Returns: The token to retry with.
-    /// - Throws: ``APIError/unauthorized`` when no refresh token is stored; ``TokenRefreshError/sessionChanged`` (also
+    /// - Throws: `persistence.noRefreshToken()` when no refresh token is stored; ``TokenRefreshError/sessionChanged`` (also
     ///   when the app's persistence no longer holds the refresh token the refresh started from: nothing is saved);
     ///   the refresh's error.
-    nonisolated func tokenForRetry(
-        rejecting rejected: String?, persistence: any AuthTokenPersistenceProtocol
+    package nonisolated func tokenForRetry(
+        rejecting rejected: String?, persistence: AppPairStore
     ) async throws -> AuthToken {
         // The refresh token first, then the access token: a pair saved between the two reads shows in the second.
         guard let storedRefresh = try persistence.fetchRefreshToken(), !storedRefresh.isEmpty else {
-            throw APIError.unauthorized
+            throw persistence.noRefreshToken()
         }
         let storedAccess = try persistence.fetchAccessToken()
         if let rejected, let storedAccess, !storedAccess.isEmpty, storedAccess != rejected {
@@ -77,7 +71,7 @@ extension TokenRefreshClient {
         let refreshToSave = token.refreshToken ?? storedRefresh
         switch try persistence.fetchRefreshToken() {
         case storedRefresh:
-            try persistence.save(accessToken: token.accessToken, refreshToken: refreshToSave)
+            try persistence.save(token.accessToken, refreshToSave)
         case .some(let current) where current == refreshToSave:
             break
         case .some(let current) where await sessionHolds(refreshToken: current):

@@ -1,4 +1,5 @@
 import AuthToken
+public import Persistence
 
 /// A ``TokenStore`` over a ``TokenStorageProtocol`` (Lume's Keychain storage), so that it backs a
 /// `TokenRefreshClient`.

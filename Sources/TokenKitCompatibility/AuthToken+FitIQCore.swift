@@ -1,3 +1,4 @@
+public import AuthToken
 public import Foundation
 
 extension AuthToken {

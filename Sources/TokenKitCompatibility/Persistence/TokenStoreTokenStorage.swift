@@ -1,4 +1,5 @@
 public import AuthToken
+public import Persistence
 
 /// Serves Lume's ``TokenStorageProtocol`` from any ``TokenStore`` (a file store, the Keychain store, memory).
 ///

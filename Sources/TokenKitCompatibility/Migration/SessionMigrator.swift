@@ -1,6 +1,7 @@
 public import AuthToken
 public import Foundation
 public import Logging
+public import Persistence
 
 /// Moves a session from an older app version's storage into a ``TokenStore``, once.
 ///

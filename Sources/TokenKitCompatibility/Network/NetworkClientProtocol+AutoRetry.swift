@@ -1,6 +1,6 @@
 import AuthToken
 public import Foundation
-public import Persistence
+public import TokenRefresh
 
 #if canImport(FoundationNetworking)
     public import FoundationNetworking
@@ -60,7 +60,8 @@ extension NetworkClientProtocol {
                 error, status: httpStatus(of: error), logger: tokenRefreshClient.logger)
             throw error
         }
-        let token = try await tokenRefreshClient.tokenForRetry(rejecting: carried, persistence: authTokenPersistence)
+        let token = try await tokenRefreshClient.tokenForRetry(
+            rejecting: carried, persistence: authTokenPersistence.appPairStore)
         // Taken, not copied: a caller that is done with its request spares Foundation a copy of it.
         var retryRequest = consume request
         retryRequest.setValue("Bearer \(token.accessToken)", forHTTPHeaderField: "Authorization")

@@ -1,4 +1,5 @@
 public import Foundation
+public import Persistence
 
 /// Where an older app version kept its tokens: a key-value store such as `UserDefaults` or the Keychain.
 ///

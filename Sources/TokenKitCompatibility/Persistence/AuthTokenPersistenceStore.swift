@@ -1,6 +1,7 @@
 import AuthToken
 import Crypto
 import Foundation
+public import Persistence
 
 /// A ``TokenStore`` over an app's own ``AuthTokenPersistenceProtocol`` (FitIQ's Keychain adapter), so that
 /// the app's persistence backs a `TokenRefreshClient`: the client restores the session from it and writes every

@@ -1,5 +1,6 @@
 public import AuthToken
 public import Foundation
+public import Persistence
 
 /// Serves the synchronous ``AuthTokenPersistenceProtocol`` from any ``TokenStore``.
 ///

@@ -1,5 +1,6 @@
 import AuthToken
 public import Foundation
+import TokenRefresh
 
 /// The error a ``NetworkClientProtocol`` throws for an HTTP failure, as the FitIQ API clients match it:
 /// `if case .unauthorized = error`.
