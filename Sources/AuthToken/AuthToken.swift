@@ -119,7 +119,7 @@ public struct AuthToken: Sendable, Hashable, Codable {
     ///
     /// - Parameter refreshToken: The refresh token to carry.
     /// - Returns: The updated token.
-    public func replacingRefreshToken(_ refreshToken: String?) -> AuthToken {
+    package func replacingRefreshToken(_ refreshToken: String?) -> AuthToken {
         AuthToken(
             accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, scope: scope,
             receivedAt: receivedAt, lifetime: lifetime, expirationClaim: expirationClaim, knownLifetime: knownLifetime)

@@ -20,7 +20,7 @@ public struct JWT: Sendable, Hashable {
     /// The claims set.
     public let claims: JWTClaims
     /// Whether the third segment is empty (an unsecured JWT, `alg: none`).
-    public let hasEmptySignature: Bool
+    package let hasEmptySignature: Bool
 
     /// Parses a compact JWT: three base64url segments separated by dots, the first two JSON objects.
     ///
@@ -131,5 +131,5 @@ public struct JWTHeader: Sendable, Hashable {
     /// A header parameter by name.
     ///
     /// - Parameter name: The parameter name.
-    public subscript(name: String) -> JSONValue? { members[name] }
+    package subscript(name: String) -> JSONValue? { members[name] }
 }

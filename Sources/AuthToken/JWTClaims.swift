@@ -21,7 +21,7 @@ public struct JWTClaims: Sendable, Hashable {
     /// A claim by name.
     ///
     /// - Parameter name: The claim name.
-    public subscript(name: String) -> JSONValue? { members[name] }
+    package subscript(name: String) -> JSONValue? { members[name] }
 
     /// `exp`: the expiration time, or `nil` when missing or not a valid NumericDate.
     public var expiration: Date? { try? date("exp") }

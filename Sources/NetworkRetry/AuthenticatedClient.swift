@@ -107,13 +107,13 @@ public struct AuthenticatedClient: HTTPTransport {
     public static let defaultLogger = Logger(label: "TokenKit.NetworkRetry")
 
     /// The transport requests go through.
-    public let transport: any HTTPTransport
+    package let transport: any HTTPTransport
     /// Where tokens come from.
-    public let tokenProvider: any TokenProvider
+    package let tokenProvider: any TokenProvider
     /// The options.
-    public let configuration: Configuration
+    package let configuration: Configuration
     /// The logger (debug and trace only).
-    public let logger: Logger
+    package let logger: Logger
     private let authorizationCache: AuthorizationFieldCache
     /// The allowed origins that may carry a token, keyed by their usual spellings (`host`, `host:port`).
     private let verbatimOrigins: [VerbatimOrigin]
@@ -425,7 +425,7 @@ public struct CredentialPresentation: Sendable, Hashable, CustomStringConvertibl
     ///   - name: The cookie's name.
     ///   - scope: The scope, kept current by whoever captures the cookie.
     /// - Returns: The presentation.
-    public static func cookie(named name: String, scope: SessionCookieScope) -> CredentialPresentation {
+    package static func cookie(named name: String, scope: SessionCookieScope) -> CredentialPresentation {
         CredentialPresentation(kind: .scopedCookie(name, ObjectIdentifier(scope)), scope: scope)
     }
 
@@ -434,7 +434,7 @@ public struct CredentialPresentation: Sendable, Hashable, CustomStringConvertibl
     ///
     /// - Parameter request: The request.
     /// - Returns: Whether to attach the credential.
-    public func applies(to request: HTTPRequest) -> Bool {
+    package func applies(to request: HTTPRequest) -> Bool {
         scope?.current.matches(request) ?? true
     }
 
@@ -452,7 +452,7 @@ public struct CredentialPresentation: Sendable, Hashable, CustomStringConvertibl
     public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
 
     /// The cookie's name, for a cookie presentation.
-    public var cookieName: String? {
+    package var cookieName: String? {
         switch kind {
         case .bearer: nil
         case .cookie(let name), .scopedCookie(let name, _): name
@@ -463,7 +463,7 @@ public struct CredentialPresentation: Sendable, Hashable, CustomStringConvertibl
     ///
     /// - Parameter credential: The access token or cookie value.
     /// - Returns: The field.
-    public func field(for credential: String) -> HTTPField {
+    package func field(for credential: String) -> HTTPField {
         switch kind {
         case .bearer: HTTPField(name: .authorization, value: "Bearer " + credential)
         case .cookie(let name), .scopedCookie(let name, _): HTTPField(name: .cookie, value: name + "=" + credential)

@@ -1,5 +1,5 @@
 import Foundation
-public import HTTPTypes
+package import HTTPTypes
 
 /// Where a cookie may be sent, as RFC 6265 section 5.4 says: requests whose host domain-matches its domain,
 /// whose path path-matches its path, and, for a `Secure` cookie, that go over https (or to loopback).
@@ -8,15 +8,15 @@ public import HTTPTypes
 /// let scope = CookieScope(try SetCookie(parsing: field, requestHost: "api.example.com", requestIsSecure: true, now: now))
 /// if scope.matches(request) { ... }
 /// ```
-public struct CookieScope: Sendable, Hashable, CustomStringConvertible {
+package struct CookieScope: Sendable, Hashable, CustomStringConvertible {
     /// The domain, in lowercase.
-    public let domain: String
+    package let domain: String
     /// Whether subdomains of ``domain`` match too (the cookie had a `Domain` attribute).
-    public let includesSubdomains: Bool
+    package let includesSubdomains: Bool
     /// The path; requests to it and below it match.
-    public let path: String
+    package let path: String
     /// Whether only https (or loopback) requests match.
-    public let isSecure: Bool
+    package let isSecure: Bool
 
     /// A scope from its parts.
     ///
@@ -25,7 +25,7 @@ public struct CookieScope: Sendable, Hashable, CustomStringConvertible {
     ///   - includesSubdomains: Whether subdomains match too.
     ///   - path: The path; `/` for the whole host.
     ///   - isSecure: Whether only https (or loopback) requests match.
-    public init(domain: String, includesSubdomains: Bool = false, path: String = "/", isSecure: Bool) {
+    package init(domain: String, includesSubdomains: Bool = false, path: String = "/", isSecure: Bool) {
         var domain = domain.lowercased()
         if domain.hasPrefix("[") && domain.hasSuffix("]") { domain = String(domain.dropFirst().dropLast()) }
         self.domain = domain
@@ -37,7 +37,7 @@ public struct CookieScope: Sendable, Hashable, CustomStringConvertible {
     /// The scope a parsed `Set-Cookie` gave itself.
     ///
     /// - Parameter cookie: The cookie.
-    public init(_ cookie: SetCookie) {
+    package init(_ cookie: SetCookie) {
         self.init(
             domain: cookie.domain, includesSubdomains: cookie.includesSubdomains, path: cookie.path,
             isSecure: cookie.isSecure)
@@ -48,7 +48,7 @@ public struct CookieScope: Sendable, Hashable, CustomStringConvertible {
     /// - Parameter request: A request with an absolute URL.
     /// - Returns: `true` when the host domain-matches, the path path-matches and, for a secure cookie, the
     ///   request goes over https or to loopback.
-    public func matches(_ request: HTTPRequest) -> Bool {
+    package func matches(_ request: HTTPRequest) -> Bool {
         guard let origin = HTTPOrigin(request) else { return false }
         var host = origin.host
         if host.hasPrefix("[") { host = String(host.dropFirst().dropLast()) }
@@ -69,7 +69,7 @@ public struct CookieScope: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `domain[+subdomains] path [Secure]`.
-    public var description: String {
+    package var description: String {
         "CookieScope(\(domain)\(includesSubdomains ? " and subdomains" : ""), path: \(path)\(isSecure ? ", Secure" : ""))"
     }
 
@@ -85,19 +85,19 @@ public struct CookieScope: Sendable, Hashable, CustomStringConvertible {
 /// ``CredentialPresentation`` that presents it. Starts with a default (for a cookie restored from storage, whose
 /// attributes were not stored) and follows every `Set-Cookie` captured since. `@unchecked Sendable`: `scope` is
 /// only touched while holding `lock`.
-public final class SessionCookieScope: @unchecked Sendable, CustomStringConvertible {
+package final class SessionCookieScope: @unchecked Sendable, CustomStringConvertible {
     private let lock = NSLock()
     private var scope: CookieScope
 
     /// A holder starting with `initial`.
     ///
     /// - Parameter initial: The scope until a cookie is captured.
-    public init(_ initial: CookieScope) {
+    package init(_ initial: CookieScope) {
         scope = initial
     }
 
     /// The scope now.
-    public var current: CookieScope {
+    package var current: CookieScope {
         lock.lock()
         defer { lock.unlock() }
         return scope
@@ -106,12 +106,12 @@ public final class SessionCookieScope: @unchecked Sendable, CustomStringConverti
     /// Replaces the scope (a cookie was captured).
     ///
     /// - Parameter newScope: The captured cookie's scope.
-    public func update(_ newScope: CookieScope) {
+    package func update(_ newScope: CookieScope) {
         lock.lock()
         scope = newScope
         lock.unlock()
     }
 
     /// The current scope's description.
-    public var description: String { current.description }
+    package var description: String { current.description }
 }

@@ -6,7 +6,7 @@ extension HTTPOrigin {
     /// Reads the origin of a request's scheme and authority; `nil` if either is missing or unusable.
     ///
     /// - Parameter request: A request with an absolute URL.
-    public init?(_ request: HTTPRequest) {
+    package init?(_ request: HTTPRequest) {
         guard let scheme = request.scheme, let authority = request.authority else { return nil }
         self.init(scheme: scheme, authority: authority)
     }

@@ -12,7 +12,7 @@ extension HTTPOrigin {
     ///   - target: The request's path and query, as `HTTPRequest.path` holds it.
     ///   - method: The request method, such as `GET`.
     /// - Returns: Whether the target is one a request may carry.
-    public static func isValidRequestTarget(_ target: String, method: String) -> Bool {
+    package static func isValidRequestTarget(_ target: String, method: String) -> Bool {
         switch target.utf8.first {
         case UInt8(ascii: "/")?: true
         case UInt8(ascii: "*")?: target.utf8.count == 1 && method == "OPTIONS"
@@ -36,7 +36,7 @@ extension HTTPOrigin {
     ///   - target: The request's path and query, as `HTTPRequest.path` holds it.
     ///   - method: The request method, such as `GET`.
     /// - Returns: The URL, or `nil`.
-    public func requestURL(target: String, method: String) -> URL? {
+    package func requestURL(target: String, method: String) -> URL? {
         guard Self.isValidRequestTarget(target, method: method), Self.isPlainHost(host) else { return nil }
         var path = ""
         var query: String?

@@ -49,7 +49,7 @@ public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
     /// - Parameters:
     ///   - scheme: The URL scheme.
     ///   - authority: The authority; one with user info (`user@host`) is refused.
-    public init?(scheme: String, authority: String) {
+    package init?(scheme: String, authority: String) {
         // Byte scans only: this runs for every request, and Foundation's substring search is slow.
         let bytes = authority.utf8
         guard !bytes.contains(UInt8(ascii: "@")) else { return nil }
@@ -93,11 +93,11 @@ public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether the scheme is `https`.
-    public var isSecure: Bool { scheme == "https" }
+    package var isSecure: Bool { scheme == "https" }
 
     /// Whether the host is loopback: `localhost`, an address in 127.0.0.0/8, `::1`, or an IPv4-mapped
     /// loopback address. Names other than `localhost` are not resolved, so they never count.
-    public var isLoopback: Bool {
+    package var isLoopback: Bool {
         if host == "localhost" { return true }
         if host.hasPrefix("[") {
             var address = in6_addr()
@@ -113,7 +113,7 @@ public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether a token may travel to this origin: always over `https`, over `http` only to loopback.
-    public var allowsCredentials: Bool { isSecure || isLoopback }
+    package var allowsCredentials: Bool { isSecure || isLoopback }
 
     /// `scheme://host:port`.
     public var description: String { "\(scheme)://\(host):\(port)" }

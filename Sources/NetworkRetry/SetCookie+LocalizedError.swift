@@ -1,11 +1,11 @@
 import AuthToken
-public import Foundation
+package import Foundation
 
 /// User-facing messages for a refused cookie, in the user's language (English or Japanese). They never contain the
 /// cookie's name or value.
 extension SetCookie.Refusal: LocalizedError {
     /// A sentence a user may read, in the user's language.
-    public var errorDescription: String? {
+    package var errorDescription: String? {
         NetworkRetryError.messages.text(messageKey, english: englishDescription)
     }
 

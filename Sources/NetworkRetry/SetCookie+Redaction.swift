@@ -2,7 +2,7 @@ import Foundation
 
 extension SetCookie: CustomReflectable {
     /// The name, scope, expiry and flags; never the value (`dump(cookie)` shows this).
-    public var customMirror: Mirror {
+    package var customMirror: Mirror {
         Mirror(
             self,
             children: [

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// A `Set-Cookie` header field parsed as RFC 6265 section 5.2 says, with the checks a client that keeps a
 /// session cookie needs: the domain must match the request's host, a `Secure` cookie must arrive over https,
@@ -17,9 +17,9 @@ public import Foundation
 /// let cookie = try SetCookie(parsing: field, requestHost: "api.example.com", requestIsSecure: true, now: Date())
 /// if cookie.name == "better-auth.session_token" { ... }
 /// ```
-public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
+package struct SetCookie: Sendable, Hashable, CustomStringConvertible {
     /// Why a `Set-Cookie` was refused.
-    public enum Refusal: Error, Sendable, Hashable {
+    package enum Refusal: Error, Sendable, Hashable {
         /// No `name=value` pair, or an empty name.
         case malformed
         /// The field is larger than ``SetCookie/maximumSize`` (4096 bytes, RFC 6265 section 6.1).
@@ -36,26 +36,26 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The largest `Set-Cookie` field accepted, in bytes.
-    public static let maximumSize = 4096
+    package static let maximumSize = 4096
 
     /// The cookie's name.
-    public let name: String
+    package let name: String
     /// The cookie's value. A credential: never logged or printed.
-    public let value: String
+    package let value: String
     /// When the cookie expires (from `Max-Age`, which wins, or `Expires`); `nil` for a session cookie.
-    public let expiresAt: Date?
+    package let expiresAt: Date?
     /// The domain it applies to (the request's host when no `Domain` was given).
-    public let domain: String
+    package let domain: String
     /// Whether a `Domain` attribute widened it to subdomains.
-    public let includesSubdomains: Bool
+    package let includesSubdomains: Bool
     /// The path it applies to.
-    public let path: String
+    package let path: String
     /// Whether it may only be sent over https.
-    public let isSecure: Bool
+    package let isSecure: Bool
     /// Whether it is hidden from scripts.
-    public let isHTTPOnly: Bool
+    package let isHTTPOnly: Bool
     /// The `SameSite` attribute as sent (`Strict`, `Lax`, `None`), if any.
-    public let sameSite: String?
+    package let sameSite: String?
 
     /// Parses one `Set-Cookie` field value.
     ///
@@ -65,7 +65,7 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
     ///   - requestIsSecure: Whether it came over https (or to loopback).
     ///   - now: The time `Max-Age` counts from.
     /// - Throws: ``Refusal`` saying why the cookie was refused.
-    public init(parsing field: String, requestHost: String, requestIsSecure: Bool, now: Date) throws(Refusal) {
+    package init(parsing field: String, requestHost: String, requestIsSecure: Bool, now: Date) throws(Refusal) {
         guard field.utf8.count <= Self.maximumSize else { throw .tooLarge }
         var parts = field.split(separator: ";", omittingEmptySubsequences: false).makeIterator()
         guard let pair = parts.next(), let equals = pair.firstIndex(of: "=") else { throw .malformed }
@@ -136,10 +136,10 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Parameter now: The time to compare with.
     /// - Returns: `true` when it is already expired.
-    public func isExpired(at now: Date) -> Bool { expiresAt.map { $0 <= now } ?? false }
+    package func isExpired(at now: Date) -> Bool { expiresAt.map { $0 <= now } ?? false }
 
     /// Name, domain, path and flags; never the value.
-    public var description: String {
+    package var description: String {
         var flags: [String] = []
         if isSecure { flags.append("Secure") }
         if isHTTPOnly { flags.append("HttpOnly") }

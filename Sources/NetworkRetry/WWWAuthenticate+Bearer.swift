@@ -49,7 +49,7 @@ public struct BearerChallenge: Sendable, Hashable {
     /// A Bearer challenge with a token68 instead of parameters (not RFC 6750 syntax) gives all-`nil` fields.
     ///
     /// - Parameter challenge: A parsed challenge.
-    public init?(_ challenge: AuthenticationChallenge) {
+    package init?(_ challenge: AuthenticationChallenge) {
         guard challenge.isScheme("Bearer") else { return nil }
         realm = challenge[parameter: "realm"]
         error = challenge[parameter: "error"].map(ErrorCode.init(rawValue:))
@@ -63,7 +63,7 @@ public struct BearerChallenge: Sendable, Hashable {
     /// Reads the first Bearer challenge among `challenges`; `nil` if there is none.
     ///
     /// - Parameter challenges: Parsed challenges, for example from ``AuthenticationChallenge/parse(_:)``.
-    public init?(firstIn challenges: [AuthenticationChallenge]) {
+    package init?(firstIn challenges: [AuthenticationChallenge]) {
         guard let bearer = challenges.first(where: { $0.isScheme("Bearer") }) else { return nil }
         self.init(bearer)
     }

@@ -10,35 +10,35 @@
 /// challenges?.first?.isScheme("bearer")            // true: schemes are case-insensitive
 /// challenges?.first?[parameter: "ERROR"]           // "invalid_token": so are parameter names
 /// ```
-public struct AuthenticationChallenge: Sendable, Hashable {
+package struct AuthenticationChallenge: Sendable, Hashable {
     /// One `name=value` auth parameter. The name is stored in lowercase; the value as sent, unquoted and
     /// unescaped.
-    public struct Parameter: Sendable, Hashable {
+    package struct Parameter: Sendable, Hashable {
         /// The parameter name in ASCII lowercase.
-        public let name: String
+        package let name: String
         /// The value: a token, or the content of a quoted string with its backslash escapes removed.
-        public let value: String
+        package let value: String
 
         /// Creates a parameter.
         ///
         /// - Parameters:
         ///   - name: The name; it is lowercased.
         ///   - value: The value, unquoted.
-        public init(name: String, value: String) {
+        package init(name: String, value: String) {
             self.name = asciiLowercased(name)
             self.value = value
         }
     }
 
     /// The auth scheme as sent (`Bearer`, `basic`, `DPoP`); compare with ``isScheme(_:)``.
-    public let scheme: String
+    package let scheme: String
     /// The `token68` that follows the scheme, if the challenge has one instead of parameters.
-    public let token68: String?
+    package let token68: String?
     /// The auth parameters in the order sent. Empty when the challenge has a ``token68`` or nothing.
-    public let parameters: [Parameter]
+    package let parameters: [Parameter]
 
     /// The longest field value ``parse(_:)`` accepts, in UTF-8 bytes. Longer values are rejected unread.
-    public static let maximumFieldLength = 16_384
+    package static let maximumFieldLength = 16_384
 
     /// Creates a challenge from its parts.
     ///
@@ -46,7 +46,7 @@ public struct AuthenticationChallenge: Sendable, Hashable {
     ///   - scheme: The auth scheme.
     ///   - token68: A token68, if any.
     ///   - parameters: The auth parameters.
-    public init(scheme: String, token68: String? = nil, parameters: [Parameter] = []) {
+    package init(scheme: String, token68: String? = nil, parameters: [Parameter] = []) {
         self.scheme = scheme
         self.token68 = token68
         self.parameters = parameters
@@ -56,12 +56,12 @@ public struct AuthenticationChallenge: Sendable, Hashable {
     ///
     /// - Parameter name: A scheme name such as `Bearer`.
     /// - Returns: `true` when the schemes match.
-    public func isScheme(_ name: String) -> Bool { asciiLowercased(scheme) == asciiLowercased(name) }
+    package func isScheme(_ name: String) -> Bool { asciiLowercased(scheme) == asciiLowercased(name) }
 
     /// The value of the first parameter called `name`, ignoring ASCII case; `nil` if there is none.
     ///
     /// - Parameter name: The parameter name.
-    public subscript(parameter name: String) -> String? {
+    package subscript(parameter name: String) -> String? {
         let wanted = asciiLowercased(name)
         return parameters.first { $0.name == wanted }?.value
     }
@@ -75,7 +75,7 @@ public struct AuthenticationChallenge: Sendable, Hashable {
     /// - Parameter fieldValue: One field value (one header line).
     /// - Returns: The challenges in order (empty for an empty value), or `nil` if the value is not valid
     ///   RFC 9110 syntax.
-    public static func parse(_ fieldValue: String) -> [AuthenticationChallenge]? {
+    package static func parse(_ fieldValue: String) -> [AuthenticationChallenge]? {
         var value = fieldValue
         return value.withUTF8 { bytes in
             guard bytes.count <= maximumFieldLength else { return nil }
@@ -88,7 +88,7 @@ public struct AuthenticationChallenge: Sendable, Hashable {
     ///
     /// - Parameter fieldValues: The field values, one per header line.
     /// - Returns: All challenges in order, or `nil` if any line is not valid syntax.
-    public static func parse(fieldValues: some Sequence<String>) -> [AuthenticationChallenge]? {
+    package static func parse(fieldValues: some Sequence<String>) -> [AuthenticationChallenge]? {
         var all: [AuthenticationChallenge] = []
         for value in fieldValues {
             guard let challenges = parse(value) else { return nil }

@@ -88,9 +88,9 @@ public struct FileTokenStore: TokenStore {
     }
 
     /// The directory holding the session files.
-    public let directory: URL
+    package let directory: URL
     /// The store's options.
-    public let configuration: Configuration
+    package let configuration: Configuration
     /// Where debug and trace messages go. Nothing from a session's tokens is ever logged.
     let logger: Logger
 

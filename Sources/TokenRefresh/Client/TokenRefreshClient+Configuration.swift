@@ -111,7 +111,7 @@ extension TokenRefreshClient {
         ///   - attempt: The retry number, from 0.
         ///   - random: A number in `0..<1`.
         /// - Returns: The delay.
-        public func delay(attempt: Int, random: Double) -> Duration {
+        package func delay(attempt: Int, random: Double) -> Duration {
             let initial = Double(initialDelay.components.seconds) + Double(initialDelay.components.attoseconds) / 1e18
             let maximum = Double(maximumDelay.components.seconds) + Double(maximumDelay.components.attoseconds) / 1e18
             let base = min(maximum, initial * pow(multiplier, Double(min(attempt, 60))))

@@ -95,7 +95,7 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
     ///   - userID: The user, if known.
     ///   - tokenFingerprint: The access token's fingerprint.
     /// - Returns: The event.
-    public static func signedIn(userID: String?, tokenFingerprint: String? = nil) -> AuthEvent {
+    package static func signedIn(userID: String?, tokenFingerprint: String? = nil) -> AuthEvent {
         AuthEvent(.signedIn, userID: userID, tokenFingerprint: tokenFingerprint)
     }
 
@@ -105,7 +105,7 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
     ///   - userID: The user, if known.
     ///   - tokenFingerprint: The new access token's fingerprint.
     /// - Returns: The event.
-    public static func tokenRefreshed(userID: String?, tokenFingerprint: String?) -> AuthEvent {
+    package static func tokenRefreshed(userID: String?, tokenFingerprint: String?) -> AuthEvent {
         AuthEvent(.tokenRefreshed, userID: userID, tokenFingerprint: tokenFingerprint)
     }
 
@@ -115,7 +115,7 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
     ///   - userID: The user, if known.
     ///   - tokenFingerprint: The adopted access token's fingerprint.
     /// - Returns: The event.
-    public static func tokenAdopted(userID: String?, tokenFingerprint: String?) -> AuthEvent {
+    package static func tokenAdopted(userID: String?, tokenFingerprint: String?) -> AuthEvent {
         AuthEvent(.tokenAdopted, userID: userID, tokenFingerprint: tokenFingerprint)
     }
 
@@ -126,7 +126,7 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
     ///   - userID: The user, if known.
     ///   - error: The error behind it, if any.
     /// - Returns: The event.
-    public static func signedOut(
+    package static func signedOut(
         reason: SignOutReason, userID: String? = nil, error: TokenRefreshError? = nil
     ) -> AuthEvent {
         AuthEvent(.signedOut, userID: userID, reason: reason, error: error)
@@ -138,7 +138,7 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
     ///   - error: Why.
     ///   - userID: The user, if known.
     /// - Returns: The event.
-    public static func refreshFailed(_ error: TokenRefreshError, userID: String? = nil) -> AuthEvent {
+    package static func refreshFailed(_ error: TokenRefreshError, userID: String? = nil) -> AuthEvent {
         AuthEvent(.refreshFailed, userID: userID, error: error)
     }
 
@@ -148,7 +148,7 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
     ///   - error: The store's error, wrapped.
     ///   - tokenFingerprint: The unsaved access token's fingerprint.
     /// - Returns: The event.
-    public static func persistenceFailed(_ error: TokenRefreshError, tokenFingerprint: String?) -> AuthEvent {
+    package static func persistenceFailed(_ error: TokenRefreshError, tokenFingerprint: String?) -> AuthEvent {
         AuthEvent(.persistenceFailed, error: error, tokenFingerprint: tokenFingerprint)
     }
 
@@ -156,7 +156,7 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Parameter tokenFingerprint: The access token's fingerprint.
     /// - Returns: The event.
-    public static func persistenceRecovered(tokenFingerprint: String?) -> AuthEvent {
+    package static func persistenceRecovered(tokenFingerprint: String?) -> AuthEvent {
         AuthEvent(.persistenceRecovered, tokenFingerprint: tokenFingerprint)
     }
 
@@ -166,7 +166,7 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
     ///   - userID: The user, if known.
     ///   - tokenFingerprint: The stored access token's fingerprint.
     /// - Returns: The event.
-    public static func sessionRestored(userID: String?, tokenFingerprint: String?) -> AuthEvent {
+    package static func sessionRestored(userID: String?, tokenFingerprint: String?) -> AuthEvent {
         AuthEvent(.sessionRestored, userID: userID, tokenFingerprint: tokenFingerprint)
     }
 
@@ -176,7 +176,7 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
     ///   - userID: The user, if known.
     ///   - tokenFingerprint: The rejected access token's fingerprint.
     /// - Returns: The event.
-    public static func unauthorizedAfterRefresh(userID: String?, tokenFingerprint: String?) -> AuthEvent {
+    package static func unauthorizedAfterRefresh(userID: String?, tokenFingerprint: String?) -> AuthEvent {
         AuthEvent(.unauthorizedAfterRefresh, userID: userID, tokenFingerprint: tokenFingerprint)
     }
 
@@ -184,7 +184,7 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Parameter error: The store's error, wrapped.
     /// - Returns: The event.
-    public static func storageUnavailable(_ error: TokenRefreshError) -> AuthEvent {
+    package static func storageUnavailable(_ error: TokenRefreshError) -> AuthEvent {
         AuthEvent(.storageUnavailable, error: error)
     }
 

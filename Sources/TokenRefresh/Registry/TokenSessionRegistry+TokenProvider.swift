@@ -10,9 +10,9 @@ extension TokenSessionRegistry {
     /// idle is replaced by a new one that reads the stored pair.
     public struct AccountTokenProvider: TokenProvider {
         /// The registry.
-        public let registry: TokenSessionRegistry
+        package let registry: TokenSessionRegistry
         /// The account key.
-        public let account: String
+        package let account: String
 
         /// A valid access token for the account (``TokenSessionRegistry/validToken(for:)``).
         ///

@@ -84,7 +84,7 @@ public final class TokenSessionRegistry: Sendable {
     }
 
     /// The options the registry was made with.
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let store: any TokenStore
     private let makeStrategy: @Sendable (String) -> any RefreshStrategy
     private let clock: any Clock<Duration>

@@ -26,7 +26,7 @@ public struct PKCE: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Parameter generator: The source of randomness; the system's by default.
     /// - Returns: The pair.
-    public static func generate<G: RandomNumberGenerator>(using generator: inout G) -> PKCE {
+    package static func generate<G: RandomNumberGenerator>(using generator: inout G) -> PKCE {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(32)
         for _ in 0..<32 { bytes.append(UInt8.random(in: .min ... .max, using: &generator)) }

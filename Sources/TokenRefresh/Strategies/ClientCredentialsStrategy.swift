@@ -2,9 +2,9 @@
 /// "refresh" asks for a new token with the client's own credentials.
 public struct ClientCredentialsStrategy: RefreshStrategy {
     /// The token endpoint; its client must be confidential.
-    public let endpoint: TokenEndpoint
+    package let endpoint: TokenEndpoint
     /// The scope to ask for, if any.
-    public let scope: String?
+    package let scope: String?
 
     /// Creates the strategy.
     ///

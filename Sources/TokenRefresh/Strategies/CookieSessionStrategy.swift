@@ -34,20 +34,20 @@ public import NetworkRetry
 /// ```
 public struct CookieSessionStrategy: RefreshStrategy {
     /// The server's base URL.
-    public let baseURL: URL
+    package let baseURL: URL
     /// The session cookie's name; `better-auth.session_token` by default.
-    public let cookieName: String
+    package let cookieName: String
     /// The session check's path; `/api/auth/get-session` by default.
-    public let sessionPath: String
+    package let sessionPath: String
     /// The transport (cookies are never left to it: ``/NetworkRetry/URLSessionTransport`` keeps them off).
-    public let transport: any HTTPTransport
+    package let transport: any HTTPTransport
     /// The wall clock.
-    public let now: @Sendable () -> Date
+    package let now: @Sendable () -> Date
     /// Whether the base URL may be plain `http` to a host that is not loopback; `false` by default (sign-in and
     /// session checks then fail with ``TokenRefreshError/insecureEndpoint`` before anything is sent).
-    public let dangerouslyAllowsPlainHTTP: Bool
+    package let dangerouslyAllowsPlainHTTP: Bool
     /// The captured cookie's scope, which ``presentation`` follows.
-    public let cookieScope: SessionCookieScope
+    package let cookieScope: SessionCookieScope
 
     /// Creates the strategy.
     ///

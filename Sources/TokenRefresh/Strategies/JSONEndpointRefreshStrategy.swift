@@ -15,23 +15,23 @@ public import NetworkRetry
 /// means the API key is wrong (a configuration error, nothing is wiped).
 public struct JSONEndpointRefreshStrategy: RefreshStrategy {
     /// The refresh endpoint URL.
-    public let url: URL
+    package let url: URL
     /// The API key sent as `X-API-Key`, if any. Never logged.
-    public let apiKey: String?
+    package let apiKey: String?
     /// The transport.
-    public let transport: any HTTPTransport
+    package let transport: any HTTPTransport
     /// The wall clock, for `Retry-After` given as an HTTP date.
-    public let now: @Sendable () -> Date
+    package let now: @Sendable () -> Date
     /// The JSON key the refresh token is sent under: `refreshToken` by default.
-    public let refreshTokenKey: String
+    package let refreshTokenKey: String
     /// Whether the endpoint may be plain `http` to a host that is not loopback; `false` by default (a refresh is
     /// then refused with ``TokenRefreshError/insecureEndpoint`` before anything is sent).
-    public let dangerouslyAllowsPlainHTTP: Bool
+    package let dangerouslyAllowsPlainHTTP: Bool
 
     /// `refreshToken`, the key the FitIQ and Lume backends read (the default).
     public static let camelCaseRefreshTokenKey = "refreshToken"
     /// `refresh_token`, for backends that want snake_case request bodies.
-    public static let snakeCaseRefreshTokenKey = "refresh_token"
+    package static let snakeCaseRefreshTokenKey = "refresh_token"
 
     /// Creates the strategy.
     ///

@@ -18,11 +18,11 @@ public struct OAuthClient: Sendable, Hashable, CustomStringConvertible, CustomRe
     }
 
     /// The client ID.
-    public let id: String
+    package let id: String
     /// The client secret, for confidential clients.
-    public let secret: String?
+    package let secret: String?
     /// How the client authenticates.
-    public let authentication: Authentication
+    package let authentication: Authentication
 
     /// Creates a client.
     ///

@@ -2,9 +2,9 @@
 /// with the refresh token, client authentication by HTTP Basic or in the body, and an optional scope.
 public struct OAuthRefreshStrategy: RefreshStrategy {
     /// The token endpoint.
-    public let endpoint: TokenEndpoint
+    package let endpoint: TokenEndpoint
     /// The scope to ask for; `nil` keeps the scope already granted.
-    public let scope: String?
+    package let scope: String?
 
     /// Creates the strategy.
     ///

@@ -9,19 +9,19 @@ public import NetworkRetry
 /// as configured, and turns answers into a ``TokenResponse`` or a classified ``TokenRefreshError``.
 public struct TokenEndpoint: Sendable {
     /// The endpoint URL (`https://auth.example.com/oauth/token`).
-    public let url: URL
+    package let url: URL
     /// The client the requests speak for.
-    public let client: OAuthClient
+    package let client: OAuthClient
     /// The transport that carries the requests.
-    public let transport: any HTTPTransport
+    package let transport: any HTTPTransport
     /// Extra header fields sent with every request (an API key). Never logged.
-    public let additionalHeaders: HTTPFields
+    package let additionalHeaders: HTTPFields
     /// The wall clock, for `Retry-After` given as an HTTP date.
-    public let now: @Sendable () -> Date
+    package let now: @Sendable () -> Date
     /// Whether the endpoint may be plain `http` to a host that is not loopback. `false` by default: such a
     /// request is refused with ``TokenRefreshError/insecureEndpoint`` before anything is sent, since refresh
     /// tokens, passwords and client secrets would travel in clear.
-    public let dangerouslyAllowsPlainHTTP: Bool
+    package let dangerouslyAllowsPlainHTTP: Bool
 
     /// Creates an endpoint.
     ///

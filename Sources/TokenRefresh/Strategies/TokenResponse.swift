@@ -48,7 +48,7 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
     /// Creates a response that hands over an existing token, for closure strategies.
     ///
     /// - Parameter token: The token; its remaining lifetime is not recomputed.
-    public init(token: AuthToken) {
+    package init(token: AuthToken) {
         self.init(
             accessToken: token.accessToken, refreshToken: token.refreshToken, tokenType: token.tokenType,
             expiresIn: token.lifetime, scope: token.scope)
@@ -100,7 +100,7 @@ extension TokenResponse {
     /// - Parameter body: The response body.
     /// - Returns: The parsed response.
     /// - Throws: ``TokenRefreshError/malformedResponse``.
-    public static func parse(_ body: Data) throws(TokenRefreshError) -> TokenResponse {
+    package static func parse(_ body: Data) throws(TokenRefreshError) -> TokenResponse {
         guard !body.isEmpty, body.count <= maximumBodySize,
             let wire = try? JSONDecoder().decode(Wire.self, from: body)
         else { throw .malformedResponse }
