@@ -178,6 +178,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Helpers only TokenKit's own tests use (a loopback HTTP server): a target, never a product.
+        .target(name: "TokenKitTestSupport", dependencies: ["TokenKitTesting"], path: "Tests/TokenKitTestSupport"),
         .testTarget(
             name: "AuthTokenTests",
             dependencies: ["TokenKitCompatibility", "AuthToken", "TokenKitLogCheck"],
@@ -193,6 +195,7 @@ let package = Package(
         .testTarget(
             name: "NetworkRetryTests",
             dependencies: [
+                "TokenKitTestSupport",
                 "AuthToken", "NetworkRetry", "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
@@ -218,6 +221,7 @@ let package = Package(
         .testTarget(
             name: "TokenVerificationTests",
             dependencies: [
+                "TokenKitTestSupport",
                 "AuthToken", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -251,6 +255,7 @@ let package = Package(
         .testTarget(
             name: "AttackTests",
             dependencies: [
+                "TokenKitTestSupport",
                 "TokenKitCompatibility",
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenVerification", "TokenKit",
                 "TokenKitTesting", "TokenKitLogCheck",
@@ -304,6 +309,7 @@ let package = Package(
         .testTarget(
             name: "TokenKitIntegrationsTests",
             dependencies: [
+                "TokenKitTestSupport",
                 "TokenKitAsyncHTTPClient", "TokenKitOpenAPI", "NetworkRetry", "TokenVerification", "AuthToken",
                 "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: ahc),

@@ -36,7 +36,7 @@ extension HTTPOrigin {
     ///   - target: The request's path and query, as `HTTPRequest.path` holds it.
     ///   - method: The request method, such as `GET`.
     /// - Returns: The URL, or `nil`.
-    package func requestURL(target: String, method: String) -> URL? {
+    public func requestURL(target: String, method: String) -> URL? {
         guard Self.isValidRequestTarget(target, method: method), Self.isPlainHost(host) else { return nil }
         var path = ""
         var query: String?

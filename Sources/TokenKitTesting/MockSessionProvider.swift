@@ -23,13 +23,13 @@ public final class MockSessionProvider: Sendable {
         /// The user ID (the token's `sub`).
         public var id: String
         /// The first name, if any.
-        public var firstName: String?
+        package var firstName: String?
         /// The last name, if any.
-        public var lastName: String?
+        package var lastName: String?
         /// The e-mail address, if any.
-        public var email: String?
+        package var email: String?
         /// The profile image URL, if any.
-        public var imageURL: String?
+        package var imageURL: String?
 
         /// The user as TokenKit's `AuthUser`.
         public var authUser: AuthUser {
@@ -99,7 +99,7 @@ public final class MockSessionProvider: Sendable {
     /// How many of those asked to skip the cache (after a 401).
     public var forcedTokenCalls: Int { state.withLock { $0.forcedCalls } }
     /// How many distinct tokens were minted.
-    public var issuedTokens: Int { state.withLock { $0.issued } }
+    package var issuedTokens: Int { state.withLock { $0.issued } }
 
     /// Starts a session for `user`, as the SDK's sign-in would.
     ///

@@ -18,23 +18,23 @@ public actor SimulatedTokenServer: HTTPTransport {
     /// How the server behaves.
     public struct Configuration: Sendable {
         /// The client ID it accepts.
-        public var clientID: String
+        package var clientID: String
         /// The client secret it requires, if the client is confidential.
-        public var clientSecret: String?
+        package var clientSecret: String?
         /// The `X-API-Key` the JSON endpoint requires, if any.
-        public var apiKey: String?
+        package var apiKey: String?
         /// The access token lifetime in seconds (`expires_in`).
-        public var accessTokenLifetime: TimeInterval
+        package var accessTokenLifetime: TimeInterval
         /// Whether each refresh issues a new refresh token.
-        public var rotatesRefreshTokens: Bool
+        package var rotatesRefreshTokens: Bool
         /// Whether reusing a rotated refresh token (outside the grace window) revokes its whole family.
-        public var detectsReuse: Bool
+        package var detectsReuse: Bool
         /// Seconds after a rotation during which the previous refresh token is still accepted.
-        public var graceWindow: TimeInterval
+        package var graceWindow: TimeInterval
         /// Whether refresh answers leave out `refresh_token` (the client must keep the old one).
-        public var omitsRefreshTokenInRefreshResponse: Bool
+        package var omitsRefreshTokenInRefreshResponse: Bool
         /// Users for the password grant: user name to password.
-        public var users: [String: String]
+        package var users: [String: String]
         /// The path of the token endpoint.
         package var tokenPath: String
         /// The path of the JSON refresh endpoint.

@@ -2,9 +2,9 @@ extension TokenStoreConformance {
     /// One promise of the store contract, as ``TokenStoreConformance`` checks it.
     public struct Clause: Sendable, Hashable, CustomStringConvertible {
         /// A short name, such as `exclusion`.
-        public let name: String
+        package let name: String
         /// The promise, in one sentence.
-        public let statement: String
+        package let statement: String
 
         private init(_ name: String, _ statement: String) {
             self.name = name
@@ -13,43 +13,43 @@ extension TokenStoreConformance {
 
         /// A saved session loads as found, with what was saved, on every handle; an account with nothing saved,
         /// or whose session was removed, loads as absent (not unavailable).
-        public static let load = Clause(
+        package static let load = Clause(
             "load",
             "load(account:) reports a saved session as found, as saved, on every handle, and no session as absent")
         /// A save or removal happens only when its condition holds for the generation stored now; otherwise it
         /// throws `PersistenceError.conflict` and changes nothing, so a write never lands after a newer
         /// generation and a removed session never comes back.
-        public static let conditionalWrites = Clause(
+        package static let conditionalWrites = Clause(
             "conditionalWrites",
             "save and remove happen only when their condition holds for the generation stored now; otherwise they "
                 + "throw PersistenceError.conflict and change nothing")
         /// Removing a session that is not there succeeds.
-        public static let removingAnAbsentSession = Clause(
+        package static let removingAnAbsentSession = Clause(
             "removingAnAbsentSession", "removing a session that is not there succeeds")
         /// While a body of `withExclusiveAccess` runs, no body for the same account starts on another handle, even
         /// when connections or the database behind the store are lost and come back meanwhile.
-        public static let exclusion = Clause(
+        package static let exclusion = Clause(
             "exclusion",
             "while a body of withExclusiveAccess runs, no body for the same account starts on another handle")
         /// A save from inside the body lands (the store retries a transient failure within a bound), and the next
         /// holder reads it.
-        public static let saveInsideExclusiveAccess = Clause(
+        package static let saveInsideExclusiveAccess = Clause(
             "saveInsideExclusiveAccess",
             "a save from inside the body lands, retried by the store if it failed transiently, and the next "
                 + "holder reads it")
         /// `withExclusiveAccess` returns what its body returns and rethrows what it throws, and frees the account
         /// when the body ends, so a body waiting on another handle runs.
-        public static let release = Clause(
+        package static let release = Clause(
             "release",
             "withExclusiveAccess returns what its body returns, rethrows what it throws, and frees the account "
                 + "when the body ends")
         /// `withExclusiveAccess` called inside a body for the same account, on the same handle, runs at once
         /// instead of waiting for itself.
-        public static let nestedExclusiveAccess = Clause(
+        package static let nestedExclusiveAccess = Clause(
             "nestedExclusiveAccess",
             "withExclusiveAccess inside a body for the same account on the same handle runs without deadlock")
         /// Exclusive access to one account does not hold up another account.
-        public static let perAccountExclusion = Clause(
+        package static let perAccountExclusion = Clause(
             "perAccountExclusion", "exclusive access to one account does not hold up another account")
 
         /// Every clause, in the order ``TokenStoreConformance/check(_:)`` checks them.

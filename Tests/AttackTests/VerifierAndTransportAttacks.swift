@@ -4,6 +4,7 @@ import HTTPTypes
 import NetworkRetry
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 import TokenRefresh
 import TokenVerification

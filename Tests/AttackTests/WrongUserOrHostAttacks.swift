@@ -6,6 +6,7 @@ import Persistence
 import Testing
 import TokenKitCompatibility
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 import TokenRefresh
 

@@ -3,6 +3,7 @@ import HTTPTypes
 import NetworkRetry
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 
 #if canImport(FoundationNetworking)

@@ -5,6 +5,7 @@ import Foundation
 import Testing
 import TokenKitAsyncHTTPClient
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 import TokenVerification
 

@@ -9,6 +9,7 @@ import NIOCore
 import NetworkRetry
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 
 @testable import TokenKitAsyncHTTPClient

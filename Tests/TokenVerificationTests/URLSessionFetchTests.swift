@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 import TokenVerification
 

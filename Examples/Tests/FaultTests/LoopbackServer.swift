@@ -1,4 +1,5 @@
-public import Foundation
+// A copy of TokenKit's own test helper (not part of any TokenKit product): a tiny HTTP/1.1 server on 127.0.0.1.
+import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -9,27 +10,27 @@ public import Foundation
 /// A tiny HTTP/1.1 server on 127.0.0.1 for transport integration tests: one thread, one connection at a
 /// time, `Connection: close` on every response. `@unchecked Sendable`: `received` and `stopped` are only
 /// touched while holding `lock`; `listener` and `port` are set once in `init`.
-public final class LoopbackServer: @unchecked Sendable {
+final class LoopbackServer: @unchecked Sendable {
     /// A request the server received.
-    public struct Request: Sendable {
+    struct Request: Sendable {
         /// The method, such as `GET`.
-        public let method: String
+        let method: String
         /// The request target (path and query).
-        public let path: String
+        let path: String
         /// Header names in lowercase, values in order.
-        public let headers: [String: [String]]
+        let headers: [String: [String]]
         /// The body.
-        public let body: Data
+        let body: Data
     }
 
     /// What the server answers.
-    public struct Response: Sendable {
+    struct Response: Sendable {
         /// The status code.
-        public var status: Int
+        var status: Int
         /// Header fields, in order.
-        public var headers: [(String, String)]
+        var headers: [(String, String)]
         /// The body.
-        public var body: Data
+        var body: Data
 
         /// Creates a response.
         ///
@@ -37,7 +38,7 @@ public final class LoopbackServer: @unchecked Sendable {
         ///   - status: The status code.
         ///   - headers: Header fields, in order.
         ///   - body: The body.
-        public init(status: Int, headers: [(String, String)] = [], body: Data = Data()) {
+        init(status: Int, headers: [(String, String)] = [], body: Data = Data()) {
             self.status = status
             self.headers = headers
             self.body = body
@@ -45,7 +46,7 @@ public final class LoopbackServer: @unchecked Sendable {
     }
 
     /// The port the server listens on.
-    public let port: Int
+    let port: Int
     private let listener: Int32
     private let lock = NSLock()
     private var requests: [Request] = []
@@ -53,7 +54,7 @@ public final class LoopbackServer: @unchecked Sendable {
     private let route: @Sendable (Request, Int) -> Response
 
     /// Every request received so far, in order.
-    public var received: [Request] {
+    var received: [Request] {
         lock.lock()
         defer { lock.unlock() }
         return requests
@@ -63,7 +64,7 @@ public final class LoopbackServer: @unchecked Sendable {
     ///
     /// - Parameter route: Answers each request; it gets the request and the server's port.
     /// - Throws: A `POSIXError` when the socket cannot be opened or bound.
-    public init(route: @escaping @Sendable (Request, Int) -> Response) throws {
+    init(route: @escaping @Sendable (Request, Int) -> Response) throws {
         self.route = route
         #if canImport(Glibc)
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -98,14 +99,14 @@ public final class LoopbackServer: @unchecked Sendable {
     ///
     /// - Returns: The port number.
     /// - Throws: A `POSIXError` when no socket can be had.
-    public static func closedPort() throws -> Int {
+    static func closedPort() throws -> Int {
         let server = try LoopbackServer { _, _ in Response(status: 500) }
         server.stop()
         return server.port
     }
 
     /// Stops accepting connections and closes the listening socket.
-    public func stop() {
+    func stop() {
         lock.lock()
         let wasStopped = stopped
         stopped = true
@@ -175,9 +176,7 @@ public final class LoopbackServer: @unchecked Sendable {
         requests.append(request)
         lock.unlock()
 
-        registerSecrets(of: request)
         let response = route(request, port)
-        SecretCrossings.report(.responseBody(response.body), origin: "LoopbackServer response")
         var text =
             "HTTP/1.1 \(response.status) Status\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
         for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
@@ -198,17 +197,5 @@ public final class LoopbackServer: @unchecked Sendable {
             return start
         }
         return nil
-    }
-
-    /// Reports the request's credentials to a log check, if one is installed (header values, query, body).
-    private func registerSecrets(of request: Request) {
-        let origin = "LoopbackServer request"
-        for (name, values) in request.headers {
-            for value in values { SecretCrossings.report(.header(name: name, value: value), origin: origin) }
-        }
-        if let query = request.path.split(separator: "?", maxSplits: 1).dropFirst().first {
-            SecretCrossings.report(.requestBody(Data(query.utf8)), origin: origin)
-        }
-        SecretCrossings.report(.requestBody(request.body), origin: origin)
     }
 }

@@ -1,0 +1,215 @@
+public import Foundation
+import TokenKitTesting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A tiny HTTP/1.1 server on 127.0.0.1 for transport integration tests: one thread, one connection at a
+/// time, `Connection: close` on every response. `@unchecked Sendable`: `received` and `stopped` are only
+/// touched while holding `lock`; `listener` and `port` are set once in `init`.
+public final class LoopbackServer: @unchecked Sendable {
+    /// A request the server received.
+    public struct Request: Sendable {
+        /// The method, such as `GET`.
+        public let method: String
+        /// The request target (path and query).
+        public let path: String
+        /// Header names in lowercase, values in order.
+        public let headers: [String: [String]]
+        /// The body.
+        public let body: Data
+    }
+
+    /// What the server answers.
+    public struct Response: Sendable {
+        /// The status code.
+        public var status: Int
+        /// Header fields, in order.
+        public var headers: [(String, String)]
+        /// The body.
+        public var body: Data
+
+        /// Creates a response.
+        ///
+        /// - Parameters:
+        ///   - status: The status code.
+        ///   - headers: Header fields, in order.
+        ///   - body: The body.
+        public init(status: Int, headers: [(String, String)] = [], body: Data = Data()) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
+    }
+
+    /// The port the server listens on.
+    public let port: Int
+    private let listener: Int32
+    private let lock = NSLock()
+    private var requests: [Request] = []
+    private var stopped = false
+    private let route: @Sendable (Request, Int) -> Response
+
+    /// Every request received so far, in order.
+    public var received: [Request] {
+        lock.lock()
+        defer { lock.unlock() }
+        return requests
+    }
+
+    /// Starts listening on an ephemeral port; `route` gets each request and the server's port.
+    ///
+    /// - Parameter route: Answers each request; it gets the request and the server's port.
+    /// - Throws: A `POSIXError` when the socket cannot be opened or bound.
+    public init(route: @escaping @Sendable (Request, Int) -> Response) throws {
+        self.route = route
+        #if canImport(Glibc)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    /// A port nothing listens on (bound, then closed).
+    ///
+    /// - Returns: The port number.
+    /// - Throws: A `POSIXError` when no socket can be had.
+    public static func closedPort() throws -> Int {
+        let server = try LoopbackServer { _, _ in Response(status: 500) }
+        server.stop()
+        return server.port
+    }
+
+    /// Stops accepting connections and closes the listening socket.
+    public func stop() {
+        lock.lock()
+        let wasStopped = stopped
+        stopped = true
+        lock.unlock()
+        guard !wasStopped else { return }
+        // Only shut down: the accept thread closes the descriptor when it leaves, so the number cannot be
+        // reused by another server while that thread might still call accept on it.
+        shutdown(listener, Int32(SHUT_RDWR))
+    }
+
+    deinit { stop() }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                lock.lock()
+                let done = stopped
+                lock.unlock()
+                if done {
+                    close(listener)
+                    return
+                }
+                continue
+            }
+            serve(client)
+            close(client)
+        }
+    }
+
+    private func serve(_ client: Int32) {
+        var buffer = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let separator: [UInt8] = Array("\r\n\r\n".utf8)
+        var headerEnd: Int?
+        var contentLength = 0
+        while true {
+            if headerEnd == nil, let range = firstRange(of: separator, in: buffer) {
+                headerEnd = range
+                let head = String(decoding: buffer[..<range], as: UTF8.self)
+                for line in head.split(separator: "\r\n").dropFirst() {
+                    let parts = line.split(separator: ":", maxSplits: 1)
+                    if parts.count == 2, parts[0].lowercased() == "content-length" {
+                        contentLength = Int(parts[1].trimmingCharacters(in: .whitespaces)) ?? 0
+                    }
+                }
+            }
+            if let headerEnd, buffer.count >= headerEnd + 4 + contentLength { break }
+            let count = read(client, &chunk, chunk.count)
+            guard count > 0 else { return }
+            buffer += chunk[..<count]
+        }
+        guard let headerEnd else { return }
+        let head = String(decoding: buffer[..<headerEnd], as: UTF8.self)
+        var lines = head.split(separator: "\r\n")
+        let requestLine = lines.removeFirst().split(separator: " ")
+        var headers: [String: [String]] = [:]
+        for line in lines {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2 else { continue }
+            headers[parts[0].lowercased(), default: []].append(parts[1].trimmingCharacters(in: .whitespaces))
+        }
+        let request = Request(
+            method: String(requestLine.first ?? ""), path: String(requestLine.dropFirst().first ?? ""),
+            headers: headers, body: Data(buffer[(headerEnd + 4)..<(headerEnd + 4 + contentLength)]))
+        lock.lock()
+        requests.append(request)
+        lock.unlock()
+
+        registerSecrets(of: request)
+        let response = route(request, port)
+        SecretCrossings.report(.responseBody(response.body), origin: "LoopbackServer response")
+        var text =
+            "HTTP/1.1 \(response.status) Status\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
+        for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
+        text += "\r\n"
+        let bytes = Array(text.utf8) + Array(response.body)
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+            guard count > 0 else { return }
+            written += count
+        }
+    }
+
+    private func firstRange(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        for start in 0...(haystack.count - needle.count)
+        where haystack[start..<(start + needle.count)].elementsEqual(needle) {
+            return start
+        }
+        return nil
+    }
+
+    /// Reports the request's credentials to a log check, if one is installed (header values, query, body).
+    private func registerSecrets(of request: Request) {
+        let origin = "LoopbackServer request"
+        for (name, values) in request.headers {
+            for value in values { SecretCrossings.report(.header(name: name, value: value), origin: origin) }
+        }
+        if let query = request.path.split(separator: "?", maxSplits: 1).dropFirst().first {
+            SecretCrossings.report(.requestBody(Data(query.utf8)), origin: origin)
+        }
+        SecretCrossings.report(.requestBody(request.body), origin: origin)
+    }
+}
