@@ -180,6 +180,14 @@ let package = Package(
         ),
         // Helpers only TokenKit's own tests use (a loopback HTTP server): a target, never a product.
         .target(name: "TokenKitTestSupport", dependencies: ["TokenKitTesting"], path: "Tests/TokenKitTestSupport"),
+        // The doors: one factory per kind of app, through `import TokenKit` as an app writes it.
+        .testTarget(
+            name: "TokenKitTests",
+            dependencies: [
+                "TokenKit", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
         .testTarget(
             name: "AuthTokenTests",
             dependencies: ["TokenKitCompatibility", "AuthToken", "TokenKitLogCheck"],

@@ -9,12 +9,11 @@ enum DocSample_README_4 {
         func token(skipCache: Bool) async throws -> String?
     }
 
-    func makeAPI(sdk: any SessionSDK) -> AuthenticatedClient {
-        let auth = TokenRefreshClient(strategy: SDKTokenStrategy { forceRefresh in
+    func firstRequest(sdk: any SessionSDK) async throws -> Data {
+        let client = AuthClient.sdk(apiURL: URL(string: "https://api.example.com")!) { forceRefresh in
             try await sdk.token(skipCache: forceRefresh)
-        })
-        let origin = HTTPOrigin(string: "https://api.example.com")!
-        return AuthenticatedClient(
-            transport: URLSessionTransport(), tokenProvider: auth, configuration: .init(allowedOrigins: [origin]))
+        }
+        let (_, body) = try await client.get("/v1/me")
+        return body
     }
 }

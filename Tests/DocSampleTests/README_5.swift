@@ -5,11 +5,10 @@ import TokenKit
 
 @MainActor
 func docSample_README_5() async throws {
-    let transport = URLSessionTransport()
-    let server = URL(string: "https://api.example.com")!
-    let cookie = CookieSessionStrategy(baseURL: server, transport: transport)
-    let auth = TokenRefreshClient(strategy: cookie, store: FileTokenStore(appName: "MyApp"))
     let password = ProcessInfo.processInfo.environment["APP_PASSWORD"] ?? ""
-    let credentials = try JSONEncoder().encode(["username": "ada", "password": password])
-    try await auth.signIn(cookie.signIn(path: "/api/auth/sign-in/username", body: credentials))
+    let chat = AuthClient.cookieSession(baseURL: URL(string: "https://api.example.com")!, appName: "MyApp")
+    if await chat.restoreSession() == .signedOut {
+        try await chat.signIn(username: "ada", password: password)
+    }
+    let (response, body) = try await chat.get("/api/me")
 }

@@ -103,7 +103,7 @@ extension AuthClient {
 
     /// The store the factories use when none is given: on Apple platforms the Keychain (as the apps it replaces used;
     /// items stay on this device and out of backups), elsewhere a ``/Persistence/FileTokenStore`` in the platform's usual place.
-    static func defaultStore(appName: String) -> any TokenStore {
+    package static func defaultStore(appName: String) -> any TokenStore {
         #if canImport(Security)
             KeychainTokenStore(configuration: .init(service: appName + ".tokens"))
         #else
@@ -112,13 +112,15 @@ extension AuthClient {
     }
 
     /// An `AuthenticatedClient` that sends tokens to `apiURL`'s origin only.
-    static func apiClient(
-        _ apiURL: URL, transport: any HTTPTransport, tokens: TokenRefreshClient
+    package static func apiClient(
+        _ apiURL: URL, transport: any HTTPTransport, tokens: any TokenProvider,
+        presentation: CredentialPresentation = .bearer
     )
         -> AuthenticatedClient
     {
         AuthenticatedClient(
             transport: transport, tokenProvider: tokens,
-            configuration: AuthenticatedClient.Configuration(allowedOrigins: HTTPOrigin(apiURL).map { [$0] } ?? []))
+            configuration: AuthenticatedClient.Configuration(
+                allowedOrigins: HTTPOrigin(apiURL).map { [$0] } ?? [], credentialPresentation: presentation))
     }
 }

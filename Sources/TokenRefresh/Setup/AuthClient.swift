@@ -19,12 +19,15 @@ public import NetworkRetry
 /// pieces itself as the "Getting started" article shows.
 public struct AuthClient: Sendable {
     /// How ``signIn(username:password:scope:)`` signs in.
-    enum SignIn: Sendable {
+    package enum SignIn: Sendable {
         /// The OAuth 2.0 password grant and authorization-code exchange at this endpoint.
         case oauth(TokenEndpoint)
         /// A FitIQ-style JSON login: `POST <base>/<path>` with `{"email", "password"}` and `X-API-Key`.
         case json(url: URL, apiKey: String?, transport: any HTTPTransport)
-        /// No sign-in: the client's credentials get every token (client credentials).
+        /// A cookie session's JSON sign-in: `POST <path>` with `{"<usernameField>", "password"}`; the session
+        /// cookie comes back in `Set-Cookie`.
+        case cookie(CookieSessionStrategy, path: String, usernameField: String)
+        /// No sign-in: the client's credentials get every token (client credentials), or an SDK signs in.
         case none
     }
 
@@ -36,7 +39,7 @@ public struct AuthClient: Sendable {
     public let apiURL: URL
     let signInMethod: SignIn
 
-    init(tokens: TokenRefreshClient, api: AuthenticatedClient, apiURL: URL, signIn: SignIn) {
+    package init(tokens: TokenRefreshClient, api: AuthenticatedClient, apiURL: URL, signIn: SignIn) {
         self.tokens = tokens
         self.api = api
         self.apiURL = apiURL
@@ -46,7 +49,8 @@ public struct AuthClient: Sendable {
     /// Signs in with a user name (FitIQ: an email) and a password.
     ///
     /// OAuth: the password grant (RFC 6749 section 4.3). FitIQ-style JSON: `POST` of `{"email", "password"}` to
-    /// the login path with `X-API-Key`. The password is sent once and never kept or logged.
+    /// the login path with `X-API-Key`. A cookie session: `POST` of `{"username", "password"}` (or the field the
+    /// client was made with) to the sign-in path. The password is sent once and never kept or logged.
     ///
     /// - Parameters:
     ///   - username: The user name or email.
@@ -75,6 +79,9 @@ public struct AuthClient: Sendable {
                     return try TokenEndpoint.interpret(
                         response, body: data, isSignIn: true, now: now, rejectionWithoutCode: .signInRejected)
                 })
+        case .cookie(let strategy, let path, let usernameField):
+            let body = try JSONEncoder().encode([usernameField: username, "password": password])
+            return try await tokens.signIn(strategy.signIn(path: path, body: body))
         case .none:
             throw TokenRefreshError.invalidArgument
         }

@@ -1,0 +1,37 @@
+public import Foundation
+
+extension BearerAuthenticator {
+    /// A backend that verifies the Bearer JWTs its clients send against a provider's JWKS (Clerk, Auth0, Keycloak):
+    /// the verifier, its remote key source and the authenticator in one call.
+    ///
+    /// ```swift
+    /// let authenticator = BearerAuthenticator.jwks(
+    ///     URL(string: "https://clerk.example.com/.well-known/jwks.json")!, issuer: "https://clerk.example.com",
+    ///     audience: .notChecked(reason: "Clerk session tokens carry no aud; azp is checked"),
+    ///     allowedParties: ["https://app.example.com"])
+    /// let outcome = await authenticator.authenticate(authorization: request.headerFields[.authorization])
+    /// ```
+    ///
+    /// Keys are fetched over URLSession on first use, cached per `Cache-Control` within bounds, and refetched for
+    /// an unknown `kid` at most once per cooldown. For other options (HMAC secrets, a required `typ`, another
+    /// fetch), build ``TokenVerifier`` and ``RemoteJWKSSource`` yourself.
+    ///
+    /// - Parameters:
+    ///   - jwksURL: The provider's JWKS document.
+    ///   - issuer: The exact `iss` the tokens must carry.
+    ///   - audience: Whether `aud` is checked: ``TokenVerifier/AudienceRule/oneOf(_:)`` or
+    ///     ``TokenVerifier/AudienceRule/notChecked(reason:)``.
+    ///   - allowedParties: Accepted `azp` values (Clerk's frontend origins), or `nil`.
+    ///   - algorithms: Accepted algorithms; RS256 by default.
+    /// - Returns: The authenticator.
+    public static func jwks(
+        _ jwksURL: URL, issuer: String, audience: TokenVerifier.AudienceRule, allowedParties: Set<String>? = nil,
+        algorithms: Set<JWSAlgorithm> = [.rs256]
+    ) -> BearerAuthenticator {
+        let verifier = TokenVerifier(
+            configuration: .init(
+                issuer: issuer, audience: audience, algorithms: algorithms, allowedParties: allowedParties),
+            keySource: RemoteJWKSSource(jwksURL: jwksURL))
+        return BearerAuthenticator(verifier: verifier)
+    }
+}
