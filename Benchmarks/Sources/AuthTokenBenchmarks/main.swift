@@ -41,6 +41,24 @@ precondition(ours.claims.subject == theirs.sub.value && ours.claims.expiration =
 precondition(ours.claims.audience == theirs.aud.value)
 
 var sink = 0
+
+// `--loop <tokenkit|jwtkit|none> <count>` runs one parser `count` times and nothing else, for an instruction count
+// under `valgrind --tool=callgrind` (a loaded machine blurs time, not instructions): subtract the `none` run.
+let arguments = CommandLine.arguments
+if arguments.count == 4, arguments[1] == "--loop", let count = Int(arguments[3]) {
+    let parser = DefaultJWTParser()
+    let utf8 = Array(token.utf8)
+    for _ in 0..<count {
+        switch arguments[2] {
+        case "tokenkit": sink &+= try JWT(parsing: token).claims.members.count
+        case "jwtkit": sink &+= try parser.parse(utf8, as: BenchPayload.self).payload.jti.value.count
+        default: sink &+= utf8.count
+        }
+    }
+    print(sink == 42 ? "" : "\(arguments[2]) x \(count)")
+    exit(0)
+}
+
 let iterations = 20_000
 let tokenKit = try Harness.nanosecondsPerOperation(iterations: iterations) {
     let jwt = try JWT(parsing: token)
