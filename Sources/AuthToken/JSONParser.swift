@@ -136,17 +136,36 @@ package struct JSONParser {
     private mutating func parseString() throws(Failure) -> String {
         index += 1  // opening quote
         let start = index
-        // Fast path: no escapes.
+        // Fast path: no escapes. Eight bytes at a time while none is a quote, a backslash, a control character or
+        // non-ASCII (SWAR); then byte by byte. A string found to be ASCII needs no UTF-8 validation.
+        var ascii = true
+        if let base = bytes.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while index + 8 <= bytes.count {
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+                let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+                let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+                // A byte is zero in `quote` or `backslash`, or below 0x20, or 0x80 or above, exactly when its
+                // high bit is set in one of these (the classic "has zero byte" and "has byte less than" tests).
+                let special =
+                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                    | word
+                guard special & highs == 0 else { break }
+                index += 8
+            }
+        }
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                guard UTF8Validation.isValid(slice) else { throw .invalid }
+                guard ascii || UTF8Validation.isValid(slice) else { throw .invalid }
                 return String(decoding: slice, as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw .invalid }
+            if byte >= 0x80 { ascii = false }
             index += 1
         }
         // Slow path: unescape into a buffer.

@@ -79,14 +79,22 @@ public struct JWT: Sendable, Hashable {
             guard bytes.count <= JWT.maximumLength else { throw .malformedJWT(.structure, .tooLong) }
             // Find the first two dots; a third dot is caught when the signature is checked, so the
             // signature (a third of a typical token) is scanned once, not twice.
-            guard let first = bytes.firstIndex(of: UInt8(ascii: ".")),
-                let second = bytes[(first + 1)...].firstIndex(of: UInt8(ascii: "."))
+            guard let first = Self.dot(in: bytes, from: 0), let second = Self.dot(in: bytes, from: first + 1)
             else { throw .malformedJWT(.structure, .segmentCount) }
             header = UnsafeBufferPointer(rebasing: bytes[0..<first])
             payload = UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second])
             signature = UnsafeBufferPointer(rebasing: bytes[(second + 1)...])
             guard !header.isEmpty else { throw .malformedJWT(.header, .emptySegment) }
             guard !payload.isEmpty else { throw .malformedJWT(.payload, .emptySegment) }
+        }
+
+        /// The index of the first `.` at or after `start`, found by `memchr` (vectorised in the C library; a byte
+        /// loop was a tenth of a parse).
+        private static func dot(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+            guard let base = bytes.baseAddress, start < bytes.count,
+                let found = memchr(base + start, Int32(UInt8(ascii: ".")), bytes.count - start)
+            else { return nil }
+            return UnsafeRawPointer(found) - UnsafeRawPointer(base)
         }
     }
 

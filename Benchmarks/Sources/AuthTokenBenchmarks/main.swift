@@ -1,5 +1,6 @@
 // Claim parsing: TokenKit's JWT(parsing:) against vapor/jwt-kit's unverified decode of the same ~800-byte
-// RS256 token, in one run. Target: TokenKit at least 5x faster (ARCHITECTURE.md section 6).
+// RS256 token, in one run. Target: TokenKit at least 10x faster (ARCHITECTURE.md section 6 asked 5x; the surface
+// review asked 10x, also in instructions: see --loop).
 import AuthToken
 import BenchmarkSupport
 import Foundation
@@ -97,6 +98,6 @@ print("jwt-kit from String (utf8 copy)          \(Harness.format(jwtKitFromStrin
 print("Foundation split+base64+JSONSerialization \(Harness.format(foundation))")
 let ratio = jwtKit / tokenKit
 Harness.report(
-    "claim parsing vs jwt-kit unverified decode", String(format: "%.1fx faster", ratio), target: ">= 5x",
-    passed: ratio >= 5)
+    "claim parsing vs jwt-kit unverified decode", String(format: "%.1fx faster", ratio), target: ">= 10x",
+    passed: ratio >= 10)
 if sink == 42 { print("") }
