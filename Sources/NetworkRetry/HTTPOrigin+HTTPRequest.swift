@@ -1,4 +1,4 @@
-public import HTTPTypes
+package import HTTPTypes
 
 // Apart from HTTPOrigin.swift, which needs Foundation only, so that the fuzz target of the URL builder compiles
 // without swift-http-types.

@@ -1,5 +1,5 @@
 import AuthToken
-package import Foundation
+import Foundation
 
 /// User-facing messages for a refused cookie, in the user's language (English or Japanese). They never contain the
 /// cookie's name or value.

@@ -62,7 +62,7 @@ public struct BearerChallenge: Sendable, Hashable {
 
     /// Reads the first Bearer challenge among `challenges`; `nil` if there is none.
     ///
-    /// - Parameter challenges: Parsed challenges, for example from ``AuthenticationChallenge/parse(_:)``.
+    /// - Parameter challenges: Parsed challenges, for example from `AuthenticationChallenge.parse(_:)`.
     package init?(firstIn challenges: [AuthenticationChallenge]) {
         guard let bearer = challenges.first(where: { $0.isScheme("Bearer") }) else { return nil }
         self.init(bearer)

@@ -1,6 +1,4 @@
 public import AuthToken
-public import Persistence
-public import TokenRefresh
 
 /// The Lume app's asynchronous token storage, kept so that Lume's call sites compile unchanged.
 ///

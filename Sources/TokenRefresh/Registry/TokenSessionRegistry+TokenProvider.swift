@@ -1,4 +1,4 @@
-public import AuthToken
+package import AuthToken
 public import NetworkRetry
 
 extension TokenSessionRegistry {
@@ -8,7 +8,7 @@ extension TokenSessionRegistry {
     /// It holds the registry and the account, not a client: every call goes through the registry, so the account's
     /// callers share one refresh whichever provider or registry call they came through, and a client evicted while
     /// idle is replaced by a new one that reads the stored pair.
-    public struct AccountTokenProvider: TokenProvider {
+    package struct AccountTokenProvider: TokenProvider {
         /// The registry.
         package let registry: TokenSessionRegistry
         /// The account key.
@@ -18,7 +18,7 @@ extension TokenSessionRegistry {
         ///
         /// - Returns: A token that is not about to expire.
         /// - Throws: What the account's client throws (``TokenRefreshError``).
-        public func validToken() async throws -> AuthToken {
+        package func validToken() async throws -> AuthToken {
             try await registry.validToken(for: account)
         }
 
@@ -28,7 +28,7 @@ extension TokenSessionRegistry {
         /// - Parameter accessToken: The access token the server rejected.
         /// - Returns: The token to retry with.
         /// - Throws: What the account's client throws (``TokenRefreshError``).
-        public func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken {
+        package func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken {
             try await registry.refreshToken(afterRejectionOf: accessToken, for: account)
         }
 
@@ -38,7 +38,7 @@ extension TokenSessionRegistry {
         /// - Parameters:
         ///   - accessToken: The access token the server rejected after the refresh.
         ///   - endSession: Whether to end the account's session.
-        public func sessionRejected(afterRefreshOf accessToken: String, endSession: Bool) async {
+        package func sessionRejected(afterRefreshOf accessToken: String, endSession: Bool) async {
             await registry.client(for: account).sessionRejected(afterRefreshOf: accessToken, endSession: endSession)
         }
     }
@@ -52,7 +52,7 @@ extension TokenSessionRegistry {
     ///
     /// - Parameter account: The account key.
     /// - Returns: The provider; it makes no client until it is first asked for a token.
-    public func tokenProvider(for account: String) -> AccountTokenProvider {
+    public func tokenProvider(for account: String) -> any TokenProvider {
         AccountTokenProvider(registry: self, account: account)
     }
 }

@@ -9,7 +9,7 @@ public import NetworkRetry
 ///
 /// Where it belongs is the cookie's own scope (RFC 6265): its domain (host-only unless it had a `Domain`), its
 /// path, and https when it is `Secure`, within the client's allowed origins. A `Domain` that is a public suffix
-/// is refused (see ``/NetworkRetry/SetCookie``). Only the value is stored: a session restored after a relaunch
+/// is refused (RFC 6265 rules). Only the value is stored: a session restored after a relaunch
 /// is scoped host-only to the base URL's host, path `/`, `Secure` when the base URL is https, until the server
 /// sets the cookie again. `SameSite` and `HttpOnly` are recorded but not acted on (there are no scripts and no
 /// cross-site navigations here). The base URL must be https (or http to loopback) unless
