@@ -21,7 +21,7 @@ extension HTTPOrigin {
     }
 
     /// The absolute URL of a request to `target` on this origin, built with `URLComponents`, or `nil` when the
-    /// target is not valid (``isValidRequestTarget(_:method:)``) or the URL would not point at this origin.
+    /// target is not valid (an origin-form path starting with `/`, or `*` for `OPTIONS`) or the URL would not point at this origin.
     ///
     /// The path and query are kept as written: percent-escapes are never decoded, so `%2F` stays `%2F`. A byte
     /// that may not appear in a path or query (a space, `#`, `\`, `[`, a control or non-ASCII byte, or a `%`

@@ -44,5 +44,5 @@ public struct TokenRevocation: Sendable {
     /// - Parameter refreshToken: The refresh token (sent once, never logged).
     /// - Throws: For ``rfc7009(url:using:)``: ``TokenRefreshError/unexpectedResponse`` with the status when the
     ///   server did not answer 200, and the transport's errors; otherwise what the closure throws.
-    package func revoke(_ refreshToken: String) async throws { try await body(refreshToken) }
+    public func revoke(_ refreshToken: String) async throws { try await body(refreshToken) }
 }
