@@ -19,8 +19,8 @@ extension AuthClient {
     /// let (response, body) = try await client.get("/v1/me")
     /// ```
     ///
-    /// There is no ``signIn(username:password:scope:)``: the SDK signs the user in. The token is kept in memory
-    /// (the SDK keeps the session). At launch, ``tokens``'s `restoreSession(validatingWithProvider: true)` asks the
+    /// There is no ``/TokenRefresh/AuthClient/signIn(username:password:scope:)``: the SDK signs the user in. The token is kept in memory
+    /// (the SDK keeps the session). At launch, ``/TokenRefresh/AuthClient/tokens``'s `restoreSession(validatingWithProvider: true)` asks the
     /// SDK whether its session is still there.
     ///
     /// - Parameters:
@@ -30,7 +30,7 @@ extension AuthClient {
     ///   - token: Returns the SDK's current token, or `nil` without a session; skips the SDK's cache when its
     ///     argument is `true`.
     ///   - user: Returns the signed-in user's profile from the SDK, if it has one; `nil` by default.
-    /// - Returns: The client; send requests with ``get(_:)`` or ``send(_:body:)`` right away.
+    /// - Returns: The client; send requests with ``/TokenRefresh/AuthClient/get(_:)`` or ``/TokenRefresh/AuthClient/send(_:body:)`` right away.
     public static func sdk(
         apiURL: URL, transport: any HTTPTransport = URLSessionTransport(),
         configuration: TokenRefreshClient.Configuration = TokenRefreshClient.Configuration(),
@@ -55,13 +55,13 @@ extension AuthClient {
     /// ```
     ///
     /// The session cannot be refreshed; it is checked with the server (`GET <sessionPath>`) at launch, after a 401,
-    /// and when the cookie nears its expiry. Call ``restoreSession()`` at launch.
+    /// and when the cookie nears its expiry. Call ``/TokenRefresh/AuthClient/restoreSession()`` at launch.
     ///
     /// - Parameters:
     ///   - baseURL: The server's base URL (https, or http to loopback); the API is on the same origin.
     ///   - appName: Names the default store (the Keychain service `<appName>.tokens` on Apple platforms, the file
     ///     store's directory elsewhere).
-    ///   - signInPath: Where ``signIn(username:password:scope:)`` posts; BetterAuth's username sign-in by default.
+    ///   - signInPath: Where ``/TokenRefresh/AuthClient/signIn(username:password:scope:)`` posts; BetterAuth's username sign-in by default.
     ///   - usernameField: The JSON field of the user name (`"email"` for BetterAuth's `/sign-in/email`).
     ///   - cookieName: The session cookie's name; BetterAuth's by default.
     ///   - sessionPath: The session check's path; BetterAuth's by default.
@@ -70,7 +70,7 @@ extension AuthClient {
     ///   - transport: How requests are sent; a `URLSessionTransport` (which keeps cookies out of URLSession's own
     ///     jar) by default.
     ///   - configuration: The refresh client's options.
-    /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``restoreSession()`` next.
+    /// - Returns: The client; call ``/TokenRefresh/AuthClient/signIn(username:password:scope:)`` or ``/TokenRefresh/AuthClient/restoreSession()`` next.
     public static func cookieSession(
         baseURL: URL, appName: String, signInPath: String = "/api/auth/sign-in/username",
         usernameField: String = "username", cookieName: String = "better-auth.session_token",
@@ -154,7 +154,7 @@ extension AuthClient {
         ///   - path: The path (and query), appended to ``apiURL``'s path.
         ///   - account: The account.
         /// - Returns: The response and its body; never a 401 the account's session could fix.
-        /// - Throws: `NetworkRetryError` or `TokenRefreshError` (``TokenRefreshError/signedOut`` when the account has
+        /// - Throws: `NetworkRetryError` or `TokenRefreshError` (``/TokenRefresh/TokenRefreshError/signedOut`` when the account has
         ///   no stored session).
         public func get(_ path: String, for account: String) async throws -> (HTTPResponse, Data) {
             var base = apiURL.absoluteString

@@ -2,7 +2,7 @@ public import AuthToken
 public import Foundation
 
 extension AuthToken {
-    /// The problems ``validate(now:policy:requireRefreshToken:)`` reports, under the name the FitIQ code uses:
+    /// The problems ``/AuthToken/AuthToken/validate(now:policy:requireRefreshToken:)`` reports, under the name the FitIQ code uses:
     /// `[AuthToken.ValidationError]`.
     public typealias ValidationError = AuthTokenError
 
@@ -10,7 +10,7 @@ extension AuthToken {
     ///
     /// `expiresAt` is compared with the clock as it is (no lifetime is measured from receipt); `nil` means
     /// the expiry is unknown. To take the expiry from the access token's `exp` claim instead, use
-    /// ``withParsedExpiration(accessToken:refreshToken:tokenType:scope:expiresIn:receivedAt:)``.
+    /// ``/AuthToken/AuthToken/withParsedExpiration(accessToken:refreshToken:tokenType:scope:expiresIn:receivedAt:)``.
     ///
     /// - Parameters:
     ///   - accessToken: The access token.

@@ -4,7 +4,7 @@ public import Persistence
 /// Where an older app version kept its tokens: a key-value store such as `UserDefaults` or the Keychain.
 ///
 /// ``SessionMigrator`` reads a ``LegacySessionLayout``'s keys from a source once, saves the session in a
-/// ``TokenStore``, and then removes the keys. A conformance for a dictionary:
+/// ``/Persistence/TokenStore``, and then removes the keys. A conformance for a dictionary:
 ///
 /// ```swift
 /// struct DictionarySource: LegacyKeyValueSource {
@@ -18,14 +18,14 @@ public protocol LegacyKeyValueSource: Sendable {
     ///
     /// - Parameter key: The key.
     /// - Returns: The stored bytes, or `nil`.
-    /// - Throws: ``PersistenceError/unavailable`` when the source cannot be read right now (a locked Keychain);
+    /// - Throws: ``/Persistence/PersistenceError/unavailable`` when the source cannot be read right now (a locked Keychain);
     ///   never report that as `nil`.
     func value(forKey key: String) async throws(PersistenceError) -> Data?
 
     /// Removes the value under `key`. Removing a missing key succeeds.
     ///
     /// - Parameter key: The key.
-    /// - Throws: A ``PersistenceError`` when the removal fails.
+    /// - Throws: A ``/Persistence/PersistenceError`` when the removal fails.
     func removeValue(forKey key: String) async throws(PersistenceError)
 }
 
@@ -83,8 +83,8 @@ public struct ClosureLegacyKeyValueSource: LegacyKeyValueSource {
     private let valueClosure: Value
     private let removeClosure: Remove
 
-    /// Creates a source from closures. Errors other than ``PersistenceError`` reach callers as
-    /// ``PersistenceError/readFailed`` (from `value`) or ``PersistenceError/writeFailed`` (from `remove`).
+    /// Creates a source from closures. Errors other than ``/Persistence/PersistenceError`` reach callers as
+    /// ``/Persistence/PersistenceError/readFailed`` (from `value`) or ``/Persistence/PersistenceError/writeFailed`` (from `remove`).
     ///
     /// - Parameters:
     ///   - value: Called by ``value(forKey:)``.
@@ -98,7 +98,7 @@ public struct ClosureLegacyKeyValueSource: LegacyKeyValueSource {
     ///
     /// - Parameter key: The key.
     /// - Returns: What the closure returns.
-    /// - Throws: What the closure throws, as a ``PersistenceError``.
+    /// - Throws: What the closure throws, as a ``/Persistence/PersistenceError``.
     public func value(forKey key: String) async throws(PersistenceError) -> Data? {
         do {
             return try await valueClosure(key)
@@ -110,7 +110,7 @@ public struct ClosureLegacyKeyValueSource: LegacyKeyValueSource {
     /// Removes through the `remove` closure.
     ///
     /// - Parameter key: The key.
-    /// - Throws: What the closure throws, as a ``PersistenceError``.
+    /// - Throws: What the closure throws, as a ``/Persistence/PersistenceError``.
     public func removeValue(forKey key: String) async throws(PersistenceError) {
         do {
             try await removeClosure(key)
@@ -142,7 +142,7 @@ public struct UserDefaultsLegacyKeyValueSource: LegacyKeyValueSource {
     ///
     /// - Parameter key: The key.
     /// - Returns: The bytes, or `nil`.
-    /// - Throws: ``PersistenceError/unavailable`` when the suite cannot be opened.
+    /// - Throws: ``/Persistence/PersistenceError/unavailable`` when the suite cannot be opened.
     public func value(forKey key: String) async throws(PersistenceError) -> Data? {
         guard let defaults else {
             throw PersistenceError.unavailable.with(detail: "the defaults suite cannot be opened")
@@ -154,7 +154,7 @@ public struct UserDefaultsLegacyKeyValueSource: LegacyKeyValueSource {
     /// Removes the value under `key`.
     ///
     /// - Parameter key: The key.
-    /// - Throws: ``PersistenceError/unavailable`` when the suite cannot be opened.
+    /// - Throws: ``/Persistence/PersistenceError/unavailable`` when the suite cannot be opened.
     public func removeValue(forKey key: String) async throws(PersistenceError) {
         guard let defaults else {
             throw PersistenceError.unavailable.with(detail: "the defaults suite cannot be opened")

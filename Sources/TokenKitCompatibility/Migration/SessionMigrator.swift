@@ -3,7 +3,7 @@ public import Foundation
 public import Logging
 public import Persistence
 
-/// Moves a session from an older app version's storage into a ``TokenStore``, once.
+/// Moves a session from an older app version's storage into a ``/Persistence/TokenStore``, once.
 ///
 /// ``migrate()`` is safe to call on every launch:
 /// 1. It reads the layout's keys. None there: ``Outcome/nothingToMigrate``.
@@ -78,8 +78,8 @@ public struct SessionMigrator: Sendable {
     /// Migrates the legacy session, if any, and removes the legacy keys.
     ///
     /// - Returns: What was done.
-    /// - Throws: The source's error when it cannot be read (for example ``PersistenceError/unavailable``);
-    ///   the store's error when it cannot be read or written; ``PersistenceError/migrationFailed`` when the
+    /// - Throws: The source's error when it cannot be read (for example ``/Persistence/PersistenceError/unavailable``);
+    ///   the store's error when it cannot be read or written; ``/Persistence/PersistenceError/migrationFailed`` when the
     ///   legacy values cannot be understood. In every case the legacy keys that were not yet removed are kept,
     ///   and calling again later completes the migration.
     public func migrate() async throws(PersistenceError) -> Outcome {

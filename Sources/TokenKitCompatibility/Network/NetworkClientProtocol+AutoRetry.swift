@@ -17,7 +17,7 @@ extension NetworkClientProtocol {
     /// 401 (an app's own `APIError.unauthorized`, for example), or a 401 response the client returns.
     ///
     /// The unification analysis's extension, over TokenKit's core: concurrent 401s share one refresh (the
-    /// ``TokenRefreshClient`` single flight); the rotated pair is saved through `authTokenPersistence` before
+    /// ``/TokenRefresh/TokenRefreshClient`` single flight); the rotated pair is saved through `authTokenPersistence` before
     /// the retry; a request that carried an older token than the one saved meanwhile is retried with the saved
     /// one without refreshing again; a second 401 is thrown, never looped on.
     ///
@@ -38,7 +38,7 @@ extension NetworkClientProtocol {
     ///     as the client returned it).
     /// - Returns: The body and the response.
     /// - Throws: ``APIError/unauthorized`` when no refresh token is stored or the retry is rejected too; a
-    ///   ``TokenRefreshError`` when the refresh fails; what ``executeRequest(request:)`` throws otherwise.
+    ///   ``/TokenRefresh/TokenRefreshError`` when the refresh fails; what ``executeRequest(request:)`` throws otherwise.
     public func executeWithAutoRetry(
         request: consuming URLRequest,
         tokenRefreshClient: TokenRefreshClient,

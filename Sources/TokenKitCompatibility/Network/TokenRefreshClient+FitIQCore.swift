@@ -7,8 +7,8 @@ extension TokenRefreshClient {
     /// `TokenRefreshClient(networkClient:baseURL:apiKey:)`.
     ///
     /// It posts `{"refreshToken": "..."}` to `baseURL/api/v1/auth/refresh` with `X-API-Key` through the app's
-    /// network client (``JSONEndpointRefreshStrategy`` over ``NetworkClientTransport``), and is the same
-    /// single-flight client as every other: concurrent ``refreshToken(_:)`` calls share one refresh.
+    /// network client (``/TokenRefresh/JSONEndpointRefreshStrategy`` over ``NetworkClientTransport``), and is the same
+    /// single-flight client as every other: concurrent ``/TokenRefresh/TokenRefreshClient/refreshToken(_:)`` calls share one refresh.
     ///
     /// ```swift
     /// lazy var tokenRefreshClient: TokenRefreshClient = {

@@ -10,7 +10,7 @@ public import Foundation
 ///
 /// Use it with `NetworkClientProtocol.executeWithAutoRetry(request:tokenRefreshClient:authTokenPersistence:
 /// retryCount:)`, or let it back a `TokenRefreshClient` through ``AuthTokenPersistenceStore``. Any
-/// ``TokenStore`` serves it through ``TokenStoreAuthTokenPersistence``.
+/// ``/Persistence/TokenStore`` serves it through ``TokenStoreAuthTokenPersistence``.
 ///
 /// Conformers must be `Sendable` (the seed's protocol is not): a final class whose only stored properties are
 /// `let` constants, such as a Keychain adapter, is. A complete small conformance:

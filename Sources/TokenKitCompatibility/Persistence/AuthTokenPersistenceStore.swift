@@ -3,18 +3,18 @@ import Crypto
 import Foundation
 public import Persistence
 
-/// A ``TokenStore`` over an app's own ``AuthTokenPersistenceProtocol`` (FitIQ's Keychain adapter), so that
+/// A ``/Persistence/TokenStore`` over an app's own ``AuthTokenPersistenceProtocol`` (FitIQ's Keychain adapter), so that
 /// the app's persistence backs a `TokenRefreshClient`: the client restores the session from it and writes every
 /// rotated pair to it before any caller sees the new token.
 ///
 /// - **One account.** The app's persistence keeps one session, so the adapter serves one account (``account``,
 ///   `default` unless given, as a `TokenRefreshClient`'s default). Any other account reads `.unavailable` and its
-///   writes throw, both with ``PersistenceError/wrongAccount``: a second client cannot read or overwrite the app's
+///   writes throw, both with ``/Persistence/PersistenceError/wrongAccount``: a second client cannot read or overwrite the app's
 ///   session.
 /// - **The app's own writes count.** The app's persistence keeps no generation, so the adapter numbers what it
 ///   sees: every read compares the stored pair and profile ID with what the adapter last read or wrote, and a
 ///   change made by the app itself (a sign-in through its own login code) is a new generation. A client's
-///   conditional write of an older session then fails with ``PersistenceError/conflict`` instead of overwriting
+///   conditional write of an older session then fails with ``/Persistence/PersistenceError/conflict`` instead of overwriting
 ///   the app's pair, and the client adopts that pair. Within one process this is exact; the adapter keeps only a
 ///   digest of what it saw, in memory.
 /// - **The profile ID belongs to its tokens.** A session whose user ID is a UUID stores it with
@@ -24,8 +24,8 @@ public import Persistence
 ///   never tokens with another user's.
 ///
 /// The token is read back with ``AuthTokenPersistenceProtocol/fetchToken()`` (by default: the expiry from the
-/// JWT's `exp` against the clock). Errors of the app's persistence become ``PersistenceError/readFailed`` or
-/// ``PersistenceError/writeFailed`` naming the method and the error's type, never its text (which could hold a
+/// JWT's `exp` against the clock). Errors of the app's persistence become ``/Persistence/PersistenceError/readFailed`` or
+/// ``/Persistence/PersistenceError/writeFailed`` naming the method and the error's type, never its text (which could hold a
 /// token).
 public final class AuthTokenPersistenceStore: TokenStore {
     /// What the adapter last saw in the app's persistence, and the generation it gave it.
@@ -77,8 +77,8 @@ public final class AuthTokenPersistenceStore: TokenStore {
     ///     stored profile ID is deleted.
     ///   - account: The account key; must be ``account``.
     ///   - condition: When the write may happen.
-    /// - Throws: ``PersistenceError/conflict``, ``PersistenceError/wrongAccount``, ``PersistenceError/readFailed``
-    ///   or ``PersistenceError/writeFailed``.
+    /// - Throws: ``/Persistence/PersistenceError/conflict``, ``/Persistence/PersistenceError/wrongAccount``, ``/Persistence/PersistenceError/readFailed``
+    ///   or ``/Persistence/PersistenceError/writeFailed``.
     public func save(
         _ session: StoredSession, account: String, condition: WriteCondition
     ) async throws(PersistenceError) {
@@ -107,8 +107,8 @@ public final class AuthTokenPersistenceStore: TokenStore {
     /// - Parameters:
     ///   - account: The account key; must be ``account``.
     ///   - condition: When the removal may happen.
-    /// - Throws: ``PersistenceError/conflict``, ``PersistenceError/wrongAccount``, ``PersistenceError/readFailed``
-    ///   or ``PersistenceError/writeFailed``.
+    /// - Throws: ``/Persistence/PersistenceError/conflict``, ``/Persistence/PersistenceError/wrongAccount``, ``/Persistence/PersistenceError/readFailed``
+    ///   or ``/Persistence/PersistenceError/writeFailed``.
     public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
         guard account == self.account else { throw Self.wrongAccount }
         try seen.withLock { (seen: inout Seen) throws(PersistenceError) in

@@ -2,7 +2,7 @@ public import AuthToken
 
 /// The Lume app's asynchronous token storage, kept so that Lume's call sites compile unchanged.
 ///
-/// Any ``TokenStore`` serves it through ``TokenStoreTokenStorage``, and a conformer (Lume's own Keychain
+/// Any ``/Persistence/TokenStore`` serves it through ``TokenStoreTokenStorage``, and a conformer (Lume's own Keychain
 /// storage) backs a `TokenRefreshClient` through ``TokenStorageStore``.
 ///
 /// A complete small conformance:

@@ -1,7 +1,7 @@
 import AuthToken
 public import Persistence
 
-/// A ``TokenStore`` over a ``TokenStorageProtocol`` (Lume's Keychain storage), so that it backs a
+/// A ``/Persistence/TokenStore`` over a ``TokenStorageProtocol`` (Lume's Keychain storage), so that it backs a
 /// `TokenRefreshClient`.
 ///
 /// Lume's storage keeps no generation or user ID: the user ID is the access token's JWT `sub`, and this
@@ -39,7 +39,7 @@ public actor TokenStorageStore: TokenStore {
     ///   - session: The session.
     ///   - account: Ignored.
     ///   - condition: When the write may happen.
-    /// - Throws: ``PersistenceError/conflict`` or ``PersistenceError/writeFailed``.
+    /// - Throws: ``/Persistence/PersistenceError/conflict`` or ``/Persistence/PersistenceError/writeFailed``.
     public func save(
         _ session: StoredSession, account: String, condition: WriteCondition
     ) async throws(PersistenceError) {
@@ -57,7 +57,7 @@ public actor TokenStorageStore: TokenStore {
     /// - Parameters:
     ///   - account: Ignored.
     ///   - condition: When the removal may happen.
-    /// - Throws: ``PersistenceError/conflict`` or ``PersistenceError/writeFailed``.
+    /// - Throws: ``/Persistence/PersistenceError/conflict`` or ``/Persistence/PersistenceError/writeFailed``.
     public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
         try await check(condition)
         do {

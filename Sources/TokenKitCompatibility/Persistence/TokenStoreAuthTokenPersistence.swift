@@ -2,7 +2,7 @@ public import AuthToken
 public import Foundation
 public import Persistence
 
-/// Serves the synchronous ``AuthTokenPersistenceProtocol`` from any ``TokenStore``.
+/// Serves the synchronous ``AuthTokenPersistenceProtocol`` from any ``/Persistence/TokenStore``.
 ///
 /// A store is asynchronous and the protocol is not, so the adapter keeps the session in memory: it is read
 /// once when the adapter is created, every read is answered from memory, and every write lands in memory at
@@ -33,7 +33,7 @@ public final class TokenStoreAuthTokenPersistence: AuthTokenPersistenceProtocol 
     /// - Parameters:
     ///   - store: The store.
     ///   - account: The account key; `default` (a `TokenRefreshClient`'s default) unless given.
-    /// - Throws: The ``PersistenceError`` of a store that cannot be read now (not "signed out").
+    /// - Throws: The ``/Persistence/PersistenceError`` of a store that cannot be read now (not "signed out").
     public init(store: any TokenStore, account: String = "default") async throws(PersistenceError) {
         self.store = store
         self.account = account
@@ -46,7 +46,7 @@ public final class TokenStoreAuthTokenPersistence: AuthTokenPersistenceProtocol 
 
     /// Waits until every write made so far has reached the store.
     ///
-    /// - Throws: The first ``PersistenceError`` since the last flush.
+    /// - Throws: The first ``/Persistence/PersistenceError`` since the last flush.
     public func flush() async throws(PersistenceError) {
         let last = state.withLock { $0.lastWrite }
         await last?.value

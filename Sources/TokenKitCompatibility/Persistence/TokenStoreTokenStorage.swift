@@ -1,7 +1,7 @@
 public import AuthToken
 public import Persistence
 
-/// Serves Lume's ``TokenStorageProtocol`` from any ``TokenStore`` (a file store, the Keychain store, memory).
+/// Serves Lume's ``TokenStorageProtocol`` from any ``/Persistence/TokenStore`` (a file store, the Keychain store, memory).
 ///
 /// ```swift
 /// let tokenStorage: any TokenStorageProtocol = TokenStoreTokenStorage(store: InMemoryTokenStore())
@@ -25,7 +25,7 @@ public struct TokenStoreTokenStorage: TokenStorageProtocol {
     /// Stores the token, keeping the stored user ID, with the next generation.
     ///
     /// - Parameter token: The token.
-    /// - Throws: A ``PersistenceError``.
+    /// - Throws: A ``/Persistence/PersistenceError``.
     public func saveToken(_ token: AuthToken) async throws {
         var userID: String?
         var generation: UInt64 = 0
@@ -44,7 +44,7 @@ public struct TokenStoreTokenStorage: TokenStorageProtocol {
     /// Reads the token.
     ///
     /// - Returns: The token, or `nil` when none is stored.
-    /// - Throws: The ``PersistenceError`` of an unavailable store (not "signed out").
+    /// - Throws: The ``/Persistence/PersistenceError`` of an unavailable store (not "signed out").
     public func getToken() async throws -> AuthToken? {
         switch await store.load(account: account) {
         case .found(let stored): return stored.token
@@ -55,7 +55,7 @@ public struct TokenStoreTokenStorage: TokenStorageProtocol {
 
     /// Deletes the token.
     ///
-    /// - Throws: A ``PersistenceError``.
+    /// - Throws: A ``/Persistence/PersistenceError``.
     public func deleteToken() async throws {
         try await store.remove(account: account, condition: .always)
     }
