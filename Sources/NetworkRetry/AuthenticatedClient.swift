@@ -408,7 +408,7 @@ public struct CredentialPresentation: Sendable, Hashable, CustomStringConvertibl
 
     /// `Cookie: <name>=<token>`: a session cookie the client owns (never a global cookie jar), sent to every
     /// allowed origin whatever the cookie's own scope. Other cookies of the request are kept on the origin and,
-    /// like it, dropped once a redirect leaves the origin. Prefer ``cookie(named:scope:)``, which a
+    /// like it, dropped once a redirect leaves the origin. Prefer `cookie(named:scope:)`, which a
     /// `CookieSessionStrategy` hands out.
     ///
     /// - Parameter name: The cookie's name (`better-auth.session_token`).

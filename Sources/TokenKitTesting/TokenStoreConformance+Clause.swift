@@ -59,7 +59,7 @@ extension TokenStoreConformance {
         ]
 
         /// The clauses a store private to one client keeps, one whose `withExclusiveAccess` takes no lock (the
-        /// protocol's default): every clause but ``exclusion`` and ``saveInsideExclusiveAccess``.
+        /// protocol's default): every clause but `exclusion` and `saveInsideExclusiveAccess`.
         public static let unsharedStore: [Clause] = all.filter { $0 != .exclusion && $0 != .saveInsideExclusiveAccess }
 
         /// The name.

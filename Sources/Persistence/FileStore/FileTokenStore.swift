@@ -113,13 +113,13 @@ public struct FileTokenStore: TokenStore {
         self.directoryPath = path
     }
 
-    /// ``directory`` as a path without a trailing slash.
+    /// `directory` as a path without a trailing slash.
     private let directoryPath: String
 
     /// The path of the session file for `account` (it may not exist).
     ///
     /// - Parameter account: The account key.
-    /// - Returns: An absolute path inside ``directory``.
+    /// - Returns: An absolute path inside `directory`.
     public func filePath(account: String) -> String {
         files(account: account).filePath
     }

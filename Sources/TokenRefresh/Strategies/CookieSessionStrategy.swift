@@ -78,7 +78,7 @@ public struct CookieSessionStrategy: RefreshStrategy {
     public var checksSessionWithServer: Bool { true }
 
     /// The presentation to configure on the ``/NetworkRetry/AuthenticatedClient``: the cookie, only on requests
-    /// in its scope (``cookieScope``).
+    /// in its scope (`cookieScope`).
     public var presentation: CredentialPresentation { .cookie(named: cookieName, scope: cookieScope) }
 
     /// Checks the session with the server (see the type's discussion).

@@ -31,7 +31,7 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
     /// `refreshToken`, the key the FitIQ and Lume backends read (the default).
     public static let camelCaseRefreshTokenKey = "refreshToken"
     /// `refresh_token`, for backends that want snake_case request bodies.
-    package static let snakeCaseRefreshTokenKey = "refresh_token"
+    public static let snakeCaseRefreshTokenKey = "refresh_token"
 
     /// Creates the strategy.
     ///
