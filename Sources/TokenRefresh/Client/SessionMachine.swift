@@ -93,6 +93,8 @@ struct SessionMachine: Sendable {
         var pairedAccessToken: String? = nil
         /// A transient failure to retry after a delay with the store's lock released: the next attempt number.
         var retryOutsideLock: (retry: Int, delay: Duration)?
+        /// Where the refresh under the store's lock stands (see ``SessionMachine/lockTaken(epoch:seed:)``).
+        var step: RefreshStep?
     }
 
     /// Rate control: backoff after transient failures, `Retry-After`, and the breaker's window of attempts.
@@ -179,7 +181,9 @@ struct SessionMachine: Sendable {
     private(set) var epoch: UInt64 = 0
     /// The generation known to be stored now (`nil`: nothing stored, or not read yet).
     var storedGeneration: UInt64?
-    private(set) var flight: Flight? { didSet { visibleVersion &+= 1 } }
+    /// The refresh in flight. Settable from the machine's own extensions only (``lockTaken(epoch:seed:)`` and the
+    /// transitions after it record their step in it).
+    var flight: Flight? { didSet { visibleVersion &+= 1 } }
     /// The profile the provider or the app supplied for the session's user (``TokenRefreshClient/setProfile(_:)``).
     private(set) var profile: AuthUser? { didSet { visibleVersion &+= 1 } }
     /// Refresh tokens the server rejected, as keyed hashes; never sent again.

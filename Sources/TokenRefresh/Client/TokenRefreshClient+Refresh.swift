@@ -153,43 +153,55 @@ extension TokenRefreshClient {
         return .failure(failure)
     }
 
-    /// The refresh proper, under the store's exclusive access.
+    /// The refresh proper, under the store's exclusive access: carries out what the machine asks
+    /// (``SessionMachine/RefreshAction``) and hands each answer back, until the callers are answered.
     func refreshLocked(
         epoch startEpoch: UInt64, seed: String?, retry: Int, askedForLockAt asked: Duration
     ) async throws(TokenRefreshError) -> AuthToken {
         metrics.recordLockWait(clock.elapsed - asked)
-        try checkEpoch(startEpoch)
-        if seed == nil, let adopted = try await rereadStore(epoch: startEpoch) { return adopted }
-        let current = session
-        guard let refreshToken = seed ?? current?.token.refreshToken ?? (strategy.requiresRefreshToken ? nil : "")
-        else {
-            throw current == nil ? .signedOut : .missingRefreshToken
-        }
-        if machine.rejected.contains(refreshToken) { throw .refreshTokenRejected }
-        let sent = refreshToken.isEmpty ? nil : refreshToken
-        do {
-            let response = try await attemptWithRetries(sent, epoch: startEpoch, retry: retry, sleepsUnderLock: false)
-            return try await completeRefresh(response, sent: sent, from: current, epoch: startEpoch)
-        } catch .sessionInvalidated where machine.isCurrent(startEpoch) {
-            // The server says the session is gone (a cookie session's check): end it once, with that reason. After
-            // a refused request the session expired in use; at a launch or on-demand check it was found invalid.
-            if let sent { machine.rejected.insert(sent) }
-            let reason: AuthEvent.SignOutReason = machine.flightFollowsRefusal ? .sessionExpired : .invalidatedOnServer
-            await endSessionOnce(reason: reason, error: .sessionInvalidated)
-            throw .sessionInvalidated
-        } catch .signedOut where sent == nil && machine.isCurrent(startEpoch) {
-            // The token provider (an SDK) reports that it has no session: end ours once, with that reason.
-            await endSessionOnce(reason: .providerSignedOut, error: .signedOut)
-            throw .signedOut
-        } catch .refreshTokenRejected {
-            guard let sent else {
-                // A strategy without a refresh token (an SDK, client credentials) was told the session is
-                // over: end it once, like any other rejection, instead of handing out the rejected token.
-                try checkEpoch(startEpoch)
-                await endSessionOnce(reason: .revoked, error: .refreshTokenRejected)
-                throw .refreshTokenRejected
+        var action = machine.lockTaken(epoch: startEpoch, seed: seed)
+        while true {
+            switch action {
+            case .readStore:
+                let read = await store.load(account: configuration.account)
+                action = machine.storeRead(read, epoch: startEpoch, now: now())
+            case .present(let sent, let retriesOutsideLock):
+                do {
+                    let response = try await attemptWithRetries(
+                        sent, epoch: startEpoch, retry: retriesOutsideLock ? retry : 0,
+                        sleepsUnderLock: !retriesOutsideLock)
+                    action = machine.strategyAnswered(response, receivedAt: now(), epoch: startEpoch)
+                } catch {
+                    action = machine.strategyFailed(error, epoch: startEpoch)
+                }
+            case .persist(let stored, let condition):
+                let write = await beginWrite(epoch: startEpoch, waiting: false)
+                var failure: PersistenceError?
+                do {
+                    try await store.save(stored, account: configuration.account, condition: condition)
+                } catch {
+                    failure = error
+                }
+                endWrite(write)
+                action = machine.writeFinished(failure, epoch: startEpoch, elapsed: clock.elapsed)
+            case .publish(let event, let next):
+                publish(event)
+                action = next
+            case .answerAdopted(let stored):
+                noteAdopted(stored)
+                return stored.token
+            case .answer(let token):
+                logger.debug("token refreshed", metadata: ["token": "\(token.fingerprint)"])
+                return token
+            case .endSession(let reason, let error, let failure):
+                await endSession(reason: reason, error: error)
+                throw failure
+            case .endSessionIfHeld(let reason, let failure):
+                await endSessionOnce(reason: reason, error: failure)
+                throw failure
+            case .fail(let error):
+                throw error
             }
-            return try await handleRejection(of: sent, epoch: startEpoch, seed: seed)
         }
     }
 
@@ -206,34 +218,6 @@ extension TokenRefreshClient {
         guard machine.isCurrent(startEpoch) else {
             // Signed out or a new session meanwhile: this refresh is void and touches nothing.
             throw .signedOut
-        }
-    }
-
-    /// Re-reads the store before refreshing. Returns a fresh token another process saved, if there is one;
-    /// adopts a newer pair that still needs refreshing; ends the session when another process removed it.
-    func rereadStore(epoch startEpoch: UInt64) async throws(TokenRefreshError) -> AuthToken? {
-        let read = await store.load(account: configuration.account)
-        try checkEpoch(startEpoch)
-        switch read {
-        case .found(let stored):
-            guard machine.shouldAdopt(stored) else { return nil }
-            // Another user's pair is never the answer to a refresh made for this one.
-            if adoptStored(stored) { throw .sessionChanged }
-            if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
-                noteAdopted(stored)
-                return stored.token
-            }
-            return nil
-        case .absent:
-            if let session, session.persisted, machine.storedGeneration != nil {
-                await endSession(reason: .removedElsewhere, error: nil)
-                throw .signedOut
-            }
-            return nil
-        case .unavailable(let error):
-            publish(.storageUnavailable(TokenRefreshError.storageUnavailable.with(underlying: error)))
-            if session == nil { throw TokenRefreshError.storageUnavailable.with(underlying: error) }
-            return nil
         }
     }
 
@@ -296,79 +280,12 @@ extension TokenRefreshClient {
         }
     }
 
-    /// Persists the new pair (generation-conditional), then makes it current.
-    func completeRefresh(
-        _ response: TokenResponse, sent: String?, from previous: SessionMachine.Session?, epoch startEpoch: UInt64
-    ) async throws(TokenRefreshError) -> AuthToken {
-        try checkEpoch(startEpoch)
-        let token = response.token(receivedAt: now(), keeping: sent)
-        // A provider that switched users by itself (an SDK signed one user out and another in) answers with the new
-        // user's token: that is a new session, never the old user's refreshed one.
-        let switchedUser = Self.subjectChanged(from: previous, to: token, responseUserID: response.userID)
-        let userID =
-            switchedUser
-            ? response.userID ?? token.parseUserIdFromJWT() ?? response.user?.id
-            : response.userID ?? previous?.userID ?? token.parseUserIdFromJWT() ?? response.user?.id
-        let generation = machine.nextGeneration(after: previous)
-        // Nobody sees the new pair before the write has landed or failed: not the waiters, not the snapshot.
-        let stored = StoredSession(token: token, userID: userID, generation: generation)
-        var writeFailure: TokenRefreshError?
-        let write = await beginWrite(epoch: startEpoch, waiting: false)
-        do {
-            defer { endWrite(write) }
-            try await store.save(stored, account: configuration.account, condition: machine.writeCondition)
-        } catch .conflict {
-            // Someone stored a newer session meanwhile: it wins, and this refresh writes nothing.
-            return try await adoptAfterConflict(epoch: startEpoch)
-        } catch {
-            writeFailure = TokenRefreshError.storageUnavailable.with(underlying: error)
-        }
-        // Signed out or a new session while writing: this refresh is void.
-        try checkEpoch(startEpoch)
-        if switchedUser {
-            // The old session's callers asked for its token: they fail, and the new user's session starts afresh
-            // (no token of the old session counts as this one's, and the old user's profile is dropped).
-            machine.switchedUser(
-                token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed,
-                profile: response.user)
-            flightTask = nil
-            if let writeFailure {
-                publish(.persistenceFailed(writeFailure, tokenFingerprint: token.fingerprint))
-            }
-            publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))
-            logger.debug("the token provider switched users", metadata: ["token": "\(token.fingerprint)"])
-            throw .sessionChanged
-        }
-        // A failed write keeps the pair in memory (the rotated refresh token is never dropped) and is retried.
-        machine.refreshed(
-            token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed,
-            startsSession: previous == nil, profile: response.user)
-        if let writeFailure {
-            logger.debug("persisting the new pair failed; kept in memory", metadata: ["token": "\(token.fingerprint)"])
-            publish(.persistenceFailed(writeFailure, tokenFingerprint: token.fingerprint))
-        }
-        if previous == nil {
-            publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))
-        } else {
-            publish(.tokenRefreshed(userID: userID, tokenFingerprint: token.fingerprint))
-        }
-        logger.debug("token refreshed", metadata: ["token": "\(token.fingerprint)"])
-        return token
-    }
-
-    /// Whether `token`, a refresh's answer, is another user's than `previous`: both tokens' subjects (`sub`) known
-    /// and different, or, when either token has none, both user IDs (the session's and the response's) known and
-    /// different. Subjects are compared with subjects and user IDs with user IDs only, as an app's user ID need not
-    /// be the token's subject.
+    /// Whether `token`, a refresh's answer, is another user's than `previous` (see
+    /// ``SessionMachine/subjectChanged(from:to:responseUserID:)``).
     static func subjectChanged(
         from previous: SessionMachine.Session?, to token: AuthToken, responseUserID: String?
     ) -> Bool {
-        guard let previous else { return false }
-        if let before = previous.token.parseUserIdFromJWT(), let after = token.parseUserIdFromJWT() {
-            return before != after
-        }
-        if let before = previous.userID, let after = responseUserID { return before != after }
-        return false
+        SessionMachine.subjectChanged(from: previous, to: token, responseUserID: responseUserID)
     }
 
     /// Adopts a pair another process stored; returns whether it is another user's. Then the session has changed: the
@@ -405,38 +322,6 @@ extension TokenRefreshClient {
         case .unavailable(let error):
             throw TokenRefreshError.storageUnavailable.with(underlying: error)
         }
-    }
-
-    /// `invalid_grant`: re-read the store once (another process may have rotated), else end the session.
-    func handleRejection(
-        of refreshToken: String, epoch startEpoch: UInt64, seed: String?
-    ) async throws(TokenRefreshError)
-        -> AuthToken
-    {
-        machine.rejected.insert(refreshToken)
-        try checkEpoch(startEpoch)
-        if seed == nil, case .found(let stored) = await store.load(account: configuration.account),
-            let storedRefresh = stored.token.refreshToken, storedRefresh != refreshToken,
-            !machine.rejected.contains(storedRefresh)
-        {
-            try checkEpoch(startEpoch)
-            if adoptStored(stored) { throw .sessionChanged }
-            if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
-                noteAdopted(stored)
-                return stored.token
-            }
-            do {
-                let response = try await attemptWithRetries(storedRefresh, epoch: startEpoch)
-                return try await completeRefresh(response, sent: storedRefresh, from: session, epoch: startEpoch)
-            } catch .refreshTokenRejected {
-                machine.rejected.insert(storedRefresh)
-            }
-        }
-        try checkEpoch(startEpoch)
-        if seed == nil {
-            await endSession(reason: .revoked, error: .refreshTokenRejected)
-        }
-        throw .refreshTokenRejected
     }
 
     /// Ends the session in memory and in the store (conditional on the generation), and says so. The flight in

@@ -64,6 +64,8 @@ public actor TokenRefreshClient: TokenProvider {
     nonisolated let subscribers = LockedValue(Subscribers())
     nonisolated let stateSubscribers = LockedValue(StateSubscribers())
     nonisolated let sessionStateSubscribers = LockedValue(SessionStateSubscribers())
+    /// The session's transitions, redacted and bounded (``sessionJournal()``).
+    nonisolated let journal = LockedValue(SessionJournal())
 
     /// The session's rules and state (see ``SessionMachine``). Every change that the fast path or the
     /// ``states()`` subscribers can see is published here, so no transition has to remember to. (No `oldValue`:
@@ -237,9 +239,11 @@ public actor TokenRefreshClient: TokenProvider {
     }
 
     /// After a failed proactive refresh: the current token if it is still valid and the failure transient
-    /// (or the breaker), else the error.
+    /// (or the breaker, or a store that could not be read before the refresh), else the error.
     nonisolated func stillValidToken(after error: any Error) throws -> AuthToken {
-        guard let error = error as? TokenRefreshError, error.isTransient || error == .rateLimited else { throw error }
+        guard let error = error as? TokenRefreshError,
+            error.isTransient || error == .rateLimited || error == .storageUnavailable
+        else { throw error }
         if let token = currentToken, !token.isExpired(at: now(), policy: configuration.expiryPolicy) {
             return token
         }
@@ -451,6 +455,8 @@ public actor TokenRefreshClient: TokenProvider {
     // MARK: - Shared state
 
     func publish(_ event: AuthEvent) {
+        let time = now()
+        journal.withLock { $0.record(event, at: time) }
         let continuations = subscribers.withLock { Array($0.continuations.values) }
         for continuation in continuations { continuation.yield(event) }
     }
