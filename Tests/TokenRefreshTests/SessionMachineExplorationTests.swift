@@ -18,8 +18,9 @@ import TokenKitLogCheck
 ///
 /// The driver plays the actor: it carries out each ``SessionMachine/RefreshAction`` and feeds the answer back, one
 /// refresh at a time under the store's lock, as `TokenRefreshClient` does. Another process rotates or removes the
-/// stored pair only while this client does not hold the lock. A crash is not taken while a write is on its way (the
-/// server has rotated and the pair is in memory only): that loss is cured only by a grace window on the server.
+/// stored pair only while this client does not hold the lock. A crash is not taken while a pair the server issued is
+/// in memory only (its write on its way, or failed and waiting for a retry): that loss is cured only by a grace window
+/// on the server.
 @Suite(.logLeakCheck()) struct SessionMachineExplorationTests {
     @Test func everyInterleavingUpToDepthSixKeepsTheInvariants() {
         let report = Explorer(depth: 6, mutation: nil).run()
@@ -50,8 +51,8 @@ struct Explorer {
         case skipsTheReread
         /// The callers are answered as soon as the write starts, before it has landed.
         case answersBeforeTheWriteLands
-        /// Sign-out forgets to fail the refresh in flight.
-        case signOutLeavesWaiters
+        /// A refresh that fails forgets to answer the callers waiting for it.
+        case failureLeavesWaiters
         /// A write goes ahead although the session ended while the server answered.
         case writesAfterSignOut
 
@@ -62,7 +63,7 @@ struct Explorer {
             switch self {
             case .skipsTheReread: "presented a consumed refresh token"
             case .answersBeforeTheWriteLands: "answered before the pair was persisted"
-            case .signOutLeavesWaiters: "a waiter was never resolved"
+            case .failureLeavesWaiters: "a waiter was never resolved"
             case .writesAfterSignOut: "wrote after sign-out or a newer session"
             }
         }
@@ -214,12 +215,14 @@ struct World {
             writeLater(.save(epoch: epoch))
         case .signOut:
             let (_, taken) = machine.endSession()
-            if mutation != .signOutLeavesWaiters { resolve(taken, with: .failure(.signedOut)) }
+            resolve(taken, with: .failure(.signedOut))
             writeLater(.removal(epoch: machine.epoch))
         case .later:
             seconds += 3500
         case .crash:
-            guard !writing else { return false }
+            // Not while a pair the server issued is in memory only (being written, or kept after a failed write):
+            // a crash then loses the rotated pair, which only a grace window on the server cures.
+            guard !writing, machine.session?.persisted != false else { return false }
             for index in flights.indices where !flights[index].resolved { flights[index].died = true }
             procedures = []
             deferred = []
@@ -379,7 +382,11 @@ struct World {
         let ended = procedures.removeFirst()
         let flight = flights[ended.flight].flight
         _ = machine.endFlight(flight)
-        resolve(flight, with: result)
+        if mutation == .failureLeavesWaiters, case .failure = result {
+            // The bug: an error path that returns without answering the flight.
+        } else {
+            resolve(flight, with: result)
+        }
         runDeferred()
         guard let next = procedures.first, case .none = next.waiting else { return }
         run(machine.lockTaken(epoch: next.epoch, seed: next.seed))
