@@ -114,7 +114,7 @@ struct Explorer {
 struct World {
     enum Event: String, CaseIterable, CustomStringConvertible {
         case caller, rejected401, cancel, signIn, signOut, later, crash, otherProcessRotates, removedElsewhere
-        case storeAnswers, storeUnavailable
+        case lockTimesOut, storeAnswers, storeUnavailable
         case serverRotates, serverKeepsRefreshToken, serverRejects, serverFailsTransiently
         case writeLands, writeFails
 
@@ -238,6 +238,12 @@ struct World {
         case .removedElsewhere:
             guard procedures.isEmpty, store != nil else { return false }
             store = nil
+        case .lockTimesOut:
+            // Another process held the store's lock too long: this refresh re-reads without it.
+            guard case .readStore = procedures.first?.waiting, case .rereading = machine.flight?.step else {
+                return false
+            }
+            run(machine.lockTimedOut(.lockTimedOut, epoch: procedures[0].epoch))
         case .storeAnswers, .storeUnavailable:
             guard case .readStore = procedures.first?.waiting else { return false }
             let read: TokenStoreRead =

@@ -56,6 +56,9 @@ extension SessionMachine {
         case rereadingAfterRejection(sent: String)
         /// The write lost to a newer pair in the store: re-reading it.
         case rereadingAfterConflict
+        /// Another process held the store's lock past its timeout (`failure`): re-reading the store without it, to
+        /// use a pair that process may have saved. Nothing is presented without the lock.
+        case rereadingAfterLockTimeout(failure: TokenRefreshError)
     }
 
     /// The pair being written and what it becomes once written.
@@ -74,6 +77,14 @@ extension SessionMachine {
         guard isRunning(epoch) else { return .fail(.signedOut) }
         guard seed == nil else { return present(seed: seed, afterRejection: false) }
         flight?.step = .rereading(seed: nil)
+        return .readStore
+    }
+
+    /// The store's lock could not be taken in time (another process may hang in its refresh): never refresh without
+    /// it. Re-read the store, and use a still-valid pair found there; otherwise fail transiently, keeping the session.
+    mutating func lockTimedOut(_ error: PersistenceError, epoch: UInt64) -> RefreshAction {
+        guard isRunning(epoch) else { return .fail(.signedOut) }
+        flight?.step = .rereadingAfterLockTimeout(failure: TokenRefreshError.transient.with(underlying: error))
         return .readStore
     }
 
@@ -111,6 +122,15 @@ extension SessionMachine {
             return .endSession(reason: .removedElsewhere, error: nil, failure: .signedOut)
         case (.rereadingAfterConflict, .unavailable(let error)):
             return .fail(TokenRefreshError.storageUnavailable.with(underlying: error))
+        case (.rereadingAfterLockTimeout(let failure), .found(let stored)):
+            guard shouldAdopt(stored), !stored.token.isExpired(at: now, policy: configuration.expiryPolicy) else {
+                return .publish(.refreshFailed(failure, userID: session?.userID), then: .fail(failure))
+            }
+            // Another user's pair is never the answer to a refresh made for this one.
+            return adopt(stored).switchedUser ? .fail(.sessionChanged) : .answerAdopted(stored)
+        case (.rereadingAfterLockTimeout(let failure), _):
+            // The session is kept; while its token is still valid, validToken() callers get it.
+            return .publish(.refreshFailed(failure, userID: session?.userID), then: .fail(failure))
         case (.presenting, _), (.persisting, _):
             return .fail(.signedOut)
         }

@@ -111,7 +111,8 @@ extension TokenRefreshClient {
                 }
                 result = .success(token)
             } catch let error as PersistenceError where error == .lockTimedOut {
-                result = await afterLockTimeout(error, epoch: startEpoch)
+                logger.debug("the store's lock was not free in time", metadata: ["error": "\(error)"])
+                result = await carryOut(machine.lockTimedOut(error, epoch: startEpoch), epoch: startEpoch, retry: 0)
             } catch {
                 result = .failure(Self.classify(error))
             }
@@ -130,36 +131,22 @@ extension TokenRefreshClient {
         flight.finish(result)
     }
 
-    /// Another process held the store's lock past its timeout (its refresh may hang). Never refresh without the
-    /// lock: re-read the store and use the token there if it is still valid (the other process may have
-    /// finished); otherwise fail transiently and keep the session.
-    func afterLockTimeout(
-        _ error: PersistenceError, epoch startEpoch: UInt64
-    ) async -> Result<AuthToken, TokenRefreshError> {
-        let failure = TokenRefreshError.transient.with(underlying: error)
-        logger.debug("the store's lock was not free in time", metadata: ["error": "\(error)"])
-        guard machine.isCurrent(startEpoch) else { return .failure(.signedOut) }
-        if case .found(let stored) = await store.load(account: configuration.account), machine.isCurrent(startEpoch),
-            machine.shouldAdopt(stored), !stored.token.isExpired(at: now(), policy: configuration.expiryPolicy)
-        {
-            let switchedUser = adoptStored(stored)
-            noteAdopted(stored)
-            // Another user's pair is never the answer to a refresh made for this one.
-            return switchedUser ? .failure(.sessionChanged) : .success(stored.token)
-        }
-        // The session is kept; while its token is still valid, validToken() callers get it (as after any
-        // transient failure of a proactive refresh).
-        publish(.refreshFailed(failure, userID: session?.userID))
-        return .failure(failure)
-    }
-
     /// The refresh proper, under the store's exclusive access: carries out what the machine asks
     /// (``SessionMachine/RefreshAction``) and hands each answer back, until the callers are answered.
     func refreshLocked(
         epoch startEpoch: UInt64, seed: String?, retry: Int, askedForLockAt asked: Duration
     ) async throws(TokenRefreshError) -> AuthToken {
         metrics.recordLockWait(clock.elapsed - asked)
-        var action = machine.lockTaken(epoch: startEpoch, seed: seed)
+        return try await carryOut(machine.lockTaken(epoch: startEpoch, seed: seed), epoch: startEpoch, retry: retry)
+            .get()
+    }
+
+    /// Carries out `first` and every action the machine answers with, until the callers are answered: the actor's
+    /// whole part of the shared refresh.
+    func carryOut(
+        _ first: SessionMachine.RefreshAction, epoch startEpoch: UInt64, retry: Int
+    ) async -> Result<AuthToken, TokenRefreshError> {
+        var action = first
         while true {
             switch action {
             case .readStore:
@@ -189,18 +176,18 @@ extension TokenRefreshClient {
                 action = next
             case .answerAdopted(let stored):
                 noteAdopted(stored)
-                return stored.token
+                return .success(stored.token)
             case .answer(let token):
                 logger.debug("token refreshed", metadata: ["token": "\(token.fingerprint)"])
-                return token
+                return .success(token)
             case .endSession(let reason, let error, let failure):
                 await endSession(reason: reason, error: error)
-                throw failure
+                return .failure(failure)
             case .endSessionIfHeld(let reason, let failure):
                 await endSessionOnce(reason: reason, error: failure)
-                throw failure
+                return .failure(failure)
             case .fail(let error):
-                throw error
+                return .failure(error)
             }
         }
     }
