@@ -64,6 +64,8 @@ public actor TokenRefreshClient: TokenProvider {
     nonisolated let subscribers = LockedValue(Subscribers())
     nonisolated let stateSubscribers = LockedValue(StateSubscribers())
     nonisolated let sessionStateSubscribers = LockedValue(SessionStateSubscribers())
+    /// The state for ``currentState``, read without a lock where atomics allow (see ``PublishedState``).
+    nonisolated let publishedState = PublishedState(.loading)
     /// The session's transitions, redacted and bounded (``sessionJournal()``).
     nonisolated let journal = LockedValue(SessionJournal())
 
@@ -76,6 +78,7 @@ public actor TokenRefreshClient: TokenProvider {
             publishedVersion = machine.visibleVersion
             let published = machine.snapshot()
             snapshot.withLock { $0 = published }
+            publishedState.publish(published.state)
             publishState(machine.state)
             publishSessionState(published)
         }
@@ -155,7 +158,7 @@ public actor TokenRefreshClient: TokenProvider {
     public nonisolated var currentToken: AuthToken? { snapshot.withLock { $0.token } }
 
     /// The current state, read without an actor hop.
-    public nonisolated var currentState: AuthState { snapshot.withLock { $0.state } }
+    public nonisolated var currentState: AuthState { publishedState.state }
 
     /// Whether the last refresh failed for lack of connectivity (a connection error or a timeout). The
     /// session is kept; the app can show that it is offline.
