@@ -311,8 +311,8 @@ struct World {
             break
         case .join(let flight):
             if let index = flights.firstIndex(where: { $0.flight === flight }) { flights[index].waiters += 1 }
-        case .endSessionThenFail:
-            endSession()
+        case .endSessionThenFail(let error):
+            endSession(reason: .expired, error: error)
         case .startRefresh(let seed, let forced):
             let flight = RefreshFlight()
             let followsRefusal = if case .afterRejection = request { true } else { false }
@@ -367,15 +367,11 @@ struct World {
                 return endProcedure(.success(stored.token))
             case .answer(let token):
                 return endProcedure(.success(token))
-            case .endSession(_, _, let failure):
-                endSession()
+            case .endSession(let reason, let error, let failure):
+                endSession(reason: reason, error: error)
                 return endProcedure(.failure(failure))
-            case .endSessionIfHeld(_, let failure):
-                if machine.session != nil || machine.state.hasSession {
-                    endSession()
-                } else {
-                    machine.setState(.signedOut)
-                }
+            case .endSessionIfHeld(let reason, let failure):
+                if let ending = machine.endingSessionIfHeld(reason: reason, error: failure) { carryOut(ending) }
                 return endProcedure(.failure(failure))
             case .fail(let error):
                 return endProcedure(.failure(error))
@@ -410,14 +406,16 @@ struct World {
     }
 
     /// The actor's `endSession`: memory first, then the store, conditional on the generation.
-    mutating func endSession() {
-        let condition: WriteCondition = machine.storedGeneration.map { .generation($0) } ?? .always
-        let (_, taken) = machine.endSession()
-        resolve(taken, with: .failure(.refreshTokenRejected))
-        if condition.allows(current: store?.generation) {
-            store = nil
-            machine.storeCleared()
-        }
+    mutating func endSession(reason: AuthEvent.SignOutReason = .revoked, error: TokenRefreshError? = nil) {
+        carryOut(machine.endingSession(reason: reason, error: error))
+    }
+
+    mutating func carryOut(_ ending: SessionMachine.EndSessionAction) {
+        resolve(ending.flight, with: .failure(ending.failure))
+        guard let removal = ending.removal else { return }
+        let landed = removal.condition.allows(current: store?.generation)
+        if landed { store = nil }
+        machine.removalFinished(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)
     }
 
     /// A sign-in's save or a sign-out's removal lands after every write of an older session (the write fence).

@@ -194,11 +194,8 @@ extension TokenRefreshClient {
 
     /// Ends the session with `reason` if there is one; otherwise just reads signed out.
     func endSessionOnce(reason: AuthEvent.SignOutReason, error: TokenRefreshError) async {
-        if session != nil || state.hasSession {
-            await endSession(reason: reason, error: error)
-        } else if state != .signedOut {
-            machine.setState(.signedOut)
-        }
+        guard let ending = machine.endingSessionIfHeld(reason: reason, error: error) else { return }
+        await carryOut(ending)
     }
 
     func checkEpoch(_ startEpoch: UInt64) throws(TokenRefreshError) {
@@ -314,33 +311,30 @@ extension TokenRefreshClient {
     /// Ends the session in memory and in the store (conditional on the generation), and says so. The flight in
     /// progress (if this is not it) resolves with `error`.
     func endSession(reason: AuthEvent.SignOutReason, error: TokenRefreshError?) async {
-        let condition: WriteCondition = machine.storedGeneration.map { .generation($0) } ?? .always
-        let (ended, flight) = machine.endSession()
-        let epoch = machine.epoch
+        await carryOut(machine.endingSession(reason: reason, error: error))
+    }
+
+    /// Carries out the end of a session: fail the flight, remove the session from the store, say so.
+    func carryOut(_ ending: SessionMachine.EndSessionAction) async {
         flightTask = nil
-        flight?.finish(.failure(error ?? .signedOut))
-        if reason != .removedElsewhere {
+        ending.flight?.finish(.failure(ending.failure))
+        if let removal = ending.removal {
             // This may run under the store's lock, so it does not wait for older writes; one still landing (a
             // sign-in's save) could land after this removal, which is then made again once it has.
-            let overtaken = writeFence.hasWrites(before: epoch)
-            let write = await beginWrite(epoch: epoch, waiting: false)
-            defer { endWrite(write) }
+            let overtaken = writeFence.hasWrites(before: removal.epoch)
+            let write = await beginWrite(epoch: removal.epoch, waiting: false)
+            var failure: PersistenceError?
             do {
-                try await store.remove(account: configuration.account, condition: condition)
-                machine.storeCleared()
-                if overtaken, let ended, machine.isCurrent(epoch) {
-                    machine.removalPending(
-                        .generation(ended.generation), at: clock.elapsed - configuration.persistRetryInterval)
-                }
-            } catch .conflict {
-                logger.debug("the ended session was replaced in the store meanwhile; left there")
+                try await store.remove(account: configuration.account, condition: removal.condition)
             } catch {
-                logger.debug("clearing the ended session failed", metadata: ["error": "\(error)"])
-                if machine.isCurrent(epoch) { machine.removalPending(condition, at: clock.elapsed) }
+                failure = error
+                logger.debug("clearing the ended session did not happen", metadata: ["error": "\(error)"])
             }
+            machine.removalFinished(failure, removal, overtaken: overtaken, elapsed: clock.elapsed)
+            endWrite(write)
         }
-        publish(.signedOut(reason: reason, userID: ended?.userID, error: error))
-        logger.debug("session ended", metadata: ["reason": "\(reason)"])
+        publish(ending.event)
+        logger.debug("session ended", metadata: ["event": "\(ending.event)"])
     }
 
     // MARK: - Sessions
