@@ -346,49 +346,32 @@ extension TokenRefreshClient {
             // Kept so that a sign-in that cannot be stored falls back to the stored session.
             machine.noteStoredBeforeLoad(stored)
         }
-        let (replaced, startEpoch, flight) = machine.beginSession(token, userID: userID, stateBefore: previousState)
-        if let profile { _ = machine.setProfile(profile) }
+        let signIn = machine.signingIn(token, userID: userID, stateBefore: previousState, profile: profile)
         flightTask?.cancel()
         flightTask = nil
-        // Its callers asked for the old session's token: the new session's is never their answer.
-        flight?.finish(.failure(.sessionChanged))
-        let stored = StoredSession(token: token, userID: userID, generation: session?.generation ?? 0)
-        let written: Result<Bool, PersistenceError>
-        let write = await beginWrite(epoch: startEpoch)
-        if machine.isCurrent(startEpoch) {
+        signIn.flight?.finish(.failure(.sessionChanged))
+        var written: Result<Bool, PersistenceError> = .success(false)
+        let write = await beginWrite(epoch: signIn.epoch)
+        if let stored = machine.signInWrite(signIn) {
             do {
                 try await store.save(stored, account: configuration.account, condition: .always)
                 written = .success(true)
             } catch {
                 written = .failure(error)
             }
-        } else {
-            written = .success(false)
         }
         endWrite(write)
-        switch written {
-        case .success(true) where machine.isCurrent(startEpoch):
-            machine.sessionStored(epoch: startEpoch)
-        case .success:
-            // Signed out (or signed in again) before this session was stored, or while its write was landing: the
-            // later call's removal or save comes after it, so the session is over and this sign-in says so.
-            logger.debug("sign-in overtaken before it was stored", metadata: ["token": "\(token.fingerprint)"])
-            throw .signedOut
-        case .failure(let error):
-            let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-            publish(.persistenceFailed(failure, tokenFingerprint: token.fingerprint))
-            if !configuration.allowsMemoryOnlySessions && machine.isCurrent(startEpoch) {
-                // A session that is never stored is lost at the next launch: say so now, and keep what was
-                // there before (the previous session, still in the store, or none).
-                logger.debug("sign-in not stored; rolled back", metadata: ["error": "\(error)"])
-                machine.rollBack(replaced)
-                throw failure
-            }
-            machine.persistFailed(at: clock.elapsed)
+        let action = machine.signInWriteFinished(written, signIn, elapsed: clock.elapsed)
+        switch action {
+        case .answer(let events):
+            for event in events { publish(event) }
+            logger.debug("signed in", metadata: ["token": "\(token.fingerprint)"])
+            return token
+        case .fail(let error, let events):
+            for event in events { publish(event) }
+            logger.debug("sign-in not kept", metadata: ["token": "\(token.fingerprint)", "error": "\(error)"])
+            throw error
         }
-        publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))
-        logger.debug("signed in", metadata: ["token": "\(token.fingerprint)"])
-        return token
     }
 
     /// Writes a pair that failed to persist earlier, at most once per ``Configuration/persistRetryInterval``.
