@@ -24,10 +24,10 @@ extension TokenRefreshClient {
         await retryPendingRemovalIfDue()
         await retryPendingPersistIfDue()
         let stateless = self.stateless
-        let decision = machine.decide(request, now: now(), elapsed: clock.elapsed) {
+        let action = machine.decide(request, now: now(), elapsed: clock.elapsed) {
             stateless.newest(after: $0) != nil || stateless.flight(for: $0) != nil
         }
-        switch decision {
+        switch action {
         case .token(let token):
             return .token(token)
         case .join(let flight):
@@ -65,7 +65,8 @@ extension TokenRefreshClient {
             publish(.storageUnavailable(failure))
             throw failure
         }
-        switch machine.loaded(stored, now: now()) {
+        let action = machine.loaded(stored, now: now())
+        switch action {
         case .restored(let stored):
             publish(.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
             logger.debug("session restored", metadata: ["token": "\(stored.token.fingerprint)"])
