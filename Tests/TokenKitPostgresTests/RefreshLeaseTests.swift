@@ -652,17 +652,17 @@ final class Signal: Sendable {
 }
 
 /// A logger that logs as usual (to the leak check's capture) and fires `signal` at the first line containing
-/// `needle`.
-func signalingLogger(_ label: String, on needle: String, signal: Signal) -> Logger {
+/// one of `needles`.
+func signalingLogger(_ label: String, on needles: String..., signal: Signal) -> Logger {
     var logger = Logger(label: label) { label in
-        MultiplexLogHandler([Logger(label: label).handler, SignalingLogHandler(needle: needle, signal: signal)])
+        MultiplexLogHandler([Logger(label: label).handler, SignalingLogHandler(needles: needles, signal: signal)])
     }
     logger.logLevel = .debug
     return logger
 }
 
 struct SignalingLogHandler: LogHandler {
-    let needle: String
+    let needles: [String]
     let signal: Signal
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
@@ -673,7 +673,8 @@ struct SignalingLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        if event.message.description.contains(needle) { signal.fire() }
+        let message = event.message.description
+        if needles.contains(where: { message.contains($0) }) { signal.fire() }
     }
 }
 
