@@ -10,15 +10,11 @@ import TokenKitPostgres
 import TokenKitTesting
 import TokenRefresh
 
-private let firstPair = AuthToken(
-    accessToken: "pg-fence-access-token-first", refreshToken: "pg-fence-refresh-token-first",
-    receivedAt: Date(timeIntervalSince1970: 1_800_000_000), lifetime: 3600)
-private let rotatedPair = AuthToken(
-    accessToken: "pg-fence-access-token-rotated", refreshToken: "pg-fence-refresh-token-rotated",
-    receivedAt: Date(timeIntervalSince1970: 1_800_000_100), lifetime: 3600)
-private let signedInPair = AuthToken(
-    accessToken: "pg-fence-access-token-signed-in", refreshToken: "pg-fence-refresh-token-signed-in",
-    receivedAt: Date(timeIntervalSince1970: 1_800_000_200), lifetime: 3600)
+// The first session's pair, its rotation, another user's signed-in pair (RefreshLeaseTests' oldPair, stalePair and
+// newerPair), and the signed-in session's next pair.
+private let firstPair = oldPair
+private let rotatedPair = stalePair
+private let signedInPair = newerPair
 private let nextPair = AuthToken(
     accessToken: "pg-fence-access-token-next", refreshToken: "pg-fence-refresh-token-next",
     receivedAt: Date(timeIntervalSince1970: 1_800_000_300), lifetime: 3600)
@@ -33,6 +29,22 @@ struct LeaseFenceTests {
         var testDescription: String { rawValue }
     }
 
+    /// The first replica's store, whose saves under a lease fail (the database out of its reach) while the flag is
+    /// set; the signal fires when a save gone to the background has landed or been refused.
+    func holderWhoseSavesFail(_ replicas: TestReplicas, label: String) -> (PostgresTokenStore, TestFlag, Signal) {
+        let writesFail = TestFlag()
+        writesFail.set()
+        let settled = Signal()
+        var configuration = PostgresTokenStore.Configuration(
+            tableName: replicas.table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300))
+        configuration.testHooks.failsFencedWrite = { writesFail.isSet }
+        let store = PostgresTokenStore(
+            client: replicas.first, configuration: configuration,
+            logger: signalingLogger(label, on: "background save was refused", "background save landed", signal: settled)
+        )
+        return (store, writesFail, settled)
+    }
+
     /// The client's own later retry of a pair it holds unstored is made under the lease the refresh held, so a
     /// sign-in elsewhere (which ends that lease) makes it a conflict, never a write over the new session.
     @Test(.timeLimit(.minutes(1)))
@@ -45,16 +57,7 @@ struct LeaseFenceTests {
             let endpoint = TokenEndpoint(
                 url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"),
                 transport: server, now: clock.wallClock)
-            let writesFail = TestFlag()
-            writesFail.set()
-            let settled = Signal()
-            var configuration = PostgresTokenStore.Configuration(
-                tableName: replicas.table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300))
-            configuration.testHooks.failsFencedWrite = { writesFail.isSet }
-            let holderStore = PostgresTokenStore(
-                client: replicas.first, configuration: configuration,
-                logger: signalingLogger(
-                    "holder-store", on: "background save was refused", "background save landed", signal: settled))
+            let (holderStore, writesFail, settled) = holderWhoseSavesFail(replicas, label: "holder-store")
             let otherStore = PostgresTokenStore(
                 client: replicas.second, configuration: .init(tableName: replicas.table, lockTimeout: .seconds(30)))
             let initial = await server.issueSession(userID: "user-1", receivedAt: clock.date.addingTimeInterval(-7200))
@@ -95,16 +98,7 @@ struct LeaseFenceTests {
         replacement: Replacement
     ) async throws {
         try await withReplicas { replicas in
-            let writesFail = TestFlag()
-            writesFail.set()
-            let settled = Signal()
-            var configuration = PostgresTokenStore.Configuration(
-                tableName: replicas.table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300))
-            configuration.testHooks.failsFencedWrite = { writesFail.isSet }
-            let holder = PostgresTokenStore(
-                client: replicas.first, configuration: configuration,
-                logger: signalingLogger(
-                    "pending-holder", on: "background save was refused", "background save landed", signal: settled))
+            let (holder, writesFail, settled) = holderWhoseSavesFail(replicas, label: "pending-holder")
             let other = PostgresTokenStore(
                 client: replicas.second, configuration: .init(tableName: replicas.table, lockTimeout: .seconds(30)))
             // Stored through the other replica, whose operations may take longer (the first one creates the table).

@@ -14,13 +14,13 @@ import TokenKitPostgres
 import TokenKitTesting
 import TokenRefresh
 
-private let oldPair = AuthToken(
+let oldPair = AuthToken(
     accessToken: "pg-lease-access-token-old", refreshToken: "pg-lease-refresh-token-old",
     receivedAt: Date(timeIntervalSince1970: 1_800_000_000), lifetime: 3600)
-private let newerPair = AuthToken(
+let newerPair = AuthToken(
     accessToken: "pg-lease-access-token-newer", refreshToken: "pg-lease-refresh-token-newer",
     receivedAt: Date(timeIntervalSince1970: 1_800_000_100), lifetime: 3600)
-private let stalePair = AuthToken(
+let stalePair = AuthToken(
     accessToken: "pg-lease-access-token-stale", refreshToken: "pg-lease-refresh-token-stale",
     receivedAt: Date(timeIntervalSince1970: 1_800_000_200), lifetime: 3600)
 
@@ -338,34 +338,19 @@ struct RefreshLeaseTests {
             let holder = PostgresTokenStore(
                 client: first,
                 configuration: .init(tableName: table, lockTimeout: .seconds(30), leaseDuration: lease))
-            let refusals = Mutex(0)
             var waiterConfiguration = PostgresTokenStore.Configuration(
                 tableName: table, lockTimeout: .seconds(30), leaseDuration: lease)
             let seenEnough = Signal()
-            waiterConfiguration.testHooks.lockAttempt = { outcome in
-                guard outcome == .leaseHeld else { return }
-                // Refused for several lease durations: each refusal is a round trip and a pause of 20 ms.
-                if refusals.withLock({
-                    $0 += 1; return $0
-                }) == 100 {
-                    seenEnough.fire()
-                }
-            }
+            // Refused for several lease durations: each refusal is a round trip and a pause of 20 ms.
+            waiterConfiguration.testHooks.lockAttempt = firing(seenEnough, atLeaseRefusal: 100)
             let waiter = PostgresTokenStore(client: second, configuration: waiterConfiguration)
             try await holder.save(
                 StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
             let ran = TestFlag()
             let started = ContinuousClock.now
             try await holder.withExclusiveAccess(account: "alice") {
-                let ended = try await terminateBackends(
-                    holding: holder.advisoryLockKey(account: "alice"), admin: second)
-                #expect(ended == 1)
-                let waiting = Task {
-                    try await waiter.withExclusiveAccess(account: "alice") {
-                        ran.set()
-                        seenEnough.fire()
-                    }
-                }
+                let waiting = try await waiterAfterTheAdvisoryLockWent(
+                    holder: holder, waiter: waiter, admin: second, ran: ran, signal: seenEnough)
                 await seenEnough.wait()
                 #expect(!ran.isSet)
                 #expect(ContinuousClock.now - started > lease * 2)
@@ -388,19 +373,11 @@ struct RefreshLeaseTests {
                 leaseDuration: .seconds(1))
             holderConfiguration.testHooks.failsFencedWrite = { writesFail.isSet }
             let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
-            let attempts = Mutex(0)
             let waited = Signal()
             var waiterConfiguration = PostgresTokenStore.Configuration(
                 tableName: table, lockTimeout: .seconds(30), leaseDuration: .seconds(1))
-            waiterConfiguration.testHooks.lockAttempt = { outcome in
-                guard outcome == .leaseHeld else { return }
-                // Refused for several lease durations (the poll is at most 20 ms).
-                if attempts.withLock({
-                    $0 += 1; return $0
-                }) == 200 {
-                    waited.fire()
-                }
-            }
+            // Refused for several lease durations (the poll is at most 20 ms).
+            waiterConfiguration.testHooks.lockAttempt = firing(waited, atLeaseRefusal: 200)
             let waiter = PostgresTokenStore(client: second, configuration: waiterConfiguration)
             try await holder.save(
                 StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
@@ -516,15 +493,8 @@ struct RefreshLeaseTests {
             let ran = TestFlag()
             let waiting = try await holder.withExclusiveAccess(account: "alice") {
                 // The advisory lock, only a hint, is gone: the lease alone keeps the waiter out.
-                let ended = try await terminateBackends(
-                    holding: holder.advisoryLockKey(account: "alice"), admin: second)
-                #expect(ended == 1)
-                let waiting = Task {
-                    try await waiter.withExclusiveAccess(account: "alice") {
-                        ran.set()
-                        observed.fire()
-                    }
-                }
+                let waiting = try await waiterAfterTheAdvisoryLockWent(
+                    holder: holder, waiter: waiter, admin: second, ran: ran, signal: observed)
                 // The heartbeat has renewed twice after the lost attempt, or (the flaw) the lease expired and
                 // the waiter ran.
                 await observed.wait()
@@ -537,6 +507,34 @@ struct RefreshLeaseTests {
             try await waiting.value
             #expect(ran.isSet)
             #expect(await stored(waiter, account: "alice")?.token == newerPair)
+        }
+    }
+}
+
+/// Ends the connection holding `holder`'s advisory lock for `alice` (the lock, only a hint, goes with it), then starts
+/// `waiter`'s exclusive access, whose body sets `ran` and fires `signal`.
+func waiterAfterTheAdvisoryLockWent(
+    holder: PostgresTokenStore, waiter: PostgresTokenStore, admin: PostgresClient, ran: TestFlag, signal: Signal
+) async throws -> Task<Void, any Error> {
+    let ended = try await terminateBackends(holding: holder.advisoryLockKey(account: "alice"), admin: admin)
+    #expect(ended == 1)
+    return Task {
+        try await waiter.withExclusiveAccess(account: "alice") {
+            ran.set()
+            signal.fire()
+        }
+    }
+}
+
+/// A lock-attempt hook that fires `signal` at the `count`th refusal by another replica's live lease.
+func firing(_ signal: Signal, atLeaseRefusal count: Int) -> @Sendable (LockAttemptOutcome) -> Void {
+    let refusals = Mutex(0)
+    return { outcome in
+        guard outcome == .leaseHeld else { return }
+        if refusals.withLock({
+            $0 += 1; return $0
+        }) == count {
+            signal.fire()
         }
     }
 }
