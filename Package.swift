@@ -227,6 +227,7 @@ let package = Package(
             dependencies: [
                 "TokenKit", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck", "AuthToken", "Persistence",
                 "NetworkRetry", "TokenRefresh",
+                "PersistenceKeychain", "TokenKitAppLifecycle", "TokenKitKeychainTesting",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]

@@ -36,6 +36,12 @@ public struct KeychainTokenStore: TokenStore {
         /// A directory every process sharing the session can write (the App Group container), for the lock file
         /// that makes them refresh once; `nil` locks within this process only.
         public var sharedContainer: URL?
+        /// Whether protected data is available now, such as a flag your app keeps from
+        /// `UIApplication.isProtectedDataAvailable` and its notifications. When it says no, a read that finds
+        /// nothing is ``/Persistence/PersistenceError/unavailable`` instead of absent: during prewarming the
+        /// Keychain has been seen to answer "not found" for an item that is there. `nil` (the default) trusts the
+        /// Keychain's answer.
+        public var isProtectedDataAvailable: (@Sendable () -> Bool)?
 
         /// Creates a configuration.
         ///
@@ -46,11 +52,14 @@ public struct KeychainTokenStore: TokenStore {
         ///   - requiresUserPresence: Whether reads need user presence; `false` by default.
         ///   - synchronizable: Whether items sync through iCloud Keychain; `false` by default.
         ///   - sharedContainer: The directory for the lock file shared with extensions, or `nil`.
+        ///   - isProtectedDataAvailable: Whether protected data is available now, or `nil`.
         public init(
             service: String, accessGroup: String? = nil,
             accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly, requiresUserPresence: Bool = false,
-            synchronizable: Bool = false, sharedContainer: URL? = nil
+            synchronizable: Bool = false, sharedContainer: URL? = nil,
+            isProtectedDataAvailable: (@Sendable () -> Bool)? = nil
         ) {
+            self.isProtectedDataAvailable = isProtectedDataAvailable
             self.service = service
             self.accessGroup = accessGroup
             self.accessibility = accessibility
@@ -220,6 +229,11 @@ public struct KeychainTokenStore: TokenStore {
         case .failure(let error):
             return .failure(error)
         case .success(nil):
+            if let available = configuration.isProtectedDataAvailable, !available() {
+                return .failure(
+                    PersistenceError.unavailable.with(
+                        detail: "\(KeychainStatus.itemNotFound) while protected data is unavailable"))
+            }
             return .success(nil)
         case .success(let data?):
             let decoder = JSONDecoder()

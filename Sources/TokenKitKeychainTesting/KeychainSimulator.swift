@@ -41,6 +41,9 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
         public var accessGroups: [String]
         /// Whether the user confirms presence (Face ID, Touch ID, passcode) when an item asks for it.
         public var userPresence: Bool
+        /// Whether a read before the first unlock answers `errSecItemNotFound` instead of
+        /// `errSecInteractionNotAllowed`, as reads during an app's prewarming have been seen to; `false` by default.
+        public var readsBeforeFirstUnlockAnswerNotFound: Bool
 
         /// Creates a configuration.
         ///
@@ -48,9 +51,15 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
         ///   - accessGroups: The access groups, first the default; `["TEAMID.app"]` by default. Empty: the
         ///     process has no Keychain entitlement at all.
         ///   - userPresence: Whether user presence is confirmed; `true` by default.
-        public init(accessGroups: [String] = ["TEAMID.app"], userPresence: Bool = true) {
+        ///   - readsBeforeFirstUnlockAnswerNotFound: Whether reads before the first unlock answer "not found";
+        ///     `false` by default.
+        public init(
+            accessGroups: [String] = ["TEAMID.app"], userPresence: Bool = true,
+            readsBeforeFirstUnlockAnswerNotFound: Bool = false
+        ) {
             self.accessGroups = accessGroups
             self.userPresence = userPresence
+            self.readsBeforeFirstUnlockAnswerNotFound = readsBeforeFirstUnlockAnswerNotFound
         }
     }
 
@@ -99,6 +108,17 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
     public var configuration: Configuration {
         get { mutex.withLock { configurationValue } }
         set { mutex.withLock { configurationValue = newValue } }
+    }
+
+    /// Whether protected data is available now (`UIApplication.isProtectedDataAvailable`): unlocked since boot and
+    /// not locked.
+    public var isProtectedDataAvailable: Bool {
+        var available = false
+        _ = withState { state, _ in
+            available = state.unlockedSinceBoot && !state.locked
+            return .success
+        }
+        return available
     }
 
     /// Restarts the device: protected data stays unavailable until ``unlock()``.
@@ -154,6 +174,10 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
         var found: Data?
         let status = withState { state, configuration in
             if let failure = Self.check(request, configuration) { return failure }
+            // Before the first unlock the Keychain cannot tell whether a protected item matches.
+            if !state.unlockedSinceBoot {
+                return configuration.readsBeforeFirstUnlockAnswerNotFound ? .itemNotFound : .interactionNotAllowed
+            }
             guard let index = Self.matches(request, state, configuration).first else { return .itemNotFound }
             let item = state.items[index]
             guard Self.readable(item, state) else { return .interactionNotAllowed }

@@ -200,3 +200,29 @@ final class RacingKeychain: KeychainBackend, @unchecked Sendable {
     }
     func delete(_ query: [KeychainAttribute]) -> KeychainStatus { base.delete(query) }
 }
+
+/// A Keychain that answers "not found" while the app is prewarmed before the first unlock.
+@Suite(.logLeakCheck()) struct KeychainPrewarmTests {
+    static func rig(guarded: Bool) async throws -> (KeychainSimulator, KeychainTokenStore) {
+        let keychain = KeychainSimulator(
+            configuration: .init(accessGroups: ["TEAM.app"], readsBeforeFirstUnlockAnswerNotFound: true))
+        var configuration = KeychainTokenStore.Configuration(service: "com.example.tokens")
+        if guarded { configuration.isProtectedDataAvailable = { keychain.isProtectedDataAvailable } }
+        let store = KeychainTokenStore(configuration: configuration, keychain: keychain)
+        try await store.save(keychainTestSession("pre", generation: 1), account: "default", condition: .always)
+        keychain.reboot()
+        return (keychain, store)
+    }
+
+    @Test func aNotFoundWhileProtectedDataIsUnavailableIsUnavailableNotSignedOut() async throws {
+        let (keychain, store) = try await Self.rig(guarded: true)
+        #expect(await store.load(account: "default").error == .unavailable)
+        keychain.unlock()
+        #expect(await store.load(account: "default").session?.generation == 1)
+    }
+
+    @Test func withoutTheProtectedDataCheckThePrewarmedReadLooksSignedOut() async throws {
+        let (_, store) = try await Self.rig(guarded: false)
+        #expect(await store.load(account: "default").isAbsent, "what the check exists for")
+    }
+}
