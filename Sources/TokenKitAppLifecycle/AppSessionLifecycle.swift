@@ -1,4 +1,4 @@
-public import AuthToken
+import AuthToken
 public import Persistence
 public import TokenRefresh
 

@@ -23,7 +23,7 @@ public struct FileSessionChangeNotifier: SessionChangeNotifier {
     /// Appends one byte to the file.
     public func post() {
         if !FileManager.default.fileExists(atPath: file.path) {
-            FileManager.default.createFile(atPath: file.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: file.path, contents: nil)
         }
         guard let handle = try? FileHandle(forWritingTo: file) else { return }
         defer { try? handle.close() }
