@@ -5,9 +5,10 @@ import Persistence
 import PersistenceKeychain
 import Testing
 import TokenKitKeychainTesting
+import TokenKitLogCheck
 
 enum DocSample_PersistenceKeychain_AppleKeychain_3 {
-    @Suite struct LockedLaunchTests {
+    @Suite(.logLeakCheck()) struct LockedLaunchTests {
         @Test func aLockedLaunchIsNotASignOut() async throws {
             let keychain = KeychainSimulator(configuration: .init(accessGroups: ["ABCDE12345.com.example.shared"]))
             let store = KeychainTokenStore(
