@@ -44,6 +44,10 @@ let package = Package(
         .library(name: "TokenKitHummingbird", targets: ["TokenKitHummingbird"]),
         .library(name: "TokenKitPostgres", targets: ["TokenKitPostgres"]),
         .library(name: "TokenKitOpenAPI", targets: ["TokenKitOpenAPI"]),
+        // The Apple side: one session shared by an app and its extensions, lifecycle hooks, and a Keychain
+        // simulator for tests on any platform.
+        .library(name: "TokenKitAppLifecycle", targets: ["TokenKitAppLifecycle"]),
+        .library(name: "TokenKitKeychainTesting", targets: ["TokenKitKeychainTesting"]),
     ],
     traits: [
         .trait(
@@ -223,6 +227,7 @@ let package = Package(
             dependencies: [
                 "TokenKit", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck", "AuthToken", "Persistence",
                 "NetworkRetry", "TokenRefresh",
+                "PersistenceKeychain", "TokenKitAppLifecycle", "TokenKitKeychainTesting",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
@@ -329,6 +334,33 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The Apple side. PersistenceKeychain's only Apple-only file is SystemKeychain.swift (the SecItem calls);
+        // everything else, and these targets, build and run on Linux against KeychainSimulator.
+        .target(
+            name: "TokenKitAppLifecycle",
+            dependencies: ["AuthToken", "Persistence", "PersistenceKeychain", "TokenRefresh"]
+        ),
+        .target(
+            name: "TokenKitKeychainTesting",
+            dependencies: ["Persistence", "PersistenceKeychain", "TokenKitAppLifecycle"]
+        ),
+        // A child process for the shared-session tests (not a product): an app or extension over the simulator.
+        .executableTarget(
+            name: "KeychainSessionProbe",
+            dependencies: [
+                "AuthToken", "Persistence", "PersistenceKeychain", "NetworkRetry", "TokenRefresh",
+                "TokenKitAppLifecycle", "TokenKitKeychainTesting",
+            ],
+            path: "Tests/Probes/KeychainSessionProbe"
+        ),
+        .testTarget(
+            name: "PersistenceKeychainTests",
+            dependencies: [
+                "AuthToken", "Persistence", "PersistenceKeychain", "NetworkRetry", "TokenRefresh",
+                "TokenKitAppLifecycle", "TokenKitKeychainTesting", "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         // Tokens minted by PyJWT and jwcrypto (Interop/jose, run by .ci/jose-interop); skipped without
