@@ -44,6 +44,8 @@ let package = Package(
         .library(name: "TokenKitHummingbird", targets: ["TokenKitHummingbird"]),
         .library(name: "TokenKitPostgres", targets: ["TokenKitPostgres"]),
         .library(name: "TokenKitOpenAPI", targets: ["TokenKitOpenAPI"]),
+        // Browser sign-in (authorization code + PKCE, OpenID Connect), logout at the provider, the device grant.
+        .library(name: "TokenKitSignIn", targets: ["TokenKitSignIn"]),
     ],
     traits: [
         .trait(
@@ -143,6 +145,35 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
+        // Browser and device sign-in with OpenID Connect: the core modules' public API plus TokenVerification for
+        // the ID token. Apple's ASWebAuthenticationSession conformer is inside `#if canImport(AuthenticationServices)`.
+        .target(
+            name: "TokenKitSignIn",
+            dependencies: [
+                "AuthToken", "NetworkRetry", "Persistence", "TokenRefresh", "TokenVerification",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // An OpenID provider in memory for the sign-in tests and attack tests (not a product).
+        .target(
+            name: "SignInTestSupport",
+            dependencies: [
+                "TokenKitSignIn", "NetworkRetry", "TokenRefresh", "TokenKitLogCheck",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Tests/SignInTestSupport"
+        ),
+        .testTarget(
+            name: "TokenKitSignInTests",
+            dependencies: [
+                "TokenKitSignIn", "SignInTestSupport", "AuthToken", "NetworkRetry", "Persistence", "TokenRefresh", "TokenVerification",
+                "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
         // The mock kit for an app's own tests. No swift-log: an app that bootstraps its own logging backend
         // can use it.
         .target(
@@ -233,6 +264,7 @@ let package = Package(
             name: "AttackTests",
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenVerification", "TokenKit",
+                "TokenKitSignIn", "SignInTestSupport",
                 "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
