@@ -84,16 +84,21 @@ public final class LoopbackRedirectUserAgent: AuthorizationUserAgent, @unchecked
     /// - Returns: The redirect, as `http://127.0.0.1:<port><path>?<query>`.
     /// - Throws: ``SignInError/cancelled`` when the task is cancelled; what `open` throws.
     public func authorize(_ url: URL, redirectURI: URL) async throws -> URL {
-        try await open(url)
+        // Listen before the browser opens: a fast browser may come back before `open` returns.
         let waiter = Waiter()
+        let thread = Thread { [self] in
+            waiter.resume(with: self.waitForRedirect(until: { waiter.isCancelled }))
+        }
+        thread.start()
+        do {
+            try await open(url)
+        } catch {
+            waiter.cancel()
+            throw error
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<URL, any Error>) in
                 waiter.install(continuation)
-                let thread = Thread { [self] in
-                    let result = self.waitForRedirect(until: { waiter.isCancelled })
-                    waiter.resume(with: result)
-                }
-                thread.start()
             }
         } onCancel: {
             waiter.cancel()
@@ -161,7 +166,7 @@ public final class LoopbackRedirectUserAgent: AuthorizationUserAgent, @unchecked
     }
 }
 
-/// One wait for a redirect: the continuation, resumed once, and whether the task was cancelled.
+/// One wait for a redirect: its result, kept until the continuation is there, and whether it was cancelled.
 private final class Waiter: Sendable {
     private struct State {
         var continuation: CheckedContinuation<URL, any Error>?
@@ -173,18 +178,22 @@ private final class Waiter: Sendable {
     var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     func install(_ continuation: CheckedContinuation<URL, any Error>) {
-        let early: Result<URL, any Error>? = state.withLock { state in
-            if state.cancelled { return .failure(SignInError.cancelled) }
+        let ready: Result<URL, any Error>? = state.withLock { state in
+            if let result = state.result { return result }
             state.continuation = continuation
             return nil
         }
-        if let early { continuation.resume(with: early) }
+        if let ready { continuation.resume(with: ready) }
     }
 
     func resume(with result: Result<URL, any Error>) {
-        let continuation = state.withLock { state in
-            defer { state.continuation = nil }
-            return state.continuation
+        let continuation: CheckedContinuation<URL, any Error>? = state.withLock { state in
+            guard let continuation = state.continuation else {
+                state.result = result
+                return nil
+            }
+            state.continuation = nil
+            return continuation
         }
         continuation?.resume(with: result)
     }
