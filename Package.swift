@@ -142,6 +142,7 @@ let package = Package(
             name: "TokenKit",
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh",
+                "TokenKitSignIn",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
@@ -254,6 +255,7 @@ let package = Package(
             dependencies: [
                 "TokenKit", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck", "AuthToken", "Persistence",
                 "NetworkRetry", "TokenRefresh",
+                "TokenKitSignIn",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]

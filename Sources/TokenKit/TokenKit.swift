@@ -8,6 +8,8 @@
 @_exported public import NetworkRetry
 @_exported public import Persistence
 @_exported public import TokenRefresh
+// Browser and device sign-in with OpenID Connect (AuthorizationCodeFlow, DeviceAuthorization).
+@_exported public import TokenKitSignIn
 
 #if canImport(FoundationNetworking)
     @_exported public import FoundationNetworking
