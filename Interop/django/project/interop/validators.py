@@ -17,6 +17,18 @@ from . import stats
 class CountingValidator(OAuth2Validator):
     """Counts reuse detections and grace-window replays; delegates every decision to DOT."""
 
+    # Every additional claim goes into the ID token, whatever the scopes (the server offers no `profile` scope).
+    oidc_claim_scope = None
+
+    def get_additional_claims(self, request):
+        """The signed-in user's profile in the ID token (OIDC Core 5.1), for the browser sign-in interop test."""
+        user = request.user
+        return {
+            "name": user.get_full_name() or user.get_username(),
+            "preferred_username": user.get_username(),
+            "email": user.email or f"{user.get_username()}@interop.example",
+        }
+
     def validate_refresh_token(self, refresh_token, client, request, *args, **kwargs):
         # Same row DOT picks: the unrevoked one, else the most recently revoked one.
         checksum = hashlib.sha256(refresh_token.encode("utf-8")).hexdigest()
