@@ -26,6 +26,7 @@ SPECIAL_CLIENT_SECRET = "s3cret with spaces+plus/slash:colon%25&amp=é"
 # the test reads the code from the 302's Location.
 OIDC_CLIENT_ID = "interop-oidc"
 OIDC_REDIRECT_URI = "http://127.0.0.1/interop-oidc/callback"
+DEVICE_CLIENT_ID = "interop-device"
 OIDC_OTHER_CLIENT_ID = "interop-oidc-other"
 OIDC_POST_LOGOUT_REDIRECT_URI = "http://127.0.0.1/interop-oidc/signed-out"
 

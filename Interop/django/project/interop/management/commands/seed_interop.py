@@ -68,6 +68,17 @@ class Command(BaseCommand):
         other.client_secret = ""
         other.save()
 
+        # The device authorization grant's client (public).
+        device = Application.objects.filter(client_id=fixtures.DEVICE_CLIENT_ID).first() or Application(
+            client_id=fixtures.DEVICE_CLIENT_ID
+        )
+        device.name = fixtures.DEVICE_CLIENT_ID
+        device.user = alice
+        device.client_type = Application.CLIENT_PUBLIC
+        device.authorization_grant_type = Application.GRANT_DEVICE_CODE
+        device.client_secret = ""
+        device.save()
+
         self.stdout.write(
             f"interop: seeded users {sorted(fixtures.USERS)} and clients "
             f"{fixtures.CONFIDENTIAL_CLIENT_ID} (confidential), {fixtures.PUBLIC_CLIENT_ID} (public), "
