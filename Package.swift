@@ -154,7 +154,9 @@ let package = Package(
                 "AuthToken", "NetworkRetry", "Persistence", "TokenRefresh", "TokenVerification",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-            ]
+                        ],
+            // Its error messages in Japanese (English stays in the code).
+            resources: [.process("Resources")]
         ),
         // An OpenID provider in memory for the sign-in tests and attack tests (not a product).
         .target(

@@ -1,3 +1,6 @@
+import TokenRefresh
+import TokenVerification
+
 /// Why a browser sign-in, a device sign-in or a sign-out at the provider did not go through. Its description never
 /// contains a code, a token, a `state`, a nonce or a verifier.
 ///
@@ -67,6 +70,35 @@ public struct SignInError: Error, Sendable, Hashable, CustomStringConvertible {
         SignInError(code, oauthError: oauthError, underlying: underlying)
     }
 
+    /// The key of the error's message in the translations: `SignInError.<code>`.
+    package var messageKey: String { "SignInError.\(code.rawValue)" }
+
+    /// One error of each code, for the tests that check every code has its messages.
+    package static var everyCode: [SignInError] {
+        [
+            stateMismatch, unknownFlight, foreignRedirect, issuerMismatch, accessDenied, authorizationFailed,
+            missingCode, idTokenRejected, nonceMismatch, discoveryFailed, unsupportedByServer, cancelled, expired,
+            slowDownLimit, insecureURL,
+        ]
+    }
+
+    /// The English message for a person (the app's user, or whoever reads the log).
+    package var englishDescription: String {
+        switch code {
+        case .stateMismatch, .unknownFlight, .foreignRedirect, .issuerMismatch, .missingCode:
+            "The sign-in could not be completed. Please try again."
+        case .accessDenied: "The sign-in was declined."
+        case .authorizationFailed: "The sign-in service refused the request."
+        case .idTokenRejected, .nonceMismatch: "The sign-in service's answer could not be verified. Please try again."
+        case .discoveryFailed: "The sign-in service could not be reached or is not set up correctly."
+        case .unsupportedByServer: "The sign-in service does not offer this."
+        case .cancelled: "The sign-in was cancelled."
+        case .expired: "The sign-in code expired. Please start again."
+        case .slowDownLimit: "The sign-in service asked to wait too long. Please start again."
+        case .insecureURL: "The sign-in service named an address that is not secure."
+        }
+    }
+
     /// Two errors are equal when their codes are.
     public static func == (lhs: SignInError, rhs: SignInError) -> Bool { lhs.code == rhs.code }
     /// Hashes the code only, to agree with `==`.
@@ -82,11 +114,12 @@ public struct SignInError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// A TokenKit error describes itself without secrets; anything else by its type only.
     private static func describe(_ error: any Error) -> String {
-        if let error = error as? any CustomStringConvertible & Error,
-            String(reflecting: type(of: error)).hasPrefix("Token")
-        {
-            return error.description
+        switch error {
+        case let error as TokenVerificationError: "\(error)"
+        case let error as TokenRefreshError: "\(error)"
+        case let error as SignInError: "\(error)"
+        default: String(reflecting: type(of: error))
         }
-        return String(reflecting: type(of: error))
     }
+
 }
