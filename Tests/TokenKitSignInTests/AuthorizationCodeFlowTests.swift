@@ -39,6 +39,20 @@ struct AuthorizationCodeFlowTests {
         #expect(query["login_hint"] == "ada@example.com")
     }
 
+    @Test func spacesInTheAuthorizationURLArePercentEncodedForServersThatDoNotReadPlusAsSpace() async throws {
+        let clock = ManualClock()
+        let rig = SignInRig(now: clock.wallClock, clock: clock)
+        let url = try await rig.flow.start(loginHint: "Ada Lovelace+1@example.com").url
+        let query = try #require(url.query(percentEncoded: true))
+        // Booleans only: a failure must not print the query, which holds the state and the nonce.
+        let scopeEncoded = query.contains("scope=openid%20profile%20email")
+        let hintEncoded = query.contains("login_hint=Ada%20Lovelace%2B1%40example.com")
+        let hasPlus = query.contains("+")
+        #expect(scopeEncoded)
+        #expect(hintEncoded)
+        #expect(!hasPlus)
+    }
+
     @Test func eachSignInSendsItsOwnStateNonceAndChallenge() async throws {
         let clock = ManualClock()
         let rig = SignInRig(now: clock.wallClock, clock: clock)

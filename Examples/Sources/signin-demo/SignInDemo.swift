@@ -62,7 +62,12 @@ struct SignInDemo: AsyncParsableCommand {
             transport: transport)
         print("Listening for the redirect at \(browser.redirectURI)")
 
-        try await flow.signIn(using: browser, loginHint: user)
+        do {
+            try await flow.signIn(using: browser, loginHint: user)
+        } catch let error as SignInError {
+            // The error's description names the check that failed (never a token or code).
+            throw DemoFailure("sign-in refused: \(error)")
+        }
         guard let signedIn = tokens.currentUser else { throw DemoFailure("no user after the sign-in") }
         print("Signed in: \(signedIn.id), \(signedIn.email ?? "no e-mail") (ID token verified)")
         let refreshed = try await tokens.refreshToken(afterRejectionOf: tokens.currentToken?.accessToken ?? "")
