@@ -76,12 +76,9 @@ public actor AuthorizationCodeFlow {
         let startedAt: Date
     }
 
-    /// The server.
-    public nonisolated let server: AuthorizationServer
-    /// What the flow asks for.
-    public nonisolated let configuration: Configuration
-    /// The session the sign-in starts.
-    public nonisolated let tokens: TokenRefreshClient
+    nonisolated let server: AuthorizationServer
+    nonisolated let configuration: Configuration
+    nonisolated let tokens: TokenRefreshClient
     private nonisolated let endpoint: TokenEndpoint
     private nonisolated let idTokenCheck: IDTokenCheck?
     private nonisolated let idTokenStore: any TokenStore

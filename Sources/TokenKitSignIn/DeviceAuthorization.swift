@@ -36,12 +36,9 @@ public struct DeviceAuthorization: Sendable {
         public var description: String { "DeviceAuthorization.Code(\(userCode) at \(verificationURI))" }
     }
 
-    /// The device authorization endpoint.
-    public let url: URL
-    /// The token endpoint that answers the polls.
-    public let tokenEndpoint: TokenEndpoint
-    /// The scopes asked for.
-    public let scopes: [String]
+    let url: URL
+    let tokenEndpoint: TokenEndpoint
+    let scopes: [String]
     private let elapsed: @Sendable () -> Duration
     private let sleep: @Sendable (Duration) async throws -> Void
 

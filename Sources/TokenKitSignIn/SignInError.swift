@@ -11,8 +11,7 @@ import TokenVerification
 public struct SignInError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: String, Hashable, Sendable {
         case stateMismatch, unknownFlight, foreignRedirect, issuerMismatch, accessDenied, authorizationFailed
-        case missingCode, idTokenRejected, nonceMismatch, discoveryFailed, unsupportedByServer, cancelled
-        case expired, slowDownLimit, insecureURL
+        case missingCode, idTokenRejected, nonceMismatch, discoveryFailed, cancelled, expired, insecureURL
     }
     private let code: Code
     /// The OAuth `error` code the server sent (`access_denied`, `login_required`, `expired_token`), if any.
@@ -51,14 +50,10 @@ public struct SignInError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let nonceMismatch = SignInError(.nonceMismatch)
     /// The discovery document could not be fetched, or is not valid for the issuer asked for.
     public static let discoveryFailed = SignInError(.discoveryFailed)
-    /// The server does not offer what was asked (no device authorization endpoint, no end-session endpoint).
-    public static let unsupportedByServer = SignInError(.unsupportedByServer)
     /// The user closed the browser, or the task was cancelled.
     public static let cancelled = SignInError(.cancelled)
     /// The device code expired before the user approved (RFC 8628 `expired_token`, or its `expires_in` passed).
     public static let expired = SignInError(.expired)
-    /// The server kept answering `slow_down` until polling would have been slower than the code's lifetime.
-    public static let slowDownLimit = SignInError(.slowDownLimit)
     /// An endpoint the server named is plain `http` to a host that is not loopback; nothing was sent to it.
     public static let insecureURL = SignInError(.insecureURL)
 
@@ -77,8 +72,7 @@ public struct SignInError: Error, Sendable, Hashable, CustomStringConvertible {
     package static var everyCode: [SignInError] {
         [
             stateMismatch, unknownFlight, foreignRedirect, issuerMismatch, accessDenied, authorizationFailed,
-            missingCode, idTokenRejected, nonceMismatch, discoveryFailed, unsupportedByServer, cancelled, expired,
-            slowDownLimit, insecureURL,
+            missingCode, idTokenRejected, nonceMismatch, discoveryFailed, cancelled, expired, insecureURL,
         ]
     }
 
@@ -91,10 +85,8 @@ public struct SignInError: Error, Sendable, Hashable, CustomStringConvertible {
         case .authorizationFailed: "The sign-in service refused the request."
         case .idTokenRejected, .nonceMismatch: "The sign-in service's answer could not be verified. Please try again."
         case .discoveryFailed: "The sign-in service could not be reached or is not set up correctly."
-        case .unsupportedByServer: "The sign-in service does not offer this."
         case .cancelled: "The sign-in was cancelled."
         case .expired: "The sign-in code expired. Please start again."
-        case .slowDownLimit: "The sign-in service asked to wait too long. Please start again."
         case .insecureURL: "The sign-in service named an address that is not secure."
         }
     }
