@@ -182,7 +182,7 @@ public actor AuthorizationCodeFlow {
         } else {
             url = try Self.url(server.authorizationEndpoint, parameters)
         }
-        pruneFlights()
+        pruneFlights(keeping: 15)
         flights[state] = Flight(pkce: pkce, nonce: nonce, redirectURI: configuration.redirectURI, startedAt: now())
         return AuthorizationRequest(url: url, redirectURI: configuration.redirectURI, state: state)
     }
@@ -325,10 +325,14 @@ public actor AuthorizationCodeFlow {
             })
     }
 
-    /// Forgets sign-ins whose redirect never came within the lifetime.
-    private func pruneFlights() {
+    /// Forgets sign-ins whose redirect never came within the lifetime, and, when `limit` is given, all but the newest
+    /// `limit` of the rest (an app that starts sign-ins in a loop holds a bounded number).
+    private func pruneFlights(keeping limit: Int = .max) {
         let cutoff = now().addingTimeInterval(-configuration.flightLifetime)
         flights = flights.filter { $0.value.startedAt > cutoff }
+        while flights.count > limit, let oldest = flights.min(by: { $0.value.startedAt < $1.value.startedAt }) {
+            flights[oldest.key] = nil
+        }
     }
 
     /// Sends a pushed authorization request (RFC 9126 section 2) and returns its `request_uri`.

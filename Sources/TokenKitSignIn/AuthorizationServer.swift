@@ -7,8 +7,9 @@ public import NetworkRetry
 /// (``discover(issuer:transport:now:)``), or written by hand.
 ///
 /// Only the members sign-in needs are kept. An endpoint the server does not offer is `nil`, and the flows then skip
-/// what needs it: no pushed authorization request without ``pushedAuthorizationRequestEndpoint``, no ID token check
-/// without ``jwksURI``, no logout at the provider without ``endSessionEndpoint``.
+/// what needs it: no pushed authorization request without ``pushedAuthorizationRequestEndpoint``, no revocation
+/// without ``revocationEndpoint``, no logout at the provider without ``endSessionEndpoint``. An OpenID Connect sign-in
+/// needs keys for its ID token: without ``jwksURI`` (or a key source given to the flow) it is refused.
 public struct AuthorizationServer: Sendable, Hashable {
     /// The issuer identifier, exactly as the server writes it (compared as a string, never normalised).
     public var issuer: String

@@ -156,6 +156,23 @@ struct AuthorizationCodeFlowTests {
         #expect(rig.codeExchanges == 0)
     }
 
+    @Test func theNewestSixteenSignInsStayOpenAndOlderOnesAreForgotten() async throws {
+        let clock = ManualClock()
+        let rig = SignInRig(now: clock.wallClock, clock: clock)
+        let first = try await rig.flow.start()
+        let firstRedirect = rig.provider.approve(first.url)
+        var last = first
+        for _ in 0..<16 {
+            clock.advance(by: .seconds(1))
+            last = try await rig.flow.start()
+        }
+        await #expect(throws: SignInError.unknownFlight) {
+            try await rig.flow.finish(redirect: firstRedirect, for: first)
+        }
+        try await rig.flow.finish(redirect: rig.provider.approve(last.url), for: last)
+        #expect(await rig.hasStoredSession())
+    }
+
     @Test func withoutOpenIDTheSessionIsStoredWithoutAnIDTokenCheck() async throws {
         let clock = ManualClock()
         var behaviour = FakeOpenIDProvider.Behaviour()
