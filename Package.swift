@@ -154,7 +154,7 @@ let package = Package(
                 "AuthToken", "NetworkRetry", "Persistence", "TokenRefresh", "TokenVerification",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                        ],
+            ],
             // Its error messages in Japanese (English stays in the code).
             resources: [.process("Resources")]
         ),
@@ -171,8 +171,8 @@ let package = Package(
         .testTarget(
             name: "TokenKitSignInTests",
             dependencies: [
-                "TokenKitSignIn", "SignInTestSupport", "AuthToken", "NetworkRetry", "Persistence", "TokenRefresh", "TokenVerification",
-                "TokenKitTesting", "TokenKitLogCheck",
+                "TokenKitSignIn", "SignInTestSupport", "AuthToken", "NetworkRetry", "Persistence", "TokenRefresh",
+                "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
