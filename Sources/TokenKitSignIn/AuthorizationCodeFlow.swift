@@ -383,6 +383,19 @@ public actor AuthorizationCodeFlow {
     }
 }
 
+extension AuthorizationCodeFlow: CustomReflectable {
+    /// The issuer, the client and the redirect URI; never an open sign-in's `state`, nonce or verifier (`dump(flow)`
+    /// shows this instead of the actor's fields).
+    public nonisolated var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "issuer": server.issuer, "clientID": endpoint.client.id, "redirectURI": configuration.redirectURI,
+                "scopes": configuration.scopes,
+            ], displayStyle: .class)
+    }
+}
+
 /// The ID token verified inside the grant, handed out of it.
 private final class VerifiedIDToken: Sendable {
     private let stored = LockedValue<String?>(nil)

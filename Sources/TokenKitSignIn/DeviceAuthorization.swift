@@ -19,7 +19,7 @@ public import TokenRefresh
 /// code's `expires_in` has passed.
 public struct DeviceAuthorization: Sendable {
     /// What the user needs to approve the sign-in on another device. The device code stays inside.
-    public struct Code: Sendable, CustomStringConvertible {
+    public struct Code: Sendable, CustomStringConvertible, CustomReflectable {
         /// The code the user types (`WDJB-MJHT`).
         public let userCode: String
         /// Where the user goes.
@@ -34,6 +34,16 @@ public struct DeviceAuthorization: Sendable {
 
         /// The user code and URL; never the device code.
         public var description: String { "DeviceAuthorization.Code(\(userCode) at \(verificationURI))" }
+
+        /// What the user sees and the timing; never the device code (`dump()` shows this).
+        public var customMirror: Mirror {
+            Mirror(
+                self,
+                children: [
+                    "userCode": userCode, "verificationURI": verificationURI, "expiresIn": expiresIn,
+                    "interval": interval,
+                ], displayStyle: .struct)
+        }
     }
 
     let url: URL

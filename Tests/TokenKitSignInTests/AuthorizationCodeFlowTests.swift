@@ -301,3 +301,27 @@ struct AuthorizationCodeFlowTests {
         }
     }
 }
+
+@Suite(.logLeakCheck())
+struct SignInDumpTests {
+    @Test func dumpingTheFlowARequestOrADeviceCodeShowsNoNonceStateVerifierOrDeviceCode() async throws {
+        let clock = ManualClock()
+        let rig = SignInRig(now: clock.wallClock, clock: clock)
+        let request = try await rig.flow.start()
+        let query = FakeOpenIDProvider.query(request.url)
+        let device = DeviceAuthorization(
+            url: rig.provider.server.deviceAuthorizationEndpoint!, tokenEndpoint: rig.endpoint, clock: clock)
+        let code = try await device.start()
+        var text = ""
+        dump(rig.flow, to: &text)
+        dump(request, to: &text)
+        dump(code, to: &text)
+        let secrets = [query["state"], query["nonce"], code.deviceCode].compactMap { $0 }
+        #expect(secrets.count == 3)
+        // Booleans only, so a failure never prints the secrets.
+        let shown = secrets.filter { text.contains($0) }.count
+        #expect(shown == 0)
+        let showsUserCode = text.contains("WDJB-MJHT")
+        #expect(showsUserCode)
+    }
+}
