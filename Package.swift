@@ -48,6 +48,8 @@ let package = Package(
         // simulator for tests on any platform.
         .library(name: "TokenKitAppLifecycle", targets: ["TokenKitAppLifecycle"]),
         .library(name: "TokenKitKeychainTesting", targets: ["TokenKitKeychainTesting"]),
+        // Browser sign-in (authorization code + PKCE, OpenID Connect), logout at the provider, the device grant.
+        .library(name: "TokenKitSignIn", targets: ["TokenKitSignIn"]),
     ],
     traits: [
         .trait(
@@ -144,6 +146,38 @@ let package = Package(
             name: "TokenKit",
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh",
+                "TokenKitSignIn",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // Browser and device sign-in with OpenID Connect: the core modules' public API plus TokenVerification for
+        // the ID token. Apple's ASWebAuthenticationSession conformer is inside `#if canImport(AuthenticationServices)`.
+        .target(
+            name: "TokenKitSignIn",
+            dependencies: [
+                "AuthToken", "NetworkRetry", "Persistence", "TokenRefresh", "TokenVerification",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            // Its error messages in Japanese (English stays in the code).
+            resources: [.process("Resources")]
+        ),
+        // An OpenID provider in memory for the sign-in tests and attack tests (not a product).
+        .target(
+            name: "SignInTestSupport",
+            dependencies: [
+                "TokenKitSignIn", "NetworkRetry", "TokenRefresh", "TokenKitLogCheck",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Tests/SignInTestSupport"
+        ),
+        .testTarget(
+            name: "TokenKitSignInTests",
+            dependencies: [
+                "TokenKitSignIn", "SignInTestSupport", "AuthToken", "NetworkRetry", "Persistence", "TokenRefresh",
+                "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
@@ -228,6 +262,7 @@ let package = Package(
                 "TokenKit", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck", "AuthToken", "Persistence",
                 "NetworkRetry", "TokenRefresh",
                 "PersistenceKeychain", "TokenKitAppLifecycle", "TokenKitKeychainTesting",
+                "TokenKitSignIn",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
@@ -238,6 +273,7 @@ let package = Package(
             name: "AttackTests",
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenVerification", "TokenKit",
+                "TokenKitSignIn", "SignInTestSupport",
                 "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -379,6 +415,7 @@ let package = Package(
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
                 "TokenVerification",
+                "TokenKitSignIn",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]
