@@ -47,6 +47,12 @@ let package = Package(
         .library(name: "TokenKitHummingbird", targets: ["TokenKitHummingbird"]),
         .library(name: "TokenKitPostgres", targets: ["TokenKitPostgres"]),
         .library(name: "TokenKitOpenAPI", targets: ["TokenKitOpenAPI"]),
+        // The Apple side: one session shared by an app and its extensions, lifecycle hooks, and a Keychain
+        // simulator for tests on any platform.
+        .library(name: "TokenKitAppLifecycle", targets: ["TokenKitAppLifecycle"]),
+        .library(name: "TokenKitKeychainTesting", targets: ["TokenKitKeychainTesting"]),
+        // Browser sign-in (authorization code + PKCE, OpenID Connect), logout at the provider, the device grant.
+        .library(name: "TokenKitSignIn", targets: ["TokenKitSignIn"]),
     ],
     traits: [
         .trait(
@@ -143,6 +149,38 @@ let package = Package(
             name: "TokenKit",
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitCompatibility",
+                "TokenKitSignIn",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // Browser and device sign-in with OpenID Connect: the core modules' public API plus TokenVerification for
+        // the ID token. Apple's ASWebAuthenticationSession conformer is inside `#if canImport(AuthenticationServices)`.
+        .target(
+            name: "TokenKitSignIn",
+            dependencies: [
+                "AuthToken", "NetworkRetry", "Persistence", "TokenRefresh", "TokenVerification",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            // Its error messages in Japanese (English stays in the code).
+            resources: [.process("Resources")]
+        ),
+        // An OpenID provider in memory for the sign-in tests and attack tests (not a product).
+        .target(
+            name: "SignInTestSupport",
+            dependencies: [
+                "TokenKitSignIn", "NetworkRetry", "TokenRefresh", "TokenKitLogCheck",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Tests/SignInTestSupport"
+        ),
+        .testTarget(
+            name: "TokenKitSignInTests",
+            dependencies: [
+                "TokenKitSignIn", "SignInTestSupport", "AuthToken", "NetworkRetry", "Persistence", "TokenRefresh",
+                "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
@@ -152,7 +190,7 @@ let package = Package(
         .target(
             name: "TokenKitCompatibility",
             dependencies: [
-                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh",
+                "AuthToken", "Persistence", "PersistenceKeychain", "NetworkRetry", "TokenRefresh",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -254,6 +292,8 @@ let package = Package(
             dependencies: [
                 "TokenKit", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck", "AuthToken", "Persistence",
                 "NetworkRetry", "TokenRefresh", "TokenKitCompatibility",
+                "PersistenceKeychain", "TokenKitAppLifecycle", "TokenKitKeychainTesting",
+                "TokenKitSignIn",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
@@ -266,6 +306,7 @@ let package = Package(
                 "TokenKitTestSupport",
                 "TokenKitCompatibility",
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenVerification", "TokenKit",
+                "TokenKitSignIn", "SignInTestSupport",
                 "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -365,6 +406,35 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The Apple side. PersistenceKeychain's only Apple-only file is SystemKeychain.swift (the SecItem calls);
+        // everything else, and these targets, build and run on Linux against KeychainSimulator.
+        .target(
+            name: "TokenKitAppLifecycle",
+            dependencies: ["AuthToken", "Persistence", "PersistenceKeychain", "TokenRefresh"]
+        ),
+        .target(
+            name: "TokenKitKeychainTesting",
+            dependencies: ["Persistence", "PersistenceKeychain", "TokenKitAppLifecycle"]
+        ),
+        // A child process for the shared-session tests (not a product): an app or extension over the simulator.
+        .executableTarget(
+            name: "KeychainSessionProbe",
+            dependencies: [
+                "AuthToken", "Persistence", "PersistenceKeychain", "NetworkRetry", "TokenRefresh",
+                "TokenKitAppLifecycle", "TokenKitKeychainTesting",
+            ],
+            path: "Tests/Probes/KeychainSessionProbe"
+        ),
+        .testTarget(
+            name: "PersistenceKeychainTests",
+            dependencies: [
+                "AuthToken", "Persistence", "PersistenceKeychain", "NetworkRetry", "TokenRefresh",
+                "TokenKitCompatibility",
+                "TokenKitAppLifecycle", "TokenKitKeychainTesting", "TokenKitTesting", "TokenKitTestSupport",
+                "TokenKitLogCheck",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
         // Tokens minted by PyJWT and jwcrypto (Interop/jose, run by .ci/jose-interop); skipped without
         // TOKENKIT_JOSE_FIXTURES.
         .testTarget(
@@ -381,6 +451,7 @@ let package = Package(
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
                 "TokenVerification",
+                "TokenKitSignIn",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -31,6 +31,7 @@ let package = Package(
         .executable(name: "betterauth-demo", targets: ["betterauth-demo"]),
         .executable(name: "clerk-demo", targets: ["clerk-demo"]),
         .executable(name: "diet-backend", targets: ["diet-backend"]),
+        .executable(name: "signin-demo", targets: ["signin-demo"]),
     ],
     dependencies: [
         // The library by path, with its server adapters' traits on (the diet backend, the replica worker and the
@@ -96,6 +97,12 @@ let package = Package(
         .executableTarget(
             name: "lume-demo",
             dependencies: appDependencies,
+            swiftSettings: strictSettings
+        ),
+        // A command-line sign-in through the browser over a loopback redirect, with OpenID Connect.
+        .executableTarget(
+            name: "signin-demo",
+            dependencies: appDependencies + ["DemoAuthServer"],
             swiftSettings: strictSettings
         ),
         // The diet-app backend (seed 000): verifies the demo issuer's Clerk-style JWTs through its JWKS.

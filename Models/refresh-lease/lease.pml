@@ -14,6 +14,8 @@
  *                        sign-in elsewhere has cleared the lease (fails with SIGNIN)
  *   SIGNIN               adds a sign-in on another replica (step 8): a new token family, saved unconditionally
  *                        with a generation from a possibly stale view, clearing any lease
+ *   SIGNOUT              (with SIGNIN) the sign-in may follow a sign-out there: the row was deleted and is made
+ *                        again, so its fencing numbers start again from 0 (a fence number can repeat)
  *   BUG_OLD              the old protocol: an advisory lock only, no lease; the body's operations on the lock's
  *                        connection; a failed save retried later by the client outside the lock
  *   BUG_UNFENCED         the save inside the lease checks neither the fence nor the generation
@@ -112,6 +114,7 @@ byte smem = 0;               /* the signing-in client's new refresh token (SIGNI
 #define SAVE_OK(late)  (row_gen == g)
 #elif defined(FENCE_ONLY)
 #define SAVE_OK(late)  (late || (lease_fence == f && lease_owner == i))
+
 #else
 #define SAVE_OK(late)  (row_gen == g && (late || (lease_fence == f && lease_owner == i)))
 #endif
@@ -418,6 +421,13 @@ active proctype SignIn() {
            :: break
            od;
            row_rt = 51; row_gen = sv + 1; lease_owner = 0; lease_expired = false; latest = 2;
+#ifdef SIGNOUT
+           /* Or a sign-out before it deleted the row: the new row's fencing numbers start again. */
+           if
+           :: lease_fence = 0; printf("S signed out (the row went) and ")
+           :: skip
+           fi;
+#endif
            printf("S stores rt51 (generation %d, from its view %d), which clears any lease\n", row_gen, sv)
         :: else -> smem = 0; printf("S: the save fails; the sign-in is rolled back\n"); goto signedin
         fi

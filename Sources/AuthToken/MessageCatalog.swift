@@ -53,11 +53,30 @@ package final class MessageCatalog: Sendable {
             Bundle.main.resourceURL, Bundle.main.bundleURL, Bundle.main.executableURL?.deletingLastPathComponent(),
         ]
         places += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
-        for place in places.compactMap({ $0 }) {
+        return resourceDirectory(
+            bundle: bundle, containing: file, in: places.compactMap { $0 },
+            fileExists: { FileManager.default.fileExists(atPath: $0.path) })
+    }
+
+    /// The seam under ``resourceDirectory(bundle:containing:)``: the layouts SwiftPM gives a resource bundle, tried
+    /// in each of `places`. On Linux, `<bundle>.resources/<file>`; on Apple platforms `<bundle>.bundle/<file>` (iOS,
+    /// tvOS, watchOS, visionOS: a flat bundle) or `<bundle>.bundle/Contents/Resources/<file>` (macOS). Tested on
+    /// Linux with each layout laid out in a temporary directory.
+    ///
+    /// - Parameters:
+    ///   - bundle: The bundle's name without its extension.
+    ///   - file: A file the directory must hold.
+    ///   - places: The directories that may hold the bundle, in order.
+    ///   - fileExists: Whether a file exists.
+    /// - Returns: The first directory holding `file`, or `nil`.
+    package static func resourceDirectory(
+        bundle: String, containing file: String, in places: [URL], fileExists: (URL) -> Bool
+    ) -> URL? {
+        for place in places {
             for name in [bundle + ".resources", bundle + ".bundle"] {
                 let root = place.appendingPathComponent(name)
                 for directory in [root, root.appendingPathComponent("Contents/Resources")]
-                where FileManager.default.fileExists(atPath: directory.appendingPathComponent(file).path) {
+                where fileExists(directory.appendingPathComponent(file)) {
                     return directory
                 }
             }

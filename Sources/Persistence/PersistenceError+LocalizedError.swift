@@ -23,6 +23,7 @@ extension PersistenceError: LocalizedError {
         case .migrationFailed: "Your previous session could not be carried over. Please sign in again."
         case .ownedByAnotherUser: "Your saved session is not stored safely, so it was not used."
         case .wrongAccount: "This account's session cannot be stored here."
+        case .missingEntitlement: "This app is not set up to keep your session. Please contact the developer."
         default: nil
         }
     }

@@ -4,6 +4,7 @@ public struct PersistenceError: Error, Sendable, Hashable, CustomStringConvertib
         case unavailable, conflict, corrupt, unsupportedFormatVersion, permissionsTooWide, wrongKey
         case writeFailed, readFailed, lockFailed, lockTimedOut, notAFile, migrationFailed
         case ownedByAnotherUser, wrongAccount
+        case missingEntitlement
     }
     private let code: Code
     /// A short, secret-free explanation (a path, an errno name), if any.
@@ -44,6 +45,9 @@ public struct PersistenceError: Error, Sendable, Hashable, CustomStringConvertib
     public static let ownedByAnotherUser = PersistenceError(.ownedByAnotherUser)
     /// The store keeps one account's session and was asked for another's (the detail names neither).
     public static let wrongAccount = PersistenceError(.wrongAccount)
+    /// The app is not entitled to the Keychain access group it asked for (`errSecMissingEntitlement`, -34018): a
+    /// configuration error, not "signed out". The detail names the entitlement to add.
+    public static let missingEntitlement = PersistenceError(.missingEntitlement)
 
     /// Returns this error with a secret-free detail attached. Public for token stores implemented outside
     /// this package (such as the PostgreSQL store of `Integrations`).

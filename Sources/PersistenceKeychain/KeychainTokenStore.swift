@@ -1,252 +1,264 @@
-// The Keychain store exists on Apple platforms only. On Linux this file compiles to nothing.
-//
-// UNTESTED HERE: TokenKit is built and tested on Linux, where `Security` does not exist, so this code has
-// never been compiled or run by its test suite. Keep it small, and test it on a device before relying on it.
-#if canImport(Security)
-    import Foundation
-    public import Persistence
-    import Security
+public import Foundation
+public import Persistence
 
-    /// A token store in the Keychain (Apple platforms), one generic-password item per account.
-    ///
-    /// - Items are readable after the first unlock since boot and never leave the device
-    ///   (``Accessibility/afterFirstUnlockThisDeviceOnly``, the default), so background refreshes work while the
-    ///   device is locked, and backups do not carry the tokens.
-    /// - An ``Configuration/accessGroup`` shares the items with app extensions.
-    /// - `errSecInteractionNotAllowed` (the device has not been unlocked since boot, or the item needs a stricter
-    ///   accessibility) is reported as `.unavailable(.unavailable)`, never as absent: a locked Keychain is not
-    ///   "signed out".
-    /// - Conditional writes and ``withExclusiveAccess(account:_:)`` are serialised within this process only; the
-    ///   Keychain offers no lock shared with extensions.
-    ///
-    /// This type is not compiled or tested by TokenKit's Linux CI.
-    public struct KeychainTokenStore: TokenStore {
-        /// When Keychain items can be read.
-        public struct Accessibility: Sendable, Hashable {
-            private enum Kind: Hashable, Sendable {
-                case afterFirstUnlockThisDeviceOnly, afterFirstUnlock, whenUnlockedThisDeviceOnly, whenUnlocked
-            }
-            private let kind: Kind
+/// A token store in the Keychain, one generic-password item per account, the item's data holding the session and
+/// its generation.
+///
+/// - Items are readable after the first unlock since boot and never leave the device
+///   (``Accessibility/afterFirstUnlockThisDeviceOnly``, the default), so background refreshes work while the
+///   device is locked, and backups do not carry the tokens.
+/// - An ``Configuration/accessGroup`` shares the items with app extensions; a
+///   ``Configuration/sharedContainer`` (the App Group container) lets the app and its extensions refresh one
+///   session once: ``withExclusiveAccess(account:_:)`` and every conditional write take a lock file there.
+/// - The Keychain's answers mean what the status table says (see the `AppleKeychain` article):
+///   `errSecItemNotFound` is absent; `errSecInteractionNotAllowed` is
+///   ``/Persistence/PersistenceError/unavailable`` (never absent: a locked device is not "signed out");
+///   `errSecDuplicateItem` on an add turns it into an update; `errSecMissingEntitlement` (-34018) is
+///   ``/Persistence/PersistenceError/missingEntitlement`` with the entitlement named in the detail.
+///
+/// The store talks to the Keychain through a ``KeychainBackend``: the system's on Apple platforms, or
+/// `KeychainSimulator` (the `TokenKitKeychainTesting` product) in tests on any platform.
+public struct KeychainTokenStore: TokenStore {
+    /// Options for a ``KeychainTokenStore``.
+    public struct Configuration: Sendable {
+        /// The `kSecAttrService` of the items, for example the app's bundle identifier plus `.tokens`.
+        public var service: String
+        /// The Keychain access group to share items with app extensions, or `nil` for the app's default.
+        public var accessGroup: String?
+        /// When the items can be read.
+        public var accessibility: Accessibility
+        /// Whether reading the item asks for Face ID, Touch ID or the passcode (a `SecAccessControl` with
+        /// `.userPresence`). A dismissed prompt reads as unavailable, never as signed out. `false` by default.
+        public var requiresUserPresence: Bool
+        /// Whether the items are synchronized through iCloud Keychain; needs an accessibility class that is not
+        /// "this device only". `false` by default.
+        public var synchronizable: Bool
+        /// A directory every process sharing the session can write (the App Group container), for the lock file
+        /// that makes them refresh once; `nil` locks within this process only.
+        public var sharedContainer: URL?
+        /// Whether protected data is available now, such as a flag your app keeps from
+        /// `UIApplication.isProtectedDataAvailable` and its notifications. When it says no, a read that finds
+        /// nothing is ``/Persistence/PersistenceError/unavailable`` instead of absent: during prewarming the
+        /// Keychain has been seen to answer "not found" for an item that is there. `nil` (the default) trusts the
+        /// Keychain's answer.
+        public var isProtectedDataAvailable: (@Sendable () -> Bool)?
 
-            /// After the first unlock since boot, on this device only (not in backups). The default.
-            public static let afterFirstUnlockThisDeviceOnly = Accessibility(kind: .afterFirstUnlockThisDeviceOnly)
-            /// After the first unlock since boot; included in encrypted backups.
-            public static let afterFirstUnlock = Accessibility(kind: .afterFirstUnlock)
-            /// Only while the device is unlocked, on this device only. Background refreshes will see `.unavailable`.
-            public static let whenUnlockedThisDeviceOnly = Accessibility(kind: .whenUnlockedThisDeviceOnly)
-            /// Only while the device is unlocked; included in encrypted backups.
-            public static let whenUnlocked = Accessibility(kind: .whenUnlocked)
-
-            var attribute: CFString {
-                switch kind {
-                case .afterFirstUnlockThisDeviceOnly: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
-                case .afterFirstUnlock: kSecAttrAccessibleAfterFirstUnlock
-                case .whenUnlockedThisDeviceOnly: kSecAttrAccessibleWhenUnlockedThisDeviceOnly
-                case .whenUnlocked: kSecAttrAccessibleWhenUnlocked
-                }
-            }
-        }
-
-        /// Options for a ``KeychainTokenStore``.
-        public struct Configuration: Sendable {
-            /// The `kSecAttrService` of the items, for example the app's bundle identifier plus `.tokens`.
-            public var service: String
-            /// The Keychain access group to share items with app extensions, or `nil` for the app's default.
-            public var accessGroup: String?
-            /// When the items can be read.
-            public var accessibility: Accessibility
-
-            /// Creates a configuration.
-            ///
-            /// - Parameters:
-            ///   - service: The `kSecAttrService` of the items.
-            ///   - accessGroup: An access group shared with extensions, or `nil`.
-            ///   - accessibility: When the items can be read; after first unlock, this device only, by default.
-            public init(
-                service: String, accessGroup: String? = nil,
-                accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly
-            ) {
-                self.service = service
-                self.accessGroup = accessGroup
-                self.accessibility = accessibility
-            }
-        }
-
-        /// The store's options.
-        public let configuration: Configuration
-
-        /// Creates a store.
-        ///
-        /// - Parameter configuration: Service, access group and accessibility.
-        public init(configuration: Configuration) {
-            self.configuration = configuration
-        }
-
-        /// The stored item's format: a version, so a newer app's items are not misread.
-        private struct Envelope: Codable {
-            let formatVersion: Int
-            let session: StoredSession
-        }
-        private struct VersionHeader: Decodable {
-            let formatVersion: Int
-        }
-        private static let formatVersion = 1
-
-        /// Reads the session for `account`.
-        ///
-        /// - Parameter account: The account key.
-        /// - Returns: `.found`, `.absent`, or `.unavailable` (locked Keychain, unreadable item).
-        public func load(account: String) async -> TokenStoreRead {
-            switch read(account: account) {
-            case .success(nil): .absent
-            case .success(let session?): .found(session)
-            case .failure(let error): .unavailable(error)
-            }
-        }
-
-        /// Stores `session` for `account` if `condition` holds (checked within this process).
+        /// Creates a configuration.
         ///
         /// - Parameters:
-        ///   - session: The session.
-        ///   - account: The account key.
-        ///   - condition: When the write may happen.
-        /// - Throws: ``/Persistence/PersistenceError/conflict``, ``/Persistence/PersistenceError/unavailable`` when the Keychain is locked, or
-        ///   another ``/Persistence/PersistenceError``; what was stored before is intact.
-        public func save(
-            _ session: StoredSession, account: String, condition: WriteCondition
-        ) async throws(PersistenceError) {
-            let bytes: Data
-            do {
-                bytes = try JSONEncoder().encode(Envelope(formatVersion: Self.formatVersion, session: session))
-            } catch {
-                throw PersistenceError.writeFailed.with(detail: "encoding the session failed")
-            }
-            try await locked(account) { () throws(PersistenceError) in
+        ///   - service: The `kSecAttrService` of the items.
+        ///   - accessGroup: An access group shared with extensions, or `nil`.
+        ///   - accessibility: When the items can be read; after first unlock, this device only, by default.
+        ///   - requiresUserPresence: Whether reads need user presence; `false` by default.
+        ///   - synchronizable: Whether items sync through iCloud Keychain; `false` by default.
+        ///   - sharedContainer: The directory for the lock file shared with extensions, or `nil`.
+        ///   - isProtectedDataAvailable: Whether protected data is available now, or `nil`.
+        public init(
+            service: String, accessGroup: String? = nil,
+            accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly, requiresUserPresence: Bool = false,
+            synchronizable: Bool = false, sharedContainer: URL? = nil,
+            isProtectedDataAvailable: (@Sendable () -> Bool)? = nil
+        ) {
+            self.isProtectedDataAvailable = isProtectedDataAvailable
+            self.service = service
+            self.accessGroup = accessGroup
+            self.accessibility = accessibility
+            self.requiresUserPresence = requiresUserPresence
+            self.synchronizable = synchronizable
+            self.sharedContainer = sharedContainer
+        }
+    }
+
+    /// The store's options.
+    public let configuration: Configuration
+    private let keychain: any KeychainBackend
+    private let queries: KeychainQueryBuilder
+
+    /// Creates a store over a Keychain backend.
+    ///
+    /// - Parameters:
+    ///   - configuration: Service, access group, accessibility and the shared container.
+    ///   - keychain: The Keychain: `SystemKeychain()` on Apple platforms, a `KeychainSimulator` in tests.
+    public init(configuration: Configuration, keychain: any KeychainBackend) {
+        self.configuration = configuration
+        self.keychain = keychain
+        self.queries = KeychainQueryBuilder(
+            service: configuration.service, accessGroup: configuration.accessGroup,
+            accessibility: configuration.accessibility, synchronizable: configuration.synchronizable,
+            requiresUserPresence: configuration.requiresUserPresence)
+    }
+
+    /// The stored item's format: a version, so a newer app's items are not misread.
+    private struct Envelope: Codable {
+        let formatVersion: Int
+        let session: StoredSession
+    }
+    private struct VersionHeader: Decodable {
+        let formatVersion: Int
+    }
+    private static let formatVersion = 1
+
+    /// Reads the session for `account`.
+    ///
+    /// - Parameter account: The account key.
+    /// - Returns: `.found`, `.absent`, or `.unavailable` (locked device, missing entitlement, unreadable item).
+    public func load(account: String) async -> TokenStoreRead {
+        switch read(account: account) {
+        case .success(nil): .absent
+        case .success(let session?): .found(session)
+        case .failure(let error): .unavailable(error)
+        }
+    }
+
+    /// Stores `session` for `account` if `condition` holds for the generation in the item now.
+    ///
+    /// - Parameters:
+    ///   - session: The session.
+    ///   - account: The account key.
+    ///   - condition: When the write may happen.
+    /// - Throws: ``/Persistence/PersistenceError/conflict``, ``/Persistence/PersistenceError/unavailable`` when the
+    ///   device is locked, ``/Persistence/PersistenceError/missingEntitlement``, or another
+    ///   ``/Persistence/PersistenceError``; what was stored before is intact.
+    public func save(
+        _ session: StoredSession, account: String, condition: WriteCondition
+    ) async throws(PersistenceError) {
+        if let problem = queries.configurationProblem { throw PersistenceError.writeFailed.with(detail: problem) }
+        let bytes: Data
+        do {
+            bytes = try JSONEncoder().encode(Envelope(formatVersion: Self.formatVersion, session: session))
+        } catch {
+            throw PersistenceError.writeFailed.with(detail: "encoding the session failed")
+        }
+        try await locked(account) { () throws(PersistenceError) in
+            try write(bytes, account: account, condition: condition, attempts: 2)
+        }
+    }
+
+    /// Removes the session for `account` if `condition` holds.
+    ///
+    /// - Parameters:
+    ///   - account: The account key.
+    ///   - condition: When the removal may happen.
+    /// - Throws: ``/Persistence/PersistenceError/conflict``, ``/Persistence/PersistenceError/unavailable``, or
+    ///   another ``/Persistence/PersistenceError``.
+    public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        try await locked(account) { () throws(PersistenceError) in
+            if condition != .always {
                 let current = try read(account: account).get()
                 guard condition.allows(current: current?.generation) else { throw PersistenceError.conflict }
-                let status: OSStatus
-                if current == nil {
-                    var attributes = baseQuery(account: account)
-                    attributes[kSecValueData as String] = bytes
-                    attributes[kSecAttrAccessible as String] = configuration.accessibility.attribute
-                    status = SecItemAdd(attributes as CFDictionary, nil)
-                } else {
-                    let changes: [String: Any] = [
-                        kSecValueData as String: bytes,
-                        kSecAttrAccessible as String: configuration.accessibility.attribute,
-                    ]
-                    status = SecItemUpdate(baseQuery(account: account) as CFDictionary, changes as CFDictionary)
-                }
-                switch status {
-                case errSecSuccess: return
-                case errSecDuplicateItem: throw PersistenceError.conflict.with(detail: "added by another process")
-                default: throw Self.error(status, default: .writeFailed)
-                }
+            }
+            let status = keychain.delete(queries.itemQuery(account: account))
+            guard status == .success || status == .itemNotFound else {
+                throw KeychainStatusMapping.error(
+                    status, accessGroup: configuration.accessGroup, fallback: .writeFailed)
             }
         }
+    }
 
-        /// Removes the session for `account` if `condition` holds (checked within this process).
+    /// Runs `body` while no other body for `account` runs in this process, nor, with a
+    /// ``Configuration/sharedContainer``, in any process sharing it (the app and its extensions).
+    ///
+    /// - Parameters:
+    ///   - account: The account key.
+    ///   - body: The work to run.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, or ``/Persistence/PersistenceError/lockFailed`` (or
+    ///   ``/Persistence/PersistenceError/lockTimedOut``) when the lock cannot be had.
+    public func withExclusiveAccess<T: Sendable>(
+        account: String, _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        try await ProcessLocalLocks.shared.withLock(lockKey(account)) {
+            guard let lockStore = sharedLockStore else { return try await body() }
+            return try await lockStore.withExclusiveAccess(account: lockName(account)) { try await body() }
+        }
+    }
+
+    // MARK: Internals
+
+    /// The file store whose per-account lock file, in the shared container, is the lock between processes.
+    private var sharedLockStore: FileTokenStore? {
+        configuration.sharedContainer.map {
+            FileTokenStore(directory: $0.appendingPathComponent("TokenKitKeychainLocks", isDirectory: true))
+        }
+    }
+
+    private func lockName(_ account: String) -> String {
+        "\(configuration.accessGroup ?? "")|\(configuration.service)|\(account)"
+    }
+
+    private func lockKey(_ account: String) -> String { "keychain|" + lockName(account) }
+
+    private func locked(
+        _ account: String, _ operation: @Sendable () throws(PersistenceError) -> Void
+    ) async throws(PersistenceError) {
+        do {
+            try await withExclusiveAccess(account: account) { try operation() }
+        } catch let error as PersistenceError {
+            throw error
+        } catch {
+            throw PersistenceError.lockFailed
+        }
+    }
+
+    /// Adds or updates the item if `condition` holds. A duplicate on add (another process added it since the
+    /// read) and a missing item on update (removed since) start again from the read, once.
+    private func write(
+        _ bytes: Data, account: String, condition: WriteCondition, attempts: Int
+    ) throws(PersistenceError) {
+        let current = try read(account: account).get()
+        guard condition.allows(current: current?.generation) else { throw PersistenceError.conflict }
+        let status =
+            current == nil
+            ? keychain.add(queries.addAttributes(account: account, data: bytes))
+            : keychain.update(queries.itemQuery(account: account), with: queries.updateAttributes(data: bytes))
+        switch status {
+        case .success:
+            return
+        case .duplicateItem where attempts > 1, .itemNotFound where attempts > 1:
+            try write(bytes, account: account, condition: condition, attempts: attempts - 1)
+        case .duplicateItem:
+            throw PersistenceError.conflict.with(detail: "\(status): the item keeps being added elsewhere")
+        default:
+            throw KeychainStatusMapping.error(status, accessGroup: configuration.accessGroup, fallback: .writeFailed)
+        }
+    }
+
+    private func read(account: String) -> Result<StoredSession?, PersistenceError> {
+        let (status, data) = keychain.copyMatching(queries.readQuery(account: account))
+        switch KeychainStatusMapping.read(status, data: data, accessGroup: configuration.accessGroup) {
+        case .failure(let error):
+            return .failure(error)
+        case .success(nil):
+            if let available = configuration.isProtectedDataAvailable, !available() {
+                return .failure(
+                    PersistenceError.unavailable.with(
+                        detail: "\(KeychainStatus.itemNotFound) while protected data is unavailable"))
+            }
+            return .success(nil)
+        case .success(let data?):
+            let decoder = JSONDecoder()
+            guard let header = try? decoder.decode(VersionHeader.self, from: data) else {
+                return .failure(PersistenceError.corrupt.with(detail: "no format version"))
+            }
+            guard header.formatVersion <= Self.formatVersion else {
+                return .failure(
+                    PersistenceError.unsupportedFormatVersion.with(detail: "format version \(header.formatVersion)"))
+            }
+            guard let envelope = try? decoder.decode(Envelope.self, from: data) else {
+                return .failure(PersistenceError.corrupt.with(detail: "unexpected shape"))
+            }
+            return .success(envelope.session)
+        }
+    }
+}
+
+#if canImport(Security)
+    extension KeychainTokenStore {
+        /// Creates a store over the system Keychain.
         ///
-        /// - Parameters:
-        ///   - account: The account key.
-        ///   - condition: When the removal may happen.
-        /// - Throws: ``/Persistence/PersistenceError/conflict``, ``/Persistence/PersistenceError/unavailable``, or another ``/Persistence/PersistenceError``.
-        public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
-            try await locked(account) { () throws(PersistenceError) in
-                let current: StoredSession?
-                switch read(account: account) {
-                case .success(let session): current = session
-                case .failure(let error) where condition == .always && error != .unavailable: current = nil
-                case .failure(let error): throw error
-                }
-                guard condition.allows(current: current?.generation) else { throw PersistenceError.conflict }
-                let status = SecItemDelete(baseQuery(account: account) as CFDictionary)
-                guard status == errSecSuccess || status == errSecItemNotFound else {
-                    throw Self.error(status, default: .writeFailed)
-                }
-            }
-        }
-
-        /// Runs `body` holding this process's lock for the account (the Keychain has no lock across processes).
-        ///
-        /// - Parameters:
-        ///   - account: The account key.
-        ///   - body: The work to run.
-        /// - Returns: What `body` returns.
-        /// - Throws: What `body` throws, or ``/Persistence/PersistenceError/lockFailed`` when cancelled while waiting.
-        public func withExclusiveAccess<T: Sendable>(
-            account: String, _ body: @Sendable () async throws -> T
-        ) async throws -> T {
-            try await ProcessLocalLocks.shared.withLock(lockKey(account)) { try await body() }
-        }
-
-        // MARK: Internals
-
-        private func lockKey(_ account: String) -> String {
-            "keychain|\(configuration.accessGroup ?? "")|\(configuration.service)|\(account)"
-        }
-
-        private func locked(
-            _ account: String, _ operation: () throws(PersistenceError) -> Void
-        ) async throws(PersistenceError) {
-            do {
-                try await ProcessLocalLocks.shared.withLock(lockKey(account)) { try operation() }
-            } catch let error as PersistenceError {
-                throw error
-            } catch {
-                throw PersistenceError.lockFailed
-            }
-        }
-
-        private func baseQuery(account: String) -> [String: Any] {
-            var query: [String: Any] = [
-                kSecClass as String: kSecClassGenericPassword,
-                kSecAttrService as String: configuration.service,
-                kSecAttrAccount as String: account,
-                kSecUseDataProtectionKeychain as String: true,
-            ]
-            if let accessGroup = configuration.accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
-            return query
-        }
-
-        private func read(account: String) -> Result<StoredSession?, PersistenceError> {
-            var query = baseQuery(account: account)
-            query[kSecReturnData as String] = true
-            query[kSecMatchLimit as String] = kSecMatchLimitOne
-            var result: CFTypeRef?
-            let status = SecItemCopyMatching(query as CFDictionary, &result)
-            switch status {
-            case errSecSuccess:
-                guard let data = result as? Data else {
-                    return .failure(PersistenceError.corrupt.with(detail: "no data"))
-                }
-                let decoder = JSONDecoder()
-                guard let header = try? decoder.decode(VersionHeader.self, from: data) else {
-                    return .failure(PersistenceError.corrupt.with(detail: "no format version"))
-                }
-                guard header.formatVersion <= Self.formatVersion else {
-                    return .failure(
-                        PersistenceError.unsupportedFormatVersion.with(detail: "format version \(header.formatVersion)")
-                    )
-                }
-                guard let envelope = try? decoder.decode(Envelope.self, from: data) else {
-                    return .failure(PersistenceError.corrupt.with(detail: "unexpected shape"))
-                }
-                return .success(envelope.session)
-            case errSecItemNotFound:
-                return .success(nil)
-            default:
-                return .failure(Self.error(status, default: .readFailed))
-            }
-        }
-
-        private static func error(_ status: OSStatus, default fallback: PersistenceError) -> PersistenceError {
-            switch status {
-            case errSecInteractionNotAllowed:
-                PersistenceError.unavailable.with(detail: "errSecInteractionNotAllowed: the Keychain is locked")
-            default:
-                fallback.with(detail: "OSStatus \(status)")
-            }
+        /// - Parameter configuration: Service, access group, accessibility and the shared container.
+        public init(configuration: Configuration) {
+            self.init(configuration: configuration, keychain: SystemKeychain())
         }
     }
 #endif

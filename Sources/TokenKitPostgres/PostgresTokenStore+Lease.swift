@@ -16,15 +16,22 @@ enum LeaseTaking: Sendable {
     case noRow
 }
 
-/// A lease this process holds: its owner and fencing number, the heartbeat renewing it, and whether the body and
-/// the saves made under it are still running. The fencing number changes when a read under the lease finds the
-/// lease cleared by a write outside it and takes it again.
+/// One taking of a lease: the owner written to the row and the fencing number the row answered with. A lease taken
+/// again (a write outside it had cleared it) is a new take with a new owner, so that a write fenced by an earlier
+/// take never matches it, even where a sign-out deleted the row and the new row's fencing numbers start again.
+struct LeaseTake: Sendable, Equatable {
+    let owner: String
+    let fence: Int64
+}
+
+/// A lease this process holds: its current take, the heartbeat renewing it, and whether the body and the saves made
+/// under it are still running. The take changes when a read under the lease finds the lease cleared by a write
+/// outside it and takes it again.
 final class ActiveLease: Sendable {
     let account: String
-    let owner: String
 
     private struct State {
-        var fence: Int64
+        var take: LeaseTake
         var bodyRunning = true
         var pendingWrites = 0
         var ended = false
@@ -33,14 +40,13 @@ final class ActiveLease: Sendable {
     }
     private let state: LockedValue<State>
 
-    init(account: String, owner: String, fence: Int64) {
+    init(account: String, take: LeaseTake) {
         self.account = account
-        self.owner = owner
-        self.state = LockedValue(State(fence: fence))
+        self.state = LockedValue(State(take: take))
     }
 
-    /// The fencing number the lease is held with now.
-    var fence: Int64 { state.withLock { $0.fence } }
+    /// The take the lease is held with now.
+    var take: LeaseTake { state.withLock { $0.take } }
 
     /// Whether the lease was ended by a write (stored or removed) or found lost.
     var isEnded: Bool { state.withLock { $0.ended } }
@@ -58,9 +64,11 @@ final class ActiveLease: Sendable {
     }
 
     /// The row no longer carries this lease (a write of ours ended it, or another owner or a write outside any
-    /// lease replaced it): nothing to renew or release.
-    func markEnded(byOwnWrite: Bool = false) {
+    /// lease replaced it): nothing to renew or release. With `take`, only if the lease is still held with it (a
+    /// write fenced by an earlier take says nothing of the lease taken since).
+    func markEnded(byOwnWrite: Bool = false, take: LeaseTake? = nil) {
         let heartbeat: Task<Void, Never>? = state.withLock { state in
+            if let take, take != state.take { return nil }
             state.ended = true
             if byOwnWrite { state.endedByOwnWrite = true }
             defer { state.heartbeat = nil }
@@ -69,10 +77,10 @@ final class ActiveLease: Sendable {
         heartbeat?.cancel()
     }
 
-    /// A renewal with `fence` found the row without this lease; ignored when the lease was taken again since.
-    func markLost(fence: Int64) {
+    /// A renewal with `take` found the row without this lease; ignored when the lease was taken again since.
+    func markLost(take: LeaseTake) {
         let heartbeat: Task<Void, Never>? = state.withLock { state in
-            guard state.fence == fence else { return nil }
+            guard state.take == take else { return nil }
             state.ended = true
             defer { state.heartbeat = nil }
             return state.heartbeat
@@ -80,10 +88,10 @@ final class ActiveLease: Sendable {
         heartbeat?.cancel()
     }
 
-    /// The lease was taken again with `fence` (a write outside it had cleared it); later writes are fenced by it.
-    func retaken(fence: Int64) {
+    /// The lease was taken again as `take` (a write outside it had cleared it); later writes are fenced by it.
+    func retaken(_ take: LeaseTake) {
         state.withLock { state in
-            state.fence = fence
+            state.take = take
             state.ended = false
             state.endedByOwnWrite = false
         }
@@ -117,13 +125,79 @@ final class ActiveLease: Sendable {
 /// The failure ``TestHooks/failsFencedWrite`` injects.
 struct InjectedWriteFailure: Error {}
 
-/// A save to make under a lease.
+/// A save to make under a lease, fenced by the take the lease was held with when the save was asked for.
 struct WriteRequest: Sendable {
     let account: String
+    let session: StoredSession
     let generation: Int64
     let payload: [UInt8]
     let condition: WriteCondition
     let lease: ActiveLease
+    let take: LeaseTake
+
+    init(account: String, session: StoredSession, payload: [UInt8], condition: WriteCondition, lease: ActiveLease) {
+        self.account = account
+        self.session = session
+        self.generation = Int64(bitPattern: session.generation)
+        self.payload = payload
+        self.condition = condition
+        self.lease = lease
+        self.take = lease.take
+    }
+
+    /// Whether `other` is this save (the same pair under the same take).
+    func isSame(as other: WriteRequest) -> Bool { session == other.session && take == other.take }
+}
+
+/// Saves under a lease that failed within ``PostgresTokenStore/Configuration/operationTimeout`` and go on in the
+/// background, one per account. The caller's own later save of the same pair (a refresh client retrying the pair it
+/// keeps in memory) is made under the same take, as the background save is, never as a save outside any lease,
+/// which would obey only its generation condition and end whatever lease the row carries.
+final class UnstoredPairs: Sendable {
+    /// Where a background save stands.
+    enum Outcome: Sendable {
+        case pending
+        case landed
+        case refused(PersistenceError)
+    }
+
+    private struct Entry {
+        let request: WriteRequest
+        var outcome: Outcome
+    }
+    private let entries = LockedValue<[String: Entry]>([:])
+
+    /// `request` failed within the operation timeout and goes on in the background.
+    func pending(_ request: WriteRequest) {
+        entries.withLock { $0[request.account] = Entry(request: request, outcome: .pending) }
+    }
+
+    /// The background save of `request` landed or was refused.
+    func settled(_ request: WriteRequest, _ outcome: Outcome) {
+        entries.withLock { entries in
+            guard let entry = entries[request.account], entry.request.isSame(as: request) else { return }
+            entries[request.account]?.outcome = outcome
+        }
+    }
+
+    /// The save of `session` for `account` still pending or settled in the background, if there is one; forgotten
+    /// once settled (the caller has heard the outcome).
+    func claim(account: String, session: StoredSession) -> (WriteRequest, Outcome)? {
+        entries.withLock { entries in
+            guard let entry = entries[account], entry.request.session == session else { return nil }
+            if case .pending = entry.outcome {} else { entries[account] = nil }
+            return (entry.request, entry.outcome)
+        }
+    }
+
+    /// Forgets `request` (its outcome was told to the caller).
+    func forget(_ request: WriteRequest) {
+        entries.withLock { entries in
+            if let entry = entries[request.account], entry.request.isSame(as: request) {
+                entries[request.account] = nil
+            }
+        }
+    }
 }
 
 extension PostgresTokenStore {
@@ -158,8 +232,8 @@ extension PostgresTokenStore {
         return .noRow
     }
 
-    /// Renews the lease held with `fence`, waiting at most `bound`; `false` when the row no longer carries it.
-    private func renewLease(_ lease: ActiveLease, fence: Int64, within bound: Duration) async throws -> Bool {
+    /// Renews `lease`'s take `take`, waiting at most `bound`; `false` when the row no longer carries it.
+    private func renewLease(_ lease: ActiveLease, take: LeaseTake, within bound: Duration) async throws -> Bool {
         let milliseconds = leaseMilliseconds
         let queryLogger = self.queryLogger
         let table = self.table
@@ -171,7 +245,7 @@ extension PostgresTokenStore {
                     """
                     UPDATE \(unescaped: table)
                     SET lease_expires_at = now() + \(milliseconds)::float8 * interval '1 millisecond'
-                    WHERE account = \(lease.account) AND lease_owner = \(lease.owner) AND lease_fence = \(fence)
+                    WHERE account = \(lease.account) AND lease_owner = \(take.owner) AND lease_fence = \(take.fence)
                     RETURNING 1
                     """, logger: queryLogger)
                 var renewed = false
@@ -190,7 +264,7 @@ extension PostgresTokenStore {
         let duration = configuration.leaseDuration
         let interval = duration / 3
         let operationTimeout = configuration.operationTimeout
-        let fence = lease.fence
+        let take = lease.take
         let task = Task {
             // When the last renewal that landed was sent: the lease lasts at least `duration` from then.
             var renewedAt = timer.elapsed()
@@ -205,14 +279,14 @@ extension PostgresTokenStore {
                     left > .milliseconds(20)
                     ? min(operationTimeout ?? left, left) : min(operationTimeout ?? interval, interval)
                 do {
-                    if try await renewLease(lease, fence: fence, within: bound) {
+                    if try await renewLease(lease, take: take, within: bound) {
                         renewedAt = sent
                         pause = interval
                         retryPause = .milliseconds(50)
                         continue
                     }
                     logger.debug("the lease was ended or taken over; heartbeat stopped")
-                    lease.markLost(fence: fence)
+                    lease.markLost(take: take)
                     return
                 } catch {
                     logger.debug(
@@ -231,11 +305,12 @@ extension PostgresTokenStore {
     func releaseLease(_ lease: ActiveLease, preferring lockConnection: PostgresConnection) async {
         let queryLogger = self.queryLogger
         let table = self.table
+        let take = lease.take
         let release: @Sendable (PostgresConnection) async throws -> Void = { connection in
             try await connection.query(
                 """
                 UPDATE \(unescaped: table) SET lease_owner = NULL, lease_expires_at = NULL
-                WHERE account = \(lease.account) AND lease_owner = \(lease.owner) AND lease_fence = \(lease.fence)
+                WHERE account = \(lease.account) AND lease_owner = \(take.owner) AND lease_fence = \(take.fence)
                 """, logger: queryLogger)
         }
         let budget = configuration.operationTimeout ?? .seconds(5)
@@ -254,7 +329,7 @@ extension PostgresTokenStore {
                         try await self.client.withConnection { connection in try await release(connection) }
                     }
                 }
-                lease.markEnded()
+                lease.markEnded(take: take)
                 logger.trace("lease released")
                 return
             } catch {
@@ -263,9 +338,12 @@ extension PostgresTokenStore {
                 pause = min(pause * 2, .milliseconds(200))
             }
         }
-        lease.markEnded()
+        lease.markEnded(take: take)
         logger.debug("releasing the lease failed; it expires by itself")
     }
+
+    /// A lease owner no other take has had: this store value's ID and a random nonce.
+    func newLeaseOwner() -> String { "\(instanceID):\(UInt64.random(in: 1...UInt64.max))" }
 
     // MARK: Fenced reads
 
@@ -277,20 +355,25 @@ extension PostgresTokenStore {
     func loadUnderLease(account: String, lease: ActiveLease) async -> TokenStoreRead {
         let started = timer.elapsed()
         var pause = min(configuration.lockRetryInterval, .milliseconds(2))
+        var me = ""
         while true {
             let found: (Row, String?, Int64)?
             let taking: LeaseTaking
             do {
                 found = try await database(.unavailable) { try await self.fetchLeasedRow(account: account) }
                 guard let (row, owner, fence) = found else { return .absent }
-                if (owner == lease.owner && fence == lease.fence) || lease.wasEndedByOwnWrite {
+                let take = lease.take
+                if (owner == take.owner && fence == take.fence) || lease.wasEndedByOwnWrite {
                     return decode(row, account: account)
                 }
                 logger.debug("the lease was cleared by a write outside it; taking it again")
-                let me = lease.owner
+                // A new owner: a write fenced by the earlier take must never match this one (a sign-out deletes the
+                // row, and the new row's fencing numbers start again from 0).
+                let newOwner = newLeaseOwner()
+                me = newOwner
                 taking = try await database(.unavailable) {
                     try await self.withSessionConnection { connection in
-                        try await self.takeLease(account: account, owner: me, on: connection)
+                        try await self.takeLease(account: account, owner: newOwner, on: connection)
                     }
                 }
             } catch {
@@ -301,7 +384,7 @@ extension PostgresTokenStore {
             case .noRow:
                 return .absent
             case .taken(let fence):
-                lease.retaken(fence: fence)
+                lease.retaken(LeaseTake(owner: me, fence: fence))
                 startHeartbeat(lease)
             case .heldByAnother(let left):
                 let waited = timer.elapsed() - started
@@ -372,10 +455,10 @@ extension PostgresTokenStore {
                 }
                 lease.endWrite()
                 if let refusal {
-                    if refusal == .conflict { lease.markEnded() }
+                    if refusal == .conflict { lease.markEnded(take: request.take) }
                     throw refusal
                 }
-                lease.markEnded(byOwnWrite: true)
+                lease.markEnded(byOwnWrite: true, take: request.take)
                 return
             } catch let error as PersistenceError {
                 throw error
@@ -386,7 +469,9 @@ extension PostgresTokenStore {
             do { try await timer.sleep(min(pause, max(budget - (timer.elapsed() - started), .zero))) } catch { break }
             pause = min(pause * 2, .milliseconds(500))
         }
-        // The caller hears of the failure now; the write goes on (and the lease stays alive) in the background.
+        // The caller hears of the failure now; the write goes on (and the lease stays alive) in the background, and
+        // the caller's own later save of this pair is made under the same take.
+        unstored.pending(request)
         Task { await self.persistInBackground(request) }
         throw PersistenceError.writeFailed.with(detail: "\(lastError); still retrying in the background")
     }
@@ -407,10 +492,12 @@ extension PostgresTokenStore {
                     try await self.fencedWrite(request, on: nil)
                 }
                 if let refusal {
-                    if refusal == .conflict { lease.markEnded() }
+                    if refusal == .conflict { lease.markEnded(take: request.take) }
+                    unstored.settled(request, .refused(refusal))
                     logger.debug("the background save was refused", metadata: ["error": "\(refusal)"])
                 } else {
-                    lease.markEnded(byOwnWrite: true)
+                    lease.markEnded(byOwnWrite: true, take: request.take)
+                    unstored.settled(request, .landed)
                     logger.debug("the background save landed")
                 }
                 return
@@ -419,6 +506,28 @@ extension PostgresTokenStore {
                     "the background save failed again", metadata: ["error": "\(Self.describe(error, timeout: nil))"])
             }
         }
+    }
+
+    /// The caller's own later save of a pair whose save under a lease failed (``UnstoredPairs``): made under that
+    /// save's take, as the background save is, so it lands only while the row still carries that take. A write
+    /// outside the lease since (a sign-in or sign-out elsewhere) makes it a conflict; an outcome the background save
+    /// already had is the answer.
+    func saveUnstored(_ request: WriteRequest, outcome: UnstoredPairs.Outcome) async throws(PersistenceError) {
+        switch outcome {
+        case .landed:
+            return
+        case .refused(let refusal):
+            throw refusal
+        case .pending:
+            break
+        }
+        let refusal = try await database(.writeFailed) { try await self.fencedWrite(request, on: nil) }
+        unstored.forget(request)
+        if let refusal {
+            if refusal == .conflict { request.lease.markEnded(take: request.take) }
+            throw refusal
+        }
+        request.lease.markEnded(byOwnWrite: true, take: request.take)
     }
 
     /// One fenced write on `connection` (a pooled one when `nil`): `nil` when stored, else the refusal.
@@ -432,7 +541,7 @@ extension PostgresTokenStore {
         let version = SessionRowFormat.currentVersion
         let keyCheck = format.keyCheck
         let bytes = ByteBuffer(bytes: request.payload)
-        let lease = request.lease
+        let take = request.take
         if configuration.testHooks.failsFencedWrite?() == true { throw InjectedWriteFailure() }
         let write: @Sendable (PostgresConnection) async throws -> PersistenceError? = { connection in
             try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
@@ -454,11 +563,11 @@ extension PostgresTokenStore {
                 // The row went (a sign-out elsewhere): the lease went with it.
                 guard let (header, owner, fence, same) = found else { return .conflict }
                 // An earlier attempt landed, and its answer was lost.
-                if same, header.generation == UInt64(bitPattern: request.generation), fence == lease.fence {
+                if same, header.generation == UInt64(bitPattern: request.generation), fence == take.fence {
                     return nil
                 }
                 if let refusal = self.unreadable(header) { return refusal }
-                guard owner == lease.owner, fence == lease.fence else { return .conflict }
+                guard owner == take.owner, fence == take.fence else { return .conflict }
                 guard request.condition.allows(current: header.generation) else { return .conflict }
                 try await connection.query(
                     """
@@ -482,6 +591,7 @@ extension PostgresTokenStore {
     {
         let queryLogger = self.queryLogger
         let table = self.table
+        let take = lease.take
         let refusal = try await withSessionConnection { connection in
             try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
                 let rows = try await connection.query(
@@ -501,7 +611,7 @@ extension PostgresTokenStore {
                 }
                 guard let (header, owner, fence) = found else { return nil }
                 if condition != .always, let refusal = self.unreadable(header) { return refusal }
-                guard owner == lease.owner, fence == lease.fence else { return .conflict }
+                guard owner == take.owner, fence == take.fence else { return .conflict }
                 guard condition.allows(current: header.generation) else { return .conflict }
                 try await connection.query(
                     "DELETE FROM \(unescaped: table) WHERE account = \(account)", logger: queryLogger)
@@ -509,9 +619,9 @@ extension PostgresTokenStore {
             }
         }
         if refusal == nil {
-            lease.markEnded(byOwnWrite: true)
+            lease.markEnded(byOwnWrite: true, take: take)
         } else if refusal == .conflict {
-            lease.markEnded()
+            lease.markEnded(take: take)
         }
         return refusal
     }

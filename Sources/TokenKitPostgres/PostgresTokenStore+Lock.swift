@@ -147,7 +147,7 @@ extension PostgresTokenStore {
     /// hung connection never holds the caller past `bound`.
     private func acquire(_ key: Int64, account: String, within bound: Duration?) async throws -> LockOffer {
         let handoff = LockHandoff()
-        let owner = "\(instanceID):\(UInt64.random(in: 1...UInt64.max))"
+        let owner = newLeaseOwner()
         let needsSchema = configuration.migratesAutomatically && !schema.isDone
         let task = Task {
             do {
@@ -177,7 +177,7 @@ extension PostgresTokenStore {
                     case .noRow:
                         break
                     case .taken(let fence):
-                        grant.lease = ActiveLease(account: account, owner: owner, fence: fence)
+                        grant.lease = ActiveLease(account: account, take: LeaseTake(owner: owner, fence: fence))
                     }
                     guard handoff.offer(.success(.acquired(grant))) else {
                         // The caller gave up meanwhile: give everything back.

@@ -185,6 +185,8 @@ public struct PostgresTokenStore: TokenStore {
     let format: SessionRowFormat
     let timer: StoreClock
     let schema = SchemaState()
+    /// Saves under a lease still going on in the background, for the caller's later retry of the same pair.
+    let unstored = UnstoredPairs()
     /// This store value's part of a lease owner (`lease_owner`); each acquisition adds a nonce.
     let instanceID = UUID().uuidString.lowercased()
 
@@ -261,8 +263,11 @@ public struct PostgresTokenStore: TokenStore {
     /// replicas writing with the same condition cannot both succeed. Inside ``withExclusiveAccess(account:_:)`` the
     /// save is also fenced by the lease (it lands only while the row still carries this holder's lease), is retried
     /// on a fresh connection within ``Configuration/operationTimeout``, goes on in the background after a
-    /// `writeFailed` (the lease kept alive) until it lands or is refused, and ends the lease. Outside it, the save ends
-    /// whatever lease the row carries.
+    /// `writeFailed` (the lease kept alive) until it lands or is refused, and ends the lease. A later save of that same
+    /// session outside ``withExclusiveAccess(account:_:)`` (a refresh client retrying the pair it kept in memory) is
+    /// made under the same lease: it lands only while the row still carries that lease, and a sign-in or sign-out
+    /// elsewhere since makes it a ``/Persistence/PersistenceError/conflict``. Any other save outside it ends whatever
+    /// lease the row carries.
     ///
     /// - Parameters:
     ///   - session: The session to store.
@@ -283,11 +288,18 @@ public struct PostgresTokenStore: TokenStore {
             let lease = held.leases[account]
         {
             try await fencedSave(
-                WriteRequest(
-                    account: account, generation: generation, payload: payload, condition: condition, lease: lease),
+                WriteRequest(account: account, session: session, payload: payload, condition: condition, lease: lease),
                 lockConnection: held.connection)
             logger.debug(
                 "session saved under the lease",
+                metadata: ["generation": "\(session.generation)", "token": "\(session.token.fingerprint)"])
+            return
+        }
+        if let (request, outcome) = unstored.claim(account: account, session: session) {
+            // A retry of a pair whose save under a lease failed: under that lease, never outside it.
+            try await saveUnstored(request, outcome: outcome)
+            logger.debug(
+                "session saved under the lease it was refreshed in",
                 metadata: ["generation": "\(session.generation)", "token": "\(session.token.fingerprint)"])
             return
         }

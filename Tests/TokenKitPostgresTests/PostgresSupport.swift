@@ -139,6 +139,32 @@ func dropTable(_ table: String, client: PostgresClient) async throws {
     try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
 }
 
+/// Replicas of a backend sharing one table of the test's own: each client is a replica's own pool.
+struct TestReplicas: Sendable {
+    let table: String
+    let clients: [PostgresClient]
+    var first: PostgresClient { clients[0] }
+    var second: PostgresClient { clients[1] }
+    var third: PostgresClient { clients[2] }
+}
+
+/// Runs `body` with `count` running clients (separate pools, as separate replicas have) and a table of its own,
+/// dropped afterwards.
+func withReplicas<T: Sendable>(
+    _ count: Int = 2, _ body: (TestReplicas) async throws -> T
+) async throws -> T {
+    let table = uniqueTable()
+    func nest(_ clients: [PostgresClient]) async throws -> T {
+        guard clients.count == count else {
+            return try await withClient { client in try await nest(clients + [client]) }
+        }
+        let result = try await body(TestReplicas(table: table, clients: clients))
+        try await dropTable(table, client: clients[0])
+        return result
+    }
+    return try await nest([])
+}
+
 /// A port on 127.0.0.1 that nothing listens on (bound once by this process, then closed).
 func closedPort() async throws -> Int {
     let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)

@@ -14,13 +14,13 @@ import TokenKitPostgres
 import TokenKitTesting
 import TokenRefresh
 
-private let oldPair = AuthToken(
+let oldPair = AuthToken(
     accessToken: "pg-lease-access-token-old", refreshToken: "pg-lease-refresh-token-old",
     receivedAt: Date(timeIntervalSince1970: 1_800_000_000), lifetime: 3600)
-private let newerPair = AuthToken(
+let newerPair = AuthToken(
     accessToken: "pg-lease-access-token-newer", refreshToken: "pg-lease-refresh-token-newer",
     receivedAt: Date(timeIntervalSince1970: 1_800_000_100), lifetime: 3600)
-private let stalePair = AuthToken(
+let stalePair = AuthToken(
     accessToken: "pg-lease-access-token-stale", refreshToken: "pg-lease-refresh-token-stale",
     receivedAt: Date(timeIntervalSince1970: 1_800_000_200), lifetime: 3600)
 
@@ -47,7 +47,6 @@ struct RefreshLeaseTests {
     }
 
     func refreshSurvives(_ fault: Fault) async throws {
-        let table = uniqueTable()
         let clock = ManualClock()
         let server = SimulatedTokenServer(
             configuration: .init(rotatesRefreshTokens: true, detectsReuse: true, graceWindow: 0), now: clock.wallClock)
@@ -56,63 +55,59 @@ struct RefreshLeaseTests {
             url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: wire,
             now: clock.wallClock)
         let waiting = Signal()
-        try await withClient { first in
-            try await withClient { second in
-                try await withClient { admin in
-                    let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
-                    let holderStore = PostgresTokenStore(client: first, configuration: configuration)
-                    let waiterStore = PostgresTokenStore(
-                        client: second, configuration: configuration,
-                        logger: signalingLogger("waiter-store", on: "live lease", signal: waiting))
-                    let initial = await server.issueSession(
-                        userID: "user-1", receivedAt: clock.date.addingTimeInterval(-7200))
-                    try await holderStore.save(
-                        StoredSession(token: initial, userID: "user-1", generation: 1), account: "alice",
-                        condition: .always)
-                    let holder = TokenRefreshClient(
-                        strategy: OAuthRefreshStrategy(endpoint: endpoint), store: holderStore,
-                        configuration: .init(account: "alice"), clock: clock, now: clock.wallClock)
-                    let waiter = TokenRefreshClient(
-                        strategy: OAuthRefreshStrategy(endpoint: endpoint), store: waiterStore,
-                        configuration: .init(account: "alice"), clock: clock, now: clock.wallClock)
+        try await withReplicas(3) { replicas in
+            let (table, first, second, admin) = (replicas.table, replicas.first, replicas.second, replicas.third)
+            let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
+            let holderStore = PostgresTokenStore(client: first, configuration: configuration)
+            let waiterStore = PostgresTokenStore(
+                client: second, configuration: configuration,
+                logger: signalingLogger("waiter-store", on: "live lease", signal: waiting))
+            let initial = await server.issueSession(
+                userID: "user-1", receivedAt: clock.date.addingTimeInterval(-7200))
+            try await holderStore.save(
+                StoredSession(token: initial, userID: "user-1", generation: 1), account: "alice",
+                condition: .always)
+            let holder = TokenRefreshClient(
+                strategy: OAuthRefreshStrategy(endpoint: endpoint), store: holderStore,
+                configuration: .init(account: "alice"), clock: clock, now: clock.wallClock)
+            let waiter = TokenRefreshClient(
+                strategy: OAuthRefreshStrategy(endpoint: endpoint), store: waiterStore,
+                configuration: .init(account: "alice"), clock: clock, now: clock.wallClock)
 
-                    let holding = Task { try await holder.validToken().accessToken }
-                    // The server has rotated; its answer is on the wire.
-                    await wire.waitUntilHeld()
-                    #expect(await server.refreshCount == 1)
-                    // Time passes on the server: a second use of the rotated token is reuse, not grace.
-                    clock.advance(by: .seconds(1))
-                    switch fault {
-                    case .databaseRestart:
-                        try await DatabaseServer.run("restart")
-                    case .holderConnectionTerminated:
-                        let ended = try await terminateBackends(
-                            holding: holderStore.advisoryLockKey(account: "alice"), admin: admin)
-                        #expect(ended == 1)
-                    }
-                    let asking = Task {
-                        defer { waiting.fire() }
-                        return try await waiter.validToken().accessToken
-                    }
-                    // The waiter is waiting on the holder's lease (or, without one, has finished).
-                    await waiting.wait()
-                    await wire.release()
-                    let held = await holding.result
-                    let asked = await asking.result
-                    #expect(await server.refreshCount == 1)
-                    #expect(await server.reuseDetections == 0)
-                    #expect(await server.graceRecoveries == 0)
-                    // Fingerprints, not tokens, in what a failure prints.
-                    let heldToken = AuthToken.fingerprint(try held.get())
-                    let askedToken = AuthToken.fingerprint(try asked.get())
-                    #expect(heldToken == askedToken)
-                    #expect(heldToken != AuthToken.fingerprint(initial.accessToken))
-                    let saved = try #require(await stored(holderStore, account: "alice"))
-                    #expect(AuthToken.fingerprint(saved.token.accessToken) == heldToken)
-                    #expect(saved.generation > 1)
-                    try await dropTable(table, client: admin)
-                }
+            let holding = Task { try await holder.validToken().accessToken }
+            // The server has rotated; its answer is on the wire.
+            await wire.waitUntilHeld()
+            #expect(await server.refreshCount == 1)
+            // Time passes on the server: a second use of the rotated token is reuse, not grace.
+            clock.advance(by: .seconds(1))
+            switch fault {
+            case .databaseRestart:
+                try await DatabaseServer.run("restart")
+            case .holderConnectionTerminated:
+                let ended = try await terminateBackends(
+                    holding: holderStore.advisoryLockKey(account: "alice"), admin: admin)
+                #expect(ended == 1)
             }
+            let asking = Task {
+                defer { waiting.fire() }
+                return try await waiter.validToken().accessToken
+            }
+            // The waiter is waiting on the holder's lease (or, without one, has finished).
+            await waiting.wait()
+            await wire.release()
+            let held = await holding.result
+            let asked = await asking.result
+            #expect(await server.refreshCount == 1)
+            #expect(await server.reuseDetections == 0)
+            #expect(await server.graceRecoveries == 0)
+            // Fingerprints, not tokens, in what a failure prints.
+            let heldToken = AuthToken.fingerprint(try held.get())
+            let askedToken = AuthToken.fingerprint(try asked.get())
+            #expect(heldToken == askedToken)
+            #expect(heldToken != AuthToken.fingerprint(initial.accessToken))
+            let saved = try #require(await stored(holderStore, account: "alice"))
+            #expect(AuthToken.fingerprint(saved.token.accessToken) == heldToken)
+            #expect(saved.generation > 1)
         }
     }
 
@@ -151,79 +146,73 @@ struct RefreshLeaseTests {
 
     @Test(.timeLimit(.minutes(1)))
     func aHolderWhoseLeaseWasTakenOverCannotWrite() async throws {
-        let table = uniqueTable()
-        try await withClient { first in
-            try await withClient { second in
-                var staleConfiguration = PostgresTokenStore.Configuration(
-                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .seconds(1),
-                    leaseDuration: .milliseconds(100))
-                staleConfiguration.testHooks.pausesHeartbeat = true
-                let stale = PostgresTokenStore(client: first, configuration: staleConfiguration)
-                let current = PostgresTokenStore(
-                    client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
-                try await stale.save(StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
-                let taken = Signal()
-                let staleWritten = Signal()
-                let takeover = Task {
-                    try await current.withExclusiveAccess(account: "alice") {
-                        taken.fire()
-                        await staleWritten.wait()
-                        try await current.save(
-                            StoredSession(token: newerPair, generation: 2), account: "alice",
-                            condition: .generation(1))
-                    }
+        try await withReplicas { replicas in
+            let (table, first, second) = (replicas.table, replicas.first, replicas.second)
+            var staleConfiguration = PostgresTokenStore.Configuration(
+                tableName: table, lockTimeout: .seconds(30), operationTimeout: .seconds(1),
+                leaseDuration: .milliseconds(100))
+            staleConfiguration.testHooks.pausesHeartbeat = true
+            let stale = PostgresTokenStore(client: first, configuration: staleConfiguration)
+            let current = PostgresTokenStore(
+                client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+            try await stale.save(StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            let taken = Signal()
+            let staleWritten = Signal()
+            let takeover = Task {
+                try await current.withExclusiveAccess(account: "alice") {
+                    taken.fire()
+                    await staleWritten.wait()
+                    try await current.save(
+                        StoredSession(token: newerPair, generation: 2), account: "alice",
+                        condition: .generation(1))
                 }
-                let staleWrite = try await stale.withExclusiveAccess(account: "alice") {
-                    // The holder is cut off: its connection is gone and it cannot renew its lease in time.
-                    let ended = try await terminateBackends(
-                        holding: stale.advisoryLockKey(account: "alice"), admin: second)
-                    #expect(ended == 1)
-                    await taken.wait()
-                    let result = await failure { () async throws(PersistenceError) in
-                        try await stale.save(
-                            StoredSession(token: stalePair, generation: 2), account: "alice",
-                            condition: .generation(1))
-                    }
-                    staleWritten.fire()
-                    return result
-                }
-                #expect(staleWrite == .conflict)
-                try await takeover.value
-                #expect(await stored(current, account: "alice")?.token == newerPair)
-                try await dropTable(table, client: second)
             }
+            let staleWrite = try await stale.withExclusiveAccess(account: "alice") {
+                // The holder is cut off: its connection is gone and it cannot renew its lease in time.
+                let ended = try await terminateBackends(
+                    holding: stale.advisoryLockKey(account: "alice"), admin: second)
+                #expect(ended == 1)
+                await taken.wait()
+                let result = await failure { () async throws(PersistenceError) in
+                    try await stale.save(
+                        StoredSession(token: stalePair, generation: 2), account: "alice",
+                        condition: .generation(1))
+                }
+                staleWritten.fire()
+                return result
+            }
+            #expect(staleWrite == .conflict)
+            try await takeover.value
+            #expect(await stored(current, account: "alice")?.token == newerPair)
         }
     }
 
     @Test(.timeLimit(.minutes(1)))
     func aSignInDuringARefreshReplacesTheSessionAndTheRefreshesWriteConflicts() async throws {
-        let table = uniqueTable()
-        try await withClient { first in
-            try await withClient { second in
-                let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
-                let refreshing = PostgresTokenStore(client: first, configuration: configuration)
-                let signingIn = PostgresTokenStore(client: second, configuration: configuration)
-                try await refreshing.save(
-                    StoredSession(token: oldPair, userID: "user-1", generation: 2), account: "alice",
+        try await withReplicas { replicas in
+            let (table, first, second) = (replicas.table, replicas.first, replicas.second)
+            let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
+            let refreshing = PostgresTokenStore(client: first, configuration: configuration)
+            let signingIn = PostgresTokenStore(client: second, configuration: configuration)
+            try await refreshing.save(
+                StoredSession(token: oldPair, userID: "user-1", generation: 2), account: "alice",
+                condition: .always)
+            let refreshWrite = try await refreshing.withExclusiveAccess(account: "alice") {
+                // Another replica, which last read generation 1, signs a user in (outside any lock): its
+                // session is generation 2 too.
+                try await signingIn.save(
+                    StoredSession(token: newerPair, userID: "user-2", generation: 2), account: "alice",
                     condition: .always)
-                let refreshWrite = try await refreshing.withExclusiveAccess(account: "alice") {
-                    // Another replica, which last read generation 1, signs a user in (outside any lock): its
-                    // session is generation 2 too.
-                    try await signingIn.save(
-                        StoredSession(token: newerPair, userID: "user-2", generation: 2), account: "alice",
-                        condition: .always)
-                    return await failure { () async throws(PersistenceError) in
-                        try await refreshing.save(
-                            StoredSession(token: stalePair, userID: "user-1", generation: 3), account: "alice",
-                            condition: .generation(2))
-                    }
+                return await failure { () async throws(PersistenceError) in
+                    try await refreshing.save(
+                        StoredSession(token: stalePair, userID: "user-1", generation: 3), account: "alice",
+                        condition: .generation(2))
                 }
-                #expect(refreshWrite == .conflict)
-                let saved = await stored(signingIn, account: "alice")
-                #expect(saved?.token == newerPair)
-                #expect(saved?.userID == "user-2")
-                try await dropTable(table, client: first)
             }
+            #expect(refreshWrite == .conflict)
+            let saved = await stored(signingIn, account: "alice")
+            #expect(saved?.token == newerPair)
+            #expect(saved?.userID == "user-2")
         }
     }
 
@@ -277,241 +266,201 @@ struct RefreshLeaseTests {
     }
 
     func pairIsStoredAfterTheOutage() async throws {
-        let table = uniqueTable()
-        try await withClient { first in
-            try await withClient { second in
-                let holder = PostgresTokenStore(
-                    client: first,
-                    configuration: .init(
-                        tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300)))
-                let other = PostgresTokenStore(
-                    client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
-                try await holder.save(
-                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
-                let saveFailure = try await holder.withExclusiveAccess(account: "alice") {
-                    // The server has answered the refresh; the database goes away before the pair is stored.
-                    try await DatabaseServer.run("stop")
-                    let failed = await failure { () async throws(PersistenceError) in
-                        try await holder.save(
-                            StoredSession(token: newerPair, generation: 2), account: "alice",
-                            condition: .generation(1))
-                    }
-                    try await DatabaseServer.run("start")
-                    return failed
+        try await withReplicas { replicas in
+            let (table, first, second) = (replicas.table, replicas.first, replicas.second)
+            let holder = PostgresTokenStore(
+                client: first,
+                configuration: .init(
+                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300)))
+            let other = PostgresTokenStore(
+                client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+            try await holder.save(
+                StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            let saveFailure = try await holder.withExclusiveAccess(account: "alice") {
+                // The server has answered the refresh; the database goes away before the pair is stored.
+                try await DatabaseServer.run("stop")
+                let failed = await failure { () async throws(PersistenceError) in
+                    try await holder.save(
+                        StoredSession(token: newerPair, generation: 2), account: "alice",
+                        condition: .generation(1))
                 }
-                #expect(saveFailure == .writeFailed)
-                // Another replica waits for the holder's lease and then reads the pair the holder kept storing.
-                let seen = try await other.withExclusiveAccess(account: "alice") {
-                    await stored(other, account: "alice")
-                }
-                #expect(seen?.token == newerPair)
-                #expect(seen?.generation == 2)
-                try await dropTable(table, client: second)
+                try await DatabaseServer.run("start")
+                return failed
             }
+            #expect(saveFailure == .writeFailed)
+            // Another replica waits for the holder's lease and then reads the pair the holder kept storing.
+            let seen = try await other.withExclusiveAccess(account: "alice") {
+                await stored(other, account: "alice")
+            }
+            #expect(seen?.token == newerPair)
+            #expect(seen?.generation == 2)
         }
     }
 
     @Test(.timeLimit(.minutes(1)))
     func aReplicaNeverRunsItsRefreshUnderAnotherReplicasLiveLeaseEvenWithTheAdvisoryLockGone() async throws {
-        let table = uniqueTable()
-        try await withClient { first in
-            try await withClient { second in
-                let holder = PostgresTokenStore(
-                    client: first, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
-                let waiter = PostgresTokenStore(
-                    client: second, configuration: .init(tableName: table, lockTimeout: .milliseconds(300)))
-                try await holder.save(
-                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
-                let ran = TestFlag()
-                let waited = try await holder.withExclusiveAccess(account: "alice") {
-                    let ended = try await terminateBackends(
-                        holding: holder.advisoryLockKey(account: "alice"), admin: second)
-                    #expect(ended == 1)
-                    return await failure { () async throws(PersistenceError) in
-                        do {
-                            try await waiter.withExclusiveAccess(account: "alice") { ran.set() }
-                        } catch let error as PersistenceError {
-                            throw error
-                        } catch {
-                            throw PersistenceError.lockFailed
-                        }
+        try await withReplicas { replicas in
+            let (table, first, second) = (replicas.table, replicas.first, replicas.second)
+            let holder = PostgresTokenStore(
+                client: first, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+            let waiter = PostgresTokenStore(
+                client: second, configuration: .init(tableName: table, lockTimeout: .milliseconds(300)))
+            try await holder.save(
+                StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            let ran = TestFlag()
+            let waited = try await holder.withExclusiveAccess(account: "alice") {
+                let ended = try await terminateBackends(
+                    holding: holder.advisoryLockKey(account: "alice"), admin: second)
+                #expect(ended == 1)
+                return await failure { () async throws(PersistenceError) in
+                    do {
+                        try await waiter.withExclusiveAccess(account: "alice") { ran.set() }
+                    } catch let error as PersistenceError {
+                        throw error
+                    } catch {
+                        throw PersistenceError.lockFailed
                     }
                 }
-                #expect(waited == .lockTimedOut)
-                #expect(!ran.isSet)
-                // Once the holder has let go, the waiter gets in.
-                try await waiter.withExclusiveAccess(account: "alice") { ran.set() }
-                #expect(ran.isSet)
-                try await dropTable(table, client: second)
             }
+            #expect(waited == .lockTimedOut)
+            #expect(!ran.isSet)
+            // Once the holder has let go, the waiter gets in.
+            try await waiter.withExclusiveAccess(account: "alice") { ran.set() }
+            #expect(ran.isSet)
         }
     }
 
     @Test(.timeLimit(.minutes(1)))
     func aHolderRenewsItsLeaseWhileItsRefreshRunsLongerThanTheLease() async throws {
-        let table = uniqueTable()
-        try await withClient { first in
-            try await withClient { second in
-                let lease = Duration.milliseconds(600)
-                let holder = PostgresTokenStore(
-                    client: first,
-                    configuration: .init(tableName: table, lockTimeout: .seconds(30), leaseDuration: lease))
-                let refusals = Mutex(0)
-                var waiterConfiguration = PostgresTokenStore.Configuration(
-                    tableName: table, lockTimeout: .seconds(30), leaseDuration: lease)
-                let seenEnough = Signal()
-                waiterConfiguration.testHooks.lockAttempt = { outcome in
-                    guard outcome == .leaseHeld else { return }
-                    // Refused for several lease durations: each refusal is a round trip and a pause of 20 ms.
-                    if refusals.withLock({
-                        $0 += 1; return $0
-                    }) == 100 {
-                        seenEnough.fire()
-                    }
-                }
-                let waiter = PostgresTokenStore(client: second, configuration: waiterConfiguration)
+        try await withReplicas { replicas in
+            let (table, first, second) = (replicas.table, replicas.first, replicas.second)
+            let lease = Duration.milliseconds(600)
+            let holder = PostgresTokenStore(
+                client: first,
+                configuration: .init(tableName: table, lockTimeout: .seconds(30), leaseDuration: lease))
+            var waiterConfiguration = PostgresTokenStore.Configuration(
+                tableName: table, lockTimeout: .seconds(30), leaseDuration: lease)
+            let seenEnough = Signal()
+            // Refused for several lease durations: each refusal is a round trip and a pause of 20 ms.
+            waiterConfiguration.testHooks.lockAttempt = firing(seenEnough, atLeaseRefusal: 100)
+            let waiter = PostgresTokenStore(client: second, configuration: waiterConfiguration)
+            try await holder.save(
+                StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            let ran = TestFlag()
+            let started = ContinuousClock.now
+            try await holder.withExclusiveAccess(account: "alice") {
+                let waiting = try await waiterAfterTheAdvisoryLockWent(
+                    holder: holder, waiter: waiter, admin: second, ran: ran, signal: seenEnough)
+                await seenEnough.wait()
+                #expect(!ran.isSet)
+                #expect(ContinuousClock.now - started > lease * 2)
                 try await holder.save(
-                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
-                let ran = TestFlag()
-                let started = ContinuousClock.now
-                try await holder.withExclusiveAccess(account: "alice") {
-                    let ended = try await terminateBackends(
-                        holding: holder.advisoryLockKey(account: "alice"), admin: second)
-                    #expect(ended == 1)
-                    let waiting = Task {
-                        try await waiter.withExclusiveAccess(account: "alice") {
-                            ran.set()
-                            seenEnough.fire()
-                        }
-                    }
-                    await seenEnough.wait()
-                    #expect(!ran.isSet)
-                    #expect(ContinuousClock.now - started > lease * 2)
-                    try await holder.save(
-                        StoredSession(token: newerPair, generation: 2), account: "alice", condition: .generation(1))
-                    try await waiting.value
-                }
-                #expect(ran.isSet)
-                #expect(await stored(waiter, account: "alice")?.token == newerPair)
-                try await dropTable(table, client: second)
+                    StoredSession(token: newerPair, generation: 2), account: "alice", condition: .generation(1))
+                try await waiting.value
             }
+            #expect(ran.isSet)
+            #expect(await stored(waiter, account: "alice")?.token == newerPair)
         }
     }
     @Test(.timeLimit(.minutes(1)))
     func aHolderWhoseSavesKeepFailingKeepsItsLeaseUntilThePairIsStored() async throws {
-        let table = uniqueTable()
-        try await withClient { first in
-            try await withClient { second in
-                let writesFail = TestFlag()
-                writesFail.set()
-                var holderConfiguration = PostgresTokenStore.Configuration(
-                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300),
-                    leaseDuration: .seconds(1))
-                holderConfiguration.testHooks.failsFencedWrite = { writesFail.isSet }
-                let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
-                let attempts = Mutex(0)
-                let waited = Signal()
-                var waiterConfiguration = PostgresTokenStore.Configuration(
-                    tableName: table, lockTimeout: .seconds(30), leaseDuration: .seconds(1))
-                waiterConfiguration.testHooks.lockAttempt = { outcome in
-                    guard outcome == .leaseHeld else { return }
-                    // Refused for several lease durations (the poll is at most 20 ms).
-                    if attempts.withLock({
-                        $0 += 1; return $0
-                    }) == 200 {
-                        waited.fire()
-                    }
+        try await withReplicas { replicas in
+            let (table, first, second) = (replicas.table, replicas.first, replicas.second)
+            let writesFail = TestFlag()
+            writesFail.set()
+            var holderConfiguration = PostgresTokenStore.Configuration(
+                tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300),
+                leaseDuration: .seconds(1))
+            holderConfiguration.testHooks.failsFencedWrite = { writesFail.isSet }
+            let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
+            let waited = Signal()
+            var waiterConfiguration = PostgresTokenStore.Configuration(
+                tableName: table, lockTimeout: .seconds(30), leaseDuration: .seconds(1))
+            // Refused for several lease durations (the poll is at most 20 ms).
+            waiterConfiguration.testHooks.lockAttempt = firing(waited, atLeaseRefusal: 200)
+            let waiter = PostgresTokenStore(client: second, configuration: waiterConfiguration)
+            try await holder.save(
+                StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            let saveFailure = try await holder.withExclusiveAccess(account: "alice") {
+                // The server has rotated; every attempt to store the new pair fails (the database is up).
+                await failure { () async throws(PersistenceError) in
+                    try await holder.save(
+                        StoredSession(token: newerPair, generation: 2), account: "alice",
+                        condition: .generation(1))
                 }
-                let waiter = PostgresTokenStore(client: second, configuration: waiterConfiguration)
-                try await holder.save(
-                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
-                let saveFailure = try await holder.withExclusiveAccess(account: "alice") {
-                    // The server has rotated; every attempt to store the new pair fails (the database is up).
-                    await failure { () async throws(PersistenceError) in
-                        try await holder.save(
-                            StoredSession(token: newerPair, generation: 2), account: "alice",
-                            condition: .generation(1))
-                    }
-                }
-                #expect(saveFailure == .writeFailed)
-                let ran = TestFlag()
-                let seen = Task {
-                    try await waiter.withExclusiveAccess(account: "alice") {
-                        ran.set()
-                        waited.fire()
-                        return await stored(waiter, account: "alice")
-                    }
-                }
-                // The waiter has been refused for a long while, or (the flaw) has run its body.
-                await waited.wait()
-                #expect(!ran.isSet, "the waiter ran its refresh while the holder still held an unstored pair")
-                writesFail.clear()
-                let read = try await seen.value
-                #expect(ran.isSet)
-                #expect(read?.token == newerPair)
-                #expect(read?.generation == 2)
-                try await dropTable(table, client: second)
             }
+            #expect(saveFailure == .writeFailed)
+            let ran = TestFlag()
+            let seen = Task {
+                try await waiter.withExclusiveAccess(account: "alice") {
+                    ran.set()
+                    waited.fire()
+                    return await stored(waiter, account: "alice")
+                }
+            }
+            // The waiter has been refused for a long while, or (the flaw) has run its body.
+            await waited.wait()
+            #expect(!ran.isSet, "the waiter ran its refresh while the holder still held an unstored pair")
+            writesFail.clear()
+            let read = try await seen.value
+            #expect(ran.isSet)
+            #expect(read?.token == newerPair)
+            #expect(read?.generation == 2)
         }
     }
 
     @Test(.timeLimit(.minutes(1)))
     func aReadUnderALeaseThatASignInClearedTakesTheLeaseAgainBeforeAnswering() async throws {
-        let table = uniqueTable()
-        try await withClient { first in
-            try await withClient { second in
-                try await withClient { third in
-                    let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
-                    let refreshing = PostgresTokenStore(client: first, configuration: configuration)
-                    let signingIn = PostgresTokenStore(client: second, configuration: configuration)
-                    let refused = Signal()
-                    var otherConfiguration = configuration
-                    otherConfiguration.testHooks.lockAttempt = { outcome in
-                        if outcome == .leaseHeld { refused.fire() }
-                    }
-                    let other = PostgresTokenStore(client: third, configuration: otherConfiguration)
-                    try await refreshing.save(
-                        StoredSession(token: oldPair, userID: "user-1", generation: 1), account: "alice",
-                        condition: .always)
-                    let otherRan = TestFlag()
-                    let bodyEnded = TestFlag()
-                    let otherOverlapped = TestFlag()
-                    let otherTask = try await refreshing.withExclusiveAccess(account: "alice") {
-                        // A sign-in on another replica, outside any lease, before this body reads the row.
-                        try await signingIn.save(
-                            StoredSession(token: newerPair, userID: "user-1", generation: 2), account: "alice",
-                            condition: .always)
-                        let read = await refreshing.load(account: "alice")
-                        guard case .found(let session) = read else {
-                            Issue.record("the read under the lease found no session")
-                            return Task<Void, any Error> {}
-                        }
-                        #expect(session.token == newerPair)
-                        let (owner, fence) = try await leaseColumns(table: table, account: "alice", client: second)
-                        #expect(owner != nil, "the row carries no lease after the read")
-                        #expect(fence == 2)
-                        // The advisory lock, only a hint, goes too: the lease alone keeps the other replica out.
-                        _ = try await terminateBackends(
-                            holding: refreshing.advisoryLockKey(account: "alice"), admin: second)
-                        let task = Task {
-                            try await other.withExclusiveAccess(account: "alice") {
-                                if !bodyEnded.isSet { otherOverlapped.set() }
-                                otherRan.set()
-                                refused.fire()
-                            }
-                        }
-                        // The other replica has been refused by the lease (or, the flaw, has run its body).
-                        await refused.wait()
-                        #expect(!otherRan.isSet, "another replica ran its refresh during this one")
-                        bodyEnded.set()
-                        return task
-                    }
-                    try await otherTask.value
-                    #expect(otherRan.isSet)
-                    #expect(!otherOverlapped.isSet)
-                    try await dropTable(table, client: second)
-                }
+        try await withReplicas(3) { replicas in
+            let (table, first, second, third) = (replicas.table, replicas.first, replicas.second, replicas.third)
+            let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
+            let refreshing = PostgresTokenStore(client: first, configuration: configuration)
+            let signingIn = PostgresTokenStore(client: second, configuration: configuration)
+            let refused = Signal()
+            var otherConfiguration = configuration
+            otherConfiguration.testHooks.lockAttempt = { outcome in
+                if outcome == .leaseHeld { refused.fire() }
             }
+            let other = PostgresTokenStore(client: third, configuration: otherConfiguration)
+            try await refreshing.save(
+                StoredSession(token: oldPair, userID: "user-1", generation: 1), account: "alice",
+                condition: .always)
+            let otherRan = TestFlag()
+            let bodyEnded = TestFlag()
+            let otherOverlapped = TestFlag()
+            let otherTask = try await refreshing.withExclusiveAccess(account: "alice") {
+                // A sign-in on another replica, outside any lease, before this body reads the row.
+                try await signingIn.save(
+                    StoredSession(token: newerPair, userID: "user-1", generation: 2), account: "alice",
+                    condition: .always)
+                let read = await refreshing.load(account: "alice")
+                guard case .found(let session) = read else {
+                    Issue.record("the read under the lease found no session")
+                    return Task<Void, any Error> {}
+                }
+                #expect(session.token == newerPair)
+                let (owner, fence) = try await leaseColumns(table: table, account: "alice", client: second)
+                #expect(owner != nil, "the row carries no lease after the read")
+                #expect(fence == 2)
+                // The advisory lock, only a hint, goes too: the lease alone keeps the other replica out.
+                _ = try await terminateBackends(
+                    holding: refreshing.advisoryLockKey(account: "alice"), admin: second)
+                let task = Task {
+                    try await other.withExclusiveAccess(account: "alice") {
+                        if !bodyEnded.isSet { otherOverlapped.set() }
+                        otherRan.set()
+                        refused.fire()
+                    }
+                }
+                // The other replica has been refused by the lease (or, the flaw, has run its body).
+                await refused.wait()
+                #expect(!otherRan.isSet, "another replica ran its refresh during this one")
+                bodyEnded.set()
+                return task
+            }
+            try await otherTask.value
+            #expect(otherRan.isSet)
+            #expect(!otherOverlapped.isSet)
         }
     }
 
@@ -519,55 +468,73 @@ struct RefreshLeaseTests {
     /// a third of the lease) must be followed by another attempt soon enough to renew the lease before it ends.
     @Test(.timeLimit(.minutes(1)))
     func aRenewalLostInAnOutageIsRetriedBeforeTheLeaseEnds() async throws {
-        let table = uniqueTable()
-        try await withClient { first in
-            try await withClient { second in
-                let outageOver = Signal()
-                let observed = Signal()
-                let renewals = Mutex(0)
-                var holderConfiguration = PostgresTokenStore.Configuration(
-                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(600),
-                    leaseDuration: .milliseconds(1500))
-                holderConfiguration.testHooks.renewalAttempt = {
-                    let attempt = renewals.withLock {
-                        $0 += 1
-                        return $0
-                    }
-                    // The first renewal meets the outage: no answer, ever. The third one shows the heartbeat went on.
-                    if attempt == 1 { await outageOver.wait() }
-                    if attempt == 3 { observed.fire() }
+        try await withReplicas { replicas in
+            let (table, first, second) = (replicas.table, replicas.first, replicas.second)
+            let outageOver = Signal()
+            let observed = Signal()
+            let renewals = Mutex(0)
+            var holderConfiguration = PostgresTokenStore.Configuration(
+                tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(600),
+                leaseDuration: .milliseconds(1500))
+            holderConfiguration.testHooks.renewalAttempt = {
+                let attempt = renewals.withLock {
+                    $0 += 1
+                    return $0
                 }
-                let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
-                let waiter = PostgresTokenStore(
-                    client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
-                try await holder.save(
-                    StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
-                let ran = TestFlag()
-                let waiting = try await holder.withExclusiveAccess(account: "alice") {
-                    // The advisory lock, only a hint, is gone: the lease alone keeps the waiter out.
-                    let ended = try await terminateBackends(
-                        holding: holder.advisoryLockKey(account: "alice"), admin: second)
-                    #expect(ended == 1)
-                    let waiting = Task {
-                        try await waiter.withExclusiveAccess(account: "alice") {
-                            ran.set()
-                            observed.fire()
-                        }
-                    }
-                    // The heartbeat has renewed twice after the lost attempt, or (the flaw) the lease expired and
-                    // the waiter ran.
-                    await observed.wait()
-                    #expect(!ran.isSet, "the lease expired while its holder was alive and the database up")
-                    try await holder.save(
-                        StoredSession(token: newerPair, generation: 2), account: "alice", condition: .generation(1))
-                    return waiting
-                }
-                outageOver.fire()
-                try await waiting.value
-                #expect(ran.isSet)
-                #expect(await stored(waiter, account: "alice")?.token == newerPair)
-                try await dropTable(table, client: second)
+                // The first renewal meets the outage: no answer, ever. The third one shows the heartbeat went on.
+                if attempt == 1 { await outageOver.wait() }
+                if attempt == 3 { observed.fire() }
             }
+            let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
+            let waiter = PostgresTokenStore(
+                client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+            try await holder.save(
+                StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            let ran = TestFlag()
+            let waiting = try await holder.withExclusiveAccess(account: "alice") {
+                // The advisory lock, only a hint, is gone: the lease alone keeps the waiter out.
+                let waiting = try await waiterAfterTheAdvisoryLockWent(
+                    holder: holder, waiter: waiter, admin: second, ran: ran, signal: observed)
+                // The heartbeat has renewed twice after the lost attempt, or (the flaw) the lease expired and
+                // the waiter ran.
+                await observed.wait()
+                #expect(!ran.isSet, "the lease expired while its holder was alive and the database up")
+                try await holder.save(
+                    StoredSession(token: newerPair, generation: 2), account: "alice", condition: .generation(1))
+                return waiting
+            }
+            outageOver.fire()
+            try await waiting.value
+            #expect(ran.isSet)
+            #expect(await stored(waiter, account: "alice")?.token == newerPair)
+        }
+    }
+}
+
+/// Ends the connection holding `holder`'s advisory lock for `alice` (the lock, only a hint, goes with it), then starts
+/// `waiter`'s exclusive access, whose body sets `ran` and fires `signal`.
+func waiterAfterTheAdvisoryLockWent(
+    holder: PostgresTokenStore, waiter: PostgresTokenStore, admin: PostgresClient, ran: TestFlag, signal: Signal
+) async throws -> Task<Void, any Error> {
+    let ended = try await terminateBackends(holding: holder.advisoryLockKey(account: "alice"), admin: admin)
+    #expect(ended == 1)
+    return Task {
+        try await waiter.withExclusiveAccess(account: "alice") {
+            ran.set()
+            signal.fire()
+        }
+    }
+}
+
+/// A lock-attempt hook that fires `signal` at the `count`th refusal by another replica's live lease.
+func firing(_ signal: Signal, atLeaseRefusal count: Int) -> @Sendable (LockAttemptOutcome) -> Void {
+    let refusals = Mutex(0)
+    return { outcome in
+        guard outcome == .leaseHeld else { return }
+        if refusals.withLock({
+            $0 += 1; return $0
+        }) == count {
+            signal.fire()
         }
     }
 }
@@ -652,17 +619,17 @@ final class Signal: Sendable {
 }
 
 /// A logger that logs as usual (to the leak check's capture) and fires `signal` at the first line containing
-/// `needle`.
-func signalingLogger(_ label: String, on needle: String, signal: Signal) -> Logger {
+/// one of `needles`.
+func signalingLogger(_ label: String, on needles: String..., signal: Signal) -> Logger {
     var logger = Logger(label: label) { label in
-        MultiplexLogHandler([Logger(label: label).handler, SignalingLogHandler(needle: needle, signal: signal)])
+        MultiplexLogHandler([Logger(label: label).handler, SignalingLogHandler(needles: needles, signal: signal)])
     }
     logger.logLevel = .debug
     return logger
 }
 
 struct SignalingLogHandler: LogHandler {
-    let needle: String
+    let needles: [String]
     let signal: Signal
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
@@ -673,7 +640,8 @@ struct SignalingLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        if event.message.description.contains(needle) { signal.fire() }
+        let message = event.message.description
+        if needles.contains(where: { message.contains($0) }) { signal.fire() }
     }
 }
 

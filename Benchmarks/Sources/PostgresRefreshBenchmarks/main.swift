@@ -50,7 +50,7 @@ func runBenchmark(_ configuration: PostgresClient.Configuration) async throws ->
     let table = "tokenkit_bench_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
     let server = SimulatedTokenServer(
         configuration: .init(rotatesRefreshTokens: true, detectsReuse: true, graceWindow: 0), now: { Date() })
-    let (local, coordinated) = try await withThrowingTaskGroup(of: Void.self) { group in
+    let (local, coordinated, leases) = try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await postgres.run() }
         defer { group.cancelAll() }
         let localClient = try await signedInClient(server, store: InMemoryTokenStore(), account: "local")
@@ -66,15 +66,24 @@ func runBenchmark(_ configuration: PostgresClient.Configuration) async throws ->
             localTimes += try await timedRefreshes(localClient, count: batch)
             coordinatedTimes += try await timedRefreshes(coordinatedClient, count: batch)
         }
+        // Each lease taken raises the row's fencing number: it shows the lease path was measured.
+        var leases: Int64 = 0
+        let rows = try await postgres.query(
+            "SELECT lease_fence FROM \(unescaped: table) WHERE account = 'coordinated' AND lease_owner IS NULL")
+        for try await fence in rows.decode(Int64.self) { leases = fence }
         _ = try? await postgres.query("DROP TABLE IF EXISTS \(unescaped: table)")
-        return (Harness.median(localTimes), Harness.median(coordinatedTimes))
+        return (Harness.median(localTimes), Harness.median(coordinatedTimes), leases)
     }
+    let refreshes = batch * (rounds + 1)
     let reuseDetections = await server.reuseDetections
     let added = coordinated - local
     print(
         String(
             format: "info  single-process refresh %.2f ms, PostgreSQL-coordinated %.2f ms (medians of %d each)",
             local, coordinated, rounds * batch))
+    let leased = Harness.report(
+        "every coordinated refresh took the lease in the row (and its save ended it)",
+        "\(leases) leases for \(refreshes) refreshes", target: "\(refreshes)", passed: leases == Int64(refreshes))
     let clean = Harness.report(
         "the server saw no reuse of a refresh token", "\(reuseDetections) reuse detections",
         target: "0", passed: reuseDetections == 0)
@@ -82,7 +91,7 @@ func runBenchmark(_ configuration: PostgresClient.Configuration) async throws ->
         "PostgreSQL coordination (lock, lease, re-read, fenced write) per refresh",
         String(format: "adds %.2f ms", added),
         target: String(format: "<= %.0f ms added", bound), passed: added <= bound)
-    return clean && fast
+    return leased && clean && fast
 }
 
 guard let url = ProcessInfo.processInfo.environment["TOKENKIT_POSTGRES_URL"], !url.isEmpty else {

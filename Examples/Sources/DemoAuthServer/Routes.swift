@@ -27,6 +27,8 @@ struct Routes: Sendable {
         router.post("/oauth/token") { request, context in try await self.oauthToken(request, context) }
         router.post("/oauth/revoke") { request, _ in try await self.oauthRevoke(request) }
         router.get("/.well-known/jwks.json") { _, _ in Responses.json(self.authority.signer.jwks) }
+        // The browser part of the authorization code grant, with OpenID Connect ID tokens (DemoAuthServer+Authorize).
+        router.get("/authorize") { request, _ in AuthorizeRoutes(authority: self.authority).authorize(request) }
 
         // Protected resources.
         router.get("/api/v1/progress") { request, _ in
@@ -212,6 +214,8 @@ struct Routes: Sendable {
             let outcome = try authority.refresh(refreshToken, clientID: client.id, endpoint: "oauth")
             await holdAfterRotation(outcome, request)
             return try await respond(to: outcome, rejectionStatus: .badRequest, context: context)
+        case "authorization_code":
+            return try AuthorizeRoutes(authority: authority).exchange(form, client: client)
         case "client_credentials":
             guard client.secret != nil else {
                 return Responses.oauthError(
@@ -221,7 +225,8 @@ struct Routes: Sendable {
             return Responses.tokens(try authority.clientCredentials(clientID: client.id, scope: form["scope"]))
         default:
             return Responses.oauthError(
-                "unsupported_grant_type", "Supported: password, refresh_token, client_credentials")
+                "unsupported_grant_type",
+                "Supported: password, authorization_code, refresh_token, client_credentials")
         }
     }
 

@@ -78,6 +78,8 @@ final class TokenAuthority: Sendable {
 
     let configuration: DemoAuthServer.Configuration
     let signer: TokenSigner
+    /// The codes `/authorize` handed out, until the token endpoint takes them.
+    let authorizationCodes = AuthorizationCodes()
     private let now: @Sendable () -> Date
     private let logger: Logger
     private let state: Mutex<State>
@@ -148,6 +150,22 @@ final class TokenAuthority: Sendable {
         )
         return tokens
     }
+
+    /// Starts a refresh-token family for a user the authorization endpoint signed in (the authorization code grant).
+    func signIn(userID: String, clientID: String, scope: String?) throws -> IssuedTokens {
+        let tokens = try state.withLock { state in
+            let familyID = UUID().uuidString
+            state.families[familyID] = Family(userID: userID, clientID: clientID, scope: scope)
+            state.stats.logins += 1
+            return try issue(
+                in: &state, grant: .login, familyID: familyID, userID: userID, clientID: clientID, scope: scope)
+        }
+        logger.info("authorization code exchanged", metadata: ["user": "\(userID)", "client": "\(clientID)"])
+        return tokens
+    }
+
+    /// The wall clock.
+    var currentDate: Date { now() }
 
     /// The client-credentials grant: an access token for the client itself, with no refresh token.
     func clientCredentials(clientID: String, scope: String?) throws -> IssuedTokens {

@@ -56,6 +56,17 @@ struct TokenSigner: Sendable {
         return signingInput + "." + Base64URL.encode(signature.rawRepresentation)
     }
 
+    /// Signs any claims (an OpenID Connect ID token) the same way.
+    func sign(json claims: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let header = Base64URL.encode(try encoder.encode(Header(alg: "ES256", typ: "JWT", kid: keyID)))
+        let payload = Base64URL.encode(try encoder.encode(claims))
+        let signingInput = header + "." + payload
+        let signature = try privateKey.signature(for: Data(signingInput.utf8))
+        return signingInput + "." + Base64URL.encode(signature.rawRepresentation)
+    }
+
     /// Checks the signature, issuer, audience and expiry of a token and returns its claims.
     ///
     /// - Parameters:

@@ -324,7 +324,7 @@ enum Scorecard {
         let workers = try run.launch(cell.mode.workers, requests: requests, expiries: expiries)
         var survivors = workers
         if let gate {
-            guard await eventually(within: .seconds(60), { gate.isHeld }) else {
+            guard await ReplicaTable.eventually(within: .seconds(60), { gate.isHeld }) else {
                 result.harnessFailure = true
                 result.notes = "no refresh reached the gate"
                 return result
@@ -345,7 +345,7 @@ enum Scorecard {
             }
         }
         // A bound, not a wait for time: a worker still running two minutes after its last expiry is stuck.
-        let finished = await eventually(within: .seconds(120)) { survivors.allSatisfy { !$0.isRunning } }
+        let finished = await ReplicaTable.eventually(within: .seconds(120)) { survivors.allSatisfy { !$0.isRunning } }
         if !finished {
             for worker in survivors where worker.isRunning { kill(worker.pid, SIGKILL) }
             result.notes = [result.notes, "a worker was stuck and was killed"].compactMap { $0 }.joined(separator: "; ")
@@ -407,7 +407,7 @@ enum Scorecard {
             guard try await runScript(script, "stop") == 0 else { return "stop failed" }
             gate.release()
             // The holder has the new pair and cannot write it: wait for it to say so, then bring the database back.
-            let failed = await eventually(within: .seconds(30)) {
+            let failed = await ReplicaTable.eventually(within: .seconds(30)) {
                 holder.output.contains("event: persistenceFailed") || !holder.isRunning
             }
             let status = try await runScript(script, "start")
@@ -416,7 +416,7 @@ enum Scorecard {
         case .slowerThanLockTimeout:
             // Hold the refresh until every other process has given up waiting for the lock (its first round ended).
             let others = workers.filter { $0 !== holder }
-            let gaveUp = await eventually(within: .seconds(60)) {
+            let gaveUp = await ReplicaTable.eventually(within: .seconds(60)) {
                 others.allSatisfy { $0.output.contains("round 1: ") || !$0.isRunning }
             }
             gate.release()
@@ -451,16 +451,6 @@ enum Scorecard {
             }
         }
         return failed + max(0, expiries - rounds) * requests
-    }
-
-    /// Waits until `condition` holds or `limit` has passed: a bounded poll for what other processes do.
-    private static func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while !condition() {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
     }
 
     // MARK: - The table

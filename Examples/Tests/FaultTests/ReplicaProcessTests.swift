@@ -375,11 +375,12 @@ final class ReplicaTable: Sendable {
     }
 
     /// Waits until each worker in `pids` has run a statement on the database since this call (a `pg_stat_activity`
-    /// row of its pool, `session-worker-PID`, idle again with a later `query_start`), or until `orUntil` holds, or
-    /// `limit` has passed: a bounded poll. Then every worker has had its chance to take the lock and act on what it
-    /// read. Returns the workers not seen back.
+    /// row of its pool, `session-worker-PID`, idle again with a later `query_start`) and `settled` holds (asked only
+    /// once they all have), or until `orUntil` holds, or `limit` has passed: a bounded poll. Then every worker has
+    /// had its chance to take the lock and act on what it read. Returns the workers not seen back.
     func waitUntilBack(
-        _ pids: [Int32], within limit: Duration, orUntil other: @Sendable () -> Bool
+        _ pids: [Int32], within limit: Duration, orUntil other: @Sendable () -> Bool,
+        settled: (PostgresClient) async throws -> Bool = { _ in true }
     ) async throws -> [String] {
         let wanted = Set(pids.map { "session-worker-\($0)" })
         let seen = try await withStore { client, _ -> Set<String> in
@@ -395,7 +396,8 @@ final class ReplicaTable: Sendable {
                     WHERE application_name LIKE 'session-worker-%' AND state = 'idle' AND query_start > \(after)
                     """)
                 for try await name in rows.decode(String.self) { seen.insert(name) }
-                if wanted.isSubset(of: seen) || other() { return seen }
+                if other() { return seen }
+                if wanted.isSubset(of: seen), try await settled(client) { return seen }
                 try await Task.sleep(for: .milliseconds(10))
             }
             return seen
@@ -436,20 +438,26 @@ final class ReplicaTable: Sendable {
         return (worker, backend)
     }
 
-    /// Waits until `condition` holds: a bounded poll every 10 ms for what other processes do, never a wait for
-    /// time to pass.
+    /// Waits until `condition` holds, recording an issue naming `what` if it does not within `limit`
+    /// (``eventually(within:_:)``).
     static func poll(
         _ what: String, within limit: Duration, sourceLocation: SourceLocation = #_sourceLocation,
         until condition: () -> Bool
     ) async {
+        if await !eventually(within: limit, condition) {
+            Issue.record("not seen within \(limit): \(what)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Whether `condition` holds within `limit`: a bounded poll every 10 ms for what other processes do, never a
+    /// wait for time to pass.
+    static func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + limit
         while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("not seen within \(limit): \(what)", sourceLocation: sourceLocation)
-                return
-            }
+            guard ContinuousClock.now < deadline else { return false }
             try? await Task.sleep(for: .milliseconds(10))
         }
+        return true
     }
 }
 

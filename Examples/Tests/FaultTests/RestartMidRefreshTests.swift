@@ -251,30 +251,11 @@ final class DjangoReplicaRun: Sendable {
     /// answer has stayed on the wire for as long as the holder's lease needed renewing (a live holder keeps it), and
     /// a replica that presented a token has been answered before the held refresh goes on.
     private func waitUntilEveryReplicaWasBack(_ pids: [Int32], answeredRefreshes answered: Int) async throws {
-        let wanted = Set(pids.map { "session-worker-\($0)" })
         let initial = try await leaseRow()
-        let (seen, last) = try await database.withStore { client, _ -> (Set<String>, LeaseRow?) in
-            var since: Date?
-            for try await now in try await client.query("SELECT now()").decode(Date.self) { since = now }
-            let after = try #require(since)
-            let deadline = ContinuousClock.now + .seconds(20)
-            var seen = Set<String>()
-            var row = initial
-            while ContinuousClock.now < deadline {
-                let rows = try await client.query(
-                    """
-                    SELECT DISTINCT application_name FROM pg_stat_activity
-                    WHERE application_name LIKE 'session-worker-%' AND state = 'idle' AND query_start > \(after)
-                    """)
-                for try await name in rows.decode(String.self) { seen.insert(name) }
-                row = try await leaseRow(client)
-                if answeredRefreshes > answered { break }
-                if wanted.isSubset(of: seen), LeaseRow.settled(from: initial, to: row) { break }
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            return (seen, row)
-        }
-        let missing = wanted.subtracting(seen).sorted()
+        let missing = try await database.waitUntilBack(
+            pids, within: .seconds(20), orUntil: { self.answeredRefreshes > answered },
+            settled: { client in LeaseRow.settled(from: initial, to: try await self.leaseRow(client)) })
+        let last = try await leaseRow()
         if answeredRefreshes > answered {
             proxy.note("another refresh was answered (replicas not back yet: \(missing.count))")
         } else if !missing.isEmpty {

@@ -60,7 +60,7 @@ struct SessionMachine: Sendable {
     }
 
     /// What a caller does next.
-    enum Decision: Sendable {
+    enum CallerAction: Sendable {
         /// Use this token.
         case token(AuthToken)
         /// Wait for the refresh in flight.
@@ -93,6 +93,8 @@ struct SessionMachine: Sendable {
         var pairedAccessToken: String? = nil
         /// A transient failure to retry after a delay with the store's lock released: the next attempt number.
         var retryOutsideLock: (retry: Int, delay: Duration)?
+        /// Where the refresh under the store's lock stands (see ``SessionMachine/lockTaken(epoch:seed:)``).
+        var step: RefreshStep?
     }
 
     /// Rate control: backoff after transient failures, `Retry-After`, and the breaker's window of attempts.
@@ -146,7 +148,7 @@ struct SessionMachine: Sendable {
     }
 
     /// What happens after a transient failure.
-    enum RetryPlan: Sendable, Equatable {
+    enum RetryAction: Sendable, Equatable {
         /// Try again after this delay.
         case retry(after: Duration)
         /// Give up for now: fail the callers (the session is kept).
@@ -154,7 +156,7 @@ struct SessionMachine: Sendable {
     }
 
     /// What the actor does with the store's answer at load time.
-    enum LoadOutcome: Sendable, Equatable {
+    enum LoadAction: Sendable, Equatable {
         /// A session was restored.
         case restored(StoredSession)
         /// The stored pair's refresh token was rejected before: remove it (conditional on its generation).
@@ -179,7 +181,9 @@ struct SessionMachine: Sendable {
     private(set) var epoch: UInt64 = 0
     /// The generation known to be stored now (`nil`: nothing stored, or not read yet).
     var storedGeneration: UInt64?
-    private(set) var flight: Flight? { didSet { visibleVersion &+= 1 } }
+    /// The refresh in flight. Settable from the machine's own extensions only (``lockTaken(epoch:seed:)`` and the
+    /// transitions after it record their step in it).
+    var flight: Flight? { didSet { visibleVersion &+= 1 } }
     /// The profile the provider or the app supplied for the session's user (``TokenRefreshClient/setProfile(_:)``).
     private(set) var profile: AuthUser? { didSet { visibleVersion &+= 1 } }
     /// Refresh tokens the server rejected, as keyed hashes; never sent again.
@@ -248,14 +252,14 @@ struct SessionMachine: Sendable {
     /// One ladder serves every request: a stale rejection (of an older token of this session) and a seed that the
     /// session held before are answered like `Request.validToken`. A rejection of a token this session never
     /// held fails with ``TokenRefreshError/sessionChanged``; a seed it never held is refreshed on its own
-    /// (``Decision/refreshStatelessly(_:)``).
+    /// (``CallerAction/refreshStatelessly(_:)``).
     ///
     /// `refreshedStatelessly` says whether a refresh token was refreshed on its own before (``StatelessRefreshes``,
     /// kept by the actor): without a session such a seed goes the stateless way again, so a consumed refresh token is
     /// never presented twice.
     mutating func decide(
         _ request: Request, now: Date, elapsed: Duration, refreshedStatelessly: (String) -> Bool = { _ in false }
-    ) -> Decision {
+    ) -> CallerAction {
         if case .seed(let seed) = request, rejected.contains(seed) { return .fail(.refreshTokenRejected) }
         guard let session else {
             if case .seed(let seed) = request, !seed.isEmpty, refreshedStatelessly(seed) {
@@ -297,7 +301,7 @@ struct SessionMachine: Sendable {
         }
     }
 
-    private mutating func decideWithoutSession(_ request: Request, elapsed: Duration) -> Decision {
+    private mutating func decideWithoutSession(_ request: Request, elapsed: Duration) -> CallerAction {
         var seed: String?
         switch request {
         case .validToken, .providerCheck:
@@ -391,7 +395,7 @@ struct SessionMachine: Sendable {
     /// held back, the client is offline if it could not connect, and an expired session reads `expired`).
     mutating func attemptFailed(
         _ failure: TokenRefreshError, retry: Int, random: Double, now: Date, elapsed: Duration
-    ) -> RetryPlan {
+    ) -> RetryAction {
         let backoff = configuration.backoff
         let delay = breaker.recordTransientFailure(failure, backoff: backoff, random: random)
         let waitInside = failure.retryAfter.map { $0 <= backoff.maximumRetryAfterWait } ?? true
@@ -408,7 +412,7 @@ struct SessionMachine: Sendable {
     // MARK: - Sessions
 
     /// The store's answer at load time.
-    mutating func loaded(_ stored: StoredSession?, now: Date) -> LoadOutcome {
+    mutating func loaded(_ stored: StoredSession?, now: Date) -> LoadAction {
         guard !loaded else { return .alreadyLoaded }
         lineage.reset()
         guard let stored else {

@@ -24,10 +24,10 @@ extension TokenRefreshClient {
         await retryPendingRemovalIfDue()
         await retryPendingPersistIfDue()
         let stateless = self.stateless
-        let decision = machine.decide(request, now: now(), elapsed: clock.elapsed) {
+        let action = machine.decide(request, now: now(), elapsed: clock.elapsed) {
             stateless.newest(after: $0) != nil || stateless.flight(for: $0) != nil
         }
-        switch decision {
+        switch action {
         case .token(let token):
             return .token(token)
         case .join(let flight):
@@ -65,7 +65,8 @@ extension TokenRefreshClient {
             publish(.storageUnavailable(failure))
             throw failure
         }
-        switch machine.loaded(stored, now: now()) {
+        let action = machine.loaded(stored, now: now())
+        switch action {
         case .restored(let stored):
             publish(.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
             logger.debug("session restored", metadata: ["token": "\(stored.token.fingerprint)"])
@@ -111,7 +112,8 @@ extension TokenRefreshClient {
                 }
                 result = .success(token)
             } catch let error as PersistenceError where error == .lockTimedOut {
-                result = await afterLockTimeout(error, epoch: startEpoch)
+                logger.debug("the store's lock was not free in time", metadata: ["error": "\(error)"])
+                result = await carryOut(machine.lockTimedOut(error, epoch: startEpoch), epoch: startEpoch, retry: 0)
             } catch {
                 result = .failure(Self.classify(error))
             }
@@ -130,110 +132,77 @@ extension TokenRefreshClient {
         flight.finish(result)
     }
 
-    /// Another process held the store's lock past its timeout (its refresh may hang). Never refresh without the
-    /// lock: re-read the store and use the token there if it is still valid (the other process may have
-    /// finished); otherwise fail transiently and keep the session.
-    func afterLockTimeout(
-        _ error: PersistenceError, epoch startEpoch: UInt64
-    ) async -> Result<AuthToken, TokenRefreshError> {
-        let failure = TokenRefreshError.transient.with(underlying: error)
-        logger.debug("the store's lock was not free in time", metadata: ["error": "\(error)"])
-        guard machine.isCurrent(startEpoch) else { return .failure(.signedOut) }
-        if case .found(let stored) = await store.load(account: configuration.account), machine.isCurrent(startEpoch),
-            machine.shouldAdopt(stored), !stored.token.isExpired(at: now(), policy: configuration.expiryPolicy)
-        {
-            let switchedUser = adoptStored(stored)
-            noteAdopted(stored)
-            // Another user's pair is never the answer to a refresh made for this one.
-            return switchedUser ? .failure(.sessionChanged) : .success(stored.token)
-        }
-        // The session is kept; while its token is still valid, validToken() callers get it (as after any
-        // transient failure of a proactive refresh).
-        publish(.refreshFailed(failure, userID: session?.userID))
-        return .failure(failure)
-    }
-
-    /// The refresh proper, under the store's exclusive access.
+    /// The refresh proper, under the store's exclusive access: carries out what the machine asks
+    /// (``SessionMachine/RefreshAction``) and hands each answer back, until the callers are answered.
     func refreshLocked(
         epoch startEpoch: UInt64, seed: String?, retry: Int, askedForLockAt asked: Duration
     ) async throws(TokenRefreshError) -> AuthToken {
         metrics.recordLockWait(clock.elapsed - asked)
-        try checkEpoch(startEpoch)
-        if seed == nil, let adopted = try await rereadStore(epoch: startEpoch) { return adopted }
-        let current = session
-        guard let refreshToken = seed ?? current?.token.refreshToken ?? (strategy.requiresRefreshToken ? nil : "")
-        else {
-            throw current == nil ? .signedOut : .missingRefreshToken
-        }
-        if machine.rejected.contains(refreshToken) { throw .refreshTokenRejected }
-        let sent = refreshToken.isEmpty ? nil : refreshToken
-        do {
-            let response = try await attemptWithRetries(sent, epoch: startEpoch, retry: retry, sleepsUnderLock: false)
-            return try await completeRefresh(response, sent: sent, from: current, epoch: startEpoch)
-        } catch .sessionInvalidated where machine.isCurrent(startEpoch) {
-            // The server says the session is gone (a cookie session's check): end it once, with that reason. After
-            // a refused request the session expired in use; at a launch or on-demand check it was found invalid.
-            if let sent { machine.rejected.insert(sent) }
-            let reason: AuthEvent.SignOutReason = machine.flightFollowsRefusal ? .sessionExpired : .invalidatedOnServer
-            await endSessionOnce(reason: reason, error: .sessionInvalidated)
-            throw .sessionInvalidated
-        } catch .signedOut where sent == nil && machine.isCurrent(startEpoch) {
-            // The token provider (an SDK) reports that it has no session: end ours once, with that reason.
-            await endSessionOnce(reason: .providerSignedOut, error: .signedOut)
-            throw .signedOut
-        } catch .refreshTokenRejected {
-            guard let sent else {
-                // A strategy without a refresh token (an SDK, client credentials) was told the session is
-                // over: end it once, like any other rejection, instead of handing out the rejected token.
-                try checkEpoch(startEpoch)
-                await endSessionOnce(reason: .revoked, error: .refreshTokenRejected)
-                throw .refreshTokenRejected
+        return try await carryOut(machine.lockTaken(epoch: startEpoch, seed: seed), epoch: startEpoch, retry: retry)
+            .get()
+    }
+
+    /// Carries out `first` and every action the machine answers with, until the callers are answered: the actor's
+    /// whole part of the shared refresh.
+    func carryOut(
+        _ first: SessionMachine.RefreshAction, epoch startEpoch: UInt64, retry: Int
+    ) async -> Result<AuthToken, TokenRefreshError> {
+        var action = first
+        while true {
+            switch action {
+            case .readStore:
+                let read = await store.load(account: configuration.account)
+                action = machine.storeRead(read, epoch: startEpoch, now: now())
+            case .present(let sent, let retriesOutsideLock):
+                do {
+                    let response = try await attemptWithRetries(
+                        sent, epoch: startEpoch, retry: retriesOutsideLock ? retry : 0,
+                        sleepsUnderLock: !retriesOutsideLock)
+                    action = machine.strategyAnswered(response, receivedAt: now(), epoch: startEpoch)
+                } catch {
+                    action = machine.strategyFailed(error, epoch: startEpoch)
+                }
+            case .persist(let stored, let condition):
+                let write = await beginWrite(epoch: startEpoch, waiting: false)
+                var failure: PersistenceError?
+                do {
+                    try await store.save(stored, account: configuration.account, condition: condition)
+                } catch {
+                    failure = error
+                }
+                endWrite(write)
+                action = machine.writeFinished(failure, epoch: startEpoch, elapsed: clock.elapsed)
+            case .publish(let event, let next):
+                publish(event)
+                action = next
+            case .answerAdopted(let stored):
+                noteAdopted(stored)
+                return .success(stored.token)
+            case .answer(let token):
+                logger.debug("token refreshed", metadata: ["token": "\(token.fingerprint)"])
+                return .success(token)
+            case .endSession(let reason, let error, let failure):
+                await endSession(reason: reason, error: error)
+                return .failure(failure)
+            case .endSessionIfHeld(let reason, let failure):
+                await endSessionOnce(reason: reason, error: failure)
+                return .failure(failure)
+            case .fail(let error):
+                return .failure(error)
             }
-            return try await handleRejection(of: sent, epoch: startEpoch, seed: seed)
         }
     }
 
     /// Ends the session with `reason` if there is one; otherwise just reads signed out.
     func endSessionOnce(reason: AuthEvent.SignOutReason, error: TokenRefreshError) async {
-        if session != nil || state.hasSession {
-            await endSession(reason: reason, error: error)
-        } else if state != .signedOut {
-            machine.setState(.signedOut)
-        }
+        guard let ending = machine.endingSessionIfHeld(reason: reason, error: error) else { return }
+        await carryOut(ending)
     }
 
     func checkEpoch(_ startEpoch: UInt64) throws(TokenRefreshError) {
         guard machine.isCurrent(startEpoch) else {
             // Signed out or a new session meanwhile: this refresh is void and touches nothing.
             throw .signedOut
-        }
-    }
-
-    /// Re-reads the store before refreshing. Returns a fresh token another process saved, if there is one;
-    /// adopts a newer pair that still needs refreshing; ends the session when another process removed it.
-    func rereadStore(epoch startEpoch: UInt64) async throws(TokenRefreshError) -> AuthToken? {
-        let read = await store.load(account: configuration.account)
-        try checkEpoch(startEpoch)
-        switch read {
-        case .found(let stored):
-            guard machine.shouldAdopt(stored) else { return nil }
-            // Another user's pair is never the answer to a refresh made for this one.
-            if adoptStored(stored) { throw .sessionChanged }
-            if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
-                noteAdopted(stored)
-                return stored.token
-            }
-            return nil
-        case .absent:
-            if let session, session.persisted, machine.storedGeneration != nil {
-                await endSession(reason: .removedElsewhere, error: nil)
-                throw .signedOut
-            }
-            return nil
-        case .unavailable(let error):
-            publish(.storageUnavailable(TokenRefreshError.storageUnavailable.with(underlying: error)))
-            if session == nil { throw TokenRefreshError.storageUnavailable.with(underlying: error) }
-            return nil
         }
     }
 
@@ -296,79 +265,12 @@ extension TokenRefreshClient {
         }
     }
 
-    /// Persists the new pair (generation-conditional), then makes it current.
-    func completeRefresh(
-        _ response: TokenResponse, sent: String?, from previous: SessionMachine.Session?, epoch startEpoch: UInt64
-    ) async throws(TokenRefreshError) -> AuthToken {
-        try checkEpoch(startEpoch)
-        let token = response.token(receivedAt: now(), keeping: sent)
-        // A provider that switched users by itself (an SDK signed one user out and another in) answers with the new
-        // user's token: that is a new session, never the old user's refreshed one.
-        let switchedUser = Self.subjectChanged(from: previous, to: token, responseUserID: response.userID)
-        let userID =
-            switchedUser
-            ? response.userID ?? token.parseUserIdFromJWT() ?? response.user?.id
-            : response.userID ?? previous?.userID ?? token.parseUserIdFromJWT() ?? response.user?.id
-        let generation = machine.nextGeneration(after: previous)
-        // Nobody sees the new pair before the write has landed or failed: not the waiters, not the snapshot.
-        let stored = StoredSession(token: token, userID: userID, generation: generation)
-        var writeFailure: TokenRefreshError?
-        let write = await beginWrite(epoch: startEpoch, waiting: false)
-        do {
-            defer { endWrite(write) }
-            try await store.save(stored, account: configuration.account, condition: machine.writeCondition)
-        } catch .conflict {
-            // Someone stored a newer session meanwhile: it wins, and this refresh writes nothing.
-            return try await adoptAfterConflict(epoch: startEpoch)
-        } catch {
-            writeFailure = TokenRefreshError.storageUnavailable.with(underlying: error)
-        }
-        // Signed out or a new session while writing: this refresh is void.
-        try checkEpoch(startEpoch)
-        if switchedUser {
-            // The old session's callers asked for its token: they fail, and the new user's session starts afresh
-            // (no token of the old session counts as this one's, and the old user's profile is dropped).
-            machine.switchedUser(
-                token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed,
-                profile: response.user)
-            flightTask = nil
-            if let writeFailure {
-                publish(.persistenceFailed(writeFailure, tokenFingerprint: token.fingerprint))
-            }
-            publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))
-            logger.debug("the token provider switched users", metadata: ["token": "\(token.fingerprint)"])
-            throw .sessionChanged
-        }
-        // A failed write keeps the pair in memory (the rotated refresh token is never dropped) and is retried.
-        machine.refreshed(
-            token, userID: userID, generation: generation, persisted: writeFailure == nil, elapsed: clock.elapsed,
-            startsSession: previous == nil, profile: response.user)
-        if let writeFailure {
-            logger.debug("persisting the new pair failed; kept in memory", metadata: ["token": "\(token.fingerprint)"])
-            publish(.persistenceFailed(writeFailure, tokenFingerprint: token.fingerprint))
-        }
-        if previous == nil {
-            publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))
-        } else {
-            publish(.tokenRefreshed(userID: userID, tokenFingerprint: token.fingerprint))
-        }
-        logger.debug("token refreshed", metadata: ["token": "\(token.fingerprint)"])
-        return token
-    }
-
-    /// Whether `token`, a refresh's answer, is another user's than `previous`: both tokens' subjects (`sub`) known
-    /// and different, or, when either token has none, both user IDs (the session's and the response's) known and
-    /// different. Subjects are compared with subjects and user IDs with user IDs only, as an app's user ID need not
-    /// be the token's subject.
+    /// Whether `token`, a refresh's answer, is another user's than `previous` (see
+    /// ``SessionMachine/subjectChanged(from:to:responseUserID:)``).
     static func subjectChanged(
         from previous: SessionMachine.Session?, to token: AuthToken, responseUserID: String?
     ) -> Bool {
-        guard let previous else { return false }
-        if let before = previous.token.parseUserIdFromJWT(), let after = token.parseUserIdFromJWT() {
-            return before != after
-        }
-        if let before = previous.userID, let after = responseUserID { return before != after }
-        return false
+        SessionMachine.subjectChanged(from: previous, to: token, responseUserID: responseUserID)
     }
 
     /// Adopts a pair another process stored; returns whether it is another user's. Then the session has changed: the
@@ -407,68 +309,33 @@ extension TokenRefreshClient {
         }
     }
 
-    /// `invalid_grant`: re-read the store once (another process may have rotated), else end the session.
-    func handleRejection(
-        of refreshToken: String, epoch startEpoch: UInt64, seed: String?
-    ) async throws(TokenRefreshError)
-        -> AuthToken
-    {
-        machine.rejected.insert(refreshToken)
-        try checkEpoch(startEpoch)
-        if seed == nil, case .found(let stored) = await store.load(account: configuration.account),
-            let storedRefresh = stored.token.refreshToken, storedRefresh != refreshToken,
-            !machine.rejected.contains(storedRefresh)
-        {
-            try checkEpoch(startEpoch)
-            if adoptStored(stored) { throw .sessionChanged }
-            if !stored.token.willExpireSoon(at: now(), policy: configuration.expiryPolicy) {
-                noteAdopted(stored)
-                return stored.token
-            }
-            do {
-                let response = try await attemptWithRetries(storedRefresh, epoch: startEpoch)
-                return try await completeRefresh(response, sent: storedRefresh, from: session, epoch: startEpoch)
-            } catch .refreshTokenRejected {
-                machine.rejected.insert(storedRefresh)
-            }
-        }
-        try checkEpoch(startEpoch)
-        if seed == nil {
-            await endSession(reason: .revoked, error: .refreshTokenRejected)
-        }
-        throw .refreshTokenRejected
-    }
-
     /// Ends the session in memory and in the store (conditional on the generation), and says so. The flight in
     /// progress (if this is not it) resolves with `error`.
     func endSession(reason: AuthEvent.SignOutReason, error: TokenRefreshError?) async {
-        let condition: WriteCondition = machine.storedGeneration.map { .generation($0) } ?? .always
-        let (ended, flight) = machine.endSession()
-        let epoch = machine.epoch
+        await carryOut(machine.endingSession(reason: reason, error: error))
+    }
+
+    /// Carries out the end of a session: fail the flight, remove the session from the store, say so.
+    func carryOut(_ ending: SessionMachine.EndSessionAction) async {
         flightTask = nil
-        flight?.finish(.failure(error ?? .signedOut))
-        if reason != .removedElsewhere {
+        ending.flight?.finish(.failure(ending.failure))
+        if let removal = ending.removal {
             // This may run under the store's lock, so it does not wait for older writes; one still landing (a
             // sign-in's save) could land after this removal, which is then made again once it has.
-            let overtaken = writeFence.hasWrites(before: epoch)
-            let write = await beginWrite(epoch: epoch, waiting: false)
-            defer { endWrite(write) }
+            let overtaken = writeFence.hasWrites(before: removal.epoch)
+            let write = await beginWrite(epoch: removal.epoch, waiting: false)
+            var failure: PersistenceError?
             do {
-                try await store.remove(account: configuration.account, condition: condition)
-                machine.storeCleared()
-                if overtaken, let ended, machine.isCurrent(epoch) {
-                    machine.removalPending(
-                        .generation(ended.generation), at: clock.elapsed - configuration.persistRetryInterval)
-                }
-            } catch .conflict {
-                logger.debug("the ended session was replaced in the store meanwhile; left there")
+                try await store.remove(account: configuration.account, condition: removal.condition)
             } catch {
-                logger.debug("clearing the ended session failed", metadata: ["error": "\(error)"])
-                if machine.isCurrent(epoch) { machine.removalPending(condition, at: clock.elapsed) }
+                failure = error
+                logger.debug("clearing the ended session did not happen", metadata: ["error": "\(error)"])
             }
+            machine.removalFinished(failure, removal, overtaken: overtaken, elapsed: clock.elapsed)
+            endWrite(write)
         }
-        publish(.signedOut(reason: reason, userID: ended?.userID, error: error))
-        logger.debug("session ended", metadata: ["reason": "\(reason)"])
+        publish(ending.event)
+        logger.debug("session ended", metadata: ["event": "\(ending.event)"])
     }
 
     // MARK: - Sessions
@@ -480,49 +347,32 @@ extension TokenRefreshClient {
             // Kept so that a sign-in that cannot be stored falls back to the stored session.
             machine.noteStoredBeforeLoad(stored)
         }
-        let (replaced, startEpoch, flight) = machine.beginSession(token, userID: userID, stateBefore: previousState)
-        if let profile { _ = machine.setProfile(profile) }
+        let signIn = machine.signingIn(token, userID: userID, stateBefore: previousState, profile: profile)
         flightTask?.cancel()
         flightTask = nil
-        // Its callers asked for the old session's token: the new session's is never their answer.
-        flight?.finish(.failure(.sessionChanged))
-        let stored = StoredSession(token: token, userID: userID, generation: session?.generation ?? 0)
-        let written: Result<Bool, PersistenceError>
-        let write = await beginWrite(epoch: startEpoch)
-        if machine.isCurrent(startEpoch) {
+        signIn.flight?.finish(.failure(.sessionChanged))
+        var written: Result<Bool, PersistenceError> = .success(false)
+        let write = await beginWrite(epoch: signIn.epoch)
+        if let stored = machine.signInWrite(signIn) {
             do {
                 try await store.save(stored, account: configuration.account, condition: .always)
                 written = .success(true)
             } catch {
                 written = .failure(error)
             }
-        } else {
-            written = .success(false)
         }
         endWrite(write)
-        switch written {
-        case .success(true) where machine.isCurrent(startEpoch):
-            machine.sessionStored(epoch: startEpoch)
-        case .success:
-            // Signed out (or signed in again) before this session was stored, or while its write was landing: the
-            // later call's removal or save comes after it, so the session is over and this sign-in says so.
-            logger.debug("sign-in overtaken before it was stored", metadata: ["token": "\(token.fingerprint)"])
-            throw .signedOut
-        case .failure(let error):
-            let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-            publish(.persistenceFailed(failure, tokenFingerprint: token.fingerprint))
-            if !configuration.allowsMemoryOnlySessions && machine.isCurrent(startEpoch) {
-                // A session that is never stored is lost at the next launch: say so now, and keep what was
-                // there before (the previous session, still in the store, or none).
-                logger.debug("sign-in not stored; rolled back", metadata: ["error": "\(error)"])
-                machine.rollBack(replaced)
-                throw failure
-            }
-            machine.persistFailed(at: clock.elapsed)
+        let action = machine.signInWriteFinished(written, signIn, elapsed: clock.elapsed)
+        switch action {
+        case .answer(let events):
+            for event in events { publish(event) }
+            logger.debug("signed in", metadata: ["token": "\(token.fingerprint)"])
+            return token
+        case .fail(let error, let events):
+            for event in events { publish(event) }
+            logger.debug("sign-in not kept", metadata: ["token": "\(token.fingerprint)", "error": "\(error)"])
+            throw error
         }
-        publish(.signedIn(userID: userID, tokenFingerprint: token.fingerprint))
-        logger.debug("signed in", metadata: ["token": "\(token.fingerprint)"])
-        return token
     }
 
     /// Writes a pair that failed to persist earlier, at most once per ``Configuration/persistRetryInterval``.

@@ -64,6 +64,10 @@ public actor TokenRefreshClient: TokenProvider {
     nonisolated let subscribers = LockedValue(Subscribers())
     nonisolated let stateSubscribers = LockedValue(StateSubscribers())
     nonisolated let sessionStateSubscribers = LockedValue(SessionStateSubscribers())
+    /// The state for ``currentState``, read without a lock where atomics allow (see ``PublishedState``).
+    nonisolated let publishedState = PublishedState(.loading)
+    /// The session's transitions, redacted and bounded (``sessionJournal()``).
+    nonisolated let journal = LockedValue(SessionJournal())
 
     /// The session's rules and state (see ``SessionMachine``). Every change that the fast path or the
     /// ``states()`` subscribers can see is published here, so no transition has to remember to. (No `oldValue`:
@@ -74,6 +78,7 @@ public actor TokenRefreshClient: TokenProvider {
             publishedVersion = machine.visibleVersion
             let published = machine.snapshot()
             snapshot.withLock { $0 = published }
+            publishedState.publish(published.state)
             publishState(machine.state)
             publishSessionState(published)
         }
@@ -153,7 +158,7 @@ public actor TokenRefreshClient: TokenProvider {
     public nonisolated var currentToken: AuthToken? { snapshot.withLock { $0.token } }
 
     /// The current state, read without an actor hop.
-    public nonisolated var currentState: AuthState { snapshot.withLock { $0.state } }
+    public nonisolated var currentState: AuthState { publishedState.state }
 
     /// Whether the last refresh failed for lack of connectivity (a connection error or a timeout). The
     /// session is kept; the app can show that it is offline.
@@ -237,9 +242,11 @@ public actor TokenRefreshClient: TokenProvider {
     }
 
     /// After a failed proactive refresh: the current token if it is still valid and the failure transient
-    /// (or the breaker), else the error.
+    /// (or the breaker, or a store that could not be read before the refresh), else the error.
     nonisolated func stillValidToken(after error: any Error) throws -> AuthToken {
-        guard let error = error as? TokenRefreshError, error.isTransient || error == .rateLimited else { throw error }
+        guard let error = error as? TokenRefreshError,
+            error.isTransient || error == .rateLimited || error == .storageUnavailable
+        else { throw error }
         if let token = currentToken, !token.isExpired(at: now(), policy: configuration.expiryPolicy) {
             return token
         }
@@ -451,48 +458,14 @@ public actor TokenRefreshClient: TokenProvider {
     // MARK: - Shared state
 
     func publish(_ event: AuthEvent) {
+        let time = now()
+        journal.withLock { $0.record(event, at: time) }
         let continuations = subscribers.withLock { Array($0.continuations.values) }
         for continuation in continuations { continuation.yield(event) }
     }
 
-    /// Turns any error into a ``TokenRefreshError``: cancellation stays cancellation, unknown errors are
-    /// transient.
-    static func classify(_ error: any Error) -> TokenRefreshError {
-        if let error = error as? TokenRefreshError { return error }
-        if error is CancellationError { return .cancelled }
-        if let error = error as? PersistenceError {
-            return TokenRefreshError.storageUnavailable.with(underlying: error)
-        }
-        return TokenRefreshError.transient.with(underlying: error)
-            .with(connectivityFailure: isConnectivityFailure(error))
-    }
-
-    /// Whether `error`, thrown by any strategy, says the device could not reach the server: then the
-    /// client counts as offline (``isOfflineNow``), whichever strategy failed.
-    static func isConnectivityFailure(_ error: any Error) -> Bool {
-        if let error = error as? NetworkRetryError {
-            if error == .cannotConnect || error == .timedOut { return true }
-            return error.underlying.map(isConnectivityFailure) ?? false
-        }
-        if let error = error as? URLError {
-            switch error.code {
-            case .notConnectedToInternet, .networkConnectionLost, .cannotConnectToHost, .cannotFindHost,
-                .dnsLookupFailed, .timedOut, .internationalRoamingOff, .dataNotAllowed, .callIsActive:
-                return true
-            default:
-                return false
-            }
-        }
-        if let error = error as? POSIXError {
-            switch error.code {
-            case .ECONNREFUSED, .ECONNRESET, .ECONNABORTED, .ENETDOWN, .ENETUNREACH, .EHOSTUNREACH, .ETIMEDOUT:
-                return true
-            default:
-                return false
-            }
-        }
-        return false
-    }
+    /// Turns any error into a ``TokenRefreshError`` (see ``ErrorClassification/classify(_:)``).
+    static func classify(_ error: any Error) -> TokenRefreshError { ErrorClassification.classify(error) }
 }
 
 extension TokenRefreshClient: CustomReflectable {

@@ -62,8 +62,9 @@ public struct TokenEndpoint: Sendable {
             checksUserCredentials: isSignIn && grantType == "password")
     }
 
-    /// Sends a form POST with client authentication and returns the raw answer.
-    func post(_ parameters: [(String, String)]) async throws(TokenRefreshError) -> (HTTPResponse, Data) {
+    /// Sends a form POST with client authentication and returns the raw answer (also for the sign-in module's
+    /// pushed authorization and device authorization requests).
+    package func post(_ parameters: [(String, String)]) async throws(TokenRefreshError) -> (HTTPResponse, Data) {
         var fields = parameters
         var headers = additionalHeaders
         headers[.contentType] = "application/x-www-form-urlencoded"
@@ -97,7 +98,7 @@ public struct TokenEndpoint: Sendable {
     }
 
     /// Classifies a token endpoint answer (RFC 6749 sections 5.1 and 5.2).
-    static func interpret(
+    package static func interpret(
         _ response: HTTPResponse, body: Data, isSignIn: Bool, now: @Sendable () -> Date,
         rejectionWithoutCode: TokenRefreshError? = nil, checksUserCredentials: Bool = false
     ) throws(TokenRefreshError) -> TokenResponse {

@@ -21,6 +21,8 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
     /// The user's profile, when the token provider supplied one (an SDK's user object, an ID token's claims):
     /// ``TokenRefreshClient/currentUser`` then shows it where the token's claims say nothing.
     public let user: AuthUser?
+    /// The OpenID Connect `id_token` as received, for the sign-in module to verify; never described or mirrored.
+    package var idToken: String?
 
     /// Creates a response from its parts.
     ///
@@ -43,6 +45,17 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
         self.scope = scope
         self.userID = userID
         self.user = user
+    }
+
+    /// A response with the ID token as received.
+    package init(
+        accessToken: String, refreshToken: String?, tokenType: String, expiresIn: TimeInterval?, scope: String?,
+        userID: String?, user: AuthUser?, idToken: String?
+    ) {
+        self.init(
+            accessToken: accessToken, refreshToken: refreshToken, tokenType: tokenType, expiresIn: expiresIn,
+            scope: scope, userID: userID, user: user)
+        self.idToken = idToken
     }
 
     /// Creates a response that hands over an existing token, for closure strategies.
@@ -121,7 +134,7 @@ extension TokenResponse {
         return TokenResponse(
             accessToken: accessToken, refreshToken: fields.refreshToken.flatMap { $0.isEmpty ? nil : $0 },
             tokenType: tokenType, expiresIn: fields.expiresIn, scope: fields.scope, userID: fields.userID,
-            user: fields.idToken.flatMap { AuthUser(idToken: $0) })
+            user: fields.idToken.flatMap { AuthUser(idToken: $0) }, idToken: fields.idToken)
     }
 
     /// The OAuth `error` code of an RFC 6749 section 5.2 body, if it has a well-formed one.

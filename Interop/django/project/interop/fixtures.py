@@ -26,6 +26,9 @@ SPECIAL_CLIENT_SECRET = "s3cret with spaces+plus/slash:colon%25&amp=é"
 # the test reads the code from the 302's Location.
 OIDC_CLIENT_ID = "interop-oidc"
 OIDC_REDIRECT_URI = "http://127.0.0.1/interop-oidc/callback"
+DEVICE_CLIENT_ID = "interop-device"
+OIDC_OTHER_CLIENT_ID = "interop-oidc-other"
+OIDC_POST_LOGOUT_REDIRECT_URI = "http://127.0.0.1/interop-oidc/signed-out"
 
 # Confidential client (password grant, HTTP Basic) whose access tokens are RFC 9068 JWTs (`typ: at+jwt`, RS256 with
 # the server's OIDC key, published in DOT's JWKS) instead of DOT's opaque strings: interop/access_tokens.py, which

@@ -114,6 +114,13 @@ OAUTH2_PROVIDER = {
     # derived from the request: http://127.0.0.1:<port>/o.
     "OIDC_ENABLED": True,
     "OIDC_RSA_PRIVATE_KEY": new_oidc_private_key(),
+    # RP-initiated logout (end_session_endpoint in discovery), without the confirmation page when the ID token hint
+    # names the signed-in user; DOT then also deletes that user's tokens for the client.
+    "OIDC_RP_INITIATED_LOGOUT_ENABLED": True,
+    "OIDC_RP_INITIATED_LOGOUT_ALWAYS_PROMPT": False,
+    # The device authorization grant (RFC 8628) at /o/device-authorization/, for the client `interop-device`; the user
+    # approves at /o/device/ (the tests post DOT's confirmation form). DOT does not answer slow_down.
+    "OAUTH_DEVICE_VERIFICATION_URI": "http://127.0.0.1/o/device/",
     # RFC 9068 JWT access tokens (typ at+jwt, RS256 with the OIDC key above) for the client `interop-jwt` only;
     # every other client keeps DOT's opaque 30-character tokens (interop/access_tokens.py).
     "ACCESS_TOKEN_GENERATOR": "interop.access_tokens.generate",

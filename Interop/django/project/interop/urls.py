@@ -12,6 +12,19 @@ oauth_patterns = (
         *dot_urls.oidc_urlpatterns,
         path("token/", views.CountingTokenView.as_view(), name="token"),
         path("revoke_token/", views.CountingRevokeTokenView.as_view(), name="revoke-token"),
+        # The device authorization grant (RFC 8628): the device's endpoint, and the user's code and confirmation pages.
+        path("device-authorization/", views.DeviceAuthorizationView.as_view(), name="device-authorization"),
+        path("device/", dot_views.DeviceUserCodeView.as_view(), name="device"),
+        path(
+            "device-confirm/<slug:client_id>/<slug:user_code>",
+            dot_views.DeviceConfirmView.as_view(),
+            name="device-confirm",
+        ),
+        path(
+            "device-grant-status/<slug:client_id>/<slug:user_code>",
+            dot_views.DeviceGrantStatusView.as_view(),
+            name="device-grant-status",
+        ),
     ],
     "oauth2_provider",
 )

@@ -16,6 +16,7 @@ from oauth2_provider.models import get_access_token_model, get_refresh_token_mod
 from oauth2_provider.oauth2_backends import get_oauthlib_core
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.utils import jwk_from_pem
+from oauth2_provider import views as dot_views
 from oauth2_provider.views import RevokeTokenView, TokenView
 
 from . import stats
@@ -333,3 +334,15 @@ def debug_delete_sessions(request):
         row.delete()
         deleted += 1
     return JsonResponse({"deleted": deleted})
+
+
+class DeviceAuthorizationView(dot_views.DeviceAuthorizationView):
+    """DOT's device authorization endpoint, working round one incompatibility of the pinned versions: oauthlib 4.0.1's
+    answer carries `scope`, which DOT 3.4.1's DeviceCodeResponse does not take (a TypeError, so a 500). RFC 8628
+    section 3.2 has no `scope` member; it is dropped before DOT reads the answer."""
+
+    def create_device_authorization_response(self, request):
+        headers, response, status = super().create_device_authorization_response(request)
+        if status == 200 and isinstance(response, dict):
+            response.pop("scope", None)
+        return headers, response, status

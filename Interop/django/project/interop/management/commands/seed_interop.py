@@ -47,10 +47,37 @@ class Command(BaseCommand):
         app.client_type = Application.CLIENT_PUBLIC
         app.authorization_grant_type = Application.GRANT_AUTHORIZATION_CODE
         app.redirect_uris = fixtures.OIDC_REDIRECT_URI
+        app.post_logout_redirect_uris = fixtures.OIDC_POST_LOGOUT_REDIRECT_URI
         app.skip_authorization = True
         app.algorithm = Application.RS256_ALGORITHM
         app.client_secret = ""
         app.save()
+
+        # A second OpenID Connect client, for the sign-in test that hands one client's ID token to the other.
+        other = Application.objects.filter(client_id=fixtures.OIDC_OTHER_CLIENT_ID).first() or Application(
+            client_id=fixtures.OIDC_OTHER_CLIENT_ID
+        )
+        other.name = fixtures.OIDC_OTHER_CLIENT_ID
+        other.user = alice
+        other.client_type = Application.CLIENT_PUBLIC
+        other.authorization_grant_type = Application.GRANT_AUTHORIZATION_CODE
+        other.redirect_uris = fixtures.OIDC_REDIRECT_URI
+        other.post_logout_redirect_uris = fixtures.OIDC_POST_LOGOUT_REDIRECT_URI
+        other.skip_authorization = True
+        other.algorithm = Application.RS256_ALGORITHM
+        other.client_secret = ""
+        other.save()
+
+        # The device authorization grant's client (public).
+        device = Application.objects.filter(client_id=fixtures.DEVICE_CLIENT_ID).first() or Application(
+            client_id=fixtures.DEVICE_CLIENT_ID
+        )
+        device.name = fixtures.DEVICE_CLIENT_ID
+        device.user = alice
+        device.client_type = Application.CLIENT_PUBLIC
+        device.authorization_grant_type = Application.GRANT_DEVICE_CODE
+        device.client_secret = ""
+        device.save()
 
         self.stdout.write(
             f"interop: seeded users {sorted(fixtures.USERS)} and clients "

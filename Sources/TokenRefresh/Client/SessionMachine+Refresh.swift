@@ -1,0 +1,278 @@
+import AuthToken
+import Foundation
+import Persistence
+
+/// The shared refresh under the store's exclusive access, as transitions that each return one action.
+///
+/// The actor takes the store's lock, tells the machine (``SessionMachine/lockTaken(epoch:seed:)``), and then only
+/// carries out what each answer asks: read the store, present a refresh token to the strategy, write a pair, end the
+/// session, publish an event, answer the callers. What it learns (the store's answer, the strategy's answer, the end
+/// of a write) goes back in as the next event. The rules live here, where a synchronous test reaches them:
+/// - **Re-read before refresh** (rule 3): the first action is ``RefreshAction/readStore``; a newer pair saved
+///   elsewhere is adopted, and answered at once while it is fresh. A store that cannot be read gets nothing
+///   presented: the held refresh token may have been consumed elsewhere.
+/// - **Rotate, then persist, then answer** (rule 4): the strategy's answer becomes ``RefreshAction/persist(_:_:)``;
+///   only the end of that write (landed or failed) answers the callers. A failed write keeps the pair in memory.
+/// - **Classified failures** (rule 5): a rejected refresh token is remembered, the store re-read once, and then the
+///   session ends with its reason.
+/// - **Generation guard** (rule 6): every event carries the epoch the refresh started under; after a sign-out or a
+///   newer session the answer is a failure, and nothing is written.
+extension SessionMachine {
+    /// What the actor does next in the refresh it runs under the store's lock.
+    indirect enum RefreshAction: Sendable {
+        /// Read the store, then call ``storeRead(_:epoch:now:)``.
+        case readStore
+        /// Present this refresh token to the strategy (`nil` for a strategy without refresh tokens), then call
+        /// ``strategyAnswered(_:receivedAt:epoch:)`` or ``strategyFailed(_:epoch:)``. `retriesOutsideLock`: a retry
+        /// after a transient failure waits with the store's lock released (the first attempt of a flight).
+        case present(String?, retriesOutsideLock: Bool)
+        /// Write `session` under `condition`, then call ``writeFinished(_:epoch:)``.
+        case persist(StoredSession, WriteCondition)
+        /// Publish `event`, then carry out `then`.
+        case publish(AuthEvent, then: RefreshAction)
+        /// A pair another process saved was adopted: say so, then answer the callers with its token.
+        case answerAdopted(StoredSession)
+        /// Answer the callers with this token (the new pair has been written, or its write failed and is retried).
+        case answer(AuthToken)
+        /// End the session (memory and store) with `reason`, failing the callers' flight with `error`, then fail with
+        /// `failure`.
+        case endSession(reason: AuthEvent.SignOutReason, error: TokenRefreshError?, failure: TokenRefreshError)
+        /// As ``endSession(reason:error:failure:)`` with `failure` as the error, if a session is held; a session
+        /// already gone just reads signed out.
+        case endSessionIfHeld(reason: AuthEvent.SignOutReason, failure: TokenRefreshError)
+        /// Fail the callers with this error; the session is kept (or already ended).
+        case fail(TokenRefreshError)
+    }
+
+    /// Where the refresh under the lock stands (kept in the ``Flight``).
+    enum RefreshStep: Sendable {
+        /// Re-reading the store before presenting anything.
+        case rereading(seed: String?)
+        /// The strategy has `sent` (nil: no refresh token); `previous` is the session it refreshes.
+        case presenting(sent: String?, previous: Session?, seed: String?, afterRejection: Bool)
+        /// The new pair is being written.
+        case persisting(Persisting)
+        /// `sent` was rejected: re-reading the store once, for a pair rotated elsewhere.
+        case rereadingAfterRejection(sent: String)
+        /// The write lost to a newer pair in the store: re-reading it.
+        case rereadingAfterConflict
+        /// Another process held the store's lock past its timeout (`failure`): re-reading the store without it, to
+        /// use a pair that process may have saved. Nothing is presented without the lock.
+        case rereadingAfterLockTimeout(failure: TokenRefreshError)
+    }
+
+    /// The pair being written and what it becomes once written.
+    struct Persisting: Sendable {
+        var token: AuthToken
+        var userID: String?
+        var generation: UInt64
+        /// Whether the pair is another user's (a provider that switched users by itself).
+        var switchedUser: Bool
+        var startsSession: Bool
+        var profile: AuthUser?
+    }
+
+    /// The actor holds the store's lock for the flight started under `epoch`.
+    mutating func lockTaken(epoch: UInt64, seed: String?) -> RefreshAction {
+        guard isRunning(epoch) else { return .fail(.signedOut) }
+        guard seed == nil else { return present(seed: seed, afterRejection: false) }
+        flight?.step = .rereading(seed: nil)
+        return .readStore
+    }
+
+    /// The store's lock could not be taken in time (another process may hang in its refresh): never refresh without
+    /// it. Re-read the store, and use a still-valid pair found there; otherwise fail transiently, keeping the session.
+    mutating func lockTimedOut(_ error: PersistenceError, epoch: UInt64) -> RefreshAction {
+        guard isRunning(epoch) else { return .fail(.signedOut) }
+        flight?.step = .rereadingAfterLockTimeout(failure: TokenRefreshError.transient.with(underlying: error))
+        return .readStore
+    }
+
+    /// The store answered `read` (taken at wall time `now`).
+    mutating func storeRead(_ read: TokenStoreRead, epoch: UInt64, now: Date) -> RefreshAction {
+        guard isRunning(epoch), let step = flight?.step else { return .fail(.signedOut) }
+        switch (step, read) {
+        case (.rereading, .found(let stored)):
+            guard shouldAdopt(stored) else { return present(seed: nil, afterRejection: false) }
+            return adoptOrPresent(stored, now: now)
+        case (.rereading, .absent):
+            // Removed by another process: the session ended there.
+            guard session?.persisted == true, storedGeneration != nil else {
+                return present(seed: nil, afterRejection: false)
+            }
+            return .endSession(reason: .removedElsewhere, error: nil, failure: .signedOut)
+        case (.rereading, .unavailable(let error)):
+            // The stored pair is the truth another process may have rotated (ours may be consumed), and a new pair
+            // could not be kept there either: present nothing, keep the session. Only a session held in memory alone
+            // has no stored truth to miss.
+            let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
+            let memoryOnly = session?.persisted == false
+            let next: RefreshAction = memoryOnly ? present(seed: nil, afterRejection: false) : .fail(failure)
+            return .publish(.storageUnavailable(failure), then: next)
+        case (.rereadingAfterRejection(let sent), .found(let stored)):
+            guard let storedRefresh = stored.token.refreshToken, storedRefresh != sent,
+                !rejected.contains(storedRefresh)
+            else { return endAfterRejection() }
+            return adoptOrPresent(stored, now: now, presenting: storedRefresh)
+        case (.rereadingAfterRejection, _):
+            return endAfterRejection()
+        case (.rereadingAfterConflict, .found(let stored)):
+            return adopt(stored).switchedUser ? .fail(.sessionChanged) : .answerAdopted(stored)
+        case (.rereadingAfterConflict, .absent):
+            return .endSession(reason: .removedElsewhere, error: nil, failure: .signedOut)
+        case (.rereadingAfterConflict, .unavailable(let error)):
+            return .fail(TokenRefreshError.storageUnavailable.with(underlying: error))
+        case (.rereadingAfterLockTimeout(let failure), .found(let stored)):
+            guard shouldAdopt(stored), !stored.token.isExpired(at: now, policy: configuration.expiryPolicy) else {
+                return .publish(.refreshFailed(failure, userID: session?.userID), then: .fail(failure))
+            }
+            // Another user's pair is never the answer to a refresh made for this one.
+            return adopt(stored).switchedUser ? .fail(.sessionChanged) : .answerAdopted(stored)
+        case (.rereadingAfterLockTimeout(let failure), _):
+            // The session is kept; while its token is still valid, validToken() callers get it.
+            return .publish(.refreshFailed(failure, userID: session?.userID), then: .fail(failure))
+        case (.presenting, _), (.persisting, _):
+            return .fail(.signedOut)
+        }
+    }
+
+    /// The strategy answered `response`, received at wall time `receivedAt`: write the new pair before anyone sees
+    /// it (not the callers, not the snapshot).
+    mutating func strategyAnswered(_ response: TokenResponse, receivedAt: Date, epoch: UInt64) -> RefreshAction {
+        guard isRunning(epoch), case .presenting(let sent, let previous, _, _) = flight?.step else {
+            return .fail(.signedOut)
+        }
+        let token = response.token(receivedAt: receivedAt, keeping: sent)
+        // A provider that switched users by itself answers with the new user's token: a new session, never the old
+        // user's refreshed one.
+        let switchedUser = Self.subjectChanged(from: previous, to: token, responseUserID: response.userID)
+        let keptUserID = switchedUser ? nil : previous?.userID
+        let userID = response.userID ?? keptUserID ?? token.parseUserIdFromJWT() ?? response.user?.id
+        let persisting = Persisting(
+            token: token, userID: userID, generation: nextGeneration(after: previous), switchedUser: switchedUser,
+            startsSession: previous == nil, profile: response.user)
+        flight?.step = .persisting(persisting)
+        let stored = StoredSession(token: token, userID: userID, generation: persisting.generation)
+        return .persist(stored, writeCondition)
+    }
+
+    /// The strategy failed with `failure` (after its retries).
+    mutating func strategyFailed(_ failure: TokenRefreshError, epoch: UInt64) -> RefreshAction {
+        guard case .presenting(let sent, _, let seed, let afterRejection) = flight?.step, flight?.epoch == epoch else {
+            return .fail(failure)
+        }
+        let current = isCurrent(epoch)
+        switch failure {
+        case .refreshTokenRejected where afterRejection:
+            if let sent { rejected.insert(sent) }
+            return current ? endAfterRejection() : .fail(.signedOut)
+        case .refreshTokenRejected:
+            guard let sent else {
+                // A strategy without a refresh token (an SDK, client credentials) was told the session is over.
+                guard current else { return .fail(.signedOut) }
+                return .endSessionIfHeld(reason: .revoked, failure: .refreshTokenRejected)
+            }
+            rejected.insert(sent)
+            guard current else { return .fail(.signedOut) }
+            guard seed == nil else { return .fail(.refreshTokenRejected) }
+            // Another process may have rotated meanwhile: re-read the store once before ending the session.
+            flight?.step = .rereadingAfterRejection(sent: sent)
+            return .readStore
+        case .sessionInvalidated where current && !afterRejection:
+            // The server says the session is gone: after a refused request it expired in use; at a launch or
+            // on-demand check it was found invalid.
+            if let sent { rejected.insert(sent) }
+            let reason: AuthEvent.SignOutReason = flightFollowsRefusal ? .sessionExpired : .invalidatedOnServer
+            return .endSessionIfHeld(reason: reason, failure: .sessionInvalidated)
+        case .signedOut where sent == nil && current && !afterRejection:
+            // The token provider (an SDK) reports that it has no session.
+            return .endSessionIfHeld(reason: .providerSignedOut, failure: .signedOut)
+        default:
+            return .fail(failure)
+        }
+    }
+
+    /// The write of the new pair ended: `nil` when it landed, else the store's error.
+    mutating func writeFinished(_ error: PersistenceError?, epoch: UInt64, elapsed: Duration) -> RefreshAction {
+        guard case .persisting(let pair) = flight?.step, flight?.epoch == epoch else { return .fail(.signedOut) }
+        if error == .conflict {
+            // Someone stored a newer session meanwhile: it wins, and this refresh writes nothing.
+            flight?.step = .rereadingAfterConflict
+            return .readStore
+        }
+        // Signed out or a new session while writing: this refresh is void.
+        guard isCurrent(epoch) else { return .fail(.signedOut) }
+        let persisted = error == nil
+        if pair.switchedUser {
+            // The old session's callers asked for its token: they fail, and the new user's session starts afresh.
+            switchedUser(
+                pair.token, userID: pair.userID, generation: pair.generation, persisted: persisted, elapsed: elapsed,
+                profile: pair.profile)
+        } else {
+            // A failed write keeps the pair in memory (the rotated refresh token is never dropped) and is retried.
+            refreshed(
+                pair.token, userID: pair.userID, generation: pair.generation, persisted: persisted, elapsed: elapsed,
+                startsSession: pair.startsSession, profile: pair.profile)
+        }
+        let fingerprint = pair.token.fingerprint
+        let news: AuthEvent =
+            pair.startsSession || pair.switchedUser
+            ? .signedIn(userID: pair.userID, tokenFingerprint: fingerprint)
+            : .tokenRefreshed(userID: pair.userID, tokenFingerprint: fingerprint)
+        let answer: RefreshAction = .publish(
+            news, then: pair.switchedUser ? .fail(.sessionChanged) : .answer(pair.token))
+        guard let error else { return answer }
+        let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
+        return .publish(.persistenceFailed(failure, tokenFingerprint: fingerprint), then: answer)
+    }
+
+    // MARK: - Helpers
+
+    /// Whether the flight started under `epoch` is still the current one.
+    private func isRunning(_ epoch: UInt64) -> Bool {
+        isCurrent(epoch) && flight?.epoch == epoch
+    }
+
+    /// Presents the seed, or the session's refresh token (the empty string for a strategy without one).
+    private mutating func present(seed: String?, afterRejection: Bool) -> RefreshAction {
+        let current = session
+        guard let refreshToken = seed ?? current?.token.refreshToken ?? (requiresRefreshToken ? nil : "") else {
+            return .fail(current == nil ? .signedOut : .missingRefreshToken)
+        }
+        if rejected.contains(refreshToken) { return .fail(.refreshTokenRejected) }
+        let sent = refreshToken.isEmpty ? nil : refreshToken
+        flight?.step = .presenting(sent: sent, previous: current, seed: seed, afterRejection: afterRejection)
+        return .present(sent, retriesOutsideLock: !afterRejection)
+    }
+
+    /// Adopts `stored` (saved by another process): answers with it while it is fresh, else presents its refresh
+    /// token (`presenting`, after a rejection) or goes on with the refresh. Another user's pair is never the answer
+    /// to a refresh made for this one.
+    private mutating func adoptOrPresent(_ stored: StoredSession, now: Date, presenting: String? = nil) -> RefreshAction
+    {
+        if adopt(stored).switchedUser { return .fail(.sessionChanged) }
+        if !stored.token.willExpireSoon(at: now, policy: configuration.expiryPolicy) { return .answerAdopted(stored) }
+        guard let presenting else { return present(seed: nil, afterRejection: false) }
+        let adopted = session
+        flight?.step = .presenting(sent: presenting, previous: adopted, seed: nil, afterRejection: true)
+        return .present(presenting, retriesOutsideLock: false)
+    }
+
+    /// The session's refresh token was rejected and nothing newer is stored: the session ends, revoked.
+    private func endAfterRejection() -> RefreshAction {
+        .endSession(reason: .revoked, error: .refreshTokenRejected, failure: .refreshTokenRejected)
+    }
+
+    /// Whether `token`, a refresh's answer, is another user's than `previous`: both tokens' subjects (`sub`) known
+    /// and different, or, when either token has none, both user IDs (the session's and the response's) known and
+    /// different. Subjects are compared with subjects and user IDs with user IDs only, as an app's user ID need not
+    /// be the token's subject.
+    static func subjectChanged(from previous: Session?, to token: AuthToken, responseUserID: String?) -> Bool {
+        guard let previous else { return false }
+        if let before = previous.token.parseUserIdFromJWT(), let after = token.parseUserIdFromJWT() {
+            return before != after
+        }
+        if let before = previous.userID, let after = responseUserID { return before != after }
+        return false
+    }
+}

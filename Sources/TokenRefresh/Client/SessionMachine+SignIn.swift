@@ -1,0 +1,72 @@
+import AuthToken
+import Persistence
+
+/// Starting a session (a sign-in, or a token obtained elsewhere) as an event that returns one action, and the end of
+/// its save as another: the rules for a save that was overtaken, failed, or may not be kept in memory only.
+extension SessionMachine {
+    /// What the actor does to start a session (``signingIn(_:userID:stateBefore:profile:)``).
+    struct SignInAction: Sendable {
+        /// The flight to fail with ``TokenRefreshError/sessionChanged``: its callers asked for the old session's token.
+        let flight: RefreshFlight?
+        /// The pair to save (unconditionally), once every older write of this client has landed.
+        let stored: StoredSession
+        /// The epoch the new session lives under.
+        let epoch: UInt64
+        /// What the new session replaced, to roll back to if it cannot be stored.
+        let replaced: Replaced
+    }
+
+    /// What the actor does once the sign-in's save is over.
+    enum SignedInAction: Sendable {
+        /// Publish these events and answer with the new token.
+        case answer(publishing: [AuthEvent])
+        /// Publish these events and fail with the error.
+        case fail(TokenRefreshError, publishing: [AuthEvent])
+    }
+
+    /// A session starts with `token`: the one reset for a new session (``beginSession(_:userID:stateBefore:)``), and
+    /// the profile the provider supplied, if any.
+    mutating func signingIn(
+        _ token: AuthToken, userID: String?, stateBefore: AuthState, profile: AuthUser?
+    ) -> SignInAction {
+        let (replaced, epoch, flight) = beginSession(token, userID: userID, stateBefore: stateBefore)
+        if let profile { _ = setProfile(profile) }
+        let stored = StoredSession(token: token, userID: userID, generation: session?.generation ?? 0)
+        return SignInAction(flight: flight, stored: stored, epoch: epoch, replaced: replaced)
+    }
+
+    /// Older writes have landed: the pair to save, or `nil` when a sign-out or another sign-in came first (its own
+    /// write then decides what is stored).
+    func signInWrite(_ signIn: SignInAction) -> StoredSession? {
+        isCurrent(signIn.epoch) ? signIn.stored : nil
+    }
+
+    /// The sign-in's save ended: `.success(true)` when it landed, `.success(false)` when it was skipped, else the
+    /// store's error.
+    mutating func signInWriteFinished(
+        _ written: Result<Bool, PersistenceError>, _ signIn: SignInAction, elapsed: Duration
+    ) -> SignedInAction {
+        let fingerprint = signIn.stored.token.fingerprint
+        let signedIn = AuthEvent.signedIn(userID: signIn.stored.userID, tokenFingerprint: fingerprint)
+        switch written {
+        case .success(true) where isCurrent(signIn.epoch):
+            sessionStored(epoch: signIn.epoch)
+            return .answer(publishing: [signedIn])
+        case .success:
+            // Signed out (or signed in again) before this session was stored, or while its write was landing: the
+            // later call's removal or save comes after it, so the session is over and this sign-in says so.
+            return .fail(.signedOut, publishing: [])
+        case .failure(let error):
+            let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
+            let persistenceFailed = AuthEvent.persistenceFailed(failure, tokenFingerprint: fingerprint)
+            if !configuration.allowsMemoryOnlySessions && isCurrent(signIn.epoch) {
+                // A session that is never stored is lost at the next launch: say so now, and keep what was there
+                // before (the previous session, still in the store, or none).
+                rollBack(signIn.replaced)
+                return .fail(failure, publishing: [persistenceFailed])
+            }
+            persistFailed(at: elapsed)
+            return .answer(publishing: [persistenceFailed, signedIn])
+        }
+    }
+}

@@ -1,0 +1,228 @@
+import AuthToken
+import Foundation
+import Persistence
+import PersistenceKeychain
+import Testing
+import TokenKitKeychainTesting
+import TokenKitLogCheck
+import TokenKitTesting
+
+/// The Keychain store against the simulator: the store contract, the locked device, duplicates, entitlements and
+/// user presence.
+@Suite(.logLeakCheck()) struct KeychainTokenStoreTests {
+    static let group = "ABCDE12345.com.example.shared"
+
+    static func store(
+        _ keychain: KeychainSimulator, _ configure: (inout KeychainTokenStore.Configuration) -> Void = { _ in }
+    )
+        -> KeychainTokenStore
+    {
+        var configuration = KeychainTokenStore.Configuration(service: "com.example.tokens", accessGroup: group)
+        configure(&configuration)
+        return KeychainTokenStore(configuration: configuration, keychain: keychain)
+    }
+
+    static func simulator() -> KeychainSimulator {
+        KeychainSimulator(configuration: .init(accessGroups: ["ABCDE12345.com.example.app", group]))
+    }
+
+    @Test func twoStoresOnOneSimulatedKeychainKeepEveryClauseOfTheStoreContract() async throws {
+        let keychain = Self.simulator()
+        try await TokenStoreConformance { Self.store(keychain) }.check()
+    }
+
+    @Test func twoStoresSharingAContainerLockKeepEveryClause() async throws {
+        let keychain = Self.simulator()
+        let container = try ScratchDirectory()
+        defer { container.remove() }
+        try await TokenStoreConformance { Self.store(keychain) { $0.sharedContainer = container.url } }.check()
+    }
+
+    @Test func aReadBeforeTheFirstUnlockIsUnavailableNeverAbsent() async throws {
+        let keychain = Self.simulator()
+        let store = Self.store(keychain)
+        try await store.save(keychainTestSession("boot", generation: 1), account: "default", condition: .always)
+        keychain.reboot()
+        let locked = await store.load(account: "default")
+        #expect(locked.error == .unavailable)
+        #expect(!locked.isAbsent)
+        await #expect(throws: PersistenceError.unavailable) {
+            try await store.save(keychainTestSession("boot", generation: 2), account: "default", condition: .always)
+        }
+        keychain.unlock()
+        #expect(await store.load(account: "default").session?.generation == 1)
+    }
+
+    @Test func anAfterFirstUnlockItemStaysReadableWhileTheDeviceIsLockedAgain() async throws {
+        let keychain = Self.simulator()
+        let store = Self.store(keychain)
+        let strict = Self.store(keychain) {
+            $0.service = "com.example.strict"
+            $0.accessibility = .whenUnlockedThisDeviceOnly
+        }
+        try await store.save(keychainTestSession("bg", generation: 1), account: "default", condition: .always)
+        try await strict.save(keychainTestSession("fg", generation: 1), account: "default", condition: .always)
+        keychain.lock()
+        #expect(await store.load(account: "default").session?.generation == 1)
+        #expect(await strict.load(account: "default").error == .unavailable)
+    }
+
+    @Test func anItemAddedByAnotherProcessBetweenTheReadAndTheAddBecomesAnUpdate() async throws {
+        let keychain = Self.simulator()
+        // The other process's add lands after this store's read found nothing and before its own add.
+        let theirs = keychainTestSession("theirs", generation: 4)
+        let racing = RacingKeychain(base: keychain) {
+            let bytes = try! JSONEncoder().encode(Wrapped(formatVersion: 1, session: theirs))
+            _ = keychain.add(
+                KeychainQueryBuilder(service: "com.example.tokens", accessGroup: Self.group)
+                    .addAttributes(account: "default", data: bytes))
+        }
+        let store = KeychainTokenStore(
+            configuration: .init(service: "com.example.tokens", accessGroup: Self.group), keychain: racing)
+        let session = keychainTestSession("dup", generation: 1)
+        // An unconditional write lands as an update of the item the other process added.
+        try await store.save(session, account: "default", condition: .always)
+        #expect(await Self.store(keychain).load(account: "default").session == session)
+        #expect(racing.sawDuplicate)
+    }
+
+    @Test func aConditionalWriteThatLosesTheRaceToAnAddIsAConflictNotAnOverwrite() async throws {
+        let keychain = Self.simulator()
+        let other = Self.store(keychain)
+        let otherSession = keychainTestSession("other", generation: 5)
+        let racing = RacingKeychain(base: keychain) {
+            let bytes = try! JSONEncoder().encode(Wrapped(formatVersion: 1, session: otherSession))
+            _ = keychain.add(
+                KeychainQueryBuilder(service: "com.example.tokens", accessGroup: Self.group)
+                    .addAttributes(account: "default", data: bytes))
+        }
+        let store = KeychainTokenStore(
+            configuration: .init(service: "com.example.tokens", accessGroup: Self.group), keychain: racing)
+        await #expect(throws: PersistenceError.conflict) {
+            try await store.save(keychainTestSession("mine", generation: 1), account: "default", condition: .absent)
+        }
+        #expect(await other.load(account: "default").session == otherSession)
+    }
+
+    @Test func anAccessGroupTheAppIsNotEntitledToIsAMissingEntitlementNamingIt() async throws {
+        let keychain = KeychainSimulator(configuration: .init(accessGroups: ["ABCDE12345.com.example.app"]))
+        let store = Self.store(keychain)
+        let read = await store.load(account: "default")
+        #expect(read.error == .missingEntitlement)
+        #expect(read.error?.detail?.contains(Self.group) == true)
+        await #expect(throws: PersistenceError.missingEntitlement) {
+            try await store.save(keychainTestSession("ent", generation: 1), account: "default", condition: .always)
+        }
+    }
+
+    @Test func aProcessWithoutAnyKeychainEntitlementGetsMissingEntitlementNotSignedOut() async throws {
+        let store = Self.store(KeychainSimulator(configuration: .init(accessGroups: []))) { $0.accessGroup = nil }
+        let read = await store.load(account: "default")
+        #expect(read.error == .missingEntitlement)
+        #expect(read.error?.detail?.contains("application-identifier") == true)
+    }
+
+    @Test func theUserPresenceOptionReachesTheKeychainAndADismissedPromptIsUnavailable() async throws {
+        let keychain = Self.simulator()
+        let store = Self.store(keychain) { $0.requiresUserPresence = true }
+        try await store.save(keychainTestSession("bio", generation: 1), account: "default", condition: .always)
+        #expect(await store.load(account: "default").session?.generation == 1)
+        keychain.configuration.userPresence = false
+        let read = await store.load(account: "default")
+        #expect(read.error == .unavailable, "a dismissed Face ID prompt is not a sign-out")
+    }
+
+    @Test func aSynchronizableThisDeviceOnlyConfigurationFailsWithAReason() async throws {
+        let store = Self.store(Self.simulator()) { $0.synchronizable = true }
+        await #expect(throws: PersistenceError.writeFailed) {
+            try await store.save(keychainTestSession("sync", generation: 1), account: "default", condition: .always)
+        }
+    }
+
+    @Test func itemsInTheDefaultGroupAndASharedGroupAreApart() async throws {
+        let keychain = Self.simulator()
+        let privateStore = Self.store(keychain) { $0.accessGroup = nil }
+        let sharedStore = Self.store(keychain)
+        try await privateStore.save(keychainTestSession("p", generation: 1), account: "default", condition: .always)
+        #expect(await sharedStore.load(account: "default").isAbsent)
+        // A query without a group sees every group the app is entitled to, as the Keychain does.
+        #expect(await privateStore.load(account: "default").session?.generation == 1)
+    }
+
+    @Test func aStoreSeesAnExtensionsSaveThroughTheSharedGroup() async throws {
+        let app = KeychainSimulator(configuration: .init(accessGroups: ["ABCDE12345.com.example.app", Self.group]))
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let file = scratch.url.appendingPathComponent("keychain.json")
+        let appKeychain = KeychainSimulator(file: file, configuration: app.configuration)
+        let widgetKeychain = KeychainSimulator(
+            file: file, configuration: .init(accessGroups: ["ABCDE12345.com.example.app.widget", Self.group]))
+        let session = keychainTestSession("share", generation: 3)
+        try await Self.store(widgetKeychain).save(session, account: "default", condition: .always)
+        #expect(await Self.store(appKeychain).load(account: "default").session == session)
+    }
+
+    private struct Wrapped: Encodable {
+        let formatVersion: Int
+        let session: StoredSession
+    }
+}
+
+/// A Keychain whose first add is preceded by another process's action (run once).
+final class RacingKeychain: KeychainBackend, @unchecked Sendable {
+    private let base: KeychainSimulator
+    private let lock = NSLock()
+    private var before: (() -> Void)?  // protected by `lock`
+    private var duplicate = false  // protected by `lock`
+
+    init(base: KeychainSimulator, before: @escaping () -> Void) {
+        self.base = base
+        self.before = before
+    }
+
+    var sawDuplicate: Bool { lock.withLock { duplicate } }
+
+    func add(_ attributes: [KeychainAttribute]) -> KeychainStatus {
+        let action = lock.withLock {
+            defer { before = nil }
+            return before
+        }
+        action?()
+        let status = base.add(attributes)
+        if status == .duplicateItem { lock.withLock { duplicate = true } }
+        return status
+    }
+    func copyMatching(_ query: [KeychainAttribute]) -> (status: KeychainStatus, data: Data?) {
+        base.copyMatching(query)
+    }
+    func update(_ query: [KeychainAttribute], with changes: [KeychainAttribute]) -> KeychainStatus {
+        base.update(query, with: changes)
+    }
+    func delete(_ query: [KeychainAttribute]) -> KeychainStatus { base.delete(query) }
+}
+
+/// A Keychain that answers "not found" while the app is prewarmed before the first unlock.
+@Suite(.logLeakCheck()) struct KeychainPrewarmTests {
+    static func rig(guarded: Bool) async throws -> (KeychainSimulator, KeychainTokenStore) {
+        let keychain = KeychainSimulator(
+            configuration: .init(accessGroups: ["TEAM.app"], readsBeforeFirstUnlockAnswerNotFound: true))
+        var configuration = KeychainTokenStore.Configuration(service: "com.example.tokens")
+        if guarded { configuration.isProtectedDataAvailable = { keychain.isProtectedDataAvailable } }
+        let store = KeychainTokenStore(configuration: configuration, keychain: keychain)
+        try await store.save(keychainTestSession("pre", generation: 1), account: "default", condition: .always)
+        keychain.reboot()
+        return (keychain, store)
+    }
+
+    @Test func aNotFoundWhileProtectedDataIsUnavailableIsUnavailableNotSignedOut() async throws {
+        let (keychain, store) = try await Self.rig(guarded: true)
+        #expect(await store.load(account: "default").error == .unavailable)
+        keychain.unlock()
+        #expect(await store.load(account: "default").session?.generation == 1)
+    }
+
+    @Test func withoutTheProtectedDataCheckThePrewarmedReadLooksSignedOut() async throws {
+        let (_, store) = try await Self.rig(guarded: false)
+        #expect(await store.load(account: "default").isAbsent, "what the check exists for")
+    }
+}

@@ -1,0 +1,210 @@
+import AuthToken
+import Foundation
+import HTTPTypes
+import Persistence
+import PersistenceKeychain
+import Testing
+import TokenKitKeychainTesting
+import TokenKitLogCheck
+import TokenKitTestSupport
+import TokenKitTesting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An app and two extensions, three real processes, share one session through the Keychain simulator's file,
+/// a lock file and notifications in a shared directory, against a token server that rotates refresh tokens and
+/// revokes the family on reuse.
+@Suite(.serialized, .logLeakCheck()) struct SharedSessionProcessTests {
+    /// A child process speaking the probe's line protocol.
+    final class Child: @unchecked Sendable {
+        let name: String
+        let process = Process()
+        private let input = Pipe()
+        private let output = Pipe()
+        private let lock = NSLock()
+        private var buffer: [UInt8] = []  // protected by `lock`
+
+        init(name: String, probe: URL, arguments: [String]) throws {
+            self.name = name
+            process.executableURL = probe
+            process.arguments = arguments + [name]
+            process.standardInput = input
+            process.standardOutput = output
+            try process.run()
+        }
+
+        func send(_ command: String) {
+            input.fileHandleForWriting.write(Data((command + "\n").utf8))
+        }
+
+        /// Whether a line `<prefix> <value>` comes (earlier lines are skipped), before the child's output ends.
+        func waitFor(_ prefix: String, _ value: String) async -> Bool {
+            while let line = await next(prefix) {
+                if line == value { return true }
+            }
+            return false
+        }
+
+        /// The next line starting with `prefix` (other lines are skipped), read on a thread of its own.
+        func next(_ prefix: String) async -> String? {
+            await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    while let line = self.readLine() {
+                        if line.hasPrefix(prefix + " ") {
+                            continuation.resume(returning: String(line.dropFirst(prefix.count + 1)))
+                            return
+                        }
+                    }
+                    continuation.resume(returning: nil)
+                }
+            }
+        }
+
+        private func readLine() -> String? {
+            while true {
+                let line: String? = lock.withLock {
+                    guard let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
+                    let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                    buffer.removeSubrange(...newline)
+                    return line
+                }
+                if let line { return line }
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { return nil }
+                lock.withLock { buffer.append(contentsOf: chunk) }
+            }
+        }
+
+        func stop() {
+            if process.isRunning { send("quit") }
+            process.waitUntilExit()
+        }
+    }
+
+    static func probeURL() throws -> URL {
+        #if os(Linux)
+            let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        #else
+            let bundle = Bundle.allBundles.first { $0.bundlePath.hasSuffix(".xctest") } ?? Bundle.main
+            let products = bundle.bundleURL.deletingLastPathComponent()
+        #endif
+        let probe = products.appendingPathComponent("KeychainSessionProbe")
+        try #require(FileManager.default.isExecutableFile(atPath: probe.path), "KeychainSessionProbe was not built")
+        return probe
+    }
+
+    /// Serves the simulated token server over HTTP on loopback; the server's clock is `clock`.
+    static func serve(_ server: SimulatedTokenServer) throws -> LoopbackServer {
+        try LoopbackServer { request, port in
+            var fields = HTTPFields()
+            for (name, values) in request.headers {
+                guard let fieldName = HTTPField.Name(name) else { continue }
+                for value in values { fields.append(HTTPField(name: fieldName, value: value)) }
+            }
+            let httpRequest = HTTPRequest(
+                method: HTTPRequest.Method(request.method) ?? .get, scheme: "http", authority: "127.0.0.1:\(port)",
+                path: request.path, headerFields: fields)
+            let answer = Locked<(HTTPResponse, Data)?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Task {
+                let result = try? await server.send(httpRequest, body: request.body)
+                answer.withLock { $0 = result }
+                done.signal()
+            }
+            done.wait()
+            guard let (response, body) = answer.withLock({ $0 }) else { return .init(status: 502) }
+            return .init(
+                status: response.status.code,
+                headers: response.headerFields.map { ($0.name.canonicalName, $0.value) }, body: body)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func anAppAndTwoExtensionsRefreshOncePerExpiryAndAllEndWithTheNewestPair() async throws {
+        let probe = try Self.probeURL()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let container = scratch.url.appendingPathComponent("group.com.example.shared", isDirectory: true)
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
+        let keychainFile = scratch.url.appendingPathComponent("keychain.json")
+        let clockFile = container.appendingPathComponent("clock")
+        let clock = Locked(1_800_000_000.0)
+        func setClock(_ seconds: Double) throws {
+            clock.withLock { $0 = seconds }
+            try String(seconds).write(to: clockFile, atomically: true, encoding: .utf8)
+        }
+        try setClock(1_800_000_000)
+
+        let server = SimulatedTokenServer(
+            configuration: .init(apiKey: "probe-api-key-51c", accessTokenLifetime: 600, detectsReuse: true),
+            now: { Date(timeIntervalSince1970: clock.withLock { $0 }) })
+        let loopback = try Self.serve(server)
+        defer { loopback.stop() }
+
+        // The app signed in earlier: its pair is in the shared Keychain item, generation 1.
+        let first = TestSecrets.shared.register(await server.issueSession(userID: "user-1"))
+        let keychain = KeychainSimulator(
+            file: keychainFile, configuration: .init(accessGroups: ["ABCDE12345.com.example.shared"]))
+        let store = KeychainTokenStore(
+            configuration: .init(service: "com.example.fitiq.tokens", accessGroup: "ABCDE12345.com.example.shared"),
+            keychain: keychain)
+        try await store.save(
+            StoredSession(token: first, userID: "user-1", generation: 1), account: "default", condition: .absent)
+
+        let arguments = [keychainFile.path, container.path, "http://127.0.0.1:\(loopback.port)"]
+        let app = try Child(name: "app", probe: probe, arguments: arguments)
+        let widget = try Child(name: "widget", probe: probe, arguments: arguments)
+        let share = try Child(name: "share", probe: probe, arguments: arguments)
+        let children = [app, widget, share]
+        // A safety net, not a wait: if an expected line never comes, the children are killed, their output ends,
+        // and the test fails instead of hanging.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(90))
+            for child in children { kill(child.process.processIdentifier, SIGKILL) }
+        }
+        defer {
+            watchdog.cancel()
+            children.forEach { $0.stop() }
+        }
+
+        for child in children {
+            child.send("restore")
+            #expect(await child.next("state") == "signedIn(user-1)", "\(child.name)")
+        }
+
+        // Expiry 1: all three need a token at once.
+        try setClock(1_800_000_000 + 601)
+        children.forEach { $0.send("use") }
+        var tokens: [String?] = []
+        for child in children { tokens.append(await child.next("token")) }
+        #expect(Set(tokens).count == 1, "every process uses the one refreshed pair: \(tokens)")
+        #expect(await server.refreshCount == 1)
+
+        // Expiries 2 and 3: one extension is awake and refreshes; the two asleep adopt its pair when notified.
+        for (round, awake) in [(2, widget), (3, share)] {
+            try setClock(1_800_000_000 + 601 * Double(round))
+            awake.send("use")
+            let refreshed = try #require(await awake.next("token"), "round \(round)")
+            for asleep in children where asleep !== awake {
+                // Adoptions from an earlier round may come first (a notification that crossed its own refresh).
+                #expect(await asleep.waitFor("adopted", refreshed), "round \(round): \(asleep.name)")
+            }
+            #expect(await server.refreshCount == round)
+        }
+
+        #expect(await server.refreshCount == 3)
+        #expect(await server.reuseDetections == 0)
+        let newest = try #require(await store.load(account: "default").session)
+        #expect(newest.generation == 4)
+        for child in children {
+            child.send("show")
+            #expect(await child.next("holding") == newest.token.fingerprint, "\(child.name)")
+        }
+    }
+}

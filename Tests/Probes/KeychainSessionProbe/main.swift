@@ -1,0 +1,83 @@
+// A child process for the shared-session tests (not a product): one app or extension sharing a session through
+// the Keychain simulator's file, a lock file and notifications in a shared directory (the App Group container's
+// stand-in), against a token server on loopback.
+//
+//   KeychainSessionProbe <keychain-file> <container> <server-url> <name>
+//
+// Reads commands from stdin, one a line, and answers on stdout:
+//   restore  -> "state <state>"         the launch: AppSessionLifecycle.restore()
+//   use      -> "token <fingerprint>"   a request's validToken() (refreshes if due)
+//   show     -> "holding <fingerprint>" the token the client holds now
+//   quit     -> exits
+// Whenever it adopts a pair another process saved, it prints "adopted <fingerprint>". The wall clock is the
+// number of seconds in <container>/clock, which the test moves.
+import AuthToken
+import Foundation
+import NetworkRetry
+import Persistence
+import PersistenceKeychain
+import TokenKitAppLifecycle
+import TokenKitKeychainTesting
+import TokenRefresh
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+let output = NSLock()
+func say(_ line: String) {
+    output.withLock { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 5, let serverURL = URL(string: arguments[3]) else {
+    FileHandle.standardError.write(Data("usage: KeychainSessionProbe <keychain> <container> <url> <name>\n".utf8))
+    exit(2)
+}
+let container = URL(fileURLWithPath: arguments[2], isDirectory: true)
+let name = arguments[4]
+let clockFile = container.appendingPathComponent("clock")
+let now: @Sendable () -> Date = {
+    let text = (try? String(contentsOf: clockFile, encoding: .utf8)) ?? "0"
+    return Date(timeIntervalSince1970: Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0)
+}
+
+let sharedGroup = "ABCDE12345.com.example.shared"
+let keychain = KeychainSimulator(
+    file: URL(fileURLWithPath: arguments[1]),
+    configuration: .init(accessGroups: ["ABCDE12345.com.example.\(name)", sharedGroup]))
+let notifier = FileSessionChangeNotifier(directory: container)
+let store = NotifyingTokenStore(
+    KeychainTokenStore(
+        configuration: .init(service: "com.example.fitiq.tokens", accessGroup: sharedGroup, sharedContainer: container),
+        keychain: keychain),
+    notifier)
+let strategy = JSONEndpointRefreshStrategy(
+    baseURL: serverURL, apiKey: "probe-api-key-51c", transport: URLSessionTransport(), now: now)
+let client = TokenRefreshClient(strategy: strategy, store: store, now: now)
+let lifecycle = AppSessionLifecycle(client: client, store: store, notifier: notifier)
+
+let observer = Task { await lifecycle.observeChanges { say("adopted \($0)") } }
+while let line = readLine() {
+    switch line {
+    case "restore":
+        switch await lifecycle.restore() {
+        case .unavailable: say("state unavailable")
+        case .available(let state): say("state \(state)")
+        }
+    case "use":
+        do {
+            say("token \(try await client.validToken().fingerprint)")
+        } catch {
+            say("error \(error)")
+        }
+    case "show":
+        say("holding \(client.currentToken?.fingerprint ?? "none")")
+    case "quit":
+        observer.cancel()
+        exit(0)
+    default:
+        say("error unknown command")
+    }
+}
+observer.cancel()

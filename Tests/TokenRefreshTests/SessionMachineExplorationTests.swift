@@ -1,0 +1,485 @@
+import AuthToken
+import Foundation
+import Persistence
+import Testing
+import TokenKitLogCheck
+
+@testable import TokenRefresh
+
+/// Every interleaving of callers, store answers, server answers, writes, cancellations, sign-in, sign-out, another
+/// process and crashes, up to a depth, run through the pure session machine, with the invariants of a correct client
+/// checked after every event (and again after every prefix is run to its end):
+/// - a refresh token is presented at most once: never after the server rotated it, and never again after the server
+///   rejected it (a crash forgets a rejection: the next process may present that dead token once more);
+/// - a pair the server issued is persisted (its write landed or failed and was kept) before anyone is answered;
+/// - nothing is written after sign-out or after a newer session began;
+/// - every waiter is resolved (a crash ends its waiters with the process);
+/// - the state is never `loading` once a call has returned.
+///
+/// The driver plays the actor: it carries out each ``SessionMachine/RefreshAction`` and feeds the answer back, one
+/// refresh at a time under the store's lock, as `TokenRefreshClient` does. Another process rotates or removes the
+/// stored pair only while this client does not hold the lock. A crash is not taken while a pair the server issued is
+/// in memory only (its write on its way, or failed and waiting for a retry): that loss is cured only by a grace window
+/// on the server.
+@Suite(.logLeakCheck()) struct SessionMachineExplorationTests {
+    @Test func everyInterleavingUpToDepthSixKeepsTheInvariants() {
+        let report = Explorer(depth: 6, mutation: nil).run()
+        print(
+            "session machine exploration: depth 6, \(report.sequences) event sequences, "
+                + "\(report.distinctStates) distinct states, \(report.refreshes) refreshes presented, "
+                + "\(report.violations.count) violations")
+        #expect(report.sequences > 50_000)
+        #expect(report.violations.isEmpty, "\(report.violations.prefix(3))")
+    }
+
+    /// The same exploration against a driver with one planted bug each: the invariants catch every one.
+    @Test(arguments: Explorer.Mutation.allCases)
+    func aPlantedBugIsCaught(_ mutation: Explorer.Mutation) {
+        let report = Explorer(depth: 5, mutation: mutation).run()
+        print(
+            "planted bug \(mutation): \(report.violations.count) violations in \(report.sequences) sequences; first: "
+                + (report.violations.first ?? "none"))
+        #expect(report.violations.contains { $0.hasPrefix(mutation.caughtAs) })
+    }
+}
+
+/// Runs every event sequence up to `depth` through a fresh world.
+struct Explorer {
+    /// A bug planted in the driver, to show the invariants catch it.
+    enum Mutation: String, CaseIterable, CustomStringConvertible, Sendable {
+        /// The refresh presents the held refresh token without re-reading the store first.
+        case skipsTheReread
+        /// The callers are answered as soon as the write starts, before it has landed.
+        case answersBeforeTheWriteLands
+        /// A refresh that fails forgets to answer the callers waiting for it.
+        case failureLeavesWaiters
+        /// A write goes ahead although the session ended while the server answered.
+        case writesAfterSignOut
+
+        var description: String { rawValue }
+
+        /// The violation that names it.
+        var caughtAs: String {
+            switch self {
+            case .skipsTheReread: "presented a consumed refresh token"
+            case .answersBeforeTheWriteLands: "answered before the pair was persisted"
+            case .failureLeavesWaiters: "a waiter was never resolved"
+            case .writesAfterSignOut: "wrote after sign-out or a newer session"
+            }
+        }
+    }
+
+    struct Report {
+        var sequences = 0
+        var refreshes = 0
+        var distinctStates = 0
+        var violations: [String] = []
+    }
+
+    let depth: Int
+    let mutation: Mutation?
+
+    func run() -> Report {
+        var report = Report()
+        var states = Set<String>()
+        var world = World(mutation: mutation)
+        world.start()
+        explore(world, remaining: depth, report: &report, states: &states)
+        report.distinctStates = states.count
+        return report
+    }
+
+    private func explore(_ world: World, remaining: Int, report: inout Report, states: inout Set<String>) {
+        report.sequences += 1
+        states.insert(world.summary)
+        var drained = world
+        drained.drain()
+        drained.checkEnd()
+        report.refreshes += drained.presented
+        if let violation = (world.violations + drained.violations).first, report.violations.count < 50 {
+            report.violations.append("\(violation) after \(world.trace.joined(separator: ", "))")
+        }
+        guard remaining > 0, world.violations.isEmpty else { return }
+        for event in World.Event.allCases {
+            var next = world
+            guard next.apply(event) else { continue }
+            next.trace.append("\(event)")
+            next.checkStep()
+            explore(next, remaining: remaining - 1, report: &report, states: &states)
+        }
+    }
+}
+
+/// The machine, a store, a rotating server and the actor's bookkeeping, as one value (copied at every branch).
+struct World {
+    enum Event: String, CaseIterable, CustomStringConvertible {
+        case caller, rejected401, cancel, signIn, signOut, later, crash, otherProcessRotates, removedElsewhere
+        case lockTimesOut, storeAnswers, storeUnavailable
+        case serverRotates, serverKeepsRefreshToken, serverRejects, serverFailsTransiently
+        case writeLands, writeFails
+
+        var description: String { rawValue }
+    }
+
+    /// A refresh waiting for the world to answer, in the order of the store's lock.
+    struct Procedure {
+        var flight: Int
+        var epoch: UInt64
+        var seed: String?
+        var waiting: Waiting?
+    }
+
+    enum Waiting {
+        case readStore
+        case present(String?)
+        case persist(StoredSession, WriteCondition)
+    }
+
+    struct FlightRecord {
+        let flight: RefreshFlight
+        var waiters = 1
+        var resolved = false
+        var died = false
+    }
+
+    enum Deferred {
+        case removal(epoch: UInt64)
+        case save(epoch: UInt64)
+    }
+
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+    static let configuration = TokenRefreshClient.Configuration(backoff: .init(retries: 0))
+
+    let mutation: Explorer.Mutation?
+    var machine = SessionMachine(configuration: World.configuration, requiresRefreshToken: true)
+    var store: StoredSession?
+    var live = Set<String>()
+    /// Refresh tokens the server rotated away.
+    var consumed = Set<String>()
+    /// Refresh tokens the server rejected since this process started.
+    var rejectedHere = Set<String>()
+    var issued = Set<String>()
+    var finishedWrites = Set<String>()
+    var minted = 0
+    var seconds = 3500.0
+    var flights: [FlightRecord] = []
+    var procedures: [Procedure] = []
+    var deferred: [Deferred] = []
+    var presented = 0
+    var violations: [String] = []
+    var trace: [String] = []
+
+    init(mutation: Explorer.Mutation?) { self.mutation = mutation }
+
+    var now: Date { Self.start.addingTimeInterval(seconds) }
+    var elapsed: Duration { .seconds(seconds) }
+    var writing: Bool {
+        if case .persist = procedures.first?.waiting { return true }
+        return false
+    }
+
+    /// A stored session with a one-hour token received at `start`, due for a refresh now.
+    mutating func start() {
+        let token = mint(receivedAt: Self.start)
+        store = StoredSession(token: token, userID: "user-1", generation: 1)
+        _ = machine.loaded(store, now: now)
+    }
+
+    mutating func mint(receivedAt: Date) -> AuthToken {
+        minted += 1
+        live.insert("explore-refresh-\(minted)")
+        return AuthToken(
+            accessToken: "explore-access-\(minted)", refreshToken: "explore-refresh-\(minted)", receivedAt: receivedAt,
+            lifetime: 3600)
+    }
+
+    // MARK: - Events
+
+    mutating func apply(_ event: Event) -> Bool {
+        seconds += 1
+        switch event {
+        case .caller:
+            request(.validToken)
+        case .rejected401:
+            guard let session = machine.session else { return false }
+            request(.afterRejection(of: session.token.accessToken))
+        case .cancel:
+            guard let index = flights.firstIndex(where: { !$0.resolved && !$0.died && $0.waiters > 1 }) else {
+                return false
+            }
+            flights[index].waiters -= 1  // it leaves; the refresh goes on for the others
+        case .signIn:
+            let token = mint(receivedAt: now)
+            let (_, epoch, taken) = machine.beginSession(token, userID: "user-1", stateBefore: machine.state)
+            resolve(taken, with: .failure(.sessionChanged))
+            writeLater(.save(epoch: epoch))
+        case .signOut:
+            let (_, taken) = machine.endSession()
+            resolve(taken, with: .failure(.signedOut))
+            writeLater(.removal(epoch: machine.epoch))
+        case .later:
+            seconds += 3500
+        case .crash:
+            // Not while a pair the server issued is in memory only (being written, or kept after a failed write):
+            // a crash then loses the rotated pair, which only a grace window on the server cures.
+            guard !writing, machine.session?.persisted != false else { return false }
+            for index in flights.indices where !flights[index].resolved { flights[index].died = true }
+            procedures = []
+            deferred = []
+            rejectedHere = []
+            machine = SessionMachine(configuration: Self.configuration, requiresRefreshToken: true)
+            _ = machine.loaded(store, now: now)
+        case .otherProcessRotates:
+            guard procedures.isEmpty, let stored = store, let refresh = stored.token.refreshToken,
+                live.contains(refresh)
+            else { return false }
+            consume(refresh)
+            store = StoredSession(token: mint(receivedAt: now), userID: "user-1", generation: stored.generation + 1)
+        case .removedElsewhere:
+            guard procedures.isEmpty, store != nil else { return false }
+            store = nil
+        case .lockTimesOut:
+            // Another process held the store's lock too long: this refresh re-reads without it.
+            guard case .readStore = procedures.first?.waiting, case .rereading = machine.flight?.step else {
+                return false
+            }
+            run(machine.lockTimedOut(.lockTimedOut, epoch: procedures[0].epoch))
+        case .storeAnswers, .storeUnavailable:
+            guard case .readStore = procedures.first?.waiting else { return false }
+            let read: TokenStoreRead =
+                event == .storeUnavailable ? .unavailable(.unavailable) : store.map(TokenStoreRead.found) ?? .absent
+            run(machine.storeRead(read, epoch: procedures[0].epoch, now: now))
+        case .serverRotates, .serverKeepsRefreshToken, .serverRejects, .serverFailsTransiently:
+            guard case .present(let sent) = procedures.first?.waiting, let sent else { return false }
+            return serverAnswers(event, to: sent)
+        case .writeLands, .writeFails:
+            guard case .persist(let stored, let condition) = procedures.first?.waiting else { return false }
+            var failure: PersistenceError? = event == .writeFails ? .writeFailed : nil
+            if failure == nil, condition.allows(current: store?.generation) {
+                store = stored
+            } else if failure == nil {
+                failure = .conflict
+            }
+            if failure != .conflict { finishedWrites.insert(stored.token.accessToken) }
+            run(machine.writeFinished(failure, epoch: procedures[0].epoch, elapsed: elapsed))
+            runDeferred()
+        }
+        return true
+    }
+
+    mutating func serverAnswers(_ event: Event, to sent: String) -> Bool {
+        let epoch = procedures[0].epoch
+        switch event {
+        case .serverRotates, .serverKeepsRefreshToken:
+            guard live.contains(sent) else { return false }
+            minted += 1
+            let access = "explore-access-\(minted)"
+            issued.insert(access)
+            var newRefresh: String?
+            if event == .serverRotates {
+                consume(sent)
+                newRefresh = "explore-refresh-\(minted)"
+                live.insert(newRefresh!)
+            }
+            let response = TokenResponse(accessToken: access, refreshToken: newRefresh, expiresIn: 3600)
+            let action = machine.strategyAnswered(response, receivedAt: now, epoch: epoch)
+            if mutation == .writesAfterSignOut, case .fail = action {
+                // The bug: the seed's pattern, saving whatever a refresh returned, whatever happened meanwhile.
+                if !machine.isCurrent(epoch) { violations.append("wrote after sign-out or a newer session") }
+                let token = response.token(receivedAt: now, keeping: sent)
+                store = StoredSession(token: token, userID: "user-1", generation: (store?.generation ?? 0) + 1)
+            }
+            run(action)
+        case .serverRejects:
+            live.remove(sent)
+            rejectedHere.insert(sent)
+            run(machine.strategyFailed(.refreshTokenRejected, epoch: epoch))
+        default:
+            run(machine.strategyFailed(.transient, epoch: epoch))
+        }
+        return true
+    }
+
+    mutating func consume(_ refreshToken: String) {
+        live.remove(refreshToken)
+        consumed.insert(refreshToken)
+    }
+
+    mutating func request(_ request: SessionMachine.Request) {
+        switch machine.decide(request, now: now, elapsed: elapsed) {
+        case .token, .fail, .refreshStatelessly:
+            break
+        case .join(let flight):
+            if let index = flights.firstIndex(where: { $0.flight === flight }) { flights[index].waiters += 1 }
+        case .endSessionThenFail(let error):
+            endSession(reason: .expired, error: error)
+        case .startRefresh(let seed, let forced):
+            let flight = RefreshFlight()
+            let followsRefusal = if case .afterRejection = request { true } else { false }
+            let epoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal)
+            flights.append(FlightRecord(flight: flight))
+            procedures.append(Procedure(flight: flights.count - 1, epoch: epoch, seed: seed))
+            if procedures.count == 1 { run(machine.lockTaken(epoch: epoch, seed: seed)) }
+        }
+    }
+
+    // MARK: - Carrying out the machine's actions, as the actor does
+
+    mutating func run(_ first: SessionMachine.RefreshAction) {
+        var action = first
+        while true {
+            switch action {
+            case .readStore:
+                if mutation == .skipsTheReread, case .rereading = machine.flight?.step {
+                    // The bug: the store is taken to hold what memory holds.
+                    let held = machine.session.map {
+                        TokenStoreRead.found(
+                            StoredSession(token: $0.token, userID: $0.userID, generation: $0.generation))
+                    }
+                    action = machine.storeRead(held ?? .absent, epoch: procedures[0].epoch, now: now)
+                    continue
+                }
+                procedures[0].waiting = .readStore
+                return
+            case .present(let sent, _):
+                if let sent, consumed.contains(sent) || rejectedHere.contains(sent) {
+                    violations.append("presented a consumed refresh token")
+                }
+                presented += 1
+                if let blocked = machine.beginAttempt(at: elapsed) {
+                    action = machine.strategyFailed(blocked, epoch: procedures[0].epoch)
+                    continue
+                }
+                procedures[0].waiting = .present(sent)
+                return
+            case .persist(let stored, let condition):
+                if !machine.isCurrent(procedures[0].epoch) {
+                    violations.append("wrote after sign-out or a newer session")
+                }
+                procedures[0].waiting = .persist(stored, condition)
+                if mutation == .answersBeforeTheWriteLands {
+                    resolve(flights[procedures[0].flight].flight, with: .success(stored.token))
+                }
+                return
+            case .publish(_, let next):
+                action = next
+            case .answerAdopted(let stored):
+                return endProcedure(.success(stored.token))
+            case .answer(let token):
+                return endProcedure(.success(token))
+            case .endSession(let reason, let error, let failure):
+                endSession(reason: reason, error: error)
+                return endProcedure(.failure(failure))
+            case .endSessionIfHeld(let reason, let failure):
+                if let ending = machine.endingSessionIfHeld(reason: reason, error: failure) { carryOut(ending) }
+                return endProcedure(.failure(failure))
+            case .fail(let error):
+                return endProcedure(.failure(error))
+            }
+        }
+    }
+
+    /// The refresh at the head of the lock ends: its flight is answered, and the next refresh takes the lock.
+    mutating func endProcedure(_ result: Result<AuthToken, TokenRefreshError>) {
+        let ended = procedures.removeFirst()
+        let flight = flights[ended.flight].flight
+        _ = machine.endFlight(flight)
+        if mutation == .failureLeavesWaiters, case .failure = result {
+            // The bug: an error path that returns without answering the flight.
+        } else {
+            resolve(flight, with: result)
+        }
+        runDeferred()
+        guard let next = procedures.first, case .none = next.waiting else { return }
+        run(machine.lockTaken(epoch: next.epoch, seed: next.seed))
+    }
+
+    mutating func resolve(_ flight: RefreshFlight?, with result: Result<AuthToken, TokenRefreshError>) {
+        guard let flight, let index = flights.firstIndex(where: { $0.flight === flight }) else { return }
+        guard !flights[index].resolved else { return }
+        flights[index].resolved = true
+        if case .success(let token) = result, issued.contains(token.accessToken),
+            !finishedWrites.contains(token.accessToken)
+        {
+            violations.append("answered before the pair was persisted")
+        }
+    }
+
+    /// The actor's `endSession`: memory first, then the store, conditional on the generation.
+    mutating func endSession(reason: AuthEvent.SignOutReason = .revoked, error: TokenRefreshError? = nil) {
+        carryOut(machine.endingSession(reason: reason, error: error))
+    }
+
+    mutating func carryOut(_ ending: SessionMachine.EndSessionAction) {
+        resolve(ending.flight, with: .failure(ending.failure))
+        guard let removal = ending.removal else { return }
+        let landed = removal.condition.allows(current: store?.generation)
+        if landed { store = nil }
+        machine.removalFinished(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)
+    }
+
+    /// A sign-in's save or a sign-out's removal lands after every write of an older session (the write fence).
+    mutating func writeLater(_ write: Deferred) {
+        deferred.append(write)
+        runDeferred()
+    }
+
+    mutating func runDeferred() {
+        guard !writing else { return }
+        let writes = deferred
+        deferred = []
+        for write in writes {
+            switch write {
+            case .removal(let epoch):
+                guard machine.isCurrent(epoch) else { continue }
+                store = nil
+                machine.storeCleared()
+            case .save(let epoch):
+                guard machine.isCurrent(epoch), let session = machine.session else { continue }
+                store = StoredSession(token: session.token, userID: session.userID, generation: session.generation)
+                machine.sessionStored(epoch: epoch)
+            }
+        }
+    }
+
+    // MARK: - Invariants
+
+    mutating func checkStep() {
+        if machine.state == .loading { violations.append("the state read loading after a call returned") }
+    }
+
+    /// Runs every refresh to its end with the kindest answers.
+    mutating func drain() {
+        var steps = 0
+        while let head = procedures.first, steps < 20 {
+            steps += 1
+            switch head.waiting {
+            case .readStore: _ = apply(.storeAnswers)
+            case .present(let sent):
+                if !(sent.map(live.contains) ?? false) || !apply(.serverRotates) { _ = apply(.serverRejects) }
+            case .persist: _ = apply(.writeLands)
+            case nil: run(machine.lockTaken(epoch: head.epoch, seed: head.seed))
+            }
+        }
+        runDeferred()
+    }
+
+    mutating func checkEnd() {
+        checkStep()
+        if flights.contains(where: { !$0.resolved && !$0.died }) { violations.append("a waiter was never resolved") }
+        if machine.session == nil, machine.loaded, store != nil, deferred.isEmpty {
+            violations.append("wrote after sign-out or a newer session (an ended session is still stored)")
+        }
+    }
+
+    /// What distinguishes one state of the world from another.
+    var summary: String {
+        let step = machine.flight?.step.map { "\($0)".prefix(24) } ?? "-"
+        return [
+            "\(machine.state)", "\(machine.epoch)", "\(machine.session?.token.fingerprint ?? "-")",
+            "\(machine.session?.persisted ?? false)", "\(store?.generation ?? 0)", "\(store?.token.fingerprint ?? "-")",
+            "\(step)", "\(procedures.count)", "\(deferred.count)", "\(live.count)", "\(consumed.count)",
+            "\(flights.filter { !$0.resolved && !$0.died }.count)",
+        ].joined(separator: "|")
+    }
+}
