@@ -42,7 +42,7 @@ public struct BearerAuthenticator: Sendable {
             return headers
         }
 
-        init(_ error: TokenVerificationError) {
+        package init(_ error: TokenVerificationError) {
             self.error = error
             if error == .missingAuthorization {
                 status = 401

@@ -140,6 +140,8 @@ public actor RemoteJWKSSource: JWKSSource {
         var lastError: TokenVerificationError?
         var fetching = false
         var refreshScheduled = false
+        /// Refreshers running (``RemoteJWKSSource/runRefresher()``): while one runs, lookups start no refresh.
+        var refreshers = 0
         var unknownKeyIDs: Set<String> = []
         var fetchCount = 0
     }
@@ -231,7 +233,7 @@ public actor RemoteJWKSSource: JWKSSource {
         let (decision, scheduleRefresh) = state.withLock { state -> (Decision, Bool) in
             guard let set = state.keySet, now < state.usableUntil else { return (.askActor, false) }
             var schedule = false
-            if now >= state.refreshAt, !state.refreshScheduled, !state.fetching {
+            if now >= state.refreshAt, !state.refreshScheduled, !state.fetching, state.refreshers == 0 {
                 state.refreshScheduled = true
                 schedule = true
             }
@@ -279,6 +281,30 @@ public actor RemoteJWKSSource: JWKSSource {
     /// Fetches the set now (joining a fetch in flight), whatever the cache and cooldown say.
     public func refresh() async {
         await fetchShared()
+    }
+
+    /// Keeps the key set fresh from a task the caller owns, until that task is cancelled: fetches at once, then
+    /// again ``Configuration/refreshAhead`` before each expiry, or ``Configuration/retryAfterFailure`` after a failed
+    /// fetch.
+    ///
+    /// While it runs, lookups of a known `kid` never start a background refresh task of their own, so a server's
+    /// graceful shutdown (a swift-service-lifecycle `ServiceGroup`) leaves no fetch behind: when the task is
+    /// cancelled, a fetch in flight is awaited (at most ``Configuration/fetchTimeout``) before this returns. Unknown
+    /// `kid`s still fetch on demand, within the cooldown, in the caller's own request.
+    public func runRefresher() async {
+        state.withLock { $0.refreshers += 1 }
+        defer { state.withLock { $0.refreshers -= 1 } }
+        while !Task.isCancelled {
+            let now = elapsed()
+            if state.withLock({ $0.keySet == nil || now >= $0.refreshAt }) { await fetchShared() }
+            // The next refresh time moves forward with every fetch, success or failure.
+            let wait = state.withLock { $0.refreshAt } - elapsed()
+            do {
+                try await sleep(max(wait, configuration.retryAfterFailure / 10))
+            } catch {
+                return
+            }
+        }
     }
 
     private func refreshInBackground() async {
