@@ -24,6 +24,7 @@ let openAPI = TargetDependencyCondition.when(traits: ["OpenAPIMiddleware"])
 /// Vapor 4 is its own trait, outside `ServerAdapters`, so the other adapters' builds never compile Vapor.
 let vapor = TargetDependencyCondition.when(traits: ["VaporMiddleware"])
 let lifecycle = TargetDependencyCondition.when(traits: ["LifecycleServices"])
+let tracing = TargetDependencyCondition.when(traits: ["DistributedTracing"])
 
 let package = Package(
     name: "TokenKit",
@@ -75,6 +76,11 @@ let package = Package(
             description:
                 "TokenKitServiceLifecycle: the JWKS refresher and the session registry's sweeper as swift-service-lifecycle Services."
         ),
+        .trait(
+            name: "DistributedTracing",
+            description:
+                "TokenVerification records spans (verification, JWKS refresh linked to its waiters) through swift-distributed-tracing."
+        ),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -100,6 +106,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
         // `Service` and `ServiceGroup` (with `LifecycleServices`; Hummingbird already depends on it).
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Spans through the bootstrapped tracer (with `DistributedTracing`).
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         // Foundation only: a consumer who just parses tokens builds nothing else. Its resource bundle holds the
@@ -152,6 +160,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: tracing),
             ],
             resources: [.process("Resources")]
         ),
@@ -222,6 +231,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing", condition: tracing),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: tracing),
             ]
         ),
         // The unification analysis's call sites, compiled as the apps wrote them: through `import TokenKit`, and

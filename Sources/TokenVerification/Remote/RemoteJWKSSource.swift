@@ -2,6 +2,10 @@ import AuthToken
 public import Foundation
 public import Logging
 
+#if DistributedTracing
+    import Tracing
+#endif
+
 /// A key source that fetches a JWKS over a pluggable fetch function, caches it, and refetches it rarely.
 ///
 /// ```swift
@@ -156,6 +160,10 @@ public actor RemoteJWKSSource: JWKSSource {
     private nonisolated let sleep: @Sendable (Duration) async throws -> Void
     private let state = LockedValue(State())
     private var inFlight: Task<Void, Never>?
+    #if DistributedTracing
+        /// The span of the fetch in flight: every caller that waits on it adds a link to its own span.
+        private var inFlightSpan: (any Span)?
+    #endif
     private var discoveredJWKSURL: URL?
 
     /// A source for the key set at `location`.
@@ -321,6 +329,7 @@ public actor RemoteJWKSSource: JWKSSource {
             return !usable || now - last >= configuration.unknownKeyCooldown
         }
         if let inFlight {
+            linkWaiter()
             await inFlight.value
         } else if mayFetch {
             await fetchShared()
@@ -346,13 +355,41 @@ public actor RemoteJWKSSource: JWKSSource {
 
     private func fetchShared() async {
         if let inFlight {
+            linkWaiter()
             await inFlight.value
             return
         }
+        #if DistributedTracing
+            // A root span: the refresh serves every waiter, and each one links to it (the first included).
+            let span = startSpan("tokenkit.jwks.refresh", context: .topLevel, ofKind: .client)
+            span.attributes["tokenkit.jwks.location"] = "\(location)"
+            inFlightSpan = span
+            linkWaiter()
+        #endif
         let task = Task { await self.performFetch() }
         inFlight = task
         await task.value
         inFlight = nil
+        #if DistributedTracing
+            inFlightSpan = nil
+            let (keys, error) = state.withLock { ($0.keySet?.keys.count, $0.lastError) }
+            if let error {
+                span.attributes["error.type"] = error.reason
+                span.setStatus(SpanStatus(code: .error))
+            } else if let keys {
+                span.attributes["tokenkit.jwks.keys"] = keys
+            }
+            span.end()
+        #endif
+    }
+
+    /// Links the calling task's span (a verification, a request) to the refresh in flight.
+    private func linkWaiter() {
+        #if DistributedTracing
+            if let inFlightSpan, let context = ServiceContext.current {
+                inFlightSpan.addLink(SpanLink(context: context, attributes: [:]))
+            }
+        #endif
     }
 
     private func performFetch() async {
