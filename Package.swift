@@ -395,6 +395,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: ahc),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: openAPI),
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
+                .product(name: "HummingbirdAuth", package: "hummingbird-auth", condition: hummingbird),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
