@@ -21,6 +21,10 @@ let ahc = TargetDependencyCondition.when(traits: ["AsyncHTTPClientTransport"])
 let hummingbird = TargetDependencyCondition.when(traits: ["HummingbirdMiddleware"])
 let postgres = TargetDependencyCondition.when(traits: ["PostgresStore"])
 let openAPI = TargetDependencyCondition.when(traits: ["OpenAPIMiddleware"])
+/// Vapor 4 is its own trait, outside `ServerAdapters`, so the other adapters' builds never compile Vapor.
+let vapor = TargetDependencyCondition.when(traits: ["VaporMiddleware"])
+let lifecycle = TargetDependencyCondition.when(traits: ["LifecycleServices"])
+let tracing = TargetDependencyCondition.when(traits: ["DistributedTracing"])
 
 let package = Package(
     name: "TokenKit",
@@ -47,6 +51,8 @@ let package = Package(
         .library(name: "TokenKitHummingbird", targets: ["TokenKitHummingbird"]),
         .library(name: "TokenKitPostgres", targets: ["TokenKitPostgres"]),
         .library(name: "TokenKitOpenAPI", targets: ["TokenKitOpenAPI"]),
+        .library(name: "TokenKitVapor", targets: ["TokenKitVapor"]),
+        .library(name: "TokenKitServiceLifecycle", targets: ["TokenKitServiceLifecycle"]),
         // The Apple side: one session shared by an app and its extensions, lifecycle hooks, and a Keychain
         // simulator for tests on any platform.
         .library(name: "TokenKitAppLifecycle", targets: ["TokenKitAppLifecycle"]),
@@ -71,6 +77,19 @@ let package = Package(
             name: "ServerAdapters",
             description: "Every server adapter above.",
             enabledTraits: ["AsyncHTTPClientTransport", "HummingbirdMiddleware", "PostgresStore", "OpenAPIMiddleware"]),
+        .trait(
+            name: "VaporMiddleware",
+            description: "TokenKitVapor: Bearer JWT verification as Vapor 4 middleware and authenticator (req.auth)."),
+        .trait(
+            name: "LifecycleServices",
+            description:
+                "TokenKitServiceLifecycle: the JWKS refresher and the session registry's sweeper as swift-service-lifecycle Services."
+        ),
+        .trait(
+            name: "DistributedTracing",
+            description:
+                "TokenVerification records spans (verification, JWKS refresh linked to its waiters) through swift-distributed-tracing."
+        ),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -90,6 +109,14 @@ let package = Package(
         // Hummingbird's default traits, as a backend's own manifest names it: one set of traits in the graph.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // hummingbird-auth's `AuthenticatorMiddleware` conventions (with `HummingbirdMiddleware`) and Vapor 4 (with
+        // `VaporMiddleware`).
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
+        // `Service` and `ServiceGroup` (with `LifecycleServices`; Hummingbird already depends on it).
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Spans through the bootstrapped tracer (with `DistributedTracing`).
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         // Foundation only: a consumer who just parses tokens builds nothing else. Its resource bundle holds the
@@ -142,6 +169,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: tracing),
             ],
             resources: [.process("Resources")]
         ),
@@ -272,6 +300,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing", condition: tracing),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: tracing),
             ]
         ),
         // The unification analysis's call sites, compiled as the apps wrote them: through `import TokenKit`, and
@@ -348,6 +378,7 @@ let package = Package(
             dependencies: [
                 "TokenVerification",
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
+                .product(name: "HummingbirdAuth", package: "hummingbird-auth", condition: hummingbird),
                 .product(name: "NIOCore", package: "swift-nio", condition: hummingbird),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -387,10 +418,47 @@ let package = Package(
                 "TokenKitHummingbird", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: hummingbird),
+                .product(name: "HummingbirdAuth", package: "hummingbird-auth", condition: hummingbird),
                 .product(name: "NIOCore", package: "swift-nio", condition: hummingbird),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        // Vapor 4 (trait `VaporMiddleware`): every file is inside `#if VaporMiddleware`.
+        .target(
+            name: "TokenKitVapor",
+            dependencies: [
+                "TokenVerification",
+                .product(name: "Vapor", package: "vapor", condition: vapor),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "TokenKitVaporTests",
+            dependencies: [
+                "TokenKitVapor", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "Vapor", package: "vapor", condition: vapor),
+                .product(name: "VaporTesting", package: "vapor", condition: vapor),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        // swift-service-lifecycle (trait `LifecycleServices`): every file is inside `#if LifecycleServices`.
+        .target(
+            name: "TokenKitServiceLifecycle",
+            dependencies: [
+                "TokenVerification", "TokenRefresh",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: lifecycle),
+            ]
+        ),
+        .testTarget(
+            name: "TokenKitServiceLifecycleTests",
+            dependencies: [
+                "TokenKitServiceLifecycle", "TokenVerification", "TokenRefresh", "AuthToken", "Persistence",
+                "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: lifecycle),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The samples of Integrations/README.md and the adapters' DocC, compiled as printed (.ci/doc-samples).
@@ -402,6 +470,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: ahc),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: openAPI),
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
+                .product(name: "HummingbirdAuth", package: "hummingbird-auth", condition: hummingbird),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

@@ -2,6 +2,7 @@
 #if HummingbirdMiddleware
 import HTTPTypes
 public import Hummingbird
+public import HummingbirdAuth
 
 /// A Hummingbird request context that can carry the identity ``TokenVerificationMiddleware`` verified.
 ///
@@ -20,25 +21,17 @@ public import Hummingbird
 /// ```
 ///
 /// Or use ``BasicBearerAuthRequestContext``.
-public protocol BearerAuthRequestContext: RequestContext {
-    /// The verified identity: `nil` before the middleware ran, set for every request it lets through.
-    var identity: BearerIdentity? { get set }
-}
+///
+/// It is hummingbird-auth's `AuthRequestContext` with `BearerIdentity` as the identity, so hummingbird-auth's
+/// authenticators, ``BearerTokenAuthenticator`` and ``BearerChallengeMiddleware`` all work with it.
+public protocol BearerAuthRequestContext: AuthRequestContext where Identity == BearerIdentity {}
 
 extension BearerAuthRequestContext {
     /// The verified `sub`, or `nil` on a route the middleware does not guard.
     public var userId: String? { identity?.userId }
     /// The verified `sid`, or `nil` when the token has none or the route is not guarded.
     public var sessionId: String? { identity?.sessionId }
-
-    /// The verified identity, or a 401 if the route was reached without the middleware.
-    ///
-    /// - Returns: The identity.
-    /// - Throws: `HTTPError(.unauthorized)` when no middleware set one (a routing mistake, not a client's).
-    public func requireIdentity() throws -> BearerIdentity {
-        guard let identity else { throw HTTPError(.unauthorized) }
-        return identity
-    }
+    // `requireIdentity()` is hummingbird-auth's: the identity, or a 401 if no middleware set one (a routing mistake).
 }
 
 /// The smallest context for ``TokenVerificationMiddleware``: Hummingbird's core context and the identity.

@@ -2,6 +2,7 @@
 #if HummingbirdMiddleware
 import HTTPTypes
 public import Hummingbird
+import HummingbirdAuth
 import Logging
 public import TokenVerification
 

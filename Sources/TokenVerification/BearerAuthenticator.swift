@@ -42,7 +42,7 @@ public struct BearerAuthenticator: Sendable {
             return headers
         }
 
-        init(_ error: TokenVerificationError) {
+        package init(_ error: TokenVerificationError) {
             self.error = error
             if error == .missingAuthorization {
                 status = 401
@@ -58,14 +58,32 @@ public struct BearerAuthenticator: Sendable {
         }
     }
 
-    /// The verifier.
-    public let verifier: TokenVerifier
+    /// The verifier, or `nil` for an authenticator over an ``IssuerRouter``.
+    public var verifier: TokenVerifier? {
+        if case .single(let verifier) = verification { return verifier }
+        return nil
+    }
+
+    private enum Verification: Sendable {
+        case single(TokenVerifier)
+        case routed(IssuerRouter)
+    }
+
+    private let verification: Verification
 
     /// An authenticator over `verifier`.
     ///
     /// - Parameter verifier: The verifier.
     public init(verifier: TokenVerifier) {
-        self.verifier = verifier
+        verification = .single(verifier)
+    }
+
+    /// An authenticator over several issuers: each token is verified by the verifier of its `iss`, and a token
+    /// from an issuer not in the router is an invalid token (401).
+    ///
+    /// - Parameter router: The issuers' verifiers.
+    public init(router: IssuerRouter) {
+        verification = .routed(router)
     }
 
     /// Authenticates a request by its `Authorization` header.
@@ -77,7 +95,10 @@ public struct BearerAuthenticator: Sendable {
             return .rejected(Rejection(.missingAuthorization))
         }
         do {
-            return .authenticated(try await verifier.verify(token))
+            switch verification {
+            case .single(let verifier): return .authenticated(try await verifier.verify(token))
+            case .routed(let router): return .authenticated(try await router.verify(token))
+            }
         } catch {
             return .rejected(Rejection(error))
         }

@@ -3,6 +3,10 @@ public import CoreMetrics
 import Crypto
 public import Foundation
 
+#if DistributedTracing
+    import Tracing
+#endif
+
 /// Verifies JWS compact tokens (JWTs) a backend receives: signature, algorithm, header and claims.
 ///
 /// ```swift
@@ -208,6 +212,40 @@ public struct TokenVerifier: Sendable {
     /// - Returns: The verified claims.
     /// - Throws: ``TokenVerificationError`` with the first check that failed.
     public func verify(_ token: String) async throws(TokenVerificationError) -> VerifiedClaims {
+        #if DistributedTracing
+            // One span per verification (never the token or a claim value in it), current while keys are looked
+            // up, so a wait on a JWKS refresh is linked from the refresh's span.
+            let span = startSpan("tokenkit.token.verify")
+            defer { span.end() }
+            span.attributes["tokenkit.verifier.issuer"] = configuration.issuer
+            let result: Result<(VerifiedClaims, Bool?), TokenVerificationError> =
+                await ServiceContext.$current.withValue(span.context) {
+                    do throws(TokenVerificationError) {
+                        return .success(try await verifyUntraced(token))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            switch result {
+            case .success(let (claims, cacheHit)):
+                if let cacheHit { span.attributes["tokenkit.verifier.cache"] = cacheHit ? "hit" : "miss" }
+                return claims
+            case .failure(let error):
+                span.attributes["tokenkit.verifier.cache"] = "miss"
+                span.attributes["error.type"] = error.reason
+                span.setStatus(SpanStatus(code: .error))
+                throw error
+            }
+        #else
+            return try await verifyUntraced(token).claims
+        #endif
+    }
+
+    /// ``verify(_:)`` without a span: the claims, and whether the verified-token cache answered (`nil` without a
+    /// cache).
+    private func verifyUntraced(
+        _ token: String
+    ) async throws(TokenVerificationError) -> (claims: VerifiedClaims, cacheHit: Bool?) {
         // The token's bytes are read in place (a native string's UTF-8 is contiguous), never copied.
         var token = token
         guard token.utf8.count <= configuration.maximumTokenLength else { throw .tokenTooLong }
@@ -222,7 +260,7 @@ public struct TokenVerifier: Sendable {
                     do throws(TokenVerificationError) {
                         try rules.checkTimes(entry.times, now: now)
                         cacheHits.increment()
-                        return entry.claims
+                        return (entry.claims, true)
                     } catch {
                         cache.remove(tokenDigest)
                         throw error
@@ -279,6 +317,6 @@ public struct TokenVerifier: Sendable {
 
         let claims = VerifiedClaims(members: jws.claims, payload: jws.payload, algorithm: algorithm, keyID: keyID)
         if let cache, let digest { cache.insert(.init(claims: claims, key: verifyingKey, times: times), for: digest) }
-        return claims
+        return (claims, cache == nil ? nil : false)
     }
 }

@@ -2,6 +2,10 @@ import AuthToken
 public import Foundation
 public import Logging
 
+#if DistributedTracing
+    import Tracing
+#endif
+
 /// A key source that fetches a JWKS over a pluggable fetch function, caches it, and refetches it rarely.
 ///
 /// ```swift
@@ -140,6 +144,8 @@ public actor RemoteJWKSSource: JWKSSource {
         var lastError: TokenVerificationError?
         var fetching = false
         var refreshScheduled = false
+        /// Refreshers running (``RemoteJWKSSource/runRefresher()``): while one runs, lookups start no refresh.
+        var refreshers = 0
         var unknownKeyIDs: Set<String> = []
         var fetchCount = 0
     }
@@ -154,6 +160,10 @@ public actor RemoteJWKSSource: JWKSSource {
     private nonisolated let sleep: @Sendable (Duration) async throws -> Void
     private let state = LockedValue(State())
     private var inFlight: Task<Void, Never>?
+    #if DistributedTracing
+        /// The span of the fetch in flight: every caller that waits on it adds a link to its own span.
+        private var inFlightSpan: (any Span)?
+    #endif
     private var discoveredJWKSURL: URL?
 
     /// A source for the key set at `location`.
@@ -231,7 +241,7 @@ public actor RemoteJWKSSource: JWKSSource {
         let (decision, scheduleRefresh) = state.withLock { state -> (Decision, Bool) in
             guard let set = state.keySet, now < state.usableUntil else { return (.askActor, false) }
             var schedule = false
-            if now >= state.refreshAt, !state.refreshScheduled, !state.fetching {
+            if now >= state.refreshAt, !state.refreshScheduled, !state.fetching, state.refreshers == 0 {
                 state.refreshScheduled = true
                 schedule = true
             }
@@ -281,6 +291,30 @@ public actor RemoteJWKSSource: JWKSSource {
         await fetchShared()
     }
 
+    /// Keeps the key set fresh from a task the caller owns, until that task is cancelled: fetches at once, then
+    /// again ``Configuration/refreshAhead`` before each expiry, or ``Configuration/retryAfterFailure`` after a failed
+    /// fetch.
+    ///
+    /// While it runs, lookups of a known `kid` never start a background refresh task of their own, so a server's
+    /// graceful shutdown (a swift-service-lifecycle `ServiceGroup`) leaves no fetch behind: when the task is
+    /// cancelled, a fetch in flight is awaited (at most ``Configuration/fetchTimeout``) before this returns. Unknown
+    /// `kid`s still fetch on demand, within the cooldown, in the caller's own request.
+    public func runRefresher() async {
+        state.withLock { $0.refreshers += 1 }
+        defer { state.withLock { $0.refreshers -= 1 } }
+        while !Task.isCancelled {
+            let now = elapsed()
+            if state.withLock({ $0.keySet == nil || now >= $0.refreshAt }) { await fetchShared() }
+            // The next refresh time moves forward with every fetch, success or failure.
+            let wait = state.withLock { $0.refreshAt } - elapsed()
+            do {
+                try await sleep(max(wait, configuration.retryAfterFailure / 10))
+            } catch {
+                return
+            }
+        }
+    }
+
     private func refreshInBackground() async {
         await fetchShared()
     }
@@ -295,6 +329,7 @@ public actor RemoteJWKSSource: JWKSSource {
             return !usable || now - last >= configuration.unknownKeyCooldown
         }
         if let inFlight {
+            linkWaiter()
             await inFlight.value
         } else if mayFetch {
             await fetchShared()
@@ -320,13 +355,41 @@ public actor RemoteJWKSSource: JWKSSource {
 
     private func fetchShared() async {
         if let inFlight {
+            linkWaiter()
             await inFlight.value
             return
         }
+        #if DistributedTracing
+            // A root span: the refresh serves every waiter, and each one links to it (the first included).
+            let span = startSpan("tokenkit.jwks.refresh", context: .topLevel, ofKind: .client)
+            span.attributes["tokenkit.jwks.location"] = "\(location)"
+            inFlightSpan = span
+            linkWaiter()
+        #endif
         let task = Task { await self.performFetch() }
         inFlight = task
         await task.value
         inFlight = nil
+        #if DistributedTracing
+            inFlightSpan = nil
+            let (keys, error) = state.withLock { ($0.keySet?.keys.count, $0.lastError) }
+            if let error {
+                span.attributes["error.type"] = error.reason
+                span.setStatus(SpanStatus(code: .error))
+            } else if let keys {
+                span.attributes["tokenkit.jwks.keys"] = keys
+            }
+            span.end()
+        #endif
+    }
+
+    /// Links the calling task's span (a verification, a request) to the refresh in flight.
+    private func linkWaiter() {
+        #if DistributedTracing
+            if let inFlightSpan, let context = ServiceContext.current {
+                inFlightSpan.addLink(SpanLink(context: context, attributes: [:]))
+            }
+        #endif
     }
 
     private func performFetch() async {

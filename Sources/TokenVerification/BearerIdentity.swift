@@ -1,9 +1,8 @@
-// Compiled only with the `HummingbirdMiddleware` package trait.
-#if HummingbirdMiddleware
-public import TokenVerification
-
-/// Who a request is from, as ``TokenVerificationMiddleware`` verified it: the diet-app backend's
+/// Who a request is from, as a ``BearerAuthenticator`` verified it: the diet-app backend's
 /// `req.auth = {userId: sub, sessionId: sid}`, with the full verified claims beside.
+///
+/// The server adapters put it where their framework looks: on a Hummingbird request context's `identity`, in
+/// Vapor's `req.auth`.
 public struct BearerIdentity: Sendable, Hashable, CustomStringConvertible {
     /// The token's `sub`.
     public let userId: String
@@ -14,7 +13,7 @@ public struct BearerIdentity: Sendable, Hashable, CustomStringConvertible {
 
     /// An identity from verified claims.
     ///
-    /// - Parameter claims: Claims a ``/TokenVerification/TokenVerifier`` returned.
+    /// - Parameter claims: Claims a ``TokenVerifier`` returned.
     public init(claims: VerifiedClaims) {
         self.claims = claims
         userId = claims.subject
@@ -26,4 +25,3 @@ public struct BearerIdentity: Sendable, Hashable, CustomStringConvertible {
         "BearerIdentity(algorithm: \(claims.algorithm), claims: \(claims.members.count))"
     }
 }
-#endif
