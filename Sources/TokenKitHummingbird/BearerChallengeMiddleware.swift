@@ -3,7 +3,7 @@
 import HTTPTypes
 public import Hummingbird
 public import HummingbirdAuth
-public import TokenVerification
+import TokenVerification
 
 /// The end of a hummingbird-auth chain: lets a request through only if some authenticator put an identity on its
 /// context, and otherwise answers as RFC 6750 and the diet-app backend's contract say.

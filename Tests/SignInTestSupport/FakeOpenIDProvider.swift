@@ -1,7 +1,7 @@
 package import Crypto
 package import Foundation
 package import HTTPTypes
-package import NetworkRetry
+import NetworkRetry
 import TokenKitLogCheck
 package import TokenKitSignIn
 import TokenRefresh

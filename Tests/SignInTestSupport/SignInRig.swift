@@ -1,5 +1,5 @@
 package import Foundation
-package import NetworkRetry
+import NetworkRetry
 package import Persistence
 package import TokenKitSignIn
 package import TokenRefresh
