@@ -12,7 +12,7 @@ public import TokenRefresh
 /// - on returning to the foreground (`scenePhase == .active`), ``willEnterForeground()``: adopts what an
 ///   extension saved meanwhile, then refreshes if the token is due.
 /// - in a `BGAppRefreshTask` handler, ``performBackgroundRefresh()``.
-/// - for the whole life of the process, ``observeChanges()``: adopts the pair another process saved as soon as
+/// - for the whole life of the process, ``observeChanges(adopted:)``: adopts the pair another process saved as soon as
 ///   its ``SessionChangeNotifier`` says so.
 ///
 /// It uses the client's public API only, and never signs the user out by itself.

@@ -2,7 +2,7 @@ public import Foundation
 
 /// Opens an authorization URL in a browser and returns the URL the server redirected back to.
 ///
-/// TokenKit ships two: ``WebAuthenticationSessionUserAgent`` (`ASWebAuthenticationSession`, Apple platforms) and
+/// TokenKit ships two: `WebAuthenticationSessionUserAgent` (`ASWebAuthenticationSession`, Apple platforms) and
 /// ``LoopbackRedirectUserAgent`` (a redirect to `http://127.0.0.1:<port>`, RFC 8252 section 7.3, for command-line
 /// tools and Linux). A conformance of your own (an embedded browser, a test script) is one method:
 ///

@@ -2,7 +2,7 @@ public import Foundation
 public import Persistence
 public import PersistenceKeychain
 
-/// An older app version's Keychain items as a ``/Persistence/LegacyKeyValueSource``: one generic-password item per
+/// An older app version's Keychain items as a ``LegacyKeyValueSource``: one generic-password item per
 /// key, the key as `kSecAttrAccount` under one `kSecAttrService` (FitIQ's and Lume's `KeychainManager` layout).
 ///
 /// ```swift
