@@ -177,7 +177,6 @@ let package = Package(
             name: "TokenKit",
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitCompatibility",
-                "TokenKitSignIn",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),

@@ -102,7 +102,9 @@ let package = Package(
         // A command-line sign-in through the browser over a loopback redirect, with OpenID Connect.
         .executableTarget(
             name: "signin-demo",
-            dependencies: appDependencies + ["DemoAuthServer"],
+            dependencies: appDependencies + [
+                "DemoAuthServer", .product(name: "TokenKitSignIn", package: "TokenKit"),
+            ],
             swiftSettings: strictSettings
         ),
         // The diet-app backend (seed 000): verifies the demo issuer's Clerk-style JWTs through its JWKS.

@@ -3,6 +3,7 @@ import DemoAppSupport
 import DemoAuthServer
 import Foundation
 import TokenKit
+import TokenKitSignIn
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
