@@ -186,8 +186,11 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
             #endif
         }
         let detail = parts.isEmpty ? "" : "(" + parts.joined(separator: ", ") + ")"
-        return "TokenRefreshError.\(code.rawValue)\(detail)"
+        return name + detail
     }
+
+    /// `TokenRefreshError.<code>`, with nothing the error carries.
+    var name: String { "TokenRefreshError.\(code.rawValue)" }
 
     /// What a log may say of `error`, outermost first: kinds, reasons and codes, never the error's own text.
     static func cause(_ error: any Error, depth: Int = 0) -> [String] {

@@ -38,6 +38,11 @@ import TokenKitLogCheck
         #expect(throws: AuthTokenError.malformedJWT(.payload, .notJSON)) {
             try JWT(parsing: Self.token(payload: Self.payload(name: "s", value: prefix + [0x0A] + Array("tail".utf8))))
         }
+        // 0x1F, the highest control character: the word test's threshold must be 0x20, not lower.
+        #expect(throws: AuthTokenError.malformedJWT(.payload, .notJSON)) {
+            try JWT(
+                parsing: Self.token(payload: Self.payload(name: "s", value: prefix + [0x1F] + Array("tail-long".utf8))))
+        }
         #expect(throws: AuthTokenError.malformedJWT(.payload, .notUTF8)) {
             try JWT(
                 parsing: Self.token(
@@ -47,5 +52,14 @@ import TokenKitLogCheck
             try JWT(
                 parsing: Self.token(payload: Self.payload(name: "s", value: prefix + [0xFF] + Array("tail-long".utf8))))
         }
+    }
+
+    @Test(arguments: 0..<17)
+    func theBytesNextToTheSpecialOnesAreKeptAtEveryOffset(offset: Int) throws {
+        // A space (0x20), DEL (0x7F) and the bytes either side of the quote and the backslash are plain characters.
+        let prefix = String(repeating: "x", count: offset)
+        let plain = prefix + " \u{7F}!#[]" + "tail-long"
+        let claims = try JWT(parsing: Self.token(payload: Self.payload(name: "s", value: Array(plain.utf8)))).claims
+        #expect(claims.string("s") == plain)
     }
 }

@@ -29,6 +29,21 @@ import TokenKitLogCheck
         #expect(cell.state == states[19_999 % states.count])
     }
 
+    #if os(Linux) || os(Android)
+        @Test func aClientKeepsOneBoxPerDistinctUserStateHoweverOftenItIsPublished() {
+            let cell = PublishedState(.loading)
+            #expect(cell.boxCount == 0)
+            for _ in 0..<100 {
+                for state in Self.states { cell.publish(state) }
+            }
+            // `loading` and `signedOut` are shared by every client; the four user states are this client's.
+            #expect(cell.boxCount == 4)
+            #expect(cell.state == Self.states.last)
+            cell.publish(.signedOut)
+            #expect(cell.state == .signedOut)
+        }
+    #endif
+
     @Test func aClientsCurrentStateFollowsItsSession() async throws {
         let rig = try await Rig.make(expired: false)
         #expect(rig.client.currentState == .loading)

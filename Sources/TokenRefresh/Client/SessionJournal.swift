@@ -57,8 +57,7 @@ struct SessionJournal: Sendable {
         if let oauthError = error.oauthError { parts.append(oauthError) }
         if let status = error.status { parts.append("HTTP \(status)") }
         if let underlying = error.underlying { parts.append(String(describing: type(of: underlying))) }
-        let code = "\(error)".prefix { $0 != "(" }
-        return parts.isEmpty ? String(code) : "\(code)(\(parts.joined(separator: ", ")))"
+        return parts.isEmpty ? error.name : "\(error.name)(\(parts.joined(separator: ", ")))"
     }
 }
 
@@ -71,7 +70,7 @@ extension TokenRefreshClient {
     ///
     /// - Returns: The entries, oldest first.
     public nonisolated func sessionJournal() -> [SessionJournalEntry] {
-        journal.withLock { $0.entries }
+        subscribers.withLock { $0.journal.entries }
     }
 
     /// The journal as text for a support ticket: one entry per line, oldest first (see ``sessionJournal()``).

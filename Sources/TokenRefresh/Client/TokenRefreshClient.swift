@@ -45,9 +45,13 @@ public actor TokenRefreshClient: TokenProvider {
         var profile: AuthUser?
     }
 
+    /// The ``events()`` subscribers, and the journal of the same events (``sessionJournal()``): one lock for both,
+    /// taken once per event.
     struct Subscribers: Sendable {
         var next: UInt64 = 0
         var continuations: [UInt64: AsyncStream<AuthEvent>.Continuation] = [:]
+        /// The session's transitions, redacted and bounded.
+        var journal = SessionJournal()
     }
 
     let strategy: any RefreshStrategy
@@ -66,8 +70,6 @@ public actor TokenRefreshClient: TokenProvider {
     nonisolated let sessionStateSubscribers = LockedValue(SessionStateSubscribers())
     /// The state for ``currentState``, read without a lock where atomics allow (see ``PublishedState``).
     nonisolated let publishedState = PublishedState(.loading)
-    /// The session's transitions, redacted and bounded (``sessionJournal()``).
-    nonisolated let journal = LockedValue(SessionJournal())
 
     /// The session's rules and state (see ``SessionMachine``). Every change that the fast path or the
     /// ``states()`` subscribers can see is published here, so no transition has to remember to. (No `oldValue`:
@@ -459,8 +461,10 @@ public actor TokenRefreshClient: TokenProvider {
 
     func publish(_ event: AuthEvent) {
         let time = now()
-        journal.withLock { $0.record(event, at: time) }
-        let continuations = subscribers.withLock { Array($0.continuations.values) }
+        let continuations = subscribers.withLock { subscribers in
+            subscribers.journal.record(event, at: time)
+            return Array(subscribers.continuations.values)
+        }
         for continuation in continuations { continuation.yield(event) }
     }
 
