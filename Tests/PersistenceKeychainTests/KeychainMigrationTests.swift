@@ -95,6 +95,22 @@ import TokenKitLogCheck
         #expect(try await source.value(forKey: "authToken") == nil)
     }
 
+    @Test func onAMacTheOldAppsFileBasedKeychainItemsAreFoundAndMoved() async throws {
+        // On macOS an item added without kSecUseDataProtectionKeychain lives in the file-based keychain, which a
+        // query for the data protection keychain does not search.
+        let keychain = KeychainSimulator(
+            configuration: .init(accessGroups: [Self.appGroup], separatesFileBasedKeychain: true))
+        let access = Self.secret(Self.jwt(subject: "fitiq-user-5", expiry: 1_800_003_600))
+        Self.writeAsTheOldApp(keychain, service: "com.example.fitiq", key: "accessToken", Data(access.utf8))
+        let source = KeychainLegacyKeyValueSource(service: "com.example.fitiq", keychain: keychain)
+        let store = Self.store(keychain)
+        let migrator = SessionMigrator(
+            layout: .fitIQ(), source: source, store: store, account: "default", now: { Self.now })
+        #expect(try await migrator.migrate() == .migrated)
+        #expect(await store.load(account: "default").session?.token.accessToken == access)
+        #expect(try await source.value(forKey: "accessToken") == nil)
+    }
+
     @Test func aMigrationAtALockedLaunchKeepsTheItemsAndCompletesAfterTheUnlock() async throws {
         let keychain = Self.keychain()
         let access = Self.secret(Self.jwt(subject: "fitiq-user-9", expiry: 1_800_003_600))
