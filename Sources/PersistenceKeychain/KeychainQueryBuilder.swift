@@ -15,12 +15,17 @@ package struct KeychainQueryBuilder: Sendable, Hashable {
     package var synchronizable: Bool
     /// Whether reading the item needs user presence (a `SecAccessControl` with `.userPresence`).
     package var requiresUserPresence: Bool
+    /// Whether the calls name the data protection keychain (`kSecUseDataProtectionKeychain`). Only macOS tells
+    /// the two apart: there an older app's items, added without it, are in the file-based keychain and are
+    /// found only by queries without it.
+    package var usesDataProtectionKeychain: Bool
 
     package init(
         service: String, accessGroup: String? = nil,
         accessibility: KeychainTokenStore.Accessibility = .afterFirstUnlockThisDeviceOnly,
-        synchronizable: Bool = false, requiresUserPresence: Bool = false
+        synchronizable: Bool = false, requiresUserPresence: Bool = false, usesDataProtectionKeychain: Bool = true
     ) {
+        self.usesDataProtectionKeychain = usesDataProtectionKeychain
         self.service = service
         self.accessGroup = accessGroup
         self.accessibility = accessibility
@@ -49,7 +54,7 @@ package struct KeychainQueryBuilder: Sendable, Hashable {
         if let accessGroup { query.append(.accessGroup(accessGroup)) }
         // Left out, a query matches non-synchronizable items only: say so only for the synchronizable kind.
         if synchronizable { query.append(.synchronizable(true)) }
-        query.append(.dataProtectionKeychain)
+        if usesDataProtectionKeychain { query.append(.dataProtectionKeychain) }
         return query
     }
 

@@ -98,6 +98,10 @@ public struct KeychainTokenStore: TokenStore {
     }
     private static let formatVersion = 1
 
+    private static func unsupported(_ version: Int) -> PersistenceError {
+        PersistenceError.unsupportedFormatVersion.with(detail: "format version \(version)")
+    }
+
     /// Reads the session for `account`.
     ///
     /// - Parameter account: The account key.
@@ -237,15 +241,18 @@ public struct KeychainTokenStore: TokenStore {
             return .success(nil)
         case .success(let data?):
             let decoder = JSONDecoder()
-            guard let header = try? decoder.decode(VersionHeader.self, from: data) else {
-                return .failure(PersistenceError.corrupt.with(detail: "no format version"))
-            }
-            guard header.formatVersion <= Self.formatVersion else {
-                return .failure(
-                    PersistenceError.unsupportedFormatVersion.with(detail: "format version \(header.formatVersion)"))
-            }
+            // Every token read decodes once; only an item that does not decode is examined for its version.
             guard let envelope = try? decoder.decode(Envelope.self, from: data) else {
+                guard let header = try? decoder.decode(VersionHeader.self, from: data) else {
+                    return .failure(PersistenceError.corrupt.with(detail: "no format version"))
+                }
+                guard header.formatVersion <= Self.formatVersion else {
+                    return .failure(Self.unsupported(header.formatVersion))
+                }
                 return .failure(PersistenceError.corrupt.with(detail: "unexpected shape"))
+            }
+            guard envelope.formatVersion <= Self.formatVersion else {
+                return .failure(Self.unsupported(envelope.formatVersion))
             }
             return .success(envelope.session)
         }

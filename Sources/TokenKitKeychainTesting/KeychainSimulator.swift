@@ -44,6 +44,10 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
         /// Whether a read before the first unlock answers `errSecItemNotFound` instead of
         /// `errSecInteractionNotAllowed`, as reads during an app's prewarming have been seen to; `false` by default.
         public var readsBeforeFirstUnlockAnswerNotFound: Bool
+        /// Whether items added without `kSecUseDataProtectionKeychain` live apart from the others, as in the
+        /// file-based keychain of macOS, where a query finds only the kind it names; `false` (as on iOS) by
+        /// default.
+        public var separatesFileBasedKeychain: Bool
 
         /// Creates a configuration.
         ///
@@ -53,13 +57,16 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
         ///   - userPresence: Whether user presence is confirmed; `true` by default.
         ///   - readsBeforeFirstUnlockAnswerNotFound: Whether reads before the first unlock answer "not found";
         ///     `false` by default.
+        ///   - separatesFileBasedKeychain: Whether items without `kSecUseDataProtectionKeychain` live apart, as on
+        ///     macOS; `false` by default.
         public init(
             accessGroups: [String] = ["TEAMID.app"], userPresence: Bool = true,
-            readsBeforeFirstUnlockAnswerNotFound: Bool = false
+            readsBeforeFirstUnlockAnswerNotFound: Bool = false, separatesFileBasedKeychain: Bool = false
         ) {
             self.accessGroups = accessGroups
             self.userPresence = userPresence
             self.readsBeforeFirstUnlockAnswerNotFound = readsBeforeFirstUnlockAnswerNotFound
+            self.separatesFileBasedKeychain = separatesFileBasedKeychain
         }
     }
 
@@ -72,6 +79,8 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
         var accessibility: String
         var userPresence: Bool
         var data: Data
+        /// Whether it was added with `kSecUseDataProtectionKeychain`; `nil` in files written before this was kept.
+        var dataProtection: Bool? = nil
     }
 
     /// Device state and items; protected by `lock`.
@@ -157,7 +166,8 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
             if request.synchronizable && accessibility.isThisDeviceOnly { return Self.param }
             let item = Item(
                 accessGroup: group, service: service, account: account, synchronizable: request.synchronizable,
-                accessibility: accessibility.description, userPresence: request.userPresence, data: data)
+                accessibility: accessibility.description, userPresence: request.userPresence, data: data,
+                dataProtection: request.dataProtection)
             if state.items.contains(where: { $0.hasPrimaryKey(of: item) }) { return .duplicateItem }
             if !Self.readable(item, state) { return .interactionNotAllowed }
             state.items.append(item)
@@ -253,6 +263,8 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
                 && request.service.map { $0 == item.service } ?? true
                 && request.account.map { $0 == item.account } ?? true
                 && request.synchronizable == item.synchronizable
+                && (!configuration.separatesFileBasedKeychain
+                    || request.dataProtection == (item.dataProtection ?? true))
         }
     }
 
@@ -273,6 +285,7 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
         var accessibility: KeychainTokenStore.Accessibility?
         var userPresence = false
         var data: Data?
+        var dataProtection = false
 
         init(_ attributes: [KeychainAttribute]) {
             for attribute in attributes {
@@ -287,7 +300,8 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
                     accessibility = value
                     userPresence = true
                 case .valueData(let value): data = value
-                case .dataProtectionKeychain, .returnData, .matchLimitOne: break
+                case .dataProtectionKeychain: dataProtection = true
+                case .returnData, .matchLimitOne: break
                 }
             }
         }
@@ -322,6 +336,6 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
 extension KeychainSimulator.Item {
     func hasPrimaryKey(of other: Self) -> Bool {
         accessGroup == other.accessGroup && service == other.service && account == other.account
-            && synchronizable == other.synchronizable
+            && synchronizable == other.synchronizable && (dataProtection ?? true) == (other.dataProtection ?? true)
     }
 }

@@ -9,10 +9,12 @@ import TokenKitLogCheck
 
 /// FitIQ's and Lume's Keychain items, laid out as those apps wrote them, moved into the Keychain store once.
 ///
-/// Both apps' `KeychainManager` wrote generic passwords under their bundle identifier as the service, the key as
-/// the account, in the app's default access group, without `kSecAttrAccessible` (so the Keychain's default,
-/// `kSecAttrAccessibleWhenUnlocked`). FitIQ kept three strings; Lume one JSON-encoded token whose `expiresAt` is a
-/// `Date` as `JSONEncoder` writes it by default (seconds since 2001-01-01).
+/// What the apps stored is known (FitIQ: the access token, the refresh token and the user profile ID; Lume: its
+/// `Codable` `AuthToken` with `expiresAt: Date`); how their Keychain code laid it out is assumed, as the migration
+/// layouts' defaults do: generic passwords under one service, the key as the account, in the app's default access
+/// group, without `kSecAttrAccessible` (so the Keychain's default, `kSecAttrAccessibleWhenUnlocked`). FitIQ's
+/// values are UTF-8 strings (the profile ID a `UUID`'s `uuidString`); Lume's token is its own type encoded by a
+/// default `JSONEncoder` (so `expiresAt` is seconds since 2001-01-01).
 @Suite(.logLeakCheck()) struct KeychainMigrationTests {
     static let appGroup = "ABCDE12345.com.example.fitiq"
 
@@ -51,7 +53,7 @@ import TokenKitLogCheck
         let keychain = Self.keychain()
         let access = Self.secret(Self.jwt(subject: "fitiq-user-7", expiry: 1_800_003_600))
         let refresh = Self.secret("fitiq-legacy-refresh-8f2k")
-        let profileID = "6F1B2C3D-0000-4000-8000-00000000A1B2"
+        let profileID = UUID(uuidString: "6F1B2C3D-0000-4000-8000-00000000A1B2")!.uuidString
         Self.writeAsTheOldApp(keychain, service: "com.example.fitiq", key: "accessToken", Data(access.utf8))
         Self.writeAsTheOldApp(keychain, service: "com.example.fitiq", key: "refreshToken", Data(refresh.utf8))
         Self.writeAsTheOldApp(keychain, service: "com.example.fitiq", key: "userProfileID", Data(profileID.utf8))
@@ -78,10 +80,9 @@ import TokenKitLogCheck
         let access = Self.secret("lume-legacy-access-3j9d")
         let refresh = Self.secret("lume-legacy-refresh-3j9d")
         let expiresAt = Self.now.addingTimeInterval(1800)
-        let json = """
-            {"accessToken":"\(access)","refreshToken":"\(refresh)","expiresAt":\(expiresAt.timeIntervalSinceReferenceDate)}
-            """
-        Self.writeAsTheOldApp(keychain, service: "com.example.lume", key: "authToken", Data(json.utf8))
+        let encoded = try JSONEncoder().encode(
+            LumeAuthToken(accessToken: access, refreshToken: refresh, expiresAt: expiresAt))
+        Self.writeAsTheOldApp(keychain, service: "com.example.lume", key: "authToken", encoded)
 
         let source = KeychainLegacyKeyValueSource(service: "com.example.lume", keychain: keychain)
         let store = Self.store(keychain)
@@ -92,6 +93,22 @@ import TokenKitLogCheck
         #expect(session.token.refreshToken == refresh)
         #expect(session.token.expiresAt == expiresAt)
         #expect(try await source.value(forKey: "authToken") == nil)
+    }
+
+    @Test func onAMacTheOldAppsFileBasedKeychainItemsAreFoundAndMoved() async throws {
+        // On macOS an item added without kSecUseDataProtectionKeychain lives in the file-based keychain, which a
+        // query for the data protection keychain does not search.
+        let keychain = KeychainSimulator(
+            configuration: .init(accessGroups: [Self.appGroup], separatesFileBasedKeychain: true))
+        let access = Self.secret(Self.jwt(subject: "fitiq-user-5", expiry: 1_800_003_600))
+        Self.writeAsTheOldApp(keychain, service: "com.example.fitiq", key: "accessToken", Data(access.utf8))
+        let source = KeychainLegacyKeyValueSource(service: "com.example.fitiq", keychain: keychain)
+        let store = Self.store(keychain)
+        let migrator = SessionMigrator(
+            layout: .fitIQ(), source: source, store: store, account: "default", now: { Self.now })
+        #expect(try await migrator.migrate() == .migrated)
+        #expect(await store.load(account: "default").session?.token.accessToken == access)
+        #expect(try await source.value(forKey: "accessToken") == nil)
     }
 
     @Test func aMigrationAtALockedLaunchKeepsTheItemsAndCompletesAfterTheUnlock() async throws {
@@ -135,4 +152,11 @@ import TokenKitLogCheck
         }
         #expect(await store.load(account: "default").session == keychainTestSession("gen", generation: 2))
     }
+}
+
+/// Lume's token, as the app declares it.
+private struct LumeAuthToken: Codable, Equatable {
+    let accessToken: String
+    let refreshToken: String
+    let expiresAt: Date
 }

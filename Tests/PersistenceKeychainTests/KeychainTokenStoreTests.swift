@@ -162,6 +162,31 @@ import TokenKitTesting
         #expect(await Self.store(appKeychain).load(account: "default").session == session)
     }
 
+    @Test func anItemWrittenByANewerAppVersionReadsAsUnsupportedAndIsNotOverwritten() async throws {
+        let keychain = Self.simulator()
+        let queries = KeychainQueryBuilder(service: "com.example.tokens", accessGroup: Self.group)
+        // A newer format whose shape an older app could still decode.
+        let newer = try JSONEncoder().encode(
+            Wrapped(formatVersion: 2, session: keychainTestSession("newer", generation: 7)))
+        #expect(keychain.add(queries.addAttributes(account: "default", data: newer)) == .success)
+        let store = Self.store(keychain)
+        #expect(await store.load(account: "default").error == .unsupportedFormatVersion)
+        await #expect(throws: PersistenceError.unsupportedFormatVersion) {
+            try await store.save(keychainTestSession("older", generation: 8), account: "default", condition: .always)
+        }
+        #expect(keychain.copyMatching(queries.readQuery(account: "default")).data == newer)
+    }
+
+    @Test func anItemThatIsNotASessionReadsAsCorruptNotAbsent() async throws {
+        let queries = KeychainQueryBuilder(service: "com.example.tokens", accessGroup: Self.group)
+        for bytes in [#"not json"#, #"{"formatVersion":1,"session":{"unexpected":true}}"#, #"{"formatVersion":3}"#] {
+            let keychain = Self.simulator()
+            #expect(keychain.add(queries.addAttributes(account: "default", data: Data(bytes.utf8))) == .success)
+            let expected: PersistenceError = bytes.contains("3") ? .unsupportedFormatVersion : .corrupt
+            #expect(await Self.store(keychain).load(account: "default").error == expected, "\(bytes)")
+        }
+    }
+
     private struct Wrapped: Encodable {
         let formatVersion: Int
         let session: StoredSession

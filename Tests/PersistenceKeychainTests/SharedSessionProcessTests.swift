@@ -99,8 +99,35 @@ import TokenKitTesting
         return probe
     }
 
+    /// Holds the first response the server has answered (a refresh it has already rotated) until released.
+    final class Gate: Sendable {
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        private let armed = Locked(true)
+
+        func pass() {
+            guard
+                armed.withLock({ armed in
+                    defer { armed = false }; return armed
+                })
+            else { return }
+            entered.signal()
+            release.wait()
+        }
+
+        /// Returns once a response is held.
+        func waitUntilEntered() async {
+            await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    self.entered.wait()
+                    continuation.resume()
+                }
+            }
+        }
+    }
+
     /// Serves the simulated token server over HTTP on loopback; the server's clock is `clock`.
-    static func serve(_ server: SimulatedTokenServer) throws -> LoopbackServer {
+    static func serve(_ server: SimulatedTokenServer, gate: Gate? = nil) throws -> LoopbackServer {
         try LoopbackServer { request, port in
             var fields = HTTPFields()
             for (name, values) in request.headers {
@@ -118,6 +145,7 @@ import TokenKitTesting
                 done.signal()
             }
             done.wait()
+            gate?.pass()
             guard let (response, body) = answer.withLock({ $0 }) else { return .init(status: 502) }
             return .init(
                 status: response.status.code,
@@ -206,5 +234,78 @@ import TokenKitTesting
             child.send("show")
             #expect(await child.next("holding") == newest.token.fingerprint, "\(child.name)")
         }
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func extensionsThatReadTheOldPairWhileTheAppHoldsTheLockAndHasRotatedAdoptTheNewPairWithoutReuse() async throws {
+        let probe = try Self.probeURL()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let container = scratch.url.appendingPathComponent("group.com.example.shared", isDirectory: true)
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
+        let keychainFile = scratch.url.appendingPathComponent("keychain.json")
+        let clockFile = container.appendingPathComponent("clock")
+        let clock = Locked(1_800_000_000.0)
+        func setClock(_ seconds: Double) throws {
+            clock.withLock { $0 = seconds }
+            try String(seconds).write(to: clockFile, atomically: true, encoding: .utf8)
+        }
+        try setClock(1_800_000_000)
+
+        let server = SimulatedTokenServer(
+            configuration: .init(apiKey: "probe-api-key-51c", accessTokenLifetime: 600, detectsReuse: true),
+            now: { Date(timeIntervalSince1970: clock.withLock { $0 }) })
+        let gate = Gate()
+        let loopback = try Self.serve(server, gate: gate)
+        defer {
+            gate.release.signal()
+            loopback.stop()
+        }
+
+        let first = TestSecrets.shared.register(await server.issueSession(userID: "user-1"))
+        let keychain = KeychainSimulator(
+            file: keychainFile, configuration: .init(accessGroups: ["ABCDE12345.com.example.shared"]))
+        let store = KeychainTokenStore(
+            configuration: .init(service: "com.example.fitiq.tokens", accessGroup: "ABCDE12345.com.example.shared"),
+            keychain: keychain)
+        try await store.save(
+            StoredSession(token: first, userID: "user-1", generation: 1), account: "default", condition: .absent)
+
+        let arguments = [keychainFile.path, container.path, "http://127.0.0.1:\(loopback.port)"]
+        let app = try Child(name: "app", probe: probe, arguments: arguments)
+        let widget = try Child(name: "widget", probe: probe, arguments: arguments)
+        let share = try Child(name: "share", probe: probe, arguments: arguments)
+        let children = [app, widget, share]
+        // A safety net, not a wait (see the test above).
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(90))
+            gate.release.signal()
+            for child in children { kill(child.process.processIdentifier, SIGKILL) }
+        }
+        defer {
+            watchdog.cancel()
+            children.forEach { $0.stop() }
+        }
+        for child in children {
+            child.send("restore")
+            #expect(await child.next("state") == "signedIn(user-1)", "\(child.name)")
+        }
+
+        // The app takes the lock and the server rotates the pair; its answer is held, so nothing is saved yet.
+        try setClock(1_800_000_000 + 601)
+        app.send("use")
+        await gate.waitUntilEntered()
+        // Now both extensions find the old pair expired and ask for the lock the app holds.
+        for child in [widget, share] {
+            child.send("use")
+            #expect(await child.waitFor("lock-wait", String(1_800_000_000.0 + 601)), "\(child.name)")
+        }
+        gate.release.signal()
+        let token = try #require(await app.next("token"))
+        for child in [widget, share] {
+            #expect(await child.next("token") == token, "\(child.name) uses the app's pair")
+        }
+        #expect(await server.refreshCount == 1)
+        #expect(await server.reuseDetections == 0)
     }
 }

@@ -30,7 +30,9 @@ public struct KeychainLegacyKeyValueSource: LegacyKeyValueSource {
         self.service = service
         self.accessGroup = accessGroup
         self.keychain = keychain
-        self.queries = KeychainQueryBuilder(service: service, accessGroup: accessGroup)
+        // The old apps' items were added without kSecUseDataProtectionKeychain: on macOS, in the file-based keychain.
+        self.queries = KeychainQueryBuilder(
+            service: service, accessGroup: accessGroup, usesDataProtectionKeychain: false)
     }
 
     /// The item's data for `key`, or `nil` when there is no item.

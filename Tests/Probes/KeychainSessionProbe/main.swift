@@ -9,8 +9,9 @@
 //   use      -> "token <fingerprint>"   a request's validToken() (refreshes if due)
 //   show     -> "holding <fingerprint>" the token the client holds now
 //   quit     -> exits
-// Whenever it adopts a pair another process saved, it prints "adopted <fingerprint>". The wall clock is the
-// number of seconds in <container>/clock, which the test moves.
+// Whenever it adopts a pair another process saved, it prints "adopted <fingerprint>"; whenever it asks for the
+// store's lock, "lock-wait <clock>". The wall clock is the number of seconds in <container>/clock, which the test
+// moves.
 import AuthToken
 import Foundation
 import NetworkRetry
@@ -52,10 +53,28 @@ let store = NotifyingTokenStore(
         configuration: .init(service: "com.example.fitiq.tokens", accessGroup: sharedGroup, sharedContainer: container),
         keychain: keychain),
     notifier)
+/// Says "lock-wait <clock>" each time the client asks for the store's lock, so a test can act while it waits.
+struct AnnouncingStore: TokenStore {
+    let base: any TokenStore
+    func load(account: String) async -> TokenStoreRead { await base.load(account: account) }
+    func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
+        try await base.save(session, account: account, condition: condition)
+    }
+    func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        try await base.remove(account: account, condition: condition)
+    }
+    func withExclusiveAccess<T: Sendable>(
+        account: String, _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        say("lock-wait \(now().timeIntervalSince1970)")
+        return try await base.withExclusiveAccess(account: account, body)
+    }
+}
+let announcing = AnnouncingStore(base: store)
 let strategy = JSONEndpointRefreshStrategy(
     baseURL: serverURL, apiKey: "probe-api-key-51c", transport: URLSessionTransport(), now: now)
-let client = TokenRefreshClient(strategy: strategy, store: store, now: now)
-let lifecycle = AppSessionLifecycle(client: client, store: store, notifier: notifier)
+let client = TokenRefreshClient(strategy: strategy, store: announcing, now: now)
+let lifecycle = AppSessionLifecycle(client: client, store: announcing, notifier: notifier)
 
 let observer = Task { await lifecycle.observeChanges { say("adopted \($0)") } }
 while let line = readLine() {
