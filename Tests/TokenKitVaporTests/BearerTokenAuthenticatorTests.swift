@@ -66,8 +66,8 @@
 
         @Test func aRefusedBearerLeavesTheDecisionToTheNextAuthenticator() async throws {
             try await Self.withChainedApp { app in
-                let expired = Issuer.token(exp: Int(Date().timeIntervalSince1970) - 3600)
-                let response = try await Self.me(app, authorization: "Bearer \(expired)", cookie: "session=alice")
+                let response = try await Self.me(
+                    app, authorization: "Bearer \(Issuer.expiredToken())", cookie: "session=alice")
                 #expect(response.status == .ok)
                 #expect(response.body.string == "cookie:alice")
             }
@@ -84,13 +84,7 @@
 
         @Test func theChainEndAnswersARefusedBearerWithItsReason() async throws {
             try await Self.withChainedApp { app in
-                let expired = Issuer.token(exp: Int(Date().timeIntervalSince1970) - 3600)
-                let response = try await Self.me(app, authorization: "Bearer \(expired)")
-                #expect(response.status == .unauthorized)
-                #expect(response.body.string == #"{"error": "Invalid token"}"#)
-                #expect(
-                    response.headers.first(name: .wwwAuthenticate)
-                        == #"Bearer error="invalid_token", error_description="The token has expired""#)
+                expectExpiredTokenChallenge(try await Self.me(app, authorization: "Bearer \(Issuer.expiredToken())"))
             }
         }
 

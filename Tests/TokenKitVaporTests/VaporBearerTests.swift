@@ -29,6 +29,9 @@
                 + #""e":"\#(base64URL(primitives.publicExponent))"}"#
         }
 
+        /// A token that expired an hour ago.
+        static func expiredToken() -> String { token(exp: Int(Date().timeIntervalSince1970) - 3600) }
+
         /// The JWKS document with `key` as `v-1` and, after the rotation, `rotatedKey` as `v-2`.
         static func document(rotated: Bool = false) -> Data {
             let keys = [jwk(key, kid: "v-1")] + (rotated ? [jwk(rotatedKey, kid: "v-2")] : [])
@@ -53,6 +56,18 @@
             TestSecrets.shared.register(token, as: .accessToken)
             return token
         }
+    }
+
+    /// The answer to an expired Bearer, whichever Vapor piece gives it: RFC 6750's 401 with the reason, as
+    /// Hummingbird answers.
+    func expectExpiredTokenChallenge(_ response: TestingHTTPResponse, sourceLocation: SourceLocation = #_sourceLocation)
+    {
+        #expect(response.status == .unauthorized, sourceLocation: sourceLocation)
+        #expect(response.body.string == #"{"error": "Invalid token"}"#, sourceLocation: sourceLocation)
+        #expect(
+            response.headers.first(name: .wwwAuthenticate)
+                == #"Bearer error="invalid_token", error_description="The token has expired""#,
+            sourceLocation: sourceLocation)
     }
 
     /// A key source whose JWKS endpoint is down.
@@ -139,13 +154,7 @@
 
         @Test func anExpiredTokenIsA401WithTheSameChallengeAsHummingbird() async throws {
             try await Self.withDietApp { app in
-                let expired = Issuer.token(exp: Int(Date().timeIntervalSince1970) - 3600)
-                let response = try await Self.me(app, authorization: "Bearer \(expired)")
-                #expect(response.status == .unauthorized)
-                #expect(response.body.string == #"{"error": "Invalid token"}"#)
-                #expect(
-                    response.headers.first(name: .wwwAuthenticate)
-                        == #"Bearer error="invalid_token", error_description="The token has expired""#)
+                expectExpiredTokenChallenge(try await Self.me(app, authorization: "Bearer \(Issuer.expiredToken())"))
             }
         }
 

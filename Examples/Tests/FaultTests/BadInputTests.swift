@@ -60,13 +60,13 @@ extension ChildProcessTests {
         }
 
         @Test func aRefusedConnectionIsNamedAsSuch() async throws {
-            let port = try LoopbackServer.closedPort()
+            let port = try TestListener.closedPort()
             let run = try await Self.run("fitiq-demo", ["--server", "http://127.0.0.1:\(port)"])
             Self.expectOneErrorLine(run, containing: "connection refused: nothing listens at that address and port")
         }
 
         @Test func httpsToAPlainHTTPServerIsATLSMismatch() async throws {
-            let server = try TestListener(answering: true)
+            let server = try TestListener(reply: TestListener.badRequest)
             defer { server.close() }
             let run = try await Self.run("fitiq-demo", ["--server", "https://127.0.0.1:\(server.port)"])
             Self.expectOneErrorLine(
@@ -74,10 +74,9 @@ extension ChildProcessTests {
         }
 
         @Test func aServerThatAnswersButIsNotTheAuthServerIsNamedAsSuch() async throws {
-            let server = try LoopbackServer { _, _ in
-                .init(status: 404, headers: [("Content-Type", "text/html")], body: Data("<html>nope</html>".utf8))
-            }
-            defer { server.stop() }
+            let server = try TestListener(
+                reply: TestListener.response("404 Not Found", contentType: "text/html", body: "<html>nope</html>"))
+            defer { server.close() }
             let url = "http://127.0.0.1:\(server.port)"
             let run = try await Self.run("lume-demo", ["--server", url])
             Self.expectOneErrorLine(
@@ -87,7 +86,7 @@ extension ChildProcessTests {
         }
 
         @Test func aServerThatNeverAnswersTimesOutWithProgressLines() async throws {
-            let listener = try TestListener(answering: false)
+            let listener = try TestListener(reply: nil)
             defer { listener.close() }
             let url = "http://127.0.0.1:\(listener.port)"
             let run = try await Self.run("fitiq-demo", ["--server", url, "--timeout", "3"])

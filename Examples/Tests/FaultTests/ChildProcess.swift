@@ -137,14 +137,30 @@ private final class Collected: @unchecked Sendable {
 /// time, and other children competing for the machine's cores would make its processes miss them.
 @Suite(.serialized) enum ChildProcessTests {}
 
-/// A loopback TCP listener for bad-input tests. Silent, it completes connections (the kernel does, from its
-/// backlog) and never answers. Answering, it replies `400 Bad Request` to whatever arrives (as a plain HTTP server
-/// answers a TLS handshake) and closes.
+/// A loopback TCP listener for bad-input tests. Silent (no `reply`), it completes connections (the kernel does,
+/// from its backlog) and never answers. Answering, it reads each connection's request head, writes `reply`, and
+/// closes.
 final class TestListener: Sendable {
     let port: Int
     private let descriptor: Int32
 
-    init(answering: Bool) throws {
+    /// What a plain HTTP server answers a TLS handshake with.
+    static let badRequest = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+    /// An HTTP/1.1 answer with `status`, a `Content-Type` and `body`, closing the connection.
+    static func response(_ status: String, contentType: String, body: String) -> String {
+        "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\n"
+            + "Connection: close\r\n\r\n\(body)"
+    }
+
+    /// A port nothing listens on (bound, then closed).
+    static func closedPort() throws -> Int {
+        let listener = try TestListener(reply: nil)
+        listener.close()
+        return listener.port
+    }
+
+    init(reply: String?) throws {
         #if canImport(Glibc)
             let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -165,17 +181,24 @@ final class TestListener: Sendable {
         try #require(bound, "cannot listen on 127.0.0.1")
         self.descriptor = descriptor
         self.port = Int(UInt16(bigEndian: address.sin_port))
-        if answering { Thread.detachNewThread { Self.answer(on: descriptor) } }
+        if let reply { Thread.detachNewThread { Self.answer(on: descriptor, with: Array(reply.utf8)) } }
     }
 
-    /// Accepts until the listener is shut down; answers each connection once.
-    private static func answer(on descriptor: Int32) {
-        let reply = Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+    /// Accepts until the listener is shut down; answers each connection once, after its request head (or the first
+    /// bytes of something that is not HTTP), so that no unread request bytes turn the close into a reset.
+    private static func answer(on descriptor: Int32, with reply: [UInt8]) {
+        let headEnd = Array("\r\n\r\n".utf8)
         while true {
             let connection = accept(descriptor, nil, nil)
             guard connection >= 0 else { return }
+            var received: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
-            _ = read(connection, &buffer, buffer.count)
+            repeat {
+                let count = read(connection, &buffer, buffer.count)
+                guard count > 0 else { break }
+                received += buffer[..<count]
+            } while received.starts(with: Array("GET ".utf8)) && !received.suffix(4).elementsEqual(headEnd)
+                && received.count < 65_536
             _ = write(connection, reply, reply.count)
             closeDescriptor(connection)
         }
