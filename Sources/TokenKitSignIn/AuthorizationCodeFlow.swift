@@ -158,8 +158,8 @@ public actor AuthorizationCodeFlow {
     ///   when the server refused it.
     public func start(prompt: String? = nil, loginHint: String? = nil) async throws -> AuthorizationRequest {
         let pkce = PKCE.generate()
-        let state = RandomValue.make()
-        let nonce = asksForOpenID ? RandomValue.make() : nil
+        let state = PKCE.randomValue()
+        let nonce = asksForOpenID ? PKCE.randomValue() : nil
         var parameters: [(String, String)] = [
             ("response_type", "code"), ("client_id", endpoint.client.id),
             ("redirect_uri", configuration.redirectURI.absoluteString),
@@ -285,7 +285,7 @@ public actor AuthorizationCodeFlow {
             try? await TokenRevocation.rfc7009(url: url, using: endpoint).revoke(refreshToken)
         }
         if let userAgent, let endSession = server.endSessionEndpoint {
-            let state = RandomValue.make()
+            let state = PKCE.randomValue()
             var parameters = [("client_id", endpoint.client.id), ("state", state)]
             if let idToken { parameters.append(("id_token_hint", idToken)) }
             if let back = configuration.postLogoutRedirectURI {

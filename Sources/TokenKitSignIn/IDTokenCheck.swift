@@ -72,12 +72,7 @@ struct IDTokenCheck: Sendable {
         } else {
             digest = Array(SHA256.hash(data: data))
         }
-        return base64URL(Data(digest.prefix(digest.count / 2)))
-    }
-
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        return PKCE.base64URL(Data(digest.prefix(digest.count / 2)))
     }
 
     /// Compares without stopping at the first difference.

@@ -12,6 +12,22 @@ import TokenRefresh
 /// the fault, and no session stored.
 @Suite(.logLeakCheck())
 struct SignInAttackTests {
+    /// Signs in through a provider that misbehaves as `misbehave` says, and checks that the sign-in ends with
+    /// `error` and leaves neither a stored session nor a profile.
+    @discardableResult
+    private static func signIn(
+        refusedWith error: SignInError, _ misbehave: (inout FakeOpenIDProvider.Behaviour) -> Void
+    ) async -> SignInRig {
+        let clock = ManualClock()
+        var behaviour = FakeOpenIDProvider.Behaviour()
+        misbehave(&behaviour)
+        let rig = SignInRig(now: clock.wallClock, clock: clock, behaviour: behaviour)
+        await #expect(throws: error) { try await rig.flow.signIn(using: rig.browser) }
+        #expect(!(await rig.hasStoredSession()))
+        #expect(rig.tokens.currentUser == nil)
+        return rig
+    }
+
     @Test func aRedirectWithAnotherFlightsStateIsRefused() async throws {
         let clock = ManualClock()
         let rig = SignInRig(now: clock.wallClock, clock: clock)
@@ -67,13 +83,8 @@ struct SignInAttackTests {
     }
 
     @Test func aRedirectFromAnotherIssuerIsRefusedBeforeTheCodeIsSent() async throws {
-        let clock = ManualClock()
-        var behaviour = FakeOpenIDProvider.Behaviour()
-        behaviour.redirectIssuer = "https://attacker.example.com"
-        let rig = SignInRig(now: clock.wallClock, clock: clock, behaviour: behaviour)
-        await #expect(throws: SignInError.issuerMismatch) { try await rig.flow.signIn(using: rig.browser) }
+        let rig = await Self.signIn(refusedWith: .issuerMismatch) { $0.redirectIssuer = "https://attacker.example.com" }
         #expect(rig.codeExchanges == 0)
-        #expect(!(await rig.hasStoredSession()))
     }
 
     @Test func aRedirectWithoutIssFromAServerThatPromisedItIsRefused() async throws {
@@ -116,58 +127,31 @@ struct SignInAttackTests {
     }
 
     @Test func anIDTokenWithAnotherSignInsNonceIsRefused() async throws {
-        let clock = ManualClock()
-        var behaviour = FakeOpenIDProvider.Behaviour()
-        behaviour.idTokenNonce = "nonce-of-a-replayed-id-token"
-        let rig = SignInRig(now: clock.wallClock, clock: clock, behaviour: behaviour)
-        await #expect(throws: SignInError.nonceMismatch) { try await rig.flow.signIn(using: rig.browser) }
-        #expect(!(await rig.hasStoredSession()))
-        #expect(rig.tokens.currentUser == nil)
+        await Self.signIn(refusedWith: .nonceMismatch) { $0.idTokenNonce = "nonce-of-a-replayed-id-token" }
     }
 
     @Test func anIDTokenIssuedForAnotherClientIsRefused() async throws {
-        let clock = ManualClock()
-        var behaviour = FakeOpenIDProvider.Behaviour()
-        behaviour.idTokenAudience = ["another-client"]
-        let rig = SignInRig(now: clock.wallClock, clock: clock, behaviour: behaviour)
-        await #expect(throws: SignInError.idTokenRejected) { try await rig.flow.signIn(using: rig.browser) }
-        #expect(!(await rig.hasStoredSession()))
+        await Self.signIn(refusedWith: .idTokenRejected) { $0.idTokenAudience = ["another-client"] }
     }
 
     @Test func anIDTokenForSeveralClientsWithoutAuthorizedPartyIsRefused() async throws {
-        let clock = ManualClock()
-        var behaviour = FakeOpenIDProvider.Behaviour()
-        behaviour.idTokenAudience = [FakeOpenIDProvider.clientID, "another-client"]
-        let rig = SignInRig(now: clock.wallClock, clock: clock, behaviour: behaviour)
-        await #expect(throws: SignInError.idTokenRejected) { try await rig.flow.signIn(using: rig.browser) }
-        #expect(!(await rig.hasStoredSession()))
+        await Self.signIn(refusedWith: .idTokenRejected) {
+            $0.idTokenAudience = [FakeOpenIDProvider.clientID, "another-client"]
+        }
     }
 
     @Test func anIDTokenAuthorizedForAnotherPartyIsRefused() async throws {
-        let clock = ManualClock()
-        var behaviour = FakeOpenIDProvider.Behaviour()
-        behaviour.authorizedParty = "another-client"
-        let rig = SignInRig(now: clock.wallClock, clock: clock, behaviour: behaviour)
-        await #expect(throws: SignInError.idTokenRejected) { try await rig.flow.signIn(using: rig.browser) }
-        #expect(!(await rig.hasStoredSession()))
+        await Self.signIn(refusedWith: .idTokenRejected) { $0.authorizedParty = "another-client" }
     }
 
     @Test func anIDTokenFromAnotherIssuerIsRefused() async throws {
-        let clock = ManualClock()
-        var behaviour = FakeOpenIDProvider.Behaviour()
-        behaviour.idTokenIssuer = "https://attacker.example.com"
-        let rig = SignInRig(now: clock.wallClock, clock: clock, behaviour: behaviour)
-        await #expect(throws: SignInError.idTokenRejected) { try await rig.flow.signIn(using: rig.browser) }
-        #expect(!(await rig.hasStoredSession()))
+        await Self.signIn(refusedWith: .idTokenRejected) { $0.idTokenIssuer = "https://attacker.example.com" }
     }
 
     @Test func anAccessTokenSwappedUnderTheIDTokenIsRefused() async throws {
-        let clock = ManualClock()
-        var behaviour = FakeOpenIDProvider.Behaviour()
-        behaviour.idTokenAtHash = FakeOpenIDProvider.halfHash("access-token-of-another-user")
-        let rig = SignInRig(now: clock.wallClock, clock: clock, behaviour: behaviour)
-        await #expect(throws: SignInError.idTokenRejected) { try await rig.flow.signIn(using: rig.browser) }
-        #expect(!(await rig.hasStoredSession()))
+        await Self.signIn(refusedWith: .idTokenRejected) {
+            $0.idTokenAtHash = FakeOpenIDProvider.halfHash("access-token-of-another-user")
+        }
     }
 
     @Test func aStolenCodeWithoutTheVerifierGetsNoTokens() async throws {

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+package import Foundation
 
 /// A PKCE pair (RFC 7636): the secret verifier the app keeps, and the S256 challenge it sends with the
 /// authorization request. The description never shows the verifier.
@@ -27,11 +27,28 @@ public struct PKCE: Sendable, Hashable, CustomStringConvertible {
     /// - Parameter generator: The source of randomness; the system's by default.
     /// - Returns: The pair.
     package static func generate<G: RandomNumberGenerator>(using generator: inout G) -> PKCE {
+        // 32 bytes make 43 base64url characters, inside the allowed range.
+        try! PKCE(verifier: randomValue(using: &generator))
+    }
+
+    /// 32 bytes from `generator`, base64url without padding (43 characters): a verifier, or an unguessable
+    /// `state` or `nonce` for a sign-in.
+    ///
+    /// - Parameter generator: The source of randomness.
+    /// - Returns: The value.
+    package static func randomValue<G: RandomNumberGenerator>(using generator: inout G) -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(32)
         for _ in 0..<32 { bytes.append(UInt8.random(in: .min ... .max, using: &generator)) }
-        // 32 bytes make 43 base64url characters, inside the allowed range.
-        return try! PKCE(verifier: base64URL(Data(bytes)))
+        return base64URL(Data(bytes))
+    }
+
+    /// ``randomValue(using:)`` from the system's generator.
+    ///
+    /// - Returns: The value.
+    package static func randomValue() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return randomValue(using: &generator)
     }
 
     /// Creates a pair with a fresh random verifier from the system's generator.
@@ -55,7 +72,11 @@ public struct PKCE: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    private static func base64URL(_ data: Data) -> String {
+    /// base64url without padding (RFC 4648 section 5).
+    ///
+    /// - Parameter data: The bytes.
+    /// - Returns: The text.
+    package static func base64URL(_ data: Data) -> String {
         data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }

@@ -38,35 +38,20 @@ class Command(BaseCommand):
             app.client_secret = secret
             app.save()
 
-        # The OpenID Connect client: authorization code (+ PKCE, DOT's default) with `openid`, ID tokens RS256.
-        app = Application.objects.filter(client_id=fixtures.OIDC_CLIENT_ID).first() or Application(
-            client_id=fixtures.OIDC_CLIENT_ID
-        )
-        app.name = fixtures.OIDC_CLIENT_ID
-        app.user = alice
-        app.client_type = Application.CLIENT_PUBLIC
-        app.authorization_grant_type = Application.GRANT_AUTHORIZATION_CODE
-        app.redirect_uris = fixtures.OIDC_REDIRECT_URI
-        app.post_logout_redirect_uris = fixtures.OIDC_POST_LOGOUT_REDIRECT_URI
-        app.skip_authorization = True
-        app.algorithm = Application.RS256_ALGORITHM
-        app.client_secret = ""
-        app.save()
-
-        # A second OpenID Connect client, for the sign-in test that hands one client's ID token to the other.
-        other = Application.objects.filter(client_id=fixtures.OIDC_OTHER_CLIENT_ID).first() or Application(
-            client_id=fixtures.OIDC_OTHER_CLIENT_ID
-        )
-        other.name = fixtures.OIDC_OTHER_CLIENT_ID
-        other.user = alice
-        other.client_type = Application.CLIENT_PUBLIC
-        other.authorization_grant_type = Application.GRANT_AUTHORIZATION_CODE
-        other.redirect_uris = fixtures.OIDC_REDIRECT_URI
-        other.post_logout_redirect_uris = fixtures.OIDC_POST_LOGOUT_REDIRECT_URI
-        other.skip_authorization = True
-        other.algorithm = Application.RS256_ALGORITHM
-        other.client_secret = ""
-        other.save()
+        # The OpenID Connect clients: authorization code (+ PKCE, DOT's default) with `openid`, ID tokens RS256. The
+        # second is for the sign-in test that hands one client's ID token to the other.
+        for client_id in (fixtures.OIDC_CLIENT_ID, fixtures.OIDC_OTHER_CLIENT_ID):
+            app = Application.objects.filter(client_id=client_id).first() or Application(client_id=client_id)
+            app.name = client_id
+            app.user = alice
+            app.client_type = Application.CLIENT_PUBLIC
+            app.authorization_grant_type = Application.GRANT_AUTHORIZATION_CODE
+            app.redirect_uris = fixtures.OIDC_REDIRECT_URI
+            app.post_logout_redirect_uris = fixtures.OIDC_POST_LOGOUT_REDIRECT_URI
+            app.skip_authorization = True
+            app.algorithm = Application.RS256_ALGORITHM
+            app.client_secret = ""
+            app.save()
 
         # The device authorization grant's client (public).
         device = Application.objects.filter(client_id=fixtures.DEVICE_CLIENT_ID).first() or Application(
