@@ -149,7 +149,8 @@ let package = Package(
         .target(
             name: "TokenRefresh",
             dependencies: [
-                // PersistenceKeychain compiles to nothing off Apple platforms; the factories' default store uses it.
+                // PersistenceKeychain: on Apple platforms the factories' default store; elsewhere only its platform-neutral
+                // query building and status mapping compile (the system call is Apple-only).
                 "AuthToken", "Persistence", "PersistenceKeychain", "NetworkRetry",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
