@@ -58,15 +58,19 @@ public struct BearerAuthenticator: Sendable {
         }
     }
 
-    /// The verifier, or `nil` for an authenticator over an ``IssuerRouter``.
+    /// The JWT verifier, or `nil` for an authenticator over an ``IssuerRouter`` or introspection alone.
     public var verifier: TokenVerifier? {
-        if case .single(let verifier) = verification { return verifier }
-        return nil
+        switch verification {
+        case .single(let verifier), .jwtOrIntrospection(let verifier, _): verifier
+        case .routed, .introspection: nil
+        }
     }
 
     private enum Verification: Sendable {
         case single(TokenVerifier)
         case routed(IssuerRouter)
+        case introspection(IntrospectionVerifier)
+        case jwtOrIntrospection(TokenVerifier, IntrospectionVerifier)
     }
 
     private let verification: Verification
@@ -86,6 +90,25 @@ public struct BearerAuthenticator: Sendable {
         verification = .routed(router)
     }
 
+    /// An authenticator for opaque access tokens, each checked with the issuer's RFC 7662 introspection endpoint:
+    /// an inactive token is an invalid token (401), an endpoint that cannot answer a 503.
+    ///
+    /// - Parameter introspection: The introspection verifier.
+    public init(introspection: IntrospectionVerifier) {
+        verification = .introspection(introspection)
+    }
+
+    /// An authenticator for an issuer that sends both kinds: a token shaped like a JWT (three dot-separated
+    /// segments, the first starting with `eyJ`) is verified by `verifier` alone, any other by `introspection`. A
+    /// JWT that fails verification is refused; it is never sent to the introspection endpoint instead.
+    ///
+    /// - Parameters:
+    ///   - verifier: The JWT verifier.
+    ///   - introspection: The introspection verifier for opaque tokens.
+    public init(verifier: TokenVerifier, introspection: IntrospectionVerifier) {
+        verification = .jwtOrIntrospection(verifier, introspection)
+    }
+
     /// Authenticates a request by its `Authorization` header.
     ///
     /// - Parameter authorization: The header's value, or `nil` if the request has none.
@@ -98,10 +121,20 @@ public struct BearerAuthenticator: Sendable {
             switch verification {
             case .single(let verifier): return .authenticated(try await verifier.verify(token))
             case .routed(let router): return .authenticated(try await router.verify(token))
+            case .introspection(let introspection): return .authenticated(try await introspection.verify(token))
+            case .jwtOrIntrospection(let verifier, let introspection):
+                if Self.looksLikeJWT(token) { return .authenticated(try await verifier.verify(token)) }
+                return .authenticated(try await introspection.verify(token))
             }
         } catch {
             return .rejected(Rejection(error))
         }
+    }
+
+    /// Whether `token` has a JWS compact shape: exactly two dots, and a first segment starting with `eyJ` (the
+    /// base64url of `{"`).
+    static func looksLikeJWT(_ token: String) -> Bool {
+        token.utf8.starts(with: "eyJ".utf8) && token.utf8.lazy.filter { $0 == UInt8(ascii: ".") }.count == 2
     }
 
     /// The credential of a `Bearer` header value (scheme without letter case, RFC 7235), or `nil`.
