@@ -171,6 +171,7 @@ public final class IntrospectionVerifier: Sendable {
         var cache: BoundedCache<Answer>
         var inFlight: [SHA256Digest: Task<Result<Answer, TokenVerificationError>, Never>] = [:]
         var calls = 0
+        var joins = 0
     }
 
     /// The checks and bounds.
@@ -214,6 +215,9 @@ public final class IntrospectionVerifier: Sendable {
     /// How many introspection calls have been sent.
     var callCount: Int { state.withLock { $0.calls } }
 
+    /// How many callers have joined a call already in flight for their token.
+    var joinCount: Int { state.withLock { $0.joins } }
+
     /// How many answers the cache holds.
     var cachedAnswerCount: Int { state.withLock { $0.cache.count } }
 
@@ -236,7 +240,10 @@ public final class IntrospectionVerifier: Sendable {
         }
         let step = state.withLock { state -> Step in
             if let answer = state.cache.value(for: digest, at: started) { return .cached(answer) }
-            if let task = state.inFlight[digest] { return .wait(task) }
+            if let task = state.inFlight[digest] {
+                state.joins += 1
+                return .wait(task)
+            }
             state.calls += 1
             let task = Task { await self.introspect(token, digest: digest) }
             state.inFlight[digest] = task
