@@ -48,7 +48,7 @@ extension Interop {
             }
         }
 
-        @Test func anActiveTokenAuthenticatesByBasicAndByBody() async throws {
+        @Test func anActiveTokenAuthenticatesThroughTheIntrospectionDoor() async throws {
             let server = try await InteropServer.prepared()
             let token = TestSecrets.shared.register(try await InteropSession(server).signIn())
             let authenticator = BearerAuthenticator.introspection(
