@@ -94,7 +94,8 @@ import TokenVerification
     }
 
     @Test func anActiveTokenMeantForAnotherAPIIsRefused() async {
-        let endpoint = Endpoint(Self.answer().replacingOccurrences(of: "orders.example.com", with: "billing.example.com"))
+        let endpoint = Endpoint(
+            Self.answer().replacingOccurrences(of: "orders.example.com", with: "billing.example.com"))
         #expect(await Self.outcome(Self.authenticator(endpoint), Self.token()) == "401 audienceMismatch")
     }
 

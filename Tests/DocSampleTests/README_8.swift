@@ -8,7 +8,8 @@ import TokenVerification
 func docSample_README_8() async throws {
     let opaque = BearerAuthenticator.introspection(
         URL(string: "https://auth.example.com/o/introspect/")!,
-        client: .clientSecretBasic(id: "orders-api", secret: ProcessInfo.processInfo.environment["INTROSPECTION_SECRET"] ?? ""),
+        client: .clientSecretBasic(
+            id: "orders-api", secret: ProcessInfo.processInfo.environment["INTROSPECTION_SECRET"] ?? ""),
         audience: .notChecked(reason: "django-oauth-toolkit binds no audience to its tokens"),
         subjectMember: "username")  // DOT names the user `username`; RFC 7662 servers that send `sub` need nothing
     if case .authenticated(let claims) = await opaque.authenticate(authorization: "Bearer 3vYqOpaqueToken") {

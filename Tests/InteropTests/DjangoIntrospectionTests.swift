@@ -56,8 +56,9 @@ extension Interop {
                 client: .clientSecretBasic(id: Self.resourceServerID, secret: Self.resourceServerSecret),
                 audience: .notChecked(reason: "DOT binds no audience here"), subjectMember: "username")
             TestSecrets.shared.register(Self.resourceServerSecret, as: .clientSecret)
-            guard case .authenticated(let claims) = await authenticator.authenticate(
-                authorization: "Bearer \(token.accessToken)")
+            guard
+                case .authenticated(let claims) = await authenticator.authenticate(
+                    authorization: "Bearer \(token.accessToken)")
             else {
                 Issue.record("DOT's active token was rejected")
                 return
@@ -93,12 +94,14 @@ extension Interop {
             let token = TestSecrets.shared.register(try await InteropSession(server).signIn())
             let clock = ManualClock()
             let calls = Calls()
-            let cached = IntrospectionVerifier(configuration: Self.configuration(server), clock: clock, send: calls.send)
+            let cached = IntrospectionVerifier(
+                configuration: Self.configuration(server), clock: clock, send: calls.send)
             _ = try await cached.verify(token.accessToken)
 
             try await Self.revokeAccessToken(server, token.accessToken)
             #expect(try await server.rawMe(token.accessToken) == 401, "DOT refuses it at its own resource")
-            let fresh = BearerAuthenticator(introspection: IntrospectionVerifier(configuration: Self.configuration(server)))
+            let fresh = BearerAuthenticator(
+                introspection: IntrospectionVerifier(configuration: Self.configuration(server)))
             guard case .rejected(let answer) = await fresh.authenticate(authorization: "Bearer \(token.accessToken)")
             else {
                 Issue.record("a revoked token was accepted")
@@ -140,8 +143,9 @@ extension Interop {
                     introspection: IntrospectionVerifier(
                         configuration: Self.configuration(server, authentication), send: calls.send))
                 for _ in 0..<2 {
-                    guard case .rejected(let answer) = await authenticator.authenticate(
-                        authorization: "Bearer \(token.accessToken)")
+                    guard
+                        case .rejected(let answer) = await authenticator.authenticate(
+                            authorization: "Bearer \(token.accessToken)")
                     else {
                         Issue.record("accepted with a wrong client: \(authentication)")
                         continue

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenKitLogCheck
 import TokenKitTesting
+
 @testable import TokenVerification
 
 /// RFC 7662 introspection against an in-process endpoint: answers, errors, client authentication, caches and single
@@ -23,7 +24,8 @@ import TokenKitTesting
     /// An active answer for alice, with `exp` `seconds` after the clock's date.
     static func active(_ clock: ManualClock, expiresIn seconds: Int = 3600, extra: String = "") -> String {
         let exp = Int(clock.date.timeIntervalSince1970) + seconds
-        return #"{"active": true, "scope": "read write", "client_id": "app", "username": "alice", "sub": "user-1", "exp": \#(exp)\#(extra)}"#
+        return
+            #"{"active": true, "scope": "read write", "client_id": "app", "username": "alice", "sub": "user-1", "exp": \#(exp)\#(extra)}"#
     }
 
     static func configuration(
@@ -196,7 +198,9 @@ import TokenKitTesting
         let header = bearerRequest.headerFields.first { $0.name == "Authorization" }?.value == "Bearer \(serverToken)"
         #expect(header)
         #expect(FakeIntrospectionEndpoint.form(bearerRequest.body)["client_id"] == nil)
-        #expect("\(IntrospectionVerifier.ClientAuthentication.clientSecretPost(id: "x", secret: Self.secret))" == "clientSecretPost(id: x)")
+        #expect(
+            "\(IntrospectionVerifier.ClientAuthentication.clientSecretPost(id: "x", secret: Self.secret))"
+                == "clientSecretPost(id: x)")
     }
 
     @Test func anActiveAnswerIsCachedUntilTheTokensExpiryAtMost() async throws {
@@ -330,7 +334,8 @@ import TokenKitTesting
         for (answer, configuration, expected) in cases {
             let (endpoint, token) = (FakeIntrospectionEndpoint(), Self.token())
             endpoint.answer(token, answer)
-            #expect(await Self.reason(Self.verifier(endpoint, clock: clock, configuration), token) == expected, "\(answer)")
+            #expect(
+                await Self.reason(Self.verifier(endpoint, clock: clock, configuration), token) == expected, "\(answer)")
         }
     }
 
@@ -339,8 +344,9 @@ import TokenKitTesting
         endpoint.answer(token, Self.active(clock))
         let authenticator = BearerAuthenticator(
             verifier: TestKeys.verifier(), introspection: Self.verifier(endpoint, clock: clock))
-        guard case .authenticated(let jwtClaims) = await authenticator.authenticate(
-            authorization: "Bearer \(TestKeys.token(.rs256))")
+        guard
+            case .authenticated(let jwtClaims) = await authenticator.authenticate(
+                authorization: "Bearer \(TestKeys.token(.rs256))")
         else {
             Issue.record("JWT rejected")
             return

@@ -10,7 +10,7 @@ public import Logging
 /// let introspection = IntrospectionVerifier(
 ///     configuration: .init(
 ///         endpoint: URL(string: "https://auth.example.com/o/introspect/")!,
-///         clientAuthentication: .clientSecretBasic(id: "orders-api", secret: ProcessInfo.processInfo.environment["INTROSPECTION_SECRET"] ?? ""),
+///         clientAuthentication: .clientSecretBasic(id: "orders-api", secret: secretFromYourStore),
 ///         audience: .notChecked(reason: "the server binds no audience to its tokens")))
 /// let claims = try await introspection.verify(token)
 /// print(claims.string("scope") ?? "", claims.string("client_id") ?? "")
@@ -19,8 +19,8 @@ public import Logging
 /// The rules:
 /// - **Inactive is a 401, an endpoint that cannot answer is a 503.** `"active": false` throws
 ///   ``TokenVerificationError/tokenInactive``; an unreachable or slow endpoint, a status other than 200, or an
-///   answer that is not a JSON object with a Boolean `active` throws ``TokenVerificationError/introspectionUnavailable``,
-///   and a 401 or 403 for this server's own credentials ``TokenVerificationError/introspectionClientRejected``.
+///   answer that is not a JSON object with a Boolean `active` throws
+///   ``TokenVerificationError/introspectionUnavailable``, and a 401 or 403 for this server's own credentials ``TokenVerificationError/introspectionClientRejected``.
 ///   ``BearerAuthenticator`` answers the first with `invalid_token` and the others with 503, so a client never
 ///   throws its token away because the endpoint was down.
 /// - **Bounded caches, keyed by the SHA-256 of the token** (never the token itself). An active answer is kept
@@ -297,9 +297,11 @@ public final class IntrospectionVerifier: Sendable {
         switch result {
         case .success(.accepted): logger.debug("Token introspected: active", metadata: ["token": "\(fingerprint)"])
         case .success(.refused(let error)):
-            logger.debug("Token introspected: refused", metadata: ["token": "\(fingerprint)", "reason": "\(error.reason)"])
+            logger.debug(
+                "Token introspected: refused", metadata: ["token": "\(fingerprint)", "reason": "\(error.reason)"])
         case .failure(let error):
-            logger.debug("Token introspection failed", metadata: ["token": "\(fingerprint)", "reason": "\(error.reason)"])
+            logger.debug(
+                "Token introspection failed", metadata: ["token": "\(fingerprint)", "reason": "\(error.reason)"])
         }
         return result
     }
