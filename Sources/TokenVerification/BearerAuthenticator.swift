@@ -1,13 +1,14 @@
-/// A framework-neutral front for a ``TokenVerifier``: an `Authorization` header value in, verified claims or
-/// the HTTP answer to send out.
+/// A framework-neutral front for a ``TokenVerifier`` (JWTs), an ``IntrospectionVerifier`` (opaque tokens, RFC 7662)
+/// or both: an `Authorization` header value in, verified claims or the HTTP answer to send out.
 ///
 /// The answers follow the diet-app backend's contract and RFC 6750:
 /// - no `Authorization: Bearer <token>`: 401, `{"error": "Missing authorization header"}`,
 ///   `WWW-Authenticate: Bearer`;
 /// - a token that fails verification: 401, `{"error": "Invalid token"}`,
 ///   `WWW-Authenticate: Bearer error="invalid_token", error_description="..."`;
-/// - no usable key set (the issuer's JWKS endpoint is down past the staleness bound): 503,
-///   `{"error": "Token verification unavailable"}`, so clients do not throw their tokens away over it.
+/// - no usable key set (the issuer's JWKS endpoint is down past the staleness bound), or an introspection endpoint
+///   that cannot answer: 503, `{"error": "Token verification unavailable"}`, so clients do not throw their tokens
+///   away over it.
 ///
 /// ```swift
 /// switch await authenticator.authenticate(authorization: request.headers["Authorization"]) {
@@ -18,7 +19,7 @@
 public struct BearerAuthenticator: Sendable {
     /// The outcome of ``authenticate(authorization:)``.
     public enum Outcome: Sendable {
-        /// The token verified.
+        /// The token verified (or, for an opaque token, the introspection endpoint said it is active).
         case authenticated(VerifiedClaims)
         /// The request must be answered with this.
         case rejected(Rejection)
@@ -26,7 +27,7 @@ public struct BearerAuthenticator: Sendable {
 
     /// The HTTP answer for a request that is not authenticated.
     public struct Rejection: Sendable, Hashable {
-        /// 401, or 503 when the key set is unavailable.
+        /// 401, or 503 when the key set or the introspection endpoint is unavailable.
         public let status: Int
         /// The JSON body.
         public let body: String
