@@ -141,6 +141,25 @@ import TokenVerification
         #expect(endpoint.calls == 0)
     }
 
+    @Test func dumpingTheConfigurationOrTheVerifierDoesNotPrintTheClientSecret() {
+        for authentication in [
+            IntrospectionVerifier.ClientAuthentication.clientSecretBasic(id: "orders-api", secret: Self.clientSecret),
+            .clientSecretPost(id: "orders-api", secret: Self.clientSecret), .bearer(Self.clientSecret),
+        ] {
+            let configuration = IntrospectionVerifier.Configuration(
+                endpoint: Self.endpoint, clientAuthentication: authentication,
+                audience: .notChecked(reason: "test"))
+            let verifier = IntrospectionVerifier(configuration: configuration, send: Endpoint(nil).send)
+            var texts = ["\(configuration)", String(reflecting: configuration), "\(verifier)"]
+            for value in [authentication, configuration, verifier] as [Any] {
+                var dumped = ""
+                dump(value, to: &dumped)
+                texts.append(dumped)
+            }
+            #expect(!texts.contains { $0.contains(Self.clientSecret) }, "the client secret was printed")
+        }
+    }
+
     @Test(arguments: [200, 403, 500, 0])
     func neitherTheTokenNorTheClientSecretReachesALogLineAnErrorOrADescription(_ status: Int) async {
         let capture = LogCapture()

@@ -37,7 +37,7 @@ public import Logging
 /// manual clock.
 public final class IntrospectionVerifier: Sendable {
     /// How this resource server authenticates to the introspection endpoint (RFC 7662 section 2.1).
-    public struct ClientAuthentication: Sendable, CustomStringConvertible {
+    public struct ClientAuthentication: Sendable, CustomStringConvertible, CustomReflectable {
         enum Method: Sendable { case basic, post, bearer }
         let method: Method
         let clientID: String
@@ -80,6 +80,11 @@ public final class IntrospectionVerifier: Sendable {
             case .post: "clientSecretPost(id: \(clientID))"
             case .bearer: "bearer"
             }
+        }
+
+        /// A mirror with the method and the client ID, never the secret, so `dump()` does not print it.
+        public var customMirror: Mirror {
+            Mirror(self, children: ["method": "\(method)", "clientID": clientID])
         }
     }
 
