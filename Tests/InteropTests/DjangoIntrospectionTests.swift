@@ -180,6 +180,30 @@ extension Interop {
             #expect(calls.value == 1)
         }
 
+        @Test func aBearerTokenWithTheIntrospectionScopeAuthenticatesTheCaller() async throws {
+            let server = try await InteropServer.prepared()
+            let token = TestSecrets.shared.register(try await InteropSession(server).signIn())
+            // The resource server's own token, by the client-credentials grant with DOT's `introspection` scope.
+            var request = server.request(.post, "/o/token/")
+            let basic = Data("\(Self.resourceServerID):\(Self.resourceServerSecret)".utf8).base64EncodedString()
+            request.headerFields[.authorization] = "Basic \(basic)"
+            request.headerFields[.contentType] = "application/x-www-form-urlencoded"
+            let (response, body) = try await server.transport.send(
+                request, body: Data("grant_type=client_credentials&scope=introspection".utf8))
+            #expect(response.status.code == 200)
+            let json = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+            let serverToken = try #require(json["access_token"] as? String)
+            TestSecrets.shared.register(serverToken, as: .accessToken)
+
+            let bearer = IntrospectionVerifier(configuration: Self.configuration(server, .bearer(serverToken)))
+            #expect(try await bearer.verify(token.accessToken).subject == Credentials.username)
+            // A token without the scope (alice's `read write`) is refused by DOT: this server's credentials, a 503.
+            let unscoped = IntrospectionVerifier(configuration: Self.configuration(server, .bearer(token.accessToken)))
+            await #expect(throws: TokenVerificationError.introspectionClientRejected) {
+                try await unscoped.verify(token.accessToken)
+            }
+        }
+
         /// DOT's own behaviour, recorded: its introspection view admits a *public* client by its `client_id` alone
         /// (no secret), so anyone who knows a public client's ID can introspect any token. Resource servers should
         /// still use a confidential client; this is a property of DOT 3.4.1 a deployment must know.
