@@ -175,7 +175,6 @@ public final class IntrospectionVerifier: Sendable {
     private struct State {
         var cache: BoundedCache<Answer>
         var inFlight: [SHA256Digest: Task<Result<Answer, TokenVerificationError>, Never>] = [:]
-        var calls = 0
         var joins = 0
     }
 
@@ -217,9 +216,6 @@ public final class IntrospectionVerifier: Sendable {
         return ({ start.duration(to: clock.now) }, { try await clock.sleep(for: $0) })
     }
 
-    /// How many introspection calls have been sent.
-    var callCount: Int { state.withLock { $0.calls } }
-
     /// How many callers have joined a call already in flight for their token.
     var joinCount: Int { state.withLock { $0.joins } }
 
@@ -249,7 +245,6 @@ public final class IntrospectionVerifier: Sendable {
                 state.joins += 1
                 return .wait(task)
             }
-            state.calls += 1
             let task = Task { await self.introspect(token, digest: digest) }
             state.inFlight[digest] = task
             return .wait(task)
