@@ -1,13 +1,14 @@
-/// A framework-neutral front for a ``TokenVerifier``: an `Authorization` header value in, verified claims or
-/// the HTTP answer to send out.
+/// A framework-neutral front for a ``TokenVerifier`` (JWTs), an ``IntrospectionVerifier`` (opaque tokens, RFC 7662)
+/// or both: an `Authorization` header value in, verified claims or the HTTP answer to send out.
 ///
 /// The answers follow the diet-app backend's contract and RFC 6750:
 /// - no `Authorization: Bearer <token>`: 401, `{"error": "Missing authorization header"}`,
 ///   `WWW-Authenticate: Bearer`;
 /// - a token that fails verification: 401, `{"error": "Invalid token"}`,
 ///   `WWW-Authenticate: Bearer error="invalid_token", error_description="..."`;
-/// - no usable key set (the issuer's JWKS endpoint is down past the staleness bound): 503,
-///   `{"error": "Token verification unavailable"}`, so clients do not throw their tokens away over it.
+/// - no usable key set (the issuer's JWKS endpoint is down past the staleness bound), or an introspection endpoint
+///   that cannot answer: 503, `{"error": "Token verification unavailable"}`, so clients do not throw their tokens
+///   away over it.
 ///
 /// ```swift
 /// switch await authenticator.authenticate(authorization: request.headers["Authorization"]) {
@@ -18,7 +19,7 @@
 public struct BearerAuthenticator: Sendable {
     /// The outcome of ``authenticate(authorization:)``.
     public enum Outcome: Sendable {
-        /// The token verified.
+        /// The token verified (or, for an opaque token, the introspection endpoint said it is active).
         case authenticated(VerifiedClaims)
         /// The request must be answered with this.
         case rejected(Rejection)
@@ -26,7 +27,7 @@ public struct BearerAuthenticator: Sendable {
 
     /// The HTTP answer for a request that is not authenticated.
     public struct Rejection: Sendable, Hashable {
-        /// 401, or 503 when the key set is unavailable.
+        /// 401, or 503 when the key set or the introspection endpoint is unavailable.
         public let status: Int
         /// The JSON body.
         public let body: String
@@ -58,15 +59,19 @@ public struct BearerAuthenticator: Sendable {
         }
     }
 
-    /// The verifier, or `nil` for an authenticator over an ``IssuerRouter``.
+    /// The JWT verifier, or `nil` for an authenticator over an ``IssuerRouter`` or introspection alone.
     public var verifier: TokenVerifier? {
-        if case .single(let verifier) = verification { return verifier }
-        return nil
+        switch verification {
+        case .single(let verifier), .jwtOrIntrospection(let verifier, _): verifier
+        case .routed, .introspection: nil
+        }
     }
 
     private enum Verification: Sendable {
         case single(TokenVerifier)
         case routed(IssuerRouter)
+        case introspection(IntrospectionVerifier)
+        case jwtOrIntrospection(TokenVerifier, IntrospectionVerifier)
     }
 
     private let verification: Verification
@@ -86,6 +91,25 @@ public struct BearerAuthenticator: Sendable {
         verification = .routed(router)
     }
 
+    /// An authenticator for opaque access tokens, each checked with the issuer's RFC 7662 introspection endpoint:
+    /// an inactive token is an invalid token (401), an endpoint that cannot answer a 503.
+    ///
+    /// - Parameter introspection: The introspection verifier.
+    public init(introspection: IntrospectionVerifier) {
+        verification = .introspection(introspection)
+    }
+
+    /// An authenticator for an issuer that sends both kinds: a token shaped like a JWT (three dot-separated
+    /// segments, the first starting with `eyJ`) is verified by `verifier` alone, any other by `introspection`. A
+    /// JWT that fails verification is refused; it is never sent to the introspection endpoint instead.
+    ///
+    /// - Parameters:
+    ///   - verifier: The JWT verifier.
+    ///   - introspection: The introspection verifier for opaque tokens.
+    public init(verifier: TokenVerifier, introspection: IntrospectionVerifier) {
+        verification = .jwtOrIntrospection(verifier, introspection)
+    }
+
     /// Authenticates a request by its `Authorization` header.
     ///
     /// - Parameter authorization: The header's value, or `nil` if the request has none.
@@ -98,10 +122,20 @@ public struct BearerAuthenticator: Sendable {
             switch verification {
             case .single(let verifier): return .authenticated(try await verifier.verify(token))
             case .routed(let router): return .authenticated(try await router.verify(token))
+            case .introspection(let introspection): return .authenticated(try await introspection.verify(token))
+            case .jwtOrIntrospection(let verifier, let introspection):
+                if Self.looksLikeJWT(token) { return .authenticated(try await verifier.verify(token)) }
+                return .authenticated(try await introspection.verify(token))
             }
         } catch {
             return .rejected(Rejection(error))
         }
+    }
+
+    /// Whether `token` has a JWS compact shape: exactly two dots, and a first segment starting with `eyJ` (the
+    /// base64url of `{"`).
+    static func looksLikeJWT(_ token: String) -> Bool {
+        token.utf8.starts(with: "eyJ".utf8) && token.utf8.lazy.filter { $0 == UInt8(ascii: ".") }.count == 2
     }
 
     /// The credential of a `Bearer` header value (scheme without letter case, RFC 7235), or `nil`.

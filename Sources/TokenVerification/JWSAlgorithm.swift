@@ -5,6 +5,8 @@
 public struct JWSAlgorithm: Hashable, Sendable, CustomStringConvertible {
     enum Family: Hashable, Sendable {
         case rsaPKCS1, rsaPSS, ecdsaP256, ecdsaP384, ed25519, hmac
+        /// No signature: the placeholder of introspected claims.
+        case introspection
     }
     enum Hash: Hashable, Sendable { case sha256, sha384, sha512 }
 
@@ -44,6 +46,10 @@ public struct JWSAlgorithm: Hashable, Sendable, CustomStringConvertible {
     /// HMAC with SHA-512: only with a configured secret.
     public static let hs512 = JWSAlgorithm("HS512", .hmac, .sha512)
 
+    /// The placeholder ``VerifiedClaims/algorithm`` of claims an ``IntrospectionVerifier`` got from the issuer's
+    /// introspection endpoint: no signature was checked. Not in ``all``, so no header or key can name it.
+    static let introspection = JWSAlgorithm("introspection", .introspection, .sha256)
+
     /// Every algorithm known here.
     public static let all: [JWSAlgorithm] = [
         .rs256, .rs384, .rs512, .ps256, .ps384, .ps512, .es256, .es384, .edDSA, .hs256, .hs384, .hs512,
@@ -69,6 +75,7 @@ public struct JWSAlgorithm: Hashable, Sendable, CustomStringConvertible {
         case .rsaPKCS1, .rsaPSS: 256...1024
         case .ecdsaP256, .ed25519: 64...64
         case .ecdsaP384: 96...96
+        case .introspection: 0...0
         case .hmac:
             switch hash {
             case .sha256: 32...32

@@ -17,6 +17,8 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
         case keySetUnavailable, keySetInvalid, keySetTooLarge, tooManyKeys, fetchTimedOut, insecureKeySetURL
         // The Authorization header (see BearerAuthenticator).
         case missingAuthorization
+        // RFC 7662 introspection (see IntrospectionVerifier).
+        case tokenInactive, introspectionUnavailable, introspectionClientRejected, insecureIntrospectionURL
     }
     private let code: Code
     /// For ``missingClaim(_:)`` and ``invalidClaim(_:)``: the claim's name (never its value).
@@ -109,6 +111,19 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
     public static let insecureKeySetURL = TokenVerificationError(.insecureKeySetURL)
     /// The request has no `Authorization: Bearer` credential.
     public static let missingAuthorization = TokenVerificationError(.missingAuthorization)
+    /// The issuer's introspection endpoint answered `"active": false`: the token is unknown, revoked or expired
+    /// there (RFC 7662 section 2.2).
+    public static let tokenInactive = TokenVerificationError(.tokenInactive)
+    /// The introspection endpoint could not answer: unreachable, too slow, a status other than 200, or an answer
+    /// that is not a JSON object with a Boolean `active`. A problem of the server, not of the token
+    /// (``BearerAuthenticator`` answers 503).
+    public static let introspectionUnavailable = TokenVerificationError(.introspectionUnavailable)
+    /// The introspection endpoint refused this resource server's own credentials (401 or 403): a configuration
+    /// error to fix, not a problem of the token (``BearerAuthenticator`` answers 503).
+    public static let introspectionClientRejected = TokenVerificationError(.introspectionClientRejected)
+    /// The introspection endpoint is plain `http` to a host that is not loopback, so no token or client secret was
+    /// sent (``IntrospectionVerifier/Configuration/dangerouslyAllowsPlainHTTP`` turns this off).
+    public static let insecureIntrospectionURL = TokenVerificationError(.insecureIntrospectionURL)
 
     /// One error of each code, for the tests that check every code has its messages.
     package static var everyCode: [TokenVerificationError] { Code.allCases.map { TokenVerificationError($0) } }
@@ -118,11 +133,13 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
     /// A stable code for logs and metrics, such as `expired` or `unknownKeyID`.
     public var reason: String { code.rawValue }
 
-    /// Whether the token itself is at fault (a 401), rather than the verifier's access to keys (a 503).
+    /// Whether the token itself is at fault (a 401), rather than the verifier's access to keys or to the
+    /// introspection endpoint (a 503).
     public var isTokenProblem: Bool {
         switch code {
         case .keySetUnavailable, .keySetInvalid, .keySetTooLarge, .tooManyKeys, .fetchTimedOut, .insecureKeySetURL:
             false
+        case .introspectionUnavailable, .introspectionClientRejected, .insecureIntrospectionURL: false
         default: true
         }
     }
@@ -157,11 +174,15 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
         case .keySetUnavailable, .keySetInvalid, .keySetTooLarge, .tooManyKeys, .fetchTimedOut, .insecureKeySetURL:
             "The signing keys are unavailable"
         case .missingAuthorization: "No bearer token"
+        case .tokenInactive: "The token is not active"
+        case .introspectionUnavailable, .introspectionClientRejected, .insecureIntrospectionURL:
+            "Token introspection is unavailable"
         }
     }
 
     /// The RFC 6750 challenge for a 401: `Bearer error="invalid_token", error_description="..."`, or a bare
-    /// `Bearer` for a request without a credential (section 3.1); `nil` for a problem of the key set.
+    /// `Bearer` for a request without a credential (section 3.1); `nil` for a problem of the key set or the
+    /// introspection endpoint.
     public var wwwAuthenticate: String? {
         if code == .missingAuthorization { return "Bearer" }
         guard isTokenProblem else { return nil }

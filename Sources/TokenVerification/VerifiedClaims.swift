@@ -10,22 +10,35 @@ public import Foundation
 public struct VerifiedClaims: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
     /// Every claim by name.
     public let members: [String: JSONValue]
-    /// The algorithm the signature was verified with.
+    /// The algorithm the signature was verified with; for introspected claims (``isIntrospected``) a placeholder
+    /// named `introspection`, since no signature was checked.
     public let algorithm: JWSAlgorithm
     /// The `kid` of the key that verified it, if the token named one.
     public let keyID: String?
     /// The payload's UTF-8 JSON bytes, for ``decode(_:decoder:)``.
     private let payload: [UInt8]
+    /// The member ``subject`` reads: `sub`, or what an ``IntrospectionVerifier`` is configured with.
+    private let subjectMember: String
 
-    init(members: [String: JSONValue], payload: [UInt8], algorithm: JWSAlgorithm, keyID: String?) {
+    init(
+        members: [String: JSONValue], payload: [UInt8], algorithm: JWSAlgorithm, keyID: String?,
+        subjectMember: String = "sub"
+    ) {
         self.members = members
         self.payload = payload
         self.algorithm = algorithm
         self.keyID = keyID
+        self.subjectMember = subjectMember
     }
 
-    /// `sub`: the user (Clerk's `userId`).
-    public var subject: String { members["sub"]?.stringValue ?? "" }
+    /// Whether these are the answer of the issuer's RFC 7662 introspection endpoint (an ``IntrospectionVerifier``)
+    /// rather than a signed token's claims. Then ``members`` are the answer's members (`active`, `scope`,
+    /// `client_id`, `exp`, ...), ``algorithm`` is a placeholder and ``keyID`` is `nil`.
+    public var isIntrospected: Bool { algorithm.family == .introspection }
+
+    /// `sub`: the user (Clerk's `userId`); for introspected claims, the member
+    /// ``IntrospectionVerifier/Configuration/subjectMember`` names (`sub` unless configured otherwise).
+    public var subject: String { members[subjectMember]?.stringValue ?? "" }
     /// `sid`: Clerk's session ID, if present.
     public var sessionID: String? { members["sid"]?.stringValue }
     /// `iss`: the issuer, exactly as configured.

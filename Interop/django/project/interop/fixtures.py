@@ -36,3 +36,8 @@ OIDC_POST_LOGOUT_REDIRECT_URI = "http://127.0.0.1/interop-oidc/signed-out"
 JWT_CLIENT_ID = "interop-jwt"
 JWT_CLIENT_SECRET = "interop-jwt-secret"
 JWT_ACCESS_TOKEN_CLIENT_IDS = frozenset({JWT_CLIENT_ID})
+
+# The resource server that introspects opaque access tokens at /o/introspect/ (RFC 7662): a confidential client with the
+# client-credentials grant. DOT admits any client that authenticates (HTTP Basic or the body) to its introspection view.
+RESOURCE_SERVER_CLIENT_ID = "interop-resource-server"
+RESOURCE_SERVER_CLIENT_SECRET = "interop-resource-server-secret"

@@ -102,7 +102,8 @@ OAUTH2_PROVIDER = {
     "ROTATE_REFRESH_TOKEN": True,
     "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": _env_int("INTEROP_REFRESH_TOKEN_GRACE_PERIOD_SECONDS", 0),
     "REFRESH_TOKEN_REUSE_PROTECTION": _env_bool("INTEROP_REFRESH_TOKEN_REUSE_PROTECTION", True),
-    "SCOPES": {"read": "Read", "write": "Write", "openid": "OpenID Connect"},
+    # `introspection`: DOT's /o/introspect/ also admits a bearer token with this scope (besides client authentication).
+    "SCOPES": {"read": "Read", "write": "Write", "openid": "OpenID Connect", "introspection": "Introspect tokens"},
     "DEFAULT_SCOPES": ["read", "write"],
     # Counts reuse detections and grace-window replays for /debug/stats.
     "OAUTH2_VALIDATOR_CLASS": "interop.validators.CountingValidator",

@@ -12,6 +12,9 @@ oauth_patterns = (
         *dot_urls.oidc_urlpatterns,
         path("token/", views.CountingTokenView.as_view(), name="token"),
         path("revoke_token/", views.CountingRevokeTokenView.as_view(), name="revoke-token"),
+        # RFC 7662 introspection, DOT's own view: the caller authenticates as a client (HTTP Basic, or client_id and
+        # client_secret in the body), or with a bearer token that has the `introspection` scope.
+        path("introspect/", dot_views.IntrospectTokenView.as_view(), name="introspect"),
         # The device authorization grant (RFC 8628): the device's endpoint, and the user's code and confirmation pages.
         path("device-authorization/", views.DeviceAuthorizationView.as_view(), name="device-authorization"),
         path("device/", dot_views.DeviceUserCodeView.as_view(), name="device"),

@@ -53,6 +53,18 @@ class Command(BaseCommand):
             app.client_secret = ""
             app.save()
 
+        # The resource server that introspects tokens (confidential, client credentials).
+        resource = Application.objects.filter(client_id=fixtures.RESOURCE_SERVER_CLIENT_ID).first() or Application(
+            client_id=fixtures.RESOURCE_SERVER_CLIENT_ID
+        )
+        resource.name = fixtures.RESOURCE_SERVER_CLIENT_ID
+        resource.user = alice
+        resource.client_type = Application.CLIENT_CONFIDENTIAL
+        resource.authorization_grant_type = Application.GRANT_CLIENT_CREDENTIALS
+        resource.redirect_uris = ""
+        resource.client_secret = fixtures.RESOURCE_SERVER_CLIENT_SECRET
+        resource.save()
+
         # The device authorization grant's client (public).
         device = Application.objects.filter(client_id=fixtures.DEVICE_CLIENT_ID).first() or Application(
             client_id=fixtures.DEVICE_CLIENT_ID
@@ -69,5 +81,6 @@ class Command(BaseCommand):
             f"{fixtures.CONFIDENTIAL_CLIENT_ID} (confidential), {fixtures.PUBLIC_CLIENT_ID} (public), "
             f"{fixtures.SPECIAL_CLIENT_ID} (confidential, secret with reserved characters), "
             f"{fixtures.JWT_CLIENT_ID} (confidential, RFC 9068 JWT access tokens), "
-            f"{fixtures.OIDC_CLIENT_ID} (public, authorization code + OIDC, RS256)"
+            f"{fixtures.OIDC_CLIENT_ID} (public, authorization code + OIDC, RS256), "
+            f"{fixtures.RESOURCE_SERVER_CLIENT_ID} (confidential, client credentials, introspects at /o/introspect/)"
         )
