@@ -30,13 +30,13 @@ public struct BearerChallenge: Sendable, Hashable {
     }
 
     /// The `realm` parameter.
-    public let realm: String?
+    package let realm: String?
     /// The `error` parameter.
     public let error: ErrorCode?
     /// The `error_description` parameter: text for developers, not for users.
     public let errorDescription: String?
     /// The `error_uri` parameter.
-    public let errorURI: String?
+    package let errorURI: String?
     /// The `scope` parameter: the scope the resource needs (space separated).
     public let scope: String?
     /// The RFC 9470 `acr_values` parameter: the authentication context classes the resource accepts.

@@ -32,7 +32,7 @@ public final class MockSessionProvider: Sendable {
         package var imageURL: String?
 
         /// The user as TokenKit's `AuthUser`.
-        public var authUser: AuthUser {
+        package var authUser: AuthUser {
             AuthUser(id: id, firstName: firstName, lastName: lastName, email: email, imageURL: imageURL)
         }
 
@@ -95,7 +95,7 @@ public final class MockSessionProvider: Sendable {
     /// The signed-in user, if any.
     public var user: User? { state.withLock { $0.user } }
     /// How many times a token was asked for.
-    public var tokenCalls: Int { state.withLock { $0.calls } }
+    package var tokenCalls: Int { state.withLock { $0.calls } }
     /// How many of those asked to skip the cache (after a 401).
     public var forcedTokenCalls: Int { state.withLock { $0.forcedCalls } }
     /// How many distinct tokens were minted.
@@ -122,7 +122,7 @@ public final class MockSessionProvider: Sendable {
     }
 
     /// Drops the cached token, so the next call mints a new one.
-    public func expireToken() { state.withLock { $0.cached = nil } }
+    package func expireToken() { state.withLock { $0.cached = nil } }
 
     /// Makes every call fail with `URLError(.notConnectedToInternet)` until ``comeOnline()``.
     public func goOffline() { state.withLock { $0.offline = true } }
@@ -145,7 +145,7 @@ public final class MockSessionProvider: Sendable {
     /// - Returns: The token, or `nil` without a session.
     /// - Throws: `URLError(.notConnectedToInternet)` while offline; `TokenRefreshError.refreshTokenRejected`
     ///   once revoked.
-    public func token(forceRefresh: Bool = false) throws -> String? {
+    package func token(forceRefresh: Bool = false) throws -> String? {
         let date = now()
         let minted: String? = try state.withLock { state in
             state.calls += 1

@@ -132,7 +132,7 @@ public final class TokenSessionRegistry: Sendable {
     }
 
     /// The number of clients registered now.
-    public var count: Int { state.withLock { $0.entries.count } }
+    package var count: Int { state.withLock { $0.entries.count } }
 
     /// The number of clients evicted so far.
     public var evictionCount: Int { state.withLock { $0.evictions } }
