@@ -43,20 +43,20 @@ extension AuthToken {
                 ?? (expirationClaim == nil ? nil : Self.issuedLifetime(of: accessToken)))
     }
 
-    /// Encodes the token in the shape the encoder's ``encodingShapeKey`` asks for; ``EncodingShape/standard``
-    /// when it asks for none.
+    /// Encodes the token in TokenKit's shape, or in Lume's old one when the encoder's `userInfo` asks for it
+    /// (`AuthToken.lumeShapeKey`, in TokenKitCompatibility).
     ///
-    /// The standard shape holds every stored property (optional ones only when present; `knownLifetime` when
+    /// TokenKit's shape holds every stored property (optional ones only when present; `knownLifetime` when
     /// the whole lifetime is known but not counted from receipt) and also `expiresAt`
     /// when the expiry is known, so Lume's old `AuthToken` struct (`accessToken`, `refreshToken`, `expiresAt`)
     /// reads it too when a refresh token is there. Dates follow the encoder's date strategy.
     ///
     /// - Parameter encoder: The encoder.
-    /// - Throws: `EncodingError.invalidValue` when ``EncodingShape/lume`` is asked for and the refresh token or
+    /// - Throws: `EncodingError.invalidValue` when Lume's shape is asked for and the refresh token or
     ///   the expiry is missing; otherwise what the encoder throws.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        if encoder.userInfo[Self.encodingShapeKey] as? EncodingShape == .lume {
+        if encoder.userInfo[Self.lumeShapeUserInfoKey] as? Bool == true {
             guard let refreshToken, let expiresAt else {
                 throw EncodingError.invalidValue(
                     self,
@@ -99,31 +99,7 @@ extension AuthToken {
 }
 
 extension AuthToken {
-    /// The JSON shape ``encode(to:)`` writes, chosen through an encoder's `userInfo[AuthToken.encodingShapeKey]`.
-    ///
-    /// ```swift
-    /// let encoder = JSONEncoder()
-    /// encoder.userInfo[AuthToken.encodingShapeKey] = AuthToken.EncodingShape.lume
-    /// let data = try encoder.encode(token)  // {"accessToken", "refreshToken", "expiresAt"} only
-    /// ```
-    public struct EncodingShape: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-
-        /// TokenKit's shape, with `expiresAt` beside it (the default): nothing is lost, and Lume's old struct
-        /// reads it when the token has a refresh token and a known expiry.
-        public static let standard = EncodingShape(name: "standard")
-
-        /// Exactly Lume's old shape, `{"accessToken", "refreshToken", "expiresAt"}`, for as long as readers of
-        /// the old shape (a widget, an older build sharing the Keychain item) exist. Encoding a token without a
-        /// refresh token or a known expiry throws instead of writing what those readers cannot read. TokenKit
-        /// reads it back with ``expiresAt`` as an absolute expiry; the token type, scope and receipt time are
-        /// not kept.
-        public static let lume = EncodingShape(name: "lume")
-
-        /// `AuthToken.EncodingShape.<name>`.
-        public var description: String { "AuthToken.EncodingShape.\(name)" }
-    }
-
-    /// The `userInfo` key of an encoder that holds the ``EncodingShape`` to write.
-    public static let encodingShapeKey = CodingUserInfoKey(rawValue: "TokenKit.AuthToken.encodingShape")!
+    /// The `userInfo` key of an encoder that asks ``encode(to:)`` for Lume's old shape when its value is `true`.
+    /// Public as `AuthToken.lumeShapeKey` in TokenKitCompatibility.
+    package static let lumeShapeUserInfoKey = CodingUserInfoKey(rawValue: "TokenKit.AuthToken.lumeShape")!
 }

@@ -85,7 +85,7 @@ public enum MalformedReason: String, Sendable, Hashable, CaseIterable {
     case segmentCount
     /// A segment that must have content is empty.
     case emptySegment
-    /// The token is longer than ``JWT/maximumLength``.
+    /// The token is longer than 64 KiB.
     case tooLong
     /// The segment is not valid base64url.
     case invalidBase64URL

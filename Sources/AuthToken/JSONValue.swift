@@ -16,13 +16,13 @@ public enum JSONValue: Sendable, Hashable {
     case object([String: JSONValue])
 
     /// The string, if this is one.
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
     /// The number as a `Double`, if this is a number.
-    public var doubleValue: Double? {
+    package var doubleValue: Double? {
         switch self {
         case .integer(let value): Double(value)
         case .number(let value): value
@@ -31,7 +31,7 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     /// The number as an `Int`, if this is an integer or a number with no fractional part that fits.
-    public var intValue: Int? {
+    package var intValue: Int? {
         switch self {
         case .integer(let value): value
         case .number(let value): Int(exactly: value)
@@ -40,19 +40,19 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     /// The Boolean, if this is one.
-    public var boolValue: Bool? {
+    package var boolValue: Bool? {
         if case .bool(let value) = self { return value }
         return nil
     }
 
     /// The elements, if this is an array.
-    public var arrayValue: [JSONValue]? {
+    package var arrayValue: [JSONValue]? {
         if case .array(let value) = self { return value }
         return nil
     }
 
     /// The members, if this is an object.
-    public var objectValue: [String: JSONValue]? {
+    package var objectValue: [String: JSONValue]? {
         if case .object(let value) = self { return value }
         return nil
     }

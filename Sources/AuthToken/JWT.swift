@@ -13,7 +13,7 @@ import Foundation
 /// ```
 public struct JWT: Sendable, Hashable {
     /// Tokens longer than this are rejected with ``MalformedReason/tooLong`` before any decoding.
-    public static let maximumLength = 64 * 1024
+    package static let maximumLength = 64 * 1024
 
     /// The JOSE header.
     public let header: JWTHeader

@@ -44,7 +44,7 @@ public import Logging
 /// ## Errors
 /// Errors from the token provider are rethrown as they are (a signed-out session stays recognisable).
 /// `CancellationError` is rethrown as it is. Other transport errors are wrapped in
-/// ``NetworkRetryError/transport(_:)`` unless the transport already threw a ``NetworkRetryError``.
+/// ``NetworkRetryError/transport`` unless the transport already threw a ``NetworkRetryError``.
 ///
 /// ## Logging
 /// At `debug`, one line per exchange: method, path without its query, status, token fingerprint
@@ -104,7 +104,7 @@ public struct AuthenticatedClient: HTTPTransport {
     }
 
     /// The logger used when none is given: label `TokenKit.NetworkRetry`.
-    public static let defaultLogger = Logger(label: "TokenKit.NetworkRetry")
+    @usableFromInline package static let defaultLogger = Logger(label: "TokenKit.NetworkRetry")
 
     /// The transport requests go through.
     package let transport: any HTTPTransport
@@ -124,7 +124,7 @@ public struct AuthenticatedClient: HTTPTransport {
     ///   - transport: The transport to send through.
     ///   - tokenProvider: Hands out and refreshes tokens.
     ///   - configuration: Allowed origins and redirect policy.
-    ///   - logger: Where to log; defaults to ``defaultLogger``.
+    ///   - logger: Where to log; defaults to a logger labelled `TokenKit.NetworkRetry`.
     public init(
         transport: any HTTPTransport, tokenProvider: any TokenProvider, configuration: Configuration,
         logger: Logger = AuthenticatedClient.defaultLogger
@@ -354,10 +354,10 @@ extension AuthenticatedClient: CustomReflectable {
 ///   - transport: The transport to send through.
 ///   - tokenProvider: Hands out and refreshes tokens.
 ///   - configuration: Allowed origins and redirect policy.
-///   - logger: Where to log; defaults to ``AuthenticatedClient/defaultLogger``.
+///   - logger: Where to log; defaults to a logger labelled `TokenKit.NetworkRetry`.
 /// - Returns: The final response and its body; never a 401.
 /// - Throws: ``NetworkRetryError``, an error of the token provider, or `CancellationError`.
-public func executeWithAutoRetry(
+package func executeWithAutoRetry(
     _ request: HTTPRequest, body: Data? = nil, transport: any HTTPTransport, tokenProvider: any TokenProvider,
     configuration: AuthenticatedClient.Configuration, logger: Logger = AuthenticatedClient.defaultLogger
 ) async throws -> (HTTPResponse, Data) {

@@ -10,7 +10,7 @@ public struct NetworkRetryError: Error, Sendable, Hashable, CustomStringConverti
         case tooManyRedirects, invalidRedirect, bodyTooLarge, bodyNotReplayable
     }
     private let code: Code
-    /// For ``transport(_:)``, ``timedOut`` and ``cannotConnect``: the error the HTTP client threw, if kept.
+    /// For ``transport``, ``timedOut`` and ``cannotConnect``: the error the HTTP client threw, if kept.
     ///
     /// Its own description may contain the URL; do not log it where the URL's query could hold secrets.
     public let underlying: (any Error)?
@@ -69,7 +69,7 @@ public struct NetworkRetryError: Error, Sendable, Hashable, CustomStringConverti
     ///
     /// - Parameter underlying: The client's error.
     /// - Returns: ``transport`` carrying `underlying`.
-    public static func transport(_ underlying: any Error) -> NetworkRetryError {
+    package static func transport(_ underlying: any Error) -> NetworkRetryError {
         NetworkRetryError(.transport, underlying: underlying)
     }
 

@@ -14,7 +14,7 @@ public import HTTPTypes
 ///
 /// Errors are mapped: a timeout to ``NetworkRetryError/timedOut``, refused or unreachable hosts to
 /// ``NetworkRetryError/cannotConnect``, a cancelled task to `CancellationError`, anything else to
-/// ``NetworkRetryError/transport(_:)``; the `URLError` is kept in ``NetworkRetryError/underlying``, and
+/// ``NetworkRetryError/transport``; the `URLError` is kept in ``NetworkRetryError/underlying``, and
 /// ``NetworkRetryError/reason`` tells a host name that does not resolve, a refused connection and a failed TLS
 /// handshake apart.
 ///

@@ -1,42 +1,43 @@
 // Standard library only: compiled into the fuzz target with WWWAuthenticate.swift.
 
-/// The RFC 6750 parameters of a `Bearer` challenge, plus the RFC 9470 step-up parameters.
+/// The RFC 6750 parameters of a `Bearer` challenge, plus the RFC 9470 step-up parameters, as a
+/// ``NetworkRetryError/challenge``. The challenge's `error` code is the error's own code
+/// (``NetworkRetryError/insufficientScope``, ``NetworkRetryError/insufficientUserAuthentication``).
 ///
 /// ```swift
-/// let challenges = AuthenticationChallenge.parse(#"Bearer error="insufficient_scope", scope="read write""#)
-/// let bearer = challenges.flatMap(BearerChallenge.init(firstIn:))
-/// bearer?.error == .insufficientScope   // true
-/// bearer?.scope                          // "read write"
+/// // WWW-Authenticate: Bearer error="insufficient_scope", scope="read write"
+/// error == .insufficientScope     // true
+/// error.challenge?.scope          // "read write"
 /// ```
 public struct BearerChallenge: Sendable, Hashable {
     /// An RFC 6750 / RFC 9470 error code. An open set: servers send others, kept as ``rawValue``.
-    public struct ErrorCode: RawRepresentable, Sendable, Hashable {
+    package struct ErrorCode: RawRepresentable, Sendable, Hashable {
         /// The code as sent.
-        public let rawValue: String
+        package let rawValue: String
 
         /// Wraps a code as sent.
         ///
         /// - Parameter rawValue: The `error` parameter's value.
-        public init(rawValue: String) { self.rawValue = rawValue }
+        package init(rawValue: String) { self.rawValue = rawValue }
 
         /// `invalid_request`: the request is malformed; a refresh does not help.
-        public static let invalidRequest = ErrorCode(rawValue: "invalid_request")
+        package static let invalidRequest = ErrorCode(rawValue: "invalid_request")
         /// `invalid_token`: the token is expired, revoked or malformed; refresh and retry.
-        public static let invalidToken = ErrorCode(rawValue: "invalid_token")
+        package static let invalidToken = ErrorCode(rawValue: "invalid_token")
         /// `insufficient_scope`: the token lacks a scope; a refresh does not help.
-        public static let insufficientScope = ErrorCode(rawValue: "insufficient_scope")
+        package static let insufficientScope = ErrorCode(rawValue: "insufficient_scope")
         /// `insufficient_user_authentication` (RFC 9470): the user must authenticate again, more strongly.
-        public static let insufficientUserAuthentication = ErrorCode(rawValue: "insufficient_user_authentication")
+        package static let insufficientUserAuthentication = ErrorCode(rawValue: "insufficient_user_authentication")
     }
 
     /// The `realm` parameter.
-    public let realm: String?
+    package let realm: String?
     /// The `error` parameter.
-    public let error: ErrorCode?
+    package let error: ErrorCode?
     /// The `error_description` parameter: text for developers, not for users.
     public let errorDescription: String?
     /// The `error_uri` parameter.
-    public let errorURI: String?
+    package let errorURI: String?
     /// The `scope` parameter: the scope the resource needs (space separated).
     public let scope: String?
     /// The RFC 9470 `acr_values` parameter: the authentication context classes the resource accepts.

@@ -12,17 +12,11 @@ import AuthToken
 ///
 /// Without an `exclusiveAccess` closure, ``withExclusiveAccess(account:_:)`` simply runs its body.
 public struct ClosureTokenStore: TokenStore {
-    /// Reads an account's session.
-    public typealias Load = @Sendable (_ account: String) async -> TokenStoreRead
-    /// Writes an account's session if the condition holds. An error other than a ``PersistenceError`` reaches
-    /// the caller as ``PersistenceError/writeFailed``.
-    public typealias Save =
+    package typealias Load = @Sendable (_ account: String) async -> TokenStoreRead
+    package typealias Save =
         @Sendable (_ session: StoredSession, _ account: String, _ condition: WriteCondition) async throws -> Void
-    /// Removes an account's session if the condition holds. An error other than a ``PersistenceError`` reaches
-    /// the caller as ``PersistenceError/writeFailed``.
-    public typealias Remove = @Sendable (_ account: String, _ condition: WriteCondition) async throws -> Void
-    /// Runs `body` under the store's lock for `account`.
-    public typealias ExclusiveAccess =
+    package typealias Remove = @Sendable (_ account: String, _ condition: WriteCondition) async throws -> Void
+    package typealias ExclusiveAccess =
         @Sendable (_ account: String, _ body: @Sendable () async throws -> Void) async throws -> Void
 
     private let loadClosure: Load
@@ -33,16 +27,23 @@ public struct ClosureTokenStore: TokenStore {
     /// Creates a store from closures.
     ///
     /// - Parameters:
-    ///   - load: Called by ``load(account:)``.
-    ///   - save: Called by ``save(_:account:condition:)``.
-    ///   - remove: Called by ``remove(account:condition:)``.
-    ///   - exclusiveAccess: Called by ``withExclusiveAccess(account:_:)``; it must run `body` exactly once.
-    ///     `nil` runs the body without a lock.
+    ///   - load: Called by ``load(account:)``: reads an account's session.
+    ///   - save: Called by ``save(_:account:condition:)``: writes an account's session if the condition holds.
+    ///     An error other than a ``PersistenceError`` reaches the caller as ``PersistenceError/writeFailed``.
+    ///   - remove: Called by ``remove(account:condition:)``: removes an account's session if the condition holds.
+    ///     An error other than a ``PersistenceError`` reaches the caller as ``PersistenceError/writeFailed``.
+    ///   - exclusiveAccess: Called by ``withExclusiveAccess(account:_:)`` to run `body` under the store's lock for
+    ///     the account; it must run `body` exactly once. `nil` runs the body without a lock.
     public init(
-        load: @escaping Load,
-        save: @escaping Save,
-        remove: @escaping Remove,
-        exclusiveAccess: ExclusiveAccess? = nil
+        load: @escaping @Sendable (_ account: String) async -> TokenStoreRead,
+        save:
+            @escaping @Sendable (_ session: StoredSession, _ account: String, _ condition: WriteCondition)
+            async throws -> Void,
+        remove: @escaping @Sendable (_ account: String, _ condition: WriteCondition) async throws -> Void,
+        exclusiveAccess: (
+            @Sendable (_ account: String, _ body: @Sendable () async throws -> Void) async throws -> Void
+        )? =
+            nil
     ) {
         self.loadClosure = load
         self.saveClosure = save
@@ -57,7 +58,15 @@ public struct ClosureTokenStore: TokenStore {
     ///   - load: Replaces `store`'s load, if given.
     ///   - save: Replaces `store`'s save, if given.
     ///   - remove: Replaces `store`'s remove, if given.
-    public init(forwardingTo store: some TokenStore, load: Load? = nil, save: Save? = nil, remove: Remove? = nil) {
+    public init(
+        forwardingTo store: some TokenStore,
+        load: (@Sendable (_ account: String) async -> TokenStoreRead)? = nil,
+        save: (
+            @Sendable (_ session: StoredSession, _ account: String, _ condition: WriteCondition) async throws -> Void
+        )? =
+            nil,
+        remove: (@Sendable (_ account: String, _ condition: WriteCondition) async throws -> Void)? = nil
+    ) {
         if let load {
             self.loadClosure = load
         } else {

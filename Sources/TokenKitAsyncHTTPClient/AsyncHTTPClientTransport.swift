@@ -29,7 +29,7 @@ public import NetworkRetry
 /// ``/NetworkRetry/NetworkRetryError/timedOut``, refused connections to
 /// ``/NetworkRetry/NetworkRetryError/cannotConnect``, a response body over the limit to
 /// ``/NetworkRetry/NetworkRetryError/bodyTooLarge``, anything else to
-/// ``/NetworkRetry/NetworkRetryError/transport(_:)``, keeping the cause in `underlying`.
+/// ``/NetworkRetry/NetworkRetryError/transport``, keeping the cause in `underlying`.
 public struct AsyncHTTPClientTransport: HTTPTransport {
     /// The client requests go through.
     public let client: HTTPClient

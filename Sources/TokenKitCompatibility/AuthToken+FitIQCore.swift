@@ -24,4 +24,19 @@ extension AuthToken {
             accessToken: accessToken, refreshToken: refreshToken, receivedAt: receivedAt, lifetime: nil,
             expirationClaim: expiresAt)
     }
+
+    /// The `userInfo` key that makes an encoder write a token in exactly Lume's old shape,
+    /// `{"accessToken", "refreshToken", "expiresAt"}`, when its value is `true`, for as long as readers of the old
+    /// shape (a widget, an older build sharing the Keychain item) exist.
+    ///
+    /// ```swift
+    /// let encoder = JSONEncoder()
+    /// encoder.userInfo[AuthToken.lumeShapeKey] = true
+    /// let data = try encoder.encode(token)  // {"accessToken", "refreshToken", "expiresAt"} only
+    /// ```
+    ///
+    /// Encoding a token without a refresh token or a known expiry then throws `EncodingError.invalidValue` instead
+    /// of writing what those readers cannot read. Decoding needs no key: TokenKit reads both shapes, Lume's with
+    /// `expiresAt` as an absolute expiry (the token type, scope and receipt time are not kept).
+    public static let lumeShapeKey: CodingUserInfoKey = lumeShapeUserInfoKey
 }

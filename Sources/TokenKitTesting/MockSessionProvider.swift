@@ -8,7 +8,7 @@ public import TokenRefresh
 /// ```swift
 /// let clock = ManualClock()
 /// let sdk = MockSessionProvider(now: clock.wallClock)
-/// sdk.signIn(MockSessionProvider.User(id: "user_2abc", firstName: "Ada"))
+/// sdk.signIn(AuthUser(id: "user_2abc", firstName: "Ada"))
 /// let auth = TokenRefreshClient(strategy: sdk.strategy, clock: clock, now: clock.wallClock)
 /// let token = try await auth.validToken()
 /// sdk.goOffline()
@@ -18,46 +18,8 @@ public import TokenRefresh
 /// them, and refused by any verifier. Each is registered with the log check of `TokenKitLogCheck`, when a test
 /// target uses it.
 public final class MockSessionProvider: Sendable {
-    /// The mock user, with the fields CommuteTimely's `User` has.
-    public struct User: Sendable, Hashable {
-        /// The user ID (the token's `sub`).
-        public var id: String
-        /// The first name, if any.
-        package var firstName: String?
-        /// The last name, if any.
-        package var lastName: String?
-        /// The e-mail address, if any.
-        package var email: String?
-        /// The profile image URL, if any.
-        package var imageURL: String?
-
-        /// The user as TokenKit's `AuthUser`.
-        public var authUser: AuthUser {
-            AuthUser(id: id, firstName: firstName, lastName: lastName, email: email, imageURL: imageURL)
-        }
-
-        /// Creates a user.
-        ///
-        /// - Parameters:
-        ///   - id: The user ID.
-        ///   - firstName: The first name.
-        ///   - lastName: The last name.
-        ///   - email: The e-mail address.
-        ///   - imageURL: The profile image URL.
-        public init(
-            id: String, firstName: String? = nil, lastName: String? = nil, email: String? = nil,
-            imageURL: String? = nil
-        ) {
-            self.id = id
-            self.firstName = firstName
-            self.lastName = lastName
-            self.email = email
-            self.imageURL = imageURL
-        }
-    }
-
     private struct State {
-        var user: User?
+        var user: AuthUser?
         var sessionID = 0
         var cached: (token: String, expires: Date)?
         var offline = false
@@ -83,19 +45,19 @@ public final class MockSessionProvider: Sendable {
     }
 
     /// The strategy to give a `TokenRefreshClient`: the SDK's token, and the mock user as the profile (so
-    /// `TokenRefreshClient.currentUser` has the first name, last name, e-mail and image).
+    /// `TokenRefreshClient.currentUser` is the user the test signed in).
     public var strategy: SDKTokenStrategy {
         SDKTokenStrategy { [self] forceRefresh in
             try self.token(forceRefresh: forceRefresh)
         } user: { [self] in
-            self.user.map { $0.authUser }
+            self.user
         }
     }
 
     /// The signed-in user, if any.
-    public var user: User? { state.withLock { $0.user } }
+    public var user: AuthUser? { state.withLock { $0.user } }
     /// How many times a token was asked for.
-    public var tokenCalls: Int { state.withLock { $0.calls } }
+    package var tokenCalls: Int { state.withLock { $0.calls } }
     /// How many of those asked to skip the cache (after a 401).
     public var forcedTokenCalls: Int { state.withLock { $0.forcedCalls } }
     /// How many distinct tokens were minted.
@@ -104,7 +66,7 @@ public final class MockSessionProvider: Sendable {
     /// Starts a session for `user`, as the SDK's sign-in would.
     ///
     /// - Parameter user: The user.
-    public func signIn(_ user: User) {
+    public func signIn(_ user: AuthUser) {
         state.withLock { state in
             state.user = user
             state.sessionID += 1
@@ -122,7 +84,7 @@ public final class MockSessionProvider: Sendable {
     }
 
     /// Drops the cached token, so the next call mints a new one.
-    public func expireToken() { state.withLock { $0.cached = nil } }
+    package func expireToken() { state.withLock { $0.cached = nil } }
 
     /// Makes every call fail with `URLError(.notConnectedToInternet)` until ``comeOnline()``.
     public func goOffline() { state.withLock { $0.offline = true } }
@@ -145,7 +107,7 @@ public final class MockSessionProvider: Sendable {
     /// - Returns: The token, or `nil` without a session.
     /// - Throws: `URLError(.notConnectedToInternet)` while offline; `TokenRefreshError.refreshTokenRejected`
     ///   once revoked.
-    public func token(forceRefresh: Bool = false) throws -> String? {
+    package func token(forceRefresh: Bool = false) throws -> String? {
         let date = now()
         let minted: String? = try state.withLock { state in
             state.calls += 1

@@ -80,7 +80,7 @@ public final class MockTransport: HTTPTransport, CustomStringConvertible {
     /// Appends replies to the script.
     ///
     /// - Parameter replies: Replies to use after those already queued.
-    public func enqueue(_ replies: Reply...) {
+    package func enqueue(_ replies: Reply...) {
         state.withLock { $0.script += replies }
     }
 
@@ -149,7 +149,7 @@ public struct RecordedRequest: Sendable, CustomStringConvertible {
     /// The authority, such as `api.example.com:8443`.
     package var authority: String? { request.authority }
     /// The path with its query.
-    public var path: String? { request.path }
+    package var path: String? { request.path }
     /// The header fields (with their real values: do not print them; use `description`).
     package var headerFields: HTTPFields { request.headerFields }
 

@@ -89,26 +89,30 @@ public actor SimulatedTokenServer: HTTPTransport {
         let kind: Kind
 
         /// `500 Internal Server Error`.
-        public static let internalServerError = Fault(kind: .status(500, retryAfter: nil))
+        package static let internalServerError = Fault(kind: .status(500, retryAfter: nil))
         /// `503 Service Unavailable`, with `Retry-After` when given.
         ///
         /// - Parameter retryAfter: Seconds for `Retry-After`.
         /// - Returns: The fault.
-        public static func serviceUnavailable(retryAfter: Int? = nil) -> Fault {
+        package static func serviceUnavailable(retryAfter: Int? = nil) -> Fault {
             Fault(kind: .status(503, retryAfter: retryAfter))
         }
         /// `429 Too Many Requests`, with `Retry-After` when given.
         ///
         /// - Parameter retryAfter: Seconds for `Retry-After`.
         /// - Returns: The fault.
-        public static func tooManyRequests(retryAfter: Int? = nil) -> Fault {
+        package static func tooManyRequests(retryAfter: Int? = nil) -> Fault {
             Fault(kind: .status(429, retryAfter: retryAfter))
         }
-        /// Any status with an empty body.
+        /// Any status with an empty body, with `Retry-After` when given (`.status(503, retryAfter: 120)`).
         ///
-        /// - Parameter code: The status code.
+        /// - Parameters:
+        ///   - code: The status code.
+        ///   - retryAfter: Seconds for `Retry-After`.
         /// - Returns: The fault.
-        public static func status(_ code: Int) -> Fault { Fault(kind: .status(code, retryAfter: nil)) }
+        public static func status(_ code: Int, retryAfter: Int? = nil) -> Fault {
+            Fault(kind: .status(code, retryAfter: retryAfter))
+        }
         /// `200 OK` with a body that is not JSON.
         public static let malformedJSON = Fault(kind: .malformedJSON)
         /// The connection fails before the request reaches the server.
@@ -166,7 +170,7 @@ public actor SimulatedTokenServer: HTTPTransport {
     }
 
     /// The configuration.
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let now: @Sendable () -> Date
     private var families: [Int: Family] = [:]
     private var familyOfRefreshToken: [String: Int] = [:]
@@ -179,13 +183,13 @@ public actor SimulatedTokenServer: HTTPTransport {
     /// Successful refreshes (refresh-token grants and JSON refreshes that issued tokens).
     public private(set) var refreshCount = 0
     /// Every request to the token or JSON refresh endpoint, whatever the answer.
-    public private(set) var tokenRequestCount = 0
+    package private(set) var tokenRequestCount = 0
     /// The refresh tokens presented, in order (for assertions; never print them).
     package private(set) var presentedRefreshTokens: [String] = []
     /// Families revoked because a rotated refresh token was reused.
     public private(set) var reuseDetections = 0
     /// Revocation requests received.
-    public private(set) var revocationCount = 0
+    package private(set) var revocationCount = 0
     /// Refreshes accepted with a previous refresh token inside the grace window.
     package private(set) var graceRecoveries = 0
 
@@ -219,7 +223,7 @@ public actor SimulatedTokenServer: HTTPTransport {
     /// - Parameters:
     ///   - fault: The fault.
     ///   - count: How many requests it applies to.
-    public func enqueue(_ fault: Fault, count: Int) { faults.append(contentsOf: repeatElement(fault, count: count)) }
+    package func enqueue(_ fault: Fault, count: Int) { faults.append(contentsOf: repeatElement(fault, count: count)) }
 
     /// Starts a session for `userID` (a new refresh-token family) without a request.
     ///
@@ -279,7 +283,7 @@ public actor SimulatedTokenServer: HTTPTransport {
     /// Suspends until at least `count` requests are held. No real time passes.
     ///
     /// - Parameter count: The number to wait for.
-    public func waitForHeldRequests(count: Int) async {
+    package func waitForHeldRequests(count: Int) async {
         if heldRequestCount >= count { return }
         await withCheckedContinuation { heldWatchers.append((count, $0)) }
     }

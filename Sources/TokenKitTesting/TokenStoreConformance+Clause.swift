@@ -70,9 +70,9 @@ extension TokenStoreConformance {
     /// A broken clause of the store contract: which one, and what the check saw (never token text).
     public struct Violation: Error, Sendable, CustomStringConvertible {
         /// The clause the store broke.
-        public let clause: Clause
+        package let clause: Clause
         /// What the check saw.
-        public let detail: String
+        package let detail: String
 
         init(_ clause: Clause, _ detail: String) {
             self.clause = clause

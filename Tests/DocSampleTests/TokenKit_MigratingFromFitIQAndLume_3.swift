@@ -10,7 +10,7 @@ func docSample_TokenKit_MigratingFromFitIQAndLume_3() async throws {
         refreshToken: ProcessInfo.processInfo.environment["REFRESH_TOKEN"] ?? "opaque-refresh-token",
         expiresAt: Date().addingTimeInterval(900))
     let encoder = JSONEncoder()
-    encoder.userInfo[AuthToken.encodingShapeKey] = AuthToken.EncodingShape.lume
+    encoder.userInfo[AuthToken.lumeShapeKey] = true
     let data = try encoder.encode(token)  // {"accessToken", "refreshToken", "expiresAt"}
     print(data.count)
 }

@@ -23,7 +23,7 @@ enum DocSample_TokenRefresh_TestingTokenFlows_2 {
                 strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
                 configuration: .init(refreshTimeout: nil), clock: clock, now: clock.wallClock, random: { 0.5 })
 
-            await server.enqueue(.internalServerError)
+            await server.enqueue(.status(500))
             let caller = Task { try await client.validToken() }
             await clock.waitForSleepers(count: 1)  // the client is backing off: 1 s * (0.5 + 0.5 * 0.5)
             clock.advance(by: .seconds(1))

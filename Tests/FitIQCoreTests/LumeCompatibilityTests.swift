@@ -46,7 +46,7 @@ import TokenKitTesting
                 receivedAt: expiry.addingTimeInterval(-900), lifetime: 900))
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        encoder.userInfo[AuthToken.encodingShapeKey] = AuthToken.EncodingShape.lume
+        encoder.userInfo[AuthToken.lumeShapeKey] = true
         let data = try encoder.encode(token)
 
         let old = OldLumeAuthToken(
@@ -60,7 +60,7 @@ import TokenKitTesting
 
     @Test func theLumeShapeRefusesATokenItsOldReadersCouldNotRead() throws {
         let encoder = JSONEncoder()
-        encoder.userInfo[AuthToken.encodingShapeKey] = AuthToken.EncodingShape.lume
+        encoder.userInfo[AuthToken.lumeShapeKey] = true
         let withoutRefresh = AuthToken(
             accessToken: "lume-shape-no-refresh", refreshToken: nil, expiresAt: Date(timeIntervalSince1970: 5))
         let withoutExpiry = AuthToken(

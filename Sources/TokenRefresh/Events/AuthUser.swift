@@ -1,4 +1,4 @@
-public import AuthToken
+package import AuthToken
 
 /// The signed-in user as far as the session knows it: the ID at least, and name, e-mail, image and session ID
 /// when the token says so (OIDC's `name`, `given_name`, `family_name`, `email`, `picture`; Clerk's `sid`).
@@ -49,7 +49,7 @@ public struct AuthUser: Sendable, Hashable, CustomStringConvertible {
     ///   - token: The access (or ID) token.
     ///   - userID: The user ID the app knows, if any.
     /// - Returns: The user, or `nil` when neither the claims nor `userID` give an ID.
-    public init?(token: AuthToken, userID: String? = nil) {
+    package init?(token: AuthToken, userID: String? = nil) {
         self.init(claims: token.claims, userID: userID)
     }
 

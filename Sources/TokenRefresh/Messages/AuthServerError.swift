@@ -37,7 +37,7 @@ public struct AuthServerError: Error, Sendable, Hashable, LocalizedError {
     /// - Parameters:
     ///   - kind: What the server said.
     ///   - status: The HTTP status, if known.
-    public init(kind: Kind, status: Int? = nil) {
+    package init(kind: Kind, status: Int? = nil) {
         self.kind = kind
         self.status = status
     }

@@ -23,7 +23,7 @@ extension TokenSessionRegistry {
         }
 
         /// A token to retry with after the server rejected `accessToken`
-        /// (``TokenSessionRegistry/refreshToken(afterRejectionOf:for:)``).
+        /// (the registry's `refreshToken(afterRejectionOf:for:)`).
         ///
         /// - Parameter accessToken: The access token the server rejected.
         /// - Returns: The token to retry with.

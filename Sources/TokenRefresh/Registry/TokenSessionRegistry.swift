@@ -13,7 +13,7 @@ public import Persistence
 ///   processes (`PostgresTokenStore` in TokenKitPostgres, `FileTokenStore`), the store's lock makes that one
 ///   refresh across processes too.
 /// - **No lost rotation.** A client is evicted only when it is idle: no caller inside ``validToken(for:)`` or
-///   ``refreshToken(afterRejectionOf:for:)``, no refresh running, and its pair persisted (a pair whose write
+///   in a retry through ``tokenProvider(for:)``, no refresh running, and its pair persisted (a pair whose write
 ///   failed stays in memory, with its client, until a retry stores it). An evicted account's next call makes a
 ///   new client, which reads the stored pair.
 /// - **Bounded.** Past ``Configuration/maximumClients`` the least recently used idle clients are evicted, down to
@@ -132,7 +132,7 @@ public final class TokenSessionRegistry: Sendable {
     }
 
     /// The number of clients registered now.
-    public var count: Int { state.withLock { $0.entries.count } }
+    package var count: Int { state.withLock { $0.entries.count } }
 
     /// The number of clients evicted so far.
     public var evictionCount: Int { state.withLock { $0.evictions } }
@@ -175,7 +175,7 @@ public final class TokenSessionRegistry: Sendable {
     ///   - account: The account key.
     /// - Returns: The token to retry with.
     /// - Throws: What the client throws (``TokenRefreshError``).
-    public func refreshToken(afterRejectionOf accessToken: String, for account: String) async throws -> AuthToken {
+    package func refreshToken(afterRejectionOf accessToken: String, for account: String) async throws -> AuthToken {
         let entry = checkOut(account, active: true)
         defer { checkIn(entry) }
         return try await entry.client.refreshToken(afterRejectionOf: accessToken)

@@ -9,13 +9,13 @@ public struct PKCE: Sendable, Hashable, CustomStringConvertible {
     /// The S256 code challenge: base64url(SHA-256(verifier)) without padding.
     public let challenge: String
     /// The challenge method, always `S256`.
-    public var challengeMethod: String { "S256" }
+    package var challengeMethod: String { "S256" }
 
     /// Creates a pair from a verifier the app already has.
     ///
     /// - Parameter verifier: The code verifier.
     /// - Throws: ``TokenRefreshError/invalidArgument`` when it is not 43 to 128 unreserved characters.
-    public init(verifier: String) throws(TokenRefreshError) {
+    package init(verifier: String) throws(TokenRefreshError) {
         let bytes = Array(verifier.utf8)
         guard (43...128).contains(bytes.count), bytes.allSatisfy(PKCE.isUnreserved) else { throw .invalidArgument }
         self.verifier = verifier

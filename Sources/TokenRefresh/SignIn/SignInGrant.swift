@@ -95,7 +95,7 @@ public struct SignInGrant: Sendable, CustomStringConvertible {
     ///
     /// - Parameter response: The token response.
     /// - Returns: The grant.
-    public static func response(_ response: TokenResponse) -> SignInGrant {
+    package static func response(_ response: TokenResponse) -> SignInGrant {
         SignInGrant(name: "response") { response }
     }
 

@@ -29,7 +29,7 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
     package let dangerouslyAllowsPlainHTTP: Bool
 
     /// `refreshToken`, the key the FitIQ and Lume backends read (the default).
-    public static let camelCaseRefreshTokenKey = "refreshToken"
+    @usableFromInline package static let camelCaseRefreshTokenKey = "refreshToken"
     /// `refresh_token`, for backends that want snake_case request bodies.
     public static let snakeCaseRefreshTokenKey = "refresh_token"
 
@@ -40,8 +40,8 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
     ///   - path: The refresh path.
     ///   - apiKey: The API key for `X-API-Key`.
     ///   - transport: The transport.
-    ///   - refreshTokenKey: The JSON key of the refresh token in the request body; ``camelCaseRefreshTokenKey``
-    ///     (`refreshToken`) by default.
+    ///   - refreshTokenKey: The JSON key of the refresh token in the request body; `refreshToken` by
+    ///     default.
     ///   - now: The wall clock.
     ///   - dangerouslyAllowsPlainHTTP: Whether plain `http` to a host that is not loopback is allowed; `false` by
     ///     default.

@@ -1,4 +1,4 @@
-public import AuthToken
+package import AuthToken
 public import Foundation
 
 /// A successful answer of a token endpoint (RFC 6749 section 5.1), in any of the supported dialects.
@@ -73,7 +73,7 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
     ///   - receivedAt: When the response arrived, by the local wall clock.
     ///   - previousRefreshToken: The refresh token to keep when the response carries none.
     /// - Returns: The token; its expiry comes from `expires_in` or the JWT claims.
-    public func token(receivedAt: Date, keeping previousRefreshToken: String? = nil) -> AuthToken {
+    package func token(receivedAt: Date, keeping previousRefreshToken: String? = nil) -> AuthToken {
         AuthToken.withParsedExpiration(
             accessToken: accessToken, refreshToken: refreshToken ?? previousRefreshToken, tokenType: tokenType,
             scope: scope, expiresIn: expiresIn, receivedAt: receivedAt)
