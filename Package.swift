@@ -491,6 +491,7 @@ let package = Package(
             dependencies: [
                 "AuthToken", "Persistence", "PersistenceKeychain", "NetworkRetry", "TokenRefresh",
                 "TokenKitAppLifecycle", "TokenKitKeychainTesting",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Tests/Probes/KeychainSessionProbe"
         ),

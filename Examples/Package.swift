@@ -200,6 +200,9 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // The shared-session test over the demo server (SharedSessionDemoServerTests.swift).
+                .product(name: "PersistenceKeychain", package: "TokenKit"),
+                .product(name: "TokenKitKeychainTesting", package: "TokenKit"),
             ],
             swiftSettings: strictSettings
         ),

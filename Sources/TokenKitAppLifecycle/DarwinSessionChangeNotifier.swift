@@ -1,6 +1,6 @@
 // Apple platforms only: the Darwin notification center (notify(3)). Everything that reacts to a notification is
 // platform-neutral and tested on Linux with FileSessionChangeNotifier.
-#if canImport(Darwin) && !os(Linux)
+#if canImport(Darwin)
     import Darwin
     import Dispatch
 

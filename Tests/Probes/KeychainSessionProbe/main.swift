@@ -2,11 +2,18 @@
 // the Keychain simulator's file, a lock file and notifications in a shared directory (the App Group container's
 // stand-in), against a token server on loopback.
 //
-//   KeychainSessionProbe <keychain-file> <container> <server-url> <name>
+//   KeychainSessionProbe <keychain-file> <container> <server-url> [sdk] <name>
+//
+// With `sdk`, the app is a Clerk-like SDK app instead: the SDK keeps its long-lived client credential (in
+// <container>/sdk-client, its own Keychain item's stand-in) and caches a 60-s session token, which it fetches from
+// the server when less than 10 s of it are left (Clerk's `getToken()` default) or when TokenKit forces it after a
+// 401; TokenKit keeps only that token, in a FileTokenStore in <container>/sessions shared by the processes.
 //
 // Reads commands from stdin, one a line, and answers on stdout:
 //   restore  -> "state <state>"         the launch: AppSessionLifecycle.restore()
 //   use      -> "token <fingerprint>"   a request's validToken() (refreshes if due)
+//   use <n>  -> "used <ok> <failed>"    n concurrent requests' validToken()
+//   state    -> "state <state>"         the client's current state
 //   show     -> "holding <fingerprint>" the token the client holds now
 //   quit     -> exits
 // Whenever it adopts a pair another process saved, it prints "adopted <fingerprint>"; whenever it asks for the
@@ -14,6 +21,7 @@
 // moves.
 import AuthToken
 import Foundation
+import HTTPTypes
 import NetworkRetry
 import Persistence
 import PersistenceKeychain
@@ -31,12 +39,13 @@ func say(_ line: String) {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let serverURL = URL(string: arguments[3]) else {
-    FileHandle.standardError.write(Data("usage: KeychainSessionProbe <keychain> <container> <url> <name>\n".utf8))
+let sdkMode = arguments.count == 6 && arguments[4] == "sdk"
+guard arguments.count == 5 || sdkMode, let serverURL = URL(string: arguments[3]) else {
+    FileHandle.standardError.write(Data("usage: KeychainSessionProbe <keychain> <container> <url> [sdk] <name>\n".utf8))
     exit(2)
 }
 let container = URL(fileURLWithPath: arguments[2], isDirectory: true)
-let name = arguments[4]
+let name = arguments[arguments.count - 1]
 let clockFile = container.appendingPathComponent("clock")
 let now: @Sendable () -> Date = {
     let text = (try? String(contentsOf: clockFile, encoding: .utf8)) ?? "0"
@@ -70,10 +79,42 @@ struct AnnouncingStore: TokenStore {
         return try await base.withExclusiveAccess(account: account, body)
     }
 }
-let announcing = AnnouncingStore(base: store)
-let strategy = JSONEndpointRefreshStrategy(
-    baseURL: serverURL, apiKey: "probe-api-key-51c", transport: URLSessionTransport(), now: now)
-let client = TokenRefreshClient(strategy: strategy, store: announcing, now: now)
+/// Tags each request with the process, so a test that holds one at the server knows whose it is.
+struct TaggingTransport: HTTPTransport {
+    let base: any HTTPTransport
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        var request = request
+        request.headerFields[HTTPField.Name("X-Client-Tag")!] = "probe-\(ProcessInfo.processInfo.processIdentifier)"
+        return try await base.send(request, body: body)
+    }
+}
+let transport = TaggingTransport(base: URLSessionTransport())
+let endpoint = JSONEndpointRefreshStrategy(
+    baseURL: serverURL, apiKey: "probe-api-key-51c", transport: transport, now: now)
+
+/// A Clerk-like SDK: a long-lived client credential the app never sees, and a cached short-lived session token.
+actor SessionSDK {
+    private var cached: (token: String, expires: Date)?
+
+    /// `session.getToken(.init(skipCache:))`: the cached token unless it expires within 10 s.
+    func getToken(skipCache: Bool) async throws -> String? {
+        if !skipCache, let cached, cached.expires.timeIntervalSince(now()) > 10 { return cached.token }
+        let credential = try? String(contentsOf: container.appendingPathComponent("sdk-client"), encoding: .utf8)
+        guard let credential, !credential.isEmpty else { return nil }
+        let response = try await endpoint.refresh(using: credential)
+        let expires = response.expiresIn.map { now().addingTimeInterval($0) } ?? now()
+        cached = (response.accessToken, expires)
+        return response.accessToken
+    }
+}
+let sdk = SessionSDK()
+let announcing = AnnouncingStore(
+    base: sdkMode ? FileTokenStore(directory: container.appendingPathComponent("sessions")) : store)
+let client =
+    sdkMode
+    ? TokenRefreshClient(
+        strategy: SDKTokenStrategy { try await sdk.getToken(skipCache: $0) }, store: announcing, now: now)
+    : TokenRefreshClient(strategy: endpoint, store: announcing, now: now)
 let lifecycle = AppSessionLifecycle(client: client, store: announcing, notifier: notifier)
 
 let observer = Task { await lifecycle.observeChanges { say("adopted \($0)") } }
@@ -90,6 +131,17 @@ while let line = readLine() {
         } catch {
             say("error \(error)")
         }
+    case let command where command.hasPrefix("use "):
+        let count = Int(command.dropFirst(4)) ?? 1
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<count { group.addTask { (try? await client.validToken()) != nil } }
+            var results: [Bool] = []
+            for await result in group { results.append(result) }
+            return results
+        }
+        say("used \(results.filter { $0 }.count) \(results.filter { !$0 }.count)")
+    case "state":
+        say("state \(client.currentState)")
     case "show":
         say("holding \(client.currentToken?.fingerprint ?? "none")")
     case "quit":

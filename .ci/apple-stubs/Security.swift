@@ -1,7 +1,13 @@
 // swift-format-ignore-file
-// Not a target: a stand-in for Apple's Security module used by typecheck-keychain.sh.
-// A stand-in for Apple's Security module, declaring the symbols SystemKeychain uses with Linux-expressible types,
-// so its Swift can be typechecked here. Names and arities follow Apple's headers.
+// Not a target: a stand-in for Apple's Security module, used by .ci/apple-typecheck. It declares the symbols the
+// Apple-only code uses (PersistenceKeychain's SystemKeychain and the `canImport(Security)` branches that reach it)
+// with Linux-expressible types; CF types are approximated. Names and arities follow Apple's documentation:
+//   https://developer.apple.com/documentation/security/secitemadd(_:_:)
+//   https://developer.apple.com/documentation/security/secitemcopymatching(_:_:)
+//   https://developer.apple.com/documentation/security/secitemupdate(_:_:)
+//   https://developer.apple.com/documentation/security/secitemdelete(_:)
+//   https://developer.apple.com/documentation/security/secaccesscontrolcreatewithflags(_:_:_:_:)
+//   https://developer.apple.com/documentation/security/item-attribute-keys-and-values
 @_exported import Foundation
 
 public typealias OSStatus = Int32
