@@ -55,23 +55,17 @@ extension TokenRefreshClient {
     /// be read and nothing is held in memory.
     func ensureLoaded() async throws(TokenRefreshError) {
         guard !machine.loaded else { return }
-        let stored: StoredSession?
-        switch await store.load(account: configuration.account) {
-        case .found(let found): stored = found
-        case .absent: stored = nil
-        case .unavailable(let error):
-            guard !machine.loaded else { return }
-            let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-            publish(.storageUnavailable(failure))
-            throw failure
-        }
-        let action = machine.loaded(stored, now: now())
+        let read = await store.load(account: configuration.account)
+        let action = machine.storeRead(atLoad: read, now: now())
         switch action {
         case .restored(let stored):
             publish(.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
             logger.debug("session restored", metadata: ["token": "\(stored.token.fingerprint)"])
         case .discard(let generation):
             try? await store.remove(account: configuration.account, condition: .generation(generation))
+        case .unavailable(let failure):
+            publish(.storageUnavailable(failure))
+            throw failure
         case .absent, .alreadyLoaded:
             break
         }

@@ -306,7 +306,8 @@ public actor TokenRefreshClient: TokenProvider {
     /// has expired) until ``networkRestored()``.
     ///
     /// - Parameter validatingWithProvider: Whether to check the session with the provider; `false` by default.
-    /// - Returns: The state afterwards; `loading` when the store is unavailable.
+    /// - Returns: The state afterwards; ``AuthState/unavailable`` when the store cannot be read now (call again
+    ///   when it can, such as when protected data becomes available).
     @discardableResult
     public func restoreSession(validatingWithProvider: Bool = false) async -> AuthState {
         try? await ensureLoaded()
