@@ -267,10 +267,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Throws: As ``validToken()``; ``TokenRefreshError/sessionChanged`` for a token of another session; a
     ///   transient failure is thrown, since the rejected token is no use.
     public nonisolated func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken {
-        switch try await prepare(.afterRejection(of: accessToken)) {
-        case .token(let token): return token
-        case .wait(let flight): return try await flight.wait()
-        }
+        try await prepare(.afterRejection(of: accessToken)).token()
     }
 
     /// Refreshes with `refreshToken`, the seed apps' form: a refresh token goes in, a pair for that refresh token
@@ -287,10 +284,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Returns: The new (or current) token.
     /// - Throws: As ``refreshToken(afterRejectionOf:)``.
     public nonisolated func refreshToken(_ refreshToken: String) async throws -> AuthToken {
-        switch try await prepare(.seed(refreshToken)) {
-        case .token(let token): return token
-        case .wait(let flight): return try await flight.wait()
-        }
+        try await prepare(.seed(refreshToken)).token()
     }
 
     /// Reads the stored session, if that has not happened yet, and returns the state.
@@ -320,30 +314,16 @@ public actor TokenRefreshClient: TokenProvider {
     /// server (even while the credential looks fresh), a valid token for the others. A connectivity failure
     /// keeps the session as expired (offline).
     func checkWithProvider() async {
-        var asksProvider = false
+        let action = machine.providerCheck(checksWithServer: strategy.checksSessionWithServer)
         do {
-            if strategy.checksSessionWithServer, session != nil {
-                switch try await prepare(.sessionCheck) {
-                case .token: break
-                case .wait(let flight): _ = try await flight.wait()
-                }
-            } else if !strategy.requiresRefreshToken {
-                // An SDK owns the session: only it knows whether it still has one.
-                asksProvider = true
-                switch try await prepare(.providerCheck) {
-                case .token: break
-                case .wait(let flight): _ = try await flight.wait()
-                }
-            } else if session != nil {
-                _ = try await validToken()
-            }
-        } catch let error as TokenRefreshError where error.isConnectivityFailure {
-            // An SDK that cannot be reached says nothing about a token that is still fresh.
-            if let session, !asksProvider || session.token.isExpired(at: now(), policy: configuration.expiryPolicy) {
-                machine.setState(.expired(lastUserID: session.userID))
+            switch action {
+            case .ask(let request, _): _ = try await prepare(request).token()
+            case .validToken: _ = try await validToken()
+            case .nothing: break
             }
         } catch {
-            // Rejections have ended the session already; other failures keep it as it is.
+            // Rejections have ended the session already; a connectivity failure keeps it (see the machine).
+            machine.providerCheckFailed(error, check: action, now: now())
         }
     }
 
@@ -372,7 +352,7 @@ public actor TokenRefreshClient: TokenProvider {
         do {
             response = try await grant.run()
         } catch {
-            if machine.isCurrent(startEpoch) { await settleStateAfterFailedSignIn(previous: previous) }
+            await settleStateAfterFailedSignIn(previous: previous, epoch: startEpoch)
             throw Self.classify(error)
         }
         let token = response.token(receivedAt: now())
@@ -384,16 +364,15 @@ public actor TokenRefreshClient: TokenProvider {
 
     /// After a failed sign-in, the state says what is true: the session that was there before (read from the
     /// store if it was never read), or signed out. Never `loading`.
-    func settleStateAfterFailedSignIn(previous: AuthState) async {
-        try? await ensureLoaded()
-        if let session {
-            switch previous {
-            case .signedIn, .expired: machine.setState(previous)
-            default: machine.setState(.signedIn(userID: session.userID))
-            }
-        } else {
-            // Nothing usable is held (and the store may be unreadable): there is no session to use now.
-            machine.setState(.signedOut)
+    /// Nothing happens when another sign-in or a sign-out (epoch) came meanwhile.
+    func settleStateAfterFailedSignIn(previous: AuthState, epoch: UInt64) async {
+        let action = machine.signInFailed(epoch: epoch)
+        switch action {
+        case .settle:
+            try? await ensureLoaded()
+            machine.setState(machine.stateAfterFailedSignIn(previous: previous))
+        case .leave:
+            break
         }
     }
 
