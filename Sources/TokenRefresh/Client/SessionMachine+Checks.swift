@@ -1,5 +1,6 @@
 import AuthToken
 import Foundation
+import Persistence
 
 /// The decisions of the launch check with the provider and of a sign-in whose grant failed.
 extension SessionMachine {
@@ -70,5 +71,82 @@ extension SessionMachine {
         case .signedIn, .expired: return previous
         default: return .signedIn(userID: session.userID)
         }
+    }
+}
+
+/// The decisions of a sign-out and of a session change over a store never read.
+extension SessionMachine {
+    /// What the actor does before a sign-in or sign-out.
+    enum SessionChangeAction: Sendable, Equatable {
+        /// The store was never read: read it first (``storeReadBeforeSessionChange(_:)``).
+        case readStore
+        /// Go ahead.
+        case proceed
+    }
+
+    /// A sign-in or sign-out is starting.
+    func sessionChangeStarting() -> SessionChangeAction { loaded ? .proceed : .readStore }
+
+    /// The store's answer before a sign-in or sign-out over a store never read: a stored session is kept as the
+    /// session (``noteStoredBeforeLoad(_:)``); nothing else changes.
+    mutating func storeReadBeforeSessionChange(_ read: TokenStoreRead) {
+        guard case .found(let stored) = read else { return }
+        noteStoredBeforeLoad(stored)
+    }
+
+    /// What a sign-out does with the store once older writes have landed.
+    enum SignOutWriteAction: Sendable, Equatable {
+        /// Remove the ended session under this condition.
+        case remove(WriteCondition)
+        /// A new session has begun meanwhile: its save overwrites the ended one.
+        case skip
+    }
+
+    /// The sign-out that ended the session under `epoch` may now write.
+    func signOutWriteTurn(epoch: UInt64) -> SignOutWriteAction { isCurrent(epoch) ? .remove(.always) : .skip }
+
+    /// What follows a sign-out's removal.
+    enum SignOutRemovalAction: Sendable, Equatable {
+        /// The store is cleared.
+        case cleared
+        /// The store could not be cleared (memory is): the removal is retried later (unless a new session began),
+        /// and the sign-out throws this error.
+        case failed(TokenRefreshError)
+
+        /// What the sign-out returns.
+        var outcome: Result<Void, TokenRefreshError> {
+            switch self {
+            case .cleared: .success(())
+            case .failed(let error): .failure(error)
+            }
+        }
+    }
+
+    /// The sign-out's removal under `epoch` finished (`failure` when it did not happen) at `elapsed`.
+    mutating func signOutRemovalFinished(
+        _ failure: PersistenceError?, epoch: UInt64, elapsed: Duration
+    ) -> SignOutRemovalAction {
+        guard let failure else {
+            storeCleared()
+            return .cleared
+        }
+        if isCurrent(epoch) { removalPending(.always, at: elapsed) }
+        return .failed(TokenRefreshError.storageUnavailable.with(underlying: failure))
+    }
+
+    /// What a sign-out revokes.
+    enum RevocationAction: Sendable {
+        /// Revoke this refresh token with this revocation (best effort).
+        case revoke(String, TokenRevocation)
+        /// Nothing to revoke, or no revocation configured.
+        case none
+    }
+
+    /// The revocation for the `ended` session.
+    func revocation(of ended: Session?) -> RevocationAction {
+        guard let refreshToken = ended?.token.refreshToken, let revocation = configuration.revocation else {
+            return .none
+        }
+        return .revoke(refreshToken, revocation)
     }
 }

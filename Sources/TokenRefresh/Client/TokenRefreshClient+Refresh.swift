@@ -51,6 +51,19 @@ extension TokenRefreshClient {
 
     // MARK: - Loading
 
+    /// Before a sign-in or sign-out over a store never read: keeps what is stored as the session (see
+    /// ``SessionMachine/noteStoredBeforeLoad(_:)``).
+    func noteStoredSessionIfUnread() async {
+        let action = machine.sessionChangeStarting()
+        switch action {
+        case .readStore:
+            let read = await store.load(account: configuration.account)
+            machine.storeReadBeforeSessionChange(read)
+        case .proceed:
+            break
+        }
+    }
+
     /// Reads the stored session once. Throws ``TokenRefreshError/storageUnavailable`` while the store cannot
     /// be read and nothing is held in memory.
     func ensureLoaded() async throws(TokenRefreshError) {
@@ -329,10 +342,8 @@ extension TokenRefreshClient {
     func startSession(
         _ token: AuthToken, userID: String?, previousState: AuthState, profile: AuthUser? = nil
     ) async throws(TokenRefreshError) -> AuthToken {
-        if !machine.loaded, case .found(let stored) = await store.load(account: configuration.account) {
-            // Kept so that a sign-in that cannot be stored falls back to the stored session.
-            machine.noteStoredBeforeLoad(stored)
-        }
+        // Kept so that a sign-in that cannot be stored falls back to the stored session.
+        await noteStoredSessionIfUnread()
         let signIn = machine.signingIn(token, userID: userID, stateBefore: previousState, profile: profile)
         flightTask?.cancel()
         flightTask = nil

@@ -402,9 +402,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Parameter reason: Why; ``AuthEvent/SignOutReason/userAction`` by default.
     /// - Throws: ``TokenRefreshError/storageUnavailable`` when the store could not be cleared (memory is).
     public func signOut(reason: AuthEvent.SignOutReason = .userAction) async throws {
-        if !machine.loaded, case .found(let stored) = await store.load(account: configuration.account) {
-            machine.noteStoredBeforeLoad(stored)
-        }
+        await noteStoredSessionIfUnread()
         let (ended, flight) = machine.endSession()
         let epoch = machine.epoch
         flightTask?.cancel()
@@ -412,20 +410,25 @@ public actor TokenRefreshClient: TokenProvider {
         flight?.finish(.failure(.signedOut))
         publish(.signedOut(reason: reason, userID: ended?.userID))
         logger.debug("signed out", metadata: ["reason": "\(reason)"])
-        var failure: TokenRefreshError?
+        var outcome: Result<Void, TokenRefreshError> = .success(())
         let write = await beginWrite(epoch: epoch)
-        // Skipped when a new session has begun meanwhile: its save overwrites the ended one.
-        if machine.isCurrent(epoch) {
+        let action = machine.signOutWriteTurn(epoch: epoch)
+        switch action {
+        case .remove(let condition):
+            var failure: PersistenceError?
             do {
-                try await store.remove(account: configuration.account, condition: .always)
-                machine.storeCleared()
+                try await store.remove(account: configuration.account, condition: condition)
             } catch {
-                failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-                if machine.isCurrent(epoch) { machine.removalPending(.always, at: clock.elapsed) }
+                failure = error
             }
+            outcome = machine.signOutRemovalFinished(failure, epoch: epoch, elapsed: clock.elapsed).outcome
+        case .skip:
+            break
         }
         endWrite(write)
-        if let refreshToken = ended?.token.refreshToken, let revocation = configuration.revocation {
+        let revocation = machine.revocation(of: ended)
+        switch revocation {
+        case .revoke(let refreshToken, let revocation):
             do {
                 try await clock.withTimeout(configuration.revocationTimeout) {
                     try await revocation.revoke(refreshToken)
@@ -433,8 +436,10 @@ public actor TokenRefreshClient: TokenProvider {
             } catch {
                 logger.debug("revocation failed", metadata: ["error": "\(Self.classify(error))"])
             }
+        case .none:
+            break
         }
-        if let failure { throw failure }
+        try outcome.get()
     }
 
     // MARK: - Shared state
