@@ -14,7 +14,9 @@ import TokenKitLogCheck
 /// - a pair the server issued is persisted (its write landed or failed and was kept) before anyone is answered;
 /// - nothing is written after sign-out or after a newer session began;
 /// - every waiter is resolved (a crash ends its waiters with the process);
-/// - the state is never `loading` once a call has returned.
+/// - the state is never `loading` once a call has returned;
+/// - a store that cannot be read at launch (the Keychain before the first unlock) reads `unavailable`, never
+///   `signedOut`, and the stored session is back once the store can be read.
 ///
 /// The driver plays the actor: it carries out each ``SessionMachine/RefreshAction`` and feeds the answer back, one
 /// refresh at a time under the store's lock, as `TokenRefreshClient` does. Another process rotates or removes the
@@ -55,6 +57,8 @@ struct Explorer {
         case failureLeavesWaiters
         /// A write goes ahead although the session ended while the server answered.
         case writesAfterSignOut
+        /// A store that cannot be read at launch is taken as holding nothing (the ghost sign-out).
+        case unavailableReadsAsSignedOut
 
         var description: String { rawValue }
 
@@ -65,6 +69,7 @@ struct Explorer {
             case .answersBeforeTheWriteLands: "answered before the pair was persisted"
             case .failureLeavesWaiters: "a waiter was never resolved"
             case .writesAfterSignOut: "wrote after sign-out or a newer session"
+            case .unavailableReadsAsSignedOut: "a locked store read as signed out"
             }
         }
     }
@@ -117,6 +122,11 @@ struct World {
         case lockTimesOut, storeAnswers, storeUnavailable
         case serverRotates, serverKeepsRefreshToken, serverRejects, serverFailsTransiently
         case writeLands, writeFails
+        /// The process restarts while the store cannot be read (the Keychain before the first unlock), and the app
+        /// restores the session: the read fails.
+        case crashIntoLockedStore
+        /// Protected data became available: the app restores the session again.
+        case unlock
 
         var description: String { rawValue }
     }
@@ -166,6 +176,8 @@ struct World {
     var procedures: [Procedure] = []
     var deferred: [Deferred] = []
     var presented = 0
+    /// Whether the store cannot be read now.
+    var locked = false
     var violations: [String] = []
     var trace: [String] = []
 
@@ -196,6 +208,8 @@ struct World {
     // MARK: - Events
 
     mutating func apply(_ event: Event) -> Bool {
+        // While the store cannot be read, only callers, time and the unlock happen (nothing can be written).
+        guard !locked || [.caller, .later, .unlock].contains(event) else { return false }
         seconds += 1
         switch event {
         case .caller:
@@ -229,6 +243,19 @@ struct World {
             rejectedHere = []
             machine = SessionMachine(configuration: Self.configuration, requiresRefreshToken: true)
             _ = machine.loaded(store, now: now)
+        case .crashIntoLockedStore:
+            guard !writing, machine.session?.persisted != false, !locked else { return false }
+            for index in flights.indices where !flights[index].resolved { flights[index].died = true }
+            procedures = []
+            deferred = []
+            rejectedHere = []
+            machine = SessionMachine(configuration: Self.configuration, requiresRefreshToken: true)
+            locked = true
+            restore()
+        case .unlock:
+            guard locked else { return false }
+            locked = false
+            restore()
         case .otherProcessRotates:
             guard procedures.isEmpty, let stored = store, let refresh = stored.token.refreshToken,
                 live.contains(refresh)
@@ -293,11 +320,21 @@ struct World {
         case .serverRejects:
             live.remove(sent)
             rejectedHere.insert(sent)
-            run(machine.strategyFailed(.refreshTokenRejected, epoch: epoch))
+            callFailed(.refreshTokenRejected, epoch: epoch)
         default:
-            run(machine.strategyFailed(.transient, epoch: epoch))
+            callFailed(.transient, epoch: epoch)
         }
         return true
+    }
+
+    /// The actor's `attemptWithRetries` after the strategy failed (no retries are configured), then `carryOut`.
+    mutating func callFailed(_ failure: TokenRefreshError, epoch: UInt64) {
+        let action = machine.strategyCallFailed(
+            failure, epoch: epoch, retry: 0, sleepsUnderLock: true, random: { 0.5 }, now: now, elapsed: elapsed)
+        switch action {
+        case .fail(let error, _): run(machine.strategyFailed(error, epoch: epoch))
+        case .retry: violations.append("a retry was planned with no retries configured")
+        }
     }
 
     mutating func consume(_ refreshToken: String) {
@@ -305,7 +342,24 @@ struct World {
         consumed.insert(refreshToken)
     }
 
+    /// The actor's `ensureLoaded`: reads the store once, unless it has been read.
+    mutating func restore() {
+        guard !machine.loaded else { return }
+        var read: TokenStoreRead = locked ? .unavailable(.unavailable) : store.map(TokenStoreRead.found) ?? .absent
+        if mutation == .unavailableReadsAsSignedOut, locked {
+            read = .absent  // the bug: "interaction not allowed" taken as "no item"
+        }
+        switch machine.storeRead(atLoad: read, now: now) {
+        case .discard(let generation):
+            if WriteCondition.generation(generation).allows(current: store?.generation) { store = nil }
+        case .restored, .absent, .alreadyLoaded, .unavailable:
+            break
+        }
+    }
+
     mutating func request(_ request: SessionMachine.Request) {
+        restore()
+        guard machine.loaded else { return }  // the caller fails with `storageUnavailable`
         switch machine.decide(request, now: now, elapsed: elapsed) {
         case .token, .fail, .refreshStatelessly:
             break
@@ -346,12 +400,15 @@ struct World {
                     violations.append("presented a consumed refresh token")
                 }
                 presented += 1
-                if let blocked = machine.beginAttempt(at: elapsed) {
+                switch machine.attemptStarting(epoch: procedures[0].epoch, at: elapsed) {
+                case .call:
+                    procedures[0].waiting = .present(sent)
+                    return
+                case .void:
+                    action = machine.strategyFailed(TokenRefreshError.signedOut, epoch: procedures[0].epoch)
+                case .blocked(let blocked):
                     action = machine.strategyFailed(blocked, epoch: procedures[0].epoch)
-                    continue
                 }
-                procedures[0].waiting = .present(sent)
-                return
             case .persist(let stored, let condition):
                 if !machine.isCurrent(procedures[0].epoch) {
                     violations.append("wrote after sign-out or a newer session")
@@ -446,6 +503,17 @@ struct World {
 
     mutating func checkStep() {
         if machine.state == .loading { violations.append("the state read loading after a call returned") }
+        if locked, store != nil, machine.state == .signedOut {
+            violations.append("a locked store read as signed out")
+        }
+        if locked, !machine.loaded, machine.state != .unavailable {
+            violations.append("a locked store did not read unavailable")
+        }
+        if !locked, machine.loaded, machine.session == nil, store != nil, procedures.isEmpty, deferred.isEmpty,
+            trace.last == "\(Event.unlock)"
+        {
+            violations.append("the stored session was not back after the unlock")
+        }
     }
 
     /// Runs every refresh to its end with the kindest answers.
@@ -479,7 +547,7 @@ struct World {
             "\(machine.state)", "\(machine.epoch)", "\(machine.session?.token.fingerprint ?? "-")",
             "\(machine.session?.persisted ?? false)", "\(store?.generation ?? 0)", "\(store?.token.fingerprint ?? "-")",
             "\(step)", "\(procedures.count)", "\(deferred.count)", "\(live.count)", "\(consumed.count)",
-            "\(flights.filter { !$0.resolved && !$0.died }.count)",
+            "\(flights.filter { !$0.resolved && !$0.died }.count)", "\(locked)",
         ].joined(separator: "|")
     }
 }

@@ -239,7 +239,7 @@ import TokenKitTesting
         let rig = try await Rig.make(store: store, seedSession: false)
         await store.setUnavailable(true)
         #expect(await refreshError { try await rig.client.validToken() } == .storageUnavailable)
-        #expect(rig.client.currentState == .loading)
+        #expect(rig.client.currentState == .unavailable)
     }
 
     @Test func theRateBreakerStopsARefreshLoopWithAClearError() async throws {

@@ -38,6 +38,34 @@ import TokenKitTesting
         return (client, sdk, clock)
     }
 
+    @Test func aStoreLockedAtLaunchReadsUnavailableNeverSignedOutAndTheSessionOnceReadable() async throws {
+        let store = FlakyStore()
+        let rig = try await Rig.make(store: store, expired: false)
+        await store.setUnavailable(true)  // the Keychain before the first unlock
+        let log = StateLog(rig.client.states())
+        await log.wait(for: 1)
+        #expect(await rig.client.restoreSession() == .unavailable)
+        #expect(rig.client.currentState == .unavailable)
+        #expect(await refreshError { try await rig.client.validToken() } == .storageUnavailable)
+        #expect(rig.client.currentState == .unavailable)
+        #expect(!rig.client.currentState.hasSession)
+        // Protected data became available: the next read finds the session.
+        await store.setUnavailable(false)
+        #expect(await rig.client.restoreSession() == .signedIn(userID: "user-1"))
+        while log.all.last != .signedIn(userID: "user-1") { await Task.yield() }
+        #expect(log.all == [.loading, .unavailable, .signedIn(userID: "user-1")])
+        #expect(await rig.server.refreshCount == 0)
+    }
+
+    @Test func aStoreUnavailableWithNothingStoredReadsUnavailableThenSignedOut() async throws {
+        let store = FlakyStore()
+        let rig = try await Rig.make(store: store, seedSession: false)
+        await store.setUnavailable(true)
+        #expect(await rig.client.restoreSession() == .unavailable)
+        await store.setUnavailable(false)
+        #expect(await rig.client.restoreSession() == .signedOut)
+    }
+
     @Test func theStreamYieldsTheCurrentStateFirstThenEveryChange() async throws {
         let rig = try await Rig.make(expired: false)
         let log = StateLog(rig.client.states())

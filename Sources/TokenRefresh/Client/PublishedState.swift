@@ -28,6 +28,7 @@ final class PublishedState: @unchecked Sendable {
             /// The boxes every client shares (immortal).
             static let loading = Box(.loading, older: nil)
             static let signedOut = Box(.signedOut, older: nil)
+            static let unavailable = Box(.unavailable, older: nil)
         }
 
         private let current: Atomic<UInt>
@@ -62,6 +63,7 @@ final class PublishedState: @unchecked Sendable {
             let box: Box
             switch state {
             case .loading: box = .loading
+            case .unavailable: box = .unavailable
             case .signedOut: box = .signedOut
             case .signedIn, .expired:
                 var made = newest

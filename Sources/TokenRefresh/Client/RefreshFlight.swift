@@ -103,3 +103,13 @@ final class RefreshFlight: Sendable {
         return resumed
     }
 }
+
+extension TokenRefreshClient.Next {
+    /// The token: at once, or when the shared refresh answers.
+    func token() async throws -> AuthToken {
+        switch self {
+        case .token(let token): return token
+        case .wait(let flight): return try await flight.wait()
+        }
+    }
+}

@@ -165,6 +165,9 @@ struct SessionMachine: Sendable {
         case absent
         /// Already loaded meanwhile (a sign-in or another reader got there first).
         case alreadyLoaded
+        /// The store cannot be read now: publish ``AuthEvent/Kind/storageUnavailable`` and fail with this error.
+        /// Nothing was loaded; the next call reads again.
+        case unavailable(TokenRefreshError)
     }
 
     let configuration: TokenRefreshClient.Configuration
@@ -410,6 +413,19 @@ struct SessionMachine: Sendable {
     mutating func networkRestored() { breaker.clearBackoff() }
 
     // MARK: - Sessions
+
+    /// The store's answer (`read`) at load time. A store that cannot be read leaves the machine unloaded and
+    /// reads `unavailable`, never signed out: the stored session is kept, and the next read that succeeds shows it.
+    mutating func storeRead(atLoad read: TokenStoreRead, now: Date) -> LoadAction {
+        switch read {
+        case .found(let stored): return loaded(stored, now: now)
+        case .absent: return loaded(nil, now: now)
+        case .unavailable(let error):
+            guard !loaded else { return .alreadyLoaded }
+            state = .unavailable
+            return .unavailable(TokenRefreshError.storageUnavailable.with(underlying: error))
+        }
+    }
 
     /// The store's answer at load time.
     mutating func loaded(_ stored: StoredSession?, now: Date) -> LoadAction {

@@ -20,7 +20,7 @@ extension TokenRefreshClient {
         switch state {
         case .signedIn(let userID), .expired(let userID):
             return Self.user(token: token, userID: userID, profile: profile)
-        case .signedOut, .loading:
+        case .signedOut, .loading, .unavailable:
             return nil
         }
     }
@@ -91,11 +91,11 @@ extension TokenRefreshClient {
     }
 
     /// Sends the session state `snapshot` shows to the ``sessionStates()`` subscribers, if it differs from the
-    /// last one sent (nothing while loading).
+    /// last one sent (nothing while loading, nor while the store cannot be read).
     nonisolated func publishSessionState(_ snapshot: Snapshot) {
         let state: AuthSessionState
         switch snapshot.state {
-        case .loading: return
+        case .loading, .unavailable: return
         case .signedOut: state = .signedOut
         case .signedIn(let userID), .expired(let userID):
             let user = snapshot.token.flatMap { Self.user(token: $0, userID: userID, profile: snapshot.profile) }

@@ -51,27 +51,34 @@ extension TokenRefreshClient {
 
     // MARK: - Loading
 
+    /// Before a sign-in or sign-out over a store never read: keeps what is stored as the session (see
+    /// ``SessionMachine/noteStoredBeforeLoad(_:)``).
+    func noteStoredSessionIfUnread() async {
+        let action = machine.sessionChangeStarting()
+        switch action {
+        case .readStore:
+            let read = await store.load(account: configuration.account)
+            machine.storeReadBeforeSessionChange(read)
+        case .proceed:
+            break
+        }
+    }
+
     /// Reads the stored session once. Throws ``TokenRefreshError/storageUnavailable`` while the store cannot
     /// be read and nothing is held in memory.
     func ensureLoaded() async throws(TokenRefreshError) {
         guard !machine.loaded else { return }
-        let stored: StoredSession?
-        switch await store.load(account: configuration.account) {
-        case .found(let found): stored = found
-        case .absent: stored = nil
-        case .unavailable(let error):
-            guard !machine.loaded else { return }
-            let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-            publish(.storageUnavailable(failure))
-            throw failure
-        }
-        let action = machine.loaded(stored, now: now())
+        let read = await store.load(account: configuration.account)
+        let action = machine.storeRead(atLoad: read, now: now())
         switch action {
         case .restored(let stored):
             publish(.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
             logger.debug("session restored", metadata: ["token": "\(stored.token.fingerprint)"])
         case .discard(let generation):
             try? await store.remove(account: configuration.account, condition: .generation(generation))
+        case .unavailable(let failure):
+            publish(.storageUnavailable(failure))
+            throw failure
         case .absent, .alreadyLoaded:
             break
         }
@@ -103,7 +110,7 @@ extension TokenRefreshClient {
         // An older session's write still landing (a sign-out's removal, say) goes first; waiting for it here, before
         // the store's lock is taken, cannot block it.
         await drainWrites(before: startEpoch)
-        while true {
+        attempts: while true {
             do {
                 let attempt = retry
                 let asked = clock.elapsed
@@ -111,24 +118,32 @@ extension TokenRefreshClient {
                     try await self.refreshLocked(epoch: startEpoch, seed: seed, retry: attempt, askedForLockAt: asked)
                 }
                 result = .success(token)
-            } catch let error as PersistenceError where error == .lockTimedOut {
-                logger.debug("the store's lock was not free in time", metadata: ["error": "\(error)"])
-                result = await carryOut(machine.lockTimedOut(error, epoch: startEpoch), epoch: startEpoch, retry: 0)
             } catch {
-                result = .failure(Self.classify(error))
+                logger.debug("the refresh under the store's lock failed", metadata: ["error": "\(error)"])
+                let action = machine.exclusiveAccessFailed(error, epoch: startEpoch)
+                result = await carryOut(action, epoch: startEpoch, retry: 0)
             }
             // A transient failure with retries left: wait with the lock released (other processes need not
             // wait behind the backoff), then take it again and re-read the store before the next attempt.
-            guard case .failure = result, let pending = machine.takeRetryOutsideLock(epoch: startEpoch) else { break }
-            retry = pending.retry
-            do {
-                try await clock.sleep(for: pending.delay)
-            } catch {
-                result = .failure(.cancelled)
-                break
+            let action = machine.flightAttemptEnded(result, epoch: startEpoch)
+            switch action {
+            case .finish:
+                break attempts
+            case .retry(let delay, let next):
+                retry = next
+                do {
+                    try await clock.sleep(for: delay)
+                } catch {
+                    result = .failure(.cancelled)
+                    break attempts
+                }
             }
         }
-        if machine.endFlight(flight) { flightTask = nil }
+        let action = machine.flightFinished(flight)
+        switch action {
+        case .forgetTask: flightTask = nil
+        case .keepTask: break
+        }
         flight.finish(result)
     }
 
@@ -199,13 +214,6 @@ extension TokenRefreshClient {
         await carryOut(ending)
     }
 
-    func checkEpoch(_ startEpoch: UInt64) throws(TokenRefreshError) {
-        guard machine.isCurrent(startEpoch) else {
-            // Signed out or a new session meanwhile: this refresh is void and touches nothing.
-            throw .signedOut
-        }
-    }
-
     /// Calls the strategy, retrying transient failures with jittered backoff and `Retry-After`.
     ///
     /// With `sleepsUnderLock` false, a failure that is to be retried is thrown at once with the plan left in the
@@ -218,14 +226,22 @@ extension TokenRefreshClient {
     {
         var retry = startRetry
         while true {
-            try checkEpoch(startEpoch)
             let started = clock.elapsed
-            if let blocked = machine.beginAttempt(at: started) {
-                metrics.recordBlocked(blocked)
-                throw blocked
+            let forced: Bool
+            do {
+                let action = machine.attemptStarting(epoch: startEpoch, at: started)
+                switch action {
+                case .call(let forcedCall):
+                    forced = forcedCall
+                case .void:
+                    // Signed out or a new session meanwhile: this refresh is void and touches nothing.
+                    throw .signedOut
+                case .blocked(let blocked):
+                    metrics.recordBlocked(blocked)
+                    throw blocked
+                }
             }
             let strategy = self.strategy
-            let forced = machine.flightIsForced
             let failure: TokenRefreshError
             do {
                 let response = try await clock.withTimeout(configuration.refreshTimeout) {
@@ -238,29 +254,21 @@ extension TokenRefreshClient {
                 failure = Self.classify(error)
                 metrics.recordFailure(failure, after: clock.elapsed - started)
             }
-            try checkEpoch(startEpoch)
-            guard failure.isTransient else {
-                if failure != .refreshTokenRejected && failure != .cancelled {
-                    publish(.refreshFailed(failure, userID: session?.userID))
+            logger.debug("refresh attempt failed", metadata: ["error": "\(failure)", "retry": "\(retry)"])
+            let action = machine.strategyCallFailed(
+                failure, epoch: startEpoch, retry: retry, sleepsUnderLock: sleepsUnderLock, random: random, now: now(),
+                elapsed: clock.elapsed)
+            switch action {
+            case .fail(let error, let events):
+                for event in events { publish(event) }
+                throw error
+            case .retry(let delay, let next):
+                retry = next
+                do {
+                    try await clock.sleep(for: delay)
+                } catch {
+                    throw .cancelled
                 }
-                throw failure
-            }
-            logger.debug("transient refresh failure", metadata: ["error": "\(failure)", "retry": "\(retry)"])
-            let plan = machine.attemptFailed(
-                failure, retry: retry, random: random(), now: now(), elapsed: clock.elapsed)
-            guard case .retry(let delay) = plan else {
-                publish(.refreshFailed(failure, userID: session?.userID))
-                throw failure
-            }
-            retry += 1
-            if !sleepsUnderLock {
-                machine.planRetryOutsideLock(retry: retry, delay: delay)
-                throw failure
-            }
-            do {
-                try await clock.sleep(for: delay)
-            } catch {
-                throw .cancelled
             }
         }
     }
@@ -273,18 +281,6 @@ extension TokenRefreshClient {
         SessionMachine.subjectChanged(from: previous, to: token, responseUserID: responseUserID)
     }
 
-    /// Adopts a pair another process stored; returns whether it is another user's. Then the session has changed: the
-    /// refresh in flight (made for the old user) is void and its callers fail with
-    /// ``TokenRefreshError/sessionChanged``.
-    func adoptStored(_ stored: StoredSession) -> Bool {
-        let (switchedUser, flight) = machine.adopt(stored)
-        if switchedUser {
-            flightTask = nil
-            flight?.finish(.failure(.sessionChanged))
-        }
-        return switchedUser
-    }
-
     /// A pair another process saved was adopted instead of refreshing: say so, apart from a refresh.
     func noteAdopted(_ stored: StoredSession) {
         metrics.recordAdoption()
@@ -294,18 +290,21 @@ extension TokenRefreshClient {
 
     func adoptAfterConflict(epoch startEpoch: UInt64) async throws(TokenRefreshError) -> AuthToken {
         let read = await store.load(account: configuration.account)
-        try checkEpoch(startEpoch)
-        switch read {
-        case .found(let stored):
-            // Another user's pair is never the answer to a refresh made for this one.
-            if adoptStored(stored) { throw .sessionChanged }
+        let action = machine.conflictRead(read, epoch: startEpoch)
+        switch action {
+        case .fail(let error):
+            throw error
+        case .switchedUser(let flight):
+            // The refresh in flight (made for the old user) is void: its callers fail with `sessionChanged`.
+            flightTask = nil
+            flight?.finish(.failure(.sessionChanged))
+            throw .sessionChanged
+        case .adopted(let stored):
             noteAdopted(stored)
             return stored.token
-        case .absent:
+        case .removedElsewhere:
             await endSession(reason: .removedElsewhere, error: nil)
             throw .signedOut
-        case .unavailable(let error):
-            throw TokenRefreshError.storageUnavailable.with(underlying: error)
         }
     }
 
@@ -343,10 +342,8 @@ extension TokenRefreshClient {
     func startSession(
         _ token: AuthToken, userID: String?, previousState: AuthState, profile: AuthUser? = nil
     ) async throws(TokenRefreshError) -> AuthToken {
-        if !machine.loaded, case .found(let stored) = await store.load(account: configuration.account) {
-            // Kept so that a sign-in that cannot be stored falls back to the stored session.
-            machine.noteStoredBeforeLoad(stored)
-        }
+        // Kept so that a sign-in that cannot be stored falls back to the stored session.
+        await noteStoredSessionIfUnread()
         let signIn = machine.signingIn(token, userID: userID, stateBefore: previousState, profile: profile)
         flightTask?.cancel()
         flightTask = nil
@@ -408,13 +405,14 @@ extension TokenRefreshClient {
     /// The seed's stateless `refreshToken(_:)` for a refresh token the session never held: one shared refresh per
     /// refresh token, whose pair is neither stored nor made the session (see ``StatelessRefreshes``).
     func refreshStatelessly(_ refreshToken: String) -> Next {
-        var presented = refreshToken
-        if let newest = stateless.newest(after: refreshToken) {
-            // Refreshed here before and rotated: the chain's newest pair, or a refresh of its newest refresh token.
-            if !newest.willExpireSoon(at: now(), policy: configuration.expiryPolicy) { return .token(newest) }
-            if let rotated = newest.refreshToken { presented = rotated }
+        let action = SessionMachine.decideStateless(
+            refreshToken, stateless: stateless, now: now(), policy: configuration.expiryPolicy)
+        let presented: String
+        switch action {
+        case .token(let token): return .token(token)
+        case .join(let flight): return .wait(flight)
+        case .start(let refreshToken): presented = refreshToken
         }
-        if let flight = stateless.flight(for: presented) { return .wait(flight) }
         let flight = RefreshFlight()
         stateless.begin(flight, for: presented)
         logger.debug(
@@ -425,27 +423,34 @@ extension TokenRefreshClient {
     }
 
     func runStatelessFlight(_ flight: RefreshFlight, refreshToken: String) async {
-        let result: Result<AuthToken, TokenRefreshError>
-        if let blocked = machine.beginAttempt(at: clock.elapsed) {
-            metrics.recordBlocked(blocked)
-            result = .failure(blocked)
-        } else {
-            let strategy = self.strategy
-            let started = clock.elapsed
-            do {
-                let response = try await clock.withTimeout(configuration.refreshTimeout) {
-                    try await strategy.refresh(using: refreshToken, forced: false)
-                }
-                metrics.recordSuccess(after: clock.elapsed - started)
-                result = .success(response.token(receivedAt: now(), keeping: refreshToken))
-            } catch {
-                let failure = Self.classify(error)
-                metrics.recordFailure(failure, after: clock.elapsed - started)
-                if failure == .refreshTokenRejected { machine.rejected.insert(refreshToken) }
-                result = .failure(failure)
-            }
-        }
+        let result = await statelessAttempt(refreshToken)
         stateless.end(refreshToken, result: result)
         flight.finish(result)
+    }
+
+    /// One call of the strategy for a refresh token the session never held.
+    func statelessAttempt(_ refreshToken: String) async -> Result<AuthToken, TokenRefreshError> {
+        let action = machine.statelessAttemptStarting(at: clock.elapsed)
+        switch action {
+        case .call, .void:
+            break
+        case .blocked(let blocked):
+            metrics.recordBlocked(blocked)
+            return .failure(blocked)
+        }
+        let strategy = self.strategy
+        let started = clock.elapsed
+        let failure: TokenRefreshError
+        do {
+            let response = try await clock.withTimeout(configuration.refreshTimeout) {
+                try await strategy.refresh(using: refreshToken, forced: false)
+            }
+            metrics.recordSuccess(after: clock.elapsed - started)
+            return .success(response.token(receivedAt: now(), keeping: refreshToken))
+        } catch {
+            failure = Self.classify(error)
+            metrics.recordFailure(failure, after: clock.elapsed - started)
+        }
+        return .failure(machine.statelessAttemptFailed(failure, refreshToken: refreshToken).error)
     }
 }

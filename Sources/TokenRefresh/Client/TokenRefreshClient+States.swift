@@ -19,6 +19,7 @@ extension TokenRefreshClient {
     ///     case .expired(let lastUserID): showOffline(for: lastUserID)
     ///     case .signedOut: showLogin()
     ///     case .loading: showSpinner()
+    ///     case .unavailable: showLocked()  // the store cannot be read yet; not signed out
     ///     }
     /// }
     /// ```

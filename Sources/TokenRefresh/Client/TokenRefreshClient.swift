@@ -267,10 +267,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Throws: As ``validToken()``; ``TokenRefreshError/sessionChanged`` for a token of another session; a
     ///   transient failure is thrown, since the rejected token is no use.
     public nonisolated func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken {
-        switch try await prepare(.afterRejection(of: accessToken)) {
-        case .token(let token): return token
-        case .wait(let flight): return try await flight.wait()
-        }
+        try await prepare(.afterRejection(of: accessToken)).token()
     }
 
     /// Refreshes with `refreshToken`, the seed apps' form: a refresh token goes in, a pair for that refresh token
@@ -287,10 +284,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Returns: The new (or current) token.
     /// - Throws: As ``refreshToken(afterRejectionOf:)``.
     public nonisolated func refreshToken(_ refreshToken: String) async throws -> AuthToken {
-        switch try await prepare(.seed(refreshToken)) {
-        case .token(let token): return token
-        case .wait(let flight): return try await flight.wait()
-        }
+        try await prepare(.seed(refreshToken)).token()
     }
 
     /// Reads the stored session, if that has not happened yet, and returns the state.
@@ -306,7 +300,8 @@ public actor TokenRefreshClient: TokenProvider {
     /// has expired) until ``networkRestored()``.
     ///
     /// - Parameter validatingWithProvider: Whether to check the session with the provider; `false` by default.
-    /// - Returns: The state afterwards; `loading` when the store is unavailable.
+    /// - Returns: The state afterwards; ``AuthState/unavailable`` when the store cannot be read now (call again
+    ///   when it can, such as when protected data becomes available).
     @discardableResult
     public func restoreSession(validatingWithProvider: Bool = false) async -> AuthState {
         try? await ensureLoaded()
@@ -319,30 +314,16 @@ public actor TokenRefreshClient: TokenProvider {
     /// server (even while the credential looks fresh), a valid token for the others. A connectivity failure
     /// keeps the session as expired (offline).
     func checkWithProvider() async {
-        var asksProvider = false
+        let action = machine.providerCheck(checksWithServer: strategy.checksSessionWithServer)
         do {
-            if strategy.checksSessionWithServer, session != nil {
-                switch try await prepare(.sessionCheck) {
-                case .token: break
-                case .wait(let flight): _ = try await flight.wait()
-                }
-            } else if !strategy.requiresRefreshToken {
-                // An SDK owns the session: only it knows whether it still has one.
-                asksProvider = true
-                switch try await prepare(.providerCheck) {
-                case .token: break
-                case .wait(let flight): _ = try await flight.wait()
-                }
-            } else if session != nil {
-                _ = try await validToken()
-            }
-        } catch let error as TokenRefreshError where error.isConnectivityFailure {
-            // An SDK that cannot be reached says nothing about a token that is still fresh.
-            if let session, !asksProvider || session.token.isExpired(at: now(), policy: configuration.expiryPolicy) {
-                machine.setState(.expired(lastUserID: session.userID))
+            switch action {
+            case .ask(let request, _): _ = try await prepare(request).token()
+            case .validToken: _ = try await validToken()
+            case .nothing: break
             }
         } catch {
-            // Rejections have ended the session already; other failures keep it as it is.
+            // Rejections have ended the session already; a connectivity failure keeps it (see the machine).
+            machine.providerCheckFailed(error, check: action, now: now())
         }
     }
 
@@ -371,7 +352,7 @@ public actor TokenRefreshClient: TokenProvider {
         do {
             response = try await grant.run()
         } catch {
-            if machine.isCurrent(startEpoch) { await settleStateAfterFailedSignIn(previous: previous) }
+            await settleStateAfterFailedSignIn(previous: previous, epoch: startEpoch)
             throw Self.classify(error)
         }
         let token = response.token(receivedAt: now())
@@ -383,16 +364,15 @@ public actor TokenRefreshClient: TokenProvider {
 
     /// After a failed sign-in, the state says what is true: the session that was there before (read from the
     /// store if it was never read), or signed out. Never `loading`.
-    func settleStateAfterFailedSignIn(previous: AuthState) async {
-        try? await ensureLoaded()
-        if let session {
-            switch previous {
-            case .signedIn, .expired: machine.setState(previous)
-            default: machine.setState(.signedIn(userID: session.userID))
-            }
-        } else {
-            // Nothing usable is held (and the store may be unreadable): there is no session to use now.
-            machine.setState(.signedOut)
+    /// Nothing happens when another sign-in or a sign-out (epoch) came meanwhile.
+    func settleStateAfterFailedSignIn(previous: AuthState, epoch: UInt64) async {
+        let action = machine.signInFailed(epoch: epoch)
+        switch action {
+        case .settle:
+            try? await ensureLoaded()
+            machine.setState(machine.stateAfterFailedSignIn(previous: previous))
+        case .leave:
+            break
         }
     }
 
@@ -422,9 +402,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Parameter reason: Why; ``AuthEvent/SignOutReason/userAction`` by default.
     /// - Throws: ``TokenRefreshError/storageUnavailable`` when the store could not be cleared (memory is).
     public func signOut(reason: AuthEvent.SignOutReason = .userAction) async throws {
-        if !machine.loaded, case .found(let stored) = await store.load(account: configuration.account) {
-            machine.noteStoredBeforeLoad(stored)
-        }
+        await noteStoredSessionIfUnread()
         let (ended, flight) = machine.endSession()
         let epoch = machine.epoch
         flightTask?.cancel()
@@ -432,20 +410,25 @@ public actor TokenRefreshClient: TokenProvider {
         flight?.finish(.failure(.signedOut))
         publish(.signedOut(reason: reason, userID: ended?.userID))
         logger.debug("signed out", metadata: ["reason": "\(reason)"])
-        var failure: TokenRefreshError?
+        var outcome: Result<Void, TokenRefreshError> = .success(())
         let write = await beginWrite(epoch: epoch)
-        // Skipped when a new session has begun meanwhile: its save overwrites the ended one.
-        if machine.isCurrent(epoch) {
+        let action = machine.signOutWriteTurn(epoch: epoch)
+        switch action {
+        case .remove(let condition):
+            var failure: PersistenceError?
             do {
-                try await store.remove(account: configuration.account, condition: .always)
-                machine.storeCleared()
+                try await store.remove(account: configuration.account, condition: condition)
             } catch {
-                failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-                if machine.isCurrent(epoch) { machine.removalPending(.always, at: clock.elapsed) }
+                failure = error
             }
+            outcome = machine.signOutRemovalFinished(failure, epoch: epoch, elapsed: clock.elapsed).outcome
+        case .skip:
+            break
         }
         endWrite(write)
-        if let refreshToken = ended?.token.refreshToken, let revocation = configuration.revocation {
+        let revocation = machine.revocation(of: ended)
+        switch revocation {
+        case .revoke(let refreshToken, let revocation):
             do {
                 try await clock.withTimeout(configuration.revocationTimeout) {
                     try await revocation.revoke(refreshToken)
@@ -453,8 +436,10 @@ public actor TokenRefreshClient: TokenProvider {
             } catch {
                 logger.debug("revocation failed", metadata: ["error": "\(Self.classify(error))"])
             }
+        case .none:
+            break
         }
-        if let failure { throw failure }
+        try outcome.get()
     }
 
     // MARK: - Shared state

@@ -1,0 +1,180 @@
+import AuthToken
+import Foundation
+import Persistence
+
+/// The decisions around one call of the strategy, a refresh token refreshed on its own, and a conflicting write:
+/// each event returns the one action the actor carries out.
+extension SessionMachine {
+    /// What the actor does before calling the strategy.
+    enum AttemptStartAction: Sendable, Equatable {
+        /// Call the strategy (`forced`: it should skip its cache).
+        case call(forced: Bool)
+        /// The session changed since the refresh started: it is void and touches nothing.
+        case void
+        /// Attempts are held back (backoff, `Retry-After`, the breaker): record it and fail with this error.
+        case blocked(TokenRefreshError)
+    }
+
+    /// What the actor does after the strategy failed.
+    enum AttemptFailureAction: Sendable, Equatable {
+        /// Publish `events`, then fail with `error`.
+        case fail(TokenRefreshError, events: [AuthEvent])
+        /// Sleep for `delay` under the store's lock, then make attempt `retry`.
+        case retry(after: Duration, retry: Int)
+    }
+
+    /// A call of the strategy for the flight started under `epoch` is about to start at `elapsed`: counted, or held
+    /// back.
+    mutating func attemptStarting(epoch: UInt64, at elapsed: Duration) -> AttemptStartAction {
+        guard isCurrent(epoch) else { return .void }
+        if let blocked = beginAttempt(at: elapsed) { return .blocked(blocked) }
+        return .call(forced: flightIsForced)
+    }
+
+    /// The strategy failed with `failure` on attempt `retry` of the flight started under `epoch`. A transient failure
+    /// is retried (under the lock, or with it released when `sleepsUnderLock` is false: the plan is then left in the
+    /// flight, see ``takeRetryOutsideLock(epoch:)``) or given up; `random` is drawn only for a transient failure.
+    mutating func strategyCallFailed(
+        _ failure: TokenRefreshError, epoch: UInt64, retry: Int, sleepsUnderLock: Bool, random: () -> Double,
+        now: Date, elapsed: Duration
+    ) -> AttemptFailureAction {
+        guard isCurrent(epoch) else { return .fail(.signedOut, events: []) }
+        let event = AuthEvent.refreshFailed(failure, userID: session?.userID)
+        guard failure.isTransient else {
+            let quiet = failure == .refreshTokenRejected || failure == .cancelled
+            return .fail(failure, events: quiet ? [] : [event])
+        }
+        let plan = attemptFailed(failure, retry: retry, random: random(), now: now, elapsed: elapsed)
+        guard case .retry(let delay) = plan else { return .fail(failure, events: [event]) }
+        guard sleepsUnderLock else {
+            planRetryOutsideLock(retry: retry + 1, delay: delay)
+            return .fail(failure, events: [])
+        }
+        return .retry(after: delay, retry: retry + 1)
+    }
+
+    // MARK: - The flight's attempts under the store's lock
+
+    /// What the actor does after one attempt of the flight under the store's lock.
+    enum FlightAttemptAction: Sendable, Equatable {
+        /// Answer the callers with the result.
+        case finish
+        /// Wait `after` with the lock released, then take it again for attempt `retry`.
+        case retry(after: Duration, retry: Int)
+    }
+
+    /// What the actor does with the task of a flight that has ended.
+    enum FlightEndAction: Sendable, Equatable {
+        /// It was the current flight: forget its task.
+        case forgetTask
+        /// A newer flight (or none) is current: its task is not this one's.
+        case keepTask
+    }
+
+    /// Taking the store's exclusive access (or the refresh under it) for the flight started under `epoch` failed
+    /// with `error`. A lock that was not free in time is handled by ``lockTimedOut(_:epoch:)``; any other error fails
+    /// the callers, classified.
+    mutating func exclusiveAccessFailed(_ error: any Error, epoch: UInt64) -> RefreshAction {
+        guard let persistence = error as? PersistenceError, persistence == .lockTimedOut else {
+            return .fail(ErrorClassification.classify(error))
+        }
+        return lockTimedOut(persistence, epoch: epoch)
+    }
+
+    /// An attempt of the flight started under `epoch` ended with `result`: a transient failure planned for a retry
+    /// with the lock released (``takeRetryOutsideLock(epoch:)``) is retried; anything else answers the callers.
+    mutating func flightAttemptEnded(
+        _ result: Result<AuthToken, TokenRefreshError>, epoch: UInt64
+    ) -> FlightAttemptAction {
+        guard case .failure = result, let pending = takeRetryOutsideLock(epoch: epoch) else { return .finish }
+        return .retry(after: pending.delay, retry: pending.retry)
+    }
+
+    /// The refresh `flight` has ended (see ``endFlight(_:)``).
+    mutating func flightFinished(_ flight: RefreshFlight) -> FlightEndAction {
+        endFlight(flight) ? .forgetTask : .keepTask
+    }
+
+    // MARK: - Refresh tokens that are not the session's
+
+    /// What a caller of the stateless `refreshToken(_:)` does.
+    enum StatelessAction: Sendable {
+        /// Use this token (the chain's newest, still fresh).
+        case token(AuthToken)
+        /// Wait for the refresh of the same refresh token in flight.
+        case join(RefreshFlight)
+        /// Start a refresh of this refresh token (the chain's newest).
+        case start(String)
+    }
+
+    /// What a caller of a refresh token the session never held does, given the actor's `stateless` refreshes.
+    static func decideStateless(
+        _ refreshToken: String, stateless: StatelessRefreshes, now: Date, policy: ExpiryPolicy
+    ) -> StatelessAction {
+        var presented = refreshToken
+        if let newest = stateless.newest(after: refreshToken) {
+            // Refreshed here before and rotated: the chain's newest pair, or a refresh of its newest refresh token.
+            if !newest.willExpireSoon(at: now, policy: policy) { return .token(newest) }
+            if let rotated = newest.refreshToken { presented = rotated }
+        }
+        if let flight = stateless.flight(for: presented) { return .join(flight) }
+        return .start(presented)
+    }
+
+    /// What the actor does for a stateless refresh before calling the strategy at `elapsed`.
+    mutating func statelessAttemptStarting(at elapsed: Duration) -> AttemptStartAction {
+        if let blocked = beginAttempt(at: elapsed) { return .blocked(blocked) }
+        return .call(forced: false)
+    }
+
+    /// What the actor does after a stateless refresh failed.
+    enum StatelessFailureAction: Sendable, Equatable {
+        /// Answer the callers with this error (nothing is published: the session is not involved).
+        case fail(TokenRefreshError)
+
+        /// The error to answer with.
+        var error: TokenRefreshError {
+            switch self {
+            case .fail(let error): error
+            }
+        }
+    }
+
+    /// A stateless refresh of `refreshToken` failed with `failure`: a rejected refresh token is never sent again.
+    mutating func statelessAttemptFailed(
+        _ failure: TokenRefreshError, refreshToken: String
+    ) -> StatelessFailureAction {
+        if failure == .refreshTokenRejected { rejected.insert(refreshToken) }
+        return .fail(failure)
+    }
+
+    // MARK: - A write that met a newer pair
+
+    /// What the actor does with the store's answer after a write of the flight started under `epoch` met a newer
+    /// pair.
+    enum ConflictAction: Sendable {
+        /// The session is void (signed out or another session meanwhile); fail with this error.
+        case fail(TokenRefreshError)
+        /// Another user's pair was adopted: fail the old flight's callers with `sessionChanged`.
+        case switchedUser(RefreshFlight?)
+        /// The pair was adopted: say so, and answer with it.
+        case adopted(StoredSession)
+        /// The session was removed elsewhere: end it, then fail with `signedOut`.
+        case removedElsewhere
+    }
+
+    /// The store's answer (`read`) after a write of the flight started under `epoch` met a newer pair.
+    mutating func conflictRead(_ read: TokenStoreRead, epoch: UInt64) -> ConflictAction {
+        guard isCurrent(epoch) else { return .fail(.signedOut) }
+        switch read {
+        case .found(let stored):
+            // Another user's pair is never the answer to a refresh made for this one.
+            let (switchedUser, flight) = adopt(stored)
+            return switchedUser ? .switchedUser(flight) : .adopted(stored)
+        case .absent:
+            return .removedElsewhere
+        case .unavailable(let error):
+            return .fail(TokenRefreshError.storageUnavailable.with(underlying: error))
+        }
+    }
+}

@@ -1,0 +1,152 @@
+import AuthToken
+import Foundation
+import Persistence
+
+/// The decisions of the launch check with the provider and of a sign-in whose grant failed.
+extension SessionMachine {
+    /// How the session is checked with the provider (``TokenRefreshClient/restoreSession(validatingWithProvider:)``,
+    /// ``TokenRefreshClient/networkRestored()``).
+    enum ProviderCheckAction: Sendable, Equatable {
+        /// Ask with this request; `asksProvider` when an SDK owns the session (only it knows whether it still has
+        /// one).
+        case ask(Request, asksProvider: Bool)
+        /// Get a valid token (refreshed if due).
+        case validToken
+        /// Nothing to check.
+        case nothing
+    }
+
+    /// What a check with the provider does: a session check for strategies that check with the server (even while
+    /// the credential looks fresh), a provider check for strategies without refresh tokens, a valid token for the
+    /// others.
+    func providerCheck(checksWithServer: Bool) -> ProviderCheckAction {
+        if checksWithServer, session != nil { return .ask(.sessionCheck, asksProvider: false) }
+        if !requiresRefreshToken { return .ask(.providerCheck, asksProvider: true) }
+        return session == nil ? .nothing : .validToken
+    }
+
+    /// What follows a check that failed.
+    enum ProviderCheckFailureAction: Sendable, Equatable {
+        /// The session is kept as it is (a rejection has ended it already).
+        case kept
+        /// The provider could not be reached and the token has expired (or the server was asked): the session reads
+        /// `expired` (offline).
+        case keptExpired
+    }
+
+    /// The check `check` failed with `error` at wall time `now`. An SDK that cannot be reached says nothing about a
+    /// token that is still fresh.
+    @discardableResult
+    mutating func providerCheckFailed(
+        _ error: any Error, check: ProviderCheckAction, now: Date
+    ) -> ProviderCheckFailureAction {
+        guard let error = error as? TokenRefreshError, error.isConnectivityFailure, let session else { return .kept }
+        let asksProvider = check == .ask(.providerCheck, asksProvider: true)
+        guard !asksProvider || session.token.isExpired(at: now, policy: configuration.expiryPolicy) else {
+            return .kept
+        }
+        setState(.expired(lastUserID: session.userID))
+        return .keptExpired
+    }
+
+    /// What the actor does after a sign-in's grant failed.
+    enum SignInFailureAction: Sendable, Equatable {
+        /// Read the store if it never was, then settle the state (``stateAfterFailedSignIn(previous:)``).
+        case settle
+        /// Another sign-in or a sign-out came meanwhile: it has set the state.
+        case leave
+    }
+
+    /// The grant of a sign-in started under `epoch` failed.
+    func signInFailed(epoch: UInt64) -> SignInFailureAction {
+        isCurrent(epoch) ? .settle : .leave
+    }
+
+    /// After a failed sign-in, the state says what is true: the session that was there before (`previous`, or signed
+    /// in when it read otherwise), or signed out when nothing usable is held (the store may be unreadable). Never
+    /// `loading`.
+    func stateAfterFailedSignIn(previous: AuthState) -> AuthState {
+        guard let session else { return .signedOut }
+        switch previous {
+        case .signedIn, .expired: return previous
+        default: return .signedIn(userID: session.userID)
+        }
+    }
+}
+
+/// The decisions of a sign-out and of a session change over a store never read.
+extension SessionMachine {
+    /// What the actor does before a sign-in or sign-out.
+    enum SessionChangeAction: Sendable, Equatable {
+        /// The store was never read: read it first (``storeReadBeforeSessionChange(_:)``).
+        case readStore
+        /// Go ahead.
+        case proceed
+    }
+
+    /// A sign-in or sign-out is starting.
+    func sessionChangeStarting() -> SessionChangeAction { loaded ? .proceed : .readStore }
+
+    /// The store's answer before a sign-in or sign-out over a store never read: a stored session is kept as the
+    /// session (``noteStoredBeforeLoad(_:)``); nothing else changes.
+    mutating func storeReadBeforeSessionChange(_ read: TokenStoreRead) {
+        guard case .found(let stored) = read else { return }
+        noteStoredBeforeLoad(stored)
+    }
+
+    /// What a sign-out does with the store once older writes have landed.
+    enum SignOutWriteAction: Sendable, Equatable {
+        /// Remove the ended session under this condition.
+        case remove(WriteCondition)
+        /// A new session has begun meanwhile: its save overwrites the ended one.
+        case skip
+    }
+
+    /// The sign-out that ended the session under `epoch` may now write.
+    func signOutWriteTurn(epoch: UInt64) -> SignOutWriteAction { isCurrent(epoch) ? .remove(.always) : .skip }
+
+    /// What follows a sign-out's removal.
+    enum SignOutRemovalAction: Sendable, Equatable {
+        /// The store is cleared.
+        case cleared
+        /// The store could not be cleared (memory is): the removal is retried later (unless a new session began),
+        /// and the sign-out throws this error.
+        case failed(TokenRefreshError)
+
+        /// What the sign-out returns.
+        var outcome: Result<Void, TokenRefreshError> {
+            switch self {
+            case .cleared: .success(())
+            case .failed(let error): .failure(error)
+            }
+        }
+    }
+
+    /// The sign-out's removal under `epoch` finished (`failure` when it did not happen) at `elapsed`.
+    mutating func signOutRemovalFinished(
+        _ failure: PersistenceError?, epoch: UInt64, elapsed: Duration
+    ) -> SignOutRemovalAction {
+        guard let failure else {
+            storeCleared()
+            return .cleared
+        }
+        if isCurrent(epoch) { removalPending(.always, at: elapsed) }
+        return .failed(TokenRefreshError.storageUnavailable.with(underlying: failure))
+    }
+
+    /// What a sign-out revokes.
+    enum RevocationAction: Sendable {
+        /// Revoke this refresh token with this revocation (best effort).
+        case revoke(String, TokenRevocation)
+        /// Nothing to revoke, or no revocation configured.
+        case none
+    }
+
+    /// The revocation for the `ended` session.
+    func revocation(of ended: Session?) -> RevocationAction {
+        guard let refreshToken = ended?.token.refreshToken, let revocation = configuration.revocation else {
+            return .none
+        }
+        return .revoke(refreshToken, revocation)
+    }
+}
