@@ -48,8 +48,9 @@ public struct AppSessionLifecycle: Sendable {
     /// - Returns: ``Availability/unavailable`` when the store cannot be read now, otherwise the client's state.
     public func restore() async -> Availability {
         let state = await client.restoreSession()
-        // The client stays `loading` when its store is unavailable (and never reads that as signed out).
-        return state == .loading ? .unavailable : .available(state)
+        // The client reads `unavailable` (or, while a load is still running, `loading`) when its store cannot be read,
+        // and never reads that as signed out.
+        return state == .loading || state == .unavailable ? .unavailable : .available(state)
     }
 
     /// Makes the read again now that protected data is available (after the first unlock).

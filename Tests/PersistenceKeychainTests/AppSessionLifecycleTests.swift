@@ -70,7 +70,7 @@ import TokenRefresh
         #expect(await rig.lifecycle.restore() == .unavailable)
         #expect(await rig.lifecycle.restore() == .unavailable)
         #expect(rig.client.currentToken == nil)
-        #expect(rig.client.currentState == .loading)
+        #expect(rig.client.currentState == .unavailable)
     }
 
     @Test func theReturnToTheForegroundRefreshesADueToken() async throws {
