@@ -209,7 +209,7 @@ public final class IntrospectionVerifier: Sendable {
     ///   - clock: The clock for cache lifetimes and the request timeout.
     ///   - now: The wall clock for the answer's `exp` and `nbf`; the system's by default.
     ///   - logger: Where calls and failures are logged (debug level; refused credentials at error level).
-    ///   - send: Sends the introspection request; ``urlSessionSend(_:)`` by default.
+    ///   - send: Sends the introspection request; ``urlSessionSend(configuration:)`` by default.
     public init(
         configuration: Configuration, clock: any Clock<Duration> = ContinuousClock(),
         now: @escaping @Sendable () -> Date = AuthToken.systemNow,
