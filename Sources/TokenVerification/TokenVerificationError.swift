@@ -114,9 +114,10 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
     /// The issuer's introspection endpoint answered `"active": false`: the token is unknown, revoked or expired
     /// there (RFC 7662 section 2.2).
     public static let tokenInactive = TokenVerificationError(.tokenInactive)
-    /// The introspection endpoint could not answer: unreachable, too slow, a status other than 200, or an answer
-    /// that is not a JSON object with a Boolean `active`. A problem of the server, not of the token
-    /// (``BearerAuthenticator`` answers 503).
+    /// The introspection endpoint could not answer: unreachable, too slow, a status other than 200, an answer
+    /// that is not a JSON object with a Boolean `active`, or already
+    /// ``IntrospectionVerifier/Configuration/maximumConcurrentCalls`` calls in flight. A problem of the server, not
+    /// of the token (``BearerAuthenticator`` answers 503).
     public static let introspectionUnavailable = TokenVerificationError(.introspectionUnavailable)
     /// The introspection endpoint refused this resource server's own credentials (401 or 403): a configuration
     /// error to fix, not a problem of the token (``BearerAuthenticator`` answers 503).

@@ -132,6 +132,109 @@ import TokenVerification
         #expect(endpoint.calls == 4, "every other token string is asked about, never answered from the cache")
     }
 
+    /// An endpoint that holds its first `holding` calls until released (later ones answer at once), answering active
+    /// for `active` and inactive for any other token.
+    final class HeldEndpoint: Sendable {
+        private let state = Locked((calls: 0, held: true, waiters: [CheckedContinuation<Void, Never>]()))
+        let active: String
+        let answer: String
+        let holding: Int
+
+        init(active: String, answer: String, holding: Int = 0) {
+            self.active = active
+            self.answer = answer
+            self.holding = holding
+        }
+
+        var calls: Int { state.withLock { $0.calls } }
+
+        func release() {
+            let waiters = state.withLock { state in
+                state.held = false
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+
+        var send: IntrospectionVerifier.Send {
+            { request in
+                let call = self.state.withLock { state in
+                    state.calls += 1
+                    return state.calls
+                }
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let go = self.state.withLock { state -> Bool in
+                        guard state.held, call <= self.holding else { return true }
+                        state.waiters.append(continuation)
+                        return false
+                    }
+                    if go { continuation.resume() }
+                }
+                let body = String(decoding: request.body, as: UTF8.self)
+                let json = body.hasPrefix("token=\(self.active)&") ? self.answer : #"{"active": false}"#
+                return IntrospectionVerifier.Response(status: 200, body: Data(json.utf8))
+            }
+        }
+    }
+
+    @Test func aFloodOfRandomTokensCannotOpenMoreThanTheBoundOfCallsToTheServer() async {
+        let clock = ManualClock()
+        let legitimate = Self.token()
+        let endpoint = HeldEndpoint(active: legitimate, answer: Self.answer(clock: clock), holding: 4)
+        let verifier = IntrospectionVerifier(
+            configuration: .init(
+                endpoint: Self.endpoint,
+                clientAuthentication: .clientSecretBasic(id: "orders-api", secret: Self.clientSecret),
+                audience: .oneOf(["https://orders.example.com"]), issuer: "https://auth.example.com",
+                maximumConcurrentCalls: 4),
+            clock: clock, now: clock.wallClock, send: endpoint.send)
+        let flooded = BearerAuthenticator(introspection: verifier)
+        let held = Task {
+            await withTaskGroup(of: String.self) { group in
+                for _ in 0..<4 {
+                    let token = Self.token()
+                    group.addTask { await Self.outcome(flooded, token) }
+                }
+                return await group.reduce(into: [String]()) { $0.append($1) }
+            }
+        }
+        var spins = 0
+        while endpoint.calls < 4, spins < 100_000 {
+            spins += 1
+            await Task.yield()
+        }
+        #expect(endpoint.calls == 4)
+        // The bound is reached: a further random token is answered at once, without a call to the server.
+        var outcomes: Set<String> = []
+        for _ in 0..<200 { outcomes.insert(await Self.outcome(flooded, Self.token())) }
+        #expect(outcomes == ["503 introspectionUnavailable"])
+        #expect(endpoint.calls == 4, "saturated: the flood costs the authorization server nothing more")
+        endpoint.release()
+        #expect(await held.value == Array(repeating: "401 tokenInactive", count: 4))
+        #expect(await Self.outcome(flooded, legitimate) == "accepted", "below the bound again, a real token passes")
+        #expect(endpoint.calls == 5)
+    }
+
+    @Test func aFloodOfRandomTokensDoesNotEvictACachedActiveAnswer() async {
+        let clock = ManualClock()
+        let legitimate = Self.token()
+        let verifierEndpoint = HeldEndpoint(active: legitimate, answer: Self.answer(clock: clock))
+        let authenticator = BearerAuthenticator(
+            introspection: IntrospectionVerifier(
+                configuration: .init(
+                    endpoint: Self.endpoint,
+                    clientAuthentication: .clientSecretBasic(id: "orders-api", secret: Self.clientSecret),
+                    audience: .oneOf(["https://orders.example.com"]), issuer: "https://auth.example.com",
+                    cacheCapacity: 100),
+                clock: clock, now: clock.wallClock, send: verifierEndpoint.send))
+        #expect(await Self.outcome(authenticator, legitimate) == "accepted")
+        for _ in 0..<200 { #expect(await Self.outcome(authenticator, Self.token()) == "401 tokenInactive") }
+        #expect(verifierEndpoint.calls == 201)
+        #expect(await Self.outcome(authenticator, legitimate) == "accepted")
+        #expect(verifierEndpoint.calls == 201, "the active answer is still cached: a real request costs no call")
+    }
+
     @Test func aPlainHTTPEndpointNeverReceivesTheTokenOrTheSecret() async {
         let endpoint = Endpoint(Self.answer())
         let authenticator = Self.authenticator(endpoint) {

@@ -9,15 +9,19 @@ extension IntrospectionVerifier {
     /// A send through `URLSession` that follows no redirect (so the token and the credentials go to the
     /// configured endpoint only; a redirect answer is a failure).
     ///
-    /// - Parameter session: The session; a fresh ephemeral one by default.
+    /// The session is made here, with a delegate that refuses every redirect: a delegate given to one task alone
+    /// is ignored by `FoundationNetworking` on Linux, which would then follow the redirect with the form.
+    ///
+    /// - Parameter configuration: The session's configuration; ephemeral by default.
     /// - Returns: The send function.
-    public static func urlSessionSend(_ session: URLSession = URLSession(configuration: .ephemeral)) -> Send {
-        { request in
+    public static func urlSessionSend(configuration: URLSessionConfiguration = .ephemeral) -> Send {
+        let session = URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
+        return { request in
             var urlRequest = URLRequest(url: request.url)
             urlRequest.httpMethod = "POST"
             for field in request.headerFields { urlRequest.setValue(field.value, forHTTPHeaderField: field.name) }
             urlRequest.httpBody = request.body
-            let (data, response) = try await session.data(for: urlRequest, delegate: NoRedirects())
+            let (data, response) = try await session.data(for: urlRequest)
             guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
             return Response(status: http.statusCode, body: data)
         }

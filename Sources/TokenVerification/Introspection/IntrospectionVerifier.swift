@@ -25,8 +25,12 @@ public import Logging
 ///   throws its token away because the endpoint was down.
 /// - **Bounded caches, keyed by the SHA-256 of the token** (never the token itself). An active answer is kept
 ///   for at most ``Configuration/maximumCacheDuration`` and never past the answer's `exp`; an inactive one for
-///   ``Configuration/inactiveCacheDuration``; failures are not kept. When full, the oldest entry goes.
-/// - **One call per token at a time.** Concurrent requests with the same unknown token share one introspection.
+///   ``Configuration/inactiveCacheDuration``; failures are not kept. Accepted answers and refusals have a cache
+///   each, of ``Configuration/cacheCapacity`` entries; when one is full its oldest entry goes, so a flood of unknown
+///   tokens never pushes out an accepted answer.
+/// - **One call per token at a time, and few at once.** Concurrent requests with the same unknown token share one
+///   introspection; at most ``Configuration/maximumConcurrentCalls`` calls run at once, and a new token beyond that
+///   is a 503 at once (``TokenVerificationError/introspectionUnavailable``), without a call.
 /// - **The answer is checked too:** `exp` and `nbf` (with ``Configuration/leeway``), `iss` if
 ///   ``Configuration/issuer`` is set, `aud` by ``Configuration/audience``, a subject, and `token_type` (a refresh
 ///   token is never accepted as an access token, whatever `active` says).
@@ -111,8 +115,13 @@ public final class IntrospectionVerifier: Sendable {
         public var maximumCacheDuration: Duration
         /// How long an inactive answer is reused, so a replayed dead token costs no call. Default 5 seconds.
         public var inactiveCacheDuration: Duration
-        /// How many answers the cache holds; 0 turns it off. Default 10,000.
+        /// How many answers each of the two caches holds (one for accepted answers, one for refusals); 0 turns
+        /// caching off. Default 10,000.
         public var cacheCapacity: Int
+        /// The most introspection calls in flight at once (each for a different token). When they are all taken, a
+        /// token that is neither cached nor already being asked about is answered at once with
+        /// ``TokenVerificationError/introspectionUnavailable`` (a 503), without a call. Default 64.
+        public var maximumConcurrentCalls: Int
         /// The longest an introspection call may take. Default 5 seconds.
         public var requestTimeout: Duration
         /// The largest answer accepted, in bytes. Default 64 KiB.
@@ -137,6 +146,7 @@ public final class IntrospectionVerifier: Sendable {
         ///   - maximumCacheDuration: Longest reuse of an active answer.
         ///   - inactiveCacheDuration: Reuse of an inactive answer.
         ///   - cacheCapacity: Most answers cached.
+        ///   - maximumConcurrentCalls: Most calls in flight at once.
         ///   - requestTimeout: Longest call.
         ///   - maximumResponseBytes: Largest answer.
         ///   - maximumTokenLength: Longest token sent.
@@ -146,7 +156,8 @@ public final class IntrospectionVerifier: Sendable {
             issuer: String? = nil, subjectMember: String = "sub", requiresSubject: Bool = true,
             leeway: Duration = .seconds(5), maximumCacheDuration: Duration = .seconds(60),
             inactiveCacheDuration: Duration = .seconds(5), cacheCapacity: Int = 10_000,
-            requestTimeout: Duration = .seconds(5), maximumResponseBytes: Int = 64 * 1024,
+            maximumConcurrentCalls: Int = 64, requestTimeout: Duration = .seconds(5),
+            maximumResponseBytes: Int = 64 * 1024,
             maximumTokenLength: Int = 16 * 1024, dangerouslyAllowsPlainHTTP: Bool = false
         ) {
             self.endpoint = endpoint
@@ -159,6 +170,7 @@ public final class IntrospectionVerifier: Sendable {
             self.maximumCacheDuration = maximumCacheDuration
             self.inactiveCacheDuration = inactiveCacheDuration
             self.cacheCapacity = cacheCapacity
+            self.maximumConcurrentCalls = maximumConcurrentCalls
             self.requestTimeout = requestTimeout
             self.maximumResponseBytes = maximumResponseBytes
             self.maximumTokenLength = maximumTokenLength
@@ -173,7 +185,10 @@ public final class IntrospectionVerifier: Sendable {
     }
 
     private struct State {
-        var cache: BoundedCache<Answer>
+        /// Accepted answers only, so a flood of unknown tokens (each a refusal) cannot push them out.
+        var accepted: BoundedCache<Answer>
+        /// Refusals (inactive, expired, wrong audience, ...).
+        var refused: BoundedCache<Answer>
         var inFlight: [SHA256Digest: Task<Result<Answer, TokenVerificationError>, Never>] = [:]
         var joins = 0
     }
@@ -194,7 +209,7 @@ public final class IntrospectionVerifier: Sendable {
     ///   - clock: The clock for cache lifetimes and the request timeout.
     ///   - now: The wall clock for the answer's `exp` and `nbf`; the system's by default.
     ///   - logger: Where calls and failures are logged (debug level; refused credentials at error level).
-    ///   - send: Sends the introspection request; ``urlSessionSend(_:)`` by default.
+    ///   - send: Sends the introspection request; ``urlSessionSend(configuration:)`` by default.
     public init(
         configuration: Configuration, clock: any Clock<Duration> = ContinuousClock(),
         now: @escaping @Sendable () -> Date = AuthToken.systemNow,
@@ -206,7 +221,9 @@ public final class IntrospectionVerifier: Sendable {
         self.logger = logger
         self.now = now
         (elapsed, sleep) = Self.handles(clock)
-        state = LockedValue(State(cache: BoundedCache(capacity: max(0, configuration.cacheCapacity))))
+        let capacity = max(0, configuration.cacheCapacity)
+        state = LockedValue(
+            State(accepted: BoundedCache(capacity: capacity), refused: BoundedCache(capacity: capacity)))
     }
 
     private static func handles(
@@ -220,7 +237,7 @@ public final class IntrospectionVerifier: Sendable {
     var joinCount: Int { state.withLock { $0.joins } }
 
     /// How many answers the cache holds.
-    var cachedAnswerCount: Int { state.withLock { $0.cache.count } }
+    var cachedAnswerCount: Int { state.withLock { $0.accepted.count + $0.refused.count } }
 
     /// Checks a token with the introspection endpoint (or a cached answer) and returns the answer's members as
     /// claims (``VerifiedClaims/isIntrospected``).
@@ -238,13 +255,19 @@ public final class IntrospectionVerifier: Sendable {
         enum Step {
             case cached(Answer)
             case wait(Task<Result<Answer, TokenVerificationError>, Never>)
+            case saturated
         }
         let step = state.withLock { state -> Step in
-            if let answer = state.cache.value(for: digest, at: started) { return .cached(answer) }
+            if let answer = state.accepted.value(for: digest, at: started) { return .cached(answer) }
+            if let answer = state.refused.value(for: digest, at: started) { return .cached(answer) }
             if let task = state.inFlight[digest] {
                 state.joins += 1
                 return .wait(task)
             }
+            // Fail fast rather than queue: under a flood of unknown tokens a queue would be full of the attacker's
+            // tokens, real requests would wait behind them until they time out, and every queued call would still
+            // reach the server. A 503 now keeps the client's token and lets it retry.
+            guard state.inFlight.count < max(1, configuration.maximumConcurrentCalls) else { return .saturated }
             let task = Task { await self.introspect(token, digest: digest) }
             state.inFlight[digest] = task
             return .wait(task)
@@ -253,6 +276,11 @@ public final class IntrospectionVerifier: Sendable {
         switch step {
         case .cached(let cached): answer = cached
         case .wait(let task): answer = try await task.value.get()
+        case .saturated:
+            logger.debug(
+                "Introspection refused: the bound on concurrent calls is reached",
+                metadata: ["calls": "\(configuration.maximumConcurrentCalls)"])
+            throw .introspectionUnavailable
         }
         switch answer {
         case .refused(let error):
@@ -292,7 +320,11 @@ public final class IntrospectionVerifier: Sendable {
             case .refused:
                 lifetime = configuration.inactiveCacheDuration
             }
-            if lifetime > .zero { state.cache.insert(answer, for: digest, until: at + lifetime) }
+            guard lifetime > .zero else { return }
+            switch answer {
+            case .accepted: state.accepted.insert(answer, for: digest, until: at + lifetime)
+            case .refused: state.refused.insert(answer, for: digest, until: at + lifetime)
+            }
         }
         switch result {
         case .success(.accepted): logger.debug("Token introspected: active", metadata: ["token": "\(fingerprint)"])
