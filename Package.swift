@@ -182,6 +182,8 @@ let package = Package(
             name: "TokenKit",
             dependencies: [
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitCompatibility", "TokenKitScreens",
+                // The factories' default store: the Keychain on Apple platforms (compiles to nothing elsewhere).
+                "PersistenceKeychain",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
@@ -292,7 +294,7 @@ let package = Package(
             dependencies: [
                 "TokenKitCompatibility",
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
-                "TokenVerification", "TokenKitScreens", "TokenKitSDKTesting",
+                "TokenVerification", "TokenKitScreens", "TokenKitSDKTesting", "TokenKit",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]

@@ -4,6 +4,7 @@ import HTTPTypes
 import NetworkRetry
 import Persistence
 import Testing
+import TokenKit
 import TokenKitLogCheck
 import TokenKitScreens
 import TokenKitTesting
