@@ -45,6 +45,11 @@ let package = Package(
         // The FitIQ and Lume apps' API shapes and the migration of their stored sessions, beside the core (the
         // `TokenKit` umbrella re-exports it).
         .library(name: "TokenKitCompatibility", targets: ["TokenKitCompatibility"]),
+        // What an app's screens show: user messages in English and Japanese, sign-up field rules, and the
+        // `@Observable` session model (the `TokenKit` umbrella re-exports it).
+        .library(name: "TokenKitScreens", targets: ["TokenKitScreens"]),
+        // A stand-in for a vendor auth SDK (Clerk, Firebase) in an app's tests, beside TokenKitTesting.
+        .library(name: "TokenKitSDKTesting", targets: ["TokenKitSDKTesting"]),
         // The server adapters. Each compiles to an empty module unless its package trait is on, and the packages it
         // needs are resolved only when it is: an app that adds TokenKit alone never clones or builds NIO.
         .library(name: "TokenKitAsyncHTTPClient", targets: ["TokenKitAsyncHTTPClient"]),
@@ -177,7 +182,9 @@ let package = Package(
         .target(
             name: "TokenKit",
             dependencies: [
-                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitCompatibility",
+                "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitCompatibility", "TokenKitScreens",
+                // The factories' default store: the Keychain on Apple platforms (compiles to nothing elsewhere).
+                "PersistenceKeychain",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
@@ -224,6 +231,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // What an app's screens show, on top of the core: `UserMessage` (its English and Japanese texts are its
+        // resources), `CredentialRules` and `AuthSessionModel`.
+        .target(
+            name: "TokenKitScreens",
+            dependencies: ["AuthToken", "NetworkRetry", "TokenRefresh"],
+            resources: [.process("Resources")]
+        ),
+        // `MockSessionProvider`: a vendor auth SDK's session in memory, for an app's tests of `SDKTokenStrategy`.
+        .target(name: "TokenKitSDKTesting", dependencies: ["TokenRefresh", "TokenKitTesting"]),
         // The mock kit for an app's own tests. No swift-log: an app that bootstraps its own logging backend
         // can use it.
         .target(
@@ -279,7 +295,7 @@ let package = Package(
             dependencies: [
                 "TokenKitCompatibility",
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
-                "TokenVerification",
+                "TokenVerification", "TokenKitScreens", "TokenKitSDKTesting", "TokenKit",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
@@ -323,7 +339,7 @@ let package = Package(
                 "TokenKit", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck", "AuthToken", "Persistence",
                 "NetworkRetry", "TokenRefresh", "TokenKitCompatibility",
                 "PersistenceKeychain", "TokenKitAppLifecycle", "TokenKitKeychainTesting",
-                "TokenKitSignIn",
+                "TokenKitSignIn", "TokenKitScreens", "TokenKitSDKTesting",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
@@ -337,7 +353,7 @@ let package = Package(
                 "TokenKitCompatibility",
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenVerification", "TokenKit",
                 "TokenKitSignIn", "SignInTestSupport",
-                "TokenKitTesting", "TokenKitLogCheck",
+                "TokenKitTesting", "TokenKitLogCheck", "TokenKitSDKTesting",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

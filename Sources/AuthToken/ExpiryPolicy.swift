@@ -9,11 +9,11 @@ public import Foundation
 /// receipt to `exp` of a JWT that came from an endpoint) do the margins shrink for short lifetimes, so that a
 /// 60-second token (Clerk's) is not "expiring soon" for its whole life:
 /// - effective leeway = min(``leeway``, 10% of the lifetime)
-/// - effective refresh threshold = min(``refreshThreshold``, ``refreshFraction`` × the lifetime)
+/// - effective refresh threshold = min(``refreshThreshold``, `refreshFraction` × the lifetime)
 ///
 /// A token rebuilt from stored strings without `iat`, or from an absolute `expiresAt` alone, has no known
 /// lifetime and gets the fixed margins. For a token living 15 minutes or more both rules give the same 310 s;
-/// for a 60-second token the scaled rule gives 26 s. Set ``scalesWithLifetime`` to `false` (or use ``fixed``) to
+/// for a 60-second token the scaled rule gives 26 s. Pass `scalesWithLifetime: false` (or use ``fixed``) to
 /// apply the fixed margins to every token.
 ///
 /// A token is expired when `now >= expiresAt - leeway`, and expiring soon when `leeway + threshold` seconds or
@@ -24,9 +24,9 @@ public struct ExpiryPolicy: Sendable, Hashable {
     /// Seconds before expiry at which a token counts as expiring soon and is refreshed ahead of time.
     public var refreshThreshold: TimeInterval
     /// The largest share of a known lifetime the refresh threshold may take.
-    public var refreshFraction: Double
+    package var refreshFraction: Double
     /// Whether the margins shrink for a token whose lifetime is known and short.
-    public var scalesWithLifetime: Bool
+    package var scalesWithLifetime: Bool
 
     /// Creates a policy.
     ///

@@ -54,7 +54,7 @@ public struct PersistenceError: Error, Sendable, Hashable, CustomStringConvertib
     ///
     /// - Parameter detail: A short explanation (never token text).
     /// - Returns: The same error with the detail.
-    public func with(detail: String) -> PersistenceError { PersistenceError(code, detail: detail) }
+    package func with(detail: String) -> PersistenceError { PersistenceError(code, detail: detail) }
 
     /// One error of each code, for the tests that check every code has its messages.
     package static var everyCode: [PersistenceError] { Code.allCases.map { PersistenceError($0) } }

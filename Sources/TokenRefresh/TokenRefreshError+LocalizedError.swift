@@ -8,7 +8,7 @@ extension TokenRefreshError: LocalizedError {
     /// language. A refused sign-in or sign-up that carries the server's known answer (``AuthServerError``, such as
     /// "Username already exists") reads as that answer.
     public var errorDescription: String? {
-        if self == .signInRejected, let answer = underlying as? AuthServerError { return answer.message.text() }
+        if self == .signInRejected, let answer = underlying as? AuthServerError { return answer.localizedText }
         return Self.messages.text(messageKey, english: englishDescription ?? "Signing in failed.")
     }
 

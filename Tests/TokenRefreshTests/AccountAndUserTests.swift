@@ -6,6 +6,8 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitSDKTesting
+import TokenKitScreens
 import TokenKitTesting
 
 @testable import TokenRefresh

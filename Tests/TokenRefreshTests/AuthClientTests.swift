@@ -4,7 +4,9 @@ import HTTPTypes
 import NetworkRetry
 import Persistence
 import Testing
+import TokenKit
 import TokenKitLogCheck
+import TokenKitScreens
 import TokenKitTesting
 import TokenRefresh
 

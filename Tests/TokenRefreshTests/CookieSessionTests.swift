@@ -5,6 +5,7 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitScreens
 import TokenKitTesting
 
 @testable import TokenRefresh

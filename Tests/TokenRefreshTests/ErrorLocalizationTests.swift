@@ -6,6 +6,7 @@ import Persistence
 import Testing
 import TokenKitCompatibility
 import TokenKitLogCheck
+import TokenKitScreens
 import TokenKitTesting
 import TokenRefresh
 import TokenVerification

@@ -4,6 +4,7 @@ import HTTPTypes
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitSDKTesting
 import TokenKitTesting
 import TokenRefresh
 

@@ -5,6 +5,7 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitSDKTesting
 import TokenKitTesting
 
 @testable import TokenRefresh

@@ -2,6 +2,7 @@ import Foundation
 import NetworkRetry
 import Testing
 import TokenKitLogCheck
+import TokenKitScreens
 import TokenRefresh
 
 /// Seed 004's messages in English and Japanese, from the package's resources, and the server's error texts.

@@ -1,3 +1,4 @@
+import AuthToken
 public import Foundation
 
 /// An auth server's `{"error": "..."}` answer, as a typed error (seed 004's `BackendError`).
@@ -11,7 +12,7 @@ public import Foundation
 ///
 /// let body = Data(#"{"error": "Username already exists"}"#.utf8)
 /// if let error = AuthServerError(status: 422, body: body) {
-///     print(error.kind, error.message.text(in: .english))
+///     print(error.kind, error.localizedDescription)
 /// }
 /// ```
 public struct AuthServerError: Error, Sendable, Hashable, LocalizedError {
@@ -65,16 +66,21 @@ public struct AuthServerError: Error, Sendable, Hashable, LocalizedError {
         }
     }
 
-    /// The message to show for it.
-    public var message: UserMessage {
+    /// The message in the user's preferred language (English or Japanese).
+    public var errorDescription: String? { localizedText }
+
+    /// The message for `kind` in the user's language; the same text as `UserMessage` in TokenKitScreens shows.
+    package var localizedText: String {
         switch kind {
-        case .usernameTaken: UserMessage(.usernameTaken)
-        case .invalidCredentials: UserMessage(.invalidCredentials)
-        case .sessionExpired: UserMessage(.backendSessionExpired)
-        case .unrecognized: UserMessage(.unrecognizedServerError)
+        case .usernameTaken:
+            TokenRefreshError.messages.text("usernameTaken", english: "This username is already taken.")
+        case .invalidCredentials:
+            TokenRefreshError.messages.text("invalidCredentials", english: "The username or password is incorrect.")
+        case .sessionExpired:
+            TokenRefreshError.messages.text("backendSessionExpired", english: "Your session has expired.")
+        case .unrecognized:
+            TokenRefreshError.messages.text(
+                "unrecognizedServerError", english: "Something went wrong on the server. Please try again later.")
         }
     }
-
-    /// The message in the user's preferred language (English or Japanese).
-    public var errorDescription: String? { message.text() }
 }

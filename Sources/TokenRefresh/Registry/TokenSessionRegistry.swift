@@ -16,8 +16,8 @@ public import Persistence
 ///   in a retry through ``tokenProvider(for:)``, no refresh running, and its pair persisted (a pair whose write
 ///   failed stays in memory, with its client, until a retry stores it). An evicted account's next call makes a
 ///   new client, which reads the stored pair.
-/// - **Bounded.** Past ``Configuration/maximumClients`` the least recently used idle clients are evicted, down to
-///   ``Configuration/evictionTarget``; ``evictIdle()`` also evicts every idle client unused for
+/// - **Bounded.** Past `maximumClients` the least recently used idle clients are evicted, down to
+///   `evictionTarget`; ``evictIdle()`` also evicts every idle client unused for
 ///   ``Configuration/idleTimeout``.
 ///
 /// Lookups take a lock, not an actor hop, so a fresh token through the registry costs little more than through
@@ -33,9 +33,9 @@ public final class TokenSessionRegistry: Sendable {
     /// Options for a ``TokenSessionRegistry``.
     public struct Configuration: Sendable {
         /// The most clients kept before the least recently used idle ones are evicted.
-        public var maximumClients: Int
+        package var maximumClients: Int
         /// How far an eviction pass brings the count down, so that passes are rare.
-        public var evictionTarget: Int
+        package var evictionTarget: Int
         /// How long a client may go unused before ``TokenSessionRegistry/evictIdle()`` evicts it.
         public var idleTimeout: Duration
         /// The options every client is made with; the registry sets ``TokenRefreshClient/Configuration/account``.
@@ -135,7 +135,7 @@ public final class TokenSessionRegistry: Sendable {
     package var count: Int { state.withLock { $0.entries.count } }
 
     /// The number of clients evicted so far.
-    public var evictionCount: Int { state.withLock { $0.evictions } }
+    package var evictionCount: Int { state.withLock { $0.evictions } }
 
     /// The client for `account`, made on first use. Prefer ``validToken(for:)``: a client held outside the
     /// registry's calls may be evicted while in use (it keeps working, but a second client for the account may
@@ -182,7 +182,7 @@ public final class TokenSessionRegistry: Sendable {
     }
 
     /// Evicts every idle client unused for ``Configuration/idleTimeout`` and, past
-    /// ``Configuration/maximumClients``, the least recently used idle ones down to ``Configuration/evictionTarget``.
+    /// `maximumClients`, the least recently used idle ones down to `evictionTarget`.
     /// A client with a refresh running or a pair not yet persisted is kept.
     ///
     /// - Returns: The number of clients evicted.

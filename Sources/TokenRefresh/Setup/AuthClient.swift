@@ -14,6 +14,9 @@ public import NetworkRetry
 /// let (response, body) = try await client.get("/v1/me")
 /// ```
 ///
+/// The factories (`AuthClient.oauth`, `.fitIQ`, `.clientCredentials`, `.sdk`, `.cookieSession`) come with
+/// `import TokenKit`.
+///
 /// It is built from the same types as the full composition, and exposes them (``tokens``, ``api``), so an
 /// app can start here and take over any part later: pass its own `store:` or `transport:`, or build the
 /// pieces itself as the "Getting started" article shows.

@@ -1,13 +1,14 @@
 import AuthToken
 import Foundation
 import NetworkRetry
+import TokenRefresh
 
 /// A message for the person using the app, in English or Japanese, from the package's resources
 /// (`en.json` and `ja.json`, with seed 004's Japanese strings).
 ///
 /// ```swift
 /// import Foundation
-/// import TokenRefresh
+/// import TokenKitScreens
 ///
 /// func alertText(for error: any Error) -> String {
 ///     UserMessage(for: error).text(in: .japanese)
@@ -190,6 +191,6 @@ final class MessageTables: Sendable {
     /// without `Bundle.module`, whose accessor stops the process when the bundle is missing (a relocated Linux
     /// binary, say). Without it, messages fall back to their keys' names.
     private static func resourceDirectory() -> URL? {
-        MessageCatalog.resourceDirectory(bundle: "TokenKit_TokenRefresh", containing: "en.json")
+        MessageCatalog.resourceDirectory(bundle: "TokenKit_TokenKitScreens", containing: "en.json")
     }
 }

@@ -1,6 +1,7 @@
 public import Foundation
 public import NetworkRetry
 public import Persistence
+public import TokenRefresh
 
 #if canImport(Security)
     import PersistenceKeychain
@@ -21,7 +22,7 @@ extension AuthClient {
     ///     backups) and a ``/Persistence/FileTokenStore`` in the platform's usual place elsewhere.
     ///   - transport: How requests are sent; a `URLSessionTransport` by default.
     ///   - configuration: The refresh client's options.
-    /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``AuthClient/restoreSession()`` next.
+    /// - Returns: The client; call ``/TokenRefresh/AuthClient/signIn(username:password:scope:)`` or ``/TokenRefresh/AuthClient/restoreSession()`` next.
     public static func oauth(
         tokenURL: URL, clientID: String, clientSecret: String? = nil, apiURL: URL, appName: String,
         store: (any TokenStore)? = nil, transport: any HTTPTransport = URLSessionTransport(),
@@ -51,7 +52,7 @@ extension AuthClient {
     ///     default.
     ///   - transport: How requests are sent; a `URLSessionTransport` by default.
     ///   - configuration: The refresh client's options.
-    /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``AuthClient/restoreSession()`` next.
+    /// - Returns: The client; call ``/TokenRefresh/AuthClient/signIn(username:password:scope:)`` or ``/TokenRefresh/AuthClient/restoreSession()`` next.
     public static func fitIQ(
         baseURL: URL, apiKey: String, appName: String, loginPath: String = "/api/v1/auth/login",
         refreshPath: String = "/api/v1/auth/refresh", store: (any TokenStore)? = nil,
@@ -85,7 +86,7 @@ extension AuthClient {
     ///   - store: Where the token is kept; an ``/Persistence/InMemoryTokenStore`` by default.
     ///   - transport: How requests are sent; a `URLSessionTransport` by default.
     ///   - configuration: The refresh client's options.
-    /// - Returns: The client; send requests with ``get(_:)`` or ``send(_:body:)`` right away.
+    /// - Returns: The client; send requests with ``/TokenRefresh/AuthClient/get(_:)`` or ``/TokenRefresh/AuthClient/send(_:body:)`` right away.
     public static func clientCredentials(
         tokenURL: URL, clientID: String, clientSecret: String, scope: String? = nil, apiURL: URL,
         store: any TokenStore = InMemoryTokenStore(), transport: any HTTPTransport = URLSessionTransport(),

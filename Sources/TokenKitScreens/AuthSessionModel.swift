@@ -1,7 +1,8 @@
 public import Observation
+public import TokenRefresh
 
 /// The session as a SwiftUI view reads it: the diet-app ADR's `AuthManager` properties, kept up to date from
-/// ``TokenRefreshClient/states()``.
+/// `TokenRefreshClient.states()`.
 ///
 /// ```swift
 /// @State private var session = AuthSessionModel(client: auth)
@@ -23,7 +24,7 @@ public final class AuthSessionModel {
     /// Whether the stored session is still being read or a sign-in is under way.
     public private(set) var isLoading = true
     /// The signed-in user, if any, with the profile the token provider or the app supplied (also one supplied
-    /// after the sign-in, through ``TokenRefreshClient/setProfile(_:)``).
+    /// after the sign-in, through `TokenRefreshClient.setProfile(_:)`).
     public private(set) var currentUser: AuthUser?
     /// The state itself.
     public private(set) var state: AuthState = .loading

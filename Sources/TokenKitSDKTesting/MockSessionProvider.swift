@@ -1,4 +1,5 @@
 public import Foundation
+import TokenKitTesting
 public import TokenRefresh
 
 /// A scriptable stand-in for an SDK that owns the session (the `ClerkMockProvider` of the CommuteTimely seed):
@@ -38,7 +39,7 @@ public final class MockSessionProvider: Sendable {
     ///
     /// - Parameters:
     ///   - tokenLifetime: How long each token lives; 60 s by default, as Clerk's session tokens.
-    ///   - now: The wall clock; pass a ``ManualClock``'s ``ManualClock/wallClock``.
+    ///   - now: The wall clock; pass a `ManualClock`'s `wallClock`.
     public init(tokenLifetime: TimeInterval = 60, now: @escaping @Sendable () -> Date = { Date() }) {
         self.tokenLifetime = tokenLifetime
         self.now = now
