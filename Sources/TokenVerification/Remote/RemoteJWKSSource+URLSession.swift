@@ -10,26 +10,49 @@ extension RemoteJWKSSource {
     /// the `Cache-Control` header's `max-age` is passed on.
     ///
     /// Redirects are followed only within the URL's origin (scheme, host and port): a redirect elsewhere is
-    /// not followed, and an answer that still comes from another origin throws, so whoever controls a redirect
-    /// target cannot serve their own keys.
+    /// not followed, so another host is never asked, and an answer that still comes from another origin throws;
+    /// whoever controls a redirect target cannot serve their own keys. The session is made here, with a delegate
+    /// that enforces this rule: a delegate given to one task alone is ignored by `FoundationNetworking` on Linux.
     ///
     /// The source's ``JWKSet/Limits`` apply to the body once it is read; `URLSession` reads a body whole, so an
     /// endpoint that sends a huge one costs memory until then. Supply your own fetch to stream with a hard cap.
     ///
-    /// - Parameter session: The session; a fresh ephemeral one by default.
+    /// - Parameter configuration: The session's configuration; ephemeral by default.
     /// - Returns: The fetch function.
-    public static func urlSessionFetch(_ session: URLSession = URLSession(configuration: .ephemeral)) -> Fetch {
-        { url in
-            var request = URLRequest(url: url)
-            request.setValue("application/json", forHTTPHeaderField: "Accept")
-            let (data, response) = try await session.data(for: request, delegate: SameOriginRedirects())
-            guard let http = response as? HTTPURLResponse, http.statusCode == 200,
-                http.url.map({ isSameOrigin($0, url) }) ?? true
-            else {
-                throw URLError(.badServerResponse)
-            }
-            return Response(body: data, maxAge: maxAge(cacheControl: http.value(forHTTPHeaderField: "Cache-Control")))
+    public static func urlSessionFetch(configuration: URLSessionConfiguration = .ephemeral) -> Fetch {
+        let session = URLSession(configuration: configuration, delegate: SameOriginRedirects(), delegateQueue: nil)
+        return { url in try await fetch(url, session: session, taskDelegate: nil) }
+    }
+
+    /// A fetch through a session of your own, as ``urlSessionFetch(configuration:)`` does.
+    ///
+    /// On Linux (`FoundationNetworking`) the redirect rule is weaker with a session of your own: its delegate is
+    /// yours, and the one this fetch gives the task is ignored, so a redirect to another origin is followed (that
+    /// host is asked for the key set) before the answer is refused. Its keys are still never used.
+    ///
+    /// - Parameter session: The session; its delegate (TLS pinning, for example) stays in charge.
+    /// - Returns: The fetch function.
+    @available(
+        *, deprecated,
+        message:
+            "Use urlSessionFetch(configuration:); on Linux a session of your own follows a redirect to another host"
+    )
+    public static func urlSessionFetch(_ session: URLSession) -> Fetch {
+        { url in try await fetch(url, session: session, taskDelegate: SameOriginRedirects()) }
+    }
+
+    private static func fetch(
+        _ url: URL, session: URLSession, taskDelegate: SameOriginRedirects?
+    ) async throws -> Response {
+        var request = URLRequest(url: url)
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        let (data, response) = try await session.data(for: request, delegate: taskDelegate)
+        guard let http = response as? HTTPURLResponse, http.statusCode == 200,
+            http.url.map({ isSameOrigin($0, url) }) ?? true
+        else {
+            throw URLError(.badServerResponse)
         }
+        return Response(body: data, maxAge: maxAge(cacheControl: http.value(forHTTPHeaderField: "Cache-Control")))
     }
 
     /// The `max-age` of a `Cache-Control` value: `nil` without one, zero for `no-store` or `no-cache`.
