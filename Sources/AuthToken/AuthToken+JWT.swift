@@ -87,20 +87,6 @@ extension AuthToken {
             knownLifetime: claims.flatMap { AuthToken.issuedLifetime(of: $0) })
     }
 
-    /// The `exp` claim of the access token, or `nil` when it is not a JWT or has no valid `exp`.
-    ///
-    /// - Returns: The raw expiration claim (server clock).
-    public func parseExpirationFromJWT() -> Date? {
-        try? JWT(parsing: accessToken).claims.expiration
-    }
-
-    /// The `sub` claim of the access token (the user ID), or `nil` when it is not a JWT or has none.
-    ///
-    /// - Returns: The subject.
-    public func parseUserIdFromJWT() -> String? {
-        try? JWT(parsing: accessToken).claims.subject
-    }
-
     /// The access token's claims, or `nil` when it is not a readable JWT.
     public var claims: JWTClaims? {
         try? JWT(parsing: accessToken).claims

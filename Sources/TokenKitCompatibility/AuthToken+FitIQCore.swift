@@ -2,6 +2,22 @@ public import AuthToken
 public import Foundation
 
 extension AuthToken {
+    /// The `exp` claim of the access token, or `nil` when it is not a JWT or has no valid `exp`: the FitIQ apps'
+    /// name for ``/AuthToken/AuthToken/claims``'s `expiration`.
+    ///
+    /// - Returns: The raw expiration claim (server clock).
+    public func parseExpirationFromJWT() -> Date? {
+        claims?.expiration
+    }
+
+    /// The `sub` claim of the access token (the user ID), or `nil` when it is not a JWT or has none: the FitIQ
+    /// apps' name for ``/AuthToken/AuthToken/claims``'s `subject`.
+    ///
+    /// - Returns: The subject.
+    public func parseUserIdFromJWT() -> String? {
+        claims?.subject
+    }
+
     /// The problems ``/AuthToken/AuthToken/validate(now:policy:requireRefreshToken:)`` reports, under the name the FitIQ code uses:
     /// `[AuthToken.ValidationError]`.
     public typealias ValidationError = AuthTokenError

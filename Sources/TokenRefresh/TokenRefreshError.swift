@@ -111,13 +111,13 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     ///
     /// - Parameter oauthError: The `error` field of an RFC 6749 section 5.2 response.
     /// - Returns: The same error with the code.
-    package func with(oauthError: String?) -> TokenRefreshError { copy(oauthError: .some(oauthError)) }
+    public func with(oauthError: String?) -> TokenRefreshError { copy(oauthError: .some(oauthError)) }
 
     /// Returns this error with an HTTP status attached. Public for the same sign-in flows.
     ///
     /// - Parameter status: The status code.
     /// - Returns: The same error with the status.
-    package func with(status: Int?) -> TokenRefreshError { copy(status: .some(status)) }
+    public func with(status: Int?) -> TokenRefreshError { copy(status: .some(status)) }
 
     /// Returns this error with a wait attached.
     ///

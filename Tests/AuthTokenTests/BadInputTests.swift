@@ -1,6 +1,7 @@
 import AuthToken
 import Foundation
 import Testing
+import TokenKitCompatibility
 import TokenKitLogCheck
 
 /// Every malformed input gives a typed error naming the part and the reason: never a crash or a hang.

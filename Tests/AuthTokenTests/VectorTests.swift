@@ -1,6 +1,7 @@
 import AuthToken
 import Foundation
 import Testing
+import TokenKitCompatibility
 import TokenKitLogCheck
 
 /// The published JOSE vectors in `Vectors/jws-rfc7515.json` (RFC 7515 appendix A, RFC 7519 section 3.1).

@@ -2,6 +2,7 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
+import TokenKitCompatibility
 import TokenKitLogCheck
 import TokenKitTesting
 

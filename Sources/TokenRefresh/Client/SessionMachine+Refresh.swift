@@ -147,7 +147,7 @@ extension SessionMachine {
         // user's refreshed one.
         let switchedUser = Self.subjectChanged(from: previous, to: token, responseUserID: response.userID)
         let keptUserID = switchedUser ? nil : previous?.userID
-        let userID = response.userID ?? keptUserID ?? token.parseUserIdFromJWT() ?? response.user?.id
+        let userID = response.userID ?? keptUserID ?? token.claims?.subject ?? response.user?.id
         let persisting = Persisting(
             token: token, userID: userID, generation: nextGeneration(after: previous), switchedUser: switchedUser,
             startsSession: previous == nil, profile: response.user)
@@ -269,7 +269,7 @@ extension SessionMachine {
     /// be the token's subject.
     static func subjectChanged(from previous: Session?, to token: AuthToken, responseUserID: String?) -> Bool {
         guard let previous else { return false }
-        if let before = previous.token.parseUserIdFromJWT(), let after = token.parseUserIdFromJWT() {
+        if let before = previous.token.claims?.subject, let after = token.claims?.subject {
             return before != after
         }
         if let before = previous.userID, let after = responseUserID { return before != after }

@@ -642,7 +642,7 @@ struct SessionMachine: Sendable {
     /// for another user.
     mutating func setProfile(_ newProfile: AuthUser) -> Bool {
         guard let session else { return false }
-        let userID = session.userID ?? session.token.parseUserIdFromJWT()
+        let userID = session.userID ?? session.token.claims?.subject
         guard userID == nil || userID == newProfile.id else { return false }
         profile = newProfile
         return true

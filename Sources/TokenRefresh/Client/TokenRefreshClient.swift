@@ -357,7 +357,7 @@ public actor TokenRefreshClient: TokenProvider {
         }
         let token = response.token(receivedAt: now())
         return try await startSession(
-            token, userID: userID ?? response.userID ?? token.parseUserIdFromJWT() ?? response.user?.id,
+            token, userID: userID ?? response.userID ?? token.claims?.subject ?? response.user?.id,
             previousState: previous,
             profile: response.user)
     }
@@ -387,7 +387,7 @@ public actor TokenRefreshClient: TokenProvider {
     ///   ``TokenRefreshError/signedOut`` when a sign-out (or another sign-in) came before this session was stored.
     @discardableResult
     public func signIn(with token: AuthToken, userID: String? = nil) async throws -> AuthToken {
-        try await startSession(token, userID: userID ?? token.parseUserIdFromJWT(), previousState: state)
+        try await startSession(token, userID: userID ?? token.claims?.subject, previousState: state)
     }
 
     /// Ends the session: clears memory and the store, fails waiting callers with

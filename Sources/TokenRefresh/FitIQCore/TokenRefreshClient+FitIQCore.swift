@@ -110,7 +110,7 @@ extension TokenRefreshClient {
             let token = AuthToken.withParsedExpiration(
                 accessToken: storedAccess ?? rejected ?? "", refreshToken: storedRefresh)
             logger.debug("adopting a pair the app stored", metadata: ["token": "\(token.fingerprint)"])
-            _ = try await startSession(token, userID: token.parseUserIdFromJWT(), previousState: state)
+            _ = try await startSession(token, userID: token.claims?.subject, previousState: state)
         }
         if session != nil, let rejected { return try await refreshToken(afterRejectionOf: rejected) }
         switch try await prepare(.seed(storedRefresh), pairedAccessToken: rejected ?? storedAccess) {
