@@ -67,7 +67,7 @@ let store = NotifyingTokenStore(
 /// The store gives up waiting for another process's lock after 5 s (`lockTimedOut`), a bound meant for a device,
 /// not for three processes sharing two loaded cores with a whole test run: there a refresh under the lock can take
 /// longer, and the waiters' `validToken()` would fail instead of adopting the pair. So a wait that times out is
-/// taken again (saying "lock-timeout <clock>"), up to 120 s in all: a waiter that never ran its body waiting
+/// taken again (saying "lock-timeout <clock>"), up to 200 s in all: a waiter that never ran its body waiting
 /// longer, nothing else. The refresh client's own answer to a lock timeout is tested in its suite.
 struct AnnouncingStore: TokenStore {
     let base: any TokenStore
@@ -82,7 +82,7 @@ struct AnnouncingStore: TokenStore {
         account: String, _ body: @Sendable () async throws -> T
     ) async throws -> T {
         say("lock-wait \(now().timeIntervalSince1970)")
-        let deadline = ContinuousClock.now.advanced(by: .seconds(120))
+        let deadline = ContinuousClock.now.advanced(by: .seconds(200))
         let ran = LockedFlag()
         while true {
             do {
