@@ -29,18 +29,24 @@ import TokenKitTesting
         private let output = Pipe()
         private let lock = NSLock()
         private var buffer: [UInt8] = []  // protected by `lock`
+        private let exited = DispatchSemaphore(value: 0)
 
         init(name: String, probe: URL, arguments: [String]) throws {
+            // A child that died (killed by the watchdog, say) must fail the test, not end the test run: writing to
+            // its stdin then fails with EPIPE instead of raising SIGPIPE in this process.
+            signal(SIGPIPE, SIG_IGN)
             self.name = name
             process.executableURL = probe
             process.arguments = arguments + [name]
             process.standardInput = input
             process.standardOutput = output
+            process.terminationHandler = { [exited] _ in exited.signal() }
             try process.run()
         }
 
         func send(_ command: String) {
-            input.fileHandleForWriting.write(Data((command + "\n").utf8))
+            guard process.isRunning else { return }
+            try? input.fileHandleForWriting.write(contentsOf: Data((command + "\n").utf8))
         }
 
         /// Whether a line `<prefix> <value>` comes (earlier lines are skipped), before the child's output ends.
@@ -51,19 +57,27 @@ import TokenKitTesting
             return false
         }
 
-        /// The next line starting with `prefix` (other lines are skipped), read on a thread of its own.
+        /// The next line starting with `prefix` (other lines are skipped), read on a thread of its own; `nil` when
+        /// the child's output ends or it answers a command with an error (recorded as an issue, so a failure says
+        /// why instead of waiting for the watchdog).
         func next(_ prefix: String) async -> String? {
-            await withCheckedContinuation { continuation in
+            let line: String? = await withCheckedContinuation { continuation in
                 Thread.detachNewThread {
                     while let line = self.readLine() {
-                        if line.hasPrefix(prefix + " ") {
-                            continuation.resume(returning: String(line.dropFirst(prefix.count + 1)))
+                        if line.hasPrefix(prefix + " ") || line.hasPrefix("error ") {
+                            continuation.resume(returning: line)
                             return
                         }
                     }
                     continuation.resume(returning: nil)
                 }
             }
+            guard let line else { return nil }
+            if line.hasPrefix("error ") && !prefix.hasPrefix("error") {
+                Issue.record("\(name) answered \(line) while \(prefix) was expected")
+                return nil
+            }
+            return String(line.dropFirst(prefix.count + 1))
         }
 
         private func readLine() -> String? {
@@ -81,9 +95,14 @@ import TokenKitTesting
             }
         }
 
+        /// Asks the child to quit and waits for it at most 30 s, then kills it: a hung child never holds up the run.
         func stop() {
-            if process.isRunning { send("quit") }
-            process.waitUntilExit()
+            send("quit")
+            if exited.wait(timeout: .now() + 30) == .timedOut {
+                Issue.record("\(name) did not quit within 30 s; killed")
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
         }
     }
 
@@ -153,7 +172,7 @@ import TokenKitTesting
         }
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(5)))
     func anAppAndTwoExtensionsRefreshOncePerExpiryAndAllEndWithTheNewestPair() async throws {
         let probe = try Self.probeURL()
         let scratch = try ScratchDirectory()
@@ -191,9 +210,12 @@ import TokenKitTesting
         let share = try Child(name: "share", probe: probe, arguments: arguments)
         let children = [app, widget, share]
         // A safety net, not a wait: if an expected line never comes, the children are killed, their output ends,
-        // and the test fails instead of hanging.
+        // and the test fails (saying so) instead of hanging. Alone the test takes a second; inside a whole loaded
+        // `swift test` it has taken 80 s (the other suites keep the cooperative pool busy), hence the bound, which
+        // stays within the test's time limit.
         let watchdog = Task {
-            try await Task.sleep(for: .seconds(90))
+            try await Task.sleep(for: .seconds(240))
+            Issue.record("an expected line did not come within 240 s; the children were killed")
             for child in children { kill(child.process.processIdentifier, SIGKILL) }
         }
         defer {
@@ -236,7 +258,7 @@ import TokenKitTesting
         }
     }
 
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(5)))
     func extensionsThatReadTheOldPairWhileTheAppHoldsTheLockAndHasRotatedAdoptTheNewPairWithoutReuse() async throws {
         let probe = try Self.probeURL()
         let scratch = try ScratchDirectory()
@@ -278,7 +300,8 @@ import TokenKitTesting
         let children = [app, widget, share]
         // A safety net, not a wait (see the test above).
         let watchdog = Task {
-            try await Task.sleep(for: .seconds(90))
+            try await Task.sleep(for: .seconds(240))
+            Issue.record("an expected line did not come within 240 s; the children were killed")
             gate.release.signal()
             for child in children { kill(child.process.processIdentifier, SIGKILL) }
         }
