@@ -56,7 +56,7 @@ struct DemoAppSupportTests {
         (.cannotConnect.with(underlying: URLError(.cannotFindHost)), "the host name does not resolve"),
         (.cannotConnect.with(underlying: URLError(.cannotConnectToHost)), "connection refused"),
         (.timedOut.with(underlying: URLError(.timedOut)), "no answer in time (timed out)"),
-        (.transport(URLError(.secureConnectionFailed)), "the TLS handshake failed"),
+        (.transport.with(underlying: URLError(.secureConnectionFailed)), "the TLS handshake failed"),
         (.cannotConnect, "cannot connect to the server"),
     ]
 
