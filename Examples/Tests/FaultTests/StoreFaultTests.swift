@@ -100,12 +100,12 @@ struct StoreFaultTests {
                 now: harness.clock.wallClock)
             let events = EventLog(relaunched)
 
-            #expect(await relaunched.restoreSession() == .loading)
+            #expect(await relaunched.restoreSession() == .unavailable)
             let error = await #expect(throws: TokenRefreshError.self) { try await relaunched.validToken() }
             #expect(error == .storageUnavailable)
             let unavailable = await events.waitFor(.storageUnavailable, count: 2)
             #expect(unavailable.allSatisfy { $0.error == .storageUnavailable })
-            #expect(relaunched.currentState == .loading)
+            #expect(relaunched.currentState == .unavailable)
             #expect(events.all(.signedOut).isEmpty)
             #expect(await harness.stored() == stored)
 
