@@ -135,7 +135,7 @@ public final class TokenSessionRegistry: Sendable {
     package var count: Int { state.withLock { $0.entries.count } }
 
     /// The number of clients evicted so far.
-    package var evictionCount: Int { state.withLock { $0.evictions } }
+    public var evictionCount: Int { state.withLock { $0.evictions } }
 
     /// The client for `account`, made on first use. Prefer ``validToken(for:)``: a client held outside the
     /// registry's calls may be evicted while in use (it keeps working, but a second client for the account may
