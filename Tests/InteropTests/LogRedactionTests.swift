@@ -102,7 +102,7 @@ extension Interop {
             #expect(lines.count >= 50, "log lines captured: \(lines.count)")
             #expect(lines.contains { $0.hasPrefix("trace ") }, "trace lines are captured")
             #expect(lines.contains { $0.contains("token refreshed") })
-            #expect(lines.contains { $0.contains("transient refresh failure") })
+            #expect(lines.contains { $0.contains("refresh attempt failed") })
             let search = LogLeakSearch(secrets: secrets.all)
             // The search itself finds a secret where there is one.
             let anyAccessToken = secrets.all.first { $0.kind == .accessToken }?.value ?? ""
