@@ -352,25 +352,9 @@ public final class IntrospectionVerifier: Sendable {
         }
         let request = Self.request(token, configuration: configuration)
         let send = send
-        let sleep = sleep
-        let timeout = configuration.requestTimeout
-        let race = Race<Response>()
-        let work = Task {
-            do {
-                race.finish(.success(try await send(request)))
-            } catch {
-                race.finish(.failure(.introspectionUnavailable))
-            }
-        }
-        let timer = Task {
-            do {
-                try await sleep(timeout)
-                race.finish(.failure(.fetchTimedOut))
-            } catch {}
-        }
-        let result = await race.value
-        work.cancel()
-        timer.cancel()
+        let result = await Race.first(
+            timeout: configuration.requestTimeout, sleep: sleep, failure: .introspectionUnavailable
+        ) { try await send(request) }
         let response: Response
         switch result {
         case .success(let value):

@@ -505,26 +505,9 @@ public actor RemoteJWKSSource: JWKSSource {
 
     private nonisolated func fetchWithTimeout(_ url: URL) async throws(TokenVerificationError) -> Response {
         let fetch = fetch
-        let sleep = sleep
-        let timeout = configuration.fetchTimeout
-        let race = Race<Response>()
-        let work = Task {
-            do {
-                race.finish(.success(try await fetch(url)))
-            } catch {
-                race.finish(.failure(.keySetUnavailable))
-            }
-        }
-        let timer = Task {
-            do {
-                try await sleep(timeout)
-                race.finish(.failure(.fetchTimedOut))
-            } catch {}
-        }
-        let result = await race.value
-        work.cancel()
-        timer.cancel()
-        return try result.get()
+        return try await Race.first(timeout: configuration.fetchTimeout, sleep: sleep, failure: .keySetUnavailable) {
+            try await fetch(url)
+        }.get()
     }
 }
 
@@ -560,5 +543,33 @@ final class Race<Value: Sendable>: Sendable {
                 if let done { continuation.resume(returning: done) }
             }
         }
+    }
+}
+
+extension Race {
+    /// Runs `operation` against a timer of `timeout`: its value, `failure` when it throws, or `.fetchTimedOut` when
+    /// the timer ends first. Both tasks are cancelled once one has answered.
+    static func first(
+        timeout: Duration, sleep: @escaping @Sendable (Duration) async throws -> Void,
+        failure: TokenVerificationError, _ operation: @escaping @Sendable () async throws -> Value
+    ) async -> Result<Value, TokenVerificationError> {
+        let race = Race<Value>()
+        let work = Task {
+            do {
+                race.finish(.success(try await operation()))
+            } catch {
+                race.finish(.failure(failure))
+            }
+        }
+        let timer = Task {
+            do {
+                try await sleep(timeout)
+                race.finish(.failure(.fetchTimedOut))
+            } catch {}
+        }
+        let result = await race.value
+        work.cancel()
+        timer.cancel()
+        return result
     }
 }
