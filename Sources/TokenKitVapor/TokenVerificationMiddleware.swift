@@ -60,8 +60,31 @@
                 request.logger.debug(
                     "bearer token rejected",
                     metadata: ["status": "\(rejection.status)", "reason": "\(rejection.error.reason)"])
+                request.storage[BearerRefusalKey.self] = rejection
                 return rejection.response
             }
+        }
+
+        /// Why this middleware or ``BearerTokenAuthenticator`` refused the request's Bearer token, for a middleware
+        /// in front of it that counts or logs refusals; `nil` if neither refused it (no Bearer at all is a refusal
+        /// here, an authenticator lets it through).
+        ///
+        /// ```swift
+        /// struct RefusalCounter: AsyncMiddleware {
+        ///     func respond(to request: Request, chainingTo next: any AsyncResponder) async throws -> Response {
+        ///         let response = try await next.respond(to: request)
+        ///         if let rejection = TokenVerificationMiddleware.rejection(of: request) {
+        ///             request.logger.info("refused", metadata: ["reason": "\(rejection.error.reason)"])
+        ///         }
+        ///         return response
+        ///     }
+        /// }
+        /// ```
+        ///
+        /// - Parameter request: The request, after the middleware has answered it.
+        /// - Returns: The refusal: its status, its error (never token text) and its answer's headers and body.
+        public static func rejection(of request: Request) -> TokenVerification.BearerAuthenticator.Rejection? {
+            request.storage[BearerRefusalKey.self]
         }
     }
 #endif

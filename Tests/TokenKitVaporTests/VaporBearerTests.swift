@@ -167,6 +167,24 @@
             }
         }
 
+        @Test func aMiddlewareInFrontReadsTheRefusalsReasonButNeverTheToken() async throws {
+            let reasons = LockedReasons()
+            try await withApp(
+                configure: { app in
+                    app.grouped(RefusalRecorder(reasons: reasons))
+                        .grouped(
+                            TokenVerificationMiddleware(verifier: verifier(source: StaticJWKSSource(Issuer.keySet)))
+                        )
+                        .get("users", "me") { _ in "ok" }
+                },
+                { app in
+                    _ = try await Self.me(app, authorization: "Bearer \(Issuer.expiredToken())")
+                    _ = try await Self.me(app, authorization: nil)
+                    _ = try await Self.me(app, authorization: "Bearer \(Issuer.token())")
+                })
+            #expect(reasons.values == ["expired", "missingAuthorization", "none"])
+        }
+
         @Test func noUsableKeySetIsA503WithoutChallenge() async throws {
             try await Self.withDietApp(source: UnavailableSource()) { app in
                 let response = try await Self.me(app, authorization: "Bearer \(Issuer.token())")
@@ -214,6 +232,35 @@
             count.withLock {
                 $0 += 1; return $0
             }
+        }
+    }
+
+    /// Records, after each answer, the reason `TokenVerificationMiddleware` refused the request (`none` if it did not).
+    struct RefusalRecorder: AsyncMiddleware {
+        let reasons: LockedReasons
+
+        func respond(to request: Request, chainingTo next: any AsyncResponder) async throws -> Response {
+            let response = try await next.respond(to: request)
+            reasons.append(TokenVerificationMiddleware.rejection(of: request)?.error.reason ?? "none")
+            return response
+        }
+    }
+
+    /// Reasons in arrival order. `@unchecked Sendable`: `stored` is only touched while holding `lock`.
+    final class LockedReasons: @unchecked Sendable {
+        private let lock = NSLock()
+        private var stored: [String] = []
+
+        var values: [String] {
+            lock.lock()
+            defer { lock.unlock() }
+            return stored
+        }
+
+        func append(_ reason: String) {
+            lock.lock()
+            stored.append(reason)
+            lock.unlock()
         }
     }
 #endif

@@ -13,6 +13,10 @@ extension IntrospectionVerifier {
         public let headerFields: [(name: String, value: String)]
         /// The form: `token`, `token_type_hint` and, for `client_secret_post`, the client credentials.
         public let body: Data
+        /// The largest answer body to read, ``Configuration/maximumResponseBytes``: a send stops reading past it
+        /// and throws `URLError(.dataLengthExceedsMaximum)`, as ``urlSessionSend(configuration:)`` does, so a
+        /// hostile endpoint cannot make it buffer without bound.
+        public let maximumResponseBytes: Int
 
         /// `POST <url>` and the header names.
         public var description: String {

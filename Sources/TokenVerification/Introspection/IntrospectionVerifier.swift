@@ -3,6 +3,10 @@ import Crypto
 public import Foundation
 public import Logging
 
+#if DistributedTracing
+    import Tracing
+#endif
+
 /// Checks opaque access tokens with the issuer's RFC 7662 introspection endpoint, for tokens a backend cannot
 /// verify itself (django-oauth-toolkit's, and any server that issues random strings rather than JWTs).
 ///
@@ -124,7 +128,10 @@ public final class IntrospectionVerifier: Sendable {
         public var maximumConcurrentCalls: Int
         /// The longest an introspection call may take. Default 5 seconds.
         public var requestTimeout: Duration
-        /// The largest answer accepted, in bytes. Default 64 KiB.
+        /// The largest answer accepted, in bytes. Default 64 KiB. The default send stops reading there (a longer
+        /// `Content-Length` is refused at the head, a stream as it passes the bound), so an endpoint that answers
+        /// without end costs at most this much memory; the answer is then
+        /// ``TokenVerificationError/introspectionUnavailable``.
         public var maximumResponseBytes: Int
         /// The longest token sent to the endpoint, in bytes. Default 16 KiB.
         public var maximumTokenLength: Int
@@ -248,13 +255,47 @@ public final class IntrospectionVerifier: Sendable {
     ///   ``TokenVerificationError/introspectionUnavailable``, ``TokenVerificationError/introspectionClientRejected``
     ///   or ``TokenVerificationError/insecureIntrospectionURL`` when the endpoint could not answer (a 503).
     public func verify(_ token: String) async throws(TokenVerificationError) -> VerifiedClaims {
-        guard !token.isEmpty else { throw .malformedToken }
-        guard token.utf8.count <= configuration.maximumTokenLength else { throw .tokenTooLong }
+        #if DistributedTracing
+            // One span per introspection, current while the call is made. Its attributes hold the cache use, the
+            // call, the outcome and the endpoint's host: never the token, a claim value or a credential.
+            let span = startSpan("tokenkit.token.introspect")
+            defer { span.end() }
+            span.attributes["server.address"] = configuration.endpoint.host ?? ""
+            let (result, lookup) = await ServiceContext.$current.withValue(span.context) { await check(token) }
+            if let cache = lookup.cache { span.attributes["tokenkit.introspection.cache"] = cache }
+            if let call = lookup.call { span.attributes["tokenkit.introspection.call"] = call }
+            switch result {
+            case .success:
+                span.attributes["tokenkit.introspection.outcome"] = "active"
+            case .failure(let error):
+                span.attributes["tokenkit.introspection.outcome"] =
+                    error == .tokenInactive ? "inactive" : error.isTokenProblem ? "refused" : "unavailable"
+                span.attributes["error.type"] = error.reason
+                span.setStatus(SpanStatus(code: .error))
+            }
+            return try result.get()
+        #else
+            return try await check(token).result.get()
+        #endif
+    }
+
+    /// How ``verify(_:)`` found its answer, for its span: the cache (`hit` or `miss`; `nil` when the token was
+    /// refused before the lookup) and, on a miss, the call (`sent`, `joined` for one already in flight, or `skipped`
+    /// when the bound on concurrent calls was reached).
+    private struct Lookup {
+        var cache: String?
+        var call: String?
+    }
+
+    /// ``verify(_:)`` without a span: its result, and how the answer was found.
+    private func check(_ token: String) async -> (result: Result<VerifiedClaims, TokenVerificationError>, Lookup) {
+        guard !token.isEmpty else { return (.failure(.malformedToken), Lookup()) }
+        guard token.utf8.count <= configuration.maximumTokenLength else { return (.failure(.tokenTooLong), Lookup()) }
         let digest = SHA256.hash(data: Data(token.utf8))
         let started = elapsed()
         enum Step {
             case cached(Answer)
-            case wait(Task<Result<Answer, TokenVerificationError>, Never>)
+            case wait(Task<Result<Answer, TokenVerificationError>, Never>, joined: Bool)
             case saturated
         }
         let step = state.withLock { state -> Step in
@@ -262,7 +303,7 @@ public final class IntrospectionVerifier: Sendable {
             if let answer = state.refused.value(for: digest, at: started) { return .cached(answer) }
             if let task = state.inFlight[digest] {
                 state.joins += 1
-                return .wait(task)
+                return .wait(task, joined: true)
             }
             // Fail fast rather than queue: under a flood of unknown tokens a queue would be full of the attacker's
             // tokens, real requests would wait behind them until they time out, and every queued call would still
@@ -270,27 +311,36 @@ public final class IntrospectionVerifier: Sendable {
             guard state.inFlight.count < max(1, configuration.maximumConcurrentCalls) else { return .saturated }
             let task = Task { await self.introspect(token, digest: digest) }
             state.inFlight[digest] = task
-            return .wait(task)
+            return .wait(task, joined: false)
         }
         let answer: Answer
+        var lookup = Lookup(cache: "miss")
         switch step {
-        case .cached(let cached): answer = cached
-        case .wait(let task): answer = try await task.value.get()
+        case .cached(let cached):
+            lookup.cache = "hit"
+            answer = cached
+        case .wait(let task, let joined):
+            lookup.call = joined ? "joined" : "sent"
+            switch await task.value {
+            case .success(let value): answer = value
+            case .failure(let error): return (.failure(error), lookup)
+            }
         case .saturated:
+            lookup.call = "skipped"
             logger.debug(
                 "Introspection refused: the bound on concurrent calls is reached",
                 metadata: ["calls": "\(configuration.maximumConcurrentCalls)"])
-            throw .introspectionUnavailable
+            return (.failure(.introspectionUnavailable), lookup)
         }
         switch answer {
         case .refused(let error):
-            throw error
+            return (.failure(error), lookup)
         case .accepted(let claims, let expiration):
             // A cached answer may outlive its token only by the clocks' disagreement: check `exp` again.
             if let expiration, expiration.timeIntervalSince(now()) <= -Self.seconds(configuration.leeway) {
-                throw .expired
+                return (.failure(.expired), lookup)
             }
-            return claims
+            return (.success(claims), lookup)
         }
     }
 
@@ -352,13 +402,25 @@ public final class IntrospectionVerifier: Sendable {
         }
         let request = Self.request(token, configuration: configuration)
         let send = send
+        // `nil`: the send stopped reading an answer longer than the bound.
         let result = await Race.first(
             timeout: configuration.requestTimeout, sleep: sleep, failure: .introspectionUnavailable
-        ) { try await send(request) }
+        ) { () -> Response? in
+            do {
+                return try await send(request)
+            } catch let error as URLError where error.code == .dataLengthExceedsMaximum {
+                return nil
+            }
+        }
         let response: Response
         switch result {
-        case .success(let value):
+        case .success(let value?):
             response = value
+        case .success(nil):
+            logger.debug(
+                "Introspection answer too large: reading stopped at the bound",
+                metadata: ["maximumBytes": "\(configuration.maximumResponseBytes)"])
+            throw .introspectionUnavailable
         case .failure(let error):
             logger.debug(
                 error == .fetchTimedOut ? "Introspection timed out" : "Introspection endpoint unreachable",
@@ -377,6 +439,7 @@ public final class IntrospectionVerifier: Sendable {
             logger.debug("Introspection endpoint answered an error", metadata: ["status": "\(response.status)"])
             throw .introspectionUnavailable
         }
+        // A send that does not stop reading at the bound itself (`Request.maximumResponseBytes`) is held to it here.
         guard response.body.count <= configuration.maximumResponseBytes else {
             logger.debug("Introspection answer too large", metadata: ["bytes": "\(response.body.count)"])
             throw .introspectionUnavailable
@@ -451,7 +514,9 @@ public final class IntrospectionVerifier: Sendable {
         case .bearer:
             fields.append(("Authorization", "Bearer " + authentication.secret))
         }
-        return Request(url: configuration.endpoint, headerFields: fields, body: Data(form.utf8))
+        return Request(
+            url: configuration.endpoint, headerFields: fields, body: Data(form.utf8),
+            maximumResponseBytes: max(0, configuration.maximumResponseBytes))
     }
 
     /// `application/x-www-form-urlencoded` (RFC 6749 appendix B): unreserved characters stay, a space is `+`,

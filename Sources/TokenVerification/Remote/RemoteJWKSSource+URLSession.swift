@@ -14,17 +14,36 @@ extension RemoteJWKSSource {
     /// whoever controls a redirect target cannot serve their own keys. The session is made here, with a delegate
     /// that enforces this rule: a delegate given to one task alone is ignored by `FoundationNetworking` on Linux.
     ///
-    /// The source's ``JWKSet/Limits`` apply to the body once it is read; `URLSession` reads a body whole, so an
-    /// endpoint that sends a huge one costs memory until then. Supply your own fetch to stream with a hard cap.
+    /// The body is read with a hard cap, `maximumBytes`: a longer `Content-Length` is refused at the head, a longer
+    /// stream as it passes the cap, the connection is closed, and the fetch throws
+    /// ``TokenVerificationError/keySetTooLarge``; so an endpoint that answers without end costs at most
+    /// `maximumBytes` of memory. The source's ``JWKSet/Limits`` apply to the body once it is read: if you raise
+    /// ``JWKSet/Limits/maximumBytes``, raise `maximumBytes` here too.
     ///
-    /// - Parameter configuration: The session's configuration; ephemeral by default.
+    /// - Parameters:
+    ///   - configuration: The session's configuration; ephemeral by default.
+    ///   - maximumBytes: The largest body read (key set or discovery document). Default 256 KiB,
+    ///     ``JWKSet/Limits``' default.
     /// - Returns: The fetch function.
-    public static func urlSessionFetch(configuration: URLSessionConfiguration = .ephemeral) -> Fetch {
-        let session = URLSession(configuration: configuration, delegate: SameOriginRedirects(), delegateQueue: nil)
-        return { url in try await fetch(url, session: session, taskDelegate: nil) }
+    public static func urlSessionFetch(
+        configuration: URLSessionConfiguration = .ephemeral, maximumBytes: Int = 256 * 1024
+    ) -> Fetch {
+        let session = BoundedBodySession.session(configuration: configuration, redirects: .sameOrigin)
+        return { url in
+            var request = URLRequest(url: url)
+            request.setValue("application/json", forHTTPHeaderField: "Accept")
+            let data: Data
+            let http: HTTPURLResponse
+            do {
+                (data, http) = try await BoundedBodySession.data(for: request, in: session, maximumBytes: maximumBytes)
+            } catch let error as URLError where error.code == .dataLengthExceedsMaximum {
+                throw TokenVerificationError.keySetTooLarge
+            }
+            return try answer(data, http, for: url)
+        }
     }
 
-    /// A fetch through a session of your own, as ``urlSessionFetch(configuration:)`` does.
+    /// A fetch through a session of your own, as ``urlSessionFetch(configuration:maximumBytes:)`` does.
     ///
     /// On Linux (`FoundationNetworking`) the redirect rule is weaker with a session of your own: its delegate is
     /// yours, and the one this fetch gives the task is ignored, so a redirect to another origin is followed (that
@@ -47,9 +66,13 @@ extension RemoteJWKSSource {
         var request = URLRequest(url: url)
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         let (data, response) = try await session.data(for: request, delegate: taskDelegate)
-        guard let http = response as? HTTPURLResponse, http.statusCode == 200,
-            http.url.map({ isSameOrigin($0, url) }) ?? true
-        else {
+        guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
+        return try answer(data, http, for: url)
+    }
+
+    /// The fetch's answer: any status but 200, or an answer from another origin, throws.
+    private static func answer(_ data: Data, _ http: HTTPURLResponse, for url: URL) throws -> Response {
+        guard http.statusCode == 200, http.url.map({ isSameOrigin($0, url) }) ?? true else {
             throw URLError(.badServerResponse)
         }
         return Response(body: data, maxAge: maxAge(cacheControl: http.value(forHTTPHeaderField: "Cache-Control")))

@@ -30,8 +30,8 @@ public import Logging
 ///
 /// - **https only:** the JWKS URL, the discovery issuer and the discovered `jwks_uri` must be `https` (or `http`
 ///   to loopback), else nothing is fetched (``TokenVerificationError/insecureKeySetURL``) unless
-///   ``Configuration/dangerouslyAllowsPlainHTTP`` is on; ``urlSessionFetch(configuration:)`` follows redirects only within
-///   the origin.
+///   ``Configuration/dangerouslyAllowsPlainHTTP`` is on; ``urlSessionFetch(configuration:maximumBytes:)`` follows
+///   redirects only within the origin.
 ///
 /// All time comes from the injected clock, so tests drive it with a manual clock.
 public actor RemoteJWKSSource: JWKSSource {
@@ -173,7 +173,7 @@ public actor RemoteJWKSSource: JWKSSource {
     ///   - configuration: Cache and fetch bounds.
     ///   - clock: The clock for cache lifetimes, cooldowns and the fetch timeout.
     ///   - logger: Where fetches, failures and skipped keys are logged (debug level).
-    ///   - fetch: Fetches a URL; ``urlSessionFetch(configuration:)`` by default.
+    ///   - fetch: Fetches a URL; ``urlSessionFetch(configuration:maximumBytes:)`` by default.
     public init(
         location: Location, configuration: Configuration = Configuration(),
         clock: any Clock<Duration> = ContinuousClock(), logger: Logger = Logger(label: "tokenkit.verification.jwks"),
