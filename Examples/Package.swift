@@ -35,8 +35,8 @@ let package = Package(
     ],
     dependencies: [
         // The library by path, with its server adapters' traits on (the diet backend, the replica worker and the
-        // transport benchmark use them).
-        .package(name: "TokenKit", path: "..", traits: ["ServerAdapters"]),
+        // transport benchmark use them), and Vapor's (the diet backend's Vapor variant).
+        .package(name: "TokenKit", path: "..", traits: ["ServerAdapters", "VaporMiddleware"]),
         // Hummingbird's default traits, as TokenKit's manifest names it: one set of traits in the graph.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -48,6 +48,8 @@ let package = Package(
         // The replica worker builds its own PostgreSQL pool and HTTP client; the replica test finds the lock holder.
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // The diet backend's Vapor variant (`diet-backend --framework vapor`).
+        .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
     ],
     targets: [
         .target(
@@ -107,12 +109,15 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // The diet-app backend (seed 000): verifies the demo issuer's Clerk-style JWTs through its JWKS.
+        // The diet-app backend (seed 000): verifies the demo issuer's Clerk-style JWTs through its JWKS, on Hummingbird
+        // or on Vapor.
         .target(
             name: "DietBackend",
             dependencies: [
                 .product(name: "TokenVerification", package: "TokenKit"),
                 .product(name: "TokenKitHummingbird", package: "TokenKit"),
+                .product(name: "TokenKitVapor", package: "TokenKit"),
+                .product(name: "Vapor", package: "vapor"),
                 .product(name: "TokenKitAsyncHTTPClient", package: "TokenKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,16 +1,14 @@
 import AsyncHTTPClient
 public import Foundation
-import HTTPTypes
-import Hummingbird
 public import Logging
-import ServiceLifecycle
 import Synchronization
 import TokenKitAsyncHTTPClient
 public import TokenVerification
 
 /// The diet-app backend of seed 000 ("Backend JWT Verification"), in Swift: every `/users/...` and `/food-logs`
 /// request carries a Clerk session JWT, verified by TokenKit's Hummingbird middleware (`TokenVerificationMiddleware`
-/// from `TokenKitHummingbird`) against the issuer's JWKS, found through OpenID Connect discovery (RS256 only by
+/// from `TokenKitHummingbird`) or, with ``Configuration/framework`` `.vapor`, its Vapor 4 middleware (from
+/// `TokenKitVapor`), against the issuer's JWKS, found through OpenID Connect discovery (RS256 only by
 /// default, `exp`/`nbf`/`iat`, exact `iss`, `azp` among the app's origins; `aud` is not checked, because Clerk's
 /// session tokens carry none: ``Configuration/clerkSessionTokens``).
 ///
@@ -30,6 +28,17 @@ public import TokenVerification
 public final class DietBackend: Sendable {
     /// The backend's options.
     public struct Configuration: Sendable {
+        /// The server framework the backend runs on; the routes, the answers and the verification are the same.
+        public enum Framework: String, Sendable, CaseIterable, CustomStringConvertible {
+            /// Hummingbird 2, with `TokenKitHummingbird`.
+            case hummingbird
+            /// Vapor 4, with `TokenKitVapor`.
+            case vapor
+
+            /// The name, as the `--framework` option spells it.
+            public var description: String { rawValue }
+        }
+
         /// The exact `iss` of accepted tokens (the Clerk frontend API); also where discovery starts.
         public var issuer: String
         /// Where the issuer's JWKS is; `nil` (the default) finds it through OpenID Connect discovery, at the
@@ -46,6 +55,8 @@ public final class DietBackend: Sendable {
         public var keyCache: RemoteJWKSSource.Configuration
         /// The loopback port; `0` picks a free one.
         public var port: Int
+        /// The server framework: Hummingbird (the default) or Vapor.
+        public var framework: Framework
 
         /// Creates a configuration.
         ///
@@ -57,11 +68,12 @@ public final class DietBackend: Sendable {
         ///   - algorithms: Accepted algorithms; `RS256` by default.
         ///   - keyCache: The default key source's cache bounds.
         ///   - port: The loopback port; `0` by default.
+        ///   - framework: The server framework; Hummingbird by default.
         public init(
             issuer: String, jwksURL: URL? = nil, authorizedParties: Set<String>? = nil,
             audience: TokenVerifier.AudienceRule = Configuration.clerkSessionTokens,
             algorithms: Set<JWSAlgorithm> = [.rs256], keyCache: RemoteJWKSSource.Configuration = .init(),
-            port: Int = 0
+            port: Int = 0, framework: Framework = .hummingbird
         ) {
             self.issuer = issuer
             self.jwksURL = jwksURL
@@ -70,6 +82,7 @@ public final class DietBackend: Sendable {
             self.algorithms = algorithms
             self.keyCache = keyCache
             self.port = port
+            self.framework = framework
         }
 
         /// The choice for Clerk: session tokens carry no `aud` (every one is meant for the app's own backend), so
@@ -97,10 +110,13 @@ public final class DietBackend: Sendable {
         public var rejectedTotal: Int { rejected.values.reduce(0, +) }
     }
 
-    private struct Running: Sendable {
+    /// A listening server, whichever the framework.
+    struct Running: Sendable {
         let baseURL: URL
-        let group: ServiceGroup
-        let task: Task<Void, any Error>
+        /// Ends when the server has stopped.
+        let finished: Task<Void, any Error>
+        /// Stops the server and waits until it has.
+        let stop: @Sendable () async -> Void
     }
 
     /// The options.
@@ -112,7 +128,7 @@ public final class DietBackend: Sendable {
     let store = UserStore()
     let onAccountDeleted: @Sendable (String) async -> Void
     private let counters = Mutex(Stats())
-    private let logger: Logger
+    let logger: Logger
     private let running = Mutex<Running?>(nil)
 
     /// Creates the backend; it listens after ``start()`` or ``run(whenRunning:)``.
@@ -183,30 +199,16 @@ public final class DietBackend: Sendable {
     /// - Throws: When the port cannot be bound.
     @discardableResult
     public func start() async throws -> URL {
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(
-            router: DietRoutes(backend: self).makeRouter(),
-            configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: configuration.port)),
-            onServerRunning: { channel in
-                continuation.yield(channel.localAddress?.port ?? 0)
-                continuation.finish()
-            },
-            logger: logger
-        )
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [], logger: logger))
-        let task = Task {
-            defer { continuation.finish() }
-            try await group.run()
-        }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next(), port > 0, let baseURL = URL(string: "http://127.0.0.1:\(port)") else {
-            try await task.value
-            throw DietBackendError(description: "the backend did not start")
-        }
-        running.withLock { $0 = Running(baseURL: baseURL, group: group, task: task) }
-        logger.info("listening", metadata: ["url": "\(baseURL.absoluteString)"])
-        return baseURL
+        let started =
+            switch configuration.framework {
+            case .hummingbird: try await startHummingbird()
+            case .vapor: try await startVapor()
+            }
+        running.withLock { $0 = started }
+        logger.info(
+            "listening",
+            metadata: ["url": "\(started.baseURL.absoluteString)", "framework": "\(configuration.framework)"])
+        return started.baseURL
     }
 
     /// Stops listening.
@@ -217,8 +219,8 @@ public final class DietBackend: Sendable {
             return current
         }
         guard let current else { return }
-        await current.group.triggerGracefulShutdown()
-        _ = await current.task.result
+        await current.stop()
+        _ = await current.finished.result
     }
 
     /// Runs until ``stop()`` or until the task is cancelled.
@@ -228,7 +230,7 @@ public final class DietBackend: Sendable {
     public func run(whenRunning: @Sendable (URL) -> Void) async throws {
         let baseURL = try await start()
         whenRunning(baseURL)
-        guard let task = running.withLock({ $0?.task }) else { return }
+        guard let task = running.withLock({ $0?.finished }) else { return }
         try await withTaskCancellationHandler {
             try await task.value
         } onCancel: {

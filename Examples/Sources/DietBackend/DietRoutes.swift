@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 import TokenKitHummingbird
 import TokenVerification
 
@@ -42,7 +43,7 @@ struct OutcomeCounter: RouterMiddleware {
     }
 }
 
-/// The backend's endpoints.
+/// The backend's endpoints on Hummingbird.
 struct DietRoutes: Sendable {
     let backend: DietBackend
 
@@ -52,57 +53,58 @@ struct DietRoutes: Sendable {
             .add(middleware: OutcomeCounter(backend: backend))
             .add(middleware: TokenVerificationMiddleware<DietRequestContext>(verifier: backend.verifier))
         guarded.get("/users/me") { _, context in
-            let identity = try context.requireIdentity()
-            return Self.json(["userId": identity.userId, "sessionId": identity.sessionId ?? ""])
+            Self.response(backend.currentUser(try context.requireIdentity()))
         }
         guarded.post("/users/me") { _, context in
-            let auth = try Self.auth(context)
-            let created = await backend.store.upsertUser(auth.userID)
-            return Self.json(
-                ["clerkId": auth.userID, "created": created ? "true" : "false"], status: created ? .created : .ok)
+            Self.response(await backend.syncUser(try context.requireIdentity()))
         }
         guarded.delete("/users/me") { _, context in
-            let auth = try Self.auth(context)
-            guard await backend.store.deleteUser(auth.userID) else {
-                return Self.json(["error": "User not found"], status: .notFound)
-            }
-            await backend.onAccountDeleted(auth.userID)
-            backend.countDeletion()
-            return Self.json(Deleted(success: true, message: "Account and all data deleted"))
+            Self.response(await backend.deleteAccount(try context.requireIdentity()))
         }
         guarded.get("/food-logs") { _, context in
-            let auth = try Self.auth(context)
-            let entries = await backend.store.foodLogs(auth.userID)
-            return Self.json(["userId": auth.userID, "entries": "\(entries.count)"])
+            Self.response(await backend.foodLogs(try context.requireIdentity()))
         }
         guarded.post("/food-logs") { request, context in
-            let auth = try Self.auth(context)
-            let body = try await request.body.collect(upTo: 16 * 1024)
-            let count = await backend.store.addFoodLog(
-                auth.userID, String(decoding: body.readableBytesView, as: UTF8.self))
-            return Self.json(["userId": auth.userID, "entries": "\(count)"], status: .created)
+            let identity = try context.requireIdentity()
+            let body = try await request.body.collect(upTo: DietBackend.maximumFoodLogBytes)
+            return Self.response(
+                await backend.addFoodLog(identity, entry: String(decoding: body.readableBytesView, as: UTF8.self)))
         }
         return router
     }
 
-    static func auth(_ context: DietRequestContext) throws -> (userID: String, sessionID: String?) {
-        let identity = try context.requireIdentity()
-        return (identity.userId, identity.sessionId)
+    static func response(_ answer: DietAnswer) -> Response {
+        Response(
+            status: HTTPResponse.Status(code: answer.status), headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
+}
 
-    /// The seed's deletion answer, `{"success": true, "message": ...}`: `success` is a JSON boolean.
-    struct Deleted: Encodable {
-        let success: Bool
-        let message: String
-    }
-
-    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
-        return Response(
-            status: status, headers: [.contentType: "application/json"],
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+extension DietBackend {
+    /// The backend on Hummingbird 2, in a `ServiceGroup`.
+    func startHummingbird() async throws -> Running {
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = Application(
+            router: DietRoutes(backend: self).makeRouter(),
+            configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: configuration.port)),
+            onServerRunning: { channel in
+                continuation.yield(channel.localAddress?.port ?? 0)
+                continuation.finish()
+            },
+            logger: logger
+        )
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [], logger: logger))
+        let task = Task {
+            defer { continuation.finish() }
+            try await group.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next(), port > 0, let baseURL = URL(string: "http://127.0.0.1:\(port)") else {
+            try await task.value
+            throw DietBackendError(description: "the backend did not start")
+        }
+        return Running(baseURL: baseURL, finished: task, stop: { await group.triggerGracefulShutdown() })
     }
 }
 

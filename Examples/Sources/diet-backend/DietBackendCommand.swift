@@ -5,14 +5,16 @@ import Logging
 import TokenVerification
 
 /// `diet-backend`: the diet-app backend of seed 000, verifying Clerk-style session JWTs with TokenKit's Hummingbird
-/// middleware, its keys found through the issuer's OpenID Connect discovery.
+/// middleware (or, with `--framework vapor`, its Vapor middleware), its keys found through the issuer's OpenID Connect
+/// discovery.
 @main
 struct DietBackendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diet-backend",
         abstract: "Diet-app backend: verifies Clerk-style session JWTs through the issuer's discovery and JWKS.",
         discussion: """
-            Serves GET/POST/DELETE /users/me and GET/POST /food-logs on 127.0.0.1. Every request needs \
+            Serves GET/POST/DELETE /users/me and GET/POST /food-logs on 127.0.0.1, on Hummingbird or (with \
+            --framework vapor) on Vapor, with the same answers. Every request needs \
             `Authorization: Bearer <session JWT>` signed by a key of the issuer (RS256 only unless --algorithm, \
             exact iss, azp among --authorized-party). The keys come from the jwks_uri of \
             <issuer>/.well-known/openid-configuration, or from --jwks-url. Start `demo-auth-server` first: its \
@@ -44,6 +46,11 @@ struct DietBackendCommand: AsyncParsableCommand {
     @Option(help: "The port to listen on (0: a free one).")
     var port = 8081
 
+    @Option(
+        help: ArgumentHelp(
+            "The server framework: hummingbird or vapor (the same routes and answers).", valueName: "name"))
+    var framework = DietBackend.Configuration.Framework.hummingbird.rawValue
+
     @Flag(help: "Log each request's verification at debug level.")
     var verbose = false
 
@@ -53,6 +60,9 @@ struct DietBackendCommand: AsyncParsableCommand {
         if let jwksURL, URL(string: jwksURL)?.host == nil { throw ValidationError("--jwks-url must be a URL") }
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         guard unknownKidCooldown >= 0 else { throw ValidationError("--unknown-kid-cooldown must not be negative") }
+        guard DietBackend.Configuration.Framework(rawValue: framework) != nil else {
+            throw ValidationError("--framework must be hummingbird or vapor")
+        }
         for name in algorithm where Self.algorithm(named: name) == nil {
             throw ValidationError("unknown --algorithm \(name)")
         }
@@ -73,12 +83,13 @@ struct DietBackendCommand: AsyncParsableCommand {
             configuration: .init(
                 issuer: issuer, jwksURL: jwksURL.flatMap(URL.init(string:)),
                 authorizedParties: authorizedParty.isEmpty ? nil : Set(authorizedParty),
-                algorithms: Set(algorithm.compactMap(Self.algorithm(named:))), keyCache: keyCache, port: port),
+                algorithms: Set(algorithm.compactMap(Self.algorithm(named:))), keyCache: keyCache, port: port,
+                framework: DietBackend.Configuration.Framework(rawValue: framework) ?? .hummingbird),
             logger: logger)
         let keys = jwksURL ?? "the jwks_uri of \(issuer)/.well-known/openid-configuration"
         try await backend.run { url in
             // Written unbuffered, so a script reading the URL sees it at once.
-            let banner = "diet-backend listening on \(url.absoluteString), keys from \(keys)\n"
+            let banner = "diet-backend (\(framework)) listening on \(url.absoluteString), keys from \(keys)\n"
             try? FileHandle.standardOutput.write(contentsOf: Data(banner.utf8))
         }
     }

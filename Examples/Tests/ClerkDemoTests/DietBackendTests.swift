@@ -11,8 +11,11 @@ import TokenKitLogCheck
 import TokenKitTesting
 import TokenVerification
 
-/// The diet backend against the demo issuer over HTTP, on a manual clock.
+/// The seed's backend contract, run against the diet backend on each framework (Hummingbird and Vapor) with the
+/// demo issuer over HTTP, on a manual clock: every test is one contract, and both frameworks must keep it.
 @Suite(.logLeakCheck()) struct DietBackendTests {
+    typealias Framework = DietBackend.Configuration.Framework
+
     struct Rig {
         let clock: ManualClock
         let server: DemoAuthServer
@@ -47,8 +50,8 @@ import TokenVerification
     /// a key source on the test's clock, or with `ownKeySource` the backend's default one (AsyncHTTPClient, its
     /// own clock).
     func withRig(
-        issuer issuerConfiguration: SessionIssuer.Configuration = .init(), algorithms: Set<JWSAlgorithm> = [.rs256],
-        ownKeySource: Bool = false, _ body: (Rig) async throws -> Void
+        framework: Framework, issuer issuerConfiguration: SessionIssuer.Configuration = .init(),
+        algorithms: Set<JWSAlgorithm> = [.rs256], ownKeySource: Bool = false, _ body: (Rig) async throws -> Void
     ) async throws {
         let clock = ManualClock()
         let logger = Logger(label: "diet-backend-tests")
@@ -58,7 +61,7 @@ import TokenVerification
         let backend = DietBackend(
             configuration: .init(
                 issuer: issuer.issuer, authorizedParties: [issuer.configuration.authorizedParty],
-                algorithms: algorithms),
+                algorithms: algorithms, framework: framework),
             keySource: ownKeySource
                 ? nil : RemoteJWKSSource(location: .openIDDiscovery(issuer: issuerURL), clock: clock, logger: logger),
             now: clock.wallClock, logger: logger, onAccountDeleted: { issuer.deleteUser($0) })
@@ -74,8 +77,8 @@ import TokenVerification
         await server.stop()
     }
 
-    @Test func usersMeAnswersTheVerifiedIdentity() async throws {
-        try await withRig { rig in
+    @Test(arguments: Framework.allCases) func usersMeAnswersTheVerifiedIdentity(framework: Framework) async throws {
+        try await withRig(framework: framework) { rig in
             let session = rig.start()
             let (response, body) = try await rig.send(.get, "users/me", bearer: try rig.mint(session))
             #expect(response.status == .ok)
@@ -83,8 +86,10 @@ import TokenVerification
         }
     }
 
-    @Test func keyRotationFailsNoRequestAndCostsAtMostOneFetch() async throws {
-        try await withRig { rig in
+    @Test(arguments: Framework.allCases) func keyRotationFailsNoRequestAndCostsAtMostOneFetch(
+        framework: Framework
+    ) async throws {
+        try await withRig(framework: framework) { rig in
             let session = rig.start()
             let beforeRotation = try rig.mint(session)
             #expect(try await rig.send(.get, "users/me", bearer: beforeRotation).0.status == .ok)
@@ -104,8 +109,10 @@ import TokenVerification
         }
     }
 
-    @Test func missingExpiredAndForeignTokensGet401WithTheSeedsBodies() async throws {
-        try await withRig { rig in
+    @Test(arguments: Framework.allCases) func missingExpiredAndForeignTokensGet401WithTheSeedsBodies(
+        framework: Framework
+    ) async throws {
+        try await withRig(framework: framework) { rig in
             let session = rig.start()
             let expired = try rig.mint(session)
             let foreignIssuer = SessionIssuer(
@@ -119,19 +126,28 @@ import TokenVerification
             let missing = try await rig.send(.get, "users/me", bearer: nil)
             #expect(missing.0.status == .unauthorized)
             #expect(missing.1 == #"{"error": "Missing authorization header"}"#)
+            #expect(missing.0.headerFields[.wwwAuthenticate] == "Bearer")
+            #expect(missing.0.headerFields[.contentType] == "application/json")
             for token in [expired, foreign, "not.a.jwt"] {
                 let (response, body) = try await rig.send(.get, "users/me", bearer: token)
                 #expect(response.status == .unauthorized)
                 #expect(body == #"{"error": "Invalid token"}"#)
                 #expect(response.headerFields[.wwwAuthenticate]?.contains(#"error="invalid_token""#) == true)
             }
-            #expect(rig.backend.stats.rejected["\(TokenVerificationError.expired)"] == 1)
+            let (expiredAnswer, _) = try await rig.send(.get, "users/me", bearer: expired)
+            #expect(
+                expiredAnswer.headerFields[.wwwAuthenticate]
+                    == #"Bearer error="invalid_token", error_description="The token has expired""#)
+            #expect(rig.backend.stats.rejected["\(TokenVerificationError.expired)"] == 2)
+            #expect(rig.backend.stats.rejected["\(TokenVerificationError.missingAuthorization)"] == 1)
             #expect(rig.backend.stats.authenticated == 0)
         }
     }
 
-    @Test func deletingTheAccountDeletesTheDataAndEndsTheIssuersSessions() async throws {
-        try await withRig { rig in
+    @Test(arguments: Framework.allCases) func deletingTheAccountDeletesTheDataAndEndsTheIssuersSessions(
+        framework: Framework
+    ) async throws {
+        try await withRig(framework: framework) { rig in
             let session = rig.start()
             let token = try rig.mint(session)
             #expect(try await rig.send(.post, "users/me", bearer: token).0.status == .created)
@@ -154,8 +170,11 @@ import TokenVerification
         }
     }
 
-    @Test func discoveryAndTheJWKSAreServedWithCacheControlAndTheBackendFindsTheKeysThroughThem() async throws {
-        try await withRig { rig in
+    @Test(arguments: Framework.allCases)
+    func discoveryAndTheJWKSAreServedWithCacheControlAndTheBackendFindsTheKeysThroughThem(
+        framework: Framework
+    ) async throws {
+        try await withRig(framework: framework) { rig in
             let base = try #require(rig.server.baseURL)
             for path in [".well-known/openid-configuration", "v1/jwks"] {
                 let request = HTTPRequest(method: .get, url: base.appendingPathComponent(path))
@@ -180,8 +199,10 @@ import TokenVerification
         }
     }
 
-    @Test func aRotationMidRunCostsOneRefetchAndOldKeyTokensVerifyUntilTheyExpire() async throws {
-        try await withRig(issuer: .init(publishesNextKey: false)) { rig in
+    @Test(arguments: Framework.allCases) func aRotationMidRunCostsOneRefetchAndOldKeyTokensVerifyUntilTheyExpire(
+        framework: Framework
+    ) async throws {
+        try await withRig(framework: framework, issuer: .init(publishesNextKey: false)) { rig in
             let session = rig.start()
             let oldToken = try rig.mint(session)
             #expect(try await rig.send(.get, "users/me", bearer: oldToken).0.status == .ok)
@@ -210,14 +231,15 @@ import TokenVerification
         }
     }
 
-    @Test func anES256IssuerVerifiesOnABackendThatAllowsES256AndIsRefusedByAnRS256OnlyOne() async throws {
-        try await withRig(issuer: .init(algorithm: .es256), algorithms: [.es256]) { rig in
+    @Test(arguments: Framework.allCases)
+    func anES256IssuerVerifiesOnABackendThatAllowsES256AndIsRefusedByAnRS256OnlyOne(framework: Framework) async throws {
+        try await withRig(framework: framework, issuer: .init(algorithm: .es256), algorithms: [.es256]) { rig in
             let session = rig.start()
             let (response, body) = try await rig.send(.get, "users/me", bearer: try rig.mint(session))
             #expect(response.status == .ok)
             #expect(body == #"{"sessionId":"\#(session.sessionID)","userId":"user_2diet"}"#)
         }
-        try await withRig(issuer: .init(algorithm: .es256)) { rig in
+        try await withRig(framework: framework, issuer: .init(algorithm: .es256)) { rig in
             let session = rig.start()
             let (response, body) = try await rig.send(.get, "users/me", bearer: try rig.mint(session))
             #expect(response.status == .unauthorized)
@@ -226,11 +248,13 @@ import TokenVerification
         }
     }
 
-    @Test func withoutAKeySourceTheBackendFindsTheJWKSThroughTheIssuersDiscovery() async throws {
+    @Test(arguments: Framework.allCases) func withoutAKeySourceTheBackendFindsTheJWKSThroughTheIssuersDiscovery(
+        framework: Framework
+    ) async throws {
         let jwks = URL(string: "http://127.0.0.1:1/v1/jwks")!
         let explicit = DietBackend.Configuration(issuer: "https://clerk.example.test", jwksURL: jwks)
         #expect(explicit.keyLocation == .jwks(jwks))
-        try await withRig(ownKeySource: true) { rig in
+        try await withRig(framework: framework, ownKeySource: true) { rig in
             let issuer = rig.server.sessionIssuer
             #expect(rig.backend.configuration.keyLocation == .openIDDiscovery(issuer: URL(string: issuer.issuer)!))
             let session = rig.start()
