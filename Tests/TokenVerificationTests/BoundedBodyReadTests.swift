@@ -68,12 +68,12 @@ import TokenKitTesting
         }
     }
 
-    @Test func aKeySetSourceOverTheDefaultFetchIsUnavailableWhenTheSetNeverEnds() async throws {
+    @Test func aKeySetSourceOverTheDefaultFetchSaysTheSetIsTooLargeWhenItNeverEnds() async throws {
         let server = try EndlessBodyServer()
         defer { server.stop() }
         let source = RemoteJWKSSource(
             jwksURL: URL(string: "http://127.0.0.1:\(server.port)/jwks.json")!, clock: ManualClock())
-        await #expect(throws: TokenVerificationError.keySetUnavailable) {
+        await #expect(throws: TokenVerificationError.keySetTooLarge) {
             _ = try await source.key(for: "k1", algorithm: .rs256)
         }
     }

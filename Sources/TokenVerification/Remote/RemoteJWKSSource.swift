@@ -547,8 +547,9 @@ final class Race<Value: Sendable>: Sendable {
 }
 
 extension Race {
-    /// Runs `operation` against a timer of `timeout`: its value, `failure` when it throws, or `.fetchTimedOut` when
-    /// the timer ends first. Both tasks are cancelled once one has answered.
+    /// Runs `operation` against a timer of `timeout`: its value, `failure` when it throws (but `.keySetTooLarge` as
+    /// it is, so a fetch that stopped at its bound says so), or `.fetchTimedOut` when the timer ends first. Both tasks
+    /// are cancelled once one has answered.
     static func first(
         timeout: Duration, sleep: @escaping @Sendable (Duration) async throws -> Void,
         failure: TokenVerificationError, _ operation: @escaping @Sendable () async throws -> Value
@@ -557,6 +558,8 @@ extension Race {
         let work = Task {
             do {
                 race.finish(.success(try await operation()))
+            } catch let error as TokenVerificationError where error == .keySetTooLarge {
+                race.finish(.failure(error))
             } catch {
                 race.finish(.failure(failure))
             }
