@@ -38,14 +38,14 @@ struct AudienceBundle: Codable, Sendable, Equatable {
         return try? JSONDecoder().decode(AudienceBundle.self, from: data)
     }
 
-    /// The stored record for `session` with this bundle: the shared refresh token, user and generation, and an
+    /// The stored record for `session` with this bundle: the shared refresh token, user and `generation`, and an
     /// expiry in the past.
-    func record(for session: StoredSession) throws(PersistenceError) -> StoredSession {
+    func record(for session: StoredSession, generation: UInt64) throws(PersistenceError) -> StoredSession {
         guard let data = try? JSONEncoder().encode(self) else { throw PersistenceError.writeFailed }
         let token = AuthToken(
             accessToken: Self.marker + data.base64EncodedString(), refreshToken: session.token.refreshToken,
             receivedAt: session.token.receivedAt, lifetime: 0)
-        return StoredSession(token: token, userID: session.userID, generation: session.generation)
+        return StoredSession(token: token, userID: session.userID, generation: generation)
     }
 }
 
@@ -55,6 +55,14 @@ final class AudienceHub: Sendable {
     let base: any TokenStore
     let lock = AudienceLock()
     private let clients = LockedValue<[String: WeakClient]>([:])
+    /// A record whose write failed, by account: the newest state of the session (a rotated refresh token that only
+    /// memory holds), written before anything else is read or written (see ``AudienceTokenStore``).
+    let pending = LockedValue<[String: Pending]>([:])
+
+    struct Pending: Sendable {
+        let record: StoredSession
+        let condition: WriteCondition
+    }
 
     struct WeakClient: @unchecked Sendable {
         weak var client: TokenRefreshClient?
@@ -138,6 +146,12 @@ struct AudienceTokenStore: TokenStore {
             defer { memory.conflicted = false }
             return memory.conflicted
         }
+        do {
+            try await flushPending(account)
+        } catch {
+            // The newest refresh token is in memory only: the one stored may be consumed, so nothing is presented.
+            return .unavailable(error)
+        }
         let read = await hub.base.load(account: account)
         guard case .found(let stored) = read else { return read }
         let bundle = AudienceBundle.decode(stored)
@@ -156,6 +170,7 @@ struct AudienceTokenStore: TokenStore {
     }
 
     func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
+        try await flushPending(account)
         let read = await hub.base.load(account: account)
         var current: StoredSession?
         switch read {
@@ -163,6 +178,7 @@ struct AudienceTokenStore: TokenStore {
         case .absent: current = nil
         case .unavailable(let error): throw error
         }
+        if let current, isStored(session, in: current) { return }  // a retried write that another one landed
         guard condition.allows(current: current?.generation) else {
             memory.withLock { $0.conflicted = true }
             throw .conflict
@@ -179,18 +195,28 @@ struct AudienceTokenStore: TokenStore {
             return otherSubject == subject
         }
         next.tokens[key] = session.token.replacingRefreshToken(nil)
-        let record = try next.record(for: session)
+        // A new session's generation is above every stored one, so every other audience's client (and process) sees
+        // it as newer than what it holds, whatever this client knew.
+        let generation = startsSession ? max(session.generation, (current?.generation ?? 0) &+ 1) : session.generation
+        let record = try next.record(for: session, generation: generation)
         do {
             try await hub.base.save(record, account: account, condition: condition)
         } catch .conflict {
             memory.withLock { $0.conflicted = true }
             throw .conflict
+        } catch {
+            // Rule 4 across the audiences: the rotated refresh token must not be lost to another audience's refresh,
+            // which would present the consumed one still stored. Every view writes this first.
+            hub.pending.withLock { $0[account] = AudienceHub.Pending(record: record, condition: condition) }
+            throw error
         }
         memory.withLock { $0.family = next.family }
         if startsSession { await startSiblings() }
     }
 
     func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        // The session ends: a write still pending for it must never land after this.
+        hub.pending.withLock { $0[account] = nil }
         let read = await hub.base.load(account: account)
         guard case .found(let stored) = read else {
             if case .unavailable(let error) = read { throw error }
@@ -205,7 +231,7 @@ struct AudienceTokenStore: TokenStore {
         } else {
             throw .conflict
         }
-        endSiblings()
+        await endSiblings()
     }
 
     func withExclusiveAccess<T: Sendable>(
@@ -216,6 +242,28 @@ struct AudienceTokenStore: TokenStore {
         }
     }
 
+    /// Writes the record whose write failed before, if there is one. One that lost to a newer session is dropped.
+    ///
+    /// - Throws: The store's error when the write fails again (the record stays pending).
+    private func flushPending(_ account: String) async throws(PersistenceError) {
+        guard let pending = hub.pending.withLock({ $0[account] }) else { return }
+        do {
+            try await hub.base.save(pending.record, account: account, condition: pending.condition)
+        } catch .conflict {
+            // A newer session was stored meanwhile: it wins.
+        }
+        hub.pending.withLock { pendings in
+            if pendings[account]?.record == pending.record { pendings[account] = nil }
+        }
+    }
+
+    /// Whether `current`, the stored record, is `session` written already (a write that was retried).
+    private func isStored(_ session: StoredSession, in current: StoredSession) -> Bool {
+        current.generation == session.generation && current.userID == session.userID
+            && current.token.refreshToken == session.token.refreshToken
+            && AudienceBundle.decode(current)?.tokens[key]?.accessToken == session.token.accessToken
+    }
+
     /// Whether `session` is another user's than `stored` (both user IDs known and different).
     private static func otherUser(_ stored: StoredSession?, _ session: StoredSession) -> Bool {
         guard let before = stored?.userID, let after = session.userID else { return false }
@@ -224,12 +272,8 @@ struct AudienceTokenStore: TokenStore {
 
     /// The session was removed: the other audiences' clients end theirs too, so none hands out a token of a session
     /// that was signed out. They find the store empty, so this runs once.
-    private func endSiblings() {
-        let siblings = hub.siblings(of: key)
-        guard !siblings.isEmpty else { return }
-        Task {
-            for sibling in siblings { await sibling.endAudienceSession() }
-        }
+    private func endSiblings() async {
+        for sibling in hub.siblings(of: key) { await sibling.endAudienceSession() }
     }
 
     /// A new session was stored: the other audiences' clients that read "signed out" take it up.

@@ -1,0 +1,310 @@
+import AuthToken
+import Foundation
+import HTTPTypes
+import NetworkRetry
+import Persistence
+import Testing
+import TokenKitLogCheck
+import TokenKitTesting
+import TokenRefresh
+
+// What an attacker (or an unlucky app) tried against one session that serves several APIs, each with its own access
+// token (RFC 8707 resource indicators, multi-resource refresh tokens): getting one API's token sent to another,
+// making a 401 of one API refresh or answer for another, and losing or replaying the shared rotating refresh token
+// while the APIs' clients take turns with it. The server mints access tokens whose `aud` is the resource asked for,
+// rotates the refresh token at every refresh, and revokes the whole session when a rotated one comes back.
+
+@Suite(.logLeakCheck()) struct AudienceAttacks {
+    static let billing = "https://billing.example.com"
+    static let profile = "https://profile.example.com"
+    static let account = "alice-session"
+
+    @Test func aCallerForTheBillingAPINeverGetsTheProfileAPIsToken() async throws {
+        let rig = try await AudienceRig.make()
+        // The billing API holds a fresh token (from the sign-in); the profile API has none yet. 100 callers of each
+        // ask at once.
+        let results = try await withThrowingTaskGroup(of: (String, AuthToken).self) { group in
+            for index in 0..<200 {
+                let key = index.isMultiple(of: 2) ? "billing" : "profile"
+                let client = rig.clients[key]!
+                group.addTask { (key, try await client.validToken()) }
+            }
+            return try await group.reduce(into: [(String, AuthToken)]()) { $0.append($1) }
+        }
+        for (key, token) in results {
+            let expected = key == "billing" ? Self.billing : Self.profile
+            #expect(Self.audience(of: token) == [expected], "a \(key) caller got another API's token")
+        }
+        #expect(await rig.server.refreshes == [Self.profile: 1])
+        #expect(await rig.server.reuseDetections == 0)
+    }
+
+    @Test func aRejectionOfTheProfileTokenNeverRefreshesOrAnswersWithTheBillingToken() async throws {
+        let rig = try await AudienceRig.make()
+        let billingToken = try await rig.billing.validToken()
+        let profileToken = try await rig.profile.validToken()
+        // The profile API answers 401 to its token: the retry gets a new profile token, refreshed for the profile API.
+        let retried = try await rig.profile.refreshToken(afterRejectionOf: profileToken.accessToken)
+        #expect(Self.audience(of: retried) == [Self.profile])
+        #expect(retried.accessToken != billingToken.accessToken)
+        #expect(await rig.server.refreshes == [Self.profile: 2])
+        // The billing client is not touched by the profile API's 401: it keeps answering with its own token.
+        #expect(try await rig.billing.validToken().accessToken == billingToken.accessToken)
+        // A 401 for the billing token reported to the profile client (a request sent to the wrong API) is not the
+        // profile client's to retry: no refresh, and no token of either API as the answer.
+        await #expect(throws: TokenRefreshError.sessionChanged) {
+            try await rig.profile.refreshToken(afterRejectionOf: billingToken.accessToken)
+        }
+        #expect(await rig.server.refreshes == [Self.profile: 2])
+        #expect(await rig.server.reuseDetections == 0)
+    }
+
+    @Test func anotherUsersSignInNeverLeavesTheFirstUsersTokenWithAnyAPI() async throws {
+        let rig = try await AudienceRig.make()
+        let alicesProfileToken = try await rig.profile.validToken()
+        #expect(alicesProfileToken.claims?.subject == "alice")
+        // Bob signs in through the billing client. The profile client held Alice's still-fresh profile token.
+        let bobsPair = await rig.server.signIn(userID: "bob", resource: Self.billing)
+        try await rig.billing.signIn(with: bobsPair, userID: "bob")
+        let profileToken = try await rig.profile.validToken()
+        #expect(profileToken.claims?.subject == "bob")
+        #expect(Self.audience(of: profileToken) == [Self.profile])
+        await #expect(throws: TokenRefreshError.sessionChanged) {
+            try await rig.profile.refreshToken(afterRejectionOf: alicesProfileToken.accessToken)
+        }
+    }
+
+    @Test func aSignOutWithOneAPIsClientStopsEveryAPIsTokenAtOnce() async throws {
+        let rig = try await AudienceRig.make()
+        _ = try await rig.profile.validToken()
+        try await rig.billing.signOut()
+        // The profile token is still fresh, but its session was signed out.
+        await #expect(throws: TokenRefreshError.signedOut) { try await rig.profile.validToken() }
+        #expect(rig.profile.currentToken == nil)
+        #expect(await rig.stored() == nil)
+    }
+
+    @Test func aRotationTheStoreCouldNotKeepIsNeverLostToAnotherAPIsRefresh() async throws {
+        let rig = try await AudienceRig.make()
+        rig.clock.advance(by: .seconds(7200))
+        // The billing refresh rotates the refresh token, and the store fails to keep the new one.
+        await rig.store.failNextSaves(1)
+        let billingToken = try await rig.billing.validToken()
+        #expect(Self.audience(of: billingToken) == [Self.billing])
+        // The profile client refreshes next: it must present the rotated refresh token, which only the billing
+        // client's memory holds, or nothing at all; never the consumed one still in the store.
+        await rig.store.failNextSaves(1)
+        _ = try? await rig.profile.validToken()
+        #expect(await rig.server.reuseDetections == 0)
+        // Once the store works again, the profile API gets its token and the session survives.
+        let profileToken = try await rig.profile.validToken()
+        #expect(Self.audience(of: profileToken) == [Self.profile])
+        #expect(await rig.server.reuseDetections == 0)
+        #expect(await rig.server.isCurrent(rig.stored()?.token.refreshToken))
+    }
+
+    @Test func aSignInElsewhereDuringAProfileRefreshNeverAnswersWithoutAProfileToken() async throws {
+        let rig = try await AudienceRig.make()
+        rig.clock.advance(by: .seconds(7200))
+        // Another process with its own clients over the same store.
+        let elsewhere = rig.moreClients()
+        // The profile refresh is on the wire when the other process signs a new session in.
+        await rig.server.holdNextRequest()
+        let caller = Task { try await rig.profile.validToken() }
+        await rig.server.waitUntilHeld()
+        let pair = await rig.server.signIn(userID: "alice", resource: Self.billing)
+        try await elsewhere["billing"]!.signIn(with: pair, userID: "alice")
+        await rig.server.release()
+        // The profile answer lost to the newer session; the caller is never handed what the store now has for the
+        // profile API (nothing): it fails, or gets a real profile token.
+        if let token = try? await caller.value {
+            #expect(Self.audience(of: token) == [Self.profile])
+            #expect(!token.accessToken.isEmpty)
+        }
+        let token = try await rig.profile.validToken()
+        #expect(Self.audience(of: token) == [Self.profile])
+        #expect(!token.isExpired(at: rig.clock.date))
+    }
+
+    static func audience(of token: AuthToken) -> [String] { token.claims?.audience ?? [] }
+}
+
+/// Two API clients over one session, a server and a store that can fail.
+private struct AudienceRig {
+    let clock: ManualClock
+    let server: AudienceAttackServer
+    let store: FailingStore
+    let endpoint: TokenEndpoint
+    let clients: [String: TokenRefreshClient]
+    var billing: TokenRefreshClient { clients["billing"]! }
+    var profile: TokenRefreshClient { clients["profile"]! }
+
+    static func make() async throws -> AudienceRig {
+        let clock = ManualClock()
+        let server = AudienceAttackServer(now: clock.wallClock)
+        let store = FailingStore()
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
+            transport: server, now: clock.wallClock)
+        let rig = AudienceRig(
+            clock: clock, server: server, store: store, endpoint: endpoint,
+            clients: makeClients(store: store, endpoint: endpoint, clock: clock))
+        let pair = await server.signIn(userID: "alice", resource: AudienceAttacks.billing)
+        try await rig.billing.signIn(with: pair, userID: "alice")
+        return rig
+    }
+
+    static func makeClients(
+        store: any TokenStore, endpoint: TokenEndpoint, clock: ManualClock
+    ) -> [String: TokenRefreshClient] {
+        TokenRefreshClient.sharingSession(
+            audiences: [
+                "billing": OAuthRefreshStrategy(endpoint: endpoint, resource: URL(string: AudienceAttacks.billing)!),
+                "profile": OAuthRefreshStrategy(endpoint: endpoint, resource: URL(string: AudienceAttacks.profile)!),
+            ], store: store,
+            configuration: .init(account: AudienceAttacks.account, backoff: .init(retries: 0)), clock: clock,
+            now: clock.wallClock, random: { 0.5 })
+    }
+
+    /// Clients of another process sharing the store.
+    func moreClients() -> [String: TokenRefreshClient] {
+        Self.makeClients(store: store, endpoint: endpoint, clock: clock)
+    }
+
+    func stored() async -> StoredSession? {
+        if case .found(let session) = await store.load(account: AudienceAttacks.account) { return session }
+        return nil
+    }
+}
+
+/// An in-memory store whose next saves can be made to fail, as a full disk or a locked Keychain would.
+private actor FailingStore: TokenStore {
+    let base = InMemoryTokenStore()
+    private var failures = 0
+
+    func failNextSaves(_ count: Int) { failures = count }
+
+    func load(account: String) async -> TokenStoreRead { await base.load(account: account) }
+
+    func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
+        if failures > 0 {
+            failures -= 1
+            throw .writeFailed
+        }
+        try await base.save(session, account: account, condition: condition)
+    }
+
+    func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        try await base.remove(account: account, condition: condition)
+    }
+}
+
+/// A token server with resource indicators and rotating refresh tokens with reuse detection; access tokens carry the
+/// requested resource as `aud`. Its next request can be held on the wire.
+private actor AudienceAttackServer: HTTPTransport {
+    private let now: @Sendable () -> Date
+    private var current: String?
+    private var rotated: Set<String> = []
+    private var revoked = false
+    private var serial = 0
+    private var holdsNext = false
+    private var held: CheckedContinuation<Void, Never>?
+    private var heldWatcher: CheckedContinuation<Void, Never>?
+    private(set) var refreshes: [String: Int] = [:]
+    private(set) var reuseDetections = 0
+
+    init(now: @escaping @Sendable () -> Date) { self.now = now }
+
+    func signIn(userID: String, resource: String) -> AuthToken {
+        let refresh = newRefreshToken()
+        current = refresh
+        revoked = false
+        return AuthToken(
+            accessToken: accessToken(userID: userID, audience: resource), refreshToken: refresh, receivedAt: now(),
+            lifetime: 3600)
+    }
+
+    func isCurrent(_ refreshToken: String?) -> Bool { refreshToken != nil && refreshToken == current && !revoked }
+
+    func holdNextRequest() { holdsNext = true }
+
+    func waitUntilHeld() async {
+        if held != nil { return }
+        await withCheckedContinuation { heldWatcher = $0 }
+    }
+
+    func release() {
+        held?.resume()
+        held = nil
+    }
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        let body = body ?? Data()
+        TestSecrets.shared.registerCredentials(inRequestBody: body, origin: "AudienceAttackServer request")
+        var form: [String: String] = [:]
+        for pair in String(decoding: body, as: UTF8.self).split(separator: "&") {
+            let parts = pair.replacingOccurrences(of: "+", with: " ").split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let name = parts[0].removingPercentEncoding else { continue }
+            form[name] = parts[1].removingPercentEncoding
+        }
+        if holdsNext {
+            holdsNext = false
+            await withCheckedContinuation { continuation in
+                held = continuation
+                heldWatcher?.resume()
+                heldWatcher = nil
+            }
+        }
+        guard form["grant_type"] == "refresh_token", let presented = form["refresh_token"] else {
+            return answer(400, ["error": "unsupported_grant_type"])
+        }
+        if rotated.contains(presented) {
+            reuseDetections += 1
+            revoked = true
+        }
+        guard !revoked, presented == current else { return answer(400, ["error": "invalid_grant"]) }
+        rotated.insert(presented)
+        let next = newRefreshToken()
+        current = next
+        let resource = form["resource"] ?? ""
+        refreshes[resource, default: 0] += 1
+        let user = userOfCurrentSession
+        return answer(
+            200,
+            [
+                "access_token": accessToken(userID: user, audience: resource), "token_type": "Bearer",
+                "expires_in": 3600, "refresh_token": next,
+            ])
+    }
+
+    private var userOfCurrentSession = "alice"
+
+    private func answer(_ status: Int, _ fields: [String: Any]) -> (HTTPResponse, Data) {
+        let data = (try? JSONSerialization.data(withJSONObject: fields)) ?? Data()
+        TestSecrets.shared.registerTokens(inResponseBody: data, origin: "AudienceAttackServer response")
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return (HTTPResponse(status: .init(code: status), headerFields: headers), data)
+    }
+
+    private func newRefreshToken() -> String {
+        serial += 1
+        return "rt-\(serial)-\(UUID().uuidString)"
+    }
+
+    private func accessToken(userID: String, audience: String) -> String {
+        serial += 1
+        userOfCurrentSession = userID
+        let issuedAt = Int(now().timeIntervalSince1970)
+        let claims: [String: Any] = ["sub": userID, "aud": audience, "iat": issuedAt, "exp": issuedAt + 3600]
+        let payload = (try? JSONSerialization.data(withJSONObject: claims, options: .sortedKeys)) ?? Data()
+        let token = [Data(#"{"alg":"HS256","typ":"JWT"}"#.utf8), payload, Data("sig-\(serial)".utf8)]
+            .map {
+                $0.base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                    .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            }
+            .joined(separator: ".")
+        TestSecrets.shared.register(AuthToken(accessToken: token, receivedAt: now()), origin: "AudienceAttackServer")
+        return token
+    }
+}
