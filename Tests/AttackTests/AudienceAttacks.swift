@@ -199,13 +199,19 @@ private actor FailingStore: TokenStore {
     }
 }
 
-/// A token server with resource indicators and rotating refresh tokens with reuse detection; access tokens carry the
-/// requested resource as `aud`. Its next request can be held on the wire.
+/// A token server with resource indicators and rotating refresh tokens with reuse detection, one family per sign-in;
+/// access tokens carry the requested resource as `aud`. Its next request can be held on the wire.
 private actor AudienceAttackServer: HTTPTransport {
+    private struct Family {
+        let userID: String
+        var current: String
+        var revoked = false
+    }
+
     private let now: @Sendable () -> Date
-    private var current: String?
-    private var rotated: Set<String> = []
-    private var revoked = false
+    private var families: [Family] = []
+    /// The family of every refresh token issued, current or rotated.
+    private var familyOf: [String: Int] = [:]
     private var serial = 0
     private var holdsNext = false
     private var held: CheckedContinuation<Void, Never>?
@@ -217,14 +223,18 @@ private actor AudienceAttackServer: HTTPTransport {
 
     func signIn(userID: String, resource: String) -> AuthToken {
         let refresh = newRefreshToken()
-        current = refresh
-        revoked = false
+        familyOf[refresh] = families.count
+        families.append(Family(userID: userID, current: refresh))
         return AuthToken(
             accessToken: accessToken(userID: userID, audience: resource), refreshToken: refresh, receivedAt: now(),
             lifetime: 3600)
     }
 
-    func isCurrent(_ refreshToken: String?) -> Bool { refreshToken != nil && refreshToken == current && !revoked }
+    /// Whether `refreshToken` is the live refresh token of the newest session.
+    func isCurrent(_ refreshToken: String?) -> Bool {
+        guard let newest = families.last else { return false }
+        return refreshToken != nil && refreshToken == newest.current && !newest.revoked
+    }
 
     func holdNextRequest() { holdsNext = true }
 
@@ -258,17 +268,18 @@ private actor AudienceAttackServer: HTTPTransport {
         guard form["grant_type"] == "refresh_token", let presented = form["refresh_token"] else {
             return answer(400, ["error": "unsupported_grant_type"])
         }
-        if rotated.contains(presented) {
+        guard let index = familyOf[presented] else { return answer(400, ["error": "invalid_grant"]) }
+        if presented != families[index].current {
             reuseDetections += 1
-            revoked = true
+            families[index].revoked = true
         }
-        guard !revoked, presented == current else { return answer(400, ["error": "invalid_grant"]) }
-        rotated.insert(presented)
+        guard !families[index].revoked else { return answer(400, ["error": "invalid_grant"]) }
         let next = newRefreshToken()
-        current = next
+        familyOf[next] = index
+        families[index].current = next
         let resource = form["resource"] ?? ""
         refreshes[resource, default: 0] += 1
-        let user = userOfCurrentSession
+        let user = families[index].userID
         return answer(
             200,
             [
@@ -276,8 +287,6 @@ private actor AudienceAttackServer: HTTPTransport {
                 "expires_in": 3600, "refresh_token": next,
             ])
     }
-
-    private var userOfCurrentSession = "alice"
 
     private func answer(_ status: Int, _ fields: [String: Any]) -> (HTTPResponse, Data) {
         let data = (try? JSONSerialization.data(withJSONObject: fields)) ?? Data()
@@ -294,7 +303,6 @@ private actor AudienceAttackServer: HTTPTransport {
 
     private func accessToken(userID: String, audience: String) -> String {
         serial += 1
-        userOfCurrentSession = userID
         let issuedAt = Int(now().timeIntervalSince1970)
         let claims: [String: Any] = ["sub": userID, "aud": audience, "iat": issuedAt, "exp": issuedAt + 3600]
         let payload = (try? JSONSerialization.data(withJSONObject: claims, options: .sortedKeys)) ?? Data()
