@@ -126,6 +126,65 @@ import TokenRefresh
         #expect(!token.isExpired(at: rig.clock.date))
     }
 
+    @Test func aSignInInAnotherProcessIsNeverOverwrittenByAnAPIClientStillHoldingTheOldSession() async throws {
+        let rig = try await AudienceRig.make()
+        let app = rig.moreClients()  // another process, which reads the session now
+        _ = await app["billing"]!.restoreSession()
+        _ = try await rig.profile.validToken()  // Alice's session, rotated by this process: the app never sees it
+        let bobsPair = await rig.server.signIn(userID: "bob", resource: Self.billing)
+        try await app["billing"]!.signIn(with: bobsPair, userID: "bob")
+        rig.clock.advance(by: .seconds(7200))
+        _ = try? await rig.profile.validToken()
+        let stored = try #require(await rig.stored())
+        #expect(stored.userID == "bob")
+        let token = try await app["profile"]!.validToken()
+        #expect(token.claims?.subject == "bob")
+        #expect(Self.audience(of: token) == [Self.profile])
+        #expect(await rig.server.reuseDetections == 0)
+    }
+
+    /// The generation rule the audience clients rely on, between two processes sharing one store with one client each
+    /// (an app and its extension): Alice's session is refreshed in one process, then Bob signs in in the other, which
+    /// never saw that refresh. Bob's session must be stored above Alice's refreshed one, or the first process, still
+    /// holding Alice's session, takes Bob's stored session for its own (same generation), presents Alice's refresh
+    /// token, and writes Alice's pair over Bob's; Bob's process then adopts Alice's session. Single-API clients do not
+    /// pass this yet (the sign-in's generation comes from what the signing-in process knew); the audience clients do,
+    /// as their store places a new session above every stored generation.
+    @Test func aSignInInOneProcessIsNeverOverwrittenByAnotherProcessStillHoldingTheOldSession() async throws {
+        let clock = ManualClock()
+        let server = SimulatedTokenServer(now: clock.wallClock)
+        let store = InMemoryTokenStore()
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
+            transport: server, now: clock.wallClock)
+        let alices = await server.issueSession(userID: "alice", receivedAt: clock.date.addingTimeInterval(-7200))
+        try await store.save(
+            StoredSession(token: alices, userID: "alice", generation: 1), account: Self.account, condition: .always)
+        func process() -> TokenRefreshClient {
+            TokenRefreshClient(
+                strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
+                configuration: .init(account: Self.account), clock: clock, now: clock.wallClock, random: { 0.5 })
+        }
+        let extensionProcess = process()
+        let appProcess = process()
+        await extensionProcess.restoreSession()
+        await appProcess.restoreSession()
+        _ = try await extensionProcess.validToken()  // Alice's session, refreshed by the extension
+        let bobs = await server.issueSession(userID: "bob")
+        try await appProcess.signIn(with: bobs, userID: "bob")  // the app never saw that refresh
+        clock.advance(by: .seconds(7200))
+        _ = try? await extensionProcess.validToken()
+        await withKnownIssue("a sign-in's generation comes from what the signing-in process knew") {
+            guard case .found(let stored) = await store.load(account: Self.account) else {
+                Issue.record("no session stored")
+                return
+            }
+            #expect(stored.userID == "bob")
+            let token = try await appProcess.validToken()
+            #expect(token.claims?.subject == "bob")
+        }
+    }
+
     static func audience(of token: AuthToken) -> [String] { token.claims?.audience ?? [] }
 }
 
