@@ -51,6 +51,45 @@ import TokenRefresh
         token.claims?.audience ?? []
     }
 
+    /// The refresh grant names the API: `resource` (RFC 8707), or `audience` for servers that take that.
+    @Test func theRefreshGrantAsksForTheResourceOrAudienceAndScope() async throws {
+        let clock = ManualClock()
+        let server = AudienceServer(now: clock.wallClock)
+        let endpoint = TokenEndpoint(
+            url: tokenURL, client: OAuthClient(id: "app"), transport: server, now: clock.wallClock)
+        var pair = await server.signIn(resource: Self.billing)
+        let byResource = OAuthRefreshStrategy(
+            endpoint: endpoint, scope: "invoices:read", resource: URL(string: Self.billing)!)
+        let answer = try await byResource.refresh(using: pair.refreshToken)
+        pair = answer.token(receivedAt: clock.date)
+        #expect(pair.claims?.audience == [Self.billing])
+        let byAudience = OAuthRefreshStrategy(endpoint: endpoint, audience: Self.profile)
+        let second = try await byAudience.refresh(using: pair.refreshToken).token(receivedAt: clock.date)
+        #expect(second.claims?.audience == [Self.profile])
+        let requests = await server.requests
+        #expect(requests.first?["resource"] == Self.billing)
+        #expect(requests.first?["scope"] == "invoices:read")
+        #expect(requests.first?["audience"] == nil)
+        #expect(requests.last?["audience"] == Self.profile)
+        #expect(requests.last?["resource"] == nil)
+    }
+
+    /// A resource that is not an absolute URI, or has a fragment, is refused before anything is sent (RFC 8707
+    /// section 2).
+    @Test(arguments: ["billing", "https://billing.example.com/#part"])
+    func aResourceThatIsNotAnAbsoluteURIWithoutAFragmentIsRefused(resource: String) async throws {
+        let clock = ManualClock()
+        let server = AudienceServer(now: clock.wallClock)
+        let endpoint = TokenEndpoint(
+            url: tokenURL, client: OAuthClient(id: "app"), transport: server, now: clock.wallClock)
+        let pair = await server.signIn(resource: Self.billing)
+        let strategy = OAuthRefreshStrategy(endpoint: endpoint, resource: try #require(URL(string: resource)))
+        await #expect(throws: TokenRefreshError.invalidArgument) {
+            try await strategy.refresh(using: pair.refreshToken)
+        }
+        #expect(await server.presented.isEmpty)
+    }
+
     /// 100 callers for each of two APIs at one expiry.
     @Test func twoAPIsAtOneExpiryRefreshOnceEachAndStoreEveryRotationOnce() async throws {
         let setup = try await Setup.make()
