@@ -85,17 +85,32 @@ final class AudienceHub: Sendable {
 /// An in-process lock per account, FIFO, for the views' exclusive access (the store's own lock is taken inside it,
 /// for other processes). A body waiting for it is never cancelled out of the queue: the holder always finishes.
 actor AudienceLock {
+    /// The accounts whose lock the current task holds: a nested call for one of them runs at once.
+    @TaskLocal static var heldByTask: Set<String> = []
+
     private var held: Set<String> = []
     private var waiters: [String: [CheckedContinuation<Void, Never>]] = [:]
 
-    func run<T: Sendable>(account: String, _ body: @Sendable () async throws -> T) async throws -> T {
+    nonisolated func run<T: Sendable>(account: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        let heldByTask = Self.heldByTask
+        if heldByTask.contains(account) { return try await body() }
+        await acquire(account)
+        do {
+            let result = try await Self.$heldByTask.withValue(heldByTask.union([account])) { try await body() }
+            await release(account)
+            return result
+        } catch {
+            await release(account)
+            throw error
+        }
+    }
+
+    private func acquire(_ account: String) async {
         if held.contains(account) {
             await withCheckedContinuation { waiters[account, default: []].append($0) }
         } else {
             held.insert(account)
         }
-        defer { release(account) }
-        return try await body()
     }
 
     private func release(_ account: String) {
