@@ -39,6 +39,27 @@ import TokenRefresh
         #expect(await rig.server.reuseDetections == 0)
     }
 
+    @Test func aFreshTokenStoredBeforeTheAPIsWereSplitIsNeverHandedToEitherAPI() async throws {
+        let clock = ManualClock()
+        let server = AudienceAttackServer(now: clock.wallClock)
+        let store = FailingStore()
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
+            transport: server, now: clock.wallClock)
+        // The app kept one session with one still-fresh access token, for no API in particular.
+        let old = await server.signIn(userID: "alice", resource: "https://api.example.com")
+        try await store.save(
+            StoredSession(token: old, userID: "alice", generation: 7), account: Self.account, condition: .always)
+        let clients = AudienceRig.makeClients(store: store, endpoint: endpoint, clock: clock)
+        let billing = try await clients["billing"]!.validToken()
+        let profile = try await clients["profile"]!.validToken()
+        #expect(Self.audience(of: billing) == [Self.billing])
+        #expect(Self.audience(of: profile) == [Self.profile])
+        #expect(billing.accessToken != old.accessToken && profile.accessToken != old.accessToken)
+        #expect(await server.refreshes == [Self.billing: 1, Self.profile: 1])
+        #expect(await server.reuseDetections == 0)
+    }
+
     @Test func aRejectionOfTheProfileTokenNeverRefreshesOrAnswersWithTheBillingToken() async throws {
         let rig = try await AudienceRig.make()
         let billingToken = try await rig.billing.validToken()
