@@ -1,0 +1,398 @@
+import AuthToken
+import Foundation
+import HTTPTypes
+import NetworkRetry
+import Persistence
+import Testing
+import TokenKitLogCheck
+import TokenKitTesting
+import TokenRefresh
+
+// What an attacker (or an unlucky app) tried against one session that serves several APIs, each with its own access
+// token (RFC 8707 resource indicators, multi-resource refresh tokens): getting one API's token sent to another,
+// making a 401 of one API refresh or answer for another, and losing or replaying the shared rotating refresh token
+// while the APIs' clients take turns with it. The server mints access tokens whose `aud` is the resource asked for,
+// rotates the refresh token at every refresh, and revokes the whole session when a rotated one comes back.
+
+@Suite(.logLeakCheck()) struct AudienceAttacks {
+    static let billing = "https://billing.example.com"
+    static let profile = "https://profile.example.com"
+    static let account = "alice-session"
+
+    @Test func aCallerForTheBillingAPINeverGetsTheProfileAPIsToken() async throws {
+        let rig = try await AudienceRig.make()
+        // The billing API holds a fresh token (from the sign-in); the profile API has none yet. 100 callers of each
+        // ask at once.
+        let results = try await withThrowingTaskGroup(of: (String, AuthToken).self) { group in
+            for index in 0..<200 {
+                let key = index.isMultiple(of: 2) ? "billing" : "profile"
+                let client = rig.clients[key]!
+                group.addTask { (key, try await client.validToken()) }
+            }
+            return try await group.reduce(into: [(String, AuthToken)]()) { $0.append($1) }
+        }
+        for (key, token) in results {
+            let expected = key == "billing" ? Self.billing : Self.profile
+            #expect(Self.audience(of: token) == [expected], "a \(key) caller got another API's token")
+        }
+        #expect(await rig.server.refreshes == [Self.profile: 1])
+        #expect(await rig.server.reuseDetections == 0)
+    }
+
+    @Test func aFreshTokenStoredBeforeTheAPIsWereSplitIsNeverHandedToEitherAPI() async throws {
+        let clock = ManualClock()
+        let server = AudienceAttackServer(now: clock.wallClock)
+        let store = FailingStore()
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
+            transport: server, now: clock.wallClock)
+        // The app kept one session with one still-fresh access token, for no API in particular.
+        let old = await server.signIn(userID: "alice", resource: "https://api.example.com")
+        try await store.save(
+            StoredSession(token: old, userID: "alice", generation: 7), account: Self.account, condition: .always)
+        let clients = AudienceRig.makeClients(store: store, endpoint: endpoint, clock: clock)
+        let billing = try await clients["billing"]!.validToken()
+        let profile = try await clients["profile"]!.validToken()
+        #expect(Self.audience(of: billing) == [Self.billing])
+        #expect(Self.audience(of: profile) == [Self.profile])
+        #expect(billing.accessToken != old.accessToken && profile.accessToken != old.accessToken)
+        #expect(await server.refreshes == [Self.billing: 1, Self.profile: 1])
+        #expect(await server.reuseDetections == 0)
+    }
+
+    @Test func aRejectionOfTheProfileTokenNeverRefreshesOrAnswersWithTheBillingToken() async throws {
+        let rig = try await AudienceRig.make()
+        let billingToken = try await rig.billing.validToken()
+        let profileToken = try await rig.profile.validToken()
+        // The profile API answers 401 to its token: the retry gets a new profile token, refreshed for the profile API.
+        let retried = try await rig.profile.refreshToken(afterRejectionOf: profileToken.accessToken)
+        #expect(Self.audience(of: retried) == [Self.profile])
+        #expect(retried.accessToken != billingToken.accessToken)
+        #expect(await rig.server.refreshes == [Self.profile: 2])
+        // The billing client is not touched by the profile API's 401: it keeps answering with its own token.
+        #expect(try await rig.billing.validToken().accessToken == billingToken.accessToken)
+        // A 401 for the billing token reported to the profile client (a request sent to the wrong API) is not the
+        // profile client's to retry: no refresh, and no token of either API as the answer.
+        await #expect(throws: TokenRefreshError.sessionChanged) {
+            try await rig.profile.refreshToken(afterRejectionOf: billingToken.accessToken)
+        }
+        #expect(await rig.server.refreshes == [Self.profile: 2])
+        #expect(await rig.server.reuseDetections == 0)
+    }
+
+    @Test func anotherUsersSignInNeverLeavesTheFirstUsersTokenWithAnyAPI() async throws {
+        let rig = try await AudienceRig.make()
+        let alicesProfileToken = try await rig.profile.validToken()
+        #expect(alicesProfileToken.claims?.subject == "alice")
+        // Bob signs in through the billing client. The profile client held Alice's still-fresh profile token.
+        let bobsPair = await rig.server.signIn(userID: "bob", resource: Self.billing)
+        try await rig.billing.signIn(with: bobsPair, userID: "bob")
+        let profileToken = try await rig.profile.validToken()
+        #expect(profileToken.claims?.subject == "bob")
+        #expect(Self.audience(of: profileToken) == [Self.profile])
+        await #expect(throws: TokenRefreshError.sessionChanged) {
+            try await rig.profile.refreshToken(afterRejectionOf: alicesProfileToken.accessToken)
+        }
+    }
+
+    @Test func aSignOutWithOneAPIsClientStopsEveryAPIsTokenAtOnce() async throws {
+        let rig = try await AudienceRig.make()
+        _ = try await rig.profile.validToken()
+        try await rig.billing.signOut()
+        // The profile token is still fresh, but its session was signed out.
+        await #expect(throws: TokenRefreshError.signedOut) { try await rig.profile.validToken() }
+        #expect(rig.profile.currentToken == nil)
+        #expect(await rig.stored() == nil)
+    }
+
+    @Test func aRotationTheStoreCouldNotKeepIsNeverLostToAnotherAPIsRefresh() async throws {
+        let rig = try await AudienceRig.make()
+        rig.clock.advance(by: .seconds(7200))
+        // The billing refresh rotates the refresh token, and the store fails to keep the new one.
+        await rig.store.failNextSaves(1)
+        let billingToken = try await rig.billing.validToken()
+        #expect(Self.audience(of: billingToken) == [Self.billing])
+        // The profile client refreshes next: it must present the rotated refresh token, which only the billing
+        // client's memory holds, or nothing at all; never the consumed one still in the store.
+        await rig.store.failNextSaves(1)
+        _ = try? await rig.profile.validToken()
+        #expect(await rig.server.reuseDetections == 0)
+        // Once the store works again, the profile API gets its token and the session survives.
+        let profileToken = try await rig.profile.validToken()
+        #expect(Self.audience(of: profileToken) == [Self.profile])
+        #expect(await rig.server.reuseDetections == 0)
+        #expect(await rig.server.isCurrent(rig.stored()?.token.refreshToken))
+    }
+
+    @Test func aSignInElsewhereDuringAProfileRefreshNeverAnswersWithoutAProfileToken() async throws {
+        let rig = try await AudienceRig.make()
+        rig.clock.advance(by: .seconds(7200))
+        // Another process with its own clients over the same store.
+        let elsewhere = rig.moreClients()
+        // The profile refresh is on the wire when the other process signs a new session in.
+        await rig.server.holdNextRequest()
+        let caller = Task { try await rig.profile.validToken() }
+        await rig.server.waitUntilHeld()
+        let pair = await rig.server.signIn(userID: "alice", resource: Self.billing)
+        try await elsewhere["billing"]!.signIn(with: pair, userID: "alice")
+        await rig.server.release()
+        // The profile answer lost to the newer session; the caller is never handed what the store now has for the
+        // profile API (nothing): it fails, or gets a real profile token.
+        if let token = try? await caller.value {
+            #expect(Self.audience(of: token) == [Self.profile])
+            #expect(!token.accessToken.isEmpty)
+        }
+        let token = try await rig.profile.validToken()
+        #expect(Self.audience(of: token) == [Self.profile])
+        #expect(!token.isExpired(at: rig.clock.date))
+    }
+
+    @Test func aSignInInAnotherProcessIsNeverOverwrittenByAnAPIClientStillHoldingTheOldSession() async throws {
+        let rig = try await AudienceRig.make()
+        let app = rig.moreClients()  // another process, which reads the session now
+        _ = await app["billing"]!.restoreSession()
+        _ = try await rig.profile.validToken()  // Alice's session, rotated by this process: the app never sees it
+        let bobsPair = await rig.server.signIn(userID: "bob", resource: Self.billing)
+        try await app["billing"]!.signIn(with: bobsPair, userID: "bob")
+        rig.clock.advance(by: .seconds(7200))
+        _ = try? await rig.profile.validToken()
+        let stored = try #require(await rig.stored())
+        #expect(stored.userID == "bob")
+        let token = try await app["profile"]!.validToken()
+        #expect(token.claims?.subject == "bob")
+        #expect(Self.audience(of: token) == [Self.profile])
+        #expect(await rig.server.reuseDetections == 0)
+    }
+
+    /// The generation rule the audience clients rely on, between two processes sharing one store with one client each
+    /// (an app and its extension): Alice's session is refreshed in one process, then Bob signs in in the other, which
+    /// never saw that refresh. Bob's session must be stored above Alice's refreshed one, or the first process, still
+    /// holding Alice's session, takes Bob's stored session for its own (same generation), presents Alice's refresh
+    /// token, and writes Alice's pair over Bob's; Bob's process then adopts Alice's session. Single-API clients do not
+    /// pass this yet (the sign-in's generation comes from what the signing-in process knew); the audience clients do,
+    /// as their store places a new session above every stored generation.
+    @Test func aSignInInOneProcessIsNeverOverwrittenByAnotherProcessStillHoldingTheOldSession() async throws {
+        let clock = ManualClock()
+        let server = SimulatedTokenServer(now: clock.wallClock)
+        let store = InMemoryTokenStore()
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
+            transport: server, now: clock.wallClock)
+        let alices = await server.issueSession(userID: "alice", receivedAt: clock.date.addingTimeInterval(-7200))
+        try await store.save(
+            StoredSession(token: alices, userID: "alice", generation: 1), account: Self.account, condition: .always)
+        func process() -> TokenRefreshClient {
+            TokenRefreshClient(
+                strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
+                configuration: .init(account: Self.account), clock: clock, now: clock.wallClock, random: { 0.5 })
+        }
+        let extensionProcess = process()
+        let appProcess = process()
+        await extensionProcess.restoreSession()
+        await appProcess.restoreSession()
+        _ = try await extensionProcess.validToken()  // Alice's session, refreshed by the extension
+        let bobs = await server.issueSession(userID: "bob")
+        try await appProcess.signIn(with: bobs, userID: "bob")  // the app never saw that refresh
+        clock.advance(by: .seconds(7200))
+        _ = try? await extensionProcess.validToken()
+        await withKnownIssue("a sign-in's generation comes from what the signing-in process knew") {
+            guard case .found(let stored) = await store.load(account: Self.account) else {
+                Issue.record("no session stored")
+                return
+            }
+            #expect(stored.userID == "bob")
+            let token = try await appProcess.validToken()
+            #expect(token.claims?.subject == "bob")
+        }
+    }
+
+    static func audience(of token: AuthToken) -> [String] { token.claims?.audience ?? [] }
+}
+
+/// Two API clients over one session, a server and a store that can fail.
+private struct AudienceRig {
+    let clock: ManualClock
+    let server: AudienceAttackServer
+    let store: FailingStore
+    let endpoint: TokenEndpoint
+    let clients: [String: TokenRefreshClient]
+    var billing: TokenRefreshClient { clients["billing"]! }
+    var profile: TokenRefreshClient { clients["profile"]! }
+
+    static func make() async throws -> AudienceRig {
+        let clock = ManualClock()
+        let server = AudienceAttackServer(now: clock.wallClock)
+        let store = FailingStore()
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
+            transport: server, now: clock.wallClock)
+        let rig = AudienceRig(
+            clock: clock, server: server, store: store, endpoint: endpoint,
+            clients: makeClients(store: store, endpoint: endpoint, clock: clock))
+        let pair = await server.signIn(userID: "alice", resource: AudienceAttacks.billing)
+        try await rig.billing.signIn(with: pair, userID: "alice")
+        return rig
+    }
+
+    static func makeClients(
+        store: any TokenStore, endpoint: TokenEndpoint, clock: ManualClock
+    ) -> [String: TokenRefreshClient] {
+        TokenRefreshClient.sharingSession(
+            audiences: [
+                "billing": OAuthRefreshStrategy(endpoint: endpoint, resource: URL(string: AudienceAttacks.billing)!),
+                "profile": OAuthRefreshStrategy(endpoint: endpoint, resource: URL(string: AudienceAttacks.profile)!),
+            ], store: store,
+            configuration: .init(account: AudienceAttacks.account, backoff: .init(retries: 0)), clock: clock,
+            now: clock.wallClock, random: { 0.5 })
+    }
+
+    /// Clients of another process sharing the store.
+    func moreClients() -> [String: TokenRefreshClient] {
+        Self.makeClients(store: store, endpoint: endpoint, clock: clock)
+    }
+
+    func stored() async -> StoredSession? {
+        if case .found(let session) = await store.load(account: AudienceAttacks.account) { return session }
+        return nil
+    }
+}
+
+/// An in-memory store whose next saves can be made to fail, as a full disk or a locked Keychain would.
+private actor FailingStore: TokenStore {
+    let base = InMemoryTokenStore()
+    private var failures = 0
+
+    func failNextSaves(_ count: Int) { failures = count }
+
+    func load(account: String) async -> TokenStoreRead { await base.load(account: account) }
+
+    func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
+        if failures > 0 {
+            failures -= 1
+            throw .writeFailed
+        }
+        try await base.save(session, account: account, condition: condition)
+    }
+
+    func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        try await base.remove(account: account, condition: condition)
+    }
+}
+
+/// A token server with resource indicators and rotating refresh tokens with reuse detection, one family per sign-in;
+/// access tokens carry the requested resource as `aud`. Its next request can be held on the wire.
+private actor AudienceAttackServer: HTTPTransport {
+    private struct Family {
+        let userID: String
+        var current: String
+        var revoked = false
+    }
+
+    private let now: @Sendable () -> Date
+    private var families: [Family] = []
+    /// The family of every refresh token issued, current or rotated.
+    private var familyOf: [String: Int] = [:]
+    private var serial = 0
+    private var holdsNext = false
+    private var held: CheckedContinuation<Void, Never>?
+    private var heldWatcher: CheckedContinuation<Void, Never>?
+    private(set) var refreshes: [String: Int] = [:]
+    private(set) var reuseDetections = 0
+
+    init(now: @escaping @Sendable () -> Date) { self.now = now }
+
+    func signIn(userID: String, resource: String) -> AuthToken {
+        let refresh = newRefreshToken()
+        familyOf[refresh] = families.count
+        families.append(Family(userID: userID, current: refresh))
+        return AuthToken(
+            accessToken: accessToken(userID: userID, audience: resource), refreshToken: refresh, receivedAt: now(),
+            lifetime: 3600)
+    }
+
+    /// Whether `refreshToken` is the live refresh token of the newest session.
+    func isCurrent(_ refreshToken: String?) -> Bool {
+        guard let newest = families.last else { return false }
+        return refreshToken != nil && refreshToken == newest.current && !newest.revoked
+    }
+
+    func holdNextRequest() { holdsNext = true }
+
+    func waitUntilHeld() async {
+        if held != nil { return }
+        await withCheckedContinuation { heldWatcher = $0 }
+    }
+
+    func release() {
+        held?.resume()
+        held = nil
+    }
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        let body = body ?? Data()
+        TestSecrets.shared.registerCredentials(inRequestBody: body, origin: "AudienceAttackServer request")
+        var form: [String: String] = [:]
+        for pair in String(decoding: body, as: UTF8.self).split(separator: "&") {
+            let parts = pair.replacingOccurrences(of: "+", with: " ").split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let name = parts[0].removingPercentEncoding else { continue }
+            form[name] = parts[1].removingPercentEncoding
+        }
+        if holdsNext {
+            holdsNext = false
+            await withCheckedContinuation { continuation in
+                held = continuation
+                heldWatcher?.resume()
+                heldWatcher = nil
+            }
+        }
+        guard form["grant_type"] == "refresh_token", let presented = form["refresh_token"] else {
+            return answer(400, ["error": "unsupported_grant_type"])
+        }
+        guard let index = familyOf[presented] else { return answer(400, ["error": "invalid_grant"]) }
+        if presented != families[index].current {
+            reuseDetections += 1
+            families[index].revoked = true
+        }
+        guard !families[index].revoked else { return answer(400, ["error": "invalid_grant"]) }
+        let next = newRefreshToken()
+        familyOf[next] = index
+        families[index].current = next
+        let resource = form["resource"] ?? ""
+        refreshes[resource, default: 0] += 1
+        let user = families[index].userID
+        return answer(
+            200,
+            [
+                "access_token": accessToken(userID: user, audience: resource), "token_type": "Bearer",
+                "expires_in": 3600, "refresh_token": next,
+            ])
+    }
+
+    private func answer(_ status: Int, _ fields: [String: Any]) -> (HTTPResponse, Data) {
+        let data = (try? JSONSerialization.data(withJSONObject: fields)) ?? Data()
+        TestSecrets.shared.registerTokens(inResponseBody: data, origin: "AudienceAttackServer response")
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return (HTTPResponse(status: .init(code: status), headerFields: headers), data)
+    }
+
+    private func newRefreshToken() -> String {
+        serial += 1
+        return "rt-\(serial)-\(UUID().uuidString)"
+    }
+
+    private func accessToken(userID: String, audience: String) -> String {
+        serial += 1
+        let issuedAt = Int(now().timeIntervalSince1970)
+        let claims: [String: Any] = ["sub": userID, "aud": audience, "iat": issuedAt, "exp": issuedAt + 3600]
+        let payload = (try? JSONSerialization.data(withJSONObject: claims, options: .sortedKeys)) ?? Data()
+        let token = [Data(#"{"alg":"HS256","typ":"JWT"}"#.utf8), payload, Data("sig-\(serial)".utf8)]
+            .map {
+                $0.base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                    .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            }
+            .joined(separator: ".")
+        TestSecrets.shared.register(AuthToken(accessToken: token, receivedAt: now()), origin: "AudienceAttackServer")
+        return token
+    }
+}
