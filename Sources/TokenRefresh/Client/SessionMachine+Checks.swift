@@ -63,10 +63,10 @@ extension SessionMachine {
     }
 
     /// After a failed sign-in, the state says what is true: the session that was there before (`previous`, or signed
-    /// in when it read otherwise), or signed out when nothing usable is held (the store may be unreadable). Never
-    /// `loading`.
+    /// in when it read otherwise), `unavailable` when the store could not be read (the stored session may still be
+    /// there, as at a launch over an unreadable store), or signed out when nothing is stored. Never `loading`.
     func stateAfterFailedSignIn(previous: AuthState) -> AuthState {
-        guard let session else { return .signedOut }
+        guard let session else { return loaded ? .signedOut : .unavailable }
         switch previous {
         case .signedIn, .expired: return previous
         default: return .signedIn(userID: session.userID)
