@@ -25,6 +25,13 @@ extension SessionMachine {
         return session == nil ? .nothing : .validToken
     }
 
+    /// The check at launch (``TokenRefreshClient/restoreSession(validatingWithProvider:)``): none unless the app asked
+    /// for it (`validating`) and the store has been read, else as ``providerCheck(checksWithServer:)``.
+    func launchCheck(validating: Bool, checksWithServer: Bool) -> ProviderCheckAction {
+        guard validating, loaded else { return .nothing }
+        return providerCheck(checksWithServer: checksWithServer)
+    }
+
     /// What follows a check that failed.
     enum ProviderCheckFailureAction: Sendable, Equatable {
         /// The session is kept as it is (a rejection has ended it already).
@@ -47,6 +54,66 @@ extension SessionMachine {
         }
         setState(.expired(lastUserID: session.userID))
         return .keptExpired
+    }
+
+    /// The check `check` ended with `outcome` at wall time `now` (see ``providerCheckFailed(_:check:now:)``).
+    @discardableResult
+    mutating func providerCheckEnded(
+        _ outcome: Result<Void, any Error>, check: ProviderCheckAction, now: Date
+    ) -> ProviderCheckFailureAction {
+        guard case .failure(let error) = outcome else { return .kept }
+        return providerCheckFailed(error, check: check, now: now)
+    }
+
+    /// What the actor does once a sign-in's grant has answered.
+    enum SignInGrantAction: Sendable {
+        /// Start the session with this token, user ID and profile (``signingIn(_:userID:stateBefore:profile:)``).
+        case startSession(AuthToken, userID: String?, profile: AuthUser?)
+        /// Read the store if it never was, settle the state (``failedSignInSettled(previous:)``), then fail.
+        case settleThenFail(TokenRefreshError)
+        /// Fail; another sign-in or a sign-out came meanwhile and has set the state.
+        case fail(TokenRefreshError)
+    }
+
+    /// The grant of a sign-in started under `epoch` answered with `outcome`, received at wall time `receivedAt`.
+    /// The user ID is the app's (`userID`), else the response's, the token's subject, or the user the response
+    /// describes.
+    func grantAnswered(
+        _ outcome: Result<TokenResponse, any Error>, userID: String?, receivedAt: Date, epoch: UInt64
+    ) -> SignInGrantAction {
+        switch outcome {
+        case .success(let response):
+            let token = response.token(receivedAt: receivedAt)
+            let userID = userID ?? response.userID ?? token.claims?.subject ?? response.user?.id
+            return .startSession(token, userID: userID, profile: response.user)
+        case .failure(let error):
+            let failure = ErrorClassification.classify(error)
+            switch signInFailed(epoch: epoch) {
+            case .settle: return .settleThenFail(failure)
+            case .leave: return .fail(failure)
+            }
+        }
+    }
+
+    /// The user ID of a session started with `token`: the app's (`userID`), else the token's subject.
+    static func userID(_ userID: String?, token: AuthToken) -> String? { userID ?? token.claims?.subject }
+
+    /// A sign-in failed and the store has been read if it could be: the state says what is true
+    /// (``stateAfterFailedSignIn(previous:)``).
+    mutating func failedSignInSettled(previous: AuthState) {
+        setState(stateAfterFailedSignIn(previous: previous))
+    }
+
+    /// After a proactive refresh failed with `error`: the `current` token if it is still valid at `now` and the
+    /// failure transient (or the breaker, or a store that could not be read before the refresh), else the error.
+    static func stillValidToken(
+        after error: any Error, current: () -> AuthToken?, now: () -> Date, policy: ExpiryPolicy
+    ) -> Result<AuthToken, any Error> {
+        guard let failure = error as? TokenRefreshError,
+            failure.isTransient || failure == .rateLimited || failure == .storageUnavailable
+        else { return .failure(error) }
+        guard let token = current(), !token.isExpired(at: now(), policy: policy) else { return .failure(failure) }
+        return .success(token)
     }
 
     /// What the actor does after a sign-in's grant failed.
@@ -83,6 +150,9 @@ extension SessionMachine {
         /// Go ahead.
         case proceed
     }
+
+    /// A call that needs the stored session is starting: read the store if it never was.
+    func loadStarting() -> SessionChangeAction { loaded ? .proceed : .readStore }
 
     /// A sign-in or sign-out is starting.
     func sessionChangeStarting() -> SessionChangeAction { loaded ? .proceed : .readStore }

@@ -351,6 +351,18 @@ struct SessionMachine: Sendable {
         return epoch
     }
 
+    /// Records the refresh `flight` that `request` started; returns its epoch. A refresh that follows a rejection
+    /// follows a refused request; `pairedAccessToken` (the access token a caller held with a seed) counts only for a
+    /// refresh that starts a session from a seed.
+    mutating func beginFlight(
+        _ flight: RefreshFlight, for request: Request, seed: String?, forced: Bool, pairedAccessToken: String?
+    ) -> UInt64 {
+        let followsRefusal = if case .afterRejection = request { true } else { false }
+        return beginFlight(
+            flight, seed: seed, forced: forced, followsRefusal: followsRefusal,
+            pairedAccessToken: seed == nil ? nil : pairedAccessToken)
+    }
+
     /// The refresh `flight` has ended; returns whether it was still the current one (and is now cleared).
     mutating func endFlight(_ flight: RefreshFlight) -> Bool {
         guard self.flight?.flight === flight else { return false }
