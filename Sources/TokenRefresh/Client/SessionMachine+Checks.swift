@@ -65,6 +65,21 @@ extension SessionMachine {
         return providerCheckFailed(error, check: check, now: now)
     }
 
+    /// What the actor carries through a sign-in with a grant (``signInStarting()``).
+    struct SignInStartAction: Sendable, Equatable {
+        /// The state before, to settle on if the grant fails.
+        let previous: AuthState
+        /// The epoch the sign-in started under.
+        let epoch: UInt64
+    }
+
+    /// A sign-in with a grant starts: the state reads `loading` until it ends.
+    mutating func signInStarting() -> SignInStartAction {
+        let start = SignInStartAction(previous: state, epoch: epoch)
+        setState(.loading)
+        return start
+    }
+
     /// What the actor does once a sign-in's grant has answered.
     enum SignInGrantAction: Sendable {
         /// Start the session with this token, user ID and profile (``signingIn(_:userID:stateBefore:profile:)``).
@@ -162,6 +177,22 @@ extension SessionMachine {
     mutating func storeReadBeforeSessionChange(_ read: TokenStoreRead) {
         guard case .found(let stored) = read else { return }
         noteStoredBeforeLoad(stored)
+    }
+
+    /// What the actor carries through a sign-out (``signingOut()``).
+    struct SignOutAction: Sendable {
+        /// The session that ended, if one was held.
+        let ended: Session?
+        /// The flight to fail with ``TokenRefreshError/signedOut``.
+        let flight: RefreshFlight?
+        /// The epoch after the sign-out, under which its removal runs.
+        let epoch: UInt64
+    }
+
+    /// The app signs out: the one reset of an ended session (``endSession()``).
+    mutating func signingOut() -> SignOutAction {
+        let (ended, flight) = endSession()
+        return SignOutAction(ended: ended, flight: flight, epoch: epoch)
     }
 
     /// What a sign-out does with the store once older writes have landed.

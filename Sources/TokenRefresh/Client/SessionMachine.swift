@@ -650,6 +650,22 @@ struct SessionMachine: Sendable {
     /// Sets the state shown to the app.
     mutating func setState(_ newState: AuthState) { state = newState }
 
+    /// What the app's profile did (``profileSupplied(_:)``).
+    enum ProfileAction: Sendable, Equatable {
+        /// It was taken for the session's user.
+        case taken
+        /// There is no session, or it is another user's: nothing changed.
+        case refused
+
+        /// Whether it was taken, as ``TokenRefreshClient/setProfile(_:)`` answers.
+        var taken: Bool { self == .taken }
+    }
+
+    /// The app supplied `newProfile` (``TokenRefreshClient/setProfile(_:)``).
+    mutating func profileSupplied(_ newProfile: AuthUser) -> ProfileAction {
+        setProfile(newProfile) ? .taken : .refused
+    }
+
     /// Takes `newProfile` for the session's user; returns `false` (and keeps what it had) without a session or
     /// for another user.
     mutating func setProfile(_ newProfile: AuthUser) -> Bool {

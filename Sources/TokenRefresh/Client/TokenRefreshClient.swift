@@ -311,11 +311,10 @@ public actor TokenRefreshClient: TokenProvider {
     ///   state is the session that was there before, or `signedOut`; never `loading`.
     @discardableResult
     public func signIn(_ grant: SignInGrant, userID: String? = nil) async throws -> AuthToken {
-        let previous = state
-        let startEpoch = machine.epoch
-        machine.setState(.loading)
+        let start = machine.signInStarting()
+        let previous = start.previous
         let outcome = await Result<TokenResponse, any Error>.of { try await grant.run() }
-        let action = machine.grantAnswered(outcome, userID: userID, receivedAt: now(), epoch: startEpoch)
+        let action = machine.grantAnswered(outcome, userID: userID, receivedAt: now(), epoch: start.epoch)
         switch action {
         case .startSession(let token, let userID, let profile):
             return try await startSession(token, userID: userID, previousState: previous, profile: profile)
@@ -358,11 +357,11 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Throws: ``TokenRefreshError/storageUnavailable`` when the store could not be cleared (memory is).
     public func signOut(reason: AuthEvent.SignOutReason = .userAction) async throws {
         await noteStoredSessionIfUnread()
-        let (ended, flight) = machine.endSession()
-        let epoch = machine.epoch
+        let signOut = machine.signingOut()
+        let (ended, epoch) = (signOut.ended, signOut.epoch)
         flightTask?.cancel()
         flightTask = nil
-        flight?.finish(.failure(.signedOut))
+        signOut.flight?.finish(.failure(.signedOut))
         publish(.signedOut(reason: reason, userID: ended?.userID))
         logger.debug("signed out", metadata: ["reason": "\(reason)"])
         var outcome: Result<Void, TokenRefreshError> = .success(())
