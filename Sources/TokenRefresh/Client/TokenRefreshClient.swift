@@ -308,7 +308,8 @@ public actor TokenRefreshClient: TokenProvider {
     ///   keeps the server's code); ``TokenRefreshError/storageUnavailable`` when the new session could not be
     ///   stored (unless ``Configuration/allowsMemoryOnlySessions``); ``TokenRefreshError/signedOut`` when a sign-out
     ///   (or another sign-in) came before the new session was stored; other classified errors. After a failure the
-    ///   state is the session that was there before, or `signedOut`; never `loading`.
+    ///   state is the session that was there before, ``AuthState/unavailable`` when the store cannot be read (the
+    ///   stored session may still be there), or `signedOut`; never `loading`.
     @discardableResult
     public func signIn(_ grant: SignInGrant, userID: String? = nil) async throws -> AuthToken {
         let start = machine.signInStarting()
