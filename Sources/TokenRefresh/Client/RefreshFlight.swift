@@ -115,7 +115,9 @@ extension TokenRefreshClient.Next {
 
     /// The token, or what `fallback` makes of the shared refresh's failure (a proactive refresh that failed while the
     /// token is still valid answers with that token).
-    func token(orAfterFailure fallback: (any Error) throws -> AuthToken) async throws -> AuthToken {
+    nonisolated(nonsending) func token(
+        orAfterFailure fallback: (any Error) throws -> AuthToken
+    ) async throws -> AuthToken {
         switch self {
         case .token(let token): return token
         case .wait(let flight):
