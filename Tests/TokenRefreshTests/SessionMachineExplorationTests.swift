@@ -16,7 +16,10 @@ import TokenKitLogCheck
 /// - every waiter is resolved (a crash ends its waiters with the process);
 /// - the state is never `loading` once a call has returned;
 /// - a store that cannot be read at launch (the Keychain before the first unlock) reads `unavailable`, never
-///   `signedOut`, and the stored session is back once the store can be read.
+///   `signedOut`, also after a sign-in that failed meanwhile, and the stored session is back once the store can be
+///   read;
+/// - a pending pair written again (after a failed write) is written only under its own session, and a newer pair it
+///   lost to is adopted.
 ///
 /// The driver plays the actor: it carries out each ``SessionMachine/RefreshAction`` and feeds the answer back, one
 /// refresh at a time under the store's lock, as `TokenRefreshClient` does. Another process rotates or removes the
@@ -59,6 +62,9 @@ struct Explorer {
         case writesAfterSignOut
         /// A store that cannot be read at launch is taken as holding nothing (the ghost sign-out).
         case unavailableReadsAsSignedOut
+        /// A sign-in that fails while the store cannot be read settles on signed out (nothing held taken as nothing
+        /// stored).
+        case failedSignInForgetsTheLockedStore
 
         var description: String { rawValue }
 
@@ -70,6 +76,7 @@ struct Explorer {
             case .failureLeavesWaiters: "a waiter was never resolved"
             case .writesAfterSignOut: "wrote after sign-out or a newer session"
             case .unavailableReadsAsSignedOut: "a locked store read as signed out"
+            case .failedSignInForgetsTheLockedStore: "a locked store read as signed out"
             }
         }
     }
@@ -127,6 +134,10 @@ struct World {
         case crashIntoLockedStore
         /// Protected data became available: the app restores the session again.
         case unlock
+        /// A sign-in whose grant the server refuses (wrong password), also while the store cannot be read.
+        case signInFails
+        /// A call writes a pending pair again (its first write failed), as the actor does before deciding.
+        case persistRetry
 
         var description: String { rawValue }
     }
@@ -209,7 +220,7 @@ struct World {
 
     mutating func apply(_ event: Event) -> Bool {
         // While the store cannot be read, only callers, time and the unlock happen (nothing can be written).
-        guard !locked || [.caller, .later, .unlock].contains(event) else { return false }
+        guard !locked || [.caller, .later, .unlock, .signInFails].contains(event) else { return false }
         seconds += 1
         switch event {
         case .caller:
@@ -228,9 +239,13 @@ struct World {
             resolve(taken, with: .failure(.sessionChanged))
             writeLater(.save(epoch: epoch))
         case .signOut:
-            let (_, taken) = machine.endSession()
-            resolve(taken, with: .failure(.signedOut))
-            writeLater(.removal(epoch: machine.epoch))
+            let signOut = machine.signingOut()
+            resolve(signOut.flight, with: .failure(.signedOut))
+            writeLater(.removal(epoch: signOut.epoch))
+        case .signInFails:
+            signInFails()
+        case .persistRetry:
+            return persistRetry()
         case .later:
             seconds += 3500
         case .crash:
@@ -309,7 +324,7 @@ struct World {
                 live.insert(newRefresh!)
             }
             let response = TokenResponse(accessToken: access, refreshToken: newRefresh, expiresIn: 3600)
-            let action = machine.strategyAnswered(response, receivedAt: now, epoch: epoch)
+            let action = machine.strategyEnded(.success(response), receivedAt: now, epoch: epoch)
             if mutation == .writesAfterSignOut, case .fail = action {
                 // The bug: the seed's pattern, saving whatever a refresh returned, whatever happened meanwhile.
                 if !machine.isCurrent(epoch) { violations.append("wrote after sign-out or a newer session") }
@@ -332,9 +347,61 @@ struct World {
         let action = machine.strategyCallFailed(
             failure, epoch: epoch, retry: 0, sleepsUnderLock: true, random: { 0.5 }, now: now, elapsed: elapsed)
         switch action {
-        case .fail(let error, _): run(machine.strategyFailed(error, epoch: epoch))
+        case .fail(let error, _): run(machine.strategyEnded(.failure(error), receivedAt: now, epoch: epoch))
         case .retry: violations.append("a retry was planned with no retries configured")
         }
+    }
+
+    /// The actor's `signIn(_:)` with a grant the server refuses: the state settles once the store has been read (if it
+    /// can be), never on `loading`, and never on `signedOut` while the store cannot be read.
+    mutating func signInFails() {
+        let start = machine.signInStarting()
+        let action = machine.grantAnswered(
+            .failure(TokenRefreshError.signInRejected), userID: nil, receivedAt: now, epoch: start.epoch)
+        switch action {
+        case .startSession:
+            violations.append("a refused grant started a session")
+        case .fail:
+            violations.append("a refused grant left the state to a call that never came")
+        case .settleThenFail:
+            restore()
+            if mutation == .failedSignInForgetsTheLockedStore, machine.session == nil {
+                machine.setState(.signedOut)  // the bug: nothing held taken as nothing stored
+            } else {
+                machine.failedSignInSettled(previous: start.previous)
+            }
+        }
+    }
+
+    /// The actor's `retryPendingPersistIfDue`: the pending pair is written under its own session only (conditional
+    /// on the generation stored), and a newer pair it lost to is adopted. Taken between refreshes (the store's
+    /// writes are sequential here).
+    mutating func persistRetry() -> Bool {
+        guard procedures.isEmpty else { return false }
+        guard case .write(let pending, let epoch) = machine.persistRetryStarting(elapsed: elapsed) else { return false }
+        guard case .save(let stored, let condition) = machine.persistRetryTurn(pending, epoch: epoch) else {
+            return true
+        }
+        if !machine.isCurrent(epoch) { violations.append("wrote after sign-out or a newer session") }
+        let landed = condition.allows(current: store?.generation)
+        if landed {
+            store = stored
+            finishedWrites.insert(stored.token.accessToken)
+        }
+        let outcome: Result<Void, PersistenceError> = landed ? .success(()) : .failure(.conflict)
+        switch machine.persistRetryWriteEnded(pending, epoch: epoch, outcome) {
+        case .adoptAfterConflict:
+            switch machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch) {
+            case .switchedUser(let flight): resolve(flight, with: .failure(.sessionChanged))
+            case .removedElsewhere: endSession(reason: .removedElsewhere)
+            case .adopted, .fail: break
+            }
+        case .recovered:
+            if store != stored { violations.append("a pending pair reported stored was not in the store") }
+        case .failedAgain, .nothing:
+            break
+        }
+        return true
     }
 
     mutating func consume(_ refreshToken: String) {
@@ -472,7 +539,8 @@ struct World {
         guard let removal = ending.removal else { return }
         let landed = removal.condition.allows(current: store?.generation)
         if landed { store = nil }
-        machine.removalFinished(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)
+        let action = machine.removalEnded(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)
+        if landed != (action == .done) { violations.append("a removal's end was misreported") }
     }
 
     /// A sign-in's save or a sign-out's removal lands after every write of an older session (the write fence).

@@ -347,6 +347,50 @@ import TokenKitLogCheck
         #expect(due != nil)
     }
 
+    // MARK: - A sign-in whose grant fails
+
+    @Test func aRefusedGrantOverAnUnreadableStoreSettlesOnUnavailableNeverSignedOut() {
+        var machine = SessionMachine(configuration: .init(), requiresRefreshToken: true)
+        _ = machine.storeRead(atLoad: .unavailable(.unavailable), now: Self.start)
+        let start = machine.signInStarting()
+        #expect(machine.state == .loading)
+        let action = machine.grantAnswered(
+            .failure(TokenRefreshError.signInRejected), userID: nil, receivedAt: Self.start, epoch: start.epoch)
+        guard case .settleThenFail(let error) = action else {
+            Issue.record("expected the state to be settled")
+            return
+        }
+        #expect(error == .signInRejected)
+        _ = machine.storeRead(atLoad: .unavailable(.unavailable), now: Self.start)  // still locked
+        machine.failedSignInSettled(previous: start.previous)
+        #expect(machine.state == .unavailable)
+    }
+
+    @Test func aRefusedGrantOverAnEmptyStoreSettlesOnSignedOutAndOverASessionKeepsIt() {
+        var empty = SessionMachine(configuration: .init(), requiresRefreshToken: true)
+        _ = empty.storeRead(atLoad: .absent, now: Self.start)
+        let emptyStart = empty.signInStarting()
+        empty.failedSignInSettled(previous: emptyStart.previous)
+        #expect(empty.state == .signedOut)
+        var held = Self.machine()
+        let heldStart = held.signInStarting()
+        held.failedSignInSettled(previous: heldStart.previous)
+        #expect(held.state == .signedIn(userID: "user-1"))
+    }
+
+    @Test func aRefusedGrantAfterAnotherSignInLeavesTheStateToIt() {
+        var machine = Self.machine()
+        let start = machine.signInStarting()
+        _ = machine.signingOut()
+        let action = machine.grantAnswered(
+            .failure(TokenRefreshError.signInRejected), userID: nil, receivedAt: Self.start, epoch: start.epoch)
+        guard case .fail = action else {
+            Issue.record("expected the sign-out's state to stand")
+            return
+        }
+        #expect(machine.state == .signedOut)
+    }
+
     // MARK: - Rejection
 
     @Test func aRejectedRefreshTokenIsNeverSentAgain() {

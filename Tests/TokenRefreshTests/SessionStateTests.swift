@@ -67,6 +67,34 @@ import TokenKitTesting
         #expect(await rig.client.restoreSession() == .signedOut)
     }
 
+    @Test func aSignInThatFailsWhileTheStoreIsLockedReadsUnavailableNeverSignedOut() async throws {
+        let store = FlakyStore()
+        let rig = try await Rig.make(store: store, expired: false)
+        await store.setUnavailable(true)  // the Keychain before the first unlock, the session still in it
+        await #expect(throws: TokenRefreshError.signInRejected) {
+            try await rig.client.signIn(.password(username: "alice", password: "wrong-password-x3", at: rig.endpoint))
+        }
+        #expect(rig.client.currentState == .unavailable)
+        #expect(!rig.client.currentState.hasSession)
+        // Protected data became available: the stored session is still the session.
+        await store.setUnavailable(false)
+        #expect(await rig.client.restoreSession() == .signedIn(userID: "user-1"))
+        #expect(rig.client.currentToken?.accessToken == rig.initial.accessToken)
+    }
+
+    @Test func aSignInThatFailsAfterALaunchOverALockedStoreStillReadsUnavailable() async throws {
+        let store = FlakyStore()
+        let rig = try await Rig.make(store: store, expired: false)
+        await store.setUnavailable(true)
+        #expect(await rig.client.restoreSession() == .unavailable)
+        await #expect(throws: TokenRefreshError.signInRejected) {
+            try await rig.client.signIn(.password(username: "alice", password: "wrong-password-x3", at: rig.endpoint))
+        }
+        #expect(rig.client.currentState == .unavailable)
+        await store.setUnavailable(false)
+        #expect(await rig.client.restoreSession() == .signedIn(userID: "user-1"))
+    }
+
     @Test func theStreamYieldsTheCurrentStateFirstThenEveryChange() async throws {
         let rig = try await Rig.make(expired: false)
         let log = StateLog(rig.client.states())

@@ -112,4 +112,20 @@ extension TokenRefreshClient.Next {
         case .wait(let flight): return try await flight.wait()
         }
     }
+
+    /// The token, or what `fallback` makes of the shared refresh's failure (a proactive refresh that failed while the
+    /// token is still valid answers with that token).
+    nonisolated(nonsending) func token(
+        orAfterFailure fallback: (any Error) throws -> AuthToken
+    ) async throws -> AuthToken {
+        switch self {
+        case .token(let token): return token
+        case .wait(let flight):
+            do {
+                return try await flight.wait()
+            } catch {
+                return try fallback(error)
+            }
+        }
+    }
 }

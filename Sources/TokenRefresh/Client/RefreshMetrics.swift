@@ -67,6 +67,12 @@ struct RefreshMetrics: Sendable {
         (error == .rateLimited ? breakerTrips : backoffHolds).increment()
     }
 
+    /// Records `error`, with which a caller fails before any refresh starts, if it is a hold (the breaker, backoff or
+    /// `Retry-After`).
+    func recordIfBlocked(_ error: TokenRefreshError) {
+        if error == .rateLimited || error.retryAfter != nil { recordBlocked(error) }
+    }
+
     /// The `class` dimension for `error`.
     static func failureClass(of error: TokenRefreshError) -> String {
         switch error {

@@ -25,6 +25,13 @@ extension SessionMachine {
         return session == nil ? .nothing : .validToken
     }
 
+    /// The check at launch (``TokenRefreshClient/restoreSession(validatingWithProvider:)``): none unless the app asked
+    /// for it (`validating`) and the store has been read, else as ``providerCheck(checksWithServer:)``.
+    func launchCheck(validating: Bool, checksWithServer: Bool) -> ProviderCheckAction {
+        guard validating, loaded else { return .nothing }
+        return providerCheck(checksWithServer: checksWithServer)
+    }
+
     /// What follows a check that failed.
     enum ProviderCheckFailureAction: Sendable, Equatable {
         /// The session is kept as it is (a rejection has ended it already).
@@ -49,6 +56,81 @@ extension SessionMachine {
         return .keptExpired
     }
 
+    /// The check `check` ended with `outcome` at wall time `now` (see ``providerCheckFailed(_:check:now:)``).
+    @discardableResult
+    mutating func providerCheckEnded(
+        _ outcome: Result<Void, any Error>, check: ProviderCheckAction, now: Date
+    ) -> ProviderCheckFailureAction {
+        guard case .failure(let error) = outcome else { return .kept }
+        return providerCheckFailed(error, check: check, now: now)
+    }
+
+    /// What the actor carries through a sign-in with a grant (``signInStarting()``).
+    struct SignInStartAction: Sendable, Equatable {
+        /// The state before, to settle on if the grant fails.
+        let previous: AuthState
+        /// The epoch the sign-in started under.
+        let epoch: UInt64
+    }
+
+    /// A sign-in with a grant starts: the state reads `loading` until it ends.
+    mutating func signInStarting() -> SignInStartAction {
+        let start = SignInStartAction(previous: state, epoch: epoch)
+        setState(.loading)
+        return start
+    }
+
+    /// What the actor does once a sign-in's grant has answered.
+    enum SignInGrantAction: Sendable {
+        /// Start the session with this token, user ID and profile (``signingIn(_:userID:stateBefore:profile:)``).
+        case startSession(AuthToken, userID: String?, profile: AuthUser?)
+        /// Read the store if it never was, settle the state (``failedSignInSettled(previous:)``), then fail.
+        case settleThenFail(TokenRefreshError)
+        /// Fail; another sign-in or a sign-out came meanwhile and has set the state.
+        case fail(TokenRefreshError)
+    }
+
+    /// The grant of a sign-in started under `epoch` answered with `outcome`, received at wall time `receivedAt`.
+    /// The user ID is the app's (`userID`), else the response's, the token's subject, or the user the response
+    /// describes.
+    func grantAnswered(
+        _ outcome: Result<TokenResponse, any Error>, userID: String?, receivedAt: Date, epoch: UInt64
+    ) -> SignInGrantAction {
+        switch outcome {
+        case .success(let response):
+            let token = response.token(receivedAt: receivedAt)
+            let userID = userID ?? response.userID ?? token.claims?.subject ?? response.user?.id
+            return .startSession(token, userID: userID, profile: response.user)
+        case .failure(let error):
+            let failure = ErrorClassification.classify(error)
+            switch signInFailed(epoch: epoch) {
+            case .settle: return .settleThenFail(failure)
+            case .leave: return .fail(failure)
+            }
+        }
+    }
+
+    /// The user ID of a session started with `token`: the app's (`userID`), else the token's subject.
+    static func userID(_ userID: String?, token: AuthToken) -> String? { userID ?? token.claims?.subject }
+
+    /// A sign-in failed and the store has been read if it could be: the state says what is true
+    /// (``stateAfterFailedSignIn(previous:)``).
+    mutating func failedSignInSettled(previous: AuthState) {
+        setState(stateAfterFailedSignIn(previous: previous))
+    }
+
+    /// After a proactive refresh failed with `error`: the `current` token if it is still valid at `now` and the
+    /// failure transient (or the breaker, or a store that could not be read before the refresh), else the error.
+    static func stillValidToken(
+        after error: any Error, current: () -> AuthToken?, now: () -> Date, policy: ExpiryPolicy
+    ) -> Result<AuthToken, any Error> {
+        guard let failure = error as? TokenRefreshError,
+            failure.isTransient || failure == .rateLimited || failure == .storageUnavailable
+        else { return .failure(error) }
+        guard let token = current(), !token.isExpired(at: now(), policy: policy) else { return .failure(failure) }
+        return .success(token)
+    }
+
     /// What the actor does after a sign-in's grant failed.
     enum SignInFailureAction: Sendable, Equatable {
         /// Read the store if it never was, then settle the state (``stateAfterFailedSignIn(previous:)``).
@@ -63,10 +145,10 @@ extension SessionMachine {
     }
 
     /// After a failed sign-in, the state says what is true: the session that was there before (`previous`, or signed
-    /// in when it read otherwise), or signed out when nothing usable is held (the store may be unreadable). Never
-    /// `loading`.
+    /// in when it read otherwise), `unavailable` when the store could not be read (the stored session may still be
+    /// there, as at a launch over an unreadable store), or signed out when nothing is stored. Never `loading`.
     func stateAfterFailedSignIn(previous: AuthState) -> AuthState {
-        guard let session else { return .signedOut }
+        guard let session else { return loaded ? .signedOut : .unavailable }
         switch previous {
         case .signedIn, .expired: return previous
         default: return .signedIn(userID: session.userID)
@@ -84,6 +166,9 @@ extension SessionMachine {
         case proceed
     }
 
+    /// A call that needs the stored session is starting: read the store if it never was.
+    func loadStarting() -> SessionChangeAction { loaded ? .proceed : .readStore }
+
     /// A sign-in or sign-out is starting.
     func sessionChangeStarting() -> SessionChangeAction { loaded ? .proceed : .readStore }
 
@@ -92,6 +177,22 @@ extension SessionMachine {
     mutating func storeReadBeforeSessionChange(_ read: TokenStoreRead) {
         guard case .found(let stored) = read else { return }
         noteStoredBeforeLoad(stored)
+    }
+
+    /// What the actor carries through a sign-out (``signingOut()``).
+    struct SignOutAction: Sendable {
+        /// The session that ended, if one was held.
+        let ended: Session?
+        /// The flight to fail with ``TokenRefreshError/signedOut``.
+        let flight: RefreshFlight?
+        /// The epoch after the sign-out, under which its removal runs.
+        let epoch: UInt64
+    }
+
+    /// The app signs out: the one reset of an ended session (``endSession()``).
+    mutating func signingOut() -> SignOutAction {
+        let (ended, flight) = endSession()
+        return SignOutAction(ended: ended, flight: flight, epoch: epoch)
     }
 
     /// What a sign-out does with the store once older writes have landed.

@@ -136,6 +136,21 @@ extension SessionMachine {
         }
     }
 
+    /// The strategy's call for the flight started under `epoch` ended with `outcome` (its answer received at
+    /// `receivedAt`): ``strategyAnswered(_:receivedAt:epoch:)`` or ``strategyFailed(_:epoch:)``.
+    mutating func strategyEnded(
+        _ outcome: Result<TokenResponse, TokenRefreshError>, receivedAt: Date, epoch: UInt64
+    ) -> RefreshAction {
+        switch outcome {
+        case .success(let response): strategyAnswered(response, receivedAt: receivedAt, epoch: epoch)
+        case .failure(let failure): strategyFailed(failure, epoch: epoch)
+        }
+    }
+
+    /// The attempt number a ``RefreshAction/present(_:retriesOutsideLock:)`` starts at: the flight's `retry` when its
+    /// retries wait with the store's lock released (the count goes on across takes of the lock), else 0.
+    static func firstRetry(after retry: Int, retriesOutsideLock: Bool) -> Int { retriesOutsideLock ? retry : 0 }
+
     /// The strategy answered `response`, received at wall time `receivedAt`: write the new pair before anyone sees
     /// it (not the callers, not the snapshot).
     mutating func strategyAnswered(_ response: TokenResponse, receivedAt: Date, epoch: UInt64) -> RefreshAction {

@@ -351,6 +351,18 @@ struct SessionMachine: Sendable {
         return epoch
     }
 
+    /// Records the refresh `flight` that `request` started; returns its epoch. A refresh that follows a rejection
+    /// follows a refused request; `pairedAccessToken` (the access token a caller held with a seed) counts only for a
+    /// refresh that starts a session from a seed.
+    mutating func beginFlight(
+        _ flight: RefreshFlight, for request: Request, seed: String?, forced: Bool, pairedAccessToken: String?
+    ) -> UInt64 {
+        let followsRefusal = if case .afterRejection = request { true } else { false }
+        return beginFlight(
+            flight, seed: seed, forced: forced, followsRefusal: followsRefusal,
+            pairedAccessToken: seed == nil ? nil : pairedAccessToken)
+    }
+
     /// The refresh `flight` has ended; returns whether it was still the current one (and is now cleared).
     mutating func endFlight(_ flight: RefreshFlight) -> Bool {
         guard self.flight?.flight === flight else { return false }
@@ -637,6 +649,22 @@ struct SessionMachine: Sendable {
 
     /// Sets the state shown to the app.
     mutating func setState(_ newState: AuthState) { state = newState }
+
+    /// What the app's profile did (``profileSupplied(_:)``).
+    enum ProfileAction: Sendable, Equatable {
+        /// It was taken for the session's user.
+        case taken
+        /// There is no session, or it is another user's: nothing changed.
+        case refused
+
+        /// Whether it was taken, as ``TokenRefreshClient/setProfile(_:)`` answers.
+        var taken: Bool { self == .taken }
+    }
+
+    /// The app supplied `newProfile` (``TokenRefreshClient/setProfile(_:)``).
+    mutating func profileSupplied(_ newProfile: AuthUser) -> ProfileAction {
+        setProfile(newProfile) ? .taken : .refused
+    }
 
     /// Takes `newProfile` for the session's user; returns `false` (and keeps what it had) without a session or
     /// for another user.

@@ -49,12 +49,15 @@ extension TokenRefreshClient {
         _ request: HTTPRequest, body: Data?, through client: AuthenticatedClient, reason: AuthEvent.SignOutReason
     ) async throws -> (HTTPResponse, Data) {
         let (response, data) = try await client.executeWithAutoRetry(request, body: body)
-        guard (200..<300).contains(response.status.code) else {
+        let action = SessionMachine.serverAnswered(endingSession: response.status.code)
+        switch action {
+        case .endSession:
+            // The server has ended the session; a local store that cannot be cleared must not undo that.
+            try? await signOut(reason: reason)
+            return (response, data)
+        case .refused(let error):
             logger.debug("the server refused", metadata: ["status": "\(response.status.code)", "reason": "\(reason)"])
-            throw TokenRefreshError.serverRefused.with(status: response.status.code)
+            throw error
         }
-        // The server has ended the session; a local store that cannot be cleared must not undo that.
-        try? await signOut(reason: reason)
-        return (response, data)
     }
 }

@@ -2,39 +2,13 @@ import AuthToken
 import Foundation
 
 extension TokenRefreshClient {
-    /// The subscribers of ``sessionStates()`` and the last state they were given.
-    struct SessionStateSubscribers: Sendable {
-        var last: AuthSessionState?
-        var next: UInt64 = 0
-        var continuations: [UInt64: AsyncStream<AuthSessionState>.Continuation] = [:]
-    }
-
     /// The signed-in user, from the current token's claims and the session's user ID, completed by the profile
     /// the token provider or the app supplied (``setProfile(_:)``); `nil` without a session.
     ///
     /// A supplied profile's fields win over the claims'; the session ID comes from the token (`sid`) unless the
     /// profile has one. A profile is used only for the session's own user.
     public nonisolated var currentUser: AuthUser? {
-        let (token, state, profile) = snapshot.withLock { ($0.token, $0.state, $0.profile) }
-        guard let token else { return nil }
-        switch state {
-        case .signedIn(let userID), .expired(let userID):
-            return Self.user(token: token, userID: userID, profile: profile)
-        case .signedOut, .loading, .unavailable:
-            return nil
-        }
-    }
-
-    /// The user `token` and `profile` describe together, for the session of `userID`.
-    static func user(token: AuthToken, userID: String?, profile: AuthUser?) -> AuthUser? {
-        let claimed = AuthUser(token: token, userID: userID)
-        guard let profile, profile.id == (userID ?? claimed?.id ?? profile.id) else { return claimed }
-        guard let claimed else { return profile }
-        return AuthUser(
-            id: claimed.id, firstName: profile.firstName ?? claimed.firstName,
-            lastName: profile.lastName ?? claimed.lastName, name: profile.name ?? claimed.name,
-            email: profile.email ?? claimed.email, imageURL: profile.imageURL ?? claimed.imageURL,
-            sessionID: profile.sessionID ?? claimed.sessionID)
+        SessionMachine.currentUser(in: snapshot.withLock { $0 })
     }
 
     /// Supplies the signed-in user's profile (name, e-mail, image) when the token's claims lack it, as Clerk's
@@ -54,7 +28,7 @@ extension TokenRefreshClient {
     /// - Returns: Whether it was taken: `false` without a session, or for another user.
     @discardableResult
     public func setProfile(_ profile: AuthUser) -> Bool {
-        machine.setProfile(profile)
+        machine.profileSupplied(profile).taken
     }
 
     /// The session as a root view switches over it, signed out or signed in with the user, then every change
@@ -78,12 +52,7 @@ extension TokenRefreshClient {
     public nonisolated func sessionStates() -> AsyncStream<AuthSessionState> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: AuthSessionState.self, bufferingPolicy: .bufferingNewest(64))
-        let id = sessionStateSubscribers.withLock { subscribers in
-            subscribers.next += 1
-            subscribers.continuations[subscribers.next] = continuation
-            if let last = subscribers.last { continuation.yield(last) }
-            return subscribers.next
-        }
+        let id = sessionStateSubscribers.withLock { $0.subscribe(continuation) }
         continuation.onTermination = { [weak self] _ in
             _ = self?.sessionStateSubscribers.withLock { $0.continuations.removeValue(forKey: id) }
         }
@@ -93,18 +62,7 @@ extension TokenRefreshClient {
     /// Sends the session state `snapshot` shows to the ``sessionStates()`` subscribers, if it differs from the
     /// last one sent (nothing while loading, nor while the store cannot be read).
     nonisolated func publishSessionState(_ snapshot: Snapshot) {
-        let state: AuthSessionState
-        switch snapshot.state {
-        case .loading, .unavailable: return
-        case .signedOut: state = .signedOut
-        case .signedIn(let userID), .expired(let userID):
-            let user = snapshot.token.flatMap { Self.user(token: $0, userID: userID, profile: snapshot.profile) }
-            state = .signedIn(user: user ?? AuthUser(id: userID ?? ""))
-        }
-        sessionStateSubscribers.withLock { subscribers in
-            guard subscribers.last != state else { return }
-            subscribers.last = state
-            for continuation in subscribers.continuations.values { continuation.yield(state) }
-        }
+        let state = SessionMachine.sessionState(of: snapshot)
+        sessionStateSubscribers.withLock { $0.send(state) }
     }
 }

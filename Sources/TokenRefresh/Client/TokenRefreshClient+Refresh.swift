@@ -33,15 +33,11 @@ extension TokenRefreshClient {
         case .join(let flight):
             return .wait(flight)
         case .startRefresh(let seed, let forced):
-            let followsRefusal = if case .afterRejection = request { true } else { false }
-            return .wait(
-                startFlight(
-                    seed: seed, forced: forced, followsRefusal: followsRefusal,
-                    pairedAccessToken: seed == nil ? nil : pairedAccessToken))
+            return .wait(startFlight(for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken))
         case .refreshStatelessly(let refreshToken):
             return refreshStatelessly(refreshToken)
         case .fail(let error):
-            if error == .rateLimited || error.retryAfter != nil { metrics.recordBlocked(error) }
+            metrics.recordIfBlocked(error)
             throw error
         case .endSessionThenFail(let error):
             await endSession(reason: .expired, error: error)
@@ -67,9 +63,18 @@ extension TokenRefreshClient {
     /// Reads the stored session once. Throws ``TokenRefreshError/storageUnavailable`` while the store cannot
     /// be read and nothing is held in memory.
     func ensureLoaded() async throws(TokenRefreshError) {
-        guard !machine.loaded else { return }
-        let read = await store.load(account: configuration.account)
-        let action = machine.storeRead(atLoad: read, now: now())
+        let action = machine.loadStarting()
+        switch action {
+        case .readStore:
+            let read = await store.load(account: configuration.account)
+            try await carryOut(machine.storeRead(atLoad: read, now: now()))
+        case .proceed:
+            break
+        }
+    }
+
+    /// Carries out what the machine made of the store's answer at load time.
+    func carryOut(_ action: SessionMachine.LoadAction) async throws(TokenRefreshError) {
         switch action {
         case .restored(let stored):
             publish(.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
@@ -86,13 +91,13 @@ extension TokenRefreshClient {
 
     // MARK: - The shared refresh
 
-    /// Starts the shared refresh in its own task and returns the flight callers wait on.
+    /// Starts the shared refresh for `request` in its own task and returns the flight callers wait on.
     func startFlight(
-        seed: String?, forced: Bool = false, followsRefusal: Bool = false, pairedAccessToken: String? = nil
+        for request: SessionMachine.Request, seed: String?, forced: Bool, pairedAccessToken: String?
     ) -> RefreshFlight {
         let flight = RefreshFlight()
         let startEpoch = machine.beginFlight(
-            flight, seed: seed, forced: forced, followsRefusal: followsRefusal, pairedAccessToken: pairedAccessToken)
+            flight, for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
         let task = Task { await self.runFlight(flight, epoch: startEpoch, seed: seed) }
         flightTask = task
         lastFlightTask = task
@@ -169,24 +174,19 @@ extension TokenRefreshClient {
                 let read = await store.load(account: configuration.account)
                 action = machine.storeRead(read, epoch: startEpoch, now: now())
             case .present(let sent, let retriesOutsideLock):
-                do {
-                    let response = try await attemptWithRetries(
-                        sent, epoch: startEpoch, retry: retriesOutsideLock ? retry : 0,
-                        sleepsUnderLock: !retriesOutsideLock)
-                    action = machine.strategyAnswered(response, receivedAt: now(), epoch: startEpoch)
-                } catch {
-                    action = machine.strategyFailed(error, epoch: startEpoch)
+                let first = SessionMachine.firstRetry(after: retry, retriesOutsideLock: retriesOutsideLock)
+                let outcome = await Result.of { () async throws(TokenRefreshError) in
+                    try await attemptWithRetries(
+                        sent, epoch: startEpoch, retry: first, sleepsUnderLock: !retriesOutsideLock)
                 }
+                action = machine.strategyEnded(outcome, receivedAt: now(), epoch: startEpoch)
             case .persist(let stored, let condition):
-                let write = await beginWrite(epoch: startEpoch, waiting: false)
-                var failure: PersistenceError?
-                do {
+                let write = recordWrite(epoch: startEpoch)
+                let saved = await Result.of { () async throws(PersistenceError) in
                     try await store.save(stored, account: configuration.account, condition: condition)
-                } catch {
-                    failure = error
                 }
                 endWrite(write)
-                action = machine.writeFinished(failure, epoch: startEpoch, elapsed: clock.elapsed)
+                action = machine.writeFinished(saved.failure, epoch: startEpoch, elapsed: clock.elapsed)
             case .publish(let event, let next):
                 publish(event)
                 action = next
@@ -210,8 +210,11 @@ extension TokenRefreshClient {
 
     /// Ends the session with `reason` if there is one; otherwise just reads signed out.
     func endSessionOnce(reason: AuthEvent.SignOutReason, error: TokenRefreshError) async {
-        guard let ending = machine.endingSessionIfHeld(reason: reason, error: error) else { return }
-        await carryOut(ending)
+        let action = machine.endingSessionIfHeld(reason: reason, error: error)
+        switch action {
+        case .some(let ending): await carryOut(ending)
+        case .none: break
+        }
     }
 
     /// Calls the strategy, retrying transient failures with jittered backoff and `Retry-After`.
@@ -318,23 +321,33 @@ extension TokenRefreshClient {
     func carryOut(_ ending: SessionMachine.EndSessionAction) async {
         flightTask = nil
         ending.flight?.finish(.failure(ending.failure))
-        if let removal = ending.removal {
-            // This may run under the store's lock, so it does not wait for older writes; one still landing (a
-            // sign-in's save) could land after this removal, which is then made again once it has.
-            let overtaken = writeFence.hasWrites(before: removal.epoch)
-            let write = await beginWrite(epoch: removal.epoch, waiting: false)
-            var failure: PersistenceError?
-            do {
-                try await store.remove(account: configuration.account, condition: removal.condition)
-            } catch {
-                failure = error
-                logger.debug("clearing the ended session did not happen", metadata: ["error": "\(error)"])
-            }
-            machine.removalFinished(failure, removal, overtaken: overtaken, elapsed: clock.elapsed)
-            endWrite(write)
-        }
+        await remove(ending.removal)
         publish(ending.event)
         logger.debug("session ended", metadata: ["event": "\(ending.event)"])
+    }
+
+    /// Removes an ended session from the store when the machine asks for it (`nil`: it was removed elsewhere).
+    ///
+    /// This may run under the store's lock, so it does not wait for older writes; one still landing (a sign-in's
+    /// save) could land after this removal, which is then made again once it has.
+    func remove(_ action: SessionMachine.Removal?) async {
+        switch action {
+        case .some(let removal):
+            let overtaken = writeFence.hasWrites(before: removal.epoch)
+            let write = recordWrite(epoch: removal.epoch)
+            let removed = await Result.of { () async throws(PersistenceError) in
+                try await store.remove(account: configuration.account, condition: removal.condition)
+            }
+            let action = machine.removalEnded(removed.failure, removal, overtaken: overtaken, elapsed: clock.elapsed)
+            switch action {
+            case .done: break
+            case .failed(let error):
+                logger.debug("clearing the ended session did not happen", metadata: ["error": "\(error)"])
+            }
+            endWrite(write)
+        case .none:
+            break
+        }
     }
 
     // MARK: - Sessions
@@ -348,16 +361,8 @@ extension TokenRefreshClient {
         flightTask?.cancel()
         flightTask = nil
         signIn.flight?.finish(.failure(.sessionChanged))
-        var written: Result<Bool, PersistenceError> = .success(false)
         let write = await beginWrite(epoch: signIn.epoch)
-        if let stored = machine.signInWrite(signIn) {
-            do {
-                try await store.save(stored, account: configuration.account, condition: .always)
-                written = .success(true)
-            } catch {
-                written = .failure(error)
-            }
-        }
+        let written = await save(signIn)
         endWrite(write)
         let action = machine.signInWriteFinished(written, signIn, elapsed: clock.elapsed)
         switch action {
@@ -372,29 +377,61 @@ extension TokenRefreshClient {
         }
     }
 
+    /// Saves a new session once older writes have landed, unless a sign-out or another sign-in came first:
+    /// `.success(true)` when it landed, `.success(false)` when it was skipped, else the store's error.
+    func save(_ signIn: SessionMachine.SignInAction) async -> Result<Bool, PersistenceError> {
+        let action = machine.signInWriteTurn(signIn)
+        switch action {
+        case .save(let stored):
+            return await Result.of { () async throws(PersistenceError) in
+                try await store.save(stored, account: configuration.account, condition: .always)
+                return true
+            }
+        case .skip:
+            return .success(false)
+        }
+    }
+
     /// Writes a pair that failed to persist earlier, at most once per ``Configuration/persistRetryInterval``.
     func retryPendingPersistIfDue() async {
-        guard let (pending, startEpoch) = machine.persistRetryDue(elapsed: clock.elapsed) else { return }
-        let stored = StoredSession(token: pending.token, userID: pending.userID, generation: pending.generation)
+        let action = machine.persistRetryStarting(elapsed: clock.elapsed)
+        switch action {
+        case .write(let pending, let startEpoch): await retryPersist(pending, epoch: startEpoch)
+        case .nothing: break
+        }
+    }
+
+    /// Writes `pending` again once older writes have landed, and carries out what the machine makes of the outcome.
+    func retryPersist(_ pending: SessionMachine.Session, epoch startEpoch: UInt64) async {
         let write = await beginWrite(epoch: startEpoch)
         defer { endWrite(write) }
-        do {
-            guard machine.isCurrent(startEpoch) else {
-                _ = machine.persistRetryEnded(pending, epoch: startEpoch, stored: false)
-                return
+        let action = machine.persistRetryTurn(pending, epoch: startEpoch)
+        switch action {
+        case .save(let stored, let condition):
+            let saved = await Result.of { () async throws(PersistenceError) in
+                try await store.save(stored, account: configuration.account, condition: condition)
             }
-            try await store.save(stored, account: configuration.account, condition: machine.writeCondition)
-            if machine.persistRetryEnded(pending, epoch: startEpoch, stored: true) {
-                publish(.persistenceRecovered(tokenFingerprint: pending.token.fingerprint))
-            }
-        } catch .conflict {
-            _ = machine.persistRetryEnded(pending, epoch: startEpoch, stored: false)
-            guard machine.isCurrent(startEpoch) else { return }
+            await carryOut(
+                machine.persistRetryWriteEnded(pending, epoch: startEpoch, saved), pending, epoch: startEpoch)
+        case .drop:
+            break
+        }
+    }
+
+    /// Carries out the end of a pending pair's write.
+    func carryOut(
+        _ action: SessionMachine.PersistRetryEndAction, _ pending: SessionMachine.Session, epoch startEpoch: UInt64
+    ) async {
+        switch action {
+        case .recovered:
+            publish(.persistenceRecovered(tokenFingerprint: pending.token.fingerprint))
+        case .adoptAfterConflict:
             _ = try? await adoptAfterConflict(epoch: startEpoch)
-        } catch {
-            _ = machine.persistRetryEnded(pending, epoch: startEpoch, stored: false)
+        case .failedAgain:
             logger.debug(
                 "persisting the pending pair failed again", metadata: ["token": "\(pending.token.fingerprint)"])
+        case .nothing:
+            break
         }
     }
 }

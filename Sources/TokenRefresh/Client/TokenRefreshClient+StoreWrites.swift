@@ -5,16 +5,20 @@ extension TokenRefreshClient {
     /// Starts a store write (a save or removal of this client's session) of session `epoch`, after every write
     /// started under an older epoch has landed or failed (see ``StoreWriteFence``). Call ``endWrite(_:)`` with the
     /// returned ID once the write is over, and write only if `epoch` is still current.
-    ///
-    /// With `waiting` false the write is only recorded: for writes made under the store's exclusive access (a
-    /// refresh waits for older writes before it takes that lock, and an older write may need the lock to land).
-    func beginWrite(epoch: UInt64, waiting: Bool = true) async -> UInt64 {
+    func beginWrite(epoch: UInt64) async -> UInt64 {
         let id = writeFence.begin(epoch: epoch)
-        if waiting { await drainWrites(before: epoch) }
+        await drainWrites(before: epoch)
         return id
     }
 
-    /// Ends the write `id` begun with ``beginWrite(epoch:waiting:)``, letting later writes go.
+    /// As ``beginWrite(epoch:)``, but the write is only recorded, without waiting: for writes made under the store's
+    /// exclusive access (a refresh waits for older writes before it takes that lock, and an older write may need the
+    /// lock to land).
+    func recordWrite(epoch: UInt64) -> UInt64 {
+        writeFence.begin(epoch: epoch)
+    }
+
+    /// Ends the write `id` begun with ``beginWrite(epoch:)`` or ``recordWrite(epoch:)``, letting later writes go.
     func endWrite(_ id: UInt64) {
         for waiter in writeFence.end(id) { waiter.resume() }
     }
@@ -30,22 +34,37 @@ extension TokenRefreshClient {
     /// older write may have overtaken, at most once per ``Configuration/persistRetryInterval``, unless a new
     /// session has started since.
     func retryPendingRemovalIfDue() async {
-        guard let (epoch, condition) = machine.removalRetryDue(elapsed: clock.elapsed) else { return }
+        let action = machine.removalRetryStarting(elapsed: clock.elapsed)
+        switch action {
+        case .remove(let epoch, let condition): await retryRemoval(epoch: epoch, condition: condition)
+        case .nothing: break
+        }
+    }
+
+    /// Removes the ended session of `epoch` again under `condition`, once older writes have landed.
+    func retryRemoval(epoch: UInt64, condition: WriteCondition) async {
         let write = await beginWrite(epoch: epoch)
         defer { endWrite(write) }
-        guard machine.isCurrent(epoch) else {
-            machine.removalRetryEnded(done: true)
-            return
+        let action = machine.removalRetryTurn(epoch: epoch)
+        switch action {
+        case .remove:
+            let removed = await Result.of { () async throws(PersistenceError) in
+                try await store.remove(account: configuration.account, condition: condition)
+            }
+            log(machine.removalRetryWriteEnded(removed))
+        case .drop:
+            break
         }
-        do {
-            try await store.remove(account: configuration.account, condition: condition)
-            machine.removalRetryEnded(done: true)
+    }
+
+    /// Says how a retried removal ended.
+    func log(_ action: SessionMachine.RemovalRetryEndAction) {
+        switch action {
+        case .removed:
             logger.debug("removed the ended session from the store on a retry")
-        } catch .conflict {
-            // A newer session is stored (by another process): there is nothing of the ended one to remove.
-            machine.removalRetryEnded(done: true)
-        } catch {
-            machine.removalRetryEnded(done: false)
+        case .replaced:
+            break  // A newer session is stored (by another process): there is nothing of the ended one to remove.
+        case .failedAgain(let error):
             logger.debug("removing the ended session failed again", metadata: ["error": "\(error)"])
         }
     }

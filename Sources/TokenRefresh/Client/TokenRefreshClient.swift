@@ -33,18 +33,6 @@ public import Persistence
 /// - **Generation guard.** A refresh that finishes after sign-out or after a newer session writes nothing.
 /// - **Rate breaker.** At most ``Configuration/maximumRefreshes`` attempts per ``Configuration/breakerWindow``.
 public actor TokenRefreshClient: TokenProvider {
-    struct Snapshot: Sendable {
-        var token: AuthToken?
-        var state: AuthState = .loading
-        var needsActor = true
-        /// When ``token`` becomes due for a proactive refresh (`willExpireSoon`), precomputed.
-        var refreshDue = Date.distantPast
-        var isOffline = false
-        var flight: RefreshFlight?
-        /// The profile the provider or the app supplied for the session's user.
-        var profile: AuthUser?
-    }
-
     /// The ``events()`` subscribers, and the journal of the same events (``sessionJournal()``): one lock for both,
     /// taken once per event.
     struct Subscribers: Sendable {
@@ -167,7 +155,7 @@ public actor TokenRefreshClient: TokenProvider {
     public nonisolated var isOfflineNow: Bool { snapshot.withLock { $0.isOffline } }
 
     /// How many callers are waiting for the refresh in flight (0 when none is).
-    public nonisolated var refreshWaiterCount: Int { snapshot.withLock { $0.flight }?.waiterCount ?? 0 }
+    public nonisolated var refreshWaiterCount: Int { snapshot.withLock { $0.waiterCount } }
 
     /// A new stream of auth events. Each call returns its own stream; it ends when the client goes away.
     ///
@@ -191,9 +179,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// actor, else `nil`. One clock read and one lock.
     package nonisolated func freshToken() -> AuthToken? {
         let time = now()
-        return snapshot.withLock { snapshot -> AuthToken? in
-            !snapshot.needsActor && time < snapshot.refreshDue ? snapshot.token : nil
-        }
+        return snapshot.withLock { $0.freshToken(at: time) }
     }
 
     /// Returns an access token that is valid now, refreshing ahead of expiry when needed (shared with every
@@ -209,50 +195,27 @@ public actor TokenRefreshClient: TokenProvider {
         // The fast path is one clock read and one lock: no actor hop while the token is fresh, and none to
         // join a refresh already in flight.
         if let fresh = freshToken() { return fresh }
-        let flight = snapshot.withLock { snapshot -> RefreshFlight? in
-            snapshot.needsActor || snapshot.token == nil ? nil : snapshot.flight
-        }
-        if let flight {
-            do {
-                return try await flight.wait()
-            } catch {
-                return try stillValidToken(after: error)
-            }
-        }
         return try await validTokenAfterFastPath()
     }
 
-    /// The rest of ``validToken()`` when the token is not fresh: join or start a refresh.
+    /// The rest of ``validToken()`` when the token is not fresh: join the refresh in flight without an actor hop,
+    /// or start one.
     nonisolated(nonsending) func validTokenAfterFastPath() async throws -> AuthToken {
-        let joined = snapshot.withLock { snapshot -> RefreshFlight? in
-            snapshot.needsActor || snapshot.token == nil ? nil : snapshot.flight
-        }
-        let flight: RefreshFlight
-        if let joined {
-            flight = joined
+        let next: Next
+        if let joined = snapshot.withLock({ $0.joinableFlight }) {
+            next = .wait(joined)
         } else {
-            switch try await prepare(.validToken) {
-            case .token(let token): return token
-            case .wait(let started): flight = started
-            }
+            next = try await prepare(.validToken)
         }
-        do {
-            return try await flight.wait()
-        } catch {
-            return try stillValidToken(after: error)
-        }
+        return try await next.token(orAfterFailure: stillValidToken(after:))
     }
 
     /// After a failed proactive refresh: the current token if it is still valid and the failure transient
     /// (or the breaker, or a store that could not be read before the refresh), else the error.
     nonisolated func stillValidToken(after error: any Error) throws -> AuthToken {
-        guard let error = error as? TokenRefreshError,
-            error.isTransient || error == .rateLimited || error == .storageUnavailable
-        else { throw error }
-        if let token = currentToken, !token.isExpired(at: now(), policy: configuration.expiryPolicy) {
-            return token
-        }
-        throw error
+        try SessionMachine.stillValidToken(
+            after: error, current: { self.currentToken }, now: now, policy: configuration.expiryPolicy
+        ).get()
     }
 
     /// Returns a token to retry with after the server rejected `accessToken` (a 401).
@@ -306,7 +269,8 @@ public actor TokenRefreshClient: TokenProvider {
     public func restoreSession(validatingWithProvider: Bool = false) async -> AuthState {
         try? await ensureLoaded()
         await retryPendingRemovalIfDue()
-        if validatingWithProvider, machine.loaded { await checkWithProvider() }
+        await check(
+            machine.launchCheck(validating: validatingWithProvider, checksWithServer: strategy.checksSessionWithServer))
         return state
     }
 
@@ -314,17 +278,19 @@ public actor TokenRefreshClient: TokenProvider {
     /// server (even while the credential looks fresh), a valid token for the others. A connectivity failure
     /// keeps the session as expired (offline).
     func checkWithProvider() async {
-        let action = machine.providerCheck(checksWithServer: strategy.checksSessionWithServer)
-        do {
-            switch action {
-            case .ask(let request, _): _ = try await prepare(request).token()
-            case .validToken: _ = try await validToken()
-            case .nothing: break
-            }
-        } catch {
-            // Rejections have ended the session already; a connectivity failure keeps it (see the machine).
-            machine.providerCheckFailed(error, check: action, now: now())
+        await check(machine.providerCheck(checksWithServer: strategy.checksSessionWithServer))
+    }
+
+    /// Carries out the check `action` and hands its outcome to the machine (rejections have ended the session
+    /// already; a connectivity failure keeps it, see ``SessionMachine/providerCheckEnded(_:check:now:)``).
+    func check(_ action: SessionMachine.ProviderCheckAction) async {
+        let outcome: Result<Void, any Error>
+        switch action {
+        case .ask(let request, _): outcome = await Result.of { _ = try await prepare(request).token() }
+        case .validToken: outcome = await Result.of { _ = try await validToken() }
+        case .nothing: outcome = .success(())
         }
+        machine.providerCheckEnded(outcome, check: action, now: now())
     }
 
     // MARK: - Sign-in and sign-out
@@ -342,37 +308,26 @@ public actor TokenRefreshClient: TokenProvider {
     ///   keeps the server's code); ``TokenRefreshError/storageUnavailable`` when the new session could not be
     ///   stored (unless ``Configuration/allowsMemoryOnlySessions``); ``TokenRefreshError/signedOut`` when a sign-out
     ///   (or another sign-in) came before the new session was stored; other classified errors. After a failure the
-    ///   state is the session that was there before, or `signedOut`; never `loading`.
+    ///   state is the session that was there before, ``AuthState/unavailable`` when the store cannot be read (the
+    ///   stored session may still be there), or `signedOut`; never `loading`.
     @discardableResult
     public func signIn(_ grant: SignInGrant, userID: String? = nil) async throws -> AuthToken {
-        let previous = state
-        let startEpoch = machine.epoch
-        machine.setState(.loading)
-        let response: TokenResponse
-        do {
-            response = try await grant.run()
-        } catch {
-            await settleStateAfterFailedSignIn(previous: previous, epoch: startEpoch)
-            throw Self.classify(error)
-        }
-        let token = response.token(receivedAt: now())
-        return try await startSession(
-            token, userID: userID ?? response.userID ?? token.claims?.subject ?? response.user?.id,
-            previousState: previous,
-            profile: response.user)
-    }
-
-    /// After a failed sign-in, the state says what is true: the session that was there before (read from the
-    /// store if it was never read), or signed out. Never `loading`.
-    /// Nothing happens when another sign-in or a sign-out (epoch) came meanwhile.
-    func settleStateAfterFailedSignIn(previous: AuthState, epoch: UInt64) async {
-        let action = machine.signInFailed(epoch: epoch)
+        let start = machine.signInStarting()
+        let previous = start.previous
+        let outcome = await Result<TokenResponse, any Error>.of { try await grant.run() }
+        let action = machine.grantAnswered(outcome, userID: userID, receivedAt: now(), epoch: start.epoch)
         switch action {
-        case .settle:
+        case .startSession(let token, let userID, let profile):
+            return try await startSession(token, userID: userID, previousState: previous, profile: profile)
+        case .settleThenFail(let error):
+            // The state says what is true: the session that was there before (read from the store if it was never
+            // read), `unavailable` when the store cannot be read, or signed out. Never `loading`.
             try? await ensureLoaded()
-            machine.setState(machine.stateAfterFailedSignIn(previous: previous))
-        case .leave:
-            break
+            machine.failedSignInSettled(previous: previous)
+            throw error
+        case .fail(let error):
+            // Another sign-in or a sign-out came meanwhile: it has set the state.
+            throw error
         }
     }
 
@@ -387,7 +342,7 @@ public actor TokenRefreshClient: TokenProvider {
     ///   ``TokenRefreshError/signedOut`` when a sign-out (or another sign-in) came before this session was stored.
     @discardableResult
     public func signIn(with token: AuthToken, userID: String? = nil) async throws -> AuthToken {
-        try await startSession(token, userID: userID ?? token.claims?.subject, previousState: state)
+        try await startSession(token, userID: SessionMachine.userID(userID, token: token), previousState: state)
     }
 
     /// Ends the session: clears memory and the store, fails waiting callers with
@@ -403,11 +358,11 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Throws: ``TokenRefreshError/storageUnavailable`` when the store could not be cleared (memory is).
     public func signOut(reason: AuthEvent.SignOutReason = .userAction) async throws {
         await noteStoredSessionIfUnread()
-        let (ended, flight) = machine.endSession()
-        let epoch = machine.epoch
+        let signOut = machine.signingOut()
+        let (ended, epoch) = (signOut.ended, signOut.epoch)
         flightTask?.cancel()
         flightTask = nil
-        flight?.finish(.failure(.signedOut))
+        signOut.flight?.finish(.failure(.signedOut))
         publish(.signedOut(reason: reason, userID: ended?.userID))
         logger.debug("signed out", metadata: ["reason": "\(reason)"])
         var outcome: Result<Void, TokenRefreshError> = .success(())
@@ -415,19 +370,21 @@ public actor TokenRefreshClient: TokenProvider {
         let action = machine.signOutWriteTurn(epoch: epoch)
         switch action {
         case .remove(let condition):
-            var failure: PersistenceError?
-            do {
+            let removed = await Result.of { () async throws(PersistenceError) in
                 try await store.remove(account: configuration.account, condition: condition)
-            } catch {
-                failure = error
             }
-            outcome = machine.signOutRemovalFinished(failure, epoch: epoch, elapsed: clock.elapsed).outcome
+            outcome = machine.signOutRemovalFinished(removed.failure, epoch: epoch, elapsed: clock.elapsed).outcome
         case .skip:
             break
         }
         endWrite(write)
-        let revocation = machine.revocation(of: ended)
-        switch revocation {
+        await revoke(machine.revocation(of: ended))
+        try outcome.get()
+    }
+
+    /// Revokes the ended session's refresh token, as `action` says (best effort).
+    func revoke(_ action: SessionMachine.RevocationAction) async {
+        switch action {
         case .revoke(let refreshToken, let revocation):
             do {
                 try await clock.withTimeout(configuration.revocationTimeout) {
@@ -439,7 +396,6 @@ public actor TokenRefreshClient: TokenProvider {
         case .none:
             break
         }
-        try outcome.get()
     }
 
     // MARK: - Shared state
@@ -464,7 +420,7 @@ extension TokenRefreshClient: CustomReflectable {
         let snapshot = self.snapshot.withLock { $0 }
         var children: [(label: String?, value: Any)] = [
             ("state", snapshot.state),
-            ("token", snapshot.token.map { "\($0)" } ?? "none"),
+            ("token", snapshot.tokenDescription),
             ("isOffline", snapshot.isOffline),
             ("refreshInFlight", snapshot.flight != nil),
             ("refreshWaiters", refreshWaiterCount),

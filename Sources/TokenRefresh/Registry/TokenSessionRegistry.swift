@@ -17,8 +17,8 @@ public import Persistence
 ///   failed stays in memory, with its client, until a retry stores it). An evicted account's next call makes a
 ///   new client, which reads the stored pair.
 /// - **Bounded.** Past `maximumClients` the least recently used idle clients are evicted, down to
-///   `evictionTarget`; ``evictIdle()`` also evicts every idle client unused for
-///   ``Configuration/idleTimeout``.
+///   `evictionTarget`; `SessionRegistrySweeper` (TokenKitServiceLifecycle) also evicts every idle client unused for
+///   the `idleTimeout` given to ``Configuration/init(maximumClients:evictionTarget:idleTimeout:client:)``.
 ///
 /// Lookups take a lock, not an actor hop, so a fresh token through the registry costs little more than through
 /// the client itself.
@@ -36,8 +36,8 @@ public final class TokenSessionRegistry: Sendable {
         package var maximumClients: Int
         /// How far an eviction pass brings the count down, so that passes are rare.
         package var evictionTarget: Int
-        /// How long a client may go unused before ``TokenSessionRegistry/evictIdle()`` evicts it.
-        public var idleTimeout: Duration
+        /// How long a client may go unused before an idle sweep evicts it.
+        package var idleTimeout: Duration
         /// The options every client is made with; the registry sets ``TokenRefreshClient/Configuration/account``.
         public var client: TokenRefreshClient.Configuration
 
@@ -46,7 +46,8 @@ public final class TokenSessionRegistry: Sendable {
         /// - Parameters:
         ///   - maximumClients: The most clients kept; 10,000 by default.
         ///   - evictionTarget: The count an eviction pass aims for; 90 % of `maximumClients` by default.
-        ///   - idleTimeout: How long a client may go unused before ``TokenSessionRegistry/evictIdle()`` evicts it;
+        ///   - idleTimeout: How long a client may go unused before `SessionRegistrySweeper` (TokenKitServiceLifecycle)
+        ///     evicts it;
         ///     10 minutes by default.
         ///   - client: The options for each client.
         public init(
@@ -181,13 +182,13 @@ public final class TokenSessionRegistry: Sendable {
         return try await entry.client.refreshToken(afterRejectionOf: accessToken)
     }
 
-    /// Evicts every idle client unused for ``Configuration/idleTimeout`` and, past
+    /// Evicts every idle client unused for `idleTimeout` and, past
     /// `maximumClients`, the least recently used idle ones down to `evictionTarget`.
     /// A client with a refresh running or a pair not yet persisted is kept.
     ///
     /// - Returns: The number of clients evicted.
     @discardableResult
-    public func evictIdle() async -> Int {
+    package func evictIdle() async -> Int {
         await evict(alreadyMarked: false)
     }
 

@@ -1,0 +1,34 @@
+import AuthToken
+import Foundation
+
+extension TokenRefreshClient {
+    /// What the client's lock-free readers see: ``TokenRefreshClient/validToken()``'s fast path, ``currentToken``,
+    /// ``isOfflineNow``, the waiter count and the session states. Built by ``SessionMachine/snapshot()``.
+    struct Snapshot: Sendable {
+        var token: AuthToken?
+        var state: AuthState = .loading
+        var needsActor = true
+        /// When ``token`` becomes due for a proactive refresh (`willExpireSoon`), precomputed.
+        var refreshDue = Date.distantPast
+        var isOffline = false
+        var flight: RefreshFlight?
+        /// The profile the provider or the app supplied for the session's user.
+        var profile: AuthUser?
+
+        /// The token for the fast path at wall time `time`: the token when it is not due for a refresh and nothing
+        /// needs the actor, else `nil`.
+        @inline(__always)
+        func freshToken(at time: Date) -> AuthToken? {
+            !needsActor && time < refreshDue ? token : nil
+        }
+
+        /// The refresh in flight that a caller may join without the actor, if any.
+        var joinableFlight: RefreshFlight? { needsActor || token == nil ? nil : flight }
+
+        /// How many callers wait for the refresh in flight.
+        var waiterCount: Int { flight?.waiterCount ?? 0 }
+
+        /// The token's redacted description, for `dump`.
+        var tokenDescription: String { token.map { "\($0)" } ?? "none" }
+    }
+}

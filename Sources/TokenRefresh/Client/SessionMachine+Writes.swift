@@ -1,0 +1,157 @@
+import AuthToken
+import Persistence
+
+/// Writing a pending pair again, removing an ended session again, and the end of a removal: each event returns the
+/// one action the actor carries out.
+extension SessionMachine {
+    /// What the actor does about a pair that failed to persist earlier.
+    enum PersistRetryAction: Sendable {
+        /// Write this pending pair of the session under `epoch` again (once older writes have landed).
+        case write(Session, epoch: UInt64)
+        /// The pair is stored, a write is running, or the last try was too recent.
+        case nothing
+    }
+
+    /// A call at `elapsed` may write the pending pair again (see ``persistRetryDue(elapsed:)``).
+    mutating func persistRetryStarting(elapsed: Duration) -> PersistRetryAction {
+        guard let (pending, epoch) = persistRetryDue(elapsed: elapsed) else { return .nothing }
+        return .write(pending, epoch: epoch)
+    }
+
+    /// What the actor does once older writes have landed.
+    enum PersistRetryWriteAction: Sendable {
+        /// Save this pair under this condition.
+        case save(StoredSession, WriteCondition)
+        /// A sign-out or a new session came meanwhile: nothing is written.
+        case drop
+    }
+
+    /// Older writes have landed for the retry of `pending` under `epoch`.
+    mutating func persistRetryTurn(_ pending: Session, epoch: UInt64) -> PersistRetryWriteAction {
+        guard isCurrent(epoch) else {
+            _ = persistRetryEnded(pending, epoch: epoch, stored: false)
+            return .drop
+        }
+        let stored = StoredSession(token: pending.token, userID: pending.userID, generation: pending.generation)
+        return .save(stored, writeCondition)
+    }
+
+    /// What follows the write of a pending pair.
+    enum PersistRetryEndAction: Sendable, Equatable {
+        /// The pair is stored now: publish ``AuthEvent/Kind/persistenceRecovered``.
+        case recovered
+        /// A newer pair is in the store: read and adopt it (``conflictRead(_:epoch:)``).
+        case adoptAfterConflict
+        /// The write failed again; it is retried later.
+        case failedAgain
+        /// The session changed meanwhile: nothing to do.
+        case nothing
+    }
+
+    /// The write of `pending` under `epoch` ended with `outcome`.
+    mutating func persistRetryWriteEnded(
+        _ pending: Session, epoch: UInt64, _ outcome: Result<Void, PersistenceError>
+    ) -> PersistRetryEndAction {
+        switch outcome {
+        case .success:
+            return persistRetryEnded(pending, epoch: epoch, stored: true) ? .recovered : .nothing
+        case .failure(.conflict):
+            _ = persistRetryEnded(pending, epoch: epoch, stored: false)
+            return isCurrent(epoch) ? .adoptAfterConflict : .nothing
+        case .failure:
+            _ = persistRetryEnded(pending, epoch: epoch, stored: false)
+            return .failedAgain
+        }
+    }
+
+    /// What the actor does about an ended session's removal still to be made.
+    enum RemovalRetryAction: Sendable, Equatable {
+        /// Remove the ended session of `epoch` under `condition` (once older writes have landed).
+        case remove(epoch: UInt64, condition: WriteCondition)
+        /// Nothing is pending, a retry is running, or the last try was too recent.
+        case nothing
+    }
+
+    /// A call at `elapsed` may remove the ended session again (see ``removalRetryDue(elapsed:)``).
+    mutating func removalRetryStarting(elapsed: Duration) -> RemovalRetryAction {
+        guard let (epoch, condition) = removalRetryDue(elapsed: elapsed) else { return .nothing }
+        return .remove(epoch: epoch, condition: condition)
+    }
+
+    /// What the actor does once older writes have landed.
+    enum RemovalRetryWriteAction: Sendable, Equatable {
+        /// Remove it.
+        case remove
+        /// A new session began meanwhile: its save overwrites the ended one.
+        case drop
+    }
+
+    /// Older writes have landed for the removal retry of the session ended under `epoch`.
+    mutating func removalRetryTurn(epoch: UInt64) -> RemovalRetryWriteAction {
+        guard isCurrent(epoch) else {
+            removalRetryEnded(done: true)
+            return .drop
+        }
+        return .remove
+    }
+
+    /// What follows a retried removal.
+    enum RemovalRetryEndAction: Sendable, Equatable {
+        /// The ended session is gone from the store.
+        case removed
+        /// A newer session is stored (by another process): nothing of the ended one is left to remove.
+        case replaced
+        /// It failed again, with this error; it is retried later.
+        case failedAgain(PersistenceError)
+    }
+
+    /// The retried removal ended with `outcome`.
+    mutating func removalRetryWriteEnded(_ outcome: Result<Void, PersistenceError>) -> RemovalRetryEndAction {
+        switch outcome {
+        case .success:
+            removalRetryEnded(done: true)
+            return .removed
+        case .failure(.conflict):
+            removalRetryEnded(done: true)
+            return .replaced
+        case .failure(let error):
+            removalRetryEnded(done: false)
+            return .failedAgain(error)
+        }
+    }
+
+    /// What follows an ended session's removal.
+    enum RemovalEndAction: Sendable, Equatable {
+        /// It landed.
+        case done
+        /// It did not, with this error (see ``removalFinished(_:_:overtaken:elapsed:)``).
+        case failed(PersistenceError)
+    }
+
+    /// An ended session's removal ended (`error`: `nil` when it landed); see
+    /// ``removalFinished(_:_:overtaken:elapsed:)``.
+    mutating func removalEnded(
+        _ error: PersistenceError?, _ removal: Removal, overtaken: Bool, elapsed: Duration
+    ) -> RemovalEndAction {
+        removalFinished(error, removal, overtaken: overtaken, elapsed: elapsed)
+        guard let error else { return .done }
+        return .failed(error)
+    }
+
+    /// What the actor does with the server's answer to a request that ends the session there (account deletion,
+    /// sign-out everywhere).
+    enum ServerEndAction: Sendable, Equatable {
+        /// The server ended the session: end it here too.
+        case endSession
+        /// The server refused (not 2xx): keep the session and fail with this error.
+        case refused(TokenRefreshError)
+    }
+
+    /// The server answered `status` to a request that ends the session there.
+    static func serverAnswered(endingSession status: Int) -> ServerEndAction {
+        guard (200..<300).contains(status) else {
+            return .refused(TokenRefreshError.serverRefused.with(status: status))
+        }
+        return .endSession
+    }
+}
