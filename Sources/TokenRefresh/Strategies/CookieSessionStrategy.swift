@@ -74,6 +74,9 @@ public struct CookieSessionStrategy: RefreshStrategy {
             CookieScope(domain: baseURL.host ?? "", isSecure: baseURL.scheme?.lowercased() == "https"))
     }
 
+    /// `true`: the "refresh" is the session check, run at launch even while the cookie looks fresh.
+    public var checksSessionWithServer: Bool { true }
+
     /// The presentation to configure on the ``/NetworkRetry/AuthenticatedClient``: the cookie, only on requests
     /// in its scope (`cookieScope`).
     public var presentation: CredentialPresentation { .cookie(named: cookieName, scope: cookieScope) }
@@ -217,6 +220,3 @@ extension HTTPRequest {
         return request
     }
 }
-
-/// The "refresh" is the session check, run at launch even while the cookie looks fresh.
-extension CookieSessionStrategy: SessionCheckingStrategy {}

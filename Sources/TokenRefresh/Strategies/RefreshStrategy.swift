@@ -41,19 +41,18 @@ public protocol RefreshStrategy: Sendable {
     /// - Returns: The token response.
     /// - Throws: As ``refresh(using:)``.
     func refresh(using refreshToken: String?, forced: Bool) async throws -> TokenResponse
-}
 
-/// A strategy whose refresh is a check of the session with the server (a cookie session,
-/// ``CookieSessionStrategy``): validating a session at launch runs it even while the credential looks fresh.
-package protocol SessionCheckingStrategy: RefreshStrategy {}
+    /// Whether a refresh is a check of the session with the server (a cookie session), so that validating a
+    /// session at launch runs it even while the credential looks fresh. `false` by default.
+    var checksSessionWithServer: Bool { get }
+}
 
 extension RefreshStrategy {
     /// A refresh needs the refresh token, unless a strategy says otherwise.
     public var requiresRefreshToken: Bool { true }
 
-    /// Whether a refresh is a check of the session with the server (``SessionCheckingStrategy``); otherwise a refresh
-    /// gets a new token, and validating at launch refreshes only when one is due.
-    package var checksSessionWithServer: Bool { self is any SessionCheckingStrategy }
+    /// `false`: a refresh gets a new token; validating at launch refreshes only when one is due.
+    public var checksSessionWithServer: Bool { false }
 
     /// Calls ``refresh(using:)``: most strategies refresh the same way whatever the reason.
     ///
