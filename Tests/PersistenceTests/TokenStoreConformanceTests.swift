@@ -98,10 +98,18 @@ import TokenKitTesting
 }
 
 /// The checks fail for a store that breaks a clause, and name that clause.
-@Suite(.logLeakCheck()) struct TokenStoreConformanceFailureTests {
+///
+/// Each check's deadlock bound runs on a clock that never moves unless the test is about that bound: the broken
+/// stores below are caught by what they do, and on a loaded machine a real 60-s bound has fired first. The suite's
+/// time limit still ends a check that hangs.
+@Suite(.logLeakCheck(), .timeLimit(.minutes(10))) struct TokenStoreConformanceFailureTests {
+    /// A clock nobody advances: the checks' deadlock bound never fires.
+    static var stopped: ManualClock { ManualClock() }
+
     @Test func aStoreWhoseExclusiveAccessTakesNoLockBreaksExclusion() async throws {
         let inner = InMemoryTokenStore()
-        let violation = await firstViolation(of: TokenStoreConformance { closureStore(over: inner) }, [.exclusion])
+        let violation = await firstViolation(
+            of: TokenStoreConformance(clock: Self.stopped) { closureStore(over: inner) }, [.exclusion])
         #expect(violation?.clause == .exclusion)
         #expect(violation?.description.contains("another handle's body started") == true)
     }
@@ -109,7 +117,7 @@ import TokenKitTesting
     @Test func aSaveThatIgnoresItsConditionBreaksConditionalWrites() async throws {
         let inner = InMemoryTokenStore()
         let lock = serialLock()
-        let conformance = TokenStoreConformance {
+        let conformance = TokenStoreConformance(clock: Self.stopped) {
             closureStore(
                 over: inner, exclusiveAccess: lock,
                 save: { session, account, _ in try await inner.save(session, account: account, condition: .always) })
@@ -122,7 +130,7 @@ import TokenKitTesting
     @Test func aRemovalThatIgnoresItsConditionBreaksConditionalWrites() async throws {
         let inner = InMemoryTokenStore()
         let lock = serialLock()
-        let conformance = TokenStoreConformance {
+        let conformance = TokenStoreConformance(clock: Self.stopped) {
             closureStore(
                 over: inner, exclusiveAccess: lock,
                 remove: { account, _ in try await inner.remove(account: account, condition: .always) })
@@ -132,7 +140,7 @@ import TokenKitTesting
 
     @Test func aStoreThatReadsNothingAsUnavailableBreaksLoad() async throws {
         let inner = InMemoryTokenStore()
-        let conformance = TokenStoreConformance {
+        let conformance = TokenStoreConformance(clock: Self.stopped) {
             closureStore(
                 over: inner,
                 load: { account in
@@ -148,7 +156,7 @@ import TokenKitTesting
 
     @Test func aStoreThatRefusesToRemoveNothingBreaksRemovingAnAbsentSession() async throws {
         let inner = InMemoryTokenStore()
-        let conformance = TokenStoreConformance {
+        let conformance = TokenStoreConformance(clock: Self.stopped) {
             closureStore(
                 over: inner,
                 remove: { account, condition in
@@ -163,7 +171,7 @@ import TokenKitTesting
         let inner = InMemoryTokenStore()
         let armed = Locked(false)
         let lock = serialLock()
-        let conformance = TokenStoreConformance(disrupt: { armed.withLock { $0 = true } }) {
+        let conformance = TokenStoreConformance(clock: Self.stopped, disrupt: { armed.withLock { $0 = true } }) {
             closureStore(
                 over: inner, exclusiveAccess: lock,
                 save: { session, account, condition in
@@ -182,7 +190,7 @@ import TokenKitTesting
 
     @Test func aStoreThatReplacesTheBodysErrorBreaksRelease() async throws {
         let inner = InMemoryTokenStore()
-        let conformance = TokenStoreConformance {
+        let conformance = TokenStoreConformance(clock: Self.stopped) {
             closureStore(
                 over: inner,
                 exclusiveAccess: { _, body in
@@ -223,7 +231,7 @@ import TokenKitTesting
 
     @Test func aViolationNamesTheClauseAndNoTokenText() async throws {
         let inner = InMemoryTokenStore()
-        let conformance = TokenStoreConformance {
+        let conformance = TokenStoreConformance(clock: Self.stopped) {
             closureStore(
                 over: inner,
                 save: { session, account, _ in try await inner.save(session, account: account, condition: .always) })
