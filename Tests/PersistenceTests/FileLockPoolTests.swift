@@ -19,8 +19,9 @@ import TokenKitTesting
     /// More waiters than the pool has threads, each for its own account's lock file, held by "another process" (a
     /// descriptor of the test's own: `flock` locks belong to the open file). An unrelated task must run to the end
     /// while they all wait. If the waits blocked pool threads, nothing would run until the locks were released: a
-    /// watchdog on a plain thread releases them after `safetyNet` (a bound against hanging the test run, never
-    /// reached when the store behaves) and the test fails.
+    /// watchdog on a plain thread releases them after 300 s (a bound against hanging the test run, generous because
+    /// a whole loaded test run delays every task by tens of seconds; never reached when the store behaves) and the
+    /// test fails.
     @Test(arguments: [nil, .seconds(600)] as [Duration?])
     func waitersForLockFilesHeldElsewhereLeaveThePoolFreeForOtherTasks(lockTimeout: Duration?) async throws {
         let temporary = try TemporaryDirectory()
@@ -39,20 +40,20 @@ import TokenKitTesting
         }
         let held = HeldLocks(descriptors)
         defer { held.release() }
-        held.releaseOnWatchdog(after: 60)
+        held.releaseOnWatchdog(after: 300)
 
-        let started = Locked(0)
+        let started = Countdown(waiters)
         let entered = Locked(0)
         let tasks = accounts.map { account in
             Task {
-                started.withLock { $0 += 1 }
+                started.tick()
                 try await store.withExclusiveAccess(account: account) { entered.withLock { $0 += 1 } }
             }
         }
-        // Runs once every waiter has started its wait; then checks that the locks are still held by the test.
+        // Runs once every waiter has started its wait (resumed by the last one, no polling); then checks that the
+        // locks are still held by the test.
         let unrelated = Task {
-            while started.withLock({ $0 }) < waiters { await Task.yield() }
-            for _ in 0..<100 { await Task.yield() }
+            await started.reachedZero()
             return !held.releasedByWatchdog
         }
         let ranWhileTheLocksWereHeld = await unrelated.value
@@ -64,6 +65,34 @@ import TokenKitTesting
         held.release()
         for task in tasks { try await task.value }
         #expect(entered.withLock { $0 } == waiters)
+    }
+}
+
+/// Resumes whoever waits in `reachedZero()` once `tick()` was called `count` times.
+private final class Countdown: Sendable {
+    private let state: Locked<(left: Int, waiter: CheckedContinuation<Void, Never>?)>
+
+    init(_ count: Int) { state = Locked((count, nil)) }
+
+    func tick() {
+        let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
+            state.left -= 1
+            guard state.left == 0 else { return nil }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    func reachedZero() async {
+        await withCheckedContinuation { continuation in
+            let done = state.withLock { state in
+                if state.left <= 0 { return true }
+                state.waiter = continuation
+                return false
+            }
+            if done { continuation.resume() }
+        }
     }
 }
 
