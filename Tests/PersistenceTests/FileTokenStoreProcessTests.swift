@@ -17,8 +17,8 @@ import TokenRefresh
 /// Several real processes against one store: crashes mid-write and contention for the lock.
 ///
 /// The child is the `TokenStoreProbe` executable, which `swift build --build-tests` and `swift test` build
-/// next to the test bundle. These tests block their thread on pipes and child processes, so they run one
-/// at a time.
+/// next to the test bundle. They run one at a time; their waits on pipes and child processes block a thread of
+/// their own (`onOwnThread`), never one of the cooperative pool, which the rest of the test run needs.
 @Suite(.serialized, .logLeakCheck()) struct FileTokenStoreProcessTests {
     /// The probe executable in the build products directory, next to the test binary.
     static func probeURL() throws -> URL {
@@ -94,25 +94,32 @@ import TokenRefresh
         var sink: UInt64 = 0
 
         for round in 0..<200 {
-            let process = Process()
-            process.executableURL = probe
-            process.arguments = ["save-loop", temporary.storeDirectory.path, "crash", String(stored + 1)]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            let reader = LineReader(output.fileHandleForReading)
             // Let 0 to 3 saves finish, then kill after a random amount of work: anywhere in a later save.
-            var confirmed = stored  // the last save the probe said had returned
-            for _ in 0..<Int.random(in: 0...3, using: &random) {
-                guard let generation = reader.nextSaved() else { break }
-                confirmed = generation
+            let saves = Int.random(in: 0...3, using: &random)
+            let work = Int.random(in: 0...3_000_000, using: &random)
+            let directory = temporary.storeDirectory.path
+            let (confirmed, spun, reason) = try await onOwnThread { [stored] in
+                let process = Process()
+                process.executableURL = probe
+                process.arguments = ["save-loop", directory, "crash", String(stored + 1)]
+                let output = Pipe()
+                process.standardOutput = output
+                try process.run()
+                let reader = LineReader(output.fileHandleForReading)
+                var confirmed = stored  // the last save the probe said had returned
+                for _ in 0..<saves {
+                    guard let generation = reader.nextSaved() else { break }
+                    confirmed = generation
+                }
+                let spun = Self.spin(work)
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                while let generation = reader.nextSaved() { confirmed = generation }
+                try? output.fileHandleForReading.close()
+                return (confirmed, spun, process.terminationReason)
             }
-            sink &+= Self.spin(Int.random(in: 0...3_000_000, using: &random))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            while let generation = reader.nextSaved() { confirmed = generation }
-            try? output.fileHandleForReading.close()
-            #expect(process.terminationReason == .uncaughtSignal, "round \(round): the probe ended on its own")
+            sink &+= spun
+            #expect(reason == .uncaughtSignal, "round \(round): the probe ended on its own")
 
             let read = await store.load(account: "crash")
             if stored == 0 && confirmed == 0, read.isAbsent { continue }  // killed before its first save
@@ -143,19 +150,23 @@ import TokenRefresh
         defer { temporary.remove() }
         let workers = 4
         let rounds = 200
-        var processes: [Process] = []
-        for worker in 0..<workers {
-            let process = Process()
-            process.executableURL = probe
-            process.arguments = ["increment", temporary.storeDirectory.path, "shared", String(rounds), "w\(worker)"]
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            processes.append(process)
+        let directory = temporary.storeDirectory.path
+        let statuses = try await onOwnThread {
+            var processes: [Process] = []
+            for worker in 0..<workers {
+                let process = Process()
+                process.executableURL = probe
+                process.arguments = ["increment", directory, "shared", String(rounds), "w\(worker)"]
+                process.standardOutput = FileHandle.nullDevice
+                try process.run()
+                processes.append(process)
+            }
+            return processes.map { process in
+                process.waitUntilExit()
+                return process.terminationStatus
+            }
         }
-        for process in processes {
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
-        }
+        #expect(statuses == Array(repeating: 0, count: workers))
         let session = try #require(
             await FileTokenStore(directory: temporary.storeDirectory).load(account: "shared").session)
         #expect(session.generation == UInt64(workers * rounds))
@@ -187,7 +198,8 @@ import TokenRefresh
             process.terminate()
             process.waitUntilExit()
         }
-        #expect(LineReader(output.fileHandleForReading).nextLine() == "refreshing")
+        let reading = output.fileHandleForReading
+        #expect(try await onOwnThread { LineReader(reading).nextLine() } == "refreshing")
 
         let attempts = Locked(0)
         let store = FileTokenStore(

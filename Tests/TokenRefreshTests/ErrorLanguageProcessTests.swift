@@ -22,9 +22,20 @@ import TokenKitLogCheck
     }
 
     /// The probe's lines under `locale` (`LANG`, with the other locale variables cleared, or set as given).
-    static func messages(_ variables: [String: String]) throws -> [String] {
+    /// The child is waited for on a thread of its own, not on one of the cooperative pool the other tests need.
+    static func messages(_ variables: [String: String]) async throws -> [String] {
+        let probe = try probeURL()
+        let (status, data) = try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try run(probe, variables) }) }
+        }
+        #expect(status == 0)
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    /// Runs the probe and waits for it: blocks the calling thread.
+    private static func run(_ probe: URL, _ variables: [String: String]) throws -> (Int32, Data) {
         let process = Process()
-        process.executableURL = try probeURL()
+        process.executableURL = probe
         process.arguments = ["messages"]
         var environment = ProcessInfo.processInfo.environment
         for name in ["LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"] { environment[name] = nil }
@@ -35,8 +46,7 @@ import TokenKitLogCheck
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        return (process.terminationStatus, data)
     }
 
     static let english = [
@@ -45,23 +55,23 @@ import TokenKitLogCheck
         "Your session has ended. Please sign in again.",
     ]
 
-    @Test func aJapaneseLocaleGetsJapaneseMessages() throws {
-        let lines = try Self.messages(["LANG": "ja_JP.UTF-8"])
+    @Test func aJapaneseLocaleGetsJapaneseMessages() async throws {
+        let lines = try await Self.messages(["LANG": "ja_JP.UTF-8"])
         #expect(lines.count == 3)
         #expect(
             lines == [
                 "セッションが期限切れです。再度ログインしてください。", "保存されたセッションを今は読み込めません。端末のロックを解除してから、もう一度お試しください。",
                 "セッションが終了しました。再度ログインしてください。",
             ])
-        #expect(try Self.messages(["LC_ALL": "ja_JP.UTF-8", "LANG": "en_US.UTF-8"]) == lines)
-        #expect(try Self.messages(["LANGUAGE": "ja:en", "LANG": "en_US.UTF-8"]) == lines)
+        #expect(try await Self.messages(["LC_ALL": "ja_JP.UTF-8", "LANG": "en_US.UTF-8"]) == lines)
+        #expect(try await Self.messages(["LANGUAGE": "ja:en", "LANG": "en_US.UTF-8"]) == lines)
     }
 
-    @Test func anEnglishOrUnknownLocaleGetsEnglishMessages() throws {
-        #expect(try Self.messages(["LANG": "en_US.UTF-8"]) == Self.english)
-        #expect(try Self.messages(["LANG": "C.UTF-8"]) == Self.english)
-        #expect(try Self.messages(["LANG": "fr_FR.UTF-8"]) == Self.english)
+    @Test func anEnglishOrUnknownLocaleGetsEnglishMessages() async throws {
+        #expect(try await Self.messages(["LANG": "en_US.UTF-8"]) == Self.english)
+        #expect(try await Self.messages(["LANG": "C.UTF-8"]) == Self.english)
+        #expect(try await Self.messages(["LANG": "fr_FR.UTF-8"]) == Self.english)
         // gettext ignores LANGUAGE under the C locale.
-        #expect(try Self.messages(["LANGUAGE": "ja", "LANG": "C"]) == Self.english)
+        #expect(try await Self.messages(["LANGUAGE": "ja", "LANG": "C"]) == Self.english)
     }
 }
