@@ -215,7 +215,9 @@ package struct JSONParser {
     ///   - slice: ASCII bytes with no escapes.
     ///   - bytes: The whole text `slice` lies in (a word may be read past the slice's end, within it).
     /// - Returns: The literal, or `nil` when `slice` is not one of them.
-    private static func knownString(_ slice: UnsafeBufferPointer<UInt8>, in bytes: UnsafeBufferPointer<UInt8>) -> String? {
+    private static func knownString(
+        _ slice: UnsafeBufferPointer<UInt8>, in bytes: UnsafeBufferPointer<UInt8>
+    ) -> String? {
         let count = slice.count
         guard count > 0, count <= 8, let base = slice.baseAddress, let end = bytes.baseAddress.map({ $0 + bytes.count })
         else { return nil }

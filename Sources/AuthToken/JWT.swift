@@ -104,7 +104,9 @@ public struct JWT: Sendable, Hashable {
     }
 
     /// Decodes and parses the header segment; its bytes are not kept, so they are decoded into a temporary buffer.
-    private static func decodeHeader(_ segment: UnsafeBufferPointer<UInt8>) throws(AuthTokenError) -> [String: JSONValue] {
+    private static func decodeHeader(
+        _ segment: UnsafeBufferPointer<UInt8>
+    ) throws(AuthTokenError) -> [String: JSONValue] {
         guard let count = Base64URLCodec.decodedCount(segment) else { throw .malformedJWT(.header, .invalidBase64URL) }
         return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer throws(AuthTokenError) in
             guard Base64URLCodec.decode(segment, into: buffer) else { throw .malformedJWT(.header, .invalidBase64URL) }

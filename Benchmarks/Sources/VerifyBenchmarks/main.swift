@@ -345,8 +345,8 @@ func quantile(_ values: [Double], _ p: Double) -> Double {
     return passed
 }
 
-/// `VerifyBenchmarks --loop <RS256|ES256> <first|miss|cached|bare> <count>`: one path in a loop, nothing printed but the
-/// time, for `perf record -g` on the release executable.
+/// `VerifyBenchmarks --loop <RS256|ES256> <first|miss|cached|bare|jwtkit> <count>`: one path in a loop, nothing printed
+/// but the time, for `perf record -g` or callgrind (`Benchmarks/callgrind verify`) on the release executable.
 @concurrent func loop(_ algorithm: TokenVerification.JWSAlgorithm, path: String, count: Int) async throws {
     let bench = try makeCase(algorithm, freshTokens: path == "miss" ? 1_500 : 0)
     let keySet = try JWKSet(json: Data(bench.jwks.utf8))
@@ -356,6 +356,8 @@ func quantile(_ values: [Double], _ p: Double) -> Double {
             algorithms: [algorithm], requiredClaims: ["exp", "sub"],
             tokenCacheCapacity: path == "cached" || path == "miss" ? 1_000 : 0),
         keySource: StaticJWKSSource(keySet))
+    let keys = JWTKeyCollection()
+    try await keys.add(jwksJSON: bench.jwks)
     var sink = 0
     /// The process's CPU time, which a loaded machine's descheduling does not inflate.
     func cpuNanoseconds() -> Double {
@@ -363,13 +365,20 @@ func quantile(_ values: [Double], _ p: Double) -> Double {
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
         return Double(time.tv_sec) * 1e9 + Double(time.tv_nsec)
     }
+    // A miss fills the cache first, so that every measured call (up to 500 of them) misses and evicts.
+    if path == "miss" {
+        for token in bench.freshTokens[..<1_000] { sink &+= try await verifier.verify(token).members.count }
+    }
     let cpuStart = cpuNanoseconds()
     let start = DispatchTime.now().uptimeNanoseconds
     for index in 0..<count {
         if path == "bare" {
             sink &+= bench.swiftCryptoCheck() ? 1 : 0
+        } else if path == "jwtkit" {
+            sink &+= try await keys.verify(bench.token, as: BenchPayload.self).sid.utf8.count
         } else if path == "miss" {
-            sink &+= try await verifier.verify(bench.freshTokens[index % bench.freshTokens.count]).members.count
+            sink &+= try await verifier.verify(bench.freshTokens[(1_000 + index) % bench.freshTokens.count]).members
+                .count
         } else {
             sink &+= try await verifier.verify(bench.token).members.count
         }
