@@ -94,8 +94,10 @@ package struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue(depth: depth)
-            guard members.updateValue(value, forKey: name) == nil || !rejectsDuplicateNames else {
-                throw .duplicateName
+            if rejectsDuplicateNames {
+                guard members.updateValue(value, forKey: name) == nil else { throw .duplicateName }
+            } else {
+                members[name] = value
             }
             skipWhitespace()
             guard index < bytes.count else { throw .invalid }
