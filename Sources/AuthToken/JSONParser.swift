@@ -94,8 +94,10 @@ package struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue(depth: depth)
-            guard members.updateValue(value, forKey: name) == nil || !rejectsDuplicateNames else {
-                throw .duplicateName
+            if rejectsDuplicateNames {
+                guard members.updateValue(value, forKey: name) == nil else { throw .duplicateName }
+            } else {
+                members[name] = value
             }
             skipWhitespace()
             guard index < bytes.count else { throw .invalid }
@@ -114,6 +116,8 @@ package struct JSONParser {
         index += 1  // [
         var elements: [JSONValue] = []
         skipWhitespace()
+        // Room for a short array (an `aud` of a few audiences) in one allocation, not two.
+        if index < bytes.count, bytes[index] != UInt8(ascii: "]") { elements.reserveCapacity(4) }
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
             index += 1
             return .array(elements)
@@ -148,10 +152,14 @@ package struct JSONParser {
                 let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
                 // A byte is zero in `quote` or `backslash`, or below 0x20, or 0x80 or above, exactly when its
                 // high bit is set in one of these (the classic "has zero byte" and "has byte less than" tests).
+                // Borrows can flag bytes above a flagged one, never below: the lowest flag is a true one.
                 let special =
-                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
-                    | word
-                guard special & highs == 0 else { break }
+                    (((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                        | word) & highs
+                guard special == 0 else {
+                    index += special.trailingZeroBitCount >> 3
+                    break
+                }
                 index += 8
             }
         }
@@ -160,6 +168,7 @@ package struct JSONParser {
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
+                if ascii, let known = Self.knownString(slice, in: bytes) { return known }
                 guard ascii || UTF8Validation.isValid(slice) else { throw .invalid }
                 return String(decoding: slice, as: UTF8.self)
             }
@@ -201,6 +210,89 @@ package struct JSONParser {
         throw .invalid
     }
 
+    /// The names and values that JWTs carry everywhere (registered header parameters and claims, algorithm names),
+    /// as literals: a string read from a token that equals one of these needs no validation, copy or allocation.
+    ///
+    /// - Parameters:
+    ///   - slice: ASCII bytes with no escapes.
+    ///   - bytes: The whole text `slice` lies in (a word may be read past the slice's end, within it).
+    /// - Returns: The literal, or `nil` when `slice` is not one of them.
+    private static func knownString(
+        _ slice: UnsafeBufferPointer<UInt8>, in bytes: UnsafeBufferPointer<UInt8>
+    ) -> String? {
+        let count = slice.count
+        guard count > 0, count <= 8, let base = slice.baseAddress, let end = bytes.baseAddress.map({ $0 + bytes.count })
+        else { return nil }
+        // The bytes, first byte lowest; below eight bytes the length is in the top byte, so no two keys collide.
+        var key: UInt64
+        if end - base >= 8 {
+            key = UInt64(littleEndian: UnsafeRawPointer(base).loadUnaligned(as: UInt64.self))
+            if count < 8 { key &= (1 << (count * 8)) - 1 }
+        } else {
+            key = 0
+            for (offset, byte) in slice.enumerated() { key |= UInt64(byte) << (offset * 8) }
+        }
+        if count < 8 { key |= UInt64(count) << 56 }
+        return switch key {
+        case 0x300_0000_0054_574a: "JWT"
+        case 0x300_0000_0062_7573: "sub"
+        case 0x300_0000_0063_3578: "x5c"
+        case 0x300_0000_0063_6e65: "enc"
+        case 0x300_0000_0064_6963: "cid"
+        case 0x300_0000_0064_696b: "kid"
+        case 0x300_0000_0064_696f: "oid"
+        case 0x300_0000_0064_6973: "sid"
+        case 0x300_0000_0064_6974: "tid"
+        case 0x300_0000_0064_6975: "uid"
+        case 0x300_0000_0064_7561: "aud"
+        case 0x300_0000_0066_626e: "nbf"
+        case 0x300_0000_0067_6c61: "alg"
+        case 0x300_0000_0069_746a: "jti"
+        case 0x300_0000_006b_776a: "jwk"
+        case 0x300_0000_0070_6373: "scp"
+        case 0x300_0000_0070_697a: "zip"
+        case 0x300_0000_0070_7865: "exp"
+        case 0x300_0000_0070_7974: "typ"
+        case 0x300_0000_0070_7a61: "azp"
+        case 0x300_0000_0072_6361: "acr"
+        case 0x300_0000_0072_6576: "ver"
+        case 0x300_0000_0072_6d61: "amr"
+        case 0x300_0000_0073_7369: "iss"
+        case 0x300_0000_0074_3578: "x5t"
+        case 0x300_0000_0074_6169: "iat"
+        case 0x300_0000_0075_3578: "x5u"
+        case 0x300_0000_0075_6b6a: "jku"
+        case 0x300_0000_0079_7463: "cty"
+        case 0x400_0000_656d_616e: "name"
+        case 0x400_0000_656e_6f6e: "none"
+        case 0x400_0000_7469_7263: "crit"
+        case 0x500_0032_3135_5345: "ES512"
+        case 0x500_0032_3135_5348: "HS512"
+        case 0x500_0032_3135_5350: "PS512"
+        case 0x500_0032_3135_5352: "RS512"
+        case 0x500_0034_3833_5345: "ES384"
+        case 0x500_0034_3833_5348: "HS384"
+        case 0x500_0034_3833_5350: "PS384"
+        case 0x500_0034_3833_5352: "RS384"
+        case 0x500_0036_3532_5345: "ES256"
+        case 0x500_0036_3532_5348: "HS256"
+        case 0x500_0036_3532_5350: "PS256"
+        case 0x500_0036_3532_5352: "RS256"
+        case 0x500_0041_5344_6445: "EdDSA"
+        case 0x500_0065_636e_6f6e: "nonce"
+        case 0x500_0065_706f_6373: "scope"
+        case 0x500_006c_6961_6d65: "email"
+        case 0x500_0073_656c_6f72: "roles"
+        case 0x600_4b36_3532_5345: "ES256K"
+        case 0x600_6873_6168_5f63: "c_hash"
+        case 0x600_7370_756f_7267: "groups"
+        case 0x600_7477_6a2b_7461: "at+jwt"
+        case 0x768_7361_685f_7461: "at_hash"
+        case 0x3635_3253_2374_3578: "x5t#S256"
+        default: nil
+        }
+    }
+
     private mutating func readHex4() throws(Failure) -> UInt32 {
         guard bytes.count - index >= 4 else { throw .invalid }
         var value: UInt32 = 0
@@ -239,13 +331,22 @@ package struct JSONParser {
     private mutating func parseNumber() throws(Failure) -> JSONValue {
         let start = index
         var isInteger = true
-        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
-        // Integer part: 0, or a non-zero digit followed by digits.
+        var negative = false
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") {
+            negative = true
+            index += 1
+        }
+        // Integer part: 0, or a non-zero digit followed by digits; accumulated as it is read (wrapping: used only
+        // when it has at most 18 characters).
         guard index < bytes.count, isDigit(bytes[index]) else { throw .invalid }
+        var value = 0
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
         } else {
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            while index < bytes.count, isDigit(bytes[index]) {
+                value = value &* 10 &+ Int(bytes[index] &- UInt8(ascii: "0"))
+                index += 1
+            }
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             isInteger = false
@@ -262,19 +363,8 @@ package struct JSONParser {
             guard index < bytes.count, isDigit(bytes[index]) else { throw .invalid }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
+        if isInteger, index - start <= 18 { return .integer(negative ? -value : value) }
         let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
-        if isInteger, slice.count <= 18 {
-            var value = 0
-            var negative = false
-            for byte in slice {
-                if byte == UInt8(ascii: "-") {
-                    negative = true
-                } else {
-                    value = value &* 10 &+ Int(byte &- UInt8(ascii: "0"))
-                }
-            }
-            return .integer(negative ? -value : value)
-        }
         // The grammar above has already rejected NaN, Infinity and anything else Double(_:) might accept.
         guard let value = Double(String(decoding: slice, as: UTF8.self)) else { throw .invalid }
         return .number(value)

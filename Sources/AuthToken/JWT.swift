@@ -48,7 +48,7 @@ public struct JWT: Sendable, Hashable {
         let result: Result<JWTHeader, AuthTokenError> = token.withUTF8 { bytes in
             do throws(AuthTokenError) {
                 let segments = try Segments(bytes)
-                return .success(JWTHeader(members: try decodeObject(segments.header, part: .header).members))
+                return .success(JWTHeader(members: try decodeHeader(segments.header)))
             } catch {
                 return .failure(error)
             }
@@ -58,9 +58,14 @@ public struct JWT: Sendable, Hashable {
 
     private init(bytes: UnsafeBufferPointer<UInt8>) throws(AuthTokenError) {
         let segments = try Segments(bytes)
-        header = JWTHeader(members: try Self.decodeObject(segments.header, part: .header).members)
-        let payload = try Self.decodeObject(segments.payload, part: .payload)
-        claims = JWTClaims(members: payload.members, payload: payload.bytes)
+        header = JWTHeader(members: try Self.decodeHeader(segments.header))
+        guard let payload = Base64URLCodec.decode(segments.payload) else {
+            throw .malformedJWT(.payload, .invalidBase64URL)
+        }
+        let members = try payload.withUnsafeBufferPointer { bytes throws(AuthTokenError) in
+            try Self.parseObject(bytes, part: .payload)
+        }
+        claims = JWTClaims(members: members, payload: payload)
         hasEmptySignature = segments.signature.isEmpty
         guard Base64URLCodec.isValid(segments.signature) else {
             let hasMoreSegments = segments.signature.contains(UInt8(ascii: "."))
@@ -98,29 +103,31 @@ public struct JWT: Sendable, Hashable {
         }
     }
 
-    private static func decodeObject(
-        _ segment: UnsafeBufferPointer<UInt8>, part: JWTPart
-    ) throws(AuthTokenError) -> (members: [String: JSONValue], bytes: [UInt8]) {
-        guard let decoded = Base64URLCodec.decode(segment) else { throw .malformedJWT(part, .invalidBase64URL) }
-        let parsed: Result<JSONValue, JSONParser.Failure> = decoded.withUnsafeBufferPointer { buffer in
-            do throws(JSONParser.Failure) {
-                return .success(try JSONParser.parse(buffer))
-            } catch {
-                return .failure(error)
-            }
+    /// Decodes and parses the header segment; its bytes are not kept, so they are decoded into a temporary buffer.
+    private static func decodeHeader(
+        _ segment: UnsafeBufferPointer<UInt8>
+    ) throws(AuthTokenError) -> [String: JSONValue] {
+        guard let count = Base64URLCodec.decodedCount(segment) else { throw .malformedJWT(.header, .invalidBase64URL) }
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer throws(AuthTokenError) in
+            guard Base64URLCodec.decode(segment, into: buffer) else { throw .malformedJWT(.header, .invalidBase64URL) }
+            return try parseObject(UnsafeBufferPointer(buffer), part: .header)
         }
-        switch parsed {
-        case .success(.object(let members)):
-            return (members, decoded)
-        case .success:
-            throw .malformedJWT(part, .notJSONObject)
-        case .failure(.tooDeep):
+    }
+
+    private static func parseObject(
+        _ decoded: UnsafeBufferPointer<UInt8>, part: JWTPart
+    ) throws(AuthTokenError) -> [String: JSONValue] {
+        let parsed: JSONValue
+        do throws(JSONParser.Failure) {
+            parsed = try JSONParser.parse(decoded)
+        } catch .tooDeep {
             throw .malformedJWT(part, .tooDeep)
-        case .failure(.invalid), .failure(.duplicateName):  // no duplicate check is asked for here
+        } catch {  // .invalid, .duplicateName: no duplicate check is asked for here
             // Tell "not text at all" apart from "text that is not JSON".
-            let isUTF8 = decoded.withUnsafeBufferPointer(UTF8Validation.isValid)
-            throw .malformedJWT(part, isUTF8 ? .notJSON : .notUTF8)
+            throw .malformedJWT(part, UTF8Validation.isValid(decoded) ? .notJSON : .notUTF8)
         }
+        guard case .object(let members) = parsed else { throw .malformedJWT(part, .notJSONObject) }
+        return members
     }
 }
 
