@@ -168,9 +168,8 @@ import TokenRefresh
     /// (an app and its extension): Alice's session is refreshed in one process, then Bob signs in in the other, which
     /// never saw that refresh. Bob's session must be stored above Alice's refreshed one, or the first process, still
     /// holding Alice's session, takes Bob's stored session for its own (same generation), presents Alice's refresh
-    /// token, and writes Alice's pair over Bob's; Bob's process then adopts Alice's session. Single-API clients do not
-    /// pass this yet (the sign-in's generation comes from what the signing-in process knew); the audience clients do,
-    /// as their store places a new session above every stored generation.
+    /// token, and writes Alice's pair over Bob's; Bob's process then adopts Alice's session. A sign-in stores its session
+    /// above every stored generation, read under the store's lock.
     @Test func aSignInInOneProcessIsNeverOverwrittenByAnotherProcessStillHoldingTheOldSession() async throws {
         let clock = ManualClock()
         let server = SimulatedTokenServer(now: clock.wallClock)
@@ -195,15 +194,13 @@ import TokenRefresh
         try await appProcess.signIn(with: bobs, userID: "bob")  // the app never saw that refresh
         clock.advance(by: .seconds(7200))
         _ = try? await extensionProcess.validToken()
-        await withKnownIssue("a sign-in's generation comes from what the signing-in process knew") {
-            guard case .found(let stored) = await store.load(account: Self.account) else {
-                Issue.record("no session stored")
-                return
-            }
-            #expect(stored.userID == "bob")
-            let token = try await appProcess.validToken()
-            #expect(token.claims?.subject == "bob")
+        guard case .found(let stored) = await store.load(account: Self.account) else {
+            Issue.record("no session stored")
+            return
         }
+        #expect(stored.userID == "bob")
+        let token = try await appProcess.validToken()
+        #expect(token.claims?.subject == "bob")
     }
 
     static func audience(of token: AuthToken) -> [String] { token.claims?.audience ?? [] }

@@ -500,6 +500,15 @@ struct SessionMachine: Sendable {
         return (replaced, epoch, flight)
     }
 
+    /// The sign-in's save placed the session at `generation` (above one stored elsewhere meanwhile), or failed
+    /// (`nil`): the session held under `epoch` takes that generation, so its next write is fenced by it.
+    mutating func signInPlaced(at generation: UInt64?, epoch: UInt64) {
+        guard let generation, isCurrent(epoch), case .active(var session) = phase, generation > session.generation
+        else { return }
+        session.generation = generation
+        phase = .active(session)
+    }
+
     /// The new session under `epoch` was stored.
     mutating func sessionStored(epoch: UInt64) {
         guard isCurrent(epoch), case .active(var session) = phase else { return }
