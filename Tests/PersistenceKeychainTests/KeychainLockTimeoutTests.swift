@@ -1,0 +1,116 @@
+import Foundation
+import Persistence
+import PersistenceKeychain
+import Testing
+import TokenKitKeychainTesting
+import TokenKitLogCheck
+import TokenKitTesting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An app waiting for the account's lock that an extension (or another task) never lets go: the wait ends at
+/// ``KeychainTokenStore/Configuration/lockTimeout`` on the store's clock, a `ManualClock` here. The time limits are
+/// a safety net for a wait that never ends, not a wait.
+@Suite(.logLeakCheck()) struct KeychainLockTimeoutTests {
+    static func store(
+        _ keychain: KeychainSimulator, container: URL? = nil, clock: some Clock<Duration> = ContinuousClock(),
+        lockTimeout: Duration? = .seconds(5)
+    ) -> KeychainTokenStore {
+        KeychainTokenStore(
+            configuration: .init(
+                service: "com.example.tokens", accessGroup: KeychainTokenStoreTests.group,
+                sharedContainer: container, lockTimeout: lockTimeout),
+            keychain: keychain, clock: clock)
+    }
+
+    /// Holds the account's lock with `store` until `release` finishes; returns once it is held.
+    static func hold(
+        _ store: KeychainTokenStore, until release: AsyncStream<Void>
+    ) async -> Task<Void, any Error> {
+        let (entered, enteredContinuation) = AsyncStream<Void>.makeStream()
+        let holder = Task {
+            try await store.withExclusiveAccess(account: "default") {
+                enteredContinuation.yield()
+                for await _ in release {}
+            }
+        }
+        for await _ in entered { break }
+        return holder
+    }
+
+    /// Takes the container's lock file for the account the way another process does (an open file description of
+    /// its own with an exclusive `flock`), after `store` has made the file.
+    static func lockLikeAnExtension(_ store: KeychainTokenStore, container: URL) async throws -> Int32 {
+        try await store.save(keychainTestSession("lock", generation: 1), account: "default", condition: .always)
+        let locks = container.appendingPathComponent("TokenKitKeychainLocks")
+        let name = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: locks.path).first { $0.hasSuffix(".lock") })
+        let descriptor = open(locks.appendingPathComponent(name).path, O_RDWR)
+        try #require(descriptor >= 0)
+        try #require(flock(descriptor, LOCK_EX | LOCK_NB) == 0)
+        return descriptor
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func anAppWaitingForALockAnotherTaskNeverReleasesGivesUpAtTheLockTimeout() async throws {
+        let keychain = KeychainTokenStoreTests.simulator()
+        let clock = ManualClock()
+        let (release, releaseContinuation) = AsyncStream<Void>.makeStream()
+        let holder = await Self.hold(Self.store(keychain), until: release)
+        defer { releaseContinuation.finish() }
+        let waiter = Self.store(keychain, clock: clock)
+        let waiting = Task {
+            try await waiter.save(keychainTestSession("wait", generation: 1), account: "default", condition: .always)
+        }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(5))
+        let error = await #expect(throws: PersistenceError.lockTimedOut) { try await waiting.value }
+        #expect(
+            error?.detail?.contains("5") == true, "the detail says how long it waited: \(String(describing: error))")
+        releaseContinuation.finish()
+        try await holder.value
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func anAppWaitingForTheContainerLockAnExtensionNeverReleasesGivesUpAtTheLockTimeout() async throws {
+        let container = try ScratchDirectory()
+        defer { container.remove() }
+        let keychain = KeychainTokenStoreTests.simulator()
+        let clock = ManualClock()
+        let app = Self.store(keychain, container: container.url, clock: clock)
+        let extensionLock = try await Self.lockLikeAnExtension(app, container: container.url)
+        defer { close(extensionLock) }
+        let waiting = Task {
+            try await app.save(keychainTestSession("wait", generation: 2), account: "default", condition: .always)
+        }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(5))
+        let error = await #expect(throws: PersistenceError.lockTimedOut) { try await waiting.value }
+        #expect(error?.detail?.contains("shared container") == true, "\(String(describing: error))")
+        #expect(await app.load(account: "default").session?.generation == 1, "nothing was written")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func anAppWaitingForTheContainerLockGetsItWhenTheExtensionLetsGoWithinTheTimeout() async throws {
+        let container = try ScratchDirectory()
+        defer { container.remove() }
+        let keychain = KeychainTokenStoreTests.simulator()
+        let clock = ManualClock()
+        let app = Self.store(keychain, container: container.url, clock: clock)
+        let extensionLock = try await Self.lockLikeAnExtension(app, container: container.url)
+        let waiting = Task {
+            try await app.save(keychainTestSession("wait", generation: 2), account: "default", condition: .always)
+        }
+        await clock.waitForSleepers(count: 1)
+        close(extensionLock)
+        clock.advance(by: .seconds(1))
+        try await waiting.value
+        #expect(await app.load(account: "default").session?.generation == 2)
+    }
+}
