@@ -57,6 +57,21 @@ import TokenKitTesting
         return descriptor
     }
 
+    /// An app store on a `ManualClock` whose save waits for the lock file an extension holds (the descriptor),
+    /// returned once the save is waiting on the clock.
+    static func appWaitingForAnExtensionsLock(
+        _ container: URL
+    ) async throws -> (KeychainTokenStore, ManualClock, Int32, Task<Void, any Error>) {
+        let clock = ManualClock()
+        let app = store(KeychainTokenStoreTests.simulator(), container: container, clock: clock)
+        let extensionLock = try await lockLikeAnExtension(app, container: container)
+        let waiting = Task {
+            try await app.save(keychainTestSession("wait", generation: 2), account: "default", condition: .always)
+        }
+        await clock.waitForSleepers(count: 1)
+        return (app, clock, extensionLock, waiting)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func anAppWaitingForALockAnotherTaskNeverReleasesGivesUpAtTheLockTimeout() async throws {
         let keychain = KeychainTokenStoreTests.simulator()
@@ -81,15 +96,8 @@ import TokenKitTesting
     func anAppWaitingForTheContainerLockAnExtensionNeverReleasesGivesUpAtTheLockTimeout() async throws {
         let container = try ScratchDirectory()
         defer { container.remove() }
-        let keychain = KeychainTokenStoreTests.simulator()
-        let clock = ManualClock()
-        let app = Self.store(keychain, container: container.url, clock: clock)
-        let extensionLock = try await Self.lockLikeAnExtension(app, container: container.url)
+        let (app, clock, extensionLock, waiting) = try await Self.appWaitingForAnExtensionsLock(container.url)
         defer { close(extensionLock) }
-        let waiting = Task {
-            try await app.save(keychainTestSession("wait", generation: 2), account: "default", condition: .always)
-        }
-        await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(5))
         let error = await #expect(throws: PersistenceError.lockTimedOut) { try await waiting.value }
         #expect(error?.detail?.contains("shared container") == true, "\(String(describing: error))")
@@ -100,14 +108,7 @@ import TokenKitTesting
     func anAppWaitingForTheContainerLockGetsItWhenTheExtensionLetsGoWithinTheTimeout() async throws {
         let container = try ScratchDirectory()
         defer { container.remove() }
-        let keychain = KeychainTokenStoreTests.simulator()
-        let clock = ManualClock()
-        let app = Self.store(keychain, container: container.url, clock: clock)
-        let extensionLock = try await Self.lockLikeAnExtension(app, container: container.url)
-        let waiting = Task {
-            try await app.save(keychainTestSession("wait", generation: 2), account: "default", condition: .always)
-        }
-        await clock.waitForSleepers(count: 1)
+        let (app, clock, extensionLock, waiting) = try await Self.appWaitingForAnExtensionsLock(container.url)
         close(extensionLock)
         clock.advance(by: .seconds(1))
         try await waiting.value
