@@ -83,7 +83,7 @@ public struct KeychainTokenStore: TokenStore {
     public let configuration: Configuration
     private let keychain: any KeychainBackend
     private let queries: KeychainQueryBuilder
-    private let timer: LockClock
+    private let timer: StoreClock
 
     /// Creates a store over a Keychain backend.
     ///
@@ -96,7 +96,7 @@ public struct KeychainTokenStore: TokenStore {
     ) {
         self.configuration = configuration
         self.keychain = keychain
-        self.timer = LockClock(clock)
+        self.timer = StoreClock(clock)
         self.queries = KeychainQueryBuilder(
             service: configuration.service, accessGroup: configuration.accessGroup,
             accessibility: configuration.accessibility, synchronizable: configuration.synchronizable,
@@ -192,7 +192,7 @@ public struct KeychainTokenStore: TokenStore {
     ) async throws -> T {
         let key = lockKey(account)
         if ProcessLocalLocks.heldKeys.contains(key) { return try await body() }
-        let started = timer.now()
+        let started = timer.elapsed()
         try await acquireInProcess(key)
         defer { ProcessLocalLocks.shared.release(key) }
         return try await ProcessLocalLocks.$heldKeys.withValue(ProcessLocalLocks.heldKeys.union([key])) {
@@ -276,7 +276,7 @@ public struct KeychainTokenStore: TokenStore {
                     return try await body()
                 }
             } catch let error as PersistenceError where error == .lockTimedOut && !entered.withLock({ $0 }) {
-                let left = timeout - (timer.now() - started)
+                let left = timeout - (timer.elapsed() - started)
                 guard left > .zero else {
                     throw PersistenceError.lockTimedOut.with(
                         detail: "another process (the app or an extension) held the lock file in the shared container "
@@ -362,18 +362,6 @@ public struct KeychainTokenStore: TokenStore {
             }
             return .success(envelope.session)
         }
-    }
-}
-
-/// The store's clock with its instant type erased: the time since the store was made, and sleeping.
-struct LockClock: Sendable {
-    let sleep: @Sendable (Duration) async throws -> Void
-    let now: @Sendable () -> Duration
-
-    init(_ clock: some Clock<Duration>) {
-        let start = clock.now
-        sleep = { duration in try await clock.sleep(for: duration) }
-        now = { start.duration(to: clock.now) }
     }
 }
 

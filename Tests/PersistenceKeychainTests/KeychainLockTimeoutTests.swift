@@ -18,13 +18,15 @@ import TokenKitTesting
 /// ``KeychainTokenStore/Configuration/lockTimeout`` on the store's clock, a `ManualClock` here. The time limits are
 /// a safety net for a wait that never ends, not a wait.
 @Suite(.logLeakCheck()) struct KeychainLockTimeoutTests {
+    /// A store of `service`: a service of each test's own, since the lock of a service and account is shared by
+    /// every store in the process (and the tests run at once).
     static func store(
-        _ keychain: KeychainSimulator, container: URL? = nil, clock: some Clock<Duration> = ContinuousClock(),
-        lockTimeout: Duration? = .seconds(5)
+        _ keychain: KeychainSimulator, service: String, container: URL? = nil,
+        clock: some Clock<Duration> = ContinuousClock(), lockTimeout: Duration? = .seconds(5)
     ) -> KeychainTokenStore {
         KeychainTokenStore(
             configuration: .init(
-                service: "com.example.tokens", accessGroup: KeychainTokenStoreTests.group,
+                service: service, accessGroup: KeychainTokenStoreTests.group,
                 sharedContainer: container, lockTimeout: lockTimeout),
             keychain: keychain, clock: clock)
     }
@@ -63,7 +65,9 @@ import TokenKitTesting
         _ container: URL
     ) async throws -> (KeychainTokenStore, ManualClock, Int32, Task<Void, any Error>) {
         let clock = ManualClock()
-        let app = store(KeychainTokenStoreTests.simulator(), container: container, clock: clock)
+        let app = store(
+            KeychainTokenStoreTests.simulator(), service: "com.example.lock-\(UUID())", container: container,
+            clock: clock)
         let extensionLock = try await lockLikeAnExtension(app, container: container)
         let waiting = Task {
             try await app.save(keychainTestSession("wait", generation: 2), account: "default", condition: .always)
@@ -77,9 +81,10 @@ import TokenKitTesting
         let keychain = KeychainTokenStoreTests.simulator()
         let clock = ManualClock()
         let (release, releaseContinuation) = AsyncStream<Void>.makeStream()
-        let holder = await Self.hold(Self.store(keychain), until: release)
+        let service = "com.example.lock-\(UUID())"
+        let holder = await Self.hold(Self.store(keychain, service: service), until: release)
         defer { releaseContinuation.finish() }
-        let waiter = Self.store(keychain, clock: clock)
+        let waiter = Self.store(keychain, service: service, clock: clock)
         let waiting = Task {
             try await waiter.save(keychainTestSession("wait", generation: 1), account: "default", condition: .always)
         }
