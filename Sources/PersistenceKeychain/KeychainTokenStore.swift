@@ -43,9 +43,10 @@ public struct KeychainTokenStore: TokenStore {
         /// Keychain has been seen to answer "not found" for an item that is there. `nil` (the default) trusts the
         /// Keychain's answer.
         public var isProtectedDataAvailable: (@Sendable () -> Bool)?
-        /// The longest wait for the account's lock (held by an extension's refresh, say, or another task of this
-        /// process) before an operation gives up with ``/Persistence/PersistenceError/lockTimedOut``; `nil` waits
-        /// without limit. 5 s by default.
+        /// The longest wait for the account's lock file in ``sharedContainer`` while another process holds it (an
+        /// extension's refresh, say, or an extension suspended mid-refresh) before an operation gives up with
+        /// ``/Persistence/PersistenceError/lockTimedOut``; `nil` waits without limit. 5 s by default. Tasks of this
+        /// process take turns without it.
         ///
         /// A `TokenRefreshClient` that times out re-reads the store and uses a token another process saved if it
         /// is still valid; it never refreshes without the lock.
@@ -61,7 +62,7 @@ public struct KeychainTokenStore: TokenStore {
         ///   - synchronizable: Whether items sync through iCloud Keychain; `false` by default.
         ///   - sharedContainer: The directory for the lock file shared with extensions, or `nil`.
         ///   - isProtectedDataAvailable: Whether protected data is available now, or `nil`.
-        ///   - lockTimeout: The longest wait for the account's lock; 5 s by default, `nil` for no limit.
+        ///   - lockTimeout: The longest wait for another process's lock; 5 s by default, `nil` for no limit.
         public init(
             service: String, accessGroup: String? = nil,
             accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly, requiresUserPresence: Bool = false,
@@ -177,23 +178,27 @@ public struct KeychainTokenStore: TokenStore {
     /// Runs `body` while no other body for `account` runs in this process, nor, with a
     /// ``Configuration/sharedContainer``, in any process sharing it (the app and its extensions).
     ///
-    /// Waiting for the lock ends after ``Configuration/lockTimeout`` (both waits together: for another task of this
-    /// process, then for the lock file another process holds).
+    /// Tasks of this process take turns in arrival order (each is bounded by its own wait for the lock file and by
+    /// its body); waiting for the lock file another process holds ends after ``Configuration/lockTimeout``.
     ///
     /// - Parameters:
     ///   - account: The account key.
     ///   - body: The work to run.
     /// - Returns: What `body` returns.
-    /// - Throws: What `body` throws; ``/Persistence/PersistenceError/lockTimedOut`` when another task or process
-    ///   held the lock past ``Configuration/lockTimeout``; ``/Persistence/PersistenceError/lockFailed`` when the
+    /// - Throws: What `body` throws; ``/Persistence/PersistenceError/lockTimedOut`` when another process held the
+    ///   lock file past ``Configuration/lockTimeout``; ``/Persistence/PersistenceError/lockFailed`` when the
     ///   lock cannot be had otherwise (the task was cancelled while waiting, the lock file cannot be opened).
     public func withExclusiveAccess<T: Sendable>(
         account: String, _ body: @Sendable () async throws -> T
     ) async throws -> T {
         let key = lockKey(account)
         if ProcessLocalLocks.heldKeys.contains(key) { return try await body() }
+        do {
+            try await ProcessLocalLocks.shared.acquire(key)
+        } catch {
+            throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
+        }
         let started = timer.elapsed()
-        try await acquireInProcess(key)
         defer { ProcessLocalLocks.shared.release(key) }
         return try await ProcessLocalLocks.$heldKeys.withValue(ProcessLocalLocks.heldKeys.union([key])) {
             guard
@@ -207,52 +212,6 @@ public struct KeychainTokenStore: TokenStore {
     }
 
     // MARK: Internals
-
-    /// Takes this process's lock for `key`, waiting at most ``Configuration/lockTimeout`` on the store's clock.
-    private func acquireInProcess(_ key: String) async throws(PersistenceError) {
-        guard let timeout = configuration.lockTimeout else {
-            do {
-                return try await ProcessLocalLocks.shared.acquire(key)
-            } catch {
-                throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
-            }
-        }
-        // A free lock is taken at once (a zero wait).
-        if (try? await ProcessLocalLocks.shared.acquire(key, timeout: .zero)) != nil { return }
-        enum Outcome { case acquired, timedOut, cancelled }
-        let timer = timer
-        let acquired = await withTaskGroup(of: Outcome.self) { group -> Outcome in
-            group.addTask {
-                do {
-                    try await ProcessLocalLocks.shared.acquire(key)
-                    return .acquired
-                } catch {
-                    return .cancelled
-                }
-            }
-            group.addTask {
-                do {
-                    try await timer.sleep(timeout)
-                    return .timedOut
-                } catch {
-                    return .cancelled
-                }
-            }
-            let first = await group.next() ?? .cancelled
-            group.cancelAll()
-            // The lock may have been granted as the timer fired: then it is held, and kept.
-            var outcome = first
-            for await other in group where other == .acquired { outcome = .acquired }
-            return outcome
-        }
-        switch acquired {
-        case .acquired: return
-        case .timedOut:
-            throw PersistenceError.lockTimedOut.with(
-                detail: "another task of this process held the lock for longer than the lock timeout (\(timeout))")
-        case .cancelled: throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
-        }
-    }
 
     /// Runs `body` holding the account's lock file in the shared container (`locks`), waiting until
     /// ``Configuration/lockTimeout`` has passed since `started`. Without a timeout the wait has no limit (on a

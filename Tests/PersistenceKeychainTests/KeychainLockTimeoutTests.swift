@@ -14,7 +14,7 @@ import TokenKitTesting
     import Darwin
 #endif
 
-/// An app waiting for the account's lock that an extension (or another task) never lets go: the wait ends at
+/// An app waiting for the account's lock file that an extension never lets go: the wait ends at
 /// ``KeychainTokenStore/Configuration/lockTimeout`` on the store's clock, a `ManualClock` here. The time limits are
 /// a safety net for a wait that never ends, not a wait.
 @Suite(.logLeakCheck()) struct KeychainLockTimeoutTests {
@@ -29,21 +29,6 @@ import TokenKitTesting
                 service: service, accessGroup: KeychainTokenStoreTests.group,
                 sharedContainer: container, lockTimeout: lockTimeout),
             keychain: keychain, clock: clock)
-    }
-
-    /// Holds the account's lock with `store` until `release` finishes; returns once it is held.
-    static func hold(
-        _ store: KeychainTokenStore, until release: AsyncStream<Void>
-    ) async -> Task<Void, any Error> {
-        let (entered, enteredContinuation) = AsyncStream<Void>.makeStream()
-        let holder = Task {
-            try await store.withExclusiveAccess(account: "default") {
-                enteredContinuation.yield()
-                for await _ in release {}
-            }
-        }
-        for await _ in entered { break }
-        return holder
     }
 
     /// Takes the container's lock file for the account the way another process does (an open file description of
@@ -74,27 +59,6 @@ import TokenKitTesting
         }
         await clock.waitForSleepers(count: 1)
         return (app, clock, extensionLock, waiting)
-    }
-
-    @Test(.timeLimit(.minutes(1)))
-    func anAppWaitingForALockAnotherTaskNeverReleasesGivesUpAtTheLockTimeout() async throws {
-        let keychain = KeychainTokenStoreTests.simulator()
-        let clock = ManualClock()
-        let (release, releaseContinuation) = AsyncStream<Void>.makeStream()
-        let service = "com.example.lock-\(UUID())"
-        let holder = await Self.hold(Self.store(keychain, service: service), until: release)
-        defer { releaseContinuation.finish() }
-        let waiter = Self.store(keychain, service: service, clock: clock)
-        let waiting = Task {
-            try await waiter.save(keychainTestSession("wait", generation: 1), account: "default", condition: .always)
-        }
-        await clock.waitForSleepers(count: 1)
-        clock.advance(by: .seconds(5))
-        let error = await #expect(throws: PersistenceError.lockTimedOut) { try await waiting.value }
-        #expect(
-            error?.detail?.contains("5") == true, "the detail says how long it waited: \(String(describing: error))")
-        releaseContinuation.finish()
-        try await holder.value
     }
 
     @Test(.timeLimit(.minutes(1)))

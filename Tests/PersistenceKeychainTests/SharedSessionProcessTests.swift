@@ -36,6 +36,29 @@ import TokenKitTesting
             report: { Issue.record(Comment(rawValue: $0)) }, onWatchdog: onWatchdog)
     }
 
+    /// The app signed in earlier (its pair is in the shared Keychain item, generation 1); then the app and two
+    /// extensions start and restore it.
+    static func launchSignedIn(
+        _ processes: SharedSessionProcesses, server: SimulatedTokenServer, port: Int
+    ) async throws -> (store: KeychainTokenStore, children: [SharedSessionProcess]) {
+        let first = TestSecrets.shared.register(await server.issueSession(userID: "user-1"))
+        let keychain = KeychainSimulator(
+            file: processes.keychainFile, configuration: .init(accessGroups: ["ABCDE12345.com.example.shared"]))
+        let store = KeychainTokenStore(
+            configuration: .init(service: "com.example.fitiq.tokens", accessGroup: "ABCDE12345.com.example.shared"),
+            keychain: keychain)
+        try await store.save(
+            StoredSession(token: first, userID: "user-1", generation: 1), account: "default", condition: .absent)
+        let children = try ["app", "widget", "share"].map {
+            try processes.launch($0, arguments: ["http://127.0.0.1:\(port)"])
+        }
+        for child in children {
+            child.send("restore")
+            #expect(await child.next("state") == "signedIn(user-1)", "\(child.name)")
+        }
+        return (store, children)
+    }
+
     /// Holds the first response the server has answered (a refresh it has already rotated) until released.
     final class Gate: Sendable {
         let entered = DispatchSemaphore(value: 0)
@@ -76,26 +99,8 @@ import TokenKitTesting
         let loopback = try serveOverLoopback(server)
         defer { loopback.stop() }
 
-        // The app signed in earlier: its pair is in the shared Keychain item, generation 1.
-        let first = TestSecrets.shared.register(await server.issueSession(userID: "user-1"))
-        let keychain = KeychainSimulator(
-            file: processes.keychainFile, configuration: .init(accessGroups: ["ABCDE12345.com.example.shared"]))
-        let store = KeychainTokenStore(
-            configuration: .init(service: "com.example.fitiq.tokens", accessGroup: "ABCDE12345.com.example.shared"),
-            keychain: keychain)
-        try await store.save(
-            StoredSession(token: first, userID: "user-1", generation: 1), account: "default", condition: .absent)
-
-        let arguments = ["http://127.0.0.1:\(loopback.port)"]
-        let app = try processes.launch("app", arguments: arguments)
-        let widget = try processes.launch("widget", arguments: arguments)
-        let share = try processes.launch("share", arguments: arguments)
-        let children = [app, widget, share]
-
-        for child in children {
-            child.send("restore")
-            #expect(await child.next("state") == "signedIn(user-1)", "\(child.name)")
-        }
+        let (store, children) = try await Self.launchSignedIn(processes, server: server, port: loopback.port)
+        let (widget, share) = (children[1], children[2])
 
         // Expiry 1: all three need a token at once.
         try processes.setClock(1_800_000_000 + 601)
@@ -148,24 +153,8 @@ import TokenKitTesting
             loopback.stop()
         }
 
-        let first = TestSecrets.shared.register(await server.issueSession(userID: "user-1"))
-        let keychain = KeychainSimulator(
-            file: processes.keychainFile, configuration: .init(accessGroups: ["ABCDE12345.com.example.shared"]))
-        let store = KeychainTokenStore(
-            configuration: .init(service: "com.example.fitiq.tokens", accessGroup: "ABCDE12345.com.example.shared"),
-            keychain: keychain)
-        try await store.save(
-            StoredSession(token: first, userID: "user-1", generation: 1), account: "default", condition: .absent)
-
-        let arguments = ["http://127.0.0.1:\(loopback.port)"]
-        let app = try processes.launch("app", arguments: arguments)
-        let widget = try processes.launch("widget", arguments: arguments)
-        let share = try processes.launch("share", arguments: arguments)
-        let children = [app, widget, share]
-        for child in children {
-            child.send("restore")
-            #expect(await child.next("state") == "signedIn(user-1)", "\(child.name)")
-        }
+        let (_, children) = try await Self.launchSignedIn(processes, server: server, port: loopback.port)
+        let (app, widget, share) = (children[0], children[1], children[2])
 
         // The app takes the lock and the server rotates the pair; its answer is held, so nothing is saved yet.
         try processes.setClock(1_800_000_000 + 601)
