@@ -1,3 +1,4 @@
+import AuthToken
 public import Foundation
 public import Persistence
 
@@ -42,6 +43,14 @@ public struct KeychainTokenStore: TokenStore {
         /// Keychain has been seen to answer "not found" for an item that is there. `nil` (the default) trusts the
         /// Keychain's answer.
         public var isProtectedDataAvailable: (@Sendable () -> Bool)?
+        /// The longest wait for the account's lock file in ``sharedContainer`` while another process holds it (an
+        /// extension's refresh, say, or an extension suspended mid-refresh) before an operation gives up with
+        /// ``/Persistence/PersistenceError/lockTimedOut``; `nil` waits without limit. 5 s by default. Tasks of this
+        /// process take turns without it.
+        ///
+        /// A `TokenRefreshClient` that times out re-reads the store and uses a token another process saved if it
+        /// is still valid; it never refreshes without the lock.
+        public var lockTimeout: Duration?
 
         /// Creates a configuration.
         ///
@@ -53,12 +62,14 @@ public struct KeychainTokenStore: TokenStore {
         ///   - synchronizable: Whether items sync through iCloud Keychain; `false` by default.
         ///   - sharedContainer: The directory for the lock file shared with extensions, or `nil`.
         ///   - isProtectedDataAvailable: Whether protected data is available now, or `nil`.
+        ///   - lockTimeout: The longest wait for another process's lock; 5 s by default, `nil` for no limit.
         public init(
             service: String, accessGroup: String? = nil,
             accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly, requiresUserPresence: Bool = false,
             synchronizable: Bool = false, sharedContainer: URL? = nil,
-            isProtectedDataAvailable: (@Sendable () -> Bool)? = nil
+            isProtectedDataAvailable: (@Sendable () -> Bool)? = nil, lockTimeout: Duration? = .seconds(5)
         ) {
+            self.lockTimeout = lockTimeout
             self.isProtectedDataAvailable = isProtectedDataAvailable
             self.service = service
             self.accessGroup = accessGroup
@@ -73,15 +84,20 @@ public struct KeychainTokenStore: TokenStore {
     public let configuration: Configuration
     private let keychain: any KeychainBackend
     private let queries: KeychainQueryBuilder
+    private let timer: StoreClock
 
     /// Creates a store over a Keychain backend.
     ///
     /// - Parameters:
     ///   - configuration: Service, access group, accessibility and the shared container.
     ///   - keychain: The Keychain: `SystemKeychain()` on Apple platforms, a `KeychainSimulator` in tests.
-    public init(configuration: Configuration, keychain: any KeychainBackend) {
+    ///   - clock: The clock for lock waits (``Configuration/lockTimeout``); a `ManualClock` in tests.
+    public init(
+        configuration: Configuration, keychain: any KeychainBackend, clock: some Clock<Duration> = ContinuousClock()
+    ) {
         self.configuration = configuration
         self.keychain = keychain
+        self.timer = StoreClock(clock)
         self.queries = KeychainQueryBuilder(
             service: configuration.service, accessGroup: configuration.accessGroup,
             accessibility: configuration.accessibility, synchronizable: configuration.synchronizable,
@@ -162,27 +178,76 @@ public struct KeychainTokenStore: TokenStore {
     /// Runs `body` while no other body for `account` runs in this process, nor, with a
     /// ``Configuration/sharedContainer``, in any process sharing it (the app and its extensions).
     ///
+    /// Tasks of this process take turns in arrival order (each is bounded by its own wait for the lock file and by
+    /// its body); waiting for the lock file another process holds ends after ``Configuration/lockTimeout``.
+    ///
     /// - Parameters:
     ///   - account: The account key.
     ///   - body: The work to run.
     /// - Returns: What `body` returns.
-    /// - Throws: What `body` throws, or ``/Persistence/PersistenceError/lockFailed`` (or
-    ///   ``/Persistence/PersistenceError/lockTimedOut``) when the lock cannot be had.
+    /// - Throws: What `body` throws; ``/Persistence/PersistenceError/lockTimedOut`` when another process held the
+    ///   lock file past ``Configuration/lockTimeout``; ``/Persistence/PersistenceError/lockFailed`` when the
+    ///   lock cannot be had otherwise (the task was cancelled while waiting, the lock file cannot be opened).
     public func withExclusiveAccess<T: Sendable>(
         account: String, _ body: @Sendable () async throws -> T
     ) async throws -> T {
-        try await ProcessLocalLocks.shared.withLock(lockKey(account)) {
-            guard let lockStore = sharedLockStore else { return try await body() }
-            return try await lockStore.withExclusiveAccess(account: lockName(account)) { try await body() }
+        let key = lockKey(account)
+        if ProcessLocalLocks.heldKeys.contains(key) { return try await body() }
+        do {
+            try await ProcessLocalLocks.shared.acquire(key)
+        } catch {
+            throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
+        }
+        let started = timer.elapsed()
+        defer { ProcessLocalLocks.shared.release(key) }
+        return try await ProcessLocalLocks.$heldKeys.withValue(ProcessLocalLocks.heldKeys.union([key])) {
+            guard
+                let locks = configuration.sharedContainer?.appendingPathComponent(
+                    "TokenKitKeychainLocks", isDirectory: true)
+            else {
+                return try await body()
+            }
+            return try await withContainerLock(account, in: locks, since: started, body)
         }
     }
 
     // MARK: Internals
 
-    /// The file store whose per-account lock file, in the shared container, is the lock between processes.
-    private var sharedLockStore: FileTokenStore? {
-        configuration.sharedContainer.map {
-            FileTokenStore(directory: $0.appendingPathComponent("TokenKitKeychainLocks", isDirectory: true))
+    /// Runs `body` holding the account's lock file in the shared container (`locks`), waiting until
+    /// ``Configuration/lockTimeout`` has passed since `started`. Without a timeout the wait has no limit (on a
+    /// thread of its own); with one, the lock file is tried again after growing pauses (1 ms to 50 ms) on the
+    /// store's clock.
+    private func withContainerLock<T: Sendable>(
+        _ account: String, in locks: URL, since started: Duration, _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        guard let timeout = configuration.lockTimeout else {
+            return try await FileTokenStore(directory: locks, configuration: .init(lockTimeout: nil))
+                .withExclusiveAccess(account: lockName(account)) { try await body() }
+        }
+        // A zero lock timeout makes the file store try the lock once and answer `lockTimedOut` when it is held.
+        let tryOnce = FileTokenStore(directory: locks, configuration: .init(lockTimeout: .zero))
+        var pause = Duration.milliseconds(1)
+        while true {
+            let entered = LockedValue(false)
+            do {
+                return try await tryOnce.withExclusiveAccess(account: lockName(account)) {
+                    entered.withLock { $0 = true }
+                    return try await body()
+                }
+            } catch let error as PersistenceError where error == .lockTimedOut && !entered.withLock({ $0 }) {
+                let left = timeout - (timer.elapsed() - started)
+                guard left > .zero else {
+                    throw PersistenceError.lockTimedOut.with(
+                        detail: "another process (the app or an extension) held the lock file in the shared container "
+                            + "for longer than the lock timeout (\(timeout))")
+                }
+                do {
+                    try await timer.sleep(min(pause, left))
+                } catch {
+                    throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
+                }
+                pause = min(pause * 2, .milliseconds(50))
+            }
         }
     }
 

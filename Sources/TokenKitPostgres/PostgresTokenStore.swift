@@ -565,16 +565,4 @@ final class SchemaState: Sendable {
     var isDone: Bool { done.withLock { $0 } }
     func markDone() { done.withLock { $0 = true } }
 }
-
-/// The injected clock with its instant type erased.
-struct StoreClock: Sendable {
-    let sleep: @Sendable (Duration) async throws -> Void
-    let elapsed: @Sendable () -> Duration
-
-    init(_ clock: some Clock<Duration>) {
-        let start = clock.now
-        sleep = { duration in try await clock.sleep(for: duration) }
-        elapsed = { start.duration(to: clock.now) }
-    }
-}
 #endif

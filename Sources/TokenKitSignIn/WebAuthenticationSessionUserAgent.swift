@@ -1,6 +1,5 @@
 #if canImport(AuthenticationServices)
     public import AuthenticationServices
-    public import Foundation
     #if canImport(UIKit)
         import UIKit
     #elseif canImport(AppKit)
@@ -41,52 +40,59 @@
         ///   task was cancelled; the session's other errors.
         @MainActor
         public func authorize(_ url: URL, redirectURI: URL) async throws -> URL {
-            let holder = SessionHolder()
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
-                    let completion: ASWebAuthenticationSession.CompletionHandler = { callbackURL, error in
-                        // Keeps the session alive until it completes, then lets it go.
-                        holder.session = nil
-                        if let callbackURL {
-                            continuation.resume(returning: callbackURL)
-                        } else if let error = error as? ASWebAuthenticationSessionError,
-                            error.code == .canceledLogin
-                        {
-                            continuation.resume(throwing: SignInError.cancelled)
-                        } else {
-                            continuation.resume(throwing: error ?? SignInError.cancelled)
-                        }
-                    }
-                    let session: ASWebAuthenticationSession
-                    if #available(macOS 14.4, iOS 17.4, visionOS 1.1, *), redirectURI.scheme?.lowercased() == "https",
-                        let host = redirectURI.host
-                    {
-                        session = ASWebAuthenticationSession(
-                            url: url, callback: .https(host: host, path: redirectURI.path),
-                            completionHandler: completion)
-                    } else {
-                        session = ASWebAuthenticationSession(
-                            url: url, callbackURLScheme: redirectURI.scheme, completionHandler: completion)
-                    }
-                    session.prefersEphemeralWebBrowserSession = prefersEphemeralSession
-                    session.presentationContextProvider = KeyWindowAnchor.shared
-                    holder.session = session
-                    if !session.start() {
-                        holder.session = nil
-                        continuation.resume(throwing: SignInError.cancelled)
-                    }
-                }
-            } onCancel: {
-                Task { @MainActor in holder.session?.cancel() }
+            let httpsSupported: Bool
+            if #available(macOS 14.4, iOS 17.4, visionOS 1.1, *) {
+                httpsSupported = true
+            } else {
+                httpsSupported = false
             }
+            let driver = WebAuthenticationSessionDriver(httpsSupported: httpsSupported) {
+                url, callback, ephemeral, completion in
+                SystemWebAuthenticationSession(
+                    url: url, callback: callback, ephemeral: ephemeral, completion: completion)
+            }
+            return try await driver.authorize(url, redirectURI: redirectURI, ephemeral: prefersEphemeralSession)
         }
     }
 
-    /// The session while it runs. `@unchecked Sendable`: only touched on the main actor (the session's completion
-    /// and the cancellation hop there).
+    /// The system calls, and nothing else: an `ASWebAuthenticationSession` for the driver's callback, its options,
+    /// and its answer mapped (`canceledLogin` is a cancellation).
     @available(macOS 13, iOS 16, visionOS 1, *)
-    private final class SessionHolder: @unchecked Sendable {
-        var session: ASWebAuthenticationSession?
+    @MainActor
+    private final class SystemWebAuthenticationSession: WebAuthenticationSessionHandle {
+        private let session: ASWebAuthenticationSession
+
+        init(
+            url: URL, callback: WebAuthenticationCallback, ephemeral: Bool,
+            completion: @escaping @Sendable (WebAuthenticationAnswer) -> Void
+        ) {
+            let handler: ASWebAuthenticationSession.CompletionHandler = { callbackURL, error in
+                if let callbackURL {
+                    completion(.callback(callbackURL))
+                } else if let error = error as? ASWebAuthenticationSessionError, error.code == .canceledLogin {
+                    completion(.cancelled)
+                } else {
+                    completion(error.map { .failed($0) } ?? .cancelled)
+                }
+            }
+            switch callback {
+            case .https(let host, let path):
+                if #available(macOS 14.4, iOS 17.4, visionOS 1.1, *) {
+                    session = ASWebAuthenticationSession(
+                        url: url, callback: .https(host: host, path: path), completionHandler: handler)
+                } else {
+                    session = ASWebAuthenticationSession(
+                        url: url, callbackURLScheme: "https", completionHandler: handler)
+                }
+            case .customScheme(let scheme):
+                session = ASWebAuthenticationSession(url: url, callbackURLScheme: scheme, completionHandler: handler)
+            }
+            session.prefersEphemeralWebBrowserSession = ephemeral
+            session.presentationContextProvider = KeyWindowAnchor.shared
+        }
+
+        func start() -> Bool { session.start() }
+        func cancel() { session.cancel() }
     }
 
     /// The key window, for the session's sheet.

@@ -28,14 +28,21 @@ import TokenKitTesting
 
     @Test func twoStoresOnOneSimulatedKeychainKeepEveryClauseOfTheStoreContract() async throws {
         let keychain = Self.simulator()
-        try await TokenStoreConformance { Self.store(keychain) }.check()
+        // Without a lock timeout: a waiting handle waits as long as the check holds the lock.
+        try await TokenStoreConformance { Self.store(keychain) { $0.lockTimeout = nil } }.check()
     }
 
     @Test func twoStoresSharingAContainerLockKeepEveryClause() async throws {
         let keychain = Self.simulator()
         let container = try ScratchDirectory()
         defer { container.remove() }
-        try await TokenStoreConformance { Self.store(keychain) { $0.sharedContainer = container.url } }.check()
+        // With a lock timeout (a long one, for a loaded test run): a waiting handle polls the lock file.
+        try await TokenStoreConformance {
+            Self.store(keychain) {
+                $0.sharedContainer = container.url
+                $0.lockTimeout = .seconds(60)
+            }
+        }.check()
     }
 
     @Test func aReadBeforeTheFirstUnlockIsUnavailableNeverAbsent() async throws {

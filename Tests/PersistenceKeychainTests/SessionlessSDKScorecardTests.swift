@@ -1,19 +1,11 @@
 import AuthToken
 import Foundation
-import HTTPTypes
 import Persistence
 import Testing
+import TokenKitKeychainTesting
 import TokenKitLogCheck
 import TokenKitTestSupport
 import TokenKitTesting
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// The fault scorecard's "60-s sessionless SDK token" column: a Clerk-like SDK app (its SDK keeps a long-lived
 /// client credential and caches a 60-s session token; TokenKit keeps only that token), in one process and in four
@@ -71,13 +63,12 @@ import TokenKitTesting
     /// Holds the first token request that reaches it, before the server sees it or after the server answered,
     /// until the test lets it go on (or drops it: the process that sent it was killed).
     final class Hold: Sendable {
-        enum Point { case beforeServer, afterAnswer }
-        let point: Point
+        let point: LoopbackHoldPoint
         private let entered = DispatchSemaphore(value: 0)
         private let released = DispatchSemaphore(value: 0)
         private let state = Locked<(armed: Bool, holder: String?, dropped: Bool)>((false, nil, false))
 
-        init(_ point: Point) { self.point = point }
+        init(_ point: LoopbackHoldPoint) { self.point = point }
 
         func arm() { state.withLock { $0.armed = true } }
 
@@ -112,59 +103,26 @@ import TokenKitTesting
         }
     }
 
-    static func serve(_ server: SimulatedTokenServer, hold: Hold?) throws -> LoopbackServer {
-        try LoopbackServer { request, port in
-            var fields = HTTPFields()
-            var tag: String?
-            for (name, values) in request.headers {
-                guard let fieldName = HTTPField.Name(name) else { continue }
-                if name.lowercased() == "x-client-tag" { tag = values.first }
-                for value in values { fields.append(HTTPField(name: fieldName, value: value)) }
-            }
-            if hold?.point == .beforeServer, hold?.pass(tag: tag) == true { return .init(status: 502) }
-            let httpRequest = HTTPRequest(
-                method: HTTPRequest.Method(request.method) ?? .get, scheme: "http", authority: "127.0.0.1:\(port)",
-                path: request.path, headerFields: fields)
-            let answer = Locked<(HTTPResponse, Data)?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            Task {
-                let result = try? await server.send(httpRequest, body: request.body)
-                answer.withLock { $0 = result }
-                done.signal()
-            }
-            done.wait()
-            if hold?.point == .afterAnswer, hold?.pass(tag: tag) == true { return .init(status: 502) }
-            guard let (response, body) = answer.withLock({ $0 }) else { return .init(status: 502) }
-            return .init(
-                status: response.status.code,
-                headers: response.headerFields.map { ($0.name.canonicalName, $0.value) }, body: body)
-        }
-    }
-
     /// Runs one cell with real processes.
     static func measure(_ fault: Fault, _ mode: Mode) async throws -> Result {
-        let probe = try SharedSessionProcessTests.probeURL()
-        let scratch = try ScratchDirectory()
-        defer { scratch.remove() }
-        let container = scratch.url.appendingPathComponent("group.com.example.shared", isDirectory: true)
-        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
-        let clockFile = container.appendingPathComponent("clock")
-        let clock = Locked(start)
-        func setClock(_ seconds: Double) throws {
-            clock.withLock { $0 = seconds }
-            try String(seconds).write(to: clockFile, atomically: true, encoding: .utf8)
-        }
-        try setClock(start)
-        let server = SimulatedTokenServer(
-            configuration: .sessionlessSDK(apiKey: "probe-api-key-51c"),
-            now: { Date(timeIntervalSince1970: clock.withLock { $0 }) })
         let hold: Hold? =
             switch fault {
             case .killBeforeAnswer: Hold(.beforeServer)
             case .killAfterIssue: Hold(.afterAnswer)
             case .none, .unavailableRetryAfter: nil
             }
-        let loopback = try serve(server, hold: hold)
+        // A safety net, not a wait: if an expected line never comes, the processes are killed and the cell fails.
+        let processes = try SharedSessionProcessTests.processes(watchdog: .seconds(90)) {
+            hold?.release(dropping: true)
+        }
+        defer { processes.stop() }
+        let container = processes.container
+        let server = SimulatedTokenServer(
+            configuration: .sessionlessSDK(apiKey: "probe-api-key-51c"), now: processes.now)
+        let loopback = try serveOverLoopback(server) { point, tag in
+            guard let hold, hold.point == point else { return false }
+            return hold.pass(tag: tag)
+        }
         defer {
             hold?.release()
             loopback.stop()
@@ -174,27 +132,13 @@ import TokenKitTesting
         try (credential.refreshToken ?? "").write(
             to: container.appendingPathComponent("sdk-client"), atomically: true, encoding: .utf8)
 
-        let arguments = [
-            scratch.url.appendingPathComponent("keychain.json").path, container.path,
-            "http://127.0.0.1:\(loopback.port)", "sdk",
-        ]
+        let arguments = ["http://127.0.0.1:\(loopback.port)", "sdk"]
         var launched = 0
-        func launch() throws -> SharedSessionProcessTests.Child {
+        func launch() throws -> SharedSessionProcess {
             launched += 1
-            return try SharedSessionProcessTests.Child(name: "app\(launched)", probe: probe, arguments: arguments)
+            return try processes.launch("app\(launched)", arguments: arguments)
         }
         var workers = try (0..<mode.processes).map { _ in try launch() }
-        let everyone = Locked<[SharedSessionProcessTests.Child]>(workers)
-        // A safety net, not a wait: if an expected line never comes, the children are killed and the cell fails.
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(90))
-            hold?.release(dropping: true)
-            for child in everyone.withLock({ $0 }) { kill(child.process.processIdentifier, SIGKILL) }
-        }
-        defer {
-            watchdog.cancel()
-            everyone.withLock { $0 }.forEach { $0.stop() }
-        }
 
         var result = Result()
         // Each process makes its first request (the SDK's first token, or the one another process stored).
@@ -204,26 +148,24 @@ import TokenKitTesting
         }
         let startRefreshes = await server.refreshCount
         for expiry in 1...expiries {
-            try setClock(start + 60 * Double(expiry) + 1)
+            try processes.setClock(start + 60 * Double(expiry) + 1)
             if expiry == 1, fault == .unavailableRetryAfter { await server.enqueue(.serviceUnavailable(retryAfter: 1)) }
             if expiry == 1 { hold?.arm() }
             workers.forEach { $0.send("use \(requests)") }
             if expiry == 1, let hold {
                 guard let tag = await hold.holder(),
-                    let holder = workers.first(where: { tag == "probe-\($0.process.processIdentifier)" })
+                    let holder = workers.first(where: { tag == "probe-\($0.processIdentifier)" })
                 else {
                     result.notes.append("no token request reached the gate")
                     hold.release()
                     break
                 }
-                kill(holder.process.processIdentifier, SIGKILL)
-                holder.process.waitUntilExit()
+                holder.kill()
                 hold.release(dropping: fault == .killBeforeAnswer)
                 workers.removeAll { $0 === holder }
                 if mode == .oneProcess {
                     // The app is launched again and makes this expiry's requests.
                     let relaunched = try launch()
-                    everyone.withLock { $0.append(relaunched) }
                     relaunched.send("use \(requests)")
                     workers.append(relaunched)
                 }
