@@ -385,38 +385,12 @@ extension TokenRefreshClient {
         case .save(let stored):
             let (store, account) = (self.store, configuration.account)
             let placed = await Result.of { () async throws(PersistenceError) in
-                try await Self.saveAboveStored(stored, store: store, account: account)
+                try await store.saveAboveStored(stored, account: account)
             }
             machine.signInPlaced(at: try? placed.get().generation, epoch: signIn.epoch)
             return placed.map { _ in true }
         case .skip:
             return .success(false)
-        }
-    }
-
-    /// Saves a new session above every generation stored: another process may have refreshed (or signed in) since
-    /// this one last read the store, and a session stored at a generation that process also holds would be taken
-    /// for its own and overwritten by its next refresh. The read and the save run under the store's exclusive
-    /// access; when that cannot be had, they run without it (a sign-in is never lost to a lock held elsewhere).
-    static func saveAboveStored(
-        _ session: StoredSession, store: any TokenStore, account: String
-    ) async throws(PersistenceError) -> StoredSession {
-        @Sendable func place() async throws(PersistenceError) -> StoredSession {
-            var placed = session
-            if case .found(let stored) = await store.load(account: account), stored.generation >= session.generation {
-                placed = StoredSession(token: session.token, userID: session.userID, generation: stored.generation &+ 1)
-            }
-            try await store.save(placed, account: account, condition: .always)
-            return placed
-        }
-        do {
-            return try await store.withExclusiveAccess(account: account) { try await place() }
-        } catch let error as PersistenceError where error == .lockTimedOut || error == .lockFailed {
-            return try await place()
-        } catch let error as PersistenceError {
-            throw error
-        } catch {
-            throw .writeFailed
         }
     }
 
