@@ -124,6 +124,22 @@ import TokenRefresh
         #expect(await rig.server.isCurrent(rig.stored()?.token.refreshToken))
     }
 
+    /// Bob's sign-in through the billing client cannot be stored, so it fails and the client keeps Alice's session;
+    /// then another process signs Carol in. The failed sign-in is never written later, over Carol's session.
+    @Test func aSignInThatFailedIsNeverWrittenLaterOverAnotherProcessesSession() async throws {
+        let rig = try await AudienceRig.make()
+        let bobsPair = await rig.server.signIn(userID: "bob", resource: Self.billing)
+        await rig.store.failNextSaves(1)
+        await #expect(throws: TokenRefreshError.storageUnavailable) {
+            try await rig.billing.signIn(with: bobsPair, userID: "bob")
+        }
+        let elsewhere = rig.moreClients()
+        let carolsPair = await rig.server.signIn(userID: "carol", resource: Self.billing)
+        try await elsewhere["billing"]!.signIn(with: carolsPair, userID: "carol")
+        _ = try? await rig.profile.validToken()
+        #expect(try #require(await rig.stored()).userID == "carol")
+    }
+
     @Test func aSignInElsewhereDuringAProfileRefreshNeverAnswersWithoutAProfileToken() async throws {
         let rig = try await AudienceRig.make()
         rig.clock.advance(by: .seconds(7200))

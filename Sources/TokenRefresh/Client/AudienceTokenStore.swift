@@ -221,8 +221,12 @@ struct AudienceTokenStore: TokenStore {
             throw .conflict
         } catch {
             // Rule 4 across the audiences: the rotated refresh token must not be lost to another audience's refresh,
-            // which would present the consumed one still stored. Every view writes this first.
-            hub.pending.withLock { $0[account] = AudienceHub.Pending(record: record, condition: condition) }
+            // which would present the consumed one still stored. Every view writes this first. A new session's write
+            // is never kept for later: its client reports the failure (or retries it itself), and a sign-in that
+            // failed must never land over a session stored afterwards.
+            if !startsSession {
+                hub.pending.withLock { $0[account] = AudienceHub.Pending(record: record, condition: condition) }
+            }
             throw error
         }
         memory.withLock { $0.family = next.family }
