@@ -105,6 +105,17 @@ import TokenRefresh
         #expect(await rig.stored() == nil)
     }
 
+    /// The sign-out's removal from the store fails (a locked Keychain): the session still ends for every API's
+    /// client in the process, not only the one signed out with.
+    @Test func aSignOutWhoseRemovalFailsStillStopsEveryAPIsToken() async throws {
+        let rig = try await AudienceRig.make()
+        _ = try await rig.profile.validToken()
+        await rig.store.failNextRemovals(1)
+        await #expect(throws: TokenRefreshError.storageUnavailable) { try await rig.billing.signOut() }
+        await #expect(throws: TokenRefreshError.signedOut) { try await rig.profile.validToken() }
+        #expect(rig.profile.currentToken == nil)
+    }
+
     @Test func aRotationTheStoreCouldNotKeepIsNeverLostToAnotherAPIsRefresh() async throws {
         let rig = try await AudienceRig.make()
         rig.clock.advance(by: .seconds(7200))
@@ -275,7 +286,10 @@ private actor FailingStore: TokenStore {
     let base = InMemoryTokenStore()
     private var failures = 0
 
+    private var removalFailures = 0
+
     func failNextSaves(_ count: Int) { failures = count }
+    func failNextRemovals(_ count: Int) { removalFailures = count }
 
     func load(account: String) async -> TokenStoreRead { await base.load(account: account) }
 
@@ -288,6 +302,10 @@ private actor FailingStore: TokenStore {
     }
 
     func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        if removalFailures > 0 {
+            removalFailures -= 1
+            throw .writeFailed
+        }
         try await base.remove(account: account, condition: condition)
     }
 }

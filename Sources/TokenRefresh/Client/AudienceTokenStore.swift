@@ -242,13 +242,24 @@ struct AudienceTokenStore: TokenStore {
             return
         }
         let family = memory.withLock { $0.family }
+        let removal: WriteCondition
         if condition.allows(current: stored.generation) {
-            try await hub.base.remove(account: account, condition: condition)
+            removal = condition
         } else if let family, AudienceBundle.decode(stored)?.family == family {
             // Another audience rotated this same session since this client read it: it ends for every audience.
-            try await hub.base.remove(account: account, condition: .generation(stored.generation))
+            removal = .generation(stored.generation)
         } else {
             throw .conflict
+        }
+        do {
+            try await hub.base.remove(account: account, condition: removal)
+        } catch .conflict {
+            throw .conflict
+        } catch {
+            // The session ends in memory whether or not the store let go of it (its client retries the removal):
+            // no other audience's client goes on handing out its tokens.
+            await endSiblings()
+            throw error
         }
         await endSiblings()
     }
