@@ -116,6 +116,18 @@ import TokenRefresh
         #expect(rig.profile.currentToken == nil)
     }
 
+    /// The profile client restored the session before its API had a token: it shows no token rather than an empty
+    /// one a caller could send as `Bearer `.
+    @Test func anAPIWithNoTokenYetShowsNoCurrentToken() async throws {
+        let rig = try await AudienceRig.make()
+        let elsewhere = rig.moreClients()
+        _ = await elsewhere["profile"]!.restoreSession()
+        #expect(elsewhere["profile"]!.currentToken == nil)
+        #expect(elsewhere["billing"]!.currentToken == nil)
+        _ = await elsewhere["billing"]!.restoreSession()
+        #expect(elsewhere["billing"]!.currentToken != nil)
+    }
+
     @Test func aRotationTheStoreCouldNotKeepIsNeverLostToAnotherAPIsRefresh() async throws {
         let rig = try await AudienceRig.make()
         rig.clock.advance(by: .seconds(7200))

@@ -144,8 +144,11 @@ public actor TokenRefreshClient: TokenProvider {
     // MARK: - Reading without an actor hop
 
     /// The current access token, read without an actor hop (for main-actor callers). It may be expired;
-    /// use ``validToken()`` to get one that is not.
-    public nonisolated var currentToken: AuthToken? { snapshot.withLock { $0.token } }
+    /// use ``validToken()`` to get one that is not. `nil` while the client holds no access token (signed out, or a
+    /// client of `sharingSession(audiences:)` whose API has none yet).
+    public nonisolated var currentToken: AuthToken? {
+        snapshot.withLock { $0.token }.flatMap { $0.accessToken.isEmpty ? nil : $0 }
+    }
 
     /// The current state, read without an actor hop.
     public nonisolated var currentState: AuthState { publishedState.state }
