@@ -40,24 +40,18 @@ import TokenRefresh
     }
 
     @Test func aFreshTokenStoredBeforeTheAPIsWereSplitIsNeverHandedToEitherAPI() async throws {
-        let clock = ManualClock()
-        let server = AudienceAttackServer(now: clock.wallClock)
-        let store = FailingStore()
-        let endpoint = TokenEndpoint(
-            url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
-            transport: server, now: clock.wallClock)
+        let rig = AudienceRig.empty()
         // The app kept one session with one still-fresh access token, for no API in particular.
-        let old = await server.signIn(userID: "alice", resource: "https://api.example.com")
-        try await store.save(
+        let old = await rig.server.signIn(userID: "alice", resource: "https://api.example.com")
+        try await rig.store.save(
             StoredSession(token: old, userID: "alice", generation: 7), account: Self.account, condition: .always)
-        let clients = AudienceRig.makeClients(store: store, endpoint: endpoint, clock: clock)
-        let billing = try await clients["billing"]!.validToken()
-        let profile = try await clients["profile"]!.validToken()
+        let billing = try await rig.billing.validToken()
+        let profile = try await rig.profile.validToken()
         #expect(Self.audience(of: billing) == [Self.billing])
         #expect(Self.audience(of: profile) == [Self.profile])
         #expect(billing.accessToken != old.accessToken && profile.accessToken != old.accessToken)
-        #expect(await server.refreshes == [Self.billing: 1, Self.profile: 1])
-        #expect(await server.reuseDetections == 0)
+        #expect(await rig.server.refreshes == [Self.billing: 1, Self.profile: 1])
+        #expect(await rig.server.reuseDetections == 0)
     }
 
     @Test func aRejectionOfTheProfileTokenNeverRefreshesOrAnswersWithTheBillingToken() async throws {
@@ -255,17 +249,23 @@ private struct AudienceRig {
     var billing: TokenRefreshClient { clients["billing"]! }
     var profile: TokenRefreshClient { clients["profile"]! }
 
-    static func make() async throws -> AudienceRig {
+    /// Two API clients over an empty store, nobody signed in.
+    static func empty() -> AudienceRig {
         let clock = ManualClock()
         let server = AudienceAttackServer(now: clock.wallClock)
         let store = FailingStore()
         let endpoint = TokenEndpoint(
             url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
             transport: server, now: clock.wallClock)
-        let rig = AudienceRig(
+        return AudienceRig(
             clock: clock, server: server, store: store, endpoint: endpoint,
             clients: makeClients(store: store, endpoint: endpoint, clock: clock))
-        let pair = await server.signIn(userID: "alice", resource: AudienceAttacks.billing)
+    }
+
+    /// Two API clients with Alice signed in through the billing client.
+    static func make() async throws -> AudienceRig {
+        let rig = empty()
+        let pair = await rig.server.signIn(userID: "alice", resource: AudienceAttacks.billing)
         try await rig.billing.signIn(with: pair, userID: "alice")
         return rig
     }
