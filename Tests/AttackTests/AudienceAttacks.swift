@@ -236,6 +236,139 @@ import TokenRefresh
         #expect(token.claims?.subject == "bob")
     }
 
+    /// Another process's billing client is still reading the store (it read Alice's session, its answer not yet back)
+    /// when Bob signs in through that process's profile client. The read that started before the sign-in never
+    /// restores Alice's session: the billing client never hands out Alice's still-fresh billing token.
+    @Test func aReadStartedBeforeAnotherAPIsSignInNeverHandsOutTheReplacedSessionsToken() async throws {
+        let rig = try await AudienceRig.make()
+        let app = rig.moreClients()
+        await rig.store.holdNextLoad()
+        let caller = Task { try await app["billing"]!.validToken() }
+        await rig.store.waitUntilLoadHeld()
+        let bobsPair = await rig.server.signIn(userID: "bob", resource: Self.profile)
+        try await app["profile"]!.signIn(with: bobsPair, userID: "bob")
+        await rig.store.releaseLoad()
+        let token = try await caller.value
+        #expect(token.claims?.subject == "bob", "the billing client answered with the replaced session's token")
+        #expect(Self.audience(of: token) == [Self.billing])
+        #expect(app["billing"]!.currentToken?.claims?.subject == "bob")
+        #expect(try #require(await rig.stored()).userID == "bob")
+        #expect(await rig.server.reuseDetections == 0)
+    }
+
+    /// As above, with a sign-out through the profile client: the billing client's read that started before it never
+    /// restores the signed-out session.
+    @Test func aReadStartedBeforeAnotherAPIsSignOutNeverHandsOutTheSignedOutSessionsToken() async throws {
+        let rig = try await AudienceRig.make()
+        let app = rig.moreClients()
+        await rig.store.holdNextLoad()
+        let caller = Task { try await app["billing"]!.validToken() }
+        await rig.store.waitUntilLoadHeld()
+        try await app["profile"]!.signOut()
+        await rig.store.releaseLoad()
+        await #expect(throws: TokenRefreshError.signedOut) { try await caller.value }
+        #expect(app["billing"]!.currentToken == nil)
+        #expect(app["billing"]!.currentState == .signedOut)
+        #expect(await rig.stored() == nil)
+    }
+
+    /// Two clients for the same API with different scopes (a read-only one for a widget, a read-write one for the
+    /// app), in one process and across two processes that use the same key for them: a refresh for one scope is
+    /// never answered with the other scope's token, from the server or from the store.
+    @Test func aRefreshForOneScopeIsNeverAnsweredWithAnotherScopesToken() async throws {
+        let rig = try await AudienceRig.make()
+        let resource = URL(string: Self.billing)!
+        func clients(_ scopes: [String: String]) -> [String: TokenRefreshClient] {
+            rig.clients(
+                scopes.mapValues { OAuthRefreshStrategy(endpoint: rig.endpoint, scope: $0, resource: resource) })
+        }
+        let both = clients(["read": "invoices:read", "write": "invoices:write"])
+        let results = try await withThrowingTaskGroup(of: (String, AuthToken).self) { group in
+            for index in 0..<100 {
+                let key = index.isMultiple(of: 2) ? "read" : "write"
+                let client = both[key]!
+                group.addTask { (key, try await client.validToken()) }
+            }
+            return try await group.reduce(into: [(String, AuthToken)]()) { $0.append($1) }
+        }
+        for (key, token) in results {
+            #expect(token.claims?.string("scope") == "invoices:\(key)", "a \(key) caller got another scope's token")
+        }
+        // The app's process and its widget's process both name the billing client "billing", with different scopes.
+        let app = clients(["billing": "invoices:write"])
+        let widget = clients(["billing": "invoices:read"])
+        let written = try await app["billing"]!.validToken()
+        #expect(written.claims?.string("scope") == "invoices:write")
+        let read = try await widget["billing"]!.validToken()
+        #expect(read.claims?.string("scope") == "invoices:read", "the read-only client got the read-write token")
+        let sameToken = read.accessToken == written.accessToken
+        #expect(!sameToken)
+        #expect(await rig.server.reuseDetections == 0)
+    }
+
+    /// The worst moment for the rule above: Bob signs in in the app while the extension's refresh of Alice's session
+    /// holds the store's lock, after the server rotated Alice's pair and before the extension stored it. The app's
+    /// sign-in waits for the lock, or (its lock wait over) writes only over what it read. Bob's session survives,
+    /// Alice's refresh tokens are never presented again, and the extension never takes Bob's session for Alice's.
+    @Test(arguments: [false, true])
+    func aSignInWhileAnotherProcessesRefreshHoldsTheLockIsNeverLostOrTakenForTheOldUsers(
+        lockWaitEnds: Bool
+    )
+        async throws
+    {
+        let clock = ManualClock()
+        let server = SimulatedTokenServer(now: clock.wallClock)
+        let wire = AnswerHoldingTransport(server)
+        let store = LockingStore()
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
+            transport: wire, now: clock.wallClock)
+        let alices = await server.issueSession(userID: "alice", receivedAt: clock.date.addingTimeInterval(-7200))
+        try await store.save(
+            StoredSession(token: alices, userID: "alice", generation: 1), account: Self.account, condition: .always)
+        func process() -> TokenRefreshClient {
+            TokenRefreshClient(
+                strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
+                configuration: .init(account: Self.account, backoff: .init(retries: 0)), clock: clock,
+                now: clock.wallClock, random: { 0.5 })
+        }
+        let extensionProcess = process()
+        let appProcess = process()
+        await extensionProcess.restoreSession()
+        await appProcess.restoreSession()
+        // The extension's refresh: the server has rotated Alice's pair, the answer is not back, the lock is held.
+        await wire.holdNextAnswer()
+        let refresh = Task { try await extensionProcess.validToken() }
+        await wire.waitUntilHeld()
+        let bobs = await server.issueSession(userID: "bob")
+        if lockWaitEnds { await store.endNextLockWait() }
+        let signIn = Task { try await appProcess.signIn(with: bobs, userID: "bob") }
+        if !lockWaitEnds { await store.waitForLockWaiters(1) } else { _ = try await signIn.value }
+        await wire.release()
+        _ = try await signIn.value
+        // Alice's caller gets Alice's token or fails; never Bob's.
+        if let answer = try? await refresh.value { #expect(answer.claims?.subject == "alice") }
+        clock.advance(by: .seconds(7200))
+        if let later = try? await extensionProcess.validToken() { #expect(later.claims?.subject == "bob") }
+        guard case .found(let stored) = await store.load(account: Self.account) else {
+            Issue.record("no session stored")
+            return
+        }
+        #expect(stored.userID == "bob")
+        let token = try await appProcess.validToken()
+        #expect(token.claims?.subject == "bob")
+        let presented = await server.presentedRefreshTokens
+        #expect(presented.filter { $0 == alices.refreshToken }.count == 1, "Alice's refresh token was presented again")
+        #expect(await server.reuseDetections == 0)
+        // Bob's session goes on: what is stored now is the live refresh token of Bob's family.
+        guard case .found(let last) = await store.load(account: Self.account) else {
+            Issue.record("no session stored")
+            return
+        }
+        #expect(last.userID == "bob")
+        #expect(await server.isActive(refreshToken: try #require(last.token.refreshToken)))
+    }
+
     static func audience(of token: AuthToken) -> [String] { token.claims?.audience ?? [] }
 }
 
@@ -287,23 +420,59 @@ private struct AudienceRig {
         Self.makeClients(store: store, endpoint: endpoint, clock: clock)
     }
 
+    /// Clients of another process sharing the store, with these strategies.
+    func clients(_ strategies: [String: any RefreshStrategy]) -> [String: TokenRefreshClient] {
+        TokenRefreshClient.sharingSession(
+            audiences: strategies, store: store,
+            configuration: .init(account: AudienceAttacks.account, backoff: .init(retries: 0)), clock: clock,
+            now: clock.wallClock, random: { 0.5 })
+    }
+
     func stored() async -> StoredSession? {
         if case .found(let session) = await store.load(account: AudienceAttacks.account) { return session }
         return nil
     }
 }
 
-/// An in-memory store whose next saves can be made to fail, as a full disk or a locked Keychain would.
+/// An in-memory store whose next saves can be made to fail, as a full disk or a locked Keychain would, and whose next
+/// read can be held after it has read (a slow disk, a Keychain under load) until the test releases it.
 private actor FailingStore: TokenStore {
     let base = InMemoryTokenStore()
     private var failures = 0
 
     private var removalFailures = 0
+    private var holdsNextLoad = false
+    private var heldLoad: CheckedContinuation<Void, Never>?
+    private var heldLoadWatcher: CheckedContinuation<Void, Never>?
 
     func failNextSaves(_ count: Int) { failures = count }
     func failNextRemovals(_ count: Int) { removalFailures = count }
 
-    func load(account: String) async -> TokenStoreRead { await base.load(account: account) }
+    /// The next read reads the store, then waits for ``releaseLoad()`` before it answers.
+    func holdNextLoad() { holdsNextLoad = true }
+
+    func waitUntilLoadHeld() async {
+        if heldLoad != nil { return }
+        await withCheckedContinuation { heldLoadWatcher = $0 }
+    }
+
+    func releaseLoad() {
+        heldLoad?.resume()
+        heldLoad = nil
+    }
+
+    func load(account: String) async -> TokenStoreRead {
+        let read = await base.load(account: account)
+        if holdsNextLoad {
+            holdsNextLoad = false
+            await withCheckedContinuation { continuation in
+                heldLoad = continuation
+                heldLoadWatcher?.resume()
+                heldLoadWatcher = nil
+            }
+        }
+        return read
+    }
 
     func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
         if failures > 0 {
@@ -406,7 +575,8 @@ private actor AudienceAttackServer: HTTPTransport {
         return answer(
             200,
             [
-                "access_token": accessToken(userID: user, audience: resource), "token_type": "Bearer",
+                "access_token": accessToken(userID: user, audience: resource, scope: form["scope"]),
+                "token_type": "Bearer",
                 "expires_in": 3600, "refresh_token": next,
             ])
     }
@@ -424,10 +594,11 @@ private actor AudienceAttackServer: HTTPTransport {
         return "rt-\(serial)-\(UUID().uuidString)"
     }
 
-    private func accessToken(userID: String, audience: String) -> String {
+    private func accessToken(userID: String, audience: String, scope: String? = nil) -> String {
         serial += 1
         let issuedAt = Int(now().timeIntervalSince1970)
-        let claims: [String: Any] = ["sub": userID, "aud": audience, "iat": issuedAt, "exp": issuedAt + 3600]
+        var claims: [String: Any] = ["sub": userID, "aud": audience, "iat": issuedAt, "exp": issuedAt + 3600]
+        if let scope { claims["scope"] = scope }
         let payload = (try? JSONSerialization.data(withJSONObject: claims, options: .sortedKeys)) ?? Data()
         let token = [Data(#"{"alg":"HS256","typ":"JWT"}"#.utf8), payload, Data("sig-\(serial)".utf8)]
             .map {
@@ -437,5 +608,111 @@ private actor AudienceAttackServer: HTTPTransport {
             .joined(separator: ".")
         TestSecrets.shared.register(AuthToken(accessToken: token, receivedAt: now()), origin: "AudienceAttackServer")
         return token
+    }
+}
+
+/// A transport in front of a server whose next answer is held after the server has answered (the refresh token is
+/// rotated there) and before the client sees it.
+private actor AnswerHoldingTransport: HTTPTransport {
+    let server: SimulatedTokenServer
+    private var holdsNext = false
+    private var held: CheckedContinuation<Void, Never>?
+    private var watcher: CheckedContinuation<Void, Never>?
+
+    init(_ server: SimulatedTokenServer) { self.server = server }
+
+    func holdNextAnswer() { holdsNext = true }
+
+    func waitUntilHeld() async {
+        if held != nil { return }
+        await withCheckedContinuation { watcher = $0 }
+    }
+
+    func release() {
+        held?.resume()
+        held = nil
+    }
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        let answer = try await server.send(request, body: body)
+        if holdsNext {
+            holdsNext = false
+            await withCheckedContinuation { continuation in
+                held = continuation
+                watcher?.resume()
+                watcher = nil
+            }
+        }
+        return answer
+    }
+}
+
+/// An in-memory store with the exclusive access a store shared by processes has: one holder per account, the others
+/// wait in order (or, when the test says so, give up at once as at the end of a lock wait). A nested call in the
+/// holder's task runs at once.
+private actor LockingStore: TokenStore {
+    @TaskLocal static var held = false
+
+    let base = InMemoryTokenStore()
+    private var locked = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var waiterWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var endsNextLockWait = false
+
+    func endNextLockWait() { endsNextLockWait = true }
+
+    func waitForLockWaiters(_ count: Int) async {
+        if waiters.count >= count { return }
+        await withCheckedContinuation { waiterWatchers.append((count, $0)) }
+    }
+
+    func load(account: String) async -> TokenStoreRead { await base.load(account: account) }
+
+    func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
+        try await base.save(session, account: account, condition: condition)
+    }
+
+    func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        try await base.remove(account: account, condition: condition)
+    }
+
+    nonisolated func withExclusiveAccess<T: Sendable>(
+        account: String, _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        if Self.held { return try await body() }
+        try await acquire()
+        do {
+            let result = try await Self.$held.withValue(true) { try await body() }
+            await release()
+            return result
+        } catch {
+            await release()
+            throw error
+        }
+    }
+
+    private func acquire() async throws(PersistenceError) {
+        guard locked else {
+            locked = true
+            return
+        }
+        if endsNextLockWait {
+            endsNextLockWait = false
+            throw .lockTimedOut
+        }
+        await withCheckedContinuation { continuation in
+            waiters.append(continuation)
+            let ready = waiterWatchers.filter { $0.count <= waiters.count }
+            waiterWatchers.removeAll { $0.count <= waiters.count }
+            for watcher in ready { watcher.continuation.resume() }
+        }
+    }
+
+    private func release() {
+        if waiters.isEmpty {
+            locked = false
+        } else {
+            waiters.removeFirst().resume()  // the lock passes on, still held
+        }
     }
 }

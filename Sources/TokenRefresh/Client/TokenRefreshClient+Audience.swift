@@ -46,22 +46,41 @@ extension TokenRefreshClient {
         for (key, strategy) in strategies {
             var audienceLogger = logger
             audienceLogger[metadataKey: "audience"] = "\(key)"
+            let slot = audienceSlot(key, strategy)
             let client = TokenRefreshClient(
-                strategy: strategy, store: AudienceTokenStore(hub: hub, key: key, now: now),
+                strategy: strategy, store: AudienceTokenStore(hub: hub, key: slot, now: now),
                 configuration: configuration, clock: clock, now: now, random: random, logger: audienceLogger,
                 metrics: metrics)
-            hub.register(client, for: key)
+            hub.register(client, for: slot)
             clients[key] = client
         }
         return clients
     }
 
+    /// Where the access token of `strategy`, the app's API `key`, is kept in the shared session: by the key and, for
+    /// an OAuth strategy, the resource, audience and scope it asks for (scopes in any order). A client that asks for
+    /// another API or scope under the same key (in another process, or another version of the app) never reads it.
+    static func audienceSlot(_ key: String, _ strategy: any RefreshStrategy) -> String {
+        guard let oauth = strategy as? OAuthRefreshStrategy else { return key }
+        let scope = oauth.scope.map { $0.split(separator: " ").map(String.init).sorted().joined(separator: " ") }
+        let parts = [key, oauth.resource?.absoluteString ?? "", oauth.audience ?? "", scope ?? ""]
+        guard let encoded = try? JSONEncoder().encode(parts) else { return key }
+        return String(decoding: encoded, as: UTF8.self)
+    }
+
     /// Another audience's client stored a new session: take it up (its token for this audience is refreshed at the
     /// first call). A session this client held before ends first, so nothing of it (its token, a request that
     /// carried it) carries over; callers waiting on its refresh fail with ``TokenRefreshError/sessionChanged``.
+    ///
+    /// A client that has not read the store yet may be reading it now, and that read may have found the session
+    /// this one replaced: the client loads from this read instead, so the older read finds the client loaded and is
+    /// dropped.
     func adoptAudienceSession() async {
-        guard machine.loaded else { return }  // it reads the store at its first use
         let read = await store.load(account: configuration.account)
+        guard machine.loaded else {
+            try? await carryOut(machine.storeRead(atLoad: read, now: now()))
+            return
+        }
         guard case .found(let stored) = read, stored.generation != machine.session?.generation else { return }
         if machine.session != nil {
             let (_, flight) = machine.endSession()
@@ -73,8 +92,10 @@ extension TokenRefreshClient {
     }
 
     /// Another audience's client removed the session (a sign-out, a revocation): end it here too, without touching
-    /// the store again.
+    /// the store again. A client that has not read the store yet reads as signed out from now on, so a read it
+    /// started before (which may have found the removed session) is dropped.
     func endAudienceSession() async {
+        if !machine.loaded { _ = machine.storeRead(atLoad: .absent, now: now()) }
         await endSessionOnce(reason: .removedElsewhere, error: .signedOut)
     }
 }
