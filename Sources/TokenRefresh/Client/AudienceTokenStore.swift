@@ -22,7 +22,8 @@ import Persistence
 struct AudienceBundle: Codable, Sendable, Equatable {
     /// Identifies the session the tokens belong to: a new one at every sign-in, kept across rotations.
     var family: String
-    /// Access tokens by audience key, without refresh tokens.
+    /// Access tokens by audience slot (the key with the resource, audience and scope asked for), without refresh
+    /// tokens.
     var tokens: [String: AuthToken]
 
     /// Marks a stored access-token field that holds a bundle; no access token starts with it.

@@ -21,7 +21,8 @@ extension TokenRefreshClient {
     /// it answers.
     ///
     /// - Parameters:
-    ///   - strategies: The refresh strategy of each API, by a key of your own (one key per API and scope).
+    ///   - strategies: The refresh strategy of each API, by a key of your own (one key per API and scope). Each API's
+    ///     token is stored under its key and the resource, audience and scope its strategy asks for.
     ///   - store: Where the session is kept, shared by the clients; an ``/Persistence/InMemoryTokenStore`` by default.
     ///   - configuration: The clients' options; their ``Configuration/account`` is the session's.
     ///   - clock: The clock for timeouts, backoff and the breaker; `ContinuousClock()` by default.
