@@ -54,6 +54,30 @@ import TokenKitTesting
         "Basic " + Data("\(clientID):\(secret)".utf8).base64EncodedString()
     }
 
+    /// Verifies `token` against the endpoint on `port` over a client with `configuration`, expecting `error`.
+    static func expect(
+        _ error: TokenVerificationError, verifying token: String, port: Int,
+        authentication: IntrospectionVerifier.ClientAuthentication,
+        configuration: HTTPClient.Configuration = .init(redirectConfiguration: .disallow),
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        try await withHTTPClient(configuration: configuration) { http in
+            let verifier = Self.verifier(port: port, http, authentication: authentication)
+            await #expect(throws: error, sourceLocation: sourceLocation) { try await verifier.verify(token) }
+        }
+    }
+
+    /// An endpoint that answers the introspection path with a redirect of `status` to another path of its own, which
+    /// answers `active`.
+    static func redirecting(status: Int) throws -> LoopbackServer {
+        try LoopbackServer { request, port in
+            if request.path == "/o/introspect/" {
+                return .init(status: status, headers: [("Location", "http://127.0.0.1:\(port)/elsewhere")])
+            }
+            return .init(status: 200, body: Data(#"{"active": true, "sub": "user-1"}"#.utf8))
+        }
+    }
+
     @Test func anActiveAnswerAuthenticatesWithClientSecretBasicOnTheWire() async throws {
         let (token, secret) = Self.credentials()
         let server = try Self.endpoint(token: token, authorization: Self.basic(secret))
@@ -95,24 +119,18 @@ import TokenKitTesting
         let (token, secret) = Self.credentials()
         let server = try Self.endpoint(token: token, authorization: Self.basic(secret), active: false)
         defer { server.stop() }
-        try await withHTTPClient { http in
-            let verifier = Self.verifier(
-                port: server.port, http, authentication: .clientSecretBasic(id: Self.clientID, secret: secret))
-            await #expect(throws: TokenVerificationError.tokenInactive) { try await verifier.verify(token) }
-        }
+        try await Self.expect(
+            .tokenInactive, verifying: token, port: server.port,
+            authentication: .clientSecretBasic(id: Self.clientID, secret: secret))
     }
 
     @Test func anEndpointThatRefusesThisServersCredentialsIsClientRejected() async throws {
         let (token, secret) = Self.credentials()
         let server = try Self.endpoint(token: token, authorization: Self.basic("another-" + secret))
         defer { server.stop() }
-        try await withHTTPClient { http in
-            let verifier = Self.verifier(
-                port: server.port, http, authentication: .clientSecretBasic(id: Self.clientID, secret: secret))
-            await #expect(throws: TokenVerificationError.introspectionClientRejected) {
-                try await verifier.verify(token)
-            }
-        }
+        try await Self.expect(
+            .introspectionClientRejected, verifying: token, port: server.port,
+            authentication: .clientSecretBasic(id: Self.clientID, secret: secret))
     }
 
     @Test(arguments: [false, true])
@@ -120,11 +138,9 @@ import TokenKitTesting
         let (token, secret) = Self.credentials()
         let server = try EndlessBodyServer(declaresLength: declaresLength)
         defer { server.stop() }
-        try await withHTTPClient { http in
-            let verifier = Self.verifier(
-                port: server.port, http, authentication: .clientSecretBasic(id: Self.clientID, secret: secret))
-            await #expect(throws: TokenVerificationError.introspectionUnavailable) { try await verifier.verify(token) }
-        }
+        try await Self.expect(
+            .introspectionUnavailable, verifying: token, port: server.port,
+            authentication: .clientSecretBasic(id: Self.clientID, secret: secret))
         AsyncHTTPClientBoundedReadTests.expectCutOff(server)
     }
 
@@ -150,46 +166,30 @@ import TokenKitTesting
         // Without retries AsyncHTTPClient fails at the refused connection instead of retrying until its deadline.
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.connectionPool.retryConnectionEstablishment = false
-        try await withHTTPClient(configuration: configuration) { http in
-            let verifier = Self.verifier(
-                port: port, http, authentication: .clientSecretBasic(id: Self.clientID, secret: secret))
-            await #expect(throws: TokenVerificationError.introspectionUnavailable) { try await verifier.verify(token) }
-        }
+        try await Self.expect(
+            .introspectionUnavailable, verifying: token, port: port,
+            authentication: .clientSecretBasic(id: Self.clientID, secret: secret), configuration: configuration)
     }
 
     @Test func aRedirectIsNotFollowedSoTheTokenGoesToTheConfiguredEndpointOnly() async throws {
         let (token, secret) = Self.credentials()
-        let server = try LoopbackServer { request, port in
-            if request.path == "/o/introspect/" {
-                return .init(status: 307, headers: [("Location", "http://127.0.0.1:\(port)/elsewhere")])
-            }
-            return .init(status: 200, body: Data(#"{"active": true, "sub": "user-1"}"#.utf8))
-        }
+        let server = try Self.redirecting(status: 307)
         defer { server.stop() }
-        try await withHTTPClient { http in
-            let verifier = Self.verifier(
-                port: server.port, http, authentication: .clientSecretPost(id: Self.clientID, secret: secret))
-            await #expect(throws: TokenVerificationError.introspectionUnavailable) { try await verifier.verify(token) }
-        }
+        try await Self.expect(
+            .introspectionUnavailable, verifying: token, port: server.port,
+            authentication: .clientSecretPost(id: Self.clientID, secret: secret))
         #expect(server.received.map(\.path) == ["/o/introspect/"], "the 307 must not carry the form elsewhere")
     }
 
     @Test func anAnswerReachedThroughARedirectIsNeverUsed() async throws {
         let (token, secret) = Self.credentials()
-        let server = try LoopbackServer { request, port in
-            if request.path == "/o/introspect/" {
-                return .init(status: 302, headers: [("Location", "http://127.0.0.1:\(port)/elsewhere")])
-            }
-            return .init(status: 200, body: Data(#"{"active": true, "sub": "user-1"}"#.utf8))
-        }
+        let server = try Self.redirecting(status: 302)
         defer { server.stop() }
         // A client that follows redirects (AsyncHTTPClient's default): the 302 turns the POST into a GET without the
         // form, and the answer it reaches must not count.
-        try await withHTTPClient(configuration: .init()) { http in
-            let verifier = Self.verifier(
-                port: server.port, http, authentication: .clientSecretBasic(id: Self.clientID, secret: secret))
-            await #expect(throws: TokenVerificationError.introspectionUnavailable) { try await verifier.verify(token) }
-        }
+        try await Self.expect(
+            .introspectionUnavailable, verifying: token, port: server.port,
+            authentication: .clientSecretBasic(id: Self.clientID, secret: secret), configuration: .init())
         #expect(server.received.map(\.path) == ["/o/introspect/", "/elsewhere"])
     }
 }

@@ -17,9 +17,9 @@ import AuthToken
 /// swift-corelibs-foundation 6.3) nothing here can stop libcurl early: pausing a receive is not implemented, the
 /// write callback always proceeds, every delegate call is queued, and `cancel()` runs on the session's serial work
 /// queue, which libcurl's read loop holds while the socket has data. So the connection closes only when the server
-/// pauses: against a server streaming without pause on loopback, the cancellation landed after 11 MiB to 974 MiB
-/// (0.1 to 3.8 s) on a loaded two-core machine. The hard bound with back-pressure is the AsyncHTTPClient fetch and
-/// send of `TokenKitAsyncHTTPClient`.
+/// pauses: against a server streaming 1 GiB without pause on loopback, it had written 10 MiB to the whole GiB
+/// before the connection closed (a loaded two-core machine). The hard bound with back-pressure is the
+/// AsyncHTTPClient fetch and send of `TokenKitAsyncHTTPClient`.
 ///
 /// It is the session's own delegate (a delegate given to one task alone is ignored by `FoundationNetworking` on
 /// Linux), so it also applies the redirect rule. `@unchecked Sendable`: the pending reads are only touched inside
