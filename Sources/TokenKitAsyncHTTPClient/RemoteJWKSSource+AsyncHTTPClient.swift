@@ -39,9 +39,7 @@ extension RemoteJWKSSource {
         { url in
             var request = HTTPClientRequest(url: url.absoluteString)
             request.headers.add(name: "Accept", value: "application/json")
-            let seconds = timeout.components.seconds
-            let response = try await client.execute(
-                request, timeout: .seconds(seconds) + .nanoseconds(timeout.components.attoseconds / 1_000_000_000))
+            let response = try await client.execute(request, timeout: TimeAmount(timeout))
             // Every hop AsyncHTTPClient followed must stay on the origin asked for.
             for hop in response.history {
                 guard let hopURL = URL(string: hop.request.url), isSameOrigin(hopURL, url) else {

@@ -22,23 +22,11 @@ import TokenVerification
             sourceLocation: sourceLocation)
     }
 
-    func withClient(_ body: (HTTPClient) async throws -> Void) async throws {
-        let http = HTTPClient(
-            eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(redirectConfiguration: .disallow))
-        do {
-            try await body(http)
-        } catch {
-            try await http.shutdown()
-            throw error
-        }
-        try await http.shutdown()
-    }
-
     @Test(arguments: [false, true])
     func theKeySetFetchStopsAnEndlessKeySetAtMaximumBytes(declaresLength: Bool) async throws {
         let server = try EndlessBodyServer(declaresLength: declaresLength)
         defer { server.stop() }
-        try await withClient { http in
+        try await withHTTPClient { http in
             let fetch = RemoteJWKSSource.asyncHTTPClientFetch(http)
             await #expect(throws: AsyncHTTPClientFetchError.bodyTooLarge(maximumBytes: 256 * 1024)) {
                 _ = try await fetch(URL(string: "http://127.0.0.1:\(server.port)/jwks.json")!)
@@ -51,7 +39,7 @@ import TokenVerification
     func theTransportStopsAnEndlessAnswerAtItsMaximumResponseBodySize(declaresLength: Bool) async throws {
         let server = try EndlessBodyServer(declaresLength: declaresLength)
         defer { server.stop() }
-        try await withClient { http in
+        try await withHTTPClient { http in
             let request = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/")
             await #expect(throws: NetworkRetryError.bodyTooLarge) {
                 _ = try await AsyncHTTPClientTransport(client: http, maximumResponseBodySize: 1 << 20)

@@ -26,15 +26,10 @@ import TokenVerification
     func fetch(_ path: String, maximumBytes: Int = 1024) async throws -> RemoteJWKSSource.Response {
         let server = try LoopbackServer(route: Self.route)
         defer { server.stop() }
-        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
-        do {
+        // AsyncHTTPClient's default configuration: it follows redirects, and the fetch judges them.
+        return try await withHTTPClient(configuration: .init()) { http in
             let fetch = RemoteJWKSSource.asyncHTTPClientFetch(http, maximumBytes: maximumBytes)
-            let response = try await fetch(URL(string: "http://127.0.0.1:\(server.port)\(path)")!)
-            try await http.shutdown()
-            return response
-        } catch {
-            try await http.shutdown()
-            throw error
+            return try await fetch(URL(string: "http://127.0.0.1:\(server.port)\(path)")!)
         }
     }
 
@@ -59,12 +54,12 @@ import TokenVerification
             .init(status: 302, headers: [("Location", "http://localhost:\(attacker.port)/jwks")])
         }
         defer { issuer.stop() }
-        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
-        let fetch = RemoteJWKSSource.asyncHTTPClientFetch(http)
-        await #expect(throws: AsyncHTTPClientFetchError.crossOriginRedirect) {
-            _ = try await fetch(URL(string: "http://127.0.0.1:\(issuer.port)/jwks")!)
+        try await withHTTPClient(configuration: .init()) { http in
+            let fetch = RemoteJWKSSource.asyncHTTPClientFetch(http)
+            await #expect(throws: AsyncHTTPClientFetchError.crossOriginRedirect) {
+                _ = try await fetch(URL(string: "http://127.0.0.1:\(issuer.port)/jwks")!)
+            }
         }
-        try await http.shutdown()
     }
 
     @Test func aBodyOverTheCapStopsTheFetch() async throws {

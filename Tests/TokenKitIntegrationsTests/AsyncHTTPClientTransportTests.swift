@@ -35,17 +35,7 @@ import TokenKitTesting
     }
 
     func withClient(_ body: (HTTPClient) async throws -> Void) async throws {
-        let logger = Self.traceLogger
-        let http = HTTPClient(
-            eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(redirectConfiguration: .disallow),
-            backgroundActivityLogger: logger)
-        do {
-            try await body(http)
-        } catch {
-            try await http.shutdown()
-            throw error
-        }
-        try await http.shutdown()
+        try await withHTTPClient(logger: Self.traceLogger, body)
     }
 
     @Test func aRejectionIsRefreshedAndTheBodyReplayedOverAsyncHTTPClient() async throws {

@@ -9,19 +9,18 @@ import Foundation
 /// A hostile HTTP/1.1 server on 127.0.0.1 for the bounded-read tests: it answers every request with 200 and a body
 /// of `totalBytes` bytes, streamed in chunks (chunked transfer coding, no `Content-Length`, unless
 /// `declaresLength`), and counts what it managed to write before the client hung up. One thread, one connection at a
-/// time. `@unchecked Sendable`: `sent`, `hungUp` and `stopped` are only touched while holding `lock`; `listener` and
-/// `port` are set once in `init`.
+/// time. `@unchecked Sendable`: `sent` and `hungUp` are only touched while holding `lock`; the rest is set once in
+/// `init`.
 public final class EndlessBodyServer: @unchecked Sendable {
     /// The port the server listens on.
     public let port: Int
     /// The body length each answer streams (or declares).
     public let totalBytes: Int
     private let declaresLength: Bool
-    private let listener: Int32
+    private let listener: LoopbackListener
     private let lock = NSLock()
     private var sent = 0
     private var hungUp = false
-    private var stopped = false
 
     /// Body bytes written so far, over every connection.
     public var bodyBytesSent: Int {
@@ -46,44 +45,15 @@ public final class EndlessBodyServer: @unchecked Sendable {
     public init(totalBytes: Int = 64 << 20, declaresLength: Bool = false) throws {
         self.totalBytes = totalBytes
         self.declaresLength = declaresLength
-        (listener, port) = try listenOnLoopback(backlog: 16)
-        let thread = Thread { [self] in acceptLoop() }
-        thread.start()
+        listener = try LoopbackListener(backlog: 16)
+        port = listener.port
+        listener.start { [self] client in serve(client) }
     }
 
     /// Stops accepting connections.
-    public func stop() {
-        lock.lock()
-        let wasStopped = stopped
-        stopped = true
-        lock.unlock()
-        guard !wasStopped else { return }
-        shutdown(listener, Int32(SHUT_RDWR))
-    }
+    public func stop() { listener.stop() }
 
     deinit { stop() }
-
-    private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                lock.lock()
-                let done = stopped
-                lock.unlock()
-                if done {
-                    close(listener)
-                    return
-                }
-                continue
-            }
-            #if canImport(Darwin)
-                var on: Int32 = 1
-                setsockopt(client, SOL_SOCKET, SO_NOSIGPIPE, &on, socklen_t(MemoryLayout<Int32>.size))
-            #endif
-            serve(client)
-            close(client)
-        }
-    }
 
     private func serve(_ client: Int32) {
         // The request head is enough: what follows it (a form) stays unread.

@@ -8,8 +8,8 @@ import TokenKitTesting
 #endif
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 for transport integration tests: one thread, one connection at a
-/// time, `Connection: close` on every response. `@unchecked Sendable`: `received` and `stopped` are only
-/// touched while holding `lock`; `listener` and `port` are set once in `init`.
+/// time, `Connection: close` on every response. `@unchecked Sendable`: `received` is only touched while holding
+/// `lock`; the rest is set once in `init`.
 public final class LoopbackServer: @unchecked Sendable {
     /// A request the server received.
     public struct Request: Sendable {
@@ -47,10 +47,9 @@ public final class LoopbackServer: @unchecked Sendable {
 
     /// The port the server listens on.
     public let port: Int
-    private let listener: Int32
+    private let listener: LoopbackListener
     private let lock = NSLock()
     private var requests: [Request] = []
-    private var stopped = false
     private let route: @Sendable (Request, Int) -> Response
 
     /// Every request received so far, in order.
@@ -66,9 +65,9 @@ public final class LoopbackServer: @unchecked Sendable {
     /// - Throws: A `POSIXError` when the socket cannot be opened or bound.
     public init(route: @escaping @Sendable (Request, Int) -> Response) throws {
         self.route = route
-        (listener, port) = try listenOnLoopback(backlog: 64)
-        let thread = Thread { [self] in acceptLoop() }
-        thread.start()
+        listener = try LoopbackListener(backlog: 64)
+        port = listener.port
+        listener.start { [self] client in serve(client) }
     }
 
     /// A port nothing listens on (bound, then closed).
@@ -82,36 +81,9 @@ public final class LoopbackServer: @unchecked Sendable {
     }
 
     /// Stops accepting connections and closes the listening socket.
-    public func stop() {
-        lock.lock()
-        let wasStopped = stopped
-        stopped = true
-        lock.unlock()
-        guard !wasStopped else { return }
-        // Only shut down: the accept thread closes the descriptor when it leaves, so the number cannot be
-        // reused by another server while that thread might still call accept on it.
-        shutdown(listener, Int32(SHUT_RDWR))
-    }
+    public func stop() { listener.stop() }
 
     deinit { stop() }
-
-    private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                lock.lock()
-                let done = stopped
-                lock.unlock()
-                if done {
-                    close(listener)
-                    return
-                }
-                continue
-            }
-            serve(client)
-            close(client)
-        }
-    }
 
     private func serve(_ client: Int32) {
         var buffer = [UInt8]()

@@ -12,6 +12,11 @@ extension IntrospectionVerifier {
     /// stream as it passes the bound, the connection is closed, and the send throws
     /// `URLError(.dataLengthExceedsMaximum)`.
     ///
+    /// On Linux that bounds memory, not the read: `URLSession` there cannot pause a transfer, and the connection
+    /// closes only when the server pauses, so an endpoint that streams without pause keeps sending until then. A
+    /// Linux backend sends with `asyncHTTPClientSend(_:timeout:)` of `TokenKitAsyncHTTPClient`, which reads with
+    /// back-pressure.
+    ///
     /// The session is made here, with a delegate that refuses every redirect and counts the body: a delegate given
     /// to one task alone is ignored by `FoundationNetworking` on Linux, which would then follow the redirect with the
     /// form.

@@ -13,9 +13,13 @@ import AuthToken
 /// at the head, and a stream fails the moment the delegate sees it pass the cap; either way the task is cancelled
 /// (the connection closed), nothing past the cap is kept, and the read throws `URLError(.dataLengthExceedsMaximum)`.
 ///
-/// `URLSession` has no back-pressure: it reads ahead of its delegate (on Linux, `FoundationNetworking` queues every
-/// chunk it read for the delegate), so what it has read before the cancellation takes effect is its own. The hard
-/// bound with back-pressure is the AsyncHTTPClient fetch and send of `TokenKitAsyncHTTPClient`.
+/// That bounds memory, not the read. `URLSession` has no back-pressure, and on Linux (`FoundationNetworking` in
+/// swift-corelibs-foundation 6.3) nothing here can stop libcurl early: pausing a receive is not implemented, the
+/// write callback always proceeds, every delegate call is queued, and `cancel()` runs on the session's serial work
+/// queue, which libcurl's read loop holds while the socket has data. So the connection closes only when the server
+/// pauses: against a server streaming 1 GiB without pause on loopback, it had written 10 MiB to the whole GiB
+/// before the connection closed (a loaded two-core machine). The hard bound with back-pressure is the
+/// AsyncHTTPClient fetch and send of `TokenKitAsyncHTTPClient`.
 ///
 /// It is the session's own delegate (a delegate given to one task alone is ignored by `FoundationNetworking` on
 /// Linux), so it also applies the redirect rule. `@unchecked Sendable`: the pending reads are only touched inside

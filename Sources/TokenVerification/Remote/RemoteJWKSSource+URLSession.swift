@@ -17,8 +17,11 @@ extension RemoteJWKSSource {
     /// The body is read with a hard cap, `maximumBytes`: a longer `Content-Length` is refused at the head, a longer
     /// stream as it passes the cap, the connection is closed, and the fetch throws
     /// ``TokenVerificationError/keySetTooLarge``; so an endpoint that answers without end costs at most
-    /// `maximumBytes` of memory. The source's ``JWKSet/Limits`` apply to the body once it is read: if you raise
-    /// ``JWKSet/Limits/maximumBytes``, raise `maximumBytes` here too.
+    /// `maximumBytes` of memory. Memory, not the read: on Linux `URLSession` cannot pause a transfer, and the
+    /// connection closes only when the server pauses (a Linux backend fetches with
+    /// `asyncHTTPClientFetch(_:timeout:maximumBytes:)` of `TokenKitAsyncHTTPClient`, which reads with back-pressure).
+    /// The source's ``JWKSet/Limits`` apply to the body once it is read: if you raise ``JWKSet/Limits/maximumBytes``,
+    /// raise `maximumBytes` here too.
     ///
     /// - Parameters:
     ///   - configuration: The session's configuration; ephemeral by default.

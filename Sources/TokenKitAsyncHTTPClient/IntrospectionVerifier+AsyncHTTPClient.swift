@@ -1,0 +1,83 @@
+// Compiled only with the `AsyncHTTPClientTransport` package trait.
+#if AsyncHTTPClientTransport
+public import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+public import TokenVerification
+
+extension IntrospectionVerifier {
+    /// A send through AsyncHTTPClient, the transport for a Linux backend: the same form and client authentication
+    /// as ``/TokenVerification/IntrospectionVerifier/urlSessionSend(configuration:)``, with the answer's body read
+    /// under a hard bound.
+    ///
+    /// ```swift
+    /// let http = HTTPClient(eventLoopGroupProvider: .singleton,
+    ///                       configuration: .init(redirectConfiguration: .disallow))
+    /// let introspection = IntrospectionVerifier(
+    ///     configuration: .init(
+    ///         endpoint: URL(string: "https://auth.example.com/o/introspect/")!,
+    ///         clientAuthentication: .clientSecretBasic(id: "orders-api", secret: secretFromYourStore),
+    ///         audience: .notChecked(reason: "the server binds no audience to its tokens")),
+    ///     send: IntrospectionVerifier.asyncHTTPClientSend(http))
+    /// ```
+    ///
+    /// The body is read with back-pressure and at most the request's
+    /// ``/TokenVerification/IntrospectionVerifier/Request/maximumResponseBytes``: a longer `Content-Length` is refused
+    /// at the head, a longer stream as it passes the bound; the connection is closed and the send throws
+    /// `URLError(.dataLengthExceedsMaximum)`, which the verifier answers with
+    /// ``/TokenVerification/TokenVerificationError/introspectionUnavailable``. So the endpoint cannot make the backend
+    /// read more than that, however long it streams.
+    ///
+    /// Give it a client configured with `redirectConfiguration: .disallow`, as above: AsyncHTTPClient decides about
+    /// redirects per client, not per request, and a client that follows a 307 or 308 sends the form, with the token
+    /// (and a `client_secret_post` secret), to the redirect target. An answer reached through a redirect is never
+    /// used: the send returns the redirect's status, which the verifier answers with
+    /// ``/TokenVerification/TokenVerificationError/introspectionUnavailable``.
+    ///
+    /// Any other failure (a refused connection, the deadline) is AsyncHTTPClient's error, passed on; the verifier
+    /// answers it with ``/TokenVerification/TokenVerificationError/introspectionUnavailable``.
+    ///
+    /// - Parameters:
+    ///   - client: The client; it is not shut down by the verifier.
+    ///   - timeout: The deadline per request inside AsyncHTTPClient, so a call the verifier gave up on
+    ///     (``/TokenVerification/IntrospectionVerifier/Configuration/requestTimeout``) does not keep a connection
+    ///     busy. Default 5 seconds, that timeout's default.
+    /// - Returns: The send function.
+    public static func asyncHTTPClientSend(_ client: HTTPClient, timeout: Duration = .seconds(5)) -> Send {
+        { request in
+            var outgoing = HTTPClientRequest(url: request.url.absoluteString)
+            outgoing.method = .POST
+            for field in request.headerFields { outgoing.headers.add(name: field.name, value: field.value) }
+            outgoing.body = .bytes(ByteBuffer(bytes: request.body))
+            let response = try await client.execute(outgoing, timeout: TimeAmount(timeout))
+            if let first = response.history.first, response.history.count > 1 {
+                return Response(status: Int(first.responseHead.status.code), body: Data())
+            }
+            let body = try await collect(response, upTo: request.maximumResponseBytes)
+            return Response(status: Int(response.status.code), body: Data(body.readableBytesView))
+        }
+    }
+
+    /// The body of `response`, at most `maximumBytes`; a declared or streamed length over it throws
+    /// `URLError(.dataLengthExceedsMaximum)`.
+    private static func collect(_ response: HTTPClientResponse, upTo maximumBytes: Int) async throws -> ByteBuffer {
+        if let declared = response.headers.first(name: "content-length").flatMap({ Int($0) }), declared > maximumBytes {
+            throw URLError(.dataLengthExceedsMaximum)
+        }
+        do {
+            return try await response.body.collect(upTo: maximumBytes)
+        } catch is NIOTooManyBytesError {
+            throw URLError(.dataLengthExceedsMaximum)
+        }
+    }
+}
+
+extension TimeAmount {
+    /// `duration` in nanoseconds, for AsyncHTTPClient's deadlines.
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .seconds(seconds) + .nanoseconds(attoseconds / 1_000_000_000)
+    }
+}
+#endif
