@@ -261,7 +261,10 @@ let package = Package(
             ]
         ),
         // Helpers only TokenKit's own tests use (a loopback HTTP server): a target, never a product.
-        .target(name: "TokenKitTestSupport", dependencies: ["TokenKitTesting"], path: "Tests/TokenKitTestSupport"),
+        // TokenKitSignIn: the loopback listener's socket code, shared with the test servers (package access).
+        .target(
+            name: "TokenKitTestSupport", dependencies: ["TokenKitTesting", "TokenKitSignIn"],
+            path: "Tests/TokenKitTestSupport"),
         // The doors: one factory per kind of app, through `import TokenKit` as an app writes it.
         .testTarget(
             name: "TokenKitTests",

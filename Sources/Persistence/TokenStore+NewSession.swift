@@ -33,7 +33,10 @@ extension TokenStore {
         do {
             return try await withExclusiveAccess(account: account) {
                 let (session, _) = try await placed()
-                try await save(session, account: account, condition: .always)
+                // The caller drops the session if this save fails: a store must not complete it later.
+                try await SaveFailure.withDroppedOnFailure { () async throws(PersistenceError) in
+                    try await save(session, account: account, condition: .always)
+                }
                 return session
             }
         } catch let error as PersistenceError where error == .lockTimedOut {

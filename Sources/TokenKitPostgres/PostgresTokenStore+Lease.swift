@@ -450,8 +450,9 @@ extension PostgresTokenStore {
             let bound = onLockConnection ? min(left, budget / 4) : left
             onLockConnection = false
             do {
-                let refusal = try await withDeadline(bound, sleep: timer.sleep) {
-                    try await self.fencedWrite(request, on: connection)
+                let fence = CommitFence()
+                let refusal = try await withDeadline(bound, fence: fence, sleep: timer.sleep) {
+                    try await self.fencedWrite(request, on: connection, fence: fence)
                 }
                 lease.endWrite()
                 if let refusal {
@@ -468,6 +469,12 @@ extension PostgresTokenStore {
             }
             do { try await timer.sleep(min(pause, max(budget - (timer.elapsed() - started), .zero))) } catch { break }
             pause = min(pause * 2, .milliseconds(500))
+        }
+        if SaveFailure.dropsSession {
+            // The caller drops the session (a sign-in goes back to the one it replaced): nothing goes on in the
+            // background, and every attempt still held in the database was withdrawn at its deadline.
+            lease.endWrite()
+            throw PersistenceError.writeFailed.with(detail: "\(lastError); given up, as the caller drops the session")
         }
         // The caller hears of the failure now; the write goes on (and the lease stays alive) in the background, and
         // the caller's own later save of this pair is made under the same take.
@@ -488,8 +495,9 @@ extension PostgresTokenStore {
             do { try await timer.sleep(pause) } catch { return }
             pause = min(pause * 2, .seconds(1))
             do {
-                let refusal = try await withDeadline(attemptBound, sleep: timer.sleep) {
-                    try await self.fencedWrite(request, on: nil)
+                let fence = CommitFence()
+                let refusal = try await withDeadline(attemptBound, fence: fence, sleep: timer.sleep) {
+                    try await self.fencedWrite(request, on: nil, fence: fence)
                 }
                 if let refusal {
                     if refusal == .conflict { lease.markEnded(take: request.take) }
@@ -521,7 +529,10 @@ extension PostgresTokenStore {
         case .pending:
             break
         }
-        let refusal = try await database(.writeFailed) { try await self.fencedWrite(request, on: nil) }
+        let fence = CommitFence()
+        let refusal = try await database(.writeFailed, fence: fence) {
+            try await self.fencedWrite(request, on: nil, fence: fence)
+        }
         unstored.forget(request)
         if let refusal {
             if refusal == .conflict { request.lease.markEnded(take: request.take) }
@@ -530,9 +541,10 @@ extension PostgresTokenStore {
         request.lease.markEnded(byOwnWrite: true, take: request.take)
     }
 
-    /// One fenced write on `connection` (a pooled one when `nil`): `nil` when stored, else the refusal.
+    /// One fenced write on `connection` (a pooled one when `nil`): `nil` when stored, else the refusal. Rolled back
+    /// when `commit` was withdrawn (its caller stopped waiting) before the commit.
     private func fencedWrite(
-        _ request: WriteRequest, on connection: PostgresConnection?
+        _ request: WriteRequest, on connection: PostgresConnection?, fence commit: CommitFence
     ) async throws
         -> PersistenceError?
     {
@@ -542,6 +554,7 @@ extension PostgresTokenStore {
         let keyCheck = format.keyCheck
         let bytes = ByteBuffer(bytes: request.payload)
         let take = request.take
+        if let attemptHook = configuration.testHooks.fencedWriteAttempt { await attemptHook() }
         if configuration.testHooks.failsFencedWrite?() == true { throw InjectedWriteFailure() }
         let write: @Sendable (PostgresConnection) async throws -> PersistenceError? = { connection in
             try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
@@ -576,6 +589,7 @@ extension PostgresTokenStore {
                         lease_owner = NULL, lease_expires_at = NULL
                     WHERE account = \(request.account)
                     """, logger: queryLogger)
+                guard commit.claimCommit() else { throw WithdrawnAttempt() }
                 return nil
             }
         }

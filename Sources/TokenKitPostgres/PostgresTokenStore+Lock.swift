@@ -286,6 +286,9 @@ package struct TestHooks: Sendable {
     /// Awaited at the start of each lease renewal attempt, within the attempt's time bound: a hook that does not
     /// return stands for a connection attempt lost in a database outage.
     package var renewalAttempt: (@Sendable () async -> Void)?
+    /// Awaited at the start of each fenced write attempt (a save under a lease), within the attempt's time bound: a
+    /// test takes the row's lock here from another session, so that the write is held in the database itself.
+    package var fencedWriteAttempt: (@Sendable () async -> Void)?
 
     package init() {}
 }

@@ -30,7 +30,9 @@ public import PostgresNIO
 /// - **A refreshed pair is stored.** A save under the lease is fenced (it lands only while the lease is still this
 ///   holder's, and its generation condition holds), retried on a fresh connection within
 ///   ``Configuration/operationTimeout``, and after that retried in the background, with the lease kept alive, until
-///   it lands or is refused: a holder never lets its lease lapse while it holds a pair it has not stored. A save or
+///   it lands or is refused: a holder never lets its lease lapse while it holds a pair it has not stored. A
+///   sign-in's save, which the client drops when it fails, is never completed later: it is not retried in the
+///   background, and an attempt still held in the database when its time is up rolls back. A save or
 ///   removal outside any lease (a sign-in, a sign-out) ends whatever lease the row carries, so the old holder's write
 ///   is refused with ``/Persistence/PersistenceError/conflict``; a read under the lease that finds it ended that way
 ///   takes the lease again (waiting, within ``Configuration/lockTimeout``, for another replica's live lease) before it
@@ -277,8 +279,10 @@ public struct PostgresTokenStore: TokenStore {
     ///   ``/Persistence/PersistenceError/wrongKey`` or ``/Persistence/PersistenceError/unsupportedFormatVersion``
     ///   when the stored row cannot be read by this store (it is left as it is);
     ///   ``/Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails, with what was
-    ///   stored before intact. A write that timed out (the detail says so) may still have been applied; a
-    ///   conditional retry then finds a conflict.
+    ///   stored before intact. A write reported failed does not land afterwards: an attempt still held in the
+    ///   database when its time is up rolls back, and one that has already sent its commit is waited for. Under a
+    ///   lease, a refreshed pair is then still retried in the background (see the type's guarantees); a sign-in's
+    ///   session, which the client drops when its save fails, is not.
     public func save(
         _ session: StoredSession, account: String, condition: WriteCondition
     ) async throws(PersistenceError) {
@@ -303,8 +307,10 @@ public struct PostgresTokenStore: TokenStore {
                 metadata: ["generation": "\(session.generation)", "token": "\(session.token.fingerprint)"])
             return
         }
-        let outcome = try await database(.writeFailed) {
-            try await self.write(account: account, generation: generation, payload: payload, condition: condition)
+        let fence = CommitFence()
+        let outcome = try await database(.writeFailed, fence: fence) {
+            try await self.write(
+                account: account, generation: generation, payload: payload, condition: condition, fence: fence)
         }
         if let refusal = outcome { throw refusal }
         logger.debug(
@@ -362,12 +368,13 @@ public struct PostgresTokenStore: TokenStore {
     /// Runs a database operation under ``Configuration/operationTimeout`` (creating the table first when due),
     /// turning any failure into `failure` with a secret-free detail.
     func database<T: Sendable>(
-        _ failure: PersistenceError, migrating: Bool = false, _ body: @escaping @Sendable () async throws -> T
+        _ failure: PersistenceError, migrating: Bool = false, fence: CommitFence? = nil,
+        _ body: @escaping @Sendable () async throws -> T
     ) async throws(PersistenceError) -> T {
         let timeout = configuration.operationTimeout
         let needsSchema = !migrating && configuration.migratesAutomatically && !schema.isDone
         do {
-            let result = try await withDeadline(timeout, sleep: timer.sleep) {
+            let result = try await withDeadline(timeout, fence: fence, sleep: timer.sleep) {
                 if needsSchema { try await self.createTable() }
                 return try await body()
             }
@@ -428,9 +435,9 @@ public struct PostgresTokenStore: TokenStore {
         return nil
     }
 
-    /// Writes the row if `condition` holds; the refusal when it does not.
+    /// Writes the row if `condition` holds; the refusal when it does not. Rolled back when `fence` was withdrawn.
     private func write(
-        account: String, generation: Int64, payload: [UInt8], condition: WriteCondition
+        account: String, generation: Int64, payload: [UInt8], condition: WriteCondition, fence: CommitFence
     ) async throws -> PersistenceError? {
         let version = SessionRowFormat.currentVersion
         let keyCheck = format.keyCheck
@@ -449,6 +456,7 @@ public struct PostgresTokenStore: TokenStore {
                             lease_owner = NULL, lease_expires_at = NULL
                         WHERE account = \(account)
                         """, logger: queryLogger)
+                    guard fence.claimCommit() else { throw WithdrawnAttempt() }
                     return nil
                 }
                 // No row to lock: a concurrent insert may win the race, and then this one is the conflict.
@@ -461,7 +469,9 @@ public struct PostgresTokenStore: TokenStore {
                     """, logger: queryLogger)
                 var inserted = false
                 for try await _ in rows { inserted = true }
-                return inserted ? nil : PersistenceError.conflict
+                guard inserted else { return PersistenceError.conflict }
+                guard fence.claimCommit() else { throw WithdrawnAttempt() }
+                return nil
             }
         }
     }

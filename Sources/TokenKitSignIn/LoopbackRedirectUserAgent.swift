@@ -39,30 +39,7 @@ public final class LoopbackRedirectUserAgent: AuthorizationUserAgent, @unchecked
     ///   - open: Shows the URL to the user: opens the system browser, or prints it.
     /// - Throws: A `POSIXError` when no loopback socket can be had.
     public init(path: String = "/callback", open: @escaping @Sendable (URL) async throws -> Void) throws {
-        #if canImport(Glibc)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-            let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            close(fd)
-            throw POSIXError(.EADDRINUSE)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let (fd, port) = try LoopbackSocket.listening(backlog: 16)
         let path = path.hasPrefix("/") ? path : "/" + path
         guard let url = URL(string: "http://127.0.0.1:\(port)\(path)") else {
             close(fd)

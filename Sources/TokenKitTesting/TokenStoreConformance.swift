@@ -17,9 +17,10 @@ public import Persistence
 ///
 /// A check throws a ``Violation`` that names the broken ``Clause`` and what was seen, so the test fails with the
 /// reason. It works from Swift Testing and from XCTest alike. No check waits for time to pass: the exclusive-access
-/// checks hold a body open on a gate while the other handle waits, and step through store round trips. Every
-/// check is bounded by `timeout` on `clock`, so a store that deadlocks fails instead of hanging the test run (a
-/// task stuck in such a store is cancelled and left behind).
+/// checks hold a body open on a gate while the other handle waits, and step through store round trips. A check
+/// fails when its handles make no progress (no operation finishes, no body starts) for `timeout` on `clock`, so a
+/// store that deadlocks fails instead of hanging the test run (a task stuck in such a store is cancelled and left
+/// behind), while a check that is slow, on a loaded machine say, but still moving is never failed by the bound.
 public struct TokenStoreConformance: Sendable {
     private let openHandle: @Sendable () async throws -> any TokenStore
     private let disrupt: (@Sendable () async throws -> Void)?
@@ -31,7 +32,8 @@ public struct TokenStoreConformance: Sendable {
     /// Creates the checks for the store that `openHandle` opens.
     ///
     /// - Parameters:
-    ///   - timeout: The longest a single check may take before it fails as a deadlock; 60 s by default.
+    ///   - timeout: The longest a check may go without progress (no store operation finishing, no body starting)
+    ///     before it fails as a deadlock; 60 s by default. A check that keeps moving is never failed by it.
     ///   - clock: The clock `timeout` runs on; a `ManualClock` in tests of the checks themselves.
     ///   - disrupt: Something that goes wrong while a body holds exclusive access and another handle waits: cut
     ///     the store's connections, restart its database, or make its next write fail once. The exclusion must
@@ -59,8 +61,11 @@ public struct TokenStoreConformance: Sendable {
     public func check(_ clauses: [Clause] = Clause.all) async throws {
         for clause in clauses {
             let account = "tokenkit-conformance-\(clause.name)-\(UUID().uuidString.prefix(8).lowercased())"
-            try await bounded(clause) {
-                try await self.run(clause, account: account)
+            let progress = CheckProgress()
+            try await bounded(clause, progress: progress) {
+                try await CheckProgress.$current.withValue(progress) {
+                    try await self.run(clause, account: account)
+                }
             }
             // Best effort: leave nothing behind. A store that failed its check may fail here too.
             if let handle = try? await openHandle() {
@@ -82,16 +87,26 @@ public struct TokenStoreConformance: Sendable {
         }
     }
 
-    /// Runs `operation` in a task of its own and fails with a violation of `clause` when it has not finished
-    /// within the timeout (the task is cancelled and left behind: a deadlocked store may never return).
-    private func bounded(_ clause: Clause, _ operation: @escaping @Sendable () async throws -> Void) async throws {
+    /// Runs `operation` in a task of its own and fails with a violation of `clause` when the handles it uses have
+    /// made no progress for a whole `timeout` (the task is cancelled and left behind: a deadlocked store may never
+    /// return). A slow operation that goes on making progress runs to its end.
+    private func bounded(
+        _ clause: Clause, progress: CheckProgress, _ operation: @escaping @Sendable () async throws -> Void
+    ) async throws {
         let work = Task { try await operation() }
         let timeout = self.timeout
         let sleep = self.sleep
         let finished: Result<Void, any Error>? = await withCheckedContinuation { continuation in
             let once = Locked<CheckedContinuation<Result<Void, any Error>?, Never>?>(continuation)
             let timer = Task {
-                do { try await sleep(timeout) } catch { return }
+                // A watchdog: each period with progress starts another one.
+                var seen = progress.steps
+                while true {
+                    do { try await sleep(timeout) } catch { return }
+                    let now = progress.steps
+                    if now == seen { break }
+                    seen = now
+                }
                 once.withLock { $0.take() }?.resume(returning: nil)
             }
             Task {
@@ -102,7 +117,7 @@ public struct TokenStoreConformance: Sendable {
         }
         guard let finished else {
             work.cancel()
-            throw Violation(clause, "the check did not finish within \(timeout): the store may have deadlocked")
+            throw Violation(clause, "the check made no progress within \(timeout): the store may have deadlocked")
         }
         try finished.get()
     }
@@ -110,7 +125,7 @@ public struct TokenStoreConformance: Sendable {
     // MARK: Storage clauses
 
     private func checkLoad(_ account: String) async throws {
-        let (first, second) = try await (openHandle(), openHandle())
+        let (first, second) = try await (open(), open())
         let sessions = Sessions()
         for handle in [first, second] {
             let read = await handle.load(account: account)
@@ -144,7 +159,7 @@ public struct TokenStoreConformance: Sendable {
     }
 
     private func checkConditionalWrites(_ account: String) async throws {
-        let (first, second) = try await (openHandle(), openHandle())
+        let (first, second) = try await (open(), open())
         let sessions = Sessions()
         let clause = Clause.conditionalWrites
         try await expectNoThrow(clause, "saving generation 1 with .absent when nothing is stored") {
@@ -182,7 +197,7 @@ public struct TokenStoreConformance: Sendable {
     }
 
     private func checkRemovingAnAbsentSession(_ account: String) async throws {
-        let handle = try await openHandle()
+        let handle = try await open()
         for condition in [WriteCondition.always, .absent] {
             try await expectNoThrow(
                 .removingAnAbsentSession, "removing a session that is not there with \(condition.summary)"
@@ -198,8 +213,12 @@ public struct TokenStoreConformance: Sendable {
 
     // MARK: Helpers shared by the checks
 
-    /// Opens a new handle (for the exclusive-access checks, in another file).
-    func open() async throws -> any TokenStore { try await openHandle() }
+    /// Opens a new handle whose operations count as the running check's progress.
+    func open() async throws -> any TokenStore {
+        let handle = try await openHandle()
+        guard let progress = CheckProgress.current else { return handle }
+        return WatchedStore(base: handle, progress: progress)
+    }
 
     /// The disruption, if any.
     var disruption: (@Sendable () async throws -> Void)? { disrupt }
@@ -278,6 +297,53 @@ extension WriteCondition {
         case .always: ".always"
         case .absent: ".absent"
         default: ".generation(_:)"
+        }
+    }
+}
+
+/// How far the running check has got: a count of store operations finished and bodies started through its handles.
+final class CheckProgress: Sendable {
+    /// The progress of the check this task runs.
+    @TaskLocal static var current: CheckProgress?
+
+    private let count = Locked(0)
+
+    /// The steps made so far.
+    var steps: Int { count.withLock { $0 } }
+
+    /// One more step.
+    func step() { count.withLock { $0 += 1 } }
+}
+
+/// A handle of the store under test that counts its finished operations and started bodies as progress, for the
+/// deadlock bound. Every operation goes to `base` as it is.
+struct WatchedStore: TokenStore {
+    let base: any TokenStore
+    let progress: CheckProgress
+
+    func load(account: String) async -> TokenStoreRead {
+        defer { progress.step() }
+        return await base.load(account: account)
+    }
+
+    func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
+        defer { progress.step() }
+        try await base.save(session, account: account, condition: condition)
+    }
+
+    func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
+        defer { progress.step() }
+        try await base.remove(account: account, condition: condition)
+    }
+
+    func withExclusiveAccess<T: Sendable>(
+        account: String, _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        defer { progress.step() }
+        let progress = self.progress
+        return try await base.withExclusiveAccess(account: account) {
+            progress.step()
+            return try await body()
         }
     }
 }

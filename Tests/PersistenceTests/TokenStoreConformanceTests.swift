@@ -217,12 +217,11 @@ import TokenKitTesting
         let conformance = TokenStoreConformance(timeout: .seconds(30), clock: clock) {
             closureStore(over: inner, exclusiveAccess: nonReentrantLock(key: "nested-\(UUID().uuidString)"))
         }
-        let check = Task { await firstViolation(of: conformance, [.nestedExclusiveAccess]) }
-        await clock.waitForSleepers(count: 1)
-        clock.advance(by: .seconds(30))
-        let violation = await check.value
+        let violation = await advancing(clock, by: .seconds(30), whileAtLeast: 1) {
+            await firstViolation(of: conformance, [.nestedExclusiveAccess])
+        }
         #expect(violation?.clause == .nestedExclusiveAccess)
-        #expect(violation?.detail.contains("did not finish within") == true)
+        #expect(violation?.detail.contains("made no progress within") == true)
     }
 
     @Test func oneLockForEveryAccountBreaksPerAccountExclusionWithinTheTimeout() async throws {
@@ -232,10 +231,40 @@ import TokenKitTesting
         let conformance = TokenStoreConformance(timeout: .seconds(30), clock: clock) {
             closureStore(over: inner, exclusiveAccess: nonReentrantLock(key: key, perAccount: false))
         }
-        let check = Task { await firstViolation(of: conformance, [.perAccountExclusion]) }
-        await clock.waitForSleepers(count: 1)
-        clock.advance(by: .seconds(30))
-        #expect(await check.value?.clause == .perAccountExclusion)
+        let violation = await advancing(clock, by: .seconds(30), whileAtLeast: 1) {
+            await firstViolation(of: conformance, [.perAccountExclusion])
+        }
+        #expect(violation?.clause == .perAccountExclusion)
+    }
+
+    /// The bound is a deadlock guard, not a time limit: a store whose every read and save takes a third of the bound
+    /// keeps the contract although a check takes several bounds in all.
+    @Test func aSlowStoreThatKeepsMovingIsNotTakenForADeadlock() async throws {
+        let inner = InMemoryTokenStore()
+        let clock = ManualClock()
+        let slowly: @Sendable () async -> Void = { try? await clock.sleep(for: .seconds(10)) }
+        let conformance = TokenStoreConformance(timeout: .seconds(30), clock: clock) {
+            closureStore(
+                over: inner,
+                load: { account in
+                    await slowly()
+                    return await inner.load(account: account)
+                },
+                save: { session, account, condition in
+                    await slowly()
+                    try await inner.save(session, account: account, condition: condition)
+                })
+        }
+        // The bound's watchdog and one store operation sleep at a time: the clock moves only while both do.
+        let elapsed = await advancing(clock, by: .seconds(10), whileAtLeast: 2) {
+            do {
+                try await conformance.check([.load, .conditionalWrites, .removingAnAbsentSession])
+            } catch {
+                Issue.record("the checks failed a slow store that keeps the contract: \(error)")
+            }
+            return clock.now
+        }
+        #expect(elapsed > ManualClock().now.advanced(by: .seconds(60)), "the checks took less than two bounds")
     }
 
     @Test func aViolationNamesTheClauseAndNoTokenText() async throws {
@@ -253,6 +282,25 @@ import TokenKitTesting
 }
 
 // MARK: - Doubles
+
+/// Runs `check`, moving `clock` on by `step` whenever at least `sleepers` tasks sleep on it, until `check` ends.
+private func advancing<T: Sendable>(
+    _ clock: ManualClock, by step: Duration, whileAtLeast sleepers: Int, _ check: @escaping @Sendable () async -> T
+) async -> T {
+    let done = Locked(false)
+    let task = Task {
+        defer { done.withLock { $0 = true } }
+        return await check()
+    }
+    while !done.withLock({ $0 }) {
+        if clock.sleeperCount >= sleepers {
+            clock.advance(by: step)
+        } else {
+            await Task.yield()
+        }
+    }
+    return await task.value
+}
 
 /// The violation `conformance` reports for `clauses`, or `nil` (recorded as an issue) when it reports none.
 private func firstViolation(

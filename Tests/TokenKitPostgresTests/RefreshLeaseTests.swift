@@ -124,12 +124,15 @@ struct RefreshLeaseTests {
         let table = uniqueTable()
         let retrying = Signal()
         try await withClient { client in
+            // Each attempt while the database is down fails (refused, or past the operation timeout) and is
+            // retried within the lock wait; an attempt that times out under load is retried too, never a failure.
             let store = PostgresTokenStore(
                 client: client,
-                configuration: .init(
-                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(200)),
+                configuration: .init(tableName: table, lockTimeout: .seconds(30), operationTimeout: .seconds(2)),
                 logger: signalingLogger("restart-waiter", on: "retrying", signal: retrying))
-            try await store.save(StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            // The row (and the table) made with the default timeouts: setup is not what is tested.
+            try await PostgresTokenStore(client: client, configuration: .init(tableName: table)).save(
+                StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
             try await DatabaseServer.run("stop")
             let waiter = Task {
                 defer { retrying.fire() }
@@ -148,9 +151,9 @@ struct RefreshLeaseTests {
     func aHolderWhoseLeaseWasTakenOverCannotWrite() async throws {
         try await withReplicas { replicas in
             let (table, first, second) = (replicas.table, replicas.first, replicas.second)
+            // The short lease is what lapses (its heartbeat is off); operations keep the default timeout.
             var staleConfiguration = PostgresTokenStore.Configuration(
-                tableName: table, lockTimeout: .seconds(30), operationTimeout: .seconds(1),
-                leaseDuration: .milliseconds(100))
+                tableName: table, lockTimeout: .seconds(30), leaseDuration: .milliseconds(100))
             staleConfiguration.testHooks.pausesHeartbeat = true
             let stale = PostgresTokenStore(client: first, configuration: staleConfiguration)
             let current = PostgresTokenStore(
@@ -268,13 +271,14 @@ struct RefreshLeaseTests {
     func pairIsStoredAfterTheOutage() async throws {
         try await withReplicas { replicas in
             let (table, first, second) = (replicas.table, replicas.first, replicas.second)
+            // The save gives up after the operation timeout because the database is stopped, not because the
+            // machine is slow: 2 s is far above any answer of a running server.
             let holder = PostgresTokenStore(
                 client: first,
-                configuration: .init(
-                    tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300)))
+                configuration: .init(tableName: table, lockTimeout: .seconds(30), operationTimeout: .seconds(2)))
             let other = PostgresTokenStore(
                 client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
-            try await holder.save(
+            try await other.save(
                 StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
             let saveFailure = try await holder.withExclusiveAccess(account: "alice") {
                 // The server has answered the refresh; the database goes away before the pair is stored.
@@ -334,16 +338,16 @@ struct RefreshLeaseTests {
     func aHolderRenewsItsLeaseWhileItsRefreshRunsLongerThanTheLease() async throws {
         try await withReplicas { replicas in
             let (table, first, second) = (replicas.table, replicas.first, replicas.second)
-            let lease = Duration.milliseconds(600)
-            let holder = PostgresTokenStore(
-                client: first,
-                configuration: .init(tableName: table, lockTimeout: .seconds(30), leaseDuration: lease))
-            var waiterConfiguration = PostgresTokenStore.Configuration(
-                tableName: table, lockTimeout: .seconds(30), leaseDuration: lease)
+            // The default lease (3 s, renewed every second): a renewal slowed by a loaded machine has two more
+            // seconds to land. The holder's renewals count the time: the 7th is more than two leases in.
+            let lease = Duration.seconds(3)
             let seenEnough = Signal()
-            // Refused for several lease durations: each refusal is a round trip and a pause of 20 ms.
-            waiterConfiguration.testHooks.lockAttempt = firing(seenEnough, atLeaseRefusal: 100)
-            let waiter = PostgresTokenStore(client: second, configuration: waiterConfiguration)
+            var holderConfiguration = PostgresTokenStore.Configuration(
+                tableName: table, lockTimeout: .seconds(30), leaseDuration: lease)
+            holderConfiguration.testHooks.renewalAttempt = firing(seenEnough, atCall: 7)
+            let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
+            let waiter = PostgresTokenStore(
+                client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30), leaseDuration: lease))
             try await holder.save(
                 StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
             let ran = TestFlag()
@@ -368,18 +372,18 @@ struct RefreshLeaseTests {
             let (table, first, second) = (replicas.table, replicas.first, replicas.second)
             let writesFail = TestFlag()
             writesFail.set()
-            var holderConfiguration = PostgresTokenStore.Configuration(
-                tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(300),
-                leaseDuration: .seconds(1))
-            holderConfiguration.testHooks.failsFencedWrite = { writesFail.isSet }
-            let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
             let waited = Signal()
-            var waiterConfiguration = PostgresTokenStore.Configuration(
-                tableName: table, lockTimeout: .seconds(30), leaseDuration: .seconds(1))
-            // Refused for several lease durations (the poll is at most 20 ms).
-            waiterConfiguration.testHooks.lockAttempt = firing(waited, atLeaseRefusal: 200)
-            let waiter = PostgresTokenStore(client: second, configuration: waiterConfiguration)
-            try await holder.save(
+            // Every save under the lease fails at once (the hook), so the save gives up when its 2-s budget is spent
+            // whatever the load. The default lease (3 s, renewed every second); the holder's renewals count the
+            // time: the 9th is more than two leases after the save gave up.
+            var holderConfiguration = PostgresTokenStore.Configuration(
+                tableName: table, lockTimeout: .seconds(30), operationTimeout: .seconds(2))
+            holderConfiguration.testHooks.failsFencedWrite = { writesFail.isSet }
+            holderConfiguration.testHooks.renewalAttempt = firing(waited, atCall: 9)
+            let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
+            let waiter = PostgresTokenStore(
+                client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
+            try await waiter.save(
                 StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
             let saveFailure = try await holder.withExclusiveAccess(account: "alice") {
                 // The server has rotated; every attempt to store the new pair fails (the database is up).
@@ -398,7 +402,7 @@ struct RefreshLeaseTests {
                     return await stored(waiter, account: "alice")
                 }
             }
-            // The waiter has been refused for a long while, or (the flaw) has run its body.
+            // The holder has kept its lease for two more lease durations, or (the flaw) the waiter has run its body.
             await waited.wait()
             #expect(!ran.isSet, "the waiter ran its refresh while the holder still held an unstored pair")
             writesFail.clear()
@@ -473,9 +477,12 @@ struct RefreshLeaseTests {
             let outageOver = Signal()
             let observed = Signal()
             let renewals = Mutex(0)
+            // The ratios of the flaw this catches: an attempt lost for the whole operation timeout (2.4 s, longer
+            // than a third of the lease) and then a full third of the lease (2 s) before the next one is past the
+            // 6-s lease. Seconds, not milliseconds: a renewal slowed by a loaded machine still lands in time.
             var holderConfiguration = PostgresTokenStore.Configuration(
-                tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(600),
-                leaseDuration: .milliseconds(1500))
+                tableName: table, lockTimeout: .seconds(30), operationTimeout: .milliseconds(2400),
+                leaseDuration: .seconds(6))
             holderConfiguration.testHooks.renewalAttempt = {
                 let attempt = renewals.withLock {
                     $0 += 1
@@ -488,7 +495,7 @@ struct RefreshLeaseTests {
             let holder = PostgresTokenStore(client: first, configuration: holderConfiguration)
             let waiter = PostgresTokenStore(
                 client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
-            try await holder.save(
+            try await waiter.save(
                 StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
             let ran = TestFlag()
             let waiting = try await holder.withExclusiveAccess(account: "alice") {
@@ -532,6 +539,18 @@ func firing(_ signal: Signal, atLeaseRefusal count: Int) -> @Sendable (LockAttem
     return { outcome in
         guard outcome == .leaseHeld else { return }
         if refusals.withLock({
+            $0 += 1; return $0
+        }) == count {
+            signal.fire()
+        }
+    }
+}
+
+/// A hook (a renewal attempt's, say) that fires `signal` at its `count`th call.
+func firing(_ signal: Signal, atCall count: Int) -> @Sendable () async -> Void {
+    let calls = Mutex(0)
+    return {
+        if calls.withLock({
             $0 += 1; return $0
         }) == count {
             signal.fire()

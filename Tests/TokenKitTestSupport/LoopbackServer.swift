@@ -1,4 +1,5 @@
 public import Foundation
+import TokenKitSignIn
 import TokenKitTesting
 
 #if canImport(Glibc)
@@ -162,34 +163,12 @@ public final class LoopbackServer: @unchecked Sendable {
     }
 }
 
-/// Opens a TCP socket listening on 127.0.0.1 at an ephemeral port, for the test servers here.
+/// Opens a TCP socket listening on 127.0.0.1 at an ephemeral port, for the test servers here: the sign-in's
+/// redirect listener's socket code (`LoopbackSocket`, package-visible in TokenKitSignIn), written once.
 ///
 /// - Parameter backlog: The listen queue's length.
 /// - Returns: The listening descriptor and its port.
 /// - Throws: A `POSIXError` when the socket cannot be opened or bound.
 func listenOnLoopback(backlog: Int32) throws -> (descriptor: Int32, port: Int) {
-    #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
-    #endif
-    guard fd >= 0 else { throw POSIXError(.EIO) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-    }
-    guard bound == 0, listen(fd, backlog) == 0 else {
-        close(fd)
-        throw POSIXError(.EADDRINUSE)
-    }
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    try LoopbackSocket.listening(backlog: backlog)
 }
