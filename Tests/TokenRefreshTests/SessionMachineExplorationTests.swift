@@ -235,7 +235,7 @@ struct World {
             flights[index].waiters -= 1  // it leaves; the refresh goes on for the others
         case .signIn:
             let token = mint(receivedAt: now)
-            let (_, epoch, taken) = machine.beginSession(token, userID: "user-1", stateBefore: machine.state)
+            let (_, epoch, taken) = machine.beginSession(token, userID: "user-1", stateBefore: machine.authState)
             resolve(taken, with: .failure(.sessionChanged))
             writeLater(.save(epoch: epoch))
         case .signOut:
@@ -570,11 +570,11 @@ struct World {
     // MARK: - Invariants
 
     mutating func checkStep() {
-        if machine.state == .loading { violations.append("the state read loading after a call returned") }
-        if locked, store != nil, machine.state == .signedOut {
+        if machine.authState == .loading { violations.append("the state read loading after a call returned") }
+        if locked, store != nil, machine.authState == .signedOut {
             violations.append("a locked store read as signed out")
         }
-        if locked, !machine.loaded, machine.state != .unavailable {
+        if locked, !machine.loaded, machine.authState != .unavailable {
             violations.append("a locked store did not read unavailable")
         }
         if !locked, machine.loaded, machine.session == nil, store != nil, procedures.isEmpty, deferred.isEmpty,
@@ -612,7 +612,7 @@ struct World {
     var summary: String {
         let step = machine.flight?.step.map { "\($0)".prefix(24) } ?? "-"
         return [
-            "\(machine.state)", "\(machine.epoch)", "\(machine.session?.token.fingerprint ?? "-")",
+            "\(machine.authState)", "\(machine.epoch)", "\(machine.session?.token.fingerprint ?? "-")",
             "\(machine.session?.persisted ?? false)", "\(store?.generation ?? 0)", "\(store?.token.fingerprint ?? "-")",
             "\(step)", "\(procedures.count)", "\(deferred.count)", "\(live.count)", "\(consumed.count)",
             "\(flights.filter { !$0.resolved && !$0.died }.count)", "\(locked)",

@@ -102,7 +102,7 @@ import TokenKitLogCheck
         let bob = AuthToken(
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
-        _ = machine.beginSession(bob, userID: "bob", stateBefore: machine.state)
+        _ = machine.beginSession(bob, userID: "bob", stateBefore: machine.authState)
         let decision = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
         guard case .fail(.sessionChanged) = decision else {
             Issue.record("expected sessionChanged, got \(decision)")
@@ -143,7 +143,7 @@ import TokenKitLogCheck
         var machine = Self.machine()
         let (flight, epoch) = try startedFlight(&machine)
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
-        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.state)
+        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.authState)
         #expect(started.flight === flight)
         #expect(!machine.isCurrent(epoch))
         #expect(machine.isCurrent(started.epoch))
@@ -151,7 +151,7 @@ import TokenKitLogCheck
         #expect(!stillCurrent)
         #expect(machine.session?.generation == 2)
         #expect(machine.session?.persisted == false)
-        #expect(machine.state == .signedIn(userID: "user-2"))
+        #expect(machine.authState == .signedIn(userID: "user-2"))
     }
 
     @Test func anEndedSessionVoidsTheRefreshInFlight() throws {
@@ -163,7 +163,7 @@ import TokenKitLogCheck
         #expect(!machine.isCurrent(epoch))
         #expect(machine.session == nil)
         #expect(machine.loaded)
-        #expect(machine.state == .signedOut)
+        #expect(machine.authState == .signedOut)
         let retry = machine.takeRetryOutsideLock(epoch: epoch)
         #expect(retry == nil)
     }
@@ -171,10 +171,10 @@ import TokenKitLogCheck
     @Test func aSignInThatCannotBeStoredRollsBackToThePreviousSession() {
         var machine = Self.machine()
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
-        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.state)
+        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.authState)
         machine.rollBack(started.replaced)
         #expect(machine.session?.token.accessToken == "access-token-machine-one")
-        #expect(machine.state == .signedIn(userID: "user-1"))
+        #expect(machine.authState == .signedIn(userID: "user-1"))
         #expect(!machine.isCurrent(started.epoch))
     }
 
@@ -234,7 +234,7 @@ import TokenKitLogCheck
         let afterEnd = machine.blockedError(at: .seconds(1))
         #expect(afterEnd == .rateLimited)
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
-        _ = machine.beginSession(token, userID: nil, stateBefore: machine.state)
+        _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
         let afterNewSession = machine.blockedError(at: .seconds(1))
         #expect(afterNewSession == nil)
     }
@@ -248,7 +248,7 @@ import TokenKitLogCheck
         #expect(plan == .giveUp)
         #expect(machine.isOffline)
         #expect(machine.snapshot().isOffline)
-        #expect(machine.state == .expired(lastUserID: "user-1"))
+        #expect(machine.authState == .expired(lastUserID: "user-1"))
         #expect(machine.session != nil)
         _ = machine.endSession()
         #expect(!machine.isOffline)
@@ -259,9 +259,9 @@ import TokenKitLogCheck
         let failure = TokenRefreshError.transient.with(connectivityFailure: true)
         _ = machine.attemptFailed(failure, retry: 0, random: 0, now: Self.due, elapsed: .zero)
         #expect(machine.isOffline)
-        #expect(machine.state == .signedIn(userID: "user-1"))
+        #expect(machine.authState == .signedIn(userID: "user-1"))
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
-        _ = machine.beginSession(token, userID: nil, stateBefore: machine.state)
+        _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
         #expect(!machine.isOffline)
     }
 
@@ -330,7 +330,7 @@ import TokenKitLogCheck
         _ = machine.endSession()
         machine.removalPending(.always, at: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
-        _ = machine.beginSession(token, userID: nil, stateBefore: machine.state)
+        _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
         let due = machine.removalRetryDue(elapsed: .seconds(60))
         #expect(due == nil)
         #expect(machine.pendingRemoval == nil)
@@ -341,7 +341,7 @@ import TokenKitLogCheck
         _ = machine.endSession()
         machine.removalPending(.always, at: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
-        let (replaced, _, _) = machine.beginSession(token, userID: nil, stateBefore: machine.state)
+        let (replaced, _, _) = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
         machine.rollBack(replaced)
         let due = machine.removalRetryDue(elapsed: .seconds(5))
         #expect(due != nil)
@@ -353,7 +353,7 @@ import TokenKitLogCheck
         var machine = SessionMachine(configuration: .init(), requiresRefreshToken: true)
         _ = machine.storeRead(atLoad: .unavailable(.unavailable), now: Self.start)
         let start = machine.signInStarting()
-        #expect(machine.state == .loading)
+        #expect(machine.authState == .loading)
         let action = machine.grantAnswered(
             .failure(TokenRefreshError.signInRejected), userID: nil, receivedAt: Self.start, epoch: start.epoch)
         guard case .settleThenFail(let error) = action else {
@@ -363,7 +363,7 @@ import TokenKitLogCheck
         #expect(error == .signInRejected)
         _ = machine.storeRead(atLoad: .unavailable(.unavailable), now: Self.start)  // still locked
         machine.failedSignInSettled(previous: start.previous)
-        #expect(machine.state == .unavailable)
+        #expect(machine.authState == .unavailable)
     }
 
     @Test func aRefusedGrantOverAnEmptyStoreSettlesOnSignedOutAndOverASessionKeepsIt() {
@@ -371,11 +371,11 @@ import TokenKitLogCheck
         _ = empty.storeRead(atLoad: .absent, now: Self.start)
         let emptyStart = empty.signInStarting()
         empty.failedSignInSettled(previous: emptyStart.previous)
-        #expect(empty.state == .signedOut)
+        #expect(empty.authState == .signedOut)
         var held = Self.machine()
         let heldStart = held.signInStarting()
         held.failedSignInSettled(previous: heldStart.previous)
-        #expect(held.state == .signedIn(userID: "user-1"))
+        #expect(held.authState == .signedIn(userID: "user-1"))
     }
 
     @Test func aRefusedGrantAfterAnotherSignInLeavesTheStateToIt() {
@@ -388,7 +388,7 @@ import TokenKitLogCheck
             Issue.record("expected the sign-out's state to stand")
             return
         }
-        #expect(machine.state == .signedOut)
+        #expect(machine.authState == .signedOut)
     }
 
     // MARK: - Rejection
@@ -413,7 +413,7 @@ import TokenKitLogCheck
         fresh.rejected.insert("refresh-token-machine-one")
         let outcome = fresh.loaded(stored, now: Self.start)
         #expect(outcome == .discard(generation: 7))
-        #expect(fresh.state == .signedOut)
+        #expect(fresh.authState == .signedOut)
     }
 
     @Test func anExpiredSessionWithoutARefreshTokenEnds() {
@@ -458,7 +458,7 @@ import TokenKitLogCheck
         let stored = StoredSession(token: token, userID: "user-1", generation: 3)
         let outcome = machine.loaded(stored, now: Self.expired)
         #expect(outcome == .restored(stored))
-        #expect(machine.state == .expired(lastUserID: "user-1"))
+        #expect(machine.authState == .expired(lastUserID: "user-1"))
         let again = machine.loaded(nil, now: Self.expired)
         #expect(again == .alreadyLoaded)
     }
@@ -499,11 +499,11 @@ import TokenKitLogCheck
         let bob = AuthToken(
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
-        let started = machine.beginSession(bob, userID: "user-2", stateBefore: machine.state)
+        let started = machine.beginSession(bob, userID: "user-2", stateBefore: machine.authState)
         #expect(machine.profile == nil)
         machine.rollBack(started.replaced)
         #expect(machine.profile?.firstName == "Alice")
-        #expect(machine.state == .signedIn(userID: "user-1"))
+        #expect(machine.authState == .signedIn(userID: "user-1"))
     }
 
     // MARK: - Adopting another user's pair

@@ -75,7 +75,7 @@ extension SessionMachine {
 
     /// A sign-in with a grant starts: the state reads `loading` until it ends.
     mutating func signInStarting() -> SignInStartAction {
-        let start = SignInStartAction(previous: state, epoch: epoch)
+        let start = SignInStartAction(previous: authState, epoch: epoch)
         setState(.loading)
         return start
     }

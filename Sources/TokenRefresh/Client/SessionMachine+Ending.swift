@@ -40,8 +40,8 @@ extension SessionMachine {
     /// As ``endingSession(reason:error:)`` when a session is held; otherwise the state just reads signed out and
     /// nothing is to be done (`nil`).
     mutating func endingSessionIfHeld(reason: AuthEvent.SignOutReason, error: TokenRefreshError) -> EndSessionAction? {
-        guard session == nil && !state.hasSession else { return endingSession(reason: reason, error: error) }
-        if state != .signedOut { setState(.signedOut) }
+        guard session == nil && !authState.hasSession else { return endingSession(reason: reason, error: error) }
+        if authState != .signedOut { setState(.signedOut) }
         return nil
     }
 

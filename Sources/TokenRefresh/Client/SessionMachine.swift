@@ -33,16 +33,6 @@ struct SessionMachine: Sendable {
         var persisted: Bool
     }
 
-    /// What the client knows of the session.
-    enum Phase: Sendable, Equatable {
-        /// The store has not been read yet.
-        case unloaded
-        /// There is no session.
-        case none
-        /// There is one.
-        case active(Session)
-    }
-
     /// Why a caller needs a token.
     enum Request: Sendable, Equatable {
         /// A valid token, refreshed if due (``TokenRefreshClient/validToken()``).
@@ -174,30 +164,21 @@ struct SessionMachine: Sendable {
     /// Whether the strategy needs a refresh token (an SDK or client credentials do not).
     let requiresRefreshToken: Bool
 
-    private(set) var phase: Phase = .unloaded { didSet { visibleVersion &+= 1 } }
-    private(set) var state: AuthState = .loading { didSet { visibleVersion &+= 1 } }
-    private(set) var isOffline = false { didSet { visibleVersion &+= 1 } }
-    /// Bumped by every change the lock-free snapshot or the state stream can see (``phase``, ``state``,
-    /// ``isOffline``, ``flight``), so the actor republishes only after such a change, with one integer compare.
+    /// Where the session stands: the one stored state (see ``State``). The state shown to the app (``authState``),
+    /// ``session``, ``isOffline``, ``flight`` and ``profile`` are read from it.
+    private(set) var state: State = .unloaded(Context()) { didSet { visibleVersion &+= 1 } }
+    /// Bumped by every change of ``state`` the lock-free snapshot or the state stream can see (all but the pending
+    /// pair's write bookkeeping), so the actor republishes only after such a change, with one integer compare.
     private(set) var visibleVersion: UInt64 = 0
     /// Bumped by every new or ended session: the generation guard for refreshes and writes in progress.
     private(set) var epoch: UInt64 = 0
     /// The generation known to be stored now (`nil`: nothing stored, or not read yet).
     var storedGeneration: UInt64?
-    /// The refresh in flight. Settable from the machine's own extensions only (``lockTaken(epoch:seed:)`` and the
-    /// transitions after it record their step in it).
-    var flight: Flight? { didSet { visibleVersion &+= 1 } }
-    /// The profile the provider or the app supplied for the session's user (``TokenRefreshClient/setProfile(_:)``).
-    private(set) var profile: AuthUser? { didSet { visibleVersion &+= 1 } }
     /// Refresh tokens the server rejected, as keyed hashes; never sent again.
     var rejected = RejectedRefreshTokens()
     /// The tokens the current session has held: a rejection is stale only for one of them.
     private(set) var lineage = SessionLineage()
     private(set) var breaker = Breaker()
-    /// When the last write of a pending pair was tried, by the injected clock.
-    private(set) var lastPersistAttempt: Duration?
-    /// Whether a write of a pending pair is running.
-    private(set) var persistInProgress = false
     /// A removal of an ended session still to be made: its removal failed, or an older write may have landed
     /// after it. It is retried under the epoch it was made in, so a new session cancels it.
     private(set) var pendingRemoval: PendingRemoval?
@@ -219,16 +200,70 @@ struct SessionMachine: Sendable {
         self.requiresRefreshToken = requiresRefreshToken
     }
 
-    // MARK: - Reading
+    // MARK: - Reading the state
 
     /// The session, if there is one.
-    var session: Session? {
-        if case .active(let session) = phase { return session }
-        return nil
-    }
+    var session: Session? { state.session }
 
     /// Whether the store has been read (or a session started or ended without reading it).
-    var loaded: Bool { phase != .unloaded }
+    var loaded: Bool { state.isLoaded }
+
+    /// The state shown to the app.
+    var authState: AuthState { state.authState }
+
+    /// Whether the last refresh failed for lack of connectivity.
+    private(set) var isOffline: Bool {
+        get { state.context.isOffline }
+        set { state.context.isOffline = newValue }
+    }
+
+    /// The refresh in flight. Settable from the machine's own extensions only (``lockTaken(epoch:seed:)`` and the
+    /// transitions after it record their step in it).
+    var flight: Flight? {
+        get { state.context.flight }
+        set { state.context.flight = newValue }
+    }
+
+    /// The profile the provider or the app supplied for the session's user (``TokenRefreshClient/setProfile(_:)``).
+    private(set) var profile: AuthUser? {
+        get { state.context.profile }
+        set { state.context.profile = newValue }
+    }
+
+    /// When the last write of a pending pair was tried, by the injected clock. (Not shown: changes nothing published.)
+    private(set) var lastPersistAttempt: Duration? {
+        get { state.context.lastPersistAttempt }
+        set {
+            let version = visibleVersion
+            state.context.lastPersistAttempt = newValue
+            visibleVersion = version
+        }
+    }
+
+    /// Whether a write of a pending pair is running. (Not shown: changes nothing published.)
+    private(set) var persistInProgress: Bool {
+        get { state.context.persistInProgress }
+        set {
+            let version = visibleVersion
+            state.context.persistInProgress = newValue
+            visibleVersion = version
+        }
+    }
+
+    /// Moves to another case of ``state``: `session`, else no session (`loaded`) or the store unread. The context
+    /// stays, and so does what the app is shown until the transition says otherwise.
+    private mutating func enter(_ session: Session?, loaded: Bool = true) {
+        let shown = authState
+        var next: State =
+            if let session { .active(session, state.context) } else if loaded {
+                .signedOut(state.context)
+            } else { .unloaded(state.context) }
+        next.context.shown = Shown(representing: shown, in: next)
+        state = next
+    }
+
+    /// Sets the state shown to the app (its user ID is the session's).
+    mutating func setState(_ newState: AuthState) { state.context.shown = Shown(representing: newState, in: state) }
 
     /// Whether work started under `epoch` still belongs to the current session.
     func isCurrent(_ epoch: UInt64) -> Bool { epoch == self.epoch }
@@ -334,8 +369,8 @@ struct SessionMachine: Sendable {
     /// A session whose token has expired while refreshes fail reads `expired`.
     mutating func noteExpiredIfOffline(now: Date) {
         guard let session, session.token.isExpired(at: now, policy: configuration.expiryPolicy) else { return }
-        if case .expired = state { return }
-        state = .expired(lastUserID: session.userID)
+        if case .expired = authState { return }
+        setState(.expired(lastUserID: session.userID))
     }
 
     // MARK: - The flight
@@ -434,7 +469,7 @@ struct SessionMachine: Sendable {
         case .absent: return loaded(nil, now: now)
         case .unavailable(let error):
             guard !loaded else { return .alreadyLoaded }
-            state = .unavailable
+            setState(.unavailable)
             return .unavailable(TokenRefreshError.storageUnavailable.with(underlying: error))
         }
     }
@@ -444,21 +479,21 @@ struct SessionMachine: Sendable {
         guard !loaded else { return .alreadyLoaded }
         lineage.reset()
         guard let stored else {
-            phase = .none
-            state = .signedOut
+            enter(nil)
+            setState(.signedOut)
             return .absent
         }
         storedGeneration = stored.generation
         if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) {
-            phase = .none
-            state = .signedOut
+            enter(nil)
+            setState(.signedOut)
             return .discard(generation: stored.generation)
         }
-        phase = .active(Session(stored, persisted: true))
+        enter(Session(stored, persisted: true))
         lineage.record(stored.token)
         // A token that expired while the app was closed reads as expired until a refresh renews it.
         let expired = stored.token.isExpired(at: now, policy: configuration.expiryPolicy)
-        state = expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID)
+        setState(expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID))
         return .restored(stored)
     }
 
@@ -467,14 +502,17 @@ struct SessionMachine: Sendable {
     mutating func noteStoredBeforeLoad(_ stored: StoredSession) {
         guard !loaded else { return }
         storedGeneration = stored.generation
-        phase = .active(Session(stored, persisted: true))
+        enter(Session(stored, persisted: true))
         lineage.reset()
         lineage.record(stored.token)
     }
 
     /// What a session start replaced, to roll it back if the new session cannot be stored.
     struct Replaced: Sendable {
-        let phase: Phase
+        /// The replaced session, if one was held.
+        let session: Session?
+        /// Whether the store had been read.
+        let loaded: Bool
         let state: AuthState
         let lineage: SessionLineage
         /// The replaced session's user profile.
@@ -486,36 +524,36 @@ struct SessionMachine: Sendable {
     mutating func beginSession(
         _ token: AuthToken, userID: String?, stateBefore: AuthState
     ) -> (replaced: Replaced, epoch: UInt64, flight: RefreshFlight?) {
-        let replaced = Replaced(phase: phase, state: stateBefore, lineage: lineage, profile: profile)
+        let replaced = Replaced(
+            session: session, loaded: loaded, state: stateBefore, lineage: lineage, profile: profile)
         let generation = nextGeneration(after: session)
         epoch &+= 1
-        phase = .active(Session(token: token, userID: userID, generation: generation, persisted: false))
+        enter(Session(token: token, userID: userID, generation: generation, persisted: false))
         lineage.reset()
         lineage.record(token)
         isOffline = false
         breaker = Breaker()
         let flight = takeFlight()
         if profile?.id != userID { profile = nil }
-        state = .signedIn(userID: userID)
+        setState(.signedIn(userID: userID))
         return (replaced, epoch, flight)
     }
 
     /// The sign-in's save placed the session at `generation` (above one stored elsewhere meanwhile), or failed
     /// (`nil`): the session held under `epoch` takes that generation, so its next write is fenced by it.
     mutating func signInPlaced(at generation: UInt64?, epoch: UInt64) {
-        guard let generation, isCurrent(epoch), case .active(var session) = phase, generation > session.generation
-        else { return }
+        guard let generation, isCurrent(epoch), var session, generation > session.generation else { return }
         session.generation = generation
-        phase = .active(session)
+        enter(session)
     }
 
     /// The new session under `epoch` was stored.
     mutating func sessionStored(epoch: UInt64) {
-        guard isCurrent(epoch), case .active(var session) = phase else { return }
+        guard isCurrent(epoch), var session else { return }
         session.persisted = true
         storedGeneration = session.generation
         pendingRemoval = nil
-        phase = .active(session)
+        enter(session)
     }
 
     /// The new session under `epoch` could not be stored and memory-only sessions are not allowed: go back to
@@ -523,14 +561,14 @@ struct SessionMachine: Sendable {
     mutating func rollBack(_ replaced: Replaced) {
         epoch &+= 1
         // The ended session's removal still has to happen: the new session never reached the store.
-        if pendingRemoval != nil, replaced.phase == .none { pendingRemoval?.epoch = epoch }
-        phase = replaced.phase
+        if pendingRemoval != nil, replaced.loaded, replaced.session == nil { pendingRemoval?.epoch = epoch }
+        enter(replaced.session, loaded: replaced.loaded)
         lineage = replaced.lineage
         profile = replaced.profile
         if session != nil, replaced.state.hasSession {
-            state = replaced.state
+            setState(replaced.state)
         } else {
-            state = session.map { .signedIn(userID: $0.userID) } ?? .signedOut
+            setState(session.map { .signedIn(userID: $0.userID) } ?? .signedOut)
         }
     }
 
@@ -539,12 +577,12 @@ struct SessionMachine: Sendable {
     mutating func endSession() -> (ended: Session?, flight: RefreshFlight?) {
         let ended = session
         epoch &+= 1
-        phase = .none
+        enter(nil)
         lineage.reset()
         profile = nil
         isOffline = false
         let flight = takeFlight()
-        state = .signedOut
+        setState(.signedOut)
         return (ended, flight)
     }
 
@@ -601,9 +639,9 @@ struct SessionMachine: Sendable {
         if session == nil || switchedUser { lineage.reset() }
         if profile?.id != stored.userID { profile = nil }
         lineage.record(stored.token)
-        phase = .active(Session(stored, persisted: true))
+        enter(Session(stored, persisted: true))
         storedGeneration = stored.generation
-        state = .signedIn(userID: stored.userID)
+        setState(.signedIn(userID: stored.userID))
         return (switchedUser, takenFlight)
     }
 
@@ -632,11 +670,11 @@ struct SessionMachine: Sendable {
         } else if profile?.id != userID {
             profile = nil
         }
-        phase = .active(Session(token: token, userID: userID, generation: generation, persisted: persisted))
+        enter(Session(token: token, userID: userID, generation: generation, persisted: persisted))
         isOffline = false
         pendingRemoval = nil  // the new pair overwrites the ended session (now, or when its write is retried)
         if persisted { storedGeneration = generation } else { lastPersistAttempt = elapsed }
-        state = .signedIn(userID: userID)
+        setState(.signedIn(userID: userID))
     }
 
     /// A refresh produced another user's `token` (a provider that switched users by itself): the old session ends
@@ -655,9 +693,6 @@ struct SessionMachine: Sendable {
             token, userID: userID, generation: generation, persisted: persisted, elapsed: elapsed,
             profile: newProfile)
     }
-
-    /// Sets the state shown to the app.
-    mutating func setState(_ newState: AuthState) { state = newState }
 
     /// What the app's profile did (``profileSupplied(_:)``).
     enum ProfileAction: Sendable, Equatable {
@@ -700,10 +735,9 @@ struct SessionMachine: Sendable {
     /// The write started by ``persistRetryDue(elapsed:)`` ended. Returns whether it stored the current pair.
     mutating func persistRetryEnded(_ pending: Session, epoch: UInt64, stored: Bool) -> Bool {
         persistInProgress = false
-        guard stored, isCurrent(epoch), case .active(var session) = phase, session.generation == pending.generation
-        else { return false }
+        guard stored, isCurrent(epoch), var session, session.generation == pending.generation else { return false }
         session.persisted = true
-        phase = .active(session)
+        enter(session)
         storedGeneration = pending.generation
         return true
     }
@@ -717,7 +751,7 @@ struct SessionMachine: Sendable {
     func snapshot() -> TokenRefreshClient.Snapshot {
         var snapshot = TokenRefreshClient.Snapshot()
         snapshot.token = session?.token
-        snapshot.state = state
+        snapshot.state = authState
         snapshot.needsActor = !loaded || session?.persisted == false
         snapshot.isOffline = isOffline
         snapshot.flight = flight?.flight

@@ -69,7 +69,7 @@ public actor TokenRefreshClient: TokenProvider {
             let published = machine.snapshot()
             snapshot.withLock { $0 = published }
             publishedState.publish(published.state)
-            publishState(machine.state)
+            publishState(published.state)
             publishSessionState(published)
         }
     }
@@ -87,7 +87,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// The session held in memory.
     var session: SessionMachine.Session? { machine.session }
     /// The state shown to the app.
-    var state: AuthState { machine.state }
+    var state: AuthState { machine.authState }
 
     /// Creates a client.
     ///
