@@ -366,9 +366,9 @@ struct World {
         case .settleThenFail:
             restore()
             if mutation == .failedSignInForgetsTheLockedStore, machine.session == nil {
-                machine.setState(.signedOut)  // the bug: nothing held taken as nothing stored
+                machine.authState = .signedOut  // the bug: nothing held taken as nothing stored
             } else {
-                machine.failedSignInSettled(previous: start.previous)
+                machine.failedSignInSettled(previous: start.previous, failing: .signInRejected)
             }
         }
     }
@@ -437,7 +437,7 @@ struct World {
         case .startRefresh(let seed, let forced):
             let flight = RefreshFlight()
             let followsRefusal = if case .afterRejection = request { true } else { false }
-            let epoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal)
+            let epoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal).epoch
             flights.append(FlightRecord(flight: flight))
             procedures.append(Procedure(flight: flights.count - 1, epoch: epoch, seed: seed))
             if procedures.count == 1 { run(machine.lockTaken(epoch: epoch, seed: seed)) }
@@ -507,7 +507,7 @@ struct World {
     mutating func endProcedure(_ result: Result<AuthToken, TokenRefreshError>) {
         let ended = procedures.removeFirst()
         let flight = flights[ended.flight].flight
-        _ = machine.endFlight(flight)
+        _ = machine.flightFinished(flight)
         if mutation == .failureLeavesWaiters, case .failure = result {
             // The bug: an error path that returns without answering the flight.
         } else {
@@ -558,7 +558,7 @@ struct World {
             case .removal(let epoch):
                 guard machine.isCurrent(epoch) else { continue }
                 store = nil
-                machine.storeCleared()
+                _ = machine.signOutRemovalFinished(nil, epoch: epoch, elapsed: elapsed)
             case .save(let epoch):
                 guard machine.isCurrent(epoch), let session = machine.session else { continue }
                 store = StoredSession(token: session.token, userID: session.userID, generation: session.generation)

@@ -33,7 +33,7 @@ import TokenKitLogCheck
             throw CancellationError()
         }
         let flight = RefreshFlight()
-        return (flight, machine.beginFlight(flight, seed: seed, forced: forced))
+        return (flight, machine.beginFlight(flight, seed: seed, forced: forced).epoch)
     }
 
     // MARK: - Single flight
@@ -147,7 +147,7 @@ import TokenKitLogCheck
         #expect(started.flight === flight)
         #expect(!machine.isCurrent(epoch))
         #expect(machine.isCurrent(started.epoch))
-        let stillCurrent = machine.endFlight(flight)
+        let stillCurrent = machine.flightFinished(flight) == .forgetTask
         #expect(!stillCurrent)
         #expect(machine.session?.generation == 2)
         #expect(machine.session?.persisted == false)
@@ -362,7 +362,7 @@ import TokenKitLogCheck
         }
         #expect(error == .signInRejected)
         _ = machine.storeRead(atLoad: .unavailable(.unavailable), now: Self.start)  // still locked
-        machine.failedSignInSettled(previous: start.previous)
+        machine.failedSignInSettled(previous: start.previous, failing: .signInRejected)
         #expect(machine.authState == .unavailable)
     }
 
@@ -370,11 +370,11 @@ import TokenKitLogCheck
         var empty = SessionMachine(configuration: .init(), requiresRefreshToken: true)
         _ = empty.storeRead(atLoad: .absent, now: Self.start)
         let emptyStart = empty.signInStarting()
-        empty.failedSignInSettled(previous: emptyStart.previous)
+        empty.failedSignInSettled(previous: emptyStart.previous, failing: .signInRejected)
         #expect(empty.authState == .signedOut)
         var held = Self.machine()
         let heldStart = held.signInStarting()
-        held.failedSignInSettled(previous: heldStart.previous)
+        held.failedSignInSettled(previous: heldStart.previous, failing: .signInRejected)
         #expect(held.authState == .signedIn(userID: "user-1"))
     }
 

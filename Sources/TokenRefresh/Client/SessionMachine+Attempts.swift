@@ -47,7 +47,7 @@ extension SessionMachine {
         let plan = attemptFailed(failure, retry: retry, random: random(), now: now, elapsed: elapsed)
         guard case .retry(let delay) = plan else { return .fail(failure, events: [event]) }
         guard sleepsUnderLock else {
-            planRetryOutsideLock(retry: retry + 1, delay: delay)
+            flight?.retryOutsideLock = (retry + 1, delay)  // see takeRetryOutsideLock(epoch:)
             return .fail(failure, events: [])
         }
         return .retry(after: delay, retry: retry + 1)
@@ -90,9 +90,11 @@ extension SessionMachine {
         return .retry(after: pending.delay, retry: pending.retry)
     }
 
-    /// The refresh `flight` has ended (see ``endFlight(_:)``).
+    /// The refresh `flight` has ended: cleared if it was still the current one.
     mutating func flightFinished(_ flight: RefreshFlight) -> FlightEndAction {
-        endFlight(flight) ? .forgetTask : .keepTask
+        guard self.flight?.flight === flight else { return .keepTask }
+        self.flight = nil
+        return .forgetTask
     }
 
     // MARK: - Refresh tokens that are not the session's

@@ -79,7 +79,7 @@ extension SessionMachine {
                 rollBack(signIn.replaced)
                 return .fail(failure, publishing: [persistenceFailed])
             }
-            persistFailed(at: elapsed)
+            lastPersistAttempt = elapsed  // written again after the persist retry interval
             return .answer(publishing: [persistenceFailed, signedIn])
         }
     }

@@ -96,4 +96,16 @@ extension SessionMachine.State {
         case (.byCase, .active(let session, _)): .signedIn(userID: session.userID)
         }
     }
+
+    /// This state moved to another case: `session`, else no session (`loaded`) or the store unread. The context stays,
+    /// and so does what the app is shown until the transition says otherwise.
+    func entering(_ session: SessionMachine.Session?, loaded: Bool = true) -> Self {
+        let shown = authState
+        var next: Self =
+            if let session { .active(session, context) } else if loaded { .signedOut(context) } else {
+                .unloaded(context)
+            }
+        next.context.shown = SessionMachine.Shown(representing: shown, in: next)
+        return next
+    }
 }

@@ -124,18 +124,30 @@ extension SessionMachine {
     enum RemovalEndAction: Sendable, Equatable {
         /// It landed.
         case done
-        /// It did not, with this error (see ``removalFinished(_:_:overtaken:elapsed:)``).
+        /// It did not, with this error.
         case failed(PersistenceError)
     }
 
-    /// An ended session's removal ended (`error`: `nil` when it landed); see
-    /// ``removalFinished(_:_:overtaken:elapsed:)``.
+    /// An ended session's removal ended (`error`: `nil` when it landed). `overtaken` says whether an older write of
+    /// this client was still on its way when the removal started (it may land after it): the removal is then made
+    /// again at the next call. A removal that failed is retried after
+    /// ``TokenRefreshClient/Configuration/persistRetryInterval``; one that lost to a newer session is left.
     mutating func removalEnded(
         _ error: PersistenceError?, _ removal: Removal, overtaken: Bool, elapsed: Duration
     ) -> RemovalEndAction {
-        removalFinished(error, removal, overtaken: overtaken, elapsed: elapsed)
-        guard let error else { return .done }
-        return .failed(error)
+        switch error {
+        case nil:
+            storedGeneration = nil
+            pendingRemoval = nil
+            guard overtaken, let generation = removal.endedGeneration, isCurrent(removal.epoch) else { return .done }
+            removalPending(.generation(generation), at: elapsed - configuration.persistRetryInterval)
+            return .done
+        case .conflict?:
+            return .failed(.conflict)  // The ended session was replaced in the store meanwhile: left there.
+        case let error?:
+            if isCurrent(removal.epoch) { removalPending(removal.condition, at: elapsed) }
+            return .failed(error)
+        }
     }
 
     /// What the actor does with the server's answer to a request that ends the session there (account deletion,

@@ -87,56 +87,6 @@ struct SessionMachine: Sendable {
         var step: RefreshStep?
     }
 
-    /// Rate control: backoff after transient failures, `Retry-After`, and the breaker's window of attempts.
-    struct Breaker: Sendable {
-        /// When recent attempts started, by the injected clock.
-        private(set) var attemptTimes: [Duration] = []
-        /// No attempt before this instant of the injected clock.
-        private(set) var retryNotBefore: Duration?
-        private(set) var lastTransientError: TokenRefreshError?
-        private(set) var consecutiveTransientFailures = 0
-
-        /// The error that holds a new attempt back at `elapsed`, if any (pruning attempts out of the window).
-        mutating func blocked(at elapsed: Duration, maximum: Int, window: Duration) -> TokenRefreshError? {
-            if let retryNotBefore, elapsed < retryNotBefore {
-                return (lastTransientError ?? .transient).with(retryAfter: retryNotBefore - elapsed)
-            }
-            attemptTimes.removeAll { elapsed - $0 >= window }
-            if attemptTimes.count >= maximum, let oldest = attemptTimes.first {
-                return TokenRefreshError.rateLimited.with(retryAfter: oldest + window - elapsed)
-            }
-            return nil
-        }
-
-        mutating func recordAttempt(at elapsed: Duration) { attemptTimes.append(elapsed) }
-
-        mutating func recordSuccess() {
-            consecutiveTransientFailures = 0
-            clearBackoff()
-        }
-
-        /// A transient failure: returns the delay before the next attempt (`Retry-After` or jittered backoff).
-        mutating func recordTransientFailure(
-            _ failure: TokenRefreshError, backoff: TokenRefreshClient.Backoff, random: Double
-        ) -> Duration {
-            let delay = failure.retryAfter ?? backoff.delay(attempt: consecutiveTransientFailures, random: random)
-            consecutiveTransientFailures += 1
-            return delay
-        }
-
-        /// No retry now: hold attempts back until `until`.
-        mutating func holdBack(until: Duration, after failure: TokenRefreshError) {
-            retryNotBefore = until
-            lastTransientError = failure
-        }
-
-        /// Forgets the backoff (the network is back, or a refresh succeeded).
-        mutating func clearBackoff() {
-            retryNotBefore = nil
-            lastTransientError = nil
-        }
-    }
-
     /// What happens after a transient failure.
     enum RetryAction: Sendable, Equatable {
         /// Try again after this delay.
@@ -181,7 +131,7 @@ struct SessionMachine: Sendable {
     private(set) var breaker = Breaker()
     /// A removal of an ended session still to be made: its removal failed, or an older write may have landed
     /// after it. It is retried under the epoch it was made in, so a new session cancels it.
-    private(set) var pendingRemoval: PendingRemoval?
+    var pendingRemoval: PendingRemoval?
     /// Whether a retry of ``pendingRemoval`` is running.
     private(set) var removalInProgress = false
 
@@ -208,8 +158,12 @@ struct SessionMachine: Sendable {
     /// Whether the store has been read (or a session started or ended without reading it).
     var loaded: Bool { state.isLoaded }
 
-    /// The state shown to the app.
-    var authState: AuthState { state.authState }
+    /// The state shown to the app, computed from ``state``. Setting it sets what ``state`` shows (the user ID is the
+    /// session's).
+    var authState: AuthState {
+        get { state.authState }
+        set { state.context.shown = Shown(representing: newValue, in: state) }
+    }
 
     /// Whether the last refresh failed for lack of connectivity.
     private(set) var isOffline: Bool {
@@ -231,7 +185,7 @@ struct SessionMachine: Sendable {
     }
 
     /// When the last write of a pending pair was tried, by the injected clock. (Not shown: changes nothing published.)
-    private(set) var lastPersistAttempt: Duration? {
+    var lastPersistAttempt: Duration? {
         get { state.context.lastPersistAttempt }
         set {
             let version = visibleVersion
@@ -249,21 +203,6 @@ struct SessionMachine: Sendable {
             visibleVersion = version
         }
     }
-
-    /// Moves to another case of ``state``: `session`, else no session (`loaded`) or the store unread. The context
-    /// stays, and so does what the app is shown until the transition says otherwise.
-    private mutating func enter(_ session: Session?, loaded: Bool = true) {
-        let shown = authState
-        var next: State =
-            if let session { .active(session, state.context) } else if loaded {
-                .signedOut(state.context)
-            } else { .unloaded(state.context) }
-        next.context.shown = Shown(representing: shown, in: next)
-        state = next
-    }
-
-    /// Sets the state shown to the app (its user ID is the session's).
-    mutating func setState(_ newState: AuthState) { state.context.shown = Shown(representing: newState, in: state) }
 
     /// Whether work started under `epoch` still belongs to the current session.
     func isCurrent(_ epoch: UInt64) -> Bool { epoch == self.epoch }
@@ -370,39 +309,39 @@ struct SessionMachine: Sendable {
     mutating func noteExpiredIfOffline(now: Date) {
         guard let session, session.token.isExpired(at: now, policy: configuration.expiryPolicy) else { return }
         if case .expired = authState { return }
-        setState(.expired(lastUserID: session.userID))
+        authState = .expired(lastUserID: session.userID)
     }
 
     // MARK: - The flight
 
-    /// Records the refresh `flight` as started; returns its epoch.
+    /// What the actor does once a refresh is recorded as started (``beginFlight(_:seed:forced:followsRefusal:pairedAccessToken:)``).
+    struct FlightStartAction: Sendable, Equatable {
+        /// Run the refresh in its own task under this epoch.
+        let epoch: UInt64
+    }
+
+    /// Records the refresh `flight` as started; the actor runs it under the returned epoch.
+    @discardableResult
     mutating func beginFlight(
         _ flight: RefreshFlight, seed: String?, forced: Bool, followsRefusal: Bool = false,
         pairedAccessToken: String? = nil
-    ) -> UInt64 {
+    ) -> FlightStartAction {
         self.flight = Flight(
             flight: flight, epoch: epoch, seed: seed, forced: forced, followsRefusal: followsRefusal,
             pairedAccessToken: pairedAccessToken)
-        return epoch
+        return FlightStartAction(epoch: epoch)
     }
 
-    /// Records the refresh `flight` that `request` started; returns its epoch. A refresh that follows a rejection
-    /// follows a refused request; `pairedAccessToken` (the access token a caller held with a seed) counts only for a
-    /// refresh that starts a session from a seed.
+    /// Records the refresh `flight` that `request` started (see ``beginFlight(_:seed:forced:followsRefusal:pairedAccessToken:)``).
+    /// A refresh that follows a rejection follows a refused request; `pairedAccessToken` (the access token a caller
+    /// held with a seed) counts only for a refresh that starts a session from a seed.
     mutating func beginFlight(
         _ flight: RefreshFlight, for request: Request, seed: String?, forced: Bool, pairedAccessToken: String?
-    ) -> UInt64 {
+    ) -> FlightStartAction {
         let followsRefusal = if case .afterRejection = request { true } else { false }
         return beginFlight(
             flight, seed: seed, forced: forced, followsRefusal: followsRefusal,
             pairedAccessToken: seed == nil ? nil : pairedAccessToken)
-    }
-
-    /// The refresh `flight` has ended; returns whether it was still the current one (and is now cleared).
-    mutating func endFlight(_ flight: RefreshFlight) -> Bool {
-        guard self.flight?.flight === flight else { return false }
-        self.flight = nil
-        return true
     }
 
     /// Takes the current flight away (a new or ended session resolves it); the actor finishes it.
@@ -416,11 +355,6 @@ struct SessionMachine: Sendable {
 
     /// Whether the refresh in flight follows a refused request.
     var flightFollowsRefusal: Bool { flight?.followsRefusal ?? false }
-
-    /// Plans a retry with the store's lock released (see ``takeRetryOutsideLock(epoch:)``).
-    mutating func planRetryOutsideLock(retry: Int, delay: Duration) {
-        flight?.retryOutsideLock = (retry, delay)
-    }
 
     /// The retry planned for the flight started under `epoch`, if it is still current; clears it.
     mutating func takeRetryOutsideLock(epoch: UInt64) -> (retry: Int, delay: Duration)? {
@@ -438,8 +372,18 @@ struct SessionMachine: Sendable {
         return nil
     }
 
-    /// The strategy answered.
-    mutating func attemptSucceeded() { breaker.recordSuccess() }
+    /// What the actor does once the strategy answered.
+    enum AttemptSuccessAction: Sendable, Equatable {
+        /// Take the answer to the refresh under the store's lock (``strategyAnswered``).
+        case takeAnswer
+    }
+
+    /// The strategy answered: the breaker forgets the transient failures before it.
+    @discardableResult
+    mutating func attemptSucceeded() -> AttemptSuccessAction {
+        breaker.recordSuccess()
+        return .takeAnswer
+    }
 
     /// The strategy failed transiently on attempt `retry`: retry after a delay, or give up (then attempts are
     /// held back, the client is offline if it could not connect, and an expired session reads `expired`).
@@ -456,8 +400,25 @@ struct SessionMachine: Sendable {
         return .giveUp
     }
 
-    /// The network is back: forget the backoff so the next refresh runs at once.
-    mutating func networkRestored() { breaker.clearBackoff() }
+    /// The network is back: forget the backoff so the next refresh runs at once, and check the session with the
+    /// provider as ``providerCheck(checksWithServer:)`` says.
+    mutating func networkRestored(checksWithServer: Bool) -> ProviderCheckAction {
+        breaker.clearBackoff()
+        return providerCheck(checksWithServer: checksWithServer)
+    }
+
+    /// The store's answer before a sign-in or sign-out over a store never read: a stored session is kept as the
+    /// session, so that a sign-in that cannot be stored falls back to it and a sign-out knows whom it signs out;
+    /// nothing else changes. Then the call goes ahead.
+    @discardableResult
+    mutating func storeReadBeforeSessionChange(_ read: TokenStoreRead) -> SessionChangeAction {
+        guard case .found(let stored) = read, !loaded else { return .proceed }
+        storedGeneration = stored.generation
+        state = state.entering(Session(stored, persisted: true))
+        lineage.reset()
+        lineage.record(stored.token)
+        return .proceed
+    }
 
     // MARK: - Sessions
 
@@ -469,7 +430,7 @@ struct SessionMachine: Sendable {
         case .absent: return loaded(nil, now: now)
         case .unavailable(let error):
             guard !loaded else { return .alreadyLoaded }
-            setState(.unavailable)
+            authState = .unavailable
             return .unavailable(TokenRefreshError.storageUnavailable.with(underlying: error))
         }
     }
@@ -479,32 +440,22 @@ struct SessionMachine: Sendable {
         guard !loaded else { return .alreadyLoaded }
         lineage.reset()
         guard let stored else {
-            enter(nil)
-            setState(.signedOut)
+            state = state.entering(nil)
+            authState = .signedOut
             return .absent
         }
         storedGeneration = stored.generation
         if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) {
-            enter(nil)
-            setState(.signedOut)
+            state = state.entering(nil)
+            authState = .signedOut
             return .discard(generation: stored.generation)
         }
-        enter(Session(stored, persisted: true))
+        state = state.entering(Session(stored, persisted: true))
         lineage.record(stored.token)
         // A token that expired while the app was closed reads as expired until a refresh renews it.
         let expired = stored.token.isExpired(at: now, policy: configuration.expiryPolicy)
-        setState(expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID))
+        authState = expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID)
         return .restored(stored)
-    }
-
-    /// Before a sign-in or sign-out over a store never read: keep what is stored as the session, so that a
-    /// sign-in that cannot be stored falls back to it and a sign-out knows whom it signs out.
-    mutating func noteStoredBeforeLoad(_ stored: StoredSession) {
-        guard !loaded else { return }
-        storedGeneration = stored.generation
-        enter(Session(stored, persisted: true))
-        lineage.reset()
-        lineage.record(stored.token)
     }
 
     /// What a session start replaced, to roll it back if the new session cannot be stored.
@@ -528,23 +479,31 @@ struct SessionMachine: Sendable {
             session: session, loaded: loaded, state: stateBefore, lineage: lineage, profile: profile)
         let generation = nextGeneration(after: session)
         epoch &+= 1
-        enter(Session(token: token, userID: userID, generation: generation, persisted: false))
+        state = state.entering(Session(token: token, userID: userID, generation: generation, persisted: false))
         lineage.reset()
         lineage.record(token)
         isOffline = false
         breaker = Breaker()
         let flight = takeFlight()
         if profile?.id != userID { profile = nil }
-        setState(.signedIn(userID: userID))
+        authState = .signedIn(userID: userID)
         return (replaced, epoch, flight)
+    }
+
+    /// What the actor does once the sign-in's save was placed.
+    enum SignInPlacedAction: Sendable, Equatable {
+        /// Finish the sign-in with the save's outcome (``signInWriteFinished(_:_:elapsed:)``).
+        case finish
     }
 
     /// The sign-in's save placed the session at `generation` (above one stored elsewhere meanwhile), or failed
     /// (`nil`): the session held under `epoch` takes that generation, so its next write is fenced by it.
-    mutating func signInPlaced(at generation: UInt64?, epoch: UInt64) {
-        guard let generation, isCurrent(epoch), var session, generation > session.generation else { return }
+    @discardableResult
+    mutating func signInPlaced(at generation: UInt64?, epoch: UInt64) -> SignInPlacedAction {
+        guard let generation, isCurrent(epoch), var session, generation > session.generation else { return .finish }
         session.generation = generation
-        enter(session)
+        state = state.entering(session)
+        return .finish
     }
 
     /// The new session under `epoch` was stored.
@@ -553,7 +512,7 @@ struct SessionMachine: Sendable {
         session.persisted = true
         storedGeneration = session.generation
         pendingRemoval = nil
-        enter(session)
+        state = state.entering(session)
     }
 
     /// The new session under `epoch` could not be stored and memory-only sessions are not allowed: go back to
@@ -562,13 +521,13 @@ struct SessionMachine: Sendable {
         epoch &+= 1
         // The ended session's removal still has to happen: the new session never reached the store.
         if pendingRemoval != nil, replaced.loaded, replaced.session == nil { pendingRemoval?.epoch = epoch }
-        enter(replaced.session, loaded: replaced.loaded)
+        state = state.entering(replaced.session, loaded: replaced.loaded)
         lineage = replaced.lineage
         profile = replaced.profile
         if session != nil, replaced.state.hasSession {
-            setState(replaced.state)
+            authState = replaced.state
         } else {
-            setState(session.map { .signedIn(userID: $0.userID) } ?? .signedOut)
+            authState = session.map { .signedIn(userID: $0.userID) } ?? .signedOut
         }
     }
 
@@ -577,19 +536,13 @@ struct SessionMachine: Sendable {
     mutating func endSession() -> (ended: Session?, flight: RefreshFlight?) {
         let ended = session
         epoch &+= 1
-        enter(nil)
+        state = state.entering(nil)
         lineage.reset()
         profile = nil
         isOffline = false
         let flight = takeFlight()
-        setState(.signedOut)
+        authState = .signedOut
         return (ended, flight)
-    }
-
-    /// The store was cleared.
-    mutating func storeCleared() {
-        storedGeneration = nil
-        pendingRemoval = nil
     }
 
     // MARK: - Removing an ended session again
@@ -639,9 +592,9 @@ struct SessionMachine: Sendable {
         if session == nil || switchedUser { lineage.reset() }
         if profile?.id != stored.userID { profile = nil }
         lineage.record(stored.token)
-        enter(Session(stored, persisted: true))
+        state = state.entering(Session(stored, persisted: true))
         storedGeneration = stored.generation
-        setState(.signedIn(userID: stored.userID))
+        authState = .signedIn(userID: stored.userID)
         return (switchedUser, takenFlight)
     }
 
@@ -670,11 +623,11 @@ struct SessionMachine: Sendable {
         } else if profile?.id != userID {
             profile = nil
         }
-        enter(Session(token: token, userID: userID, generation: generation, persisted: persisted))
+        state = state.entering(Session(token: token, userID: userID, generation: generation, persisted: persisted))
         isOffline = false
         pendingRemoval = nil  // the new pair overwrites the ended session (now, or when its write is retried)
         if persisted { storedGeneration = generation } else { lastPersistAttempt = elapsed }
-        setState(.signedIn(userID: userID))
+        authState = .signedIn(userID: userID)
     }
 
     /// A refresh produced another user's `token` (a provider that switched users by itself): the old session ends
@@ -737,13 +690,10 @@ struct SessionMachine: Sendable {
         persistInProgress = false
         guard stored, isCurrent(epoch), var session, session.generation == pending.generation else { return false }
         session.persisted = true
-        enter(session)
+        state = state.entering(session)
         storedGeneration = pending.generation
         return true
     }
-
-    /// A failed write at sign-in: try again after ``TokenRefreshClient/Configuration/persistRetryInterval``.
-    mutating func persistFailed(at elapsed: Duration) { lastPersistAttempt = elapsed }
 
     // MARK: - The lock-free snapshot
 
