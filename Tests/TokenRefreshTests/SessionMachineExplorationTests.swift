@@ -14,7 +14,8 @@ import TokenKitLogCheck
 /// - a pair the server issued is persisted (its write landed or failed and was kept) before anyone is answered;
 /// - nothing is written after sign-out or after a newer session began;
 /// - every waiter is resolved (a crash ends its waiters with the process);
-/// - the state is never `loading` once a call has returned;
+/// - the state is never `loading` once a call has returned, and shows a session (`signedIn`, `expired`) exactly while
+///   one is held;
 /// - a store that cannot be read at launch (the Keychain before the first unlock) reads `unavailable`, never
 ///   `signedOut`, also after a sign-in that failed meanwhile, and the stored session is back once the store can be
 ///   read;
@@ -65,6 +66,9 @@ struct Explorer {
         /// A sign-in that fails while the store cannot be read settles on signed out (nothing held taken as nothing
         /// stored).
         case failedSignInForgetsTheLockedStore
+        /// A sign-out leaves the state showing the ended session as expired (the state set by hand, apart from the
+        /// session it describes).
+        case signOutShowsTheSessionExpired
 
         var description: String { rawValue }
 
@@ -77,6 +81,7 @@ struct Explorer {
             case .writesAfterSignOut: "wrote after sign-out or a newer session"
             case .unavailableReadsAsSignedOut: "a locked store read as signed out"
             case .failedSignInForgetsTheLockedStore: "a locked store read as signed out"
+            case .signOutShowsTheSessionExpired: "the state shown disagrees with the session held"
             }
         }
     }
@@ -240,6 +245,9 @@ struct World {
             writeLater(.save(epoch: epoch))
         case .signOut:
             let signOut = machine.signingOut()
+            if mutation == .signOutShowsTheSessionExpired, let ended = signOut.ended {
+                machine.authState = .expired(lastUserID: ended.userID)  // the bug: the state kept apart from the session
+            }
             resolve(signOut.flight, with: .failure(.signedOut))
             writeLater(.removal(epoch: signOut.epoch))
         case .signInFails:
@@ -571,6 +579,9 @@ struct World {
 
     mutating func checkStep() {
         if machine.authState == .loading { violations.append("the state read loading after a call returned") }
+        if machine.authState.hasSession != (machine.session != nil) {
+            violations.append("the state shown disagrees with the session held")
+        }
         if locked, store != nil, machine.authState == .signedOut {
             violations.append("a locked store read as signed out")
         }
@@ -615,7 +626,7 @@ struct World {
             "\(machine.authState)", "\(machine.epoch)", "\(machine.session?.token.fingerprint ?? "-")",
             "\(machine.session?.persisted ?? false)", "\(store?.generation ?? 0)", "\(store?.token.fingerprint ?? "-")",
             "\(step)", "\(procedures.count)", "\(deferred.count)", "\(live.count)", "\(consumed.count)",
-            "\(flights.filter { !$0.resolved && !$0.died }.count)", "\(locked)",
+            "\(flights.filter { !$0.resolved && !$0.died }.count)", "\(locked)", "\(machine.isOffline)",
         ].joined(separator: "|")
     }
 }

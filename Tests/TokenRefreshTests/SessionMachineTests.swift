@@ -164,8 +164,7 @@ import TokenKitLogCheck
         #expect(machine.session == nil)
         #expect(machine.loaded)
         #expect(machine.authState == .signedOut)
-        let retry = machine.takeRetryOutsideLock(epoch: epoch)
-        #expect(retry == nil)
+        #expect(machine.flightAttemptEnded(.failure(.transient), epoch: epoch) == .finish)
     }
 
     @Test func aSignInThatCannotBeStoredRollsBackToThePreviousSession() {
@@ -275,12 +274,12 @@ import TokenKitLogCheck
         machine.refreshed(token, userID: "user-1", generation: 2, persisted: false, elapsed: .seconds(10))
         #expect(machine.snapshot().needsActor)
         #expect(!machine.isEvictable)
-        let tooSoon = machine.persistRetryDue(elapsed: .seconds(14))
+        let tooSoon = machine.persistRetryStarting(elapsed: .seconds(14)).due
         #expect(tooSoon == nil)
-        let dueNow = machine.persistRetryDue(elapsed: .seconds(15))
+        let dueNow = machine.persistRetryStarting(elapsed: .seconds(15)).due
         let due = try #require(dueNow)
         #expect(due.pending.generation == 2)
-        let whileWriting = machine.persistRetryDue(elapsed: .seconds(30))
+        let whileWriting = machine.persistRetryStarting(elapsed: .seconds(30)).due
         #expect(whileWriting == nil)  // one write at a time
         let stored = machine.persistRetryEnded(due.pending, epoch: due.epoch, stored: true)
         #expect(stored)
@@ -294,7 +293,7 @@ import TokenKitLogCheck
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
         machine.refreshed(token, userID: nil, generation: 2, persisted: false, elapsed: .zero)
-        let dueNow = machine.persistRetryDue(elapsed: .seconds(5))
+        let dueNow = machine.persistRetryStarting(elapsed: .seconds(5)).due
         let due = try #require(dueNow)
         _ = machine.endSession()
         let marked = machine.persistRetryEnded(due.pending, epoch: due.epoch, stored: true)
@@ -309,16 +308,16 @@ import TokenKitLogCheck
         _ = machine.endSession()
         machine.removalPending(.always, at: .seconds(10))
         #expect(!machine.isEvictable)
-        #expect(machine.removalRetryDue(elapsed: .seconds(14)) == nil)
-        let dueNow = machine.removalRetryDue(elapsed: .seconds(15))
+        #expect(machine.removalRetryStarting(elapsed: .seconds(14)) == .nothing)
+        let dueNow = machine.removalRetryStarting(elapsed: .seconds(15)).due
         let due = try #require(dueNow)
         #expect(due.condition == .always)
-        let whileRemoving = machine.removalRetryDue(elapsed: .seconds(30))
+        let whileRemoving = machine.removalRetryStarting(elapsed: .seconds(30)).due
         #expect(whileRemoving == nil)  // one removal at a time
         machine.removalRetryEnded(done: false)
-        let tooSoon = machine.removalRetryDue(elapsed: .seconds(19))
+        let tooSoon = machine.removalRetryStarting(elapsed: .seconds(19)).due
         #expect(tooSoon == nil)
-        let again = machine.removalRetryDue(elapsed: .seconds(20))
+        let again = machine.removalRetryStarting(elapsed: .seconds(20)).due
         #expect(again != nil)
         machine.removalRetryEnded(done: true)
         #expect(machine.pendingRemoval == nil)
@@ -331,7 +330,7 @@ import TokenKitLogCheck
         machine.removalPending(.always, at: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
         _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
-        let due = machine.removalRetryDue(elapsed: .seconds(60))
+        let due = machine.removalRetryStarting(elapsed: .seconds(60)).due
         #expect(due == nil)
         #expect(machine.pendingRemoval == nil)
     }
@@ -343,7 +342,7 @@ import TokenKitLogCheck
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
         let (replaced, _, _) = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
         machine.rollBack(replaced)
-        let due = machine.removalRetryDue(elapsed: .seconds(5))
+        let due = machine.removalRetryStarting(elapsed: .seconds(5)).due
         #expect(due != nil)
     }
 
@@ -494,7 +493,7 @@ import TokenKitLogCheck
     /// Alice's profile is set; Bob's sign-in cannot be stored and is rolled back.
     @Test func aRolledBackSignInKeepsThePreviousUsersProfile() {
         var machine = Self.machine()
-        let taken = machine.setProfile(AuthUser(id: "user-1", firstName: "Alice"))
+        let taken = machine.profileSupplied(AuthUser(id: "user-1", firstName: "Alice")).taken
         #expect(taken)
         let bob = AuthToken(
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
@@ -568,5 +567,21 @@ import TokenKitLogCheck
         let changed = TokenRefreshClient.subjectChanged(
             from: previous, to: token, responseUserID: subject.responseUserID)
         #expect(changed == subject.switched)
+    }
+}
+
+/// The pending pair and epoch a ``SessionMachine/PersistRetryAction`` writes, or `nil` for nothing.
+extension SessionMachine.PersistRetryAction {
+    var due: (pending: SessionMachine.Session, epoch: UInt64)? {
+        guard case .write(let pending, let epoch) = self else { return nil }
+        return (pending, epoch)
+    }
+}
+
+/// The epoch and condition a ``SessionMachine/RemovalRetryAction`` removes under, or `nil` for nothing.
+extension SessionMachine.RemovalRetryAction {
+    var due: (epoch: UInt64, condition: WriteCondition)? {
+        guard case .remove(let epoch, let condition) = self else { return nil }
+        return (epoch, condition)
     }
 }

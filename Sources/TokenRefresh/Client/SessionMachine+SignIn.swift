@@ -30,7 +30,7 @@ extension SessionMachine {
         _ token: AuthToken, userID: String?, stateBefore: AuthState, profile: AuthUser?
     ) -> SignInAction {
         let (replaced, epoch, flight) = beginSession(token, userID: userID, stateBefore: stateBefore)
-        if let profile { _ = setProfile(profile) }
+        if let profile { profileSupplied(profile) }
         let stored = StoredSession(token: token, userID: userID, generation: session?.generation ?? 0)
         return SignInAction(flight: flight, stored: stored, epoch: epoch, replaced: replaced)
     }

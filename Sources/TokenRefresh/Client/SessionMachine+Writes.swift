@@ -12,12 +12,6 @@ extension SessionMachine {
         case nothing
     }
 
-    /// A call at `elapsed` may write the pending pair again (see ``persistRetryDue(elapsed:)``).
-    mutating func persistRetryStarting(elapsed: Duration) -> PersistRetryAction {
-        guard let (pending, epoch) = persistRetryDue(elapsed: elapsed) else { return .nothing }
-        return .write(pending, epoch: epoch)
-    }
-
     /// What the actor does once older writes have landed.
     enum PersistRetryWriteAction: Sendable {
         /// Save this pair under this condition.
@@ -70,12 +64,6 @@ extension SessionMachine {
         case remove(epoch: UInt64, condition: WriteCondition)
         /// Nothing is pending, a retry is running, or the last try was too recent.
         case nothing
-    }
-
-    /// A call at `elapsed` may remove the ended session again (see ``removalRetryDue(elapsed:)``).
-    mutating func removalRetryStarting(elapsed: Duration) -> RemovalRetryAction {
-        guard let (epoch, condition) = removalRetryDue(elapsed: elapsed) else { return .nothing }
-        return .remove(epoch: epoch, condition: condition)
     }
 
     /// What the actor does once older writes have landed.

@@ -14,7 +14,7 @@ import Persistence
 /// - **Breaker**: backoff after transient failures, `Retry-After`, and at most
 ///   ``TokenRefreshClient/Configuration/maximumRefreshes`` attempts per window (``Breaker``).
 /// - **Persist, then retry**: a pair that could not be stored stays in memory and is written again at most once
-///   per ``TokenRefreshClient/Configuration/persistRetryInterval`` (``persistRetryDue(elapsed:)``).
+///   per ``TokenRefreshClient/Configuration/persistRetryInterval`` (``persistRetryStarting(elapsed:)``).
 /// - **Offline**: a connectivity failure marks the client offline and an expired session `expired`.
 /// - **Rejection**: a refresh token the server rejected is never sent again (``rejected``).
 ///
@@ -356,13 +356,6 @@ struct SessionMachine: Sendable {
     /// Whether the refresh in flight follows a refused request.
     var flightFollowsRefusal: Bool { flight?.followsRefusal ?? false }
 
-    /// The retry planned for the flight started under `epoch`, if it is still current; clears it.
-    mutating func takeRetryOutsideLock(epoch: UInt64) -> (retry: Int, delay: Duration)? {
-        defer { flight?.retryOutsideLock = nil }
-        guard isCurrent(epoch), flight?.epoch == epoch else { return nil }
-        return flight?.retryOutsideLock
-    }
-
     // MARK: - Attempts
 
     /// Before calling the strategy: the error that holds the attempt back, or `nil` (and the attempt is counted).
@@ -553,21 +546,22 @@ struct SessionMachine: Sendable {
         pendingRemoval = PendingRemoval(epoch: epoch, condition: condition, lastAttempt: elapsed)
     }
 
-    /// A retry of the pending removal is due at `elapsed`: returns its epoch and condition (and marks it
-    /// running), or `nil`. A removal whose session has been followed by a new one is dropped.
-    mutating func removalRetryDue(elapsed: Duration) -> (epoch: UInt64, condition: WriteCondition)? {
-        guard let pending = pendingRemoval, !removalInProgress else { return nil }
+    /// A call at `elapsed` may remove the ended session again: remove it under its epoch and condition (and the retry
+    /// is marked running), or nothing when none is pending, a retry runs, or the last try was too recent. A removal
+    /// whose session has been followed by a new one is dropped.
+    mutating func removalRetryStarting(elapsed: Duration) -> RemovalRetryAction {
+        guard let pending = pendingRemoval, !removalInProgress else { return .nothing }
         guard isCurrent(pending.epoch) else {
             pendingRemoval = nil
-            return nil
+            return .nothing
         }
-        guard elapsed - pending.lastAttempt >= configuration.persistRetryInterval else { return nil }
+        guard elapsed - pending.lastAttempt >= configuration.persistRetryInterval else { return .nothing }
         removalInProgress = true
         pendingRemoval?.lastAttempt = elapsed
-        return (pending.epoch, pending.condition)
+        return .remove(epoch: pending.epoch, condition: pending.condition)
     }
 
-    /// The retry started by ``removalRetryDue(elapsed:)`` ended; `done` when nothing is left to remove.
+    /// The retry started by ``removalRetryStarting(elapsed:)`` ended; `done` when nothing is left to remove.
     mutating func removalRetryEnded(done: Bool) {
         removalInProgress = false
         if done { pendingRemoval = nil }
@@ -658,34 +652,32 @@ struct SessionMachine: Sendable {
         var taken: Bool { self == .taken }
     }
 
-    /// The app supplied `newProfile` (``TokenRefreshClient/setProfile(_:)``).
+    /// The app (or the provider, at sign-in) supplied `newProfile` (``TokenRefreshClient/setProfile(_:)``): taken for
+    /// the session's user; refused (and what it had is kept) without a session or for another user.
+    @discardableResult
     mutating func profileSupplied(_ newProfile: AuthUser) -> ProfileAction {
-        setProfile(newProfile) ? .taken : .refused
-    }
-
-    /// Takes `newProfile` for the session's user; returns `false` (and keeps what it had) without a session or
-    /// for another user.
-    mutating func setProfile(_ newProfile: AuthUser) -> Bool {
-        guard let session else { return false }
+        guard let session else { return .refused }
         let userID = session.userID ?? session.token.claims?.subject
-        guard userID == nil || userID == newProfile.id else { return false }
+        guard userID == nil || userID == newProfile.id else { return .refused }
         profile = newProfile
-        return true
+        return .taken
     }
 
     // MARK: - Writing a pending pair again
 
-    /// A write of the session's pending pair is due at `elapsed`: returns it (and marks the write as running),
-    /// or `nil` when the pair is stored, a write is running, or the last try was too recent.
-    mutating func persistRetryDue(elapsed: Duration) -> (pending: Session, epoch: UInt64)? {
-        guard let pending = session, !pending.persisted, !persistInProgress else { return nil }
-        if let lastPersistAttempt, elapsed - lastPersistAttempt < configuration.persistRetryInterval { return nil }
+    /// A call at `elapsed` may write the session's pending pair again: write it (and the write is marked as running),
+    /// or nothing when the pair is stored, a write is running, or the last try was too recent.
+    mutating func persistRetryStarting(elapsed: Duration) -> PersistRetryAction {
+        guard let pending = session, !pending.persisted, !persistInProgress else { return .nothing }
+        if let lastPersistAttempt, elapsed - lastPersistAttempt < configuration.persistRetryInterval {
+            return .nothing
+        }
         persistInProgress = true
         lastPersistAttempt = elapsed
-        return (pending, epoch)
+        return .write(pending, epoch: epoch)
     }
 
-    /// The write started by ``persistRetryDue(elapsed:)`` ended. Returns whether it stored the current pair.
+    /// The write started by ``persistRetryStarting(elapsed:)`` ended. Returns whether it stored the current pair.
     mutating func persistRetryEnded(_ pending: Session, epoch: UInt64, stored: Bool) -> Bool {
         persistInProgress = false
         guard stored, isCurrent(epoch), var session, session.generation == pending.generation else { return false }
