@@ -246,7 +246,7 @@ struct World {
         case .signOut:
             let signOut = machine.signingOut()
             if mutation == .signOutShowsTheSessionExpired, let ended = signOut.ended {
-                machine.authState = .expired(lastUserID: ended.userID)  // the bug: the state kept apart from the session
+                machine.authState = .expired(lastUserID: ended.userID)  // the bug: a state apart from the session
             }
             resolve(signOut.flight, with: .failure(.signedOut))
             writeLater(.removal(epoch: signOut.epoch))
