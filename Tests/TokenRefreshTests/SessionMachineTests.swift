@@ -281,7 +281,7 @@ import TokenKitLogCheck
         #expect(due.pending.generation == 2)
         let whileWriting = machine.persistRetryStarting(elapsed: .seconds(30)).due
         #expect(whileWriting == nil)  // one write at a time
-        let stored = machine.persistRetryEnded(due.pending, epoch: due.epoch, stored: true)
+        let stored = machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())) == .recovered
         #expect(stored)
         #expect(machine.session?.persisted == true)
         #expect(machine.storedGeneration == 2)
@@ -296,7 +296,7 @@ import TokenKitLogCheck
         let dueNow = machine.persistRetryStarting(elapsed: .seconds(5)).due
         let due = try #require(dueNow)
         _ = machine.endSession()
-        let marked = machine.persistRetryEnded(due.pending, epoch: due.epoch, stored: true)
+        let marked = machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())) == .recovered
         #expect(!marked)
         #expect(machine.storedGeneration == 1)
     }
@@ -306,7 +306,7 @@ import TokenKitLogCheck
     @Test func aFailedRemovalIsTriedAgainOncePerIntervalUntilItIsDone() throws {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         _ = machine.endSession()
-        machine.removalPending(.always, at: .seconds(10))
+        _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .seconds(10))
         #expect(!machine.isEvictable)
         #expect(machine.removalRetryStarting(elapsed: .seconds(14)) == .nothing)
         let dueNow = machine.removalRetryStarting(elapsed: .seconds(15)).due
@@ -314,12 +314,12 @@ import TokenKitLogCheck
         #expect(due.condition == .always)
         let whileRemoving = machine.removalRetryStarting(elapsed: .seconds(30)).due
         #expect(whileRemoving == nil)  // one removal at a time
-        machine.removalRetryEnded(done: false)
+        _ = machine.removalRetryWriteEnded(.failure(.unavailable))
         let tooSoon = machine.removalRetryStarting(elapsed: .seconds(19)).due
         #expect(tooSoon == nil)
         let again = machine.removalRetryStarting(elapsed: .seconds(20)).due
         #expect(again != nil)
-        machine.removalRetryEnded(done: true)
+        _ = machine.removalRetryWriteEnded(.success(()))
         #expect(machine.pendingRemoval == nil)
         #expect(machine.isEvictable)
     }
@@ -327,7 +327,7 @@ import TokenKitLogCheck
     @Test func aNewSessionCancelsThePendingRemovalOfTheEndedOne() {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         _ = machine.endSession()
-        machine.removalPending(.always, at: .zero)
+        _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
         _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
         let due = machine.removalRetryStarting(elapsed: .seconds(60)).due
@@ -338,7 +338,7 @@ import TokenKitLogCheck
     @Test func aSignInThatCouldNotBeStoredKeepsThePendingRemoval() {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         _ = machine.endSession()
-        machine.removalPending(.always, at: .zero)
+        _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
         let (replaced, _, _) = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
         machine.rollBack(replaced)

@@ -233,7 +233,7 @@ extension SessionMachine {
             pendingRemoval = nil
             return .cleared
         }
-        if isCurrent(epoch) { removalPending(.always, at: elapsed) }
+        if isCurrent(epoch) { pendingRemoval = PendingRemoval(epoch: epoch, condition: .always, lastAttempt: elapsed) }
         return .failed(TokenRefreshError.storageUnavailable.with(underlying: failure))
     }
 

@@ -20,16 +20,6 @@ extension SessionMachine {
         case drop
     }
 
-    /// Older writes have landed for the retry of `pending` under `epoch`.
-    mutating func persistRetryTurn(_ pending: Session, epoch: UInt64) -> PersistRetryWriteAction {
-        guard isCurrent(epoch) else {
-            _ = persistRetryEnded(pending, epoch: epoch, stored: false)
-            return .drop
-        }
-        let stored = StoredSession(token: pending.token, userID: pending.userID, generation: pending.generation)
-        return .save(stored, writeCondition)
-    }
-
     /// What follows the write of a pending pair.
     enum PersistRetryEndAction: Sendable, Equatable {
         /// The pair is stored now: publish ``AuthEvent/Kind/persistenceRecovered``.
@@ -40,22 +30,6 @@ extension SessionMachine {
         case failedAgain
         /// The session changed meanwhile: nothing to do.
         case nothing
-    }
-
-    /// The write of `pending` under `epoch` ended with `outcome`.
-    mutating func persistRetryWriteEnded(
-        _ pending: Session, epoch: UInt64, _ outcome: Result<Void, PersistenceError>
-    ) -> PersistRetryEndAction {
-        switch outcome {
-        case .success:
-            return persistRetryEnded(pending, epoch: epoch, stored: true) ? .recovered : .nothing
-        case .failure(.conflict):
-            _ = persistRetryEnded(pending, epoch: epoch, stored: false)
-            return isCurrent(epoch) ? .adoptAfterConflict : .nothing
-        case .failure:
-            _ = persistRetryEnded(pending, epoch: epoch, stored: false)
-            return .failedAgain
-        }
     }
 
     /// What the actor does about an ended session's removal still to be made.
@@ -74,15 +48,6 @@ extension SessionMachine {
         case drop
     }
 
-    /// Older writes have landed for the removal retry of the session ended under `epoch`.
-    mutating func removalRetryTurn(epoch: UInt64) -> RemovalRetryWriteAction {
-        guard isCurrent(epoch) else {
-            removalRetryEnded(done: true)
-            return .drop
-        }
-        return .remove
-    }
-
     /// What follows a retried removal.
     enum RemovalRetryEndAction: Sendable, Equatable {
         /// The ended session is gone from the store.
@@ -91,21 +56,6 @@ extension SessionMachine {
         case replaced
         /// It failed again, with this error; it is retried later.
         case failedAgain(PersistenceError)
-    }
-
-    /// The retried removal ended with `outcome`.
-    mutating func removalRetryWriteEnded(_ outcome: Result<Void, PersistenceError>) -> RemovalRetryEndAction {
-        switch outcome {
-        case .success:
-            removalRetryEnded(done: true)
-            return .removed
-        case .failure(.conflict):
-            removalRetryEnded(done: true)
-            return .replaced
-        case .failure(let error):
-            removalRetryEnded(done: false)
-            return .failedAgain(error)
-        }
     }
 
     /// What follows an ended session's removal.
@@ -128,12 +78,16 @@ extension SessionMachine {
             storedGeneration = nil
             pendingRemoval = nil
             guard overtaken, let generation = removal.endedGeneration, isCurrent(removal.epoch) else { return .done }
-            removalPending(.generation(generation), at: elapsed - configuration.persistRetryInterval)
+            pendingRemoval = PendingRemoval(
+                epoch: epoch, condition: .generation(generation),
+                lastAttempt: elapsed - configuration.persistRetryInterval)
             return .done
         case .conflict?:
             return .failed(.conflict)  // The ended session was replaced in the store meanwhile: left there.
         case let error?:
-            if isCurrent(removal.epoch) { removalPending(removal.condition, at: elapsed) }
+            if isCurrent(removal.epoch) {
+                pendingRemoval = PendingRemoval(epoch: epoch, condition: removal.condition, lastAttempt: elapsed)
+            }
             return .failed(error)
         }
     }

@@ -540,12 +540,6 @@ struct SessionMachine: Sendable {
 
     // MARK: - Removing an ended session again
 
-    /// The ended session's removal must be made again (it failed, or an older write may land after it), under
-    /// `condition`, at most once per ``TokenRefreshClient/Configuration/persistRetryInterval`` from `elapsed`.
-    mutating func removalPending(_ condition: WriteCondition, at elapsed: Duration) {
-        pendingRemoval = PendingRemoval(epoch: epoch, condition: condition, lastAttempt: elapsed)
-    }
-
     /// A call at `elapsed` may remove the ended session again: remove it under its epoch and condition (and the retry
     /// is marked running), or nothing when none is pending, a retry runs, or the last try was too recent. A removal
     /// whose session has been followed by a new one is dropped.
@@ -561,10 +555,31 @@ struct SessionMachine: Sendable {
         return .remove(epoch: pending.epoch, condition: pending.condition)
     }
 
-    /// The retry started by ``removalRetryStarting(elapsed:)`` ended; `done` when nothing is left to remove.
-    mutating func removalRetryEnded(done: Bool) {
+    /// Older writes have landed for the removal retry (``removalRetryStarting(elapsed:)``) of the session ended under
+    /// `epoch`: remove it, or drop it when a new session began meanwhile (its save overwrites the ended one).
+    mutating func removalRetryTurn(epoch: UInt64) -> RemovalRetryWriteAction {
+        guard isCurrent(epoch) else {
+            removalInProgress = false
+            pendingRemoval = nil
+            return .drop
+        }
+        return .remove
+    }
+
+    /// The retried removal ended with `outcome`: nothing is left to remove once it landed or a newer session is
+    /// stored; a failure leaves it pending, retried later.
+    mutating func removalRetryWriteEnded(_ outcome: Result<Void, PersistenceError>) -> RemovalRetryEndAction {
         removalInProgress = false
-        if done { pendingRemoval = nil }
+        switch outcome {
+        case .success:
+            pendingRemoval = nil
+            return .removed
+        case .failure(.conflict):
+            pendingRemoval = nil
+            return .replaced
+        case .failure(let error):
+            return .failedAgain(error)
+        }
     }
 
     /// Adopts a pair another process stored. Returns whether it is another user's (both user IDs known and
@@ -677,14 +692,34 @@ struct SessionMachine: Sendable {
         return .write(pending, epoch: epoch)
     }
 
-    /// The write started by ``persistRetryStarting(elapsed:)`` ended. Returns whether it stored the current pair.
-    mutating func persistRetryEnded(_ pending: Session, epoch: UInt64, stored: Bool) -> Bool {
+    /// Older writes have landed for the retry (``persistRetryStarting(elapsed:)``) of `pending` under `epoch`: save it
+    /// conditional on the generation stored, or drop it when a sign-out or a new session came meanwhile.
+    mutating func persistRetryTurn(_ pending: Session, epoch: UInt64) -> PersistRetryWriteAction {
+        guard isCurrent(epoch) else {
+            persistInProgress = false
+            return .drop
+        }
+        let stored = StoredSession(token: pending.token, userID: pending.userID, generation: pending.generation)
+        return .save(stored, writeCondition)
+    }
+
+    /// The write of `pending` under `epoch` ended with `outcome`: the pair is stored if it is still the session's.
+    mutating func persistRetryWriteEnded(
+        _ pending: Session, epoch: UInt64, _ outcome: Result<Void, PersistenceError>
+    ) -> PersistRetryEndAction {
         persistInProgress = false
-        guard stored, isCurrent(epoch), var session, session.generation == pending.generation else { return false }
-        session.persisted = true
-        state = state.entering(session)
-        storedGeneration = pending.generation
-        return true
+        switch outcome {
+        case .success:
+            guard isCurrent(epoch), var session, session.generation == pending.generation else { return .nothing }
+            session.persisted = true
+            state = state.entering(session)
+            storedGeneration = pending.generation
+            return .recovered
+        case .failure(.conflict):
+            return isCurrent(epoch) ? .adoptAfterConflict : .nothing
+        case .failure:
+            return .failedAgain
+        }
     }
 
     // MARK: - The lock-free snapshot
