@@ -14,7 +14,8 @@ import TokenKitLogCheck
 /// - a pair the server issued is persisted (its write landed or failed and was kept) before anyone is answered;
 /// - nothing is written after sign-out or after a newer session began;
 /// - every waiter is resolved (a crash ends its waiters with the process);
-/// - the state is never `loading` once a call has returned;
+/// - the state is never `loading` once a call has returned, and shows a session (`signedIn`, `expired`) exactly while
+///   one is held;
 /// - a store that cannot be read at launch (the Keychain before the first unlock) reads `unavailable`, never
 ///   `signedOut`, also after a sign-in that failed meanwhile, and the stored session is back once the store can be
 ///   read;
@@ -65,6 +66,9 @@ struct Explorer {
         /// A sign-in that fails while the store cannot be read settles on signed out (nothing held taken as nothing
         /// stored).
         case failedSignInForgetsTheLockedStore
+        /// A sign-out leaves the state showing the ended session as expired (the state set by hand, apart from the
+        /// session it describes).
+        case signOutShowsTheSessionExpired
 
         var description: String { rawValue }
 
@@ -77,6 +81,7 @@ struct Explorer {
             case .writesAfterSignOut: "wrote after sign-out or a newer session"
             case .unavailableReadsAsSignedOut: "a locked store read as signed out"
             case .failedSignInForgetsTheLockedStore: "a locked store read as signed out"
+            case .signOutShowsTheSessionExpired: "the state shown disagrees with the session held"
             }
         }
     }
@@ -235,11 +240,14 @@ struct World {
             flights[index].waiters -= 1  // it leaves; the refresh goes on for the others
         case .signIn:
             let token = mint(receivedAt: now)
-            let (_, epoch, taken) = machine.beginSession(token, userID: "user-1", stateBefore: machine.state)
+            let (_, epoch, taken) = machine.beginSession(token, userID: "user-1", stateBefore: machine.authState)
             resolve(taken, with: .failure(.sessionChanged))
             writeLater(.save(epoch: epoch))
         case .signOut:
             let signOut = machine.signingOut()
+            if mutation == .signOutShowsTheSessionExpired, let ended = signOut.ended {
+                machine.authState = .expired(lastUserID: ended.userID)  // the bug: a state apart from the session
+            }
             resolve(signOut.flight, with: .failure(.signedOut))
             writeLater(.removal(epoch: signOut.epoch))
         case .signInFails:
@@ -366,9 +374,9 @@ struct World {
         case .settleThenFail:
             restore()
             if mutation == .failedSignInForgetsTheLockedStore, machine.session == nil {
-                machine.setState(.signedOut)  // the bug: nothing held taken as nothing stored
+                machine.authState = .signedOut  // the bug: nothing held taken as nothing stored
             } else {
-                machine.failedSignInSettled(previous: start.previous)
+                machine.failedSignInSettled(previous: start.previous, failing: .signInRejected)
             }
         }
     }
@@ -437,7 +445,7 @@ struct World {
         case .startRefresh(let seed, let forced):
             let flight = RefreshFlight()
             let followsRefusal = if case .afterRejection = request { true } else { false }
-            let epoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal)
+            let epoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal).epoch
             flights.append(FlightRecord(flight: flight))
             procedures.append(Procedure(flight: flights.count - 1, epoch: epoch, seed: seed))
             if procedures.count == 1 { run(machine.lockTaken(epoch: epoch, seed: seed)) }
@@ -507,7 +515,7 @@ struct World {
     mutating func endProcedure(_ result: Result<AuthToken, TokenRefreshError>) {
         let ended = procedures.removeFirst()
         let flight = flights[ended.flight].flight
-        _ = machine.endFlight(flight)
+        _ = machine.flightFinished(flight)
         if mutation == .failureLeavesWaiters, case .failure = result {
             // The bug: an error path that returns without answering the flight.
         } else {
@@ -558,7 +566,7 @@ struct World {
             case .removal(let epoch):
                 guard machine.isCurrent(epoch) else { continue }
                 store = nil
-                machine.storeCleared()
+                _ = machine.signOutRemovalFinished(nil, epoch: epoch, elapsed: elapsed)
             case .save(let epoch):
                 guard machine.isCurrent(epoch), let session = machine.session else { continue }
                 store = StoredSession(token: session.token, userID: session.userID, generation: session.generation)
@@ -570,11 +578,14 @@ struct World {
     // MARK: - Invariants
 
     mutating func checkStep() {
-        if machine.state == .loading { violations.append("the state read loading after a call returned") }
-        if locked, store != nil, machine.state == .signedOut {
+        if machine.authState == .loading { violations.append("the state read loading after a call returned") }
+        if machine.authState.hasSession != (machine.session != nil) {
+            violations.append("the state shown disagrees with the session held")
+        }
+        if locked, store != nil, machine.authState == .signedOut {
             violations.append("a locked store read as signed out")
         }
-        if locked, !machine.loaded, machine.state != .unavailable {
+        if locked, !machine.loaded, machine.authState != .unavailable {
             violations.append("a locked store did not read unavailable")
         }
         if !locked, machine.loaded, machine.session == nil, store != nil, procedures.isEmpty, deferred.isEmpty,
@@ -612,10 +623,10 @@ struct World {
     var summary: String {
         let step = machine.flight?.step.map { "\($0)".prefix(24) } ?? "-"
         return [
-            "\(machine.state)", "\(machine.epoch)", "\(machine.session?.token.fingerprint ?? "-")",
+            "\(machine.authState)", "\(machine.epoch)", "\(machine.session?.token.fingerprint ?? "-")",
             "\(machine.session?.persisted ?? false)", "\(store?.generation ?? 0)", "\(store?.token.fingerprint ?? "-")",
             "\(step)", "\(procedures.count)", "\(deferred.count)", "\(live.count)", "\(consumed.count)",
-            "\(flights.filter { !$0.resolved && !$0.died }.count)", "\(locked)",
+            "\(flights.filter { !$0.resolved && !$0.died }.count)", "\(locked)", "\(machine.isOffline)",
         ].joined(separator: "|")
     }
 }

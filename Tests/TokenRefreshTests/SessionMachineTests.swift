@@ -33,7 +33,7 @@ import TokenKitLogCheck
             throw CancellationError()
         }
         let flight = RefreshFlight()
-        return (flight, machine.beginFlight(flight, seed: seed, forced: forced))
+        return (flight, machine.beginFlight(flight, seed: seed, forced: forced).epoch)
     }
 
     // MARK: - Single flight
@@ -102,7 +102,7 @@ import TokenKitLogCheck
         let bob = AuthToken(
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
-        _ = machine.beginSession(bob, userID: "bob", stateBefore: machine.state)
+        _ = machine.beginSession(bob, userID: "bob", stateBefore: machine.authState)
         let decision = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
         guard case .fail(.sessionChanged) = decision else {
             Issue.record("expected sessionChanged, got \(decision)")
@@ -143,15 +143,15 @@ import TokenKitLogCheck
         var machine = Self.machine()
         let (flight, epoch) = try startedFlight(&machine)
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
-        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.state)
+        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.authState)
         #expect(started.flight === flight)
         #expect(!machine.isCurrent(epoch))
         #expect(machine.isCurrent(started.epoch))
-        let stillCurrent = machine.endFlight(flight)
+        let stillCurrent = machine.flightFinished(flight) == .forgetTask
         #expect(!stillCurrent)
         #expect(machine.session?.generation == 2)
         #expect(machine.session?.persisted == false)
-        #expect(machine.state == .signedIn(userID: "user-2"))
+        #expect(machine.authState == .signedIn(userID: "user-2"))
     }
 
     @Test func anEndedSessionVoidsTheRefreshInFlight() throws {
@@ -163,18 +163,17 @@ import TokenKitLogCheck
         #expect(!machine.isCurrent(epoch))
         #expect(machine.session == nil)
         #expect(machine.loaded)
-        #expect(machine.state == .signedOut)
-        let retry = machine.takeRetryOutsideLock(epoch: epoch)
-        #expect(retry == nil)
+        #expect(machine.authState == .signedOut)
+        #expect(machine.flightAttemptEnded(.failure(.transient), epoch: epoch) == .finish)
     }
 
     @Test func aSignInThatCannotBeStoredRollsBackToThePreviousSession() {
         var machine = Self.machine()
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
-        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.state)
+        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.authState)
         machine.rollBack(started.replaced)
         #expect(machine.session?.token.accessToken == "access-token-machine-one")
-        #expect(machine.state == .signedIn(userID: "user-1"))
+        #expect(machine.authState == .signedIn(userID: "user-1"))
         #expect(!machine.isCurrent(started.epoch))
     }
 
@@ -234,7 +233,7 @@ import TokenKitLogCheck
         let afterEnd = machine.blockedError(at: .seconds(1))
         #expect(afterEnd == .rateLimited)
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
-        _ = machine.beginSession(token, userID: nil, stateBefore: machine.state)
+        _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
         let afterNewSession = machine.blockedError(at: .seconds(1))
         #expect(afterNewSession == nil)
     }
@@ -248,7 +247,7 @@ import TokenKitLogCheck
         #expect(plan == .giveUp)
         #expect(machine.isOffline)
         #expect(machine.snapshot().isOffline)
-        #expect(machine.state == .expired(lastUserID: "user-1"))
+        #expect(machine.authState == .expired(lastUserID: "user-1"))
         #expect(machine.session != nil)
         _ = machine.endSession()
         #expect(!machine.isOffline)
@@ -259,9 +258,9 @@ import TokenKitLogCheck
         let failure = TokenRefreshError.transient.with(connectivityFailure: true)
         _ = machine.attemptFailed(failure, retry: 0, random: 0, now: Self.due, elapsed: .zero)
         #expect(machine.isOffline)
-        #expect(machine.state == .signedIn(userID: "user-1"))
+        #expect(machine.authState == .signedIn(userID: "user-1"))
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
-        _ = machine.beginSession(token, userID: nil, stateBefore: machine.state)
+        _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
         #expect(!machine.isOffline)
     }
 
@@ -275,14 +274,14 @@ import TokenKitLogCheck
         machine.refreshed(token, userID: "user-1", generation: 2, persisted: false, elapsed: .seconds(10))
         #expect(machine.snapshot().needsActor)
         #expect(!machine.isEvictable)
-        let tooSoon = machine.persistRetryDue(elapsed: .seconds(14))
+        let tooSoon = machine.persistRetryStarting(elapsed: .seconds(14)).due
         #expect(tooSoon == nil)
-        let dueNow = machine.persistRetryDue(elapsed: .seconds(15))
+        let dueNow = machine.persistRetryStarting(elapsed: .seconds(15)).due
         let due = try #require(dueNow)
         #expect(due.pending.generation == 2)
-        let whileWriting = machine.persistRetryDue(elapsed: .seconds(30))
+        let whileWriting = machine.persistRetryStarting(elapsed: .seconds(30)).due
         #expect(whileWriting == nil)  // one write at a time
-        let stored = machine.persistRetryEnded(due.pending, epoch: due.epoch, stored: true)
+        let stored = machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())) == .recovered
         #expect(stored)
         #expect(machine.session?.persisted == true)
         #expect(machine.storedGeneration == 2)
@@ -294,10 +293,10 @@ import TokenKitLogCheck
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
         machine.refreshed(token, userID: nil, generation: 2, persisted: false, elapsed: .zero)
-        let dueNow = machine.persistRetryDue(elapsed: .seconds(5))
+        let dueNow = machine.persistRetryStarting(elapsed: .seconds(5)).due
         let due = try #require(dueNow)
         _ = machine.endSession()
-        let marked = machine.persistRetryEnded(due.pending, epoch: due.epoch, stored: true)
+        let marked = machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())) == .recovered
         #expect(!marked)
         #expect(machine.storedGeneration == 1)
     }
@@ -307,20 +306,20 @@ import TokenKitLogCheck
     @Test func aFailedRemovalIsTriedAgainOncePerIntervalUntilItIsDone() throws {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         _ = machine.endSession()
-        machine.removalPending(.always, at: .seconds(10))
+        _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .seconds(10))
         #expect(!machine.isEvictable)
-        #expect(machine.removalRetryDue(elapsed: .seconds(14)) == nil)
-        let dueNow = machine.removalRetryDue(elapsed: .seconds(15))
+        #expect(machine.removalRetryStarting(elapsed: .seconds(14)) == .nothing)
+        let dueNow = machine.removalRetryStarting(elapsed: .seconds(15)).due
         let due = try #require(dueNow)
         #expect(due.condition == .always)
-        let whileRemoving = machine.removalRetryDue(elapsed: .seconds(30))
+        let whileRemoving = machine.removalRetryStarting(elapsed: .seconds(30)).due
         #expect(whileRemoving == nil)  // one removal at a time
-        machine.removalRetryEnded(done: false)
-        let tooSoon = machine.removalRetryDue(elapsed: .seconds(19))
+        _ = machine.removalRetryWriteEnded(.failure(.unavailable))
+        let tooSoon = machine.removalRetryStarting(elapsed: .seconds(19)).due
         #expect(tooSoon == nil)
-        let again = machine.removalRetryDue(elapsed: .seconds(20))
+        let again = machine.removalRetryStarting(elapsed: .seconds(20)).due
         #expect(again != nil)
-        machine.removalRetryEnded(done: true)
+        _ = machine.removalRetryWriteEnded(.success(()))
         #expect(machine.pendingRemoval == nil)
         #expect(machine.isEvictable)
     }
@@ -328,10 +327,10 @@ import TokenKitLogCheck
     @Test func aNewSessionCancelsThePendingRemovalOfTheEndedOne() {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         _ = machine.endSession()
-        machine.removalPending(.always, at: .zero)
+        _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
-        _ = machine.beginSession(token, userID: nil, stateBefore: machine.state)
-        let due = machine.removalRetryDue(elapsed: .seconds(60))
+        _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
+        let due = machine.removalRetryStarting(elapsed: .seconds(60)).due
         #expect(due == nil)
         #expect(machine.pendingRemoval == nil)
     }
@@ -339,11 +338,11 @@ import TokenKitLogCheck
     @Test func aSignInThatCouldNotBeStoredKeepsThePendingRemoval() {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         _ = machine.endSession()
-        machine.removalPending(.always, at: .zero)
+        _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
-        let (replaced, _, _) = machine.beginSession(token, userID: nil, stateBefore: machine.state)
+        let (replaced, _, _) = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
         machine.rollBack(replaced)
-        let due = machine.removalRetryDue(elapsed: .seconds(5))
+        let due = machine.removalRetryStarting(elapsed: .seconds(5)).due
         #expect(due != nil)
     }
 
@@ -353,7 +352,7 @@ import TokenKitLogCheck
         var machine = SessionMachine(configuration: .init(), requiresRefreshToken: true)
         _ = machine.storeRead(atLoad: .unavailable(.unavailable), now: Self.start)
         let start = machine.signInStarting()
-        #expect(machine.state == .loading)
+        #expect(machine.authState == .loading)
         let action = machine.grantAnswered(
             .failure(TokenRefreshError.signInRejected), userID: nil, receivedAt: Self.start, epoch: start.epoch)
         guard case .settleThenFail(let error) = action else {
@@ -362,20 +361,20 @@ import TokenKitLogCheck
         }
         #expect(error == .signInRejected)
         _ = machine.storeRead(atLoad: .unavailable(.unavailable), now: Self.start)  // still locked
-        machine.failedSignInSettled(previous: start.previous)
-        #expect(machine.state == .unavailable)
+        machine.failedSignInSettled(previous: start.previous, failing: .signInRejected)
+        #expect(machine.authState == .unavailable)
     }
 
     @Test func aRefusedGrantOverAnEmptyStoreSettlesOnSignedOutAndOverASessionKeepsIt() {
         var empty = SessionMachine(configuration: .init(), requiresRefreshToken: true)
         _ = empty.storeRead(atLoad: .absent, now: Self.start)
         let emptyStart = empty.signInStarting()
-        empty.failedSignInSettled(previous: emptyStart.previous)
-        #expect(empty.state == .signedOut)
+        empty.failedSignInSettled(previous: emptyStart.previous, failing: .signInRejected)
+        #expect(empty.authState == .signedOut)
         var held = Self.machine()
         let heldStart = held.signInStarting()
-        held.failedSignInSettled(previous: heldStart.previous)
-        #expect(held.state == .signedIn(userID: "user-1"))
+        held.failedSignInSettled(previous: heldStart.previous, failing: .signInRejected)
+        #expect(held.authState == .signedIn(userID: "user-1"))
     }
 
     @Test func aRefusedGrantAfterAnotherSignInLeavesTheStateToIt() {
@@ -388,7 +387,7 @@ import TokenKitLogCheck
             Issue.record("expected the sign-out's state to stand")
             return
         }
-        #expect(machine.state == .signedOut)
+        #expect(machine.authState == .signedOut)
     }
 
     // MARK: - Rejection
@@ -413,7 +412,7 @@ import TokenKitLogCheck
         fresh.rejected.insert("refresh-token-machine-one")
         let outcome = fresh.loaded(stored, now: Self.start)
         #expect(outcome == .discard(generation: 7))
-        #expect(fresh.state == .signedOut)
+        #expect(fresh.authState == .signedOut)
     }
 
     @Test func anExpiredSessionWithoutARefreshTokenEnds() {
@@ -458,7 +457,7 @@ import TokenKitLogCheck
         let stored = StoredSession(token: token, userID: "user-1", generation: 3)
         let outcome = machine.loaded(stored, now: Self.expired)
         #expect(outcome == .restored(stored))
-        #expect(machine.state == .expired(lastUserID: "user-1"))
+        #expect(machine.authState == .expired(lastUserID: "user-1"))
         let again = machine.loaded(nil, now: Self.expired)
         #expect(again == .alreadyLoaded)
     }
@@ -494,16 +493,16 @@ import TokenKitLogCheck
     /// Alice's profile is set; Bob's sign-in cannot be stored and is rolled back.
     @Test func aRolledBackSignInKeepsThePreviousUsersProfile() {
         var machine = Self.machine()
-        let taken = machine.setProfile(AuthUser(id: "user-1", firstName: "Alice"))
+        let taken = machine.profileSupplied(AuthUser(id: "user-1", firstName: "Alice")).taken
         #expect(taken)
         let bob = AuthToken(
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
-        let started = machine.beginSession(bob, userID: "user-2", stateBefore: machine.state)
+        let started = machine.beginSession(bob, userID: "user-2", stateBefore: machine.authState)
         #expect(machine.profile == nil)
         machine.rollBack(started.replaced)
         #expect(machine.profile?.firstName == "Alice")
-        #expect(machine.state == .signedIn(userID: "user-1"))
+        #expect(machine.authState == .signedIn(userID: "user-1"))
     }
 
     // MARK: - Adopting another user's pair
@@ -568,5 +567,21 @@ import TokenKitLogCheck
         let changed = TokenRefreshClient.subjectChanged(
             from: previous, to: token, responseUserID: subject.responseUserID)
         #expect(changed == subject.switched)
+    }
+}
+
+/// The pending pair and epoch a ``SessionMachine/PersistRetryAction`` writes, or `nil` for nothing.
+extension SessionMachine.PersistRetryAction {
+    var due: (pending: SessionMachine.Session, epoch: UInt64)? {
+        guard case .write(let pending, let epoch) = self else { return nil }
+        return (pending, epoch)
+    }
+}
+
+/// The epoch and condition a ``SessionMachine/RemovalRetryAction`` removes under, or `nil` for nothing.
+extension SessionMachine.RemovalRetryAction {
+    var due: (epoch: UInt64, condition: WriteCondition)? {
+        guard case .remove(let epoch, let condition) = self else { return nil }
+        return (epoch, condition)
     }
 }

@@ -33,7 +33,7 @@ extension SessionMachine {
 
     /// The strategy failed with `failure` on attempt `retry` of the flight started under `epoch`. A transient failure
     /// is retried (under the lock, or with it released when `sleepsUnderLock` is false: the plan is then left in the
-    /// flight, see ``takeRetryOutsideLock(epoch:)``) or given up; `random` is drawn only for a transient failure.
+    /// flight, see ``flightAttemptEnded(_:epoch:)``) or given up; `random` is drawn only for a transient failure.
     mutating func strategyCallFailed(
         _ failure: TokenRefreshError, epoch: UInt64, retry: Int, sleepsUnderLock: Bool, random: () -> Double,
         now: Date, elapsed: Duration
@@ -47,7 +47,7 @@ extension SessionMachine {
         let plan = attemptFailed(failure, retry: retry, random: random(), now: now, elapsed: elapsed)
         guard case .retry(let delay) = plan else { return .fail(failure, events: [event]) }
         guard sleepsUnderLock else {
-            planRetryOutsideLock(retry: retry + 1, delay: delay)
+            flight?.retryOutsideLock = (retry + 1, delay)  // see flightAttemptEnded(_:epoch:)
             return .fail(failure, events: [])
         }
         return .retry(after: delay, retry: retry + 1)
@@ -82,17 +82,22 @@ extension SessionMachine {
     }
 
     /// An attempt of the flight started under `epoch` ended with `result`: a transient failure planned for a retry
-    /// with the lock released (``takeRetryOutsideLock(epoch:)``) is retried; anything else answers the callers.
+    /// with the lock released (by ``strategyCallFailed(_:epoch:retry:sleepsUnderLock:random:now:elapsed:)``, taken
+    /// and cleared here) is retried if the flight is still current; anything else answers the callers.
     mutating func flightAttemptEnded(
         _ result: Result<AuthToken, TokenRefreshError>, epoch: UInt64
     ) -> FlightAttemptAction {
-        guard case .failure = result, let pending = takeRetryOutsideLock(epoch: epoch) else { return .finish }
+        guard case .failure = result else { return .finish }
+        defer { flight?.retryOutsideLock = nil }
+        guard isCurrent(epoch), flight?.epoch == epoch, let pending = flight?.retryOutsideLock else { return .finish }
         return .retry(after: pending.delay, retry: pending.retry)
     }
 
-    /// The refresh `flight` has ended (see ``endFlight(_:)``).
+    /// The refresh `flight` has ended: cleared if it was still the current one.
     mutating func flightFinished(_ flight: RefreshFlight) -> FlightEndAction {
-        endFlight(flight) ? .forgetTask : .keepTask
+        guard self.flight?.flight === flight else { return .keepTask }
+        self.flight = nil
+        return .forgetTask
     }
 
     // MARK: - Refresh tokens that are not the session's

@@ -52,7 +52,7 @@ extension SessionMachine {
         guard !asksProvider || session.token.isExpired(at: now, policy: configuration.expiryPolicy) else {
             return .kept
         }
-        setState(.expired(lastUserID: session.userID))
+        authState = .expired(lastUserID: session.userID)
         return .keptExpired
     }
 
@@ -75,8 +75,8 @@ extension SessionMachine {
 
     /// A sign-in with a grant starts: the state reads `loading` until it ends.
     mutating func signInStarting() -> SignInStartAction {
-        let start = SignInStartAction(previous: state, epoch: epoch)
-        setState(.loading)
+        let start = SignInStartAction(previous: authState, epoch: epoch)
+        authState = .loading
         return start
     }
 
@@ -113,10 +113,18 @@ extension SessionMachine {
     /// The user ID of a session started with `token`: the app's (`userID`), else the token's subject.
     static func userID(_ userID: String?, token: AuthToken) -> String? { userID ?? token.claims?.subject }
 
-    /// A sign-in failed and the store has been read if it could be: the state says what is true
-    /// (``stateAfterFailedSignIn(previous:)``).
-    mutating func failedSignInSettled(previous: AuthState) {
-        setState(stateAfterFailedSignIn(previous: previous))
+    /// What the actor does once a failed sign-in has settled the state.
+    enum SignInSettledAction: Sendable, Equatable {
+        /// Fail the sign-in with this error.
+        case fail(TokenRefreshError)
+    }
+
+    /// A sign-in failed with `error` and the store has been read if it could be: the state says what is true
+    /// (``stateAfterFailedSignIn(previous:)``), and the sign-in fails.
+    @discardableResult
+    mutating func failedSignInSettled(previous: AuthState, failing error: TokenRefreshError) -> SignInSettledAction {
+        authState = stateAfterFailedSignIn(previous: previous)
+        return .fail(error)
     }
 
     /// After a proactive refresh failed with `error`: the `current` token if it is still valid at `now` and the
@@ -172,13 +180,6 @@ extension SessionMachine {
     /// A sign-in or sign-out is starting.
     func sessionChangeStarting() -> SessionChangeAction { loaded ? .proceed : .readStore }
 
-    /// The store's answer before a sign-in or sign-out over a store never read: a stored session is kept as the
-    /// session (``noteStoredBeforeLoad(_:)``); nothing else changes.
-    mutating func storeReadBeforeSessionChange(_ read: TokenStoreRead) {
-        guard case .found(let stored) = read else { return }
-        noteStoredBeforeLoad(stored)
-    }
-
     /// What the actor carries through a sign-out (``signingOut()``).
     struct SignOutAction: Sendable {
         /// The session that ended, if one was held.
@@ -228,10 +229,11 @@ extension SessionMachine {
         _ failure: PersistenceError?, epoch: UInt64, elapsed: Duration
     ) -> SignOutRemovalAction {
         guard let failure else {
-            storeCleared()
+            storedGeneration = nil
+            pendingRemoval = nil
             return .cleared
         }
-        if isCurrent(epoch) { removalPending(.always, at: elapsed) }
+        if isCurrent(epoch) { pendingRemoval = PendingRemoval(epoch: epoch, condition: .always, lastAttempt: elapsed) }
         return .failed(TokenRefreshError.storageUnavailable.with(underlying: failure))
     }
 

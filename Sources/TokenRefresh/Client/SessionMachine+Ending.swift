@@ -40,25 +40,8 @@ extension SessionMachine {
     /// As ``endingSession(reason:error:)`` when a session is held; otherwise the state just reads signed out and
     /// nothing is to be done (`nil`).
     mutating func endingSessionIfHeld(reason: AuthEvent.SignOutReason, error: TokenRefreshError) -> EndSessionAction? {
-        guard session == nil && !state.hasSession else { return endingSession(reason: reason, error: error) }
-        if state != .signedOut { setState(.signedOut) }
+        guard session == nil && !authState.hasSession else { return endingSession(reason: reason, error: error) }
+        if authState != .signedOut { authState = .signedOut }
         return nil
-    }
-
-    /// The removal ended: `nil` when it landed, else the store's error. `overtaken` says whether an older write of
-    /// this client was still on its way when the removal started (it may land after it): the removal is then made
-    /// again at the next call. A removal that failed is retried after
-    /// ``TokenRefreshClient/Configuration/persistRetryInterval``; one that lost to a newer session is left.
-    mutating func removalFinished(_ error: PersistenceError?, _ removal: Removal, overtaken: Bool, elapsed: Duration) {
-        switch error {
-        case nil:
-            storeCleared()
-            guard overtaken, let generation = removal.endedGeneration, isCurrent(removal.epoch) else { return }
-            removalPending(.generation(generation), at: elapsed - configuration.persistRetryInterval)
-        case .conflict?:
-            break  // The ended session was replaced in the store meanwhile: left there.
-        default:
-            if isCurrent(removal.epoch) { removalPending(removal.condition, at: elapsed) }
-        }
     }
 }

@@ -30,7 +30,7 @@ extension SessionMachine {
         _ token: AuthToken, userID: String?, stateBefore: AuthState, profile: AuthUser?
     ) -> SignInAction {
         let (replaced, epoch, flight) = beginSession(token, userID: userID, stateBefore: stateBefore)
-        if let profile { _ = setProfile(profile) }
+        if let profile { profileSupplied(profile) }
         let stored = StoredSession(token: token, userID: userID, generation: session?.generation ?? 0)
         return SignInAction(flight: flight, stored: stored, epoch: epoch, replaced: replaced)
     }
@@ -79,7 +79,7 @@ extension SessionMachine {
                 rollBack(signIn.replaced)
                 return .fail(failure, publishing: [persistenceFailed])
             }
-            persistFailed(at: elapsed)
+            lastPersistAttempt = elapsed  // written again after the persist retry interval
             return .answer(publishing: [persistenceFailed, signedIn])
         }
     }

@@ -12,28 +12,12 @@ extension SessionMachine {
         case nothing
     }
 
-    /// A call at `elapsed` may write the pending pair again (see ``persistRetryDue(elapsed:)``).
-    mutating func persistRetryStarting(elapsed: Duration) -> PersistRetryAction {
-        guard let (pending, epoch) = persistRetryDue(elapsed: elapsed) else { return .nothing }
-        return .write(pending, epoch: epoch)
-    }
-
     /// What the actor does once older writes have landed.
     enum PersistRetryWriteAction: Sendable {
         /// Save this pair under this condition.
         case save(StoredSession, WriteCondition)
         /// A sign-out or a new session came meanwhile: nothing is written.
         case drop
-    }
-
-    /// Older writes have landed for the retry of `pending` under `epoch`.
-    mutating func persistRetryTurn(_ pending: Session, epoch: UInt64) -> PersistRetryWriteAction {
-        guard isCurrent(epoch) else {
-            _ = persistRetryEnded(pending, epoch: epoch, stored: false)
-            return .drop
-        }
-        let stored = StoredSession(token: pending.token, userID: pending.userID, generation: pending.generation)
-        return .save(stored, writeCondition)
     }
 
     /// What follows the write of a pending pair.
@@ -48,22 +32,6 @@ extension SessionMachine {
         case nothing
     }
 
-    /// The write of `pending` under `epoch` ended with `outcome`.
-    mutating func persistRetryWriteEnded(
-        _ pending: Session, epoch: UInt64, _ outcome: Result<Void, PersistenceError>
-    ) -> PersistRetryEndAction {
-        switch outcome {
-        case .success:
-            return persistRetryEnded(pending, epoch: epoch, stored: true) ? .recovered : .nothing
-        case .failure(.conflict):
-            _ = persistRetryEnded(pending, epoch: epoch, stored: false)
-            return isCurrent(epoch) ? .adoptAfterConflict : .nothing
-        case .failure:
-            _ = persistRetryEnded(pending, epoch: epoch, stored: false)
-            return .failedAgain
-        }
-    }
-
     /// What the actor does about an ended session's removal still to be made.
     enum RemovalRetryAction: Sendable, Equatable {
         /// Remove the ended session of `epoch` under `condition` (once older writes have landed).
@@ -72,27 +40,12 @@ extension SessionMachine {
         case nothing
     }
 
-    /// A call at `elapsed` may remove the ended session again (see ``removalRetryDue(elapsed:)``).
-    mutating func removalRetryStarting(elapsed: Duration) -> RemovalRetryAction {
-        guard let (epoch, condition) = removalRetryDue(elapsed: elapsed) else { return .nothing }
-        return .remove(epoch: epoch, condition: condition)
-    }
-
     /// What the actor does once older writes have landed.
     enum RemovalRetryWriteAction: Sendable, Equatable {
         /// Remove it.
         case remove
         /// A new session began meanwhile: its save overwrites the ended one.
         case drop
-    }
-
-    /// Older writes have landed for the removal retry of the session ended under `epoch`.
-    mutating func removalRetryTurn(epoch: UInt64) -> RemovalRetryWriteAction {
-        guard isCurrent(epoch) else {
-            removalRetryEnded(done: true)
-            return .drop
-        }
-        return .remove
     }
 
     /// What follows a retried removal.
@@ -105,37 +58,38 @@ extension SessionMachine {
         case failedAgain(PersistenceError)
     }
 
-    /// The retried removal ended with `outcome`.
-    mutating func removalRetryWriteEnded(_ outcome: Result<Void, PersistenceError>) -> RemovalRetryEndAction {
-        switch outcome {
-        case .success:
-            removalRetryEnded(done: true)
-            return .removed
-        case .failure(.conflict):
-            removalRetryEnded(done: true)
-            return .replaced
-        case .failure(let error):
-            removalRetryEnded(done: false)
-            return .failedAgain(error)
-        }
-    }
-
     /// What follows an ended session's removal.
     enum RemovalEndAction: Sendable, Equatable {
         /// It landed.
         case done
-        /// It did not, with this error (see ``removalFinished(_:_:overtaken:elapsed:)``).
+        /// It did not, with this error.
         case failed(PersistenceError)
     }
 
-    /// An ended session's removal ended (`error`: `nil` when it landed); see
-    /// ``removalFinished(_:_:overtaken:elapsed:)``.
+    /// An ended session's removal ended (`error`: `nil` when it landed). `overtaken` says whether an older write of
+    /// this client was still on its way when the removal started (it may land after it): the removal is then made
+    /// again at the next call. A removal that failed is retried after
+    /// ``TokenRefreshClient/Configuration/persistRetryInterval``; one that lost to a newer session is left.
     mutating func removalEnded(
         _ error: PersistenceError?, _ removal: Removal, overtaken: Bool, elapsed: Duration
     ) -> RemovalEndAction {
-        removalFinished(error, removal, overtaken: overtaken, elapsed: elapsed)
-        guard let error else { return .done }
-        return .failed(error)
+        switch error {
+        case nil:
+            storedGeneration = nil
+            pendingRemoval = nil
+            guard overtaken, let generation = removal.endedGeneration, isCurrent(removal.epoch) else { return .done }
+            pendingRemoval = PendingRemoval(
+                epoch: epoch, condition: .generation(generation),
+                lastAttempt: elapsed - configuration.persistRetryInterval)
+            return .done
+        case .conflict?:
+            return .failed(.conflict)  // The ended session was replaced in the store meanwhile: left there.
+        case let error?:
+            if isCurrent(removal.epoch) {
+                pendingRemoval = PendingRemoval(epoch: epoch, condition: removal.condition, lastAttempt: elapsed)
+            }
+            return .failed(error)
+        }
     }
 
     /// What the actor does with the server's answer to a request that ends the session there (account deletion,

@@ -14,7 +14,7 @@ import Persistence
 /// - **Breaker**: backoff after transient failures, `Retry-After`, and at most
 ///   ``TokenRefreshClient/Configuration/maximumRefreshes`` attempts per window (``Breaker``).
 /// - **Persist, then retry**: a pair that could not be stored stays in memory and is written again at most once
-///   per ``TokenRefreshClient/Configuration/persistRetryInterval`` (``persistRetryDue(elapsed:)``).
+///   per ``TokenRefreshClient/Configuration/persistRetryInterval`` (``persistRetryStarting(elapsed:)``).
 /// - **Offline**: a connectivity failure marks the client offline and an expired session `expired`.
 /// - **Rejection**: a refresh token the server rejected is never sent again (``rejected``).
 ///
@@ -31,16 +31,6 @@ struct SessionMachine: Sendable {
         var generation: UInt64
         /// Whether the pair is in the store (a failed write keeps it in memory only, to be retried).
         var persisted: Bool
-    }
-
-    /// What the client knows of the session.
-    enum Phase: Sendable, Equatable {
-        /// The store has not been read yet.
-        case unloaded
-        /// There is no session.
-        case none
-        /// There is one.
-        case active(Session)
     }
 
     /// Why a caller needs a token.
@@ -97,56 +87,6 @@ struct SessionMachine: Sendable {
         var step: RefreshStep?
     }
 
-    /// Rate control: backoff after transient failures, `Retry-After`, and the breaker's window of attempts.
-    struct Breaker: Sendable {
-        /// When recent attempts started, by the injected clock.
-        private(set) var attemptTimes: [Duration] = []
-        /// No attempt before this instant of the injected clock.
-        private(set) var retryNotBefore: Duration?
-        private(set) var lastTransientError: TokenRefreshError?
-        private(set) var consecutiveTransientFailures = 0
-
-        /// The error that holds a new attempt back at `elapsed`, if any (pruning attempts out of the window).
-        mutating func blocked(at elapsed: Duration, maximum: Int, window: Duration) -> TokenRefreshError? {
-            if let retryNotBefore, elapsed < retryNotBefore {
-                return (lastTransientError ?? .transient).with(retryAfter: retryNotBefore - elapsed)
-            }
-            attemptTimes.removeAll { elapsed - $0 >= window }
-            if attemptTimes.count >= maximum, let oldest = attemptTimes.first {
-                return TokenRefreshError.rateLimited.with(retryAfter: oldest + window - elapsed)
-            }
-            return nil
-        }
-
-        mutating func recordAttempt(at elapsed: Duration) { attemptTimes.append(elapsed) }
-
-        mutating func recordSuccess() {
-            consecutiveTransientFailures = 0
-            clearBackoff()
-        }
-
-        /// A transient failure: returns the delay before the next attempt (`Retry-After` or jittered backoff).
-        mutating func recordTransientFailure(
-            _ failure: TokenRefreshError, backoff: TokenRefreshClient.Backoff, random: Double
-        ) -> Duration {
-            let delay = failure.retryAfter ?? backoff.delay(attempt: consecutiveTransientFailures, random: random)
-            consecutiveTransientFailures += 1
-            return delay
-        }
-
-        /// No retry now: hold attempts back until `until`.
-        mutating func holdBack(until: Duration, after failure: TokenRefreshError) {
-            retryNotBefore = until
-            lastTransientError = failure
-        }
-
-        /// Forgets the backoff (the network is back, or a refresh succeeded).
-        mutating func clearBackoff() {
-            retryNotBefore = nil
-            lastTransientError = nil
-        }
-    }
-
     /// What happens after a transient failure.
     enum RetryAction: Sendable, Equatable {
         /// Try again after this delay.
@@ -174,33 +114,24 @@ struct SessionMachine: Sendable {
     /// Whether the strategy needs a refresh token (an SDK or client credentials do not).
     let requiresRefreshToken: Bool
 
-    private(set) var phase: Phase = .unloaded { didSet { visibleVersion &+= 1 } }
-    private(set) var state: AuthState = .loading { didSet { visibleVersion &+= 1 } }
-    private(set) var isOffline = false { didSet { visibleVersion &+= 1 } }
-    /// Bumped by every change the lock-free snapshot or the state stream can see (``phase``, ``state``,
-    /// ``isOffline``, ``flight``), so the actor republishes only after such a change, with one integer compare.
+    /// Where the session stands: the one stored state (see ``State``). The state shown to the app (``authState``),
+    /// ``session``, ``isOffline``, ``flight`` and ``profile`` are read from it.
+    private(set) var state: State = .unloaded(Context()) { didSet { visibleVersion &+= 1 } }
+    /// Bumped by every change of ``state`` the lock-free snapshot or the state stream can see (all but the pending
+    /// pair's write bookkeeping), so the actor republishes only after such a change, with one integer compare.
     private(set) var visibleVersion: UInt64 = 0
     /// Bumped by every new or ended session: the generation guard for refreshes and writes in progress.
     private(set) var epoch: UInt64 = 0
     /// The generation known to be stored now (`nil`: nothing stored, or not read yet).
     var storedGeneration: UInt64?
-    /// The refresh in flight. Settable from the machine's own extensions only (``lockTaken(epoch:seed:)`` and the
-    /// transitions after it record their step in it).
-    var flight: Flight? { didSet { visibleVersion &+= 1 } }
-    /// The profile the provider or the app supplied for the session's user (``TokenRefreshClient/setProfile(_:)``).
-    private(set) var profile: AuthUser? { didSet { visibleVersion &+= 1 } }
     /// Refresh tokens the server rejected, as keyed hashes; never sent again.
     var rejected = RejectedRefreshTokens()
     /// The tokens the current session has held: a rejection is stale only for one of them.
     private(set) var lineage = SessionLineage()
     private(set) var breaker = Breaker()
-    /// When the last write of a pending pair was tried, by the injected clock.
-    private(set) var lastPersistAttempt: Duration?
-    /// Whether a write of a pending pair is running.
-    private(set) var persistInProgress = false
     /// A removal of an ended session still to be made: its removal failed, or an older write may have landed
     /// after it. It is retried under the epoch it was made in, so a new session cancels it.
-    private(set) var pendingRemoval: PendingRemoval?
+    var pendingRemoval: PendingRemoval?
     /// Whether a retry of ``pendingRemoval`` is running.
     private(set) var removalInProgress = false
 
@@ -219,16 +150,59 @@ struct SessionMachine: Sendable {
         self.requiresRefreshToken = requiresRefreshToken
     }
 
-    // MARK: - Reading
+    // MARK: - Reading the state
 
     /// The session, if there is one.
-    var session: Session? {
-        if case .active(let session) = phase { return session }
-        return nil
-    }
+    var session: Session? { state.session }
 
     /// Whether the store has been read (or a session started or ended without reading it).
-    var loaded: Bool { phase != .unloaded }
+    var loaded: Bool { state.isLoaded }
+
+    /// The state shown to the app, computed from ``state``. Setting it sets what ``state`` shows (the user ID is the
+    /// session's).
+    var authState: AuthState {
+        get { state.authState }
+        set { state.context.shown = Shown(representing: newValue, in: state) }
+    }
+
+    /// Whether the last refresh failed for lack of connectivity.
+    private(set) var isOffline: Bool {
+        get { state.context.isOffline }
+        set { state.context.isOffline = newValue }
+    }
+
+    /// The refresh in flight. Settable from the machine's own extensions only (``lockTaken(epoch:seed:)`` and the
+    /// transitions after it record their step in it).
+    var flight: Flight? {
+        get { state.context.flight }
+        set { state.context.flight = newValue }
+    }
+
+    /// The profile the provider or the app supplied for the session's user (``TokenRefreshClient/setProfile(_:)``).
+    private(set) var profile: AuthUser? {
+        get { state.context.profile }
+        set { state.context.profile = newValue }
+    }
+
+    /// When the last write of a pending pair was tried, by the injected clock. (Not shown: changes nothing published.)
+    var lastPersistAttempt: Duration? {
+        get { state.context.lastPersistAttempt }
+        set {
+            let version = visibleVersion
+            state.context.lastPersistAttempt = newValue
+            visibleVersion = version
+        }
+    }
+
+    /// Whether a write of a pending pair is running. (Not shown: changes nothing published.)
+    private(set) var persistInProgress: Bool {
+        get { state.context.persistInProgress }
+        set {
+            let version = visibleVersion
+            state.context.persistInProgress = newValue
+            visibleVersion = version
+        }
+    }
 
     /// Whether work started under `epoch` still belongs to the current session.
     func isCurrent(_ epoch: UInt64) -> Bool { epoch == self.epoch }
@@ -334,40 +308,40 @@ struct SessionMachine: Sendable {
     /// A session whose token has expired while refreshes fail reads `expired`.
     mutating func noteExpiredIfOffline(now: Date) {
         guard let session, session.token.isExpired(at: now, policy: configuration.expiryPolicy) else { return }
-        if case .expired = state { return }
-        state = .expired(lastUserID: session.userID)
+        if case .expired = authState { return }
+        authState = .expired(lastUserID: session.userID)
     }
 
     // MARK: - The flight
 
-    /// Records the refresh `flight` as started; returns its epoch.
+    /// What the actor does once a refresh is recorded as started (``beginFlight(_:seed:forced:followsRefusal:pairedAccessToken:)``).
+    struct FlightStartAction: Sendable, Equatable {
+        /// Run the refresh in its own task under this epoch.
+        let epoch: UInt64
+    }
+
+    /// Records the refresh `flight` as started; the actor runs it under the returned epoch.
+    @discardableResult
     mutating func beginFlight(
         _ flight: RefreshFlight, seed: String?, forced: Bool, followsRefusal: Bool = false,
         pairedAccessToken: String? = nil
-    ) -> UInt64 {
+    ) -> FlightStartAction {
         self.flight = Flight(
             flight: flight, epoch: epoch, seed: seed, forced: forced, followsRefusal: followsRefusal,
             pairedAccessToken: pairedAccessToken)
-        return epoch
+        return FlightStartAction(epoch: epoch)
     }
 
-    /// Records the refresh `flight` that `request` started; returns its epoch. A refresh that follows a rejection
-    /// follows a refused request; `pairedAccessToken` (the access token a caller held with a seed) counts only for a
-    /// refresh that starts a session from a seed.
+    /// Records the refresh `flight` that `request` started (see ``beginFlight(_:seed:forced:followsRefusal:pairedAccessToken:)``).
+    /// A refresh that follows a rejection follows a refused request; `pairedAccessToken` (the access token a caller
+    /// held with a seed) counts only for a refresh that starts a session from a seed.
     mutating func beginFlight(
         _ flight: RefreshFlight, for request: Request, seed: String?, forced: Bool, pairedAccessToken: String?
-    ) -> UInt64 {
+    ) -> FlightStartAction {
         let followsRefusal = if case .afterRejection = request { true } else { false }
         return beginFlight(
             flight, seed: seed, forced: forced, followsRefusal: followsRefusal,
             pairedAccessToken: seed == nil ? nil : pairedAccessToken)
-    }
-
-    /// The refresh `flight` has ended; returns whether it was still the current one (and is now cleared).
-    mutating func endFlight(_ flight: RefreshFlight) -> Bool {
-        guard self.flight?.flight === flight else { return false }
-        self.flight = nil
-        return true
     }
 
     /// Takes the current flight away (a new or ended session resolves it); the actor finishes it.
@@ -382,18 +356,6 @@ struct SessionMachine: Sendable {
     /// Whether the refresh in flight follows a refused request.
     var flightFollowsRefusal: Bool { flight?.followsRefusal ?? false }
 
-    /// Plans a retry with the store's lock released (see ``takeRetryOutsideLock(epoch:)``).
-    mutating func planRetryOutsideLock(retry: Int, delay: Duration) {
-        flight?.retryOutsideLock = (retry, delay)
-    }
-
-    /// The retry planned for the flight started under `epoch`, if it is still current; clears it.
-    mutating func takeRetryOutsideLock(epoch: UInt64) -> (retry: Int, delay: Duration)? {
-        defer { flight?.retryOutsideLock = nil }
-        guard isCurrent(epoch), flight?.epoch == epoch else { return nil }
-        return flight?.retryOutsideLock
-    }
-
     // MARK: - Attempts
 
     /// Before calling the strategy: the error that holds the attempt back, or `nil` (and the attempt is counted).
@@ -403,8 +365,18 @@ struct SessionMachine: Sendable {
         return nil
     }
 
-    /// The strategy answered.
-    mutating func attemptSucceeded() { breaker.recordSuccess() }
+    /// What the actor does once the strategy answered.
+    enum AttemptSuccessAction: Sendable, Equatable {
+        /// Take the answer to the refresh under the store's lock (``strategyAnswered``).
+        case takeAnswer
+    }
+
+    /// The strategy answered: the breaker forgets the transient failures before it.
+    @discardableResult
+    mutating func attemptSucceeded() -> AttemptSuccessAction {
+        breaker.recordSuccess()
+        return .takeAnswer
+    }
 
     /// The strategy failed transiently on attempt `retry`: retry after a delay, or give up (then attempts are
     /// held back, the client is offline if it could not connect, and an expired session reads `expired`).
@@ -421,8 +393,25 @@ struct SessionMachine: Sendable {
         return .giveUp
     }
 
-    /// The network is back: forget the backoff so the next refresh runs at once.
-    mutating func networkRestored() { breaker.clearBackoff() }
+    /// The network is back: forget the backoff so the next refresh runs at once, and check the session with the
+    /// provider as ``providerCheck(checksWithServer:)`` says.
+    mutating func networkRestored(checksWithServer: Bool) -> ProviderCheckAction {
+        breaker.clearBackoff()
+        return providerCheck(checksWithServer: checksWithServer)
+    }
+
+    /// The store's answer before a sign-in or sign-out over a store never read: a stored session is kept as the
+    /// session, so that a sign-in that cannot be stored falls back to it and a sign-out knows whom it signs out;
+    /// nothing else changes. Then the call goes ahead.
+    @discardableResult
+    mutating func storeReadBeforeSessionChange(_ read: TokenStoreRead) -> SessionChangeAction {
+        guard case .found(let stored) = read, !loaded else { return .proceed }
+        storedGeneration = stored.generation
+        state = state.entering(Session(stored, persisted: true))
+        lineage.reset()
+        lineage.record(stored.token)
+        return .proceed
+    }
 
     // MARK: - Sessions
 
@@ -434,7 +423,7 @@ struct SessionMachine: Sendable {
         case .absent: return loaded(nil, now: now)
         case .unavailable(let error):
             guard !loaded else { return .alreadyLoaded }
-            state = .unavailable
+            authState = .unavailable
             return .unavailable(TokenRefreshError.storageUnavailable.with(underlying: error))
         }
     }
@@ -444,37 +433,30 @@ struct SessionMachine: Sendable {
         guard !loaded else { return .alreadyLoaded }
         lineage.reset()
         guard let stored else {
-            phase = .none
-            state = .signedOut
+            state = state.entering(nil)
+            authState = .signedOut
             return .absent
         }
         storedGeneration = stored.generation
         if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) {
-            phase = .none
-            state = .signedOut
+            state = state.entering(nil)
+            authState = .signedOut
             return .discard(generation: stored.generation)
         }
-        phase = .active(Session(stored, persisted: true))
+        state = state.entering(Session(stored, persisted: true))
         lineage.record(stored.token)
         // A token that expired while the app was closed reads as expired until a refresh renews it.
         let expired = stored.token.isExpired(at: now, policy: configuration.expiryPolicy)
-        state = expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID)
+        authState = expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID)
         return .restored(stored)
-    }
-
-    /// Before a sign-in or sign-out over a store never read: keep what is stored as the session, so that a
-    /// sign-in that cannot be stored falls back to it and a sign-out knows whom it signs out.
-    mutating func noteStoredBeforeLoad(_ stored: StoredSession) {
-        guard !loaded else { return }
-        storedGeneration = stored.generation
-        phase = .active(Session(stored, persisted: true))
-        lineage.reset()
-        lineage.record(stored.token)
     }
 
     /// What a session start replaced, to roll it back if the new session cannot be stored.
     struct Replaced: Sendable {
-        let phase: Phase
+        /// The replaced session, if one was held.
+        let session: Session?
+        /// Whether the store had been read.
+        let loaded: Bool
         let state: AuthState
         let lineage: SessionLineage
         /// The replaced session's user profile.
@@ -486,36 +468,44 @@ struct SessionMachine: Sendable {
     mutating func beginSession(
         _ token: AuthToken, userID: String?, stateBefore: AuthState
     ) -> (replaced: Replaced, epoch: UInt64, flight: RefreshFlight?) {
-        let replaced = Replaced(phase: phase, state: stateBefore, lineage: lineage, profile: profile)
+        let replaced = Replaced(
+            session: session, loaded: loaded, state: stateBefore, lineage: lineage, profile: profile)
         let generation = nextGeneration(after: session)
         epoch &+= 1
-        phase = .active(Session(token: token, userID: userID, generation: generation, persisted: false))
+        state = state.entering(Session(token: token, userID: userID, generation: generation, persisted: false))
         lineage.reset()
         lineage.record(token)
         isOffline = false
         breaker = Breaker()
         let flight = takeFlight()
         if profile?.id != userID { profile = nil }
-        state = .signedIn(userID: userID)
+        authState = .signedIn(userID: userID)
         return (replaced, epoch, flight)
+    }
+
+    /// What the actor does once the sign-in's save was placed.
+    enum SignInPlacedAction: Sendable, Equatable {
+        /// Finish the sign-in with the save's outcome (``signInWriteFinished(_:_:elapsed:)``).
+        case finish
     }
 
     /// The sign-in's save placed the session at `generation` (above one stored elsewhere meanwhile), or failed
     /// (`nil`): the session held under `epoch` takes that generation, so its next write is fenced by it.
-    mutating func signInPlaced(at generation: UInt64?, epoch: UInt64) {
-        guard let generation, isCurrent(epoch), case .active(var session) = phase, generation > session.generation
-        else { return }
+    @discardableResult
+    mutating func signInPlaced(at generation: UInt64?, epoch: UInt64) -> SignInPlacedAction {
+        guard let generation, isCurrent(epoch), var session, generation > session.generation else { return .finish }
         session.generation = generation
-        phase = .active(session)
+        state = state.entering(session)
+        return .finish
     }
 
     /// The new session under `epoch` was stored.
     mutating func sessionStored(epoch: UInt64) {
-        guard isCurrent(epoch), case .active(var session) = phase else { return }
+        guard isCurrent(epoch), var session else { return }
         session.persisted = true
         storedGeneration = session.generation
         pendingRemoval = nil
-        phase = .active(session)
+        state = state.entering(session)
     }
 
     /// The new session under `epoch` could not be stored and memory-only sessions are not allowed: go back to
@@ -523,14 +513,14 @@ struct SessionMachine: Sendable {
     mutating func rollBack(_ replaced: Replaced) {
         epoch &+= 1
         // The ended session's removal still has to happen: the new session never reached the store.
-        if pendingRemoval != nil, replaced.phase == .none { pendingRemoval?.epoch = epoch }
-        phase = replaced.phase
+        if pendingRemoval != nil, replaced.loaded, replaced.session == nil { pendingRemoval?.epoch = epoch }
+        state = state.entering(replaced.session, loaded: replaced.loaded)
         lineage = replaced.lineage
         profile = replaced.profile
         if session != nil, replaced.state.hasSession {
-            state = replaced.state
+            authState = replaced.state
         } else {
-            state = session.map { .signedIn(userID: $0.userID) } ?? .signedOut
+            authState = session.map { .signedIn(userID: $0.userID) } ?? .signedOut
         }
     }
 
@@ -539,47 +529,57 @@ struct SessionMachine: Sendable {
     mutating func endSession() -> (ended: Session?, flight: RefreshFlight?) {
         let ended = session
         epoch &+= 1
-        phase = .none
+        state = state.entering(nil)
         lineage.reset()
         profile = nil
         isOffline = false
         let flight = takeFlight()
-        state = .signedOut
+        authState = .signedOut
         return (ended, flight)
-    }
-
-    /// The store was cleared.
-    mutating func storeCleared() {
-        storedGeneration = nil
-        pendingRemoval = nil
     }
 
     // MARK: - Removing an ended session again
 
-    /// The ended session's removal must be made again (it failed, or an older write may land after it), under
-    /// `condition`, at most once per ``TokenRefreshClient/Configuration/persistRetryInterval`` from `elapsed`.
-    mutating func removalPending(_ condition: WriteCondition, at elapsed: Duration) {
-        pendingRemoval = PendingRemoval(epoch: epoch, condition: condition, lastAttempt: elapsed)
-    }
-
-    /// A retry of the pending removal is due at `elapsed`: returns its epoch and condition (and marks it
-    /// running), or `nil`. A removal whose session has been followed by a new one is dropped.
-    mutating func removalRetryDue(elapsed: Duration) -> (epoch: UInt64, condition: WriteCondition)? {
-        guard let pending = pendingRemoval, !removalInProgress else { return nil }
+    /// A call at `elapsed` may remove the ended session again: remove it under its epoch and condition (and the retry
+    /// is marked running), or nothing when none is pending, a retry runs, or the last try was too recent. A removal
+    /// whose session has been followed by a new one is dropped.
+    mutating func removalRetryStarting(elapsed: Duration) -> RemovalRetryAction {
+        guard let pending = pendingRemoval, !removalInProgress else { return .nothing }
         guard isCurrent(pending.epoch) else {
             pendingRemoval = nil
-            return nil
+            return .nothing
         }
-        guard elapsed - pending.lastAttempt >= configuration.persistRetryInterval else { return nil }
+        guard elapsed - pending.lastAttempt >= configuration.persistRetryInterval else { return .nothing }
         removalInProgress = true
         pendingRemoval?.lastAttempt = elapsed
-        return (pending.epoch, pending.condition)
+        return .remove(epoch: pending.epoch, condition: pending.condition)
     }
 
-    /// The retry started by ``removalRetryDue(elapsed:)`` ended; `done` when nothing is left to remove.
-    mutating func removalRetryEnded(done: Bool) {
+    /// Older writes have landed for the removal retry (``removalRetryStarting(elapsed:)``) of the session ended under
+    /// `epoch`: remove it, or drop it when a new session began meanwhile (its save overwrites the ended one).
+    mutating func removalRetryTurn(epoch: UInt64) -> RemovalRetryWriteAction {
+        guard isCurrent(epoch) else {
+            removalInProgress = false
+            pendingRemoval = nil
+            return .drop
+        }
+        return .remove
+    }
+
+    /// The retried removal ended with `outcome`: nothing is left to remove once it landed or a newer session is
+    /// stored; a failure leaves it pending, retried later.
+    mutating func removalRetryWriteEnded(_ outcome: Result<Void, PersistenceError>) -> RemovalRetryEndAction {
         removalInProgress = false
-        if done { pendingRemoval = nil }
+        switch outcome {
+        case .success:
+            pendingRemoval = nil
+            return .removed
+        case .failure(.conflict):
+            pendingRemoval = nil
+            return .replaced
+        case .failure(let error):
+            return .failedAgain(error)
+        }
     }
 
     /// Adopts a pair another process stored. Returns whether it is another user's (both user IDs known and
@@ -601,9 +601,9 @@ struct SessionMachine: Sendable {
         if session == nil || switchedUser { lineage.reset() }
         if profile?.id != stored.userID { profile = nil }
         lineage.record(stored.token)
-        phase = .active(Session(stored, persisted: true))
+        state = state.entering(Session(stored, persisted: true))
         storedGeneration = stored.generation
-        state = .signedIn(userID: stored.userID)
+        authState = .signedIn(userID: stored.userID)
         return (switchedUser, takenFlight)
     }
 
@@ -632,11 +632,11 @@ struct SessionMachine: Sendable {
         } else if profile?.id != userID {
             profile = nil
         }
-        phase = .active(Session(token: token, userID: userID, generation: generation, persisted: persisted))
+        state = state.entering(Session(token: token, userID: userID, generation: generation, persisted: persisted))
         isOffline = false
         pendingRemoval = nil  // the new pair overwrites the ended session (now, or when its write is retried)
         if persisted { storedGeneration = generation } else { lastPersistAttempt = elapsed }
-        state = .signedIn(userID: userID)
+        authState = .signedIn(userID: userID)
     }
 
     /// A refresh produced another user's `token` (a provider that switched users by itself): the old session ends
@@ -656,9 +656,6 @@ struct SessionMachine: Sendable {
             profile: newProfile)
     }
 
-    /// Sets the state shown to the app.
-    mutating func setState(_ newState: AuthState) { state = newState }
-
     /// What the app's profile did (``profileSupplied(_:)``).
     enum ProfileAction: Sendable, Equatable {
         /// It was taken for the session's user.
@@ -670,46 +667,60 @@ struct SessionMachine: Sendable {
         var taken: Bool { self == .taken }
     }
 
-    /// The app supplied `newProfile` (``TokenRefreshClient/setProfile(_:)``).
+    /// The app (or the provider, at sign-in) supplied `newProfile` (``TokenRefreshClient/setProfile(_:)``): taken for
+    /// the session's user; refused (and what it had is kept) without a session or for another user.
+    @discardableResult
     mutating func profileSupplied(_ newProfile: AuthUser) -> ProfileAction {
-        setProfile(newProfile) ? .taken : .refused
-    }
-
-    /// Takes `newProfile` for the session's user; returns `false` (and keeps what it had) without a session or
-    /// for another user.
-    mutating func setProfile(_ newProfile: AuthUser) -> Bool {
-        guard let session else { return false }
+        guard let session else { return .refused }
         let userID = session.userID ?? session.token.claims?.subject
-        guard userID == nil || userID == newProfile.id else { return false }
+        guard userID == nil || userID == newProfile.id else { return .refused }
         profile = newProfile
-        return true
+        return .taken
     }
 
     // MARK: - Writing a pending pair again
 
-    /// A write of the session's pending pair is due at `elapsed`: returns it (and marks the write as running),
-    /// or `nil` when the pair is stored, a write is running, or the last try was too recent.
-    mutating func persistRetryDue(elapsed: Duration) -> (pending: Session, epoch: UInt64)? {
-        guard let pending = session, !pending.persisted, !persistInProgress else { return nil }
-        if let lastPersistAttempt, elapsed - lastPersistAttempt < configuration.persistRetryInterval { return nil }
+    /// A call at `elapsed` may write the session's pending pair again: write it (and the write is marked as running),
+    /// or nothing when the pair is stored, a write is running, or the last try was too recent.
+    mutating func persistRetryStarting(elapsed: Duration) -> PersistRetryAction {
+        guard let pending = session, !pending.persisted, !persistInProgress else { return .nothing }
+        if let lastPersistAttempt, elapsed - lastPersistAttempt < configuration.persistRetryInterval {
+            return .nothing
+        }
         persistInProgress = true
         lastPersistAttempt = elapsed
-        return (pending, epoch)
+        return .write(pending, epoch: epoch)
     }
 
-    /// The write started by ``persistRetryDue(elapsed:)`` ended. Returns whether it stored the current pair.
-    mutating func persistRetryEnded(_ pending: Session, epoch: UInt64, stored: Bool) -> Bool {
+    /// Older writes have landed for the retry (``persistRetryStarting(elapsed:)``) of `pending` under `epoch`: save it
+    /// conditional on the generation stored, or drop it when a sign-out or a new session came meanwhile.
+    mutating func persistRetryTurn(_ pending: Session, epoch: UInt64) -> PersistRetryWriteAction {
+        guard isCurrent(epoch) else {
+            persistInProgress = false
+            return .drop
+        }
+        let stored = StoredSession(token: pending.token, userID: pending.userID, generation: pending.generation)
+        return .save(stored, writeCondition)
+    }
+
+    /// The write of `pending` under `epoch` ended with `outcome`: the pair is stored if it is still the session's.
+    mutating func persistRetryWriteEnded(
+        _ pending: Session, epoch: UInt64, _ outcome: Result<Void, PersistenceError>
+    ) -> PersistRetryEndAction {
         persistInProgress = false
-        guard stored, isCurrent(epoch), case .active(var session) = phase, session.generation == pending.generation
-        else { return false }
-        session.persisted = true
-        phase = .active(session)
-        storedGeneration = pending.generation
-        return true
+        switch outcome {
+        case .success:
+            guard isCurrent(epoch), var session, session.generation == pending.generation else { return .nothing }
+            session.persisted = true
+            state = state.entering(session)
+            storedGeneration = pending.generation
+            return .recovered
+        case .failure(.conflict):
+            return isCurrent(epoch) ? .adoptAfterConflict : .nothing
+        case .failure:
+            return .failedAgain
+        }
     }
-
-    /// A failed write at sign-in: try again after ``TokenRefreshClient/Configuration/persistRetryInterval``.
-    mutating func persistFailed(at elapsed: Duration) { lastPersistAttempt = elapsed }
 
     // MARK: - The lock-free snapshot
 
@@ -717,7 +728,7 @@ struct SessionMachine: Sendable {
     func snapshot() -> TokenRefreshClient.Snapshot {
         var snapshot = TokenRefreshClient.Snapshot()
         snapshot.token = session?.token
-        snapshot.state = state
+        snapshot.state = authState
         snapshot.needsActor = !loaded || session?.persisted == false
         snapshot.isOffline = isOffline
         snapshot.flight = flight?.flight

@@ -48,7 +48,7 @@ extension TokenRefreshClient {
     // MARK: - Loading
 
     /// Before a sign-in or sign-out over a store never read: keeps what is stored as the session (see
-    /// ``SessionMachine/noteStoredBeforeLoad(_:)``).
+    /// ``SessionMachine/storeReadBeforeSessionChange(_:)``).
     func noteStoredSessionIfUnread() async {
         let action = machine.sessionChangeStarting()
         switch action {
@@ -96,9 +96,9 @@ extension TokenRefreshClient {
         for request: SessionMachine.Request, seed: String?, forced: Bool, pairedAccessToken: String?
     ) -> RefreshFlight {
         let flight = RefreshFlight()
-        let startEpoch = machine.beginFlight(
+        let action = machine.beginFlight(
             flight, for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
-        let task = Task { await self.runFlight(flight, epoch: startEpoch, seed: seed) }
+        let task = Task { await self.runFlight(flight, epoch: action.epoch, seed: seed) }
         flightTask = task
         lastFlightTask = task
         return flight

@@ -74,8 +74,8 @@ extension TokenRefreshClient {
     /// - Returns: The state afterwards.
     @discardableResult
     public func networkRestored() async -> AuthState {
-        machine.networkRestored()
-        await checkWithProvider()
+        let action = machine.networkRestored(checksWithServer: strategy.checksSessionWithServer)
+        await check(action)
         return state
     }
 }

@@ -69,7 +69,7 @@ public actor TokenRefreshClient: TokenProvider {
             let published = machine.snapshot()
             snapshot.withLock { $0 = published }
             publishedState.publish(published.state)
-            publishState(machine.state)
+            publishState(published.state)
             publishSessionState(published)
         }
     }
@@ -87,7 +87,7 @@ public actor TokenRefreshClient: TokenProvider {
     /// The session held in memory.
     var session: SessionMachine.Session? { machine.session }
     /// The state shown to the app.
-    var state: AuthState { machine.state }
+    var state: AuthState { machine.authState }
 
     /// Creates a client.
     ///
@@ -277,13 +277,6 @@ public actor TokenRefreshClient: TokenProvider {
         return state
     }
 
-    /// Asks the provider whether the session still holds: a session check for strategies that check with the
-    /// server (even while the credential looks fresh), a valid token for the others. A connectivity failure
-    /// keeps the session as expired (offline).
-    func checkWithProvider() async {
-        await check(machine.providerCheck(checksWithServer: strategy.checksSessionWithServer))
-    }
-
     /// Carries out the check `action` and hands its outcome to the machine (rejections have ended the session
     /// already; a connectivity failure keeps it, see ``SessionMachine/providerCheckEnded(_:check:now:)``).
     func check(_ action: SessionMachine.ProviderCheckAction) async {
@@ -326,8 +319,10 @@ public actor TokenRefreshClient: TokenProvider {
             // The state says what is true: the session that was there before (read from the store if it was never
             // read), `unavailable` when the store cannot be read, or signed out. Never `loading`.
             try? await ensureLoaded()
-            machine.failedSignInSettled(previous: previous)
-            throw error
+            let action = machine.failedSignInSettled(previous: previous, failing: error)
+            switch action {
+            case .fail(let error): throw error
+            }
         case .fail(let error):
             // Another sign-in or a sign-out came meanwhile: it has set the state.
             throw error

@@ -1,0 +1,53 @@
+/// The breaker the session machine holds (see ``SessionMachine/breaker``). A value of its own, like
+/// ``SessionLineage`` and ``RejectedRefreshTokens``: the machine's transitions consult and update it.
+extension SessionMachine {
+    /// Rate control: backoff after transient failures, `Retry-After`, and the breaker's window of attempts.
+    struct Breaker: Sendable {
+        /// When recent attempts started, by the injected clock.
+        private(set) var attemptTimes: [Duration] = []
+        /// No attempt before this instant of the injected clock.
+        private(set) var retryNotBefore: Duration?
+        private(set) var lastTransientError: TokenRefreshError?
+        private(set) var consecutiveTransientFailures = 0
+
+        /// The error that holds a new attempt back at `elapsed`, if any (pruning attempts out of the window).
+        mutating func blocked(at elapsed: Duration, maximum: Int, window: Duration) -> TokenRefreshError? {
+            if let retryNotBefore, elapsed < retryNotBefore {
+                return (lastTransientError ?? .transient).with(retryAfter: retryNotBefore - elapsed)
+            }
+            attemptTimes.removeAll { elapsed - $0 >= window }
+            if attemptTimes.count >= maximum, let oldest = attemptTimes.first {
+                return TokenRefreshError.rateLimited.with(retryAfter: oldest + window - elapsed)
+            }
+            return nil
+        }
+
+        mutating func recordAttempt(at elapsed: Duration) { attemptTimes.append(elapsed) }
+
+        mutating func recordSuccess() {
+            consecutiveTransientFailures = 0
+            clearBackoff()
+        }
+
+        /// A transient failure: returns the delay before the next attempt (`Retry-After` or jittered backoff).
+        mutating func recordTransientFailure(
+            _ failure: TokenRefreshError, backoff: TokenRefreshClient.Backoff, random: Double
+        ) -> Duration {
+            let delay = failure.retryAfter ?? backoff.delay(attempt: consecutiveTransientFailures, random: random)
+            consecutiveTransientFailures += 1
+            return delay
+        }
+
+        /// No retry now: hold attempts back until `until`.
+        mutating func holdBack(until: Duration, after failure: TokenRefreshError) {
+            retryNotBefore = until
+            lastTransientError = failure
+        }
+
+        /// Forgets the backoff (the network is back, or a refresh succeeded).
+        mutating func clearBackoff() {
+            retryNotBefore = nil
+            lastTransientError = nil
+        }
+    }
+}
