@@ -191,7 +191,6 @@ func run() async throws {
     var stateReads: [Double] = []
     var firstElements: [Double] = []
     var bareStreams: [Double] = []
-    var asyncReads: [Double] = []
     for _ in 0..<7 {
         statePlains.append(
             Harness.nanosecondsPerOperation(samples: 5, iterations: 500_000) { blackHole(stateMutex.withLock { $0 }) })
@@ -201,10 +200,6 @@ func run() async throws {
             await Harness.nanosecondsPerOperation(samples: 5, iterations: 20_000) {
                 var iterator = client.states().makeAsyncIterator()
                 blackHole(await iterator.next())
-            })
-        asyncReads.append(
-            await Harness.nanosecondsPerOperation(samples: 5, iterations: 500_000) { () async in
-                blackHole(stateMutex.withLock { $0 })
             })
         bareStreams.append(
             await Harness.nanosecondsPerOperation(samples: 5, iterations: 20_000) {
@@ -224,11 +219,6 @@ func run() async throws {
         "first element of states() vs Mutex read",
         "\(Harness.format(Harness.median(firstElements))) vs \(Harness.format(Harness.median(statePlains))) = "
             + String(format: "%.2fx", firstRatio), target: "<= 2x", passed: firstRatio <= 2)
-    let asyncRatio = Harness.median(zip(asyncReads, statePlains).map { $0 / $1 })
-    print(
-        "      (diagnostic: the same Mutex read in an async closure, as the harness calls the states() loop, costs "
-            + "\(Harness.format(Harness.median(asyncReads))) = " + String(format: "%.2fx", asyncRatio)
-            + " of the read)")
     let overBare = Harness.median(zip(firstElements, bareStreams).map { $0 / $1 })
     print(
         "      (diagnostic: a bare AsyncStream made, fed and read once costs "
