@@ -110,7 +110,8 @@ import TokenKitTesting
         log.task.cancel()
     }
 
-    @Test func everyChangeBetweenTheFirstStateAndTheNextReadArrivesInOrder() async throws {
+    // A lost state would leave the reader waiting: the limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1))) func everyChangeBetweenTheFirstStateAndTheNextReadArrivesInOrder() async throws {
         let rig = try await Rig.make(expired: false)
         var states = rig.client.states().makeAsyncIterator()
         #expect(await states.next() == .loading)
@@ -129,7 +130,8 @@ import TokenKitTesting
         #expect(next == .signedIn(userID: "user-2"))
     }
 
-    @Test func changesMadeBeforeTheFirstReadArriveAfterTheStateThatWasCurrentAtTheCall() async throws {
+    // A lost state would leave the reader waiting: the limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1))) func changesMadeBeforeTheFirstReadArriveAfterTheStateThatWasCurrentAtTheCall() async throws {
         let rig = try await Rig.make(expired: false)
         let sequence = rig.client.states()
         #expect(await rig.client.restoreSession() == .signedIn(userID: "user-1"))
@@ -142,7 +144,8 @@ import TokenKitTesting
         #expect(await again.next() == .signedIn(userID: "user-1"))
     }
 
-    @Test func theStatesEndWhenTheClientGoesAwayAfterDeliveringWhatWasSent() async throws {
+    // A lost state would leave the reader waiting: the limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1))) func theStatesEndWhenTheClientGoesAwayAfterDeliveringWhatWasSent() async throws {
         var client: TokenRefreshClient? = sdkClient().0
         var states = try #require(client).states().makeAsyncIterator()
         #expect(await states.next() == .loading)
@@ -152,7 +155,8 @@ import TokenKitTesting
         #expect(await states.next() == nil)
     }
 
-    @Test func aReaderWaitingForAChangeEndsWhenTheClientGoesAway() async throws {
+    // A lost state would leave the reader waiting: the limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1))) func aReaderWaitingForAChangeEndsWhenTheClientGoesAway() async throws {
         var client: TokenRefreshClient? = sdkClient().0
         var states = try #require(client).states().makeAsyncIterator()
         #expect(await states.next() == .loading)
@@ -164,7 +168,8 @@ import TokenKitTesting
         #expect(await reader.value == nil)
     }
 
-    @Test func aCancelledReaderEndsAndUnsubscribes() async throws {
+    // A lost state would leave the reader waiting: the limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1))) func aCancelledReaderEndsAndUnsubscribes() async throws {
         let rig = try await Rig.make(expired: false)
         let sequence = rig.client.states()
         let reader = Task {

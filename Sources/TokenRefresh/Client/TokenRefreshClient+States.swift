@@ -42,7 +42,11 @@ extension TokenRefreshClient {
     ///
     /// - Returns: The states; the changes that reach a slow reader are the newest 64.
     public nonisolated func states() -> AuthStateSequence {
-        // The first element is the state now; the stream for the changes is made at the second `next()`.
+        // The first element is the state now; the stream for the changes is made at the second `next()`. Where
+        // atomics allow, the state and its count are read without the subscribers' lock once they keep recent states.
+        if publishedState.isWatched, let (state, count) = publishedState.sentState {
+            return AuthStateSequence(subscribers: stateSubscribers, first: state, version: count)
+        }
         let (state, version) = stateSubscribers.withLock { subscribers in
             if !subscribers.isWatched {
                 subscribers.isWatched = true
@@ -50,6 +54,7 @@ extension TokenRefreshClient {
             }
             return (subscribers.last, subscribers.sent)
         }
+        publishedState.markWatched()
         return AuthStateSequence(subscribers: stateSubscribers, first: state, version: version)
     }
 
@@ -85,6 +90,7 @@ extension TokenRefreshClient {
             guard subscribers.last != state else { return }
             subscribers.last = state
             subscribers.sent += 1
+            publishedState.noteSent(state, count: subscribers.sent)
             if subscribers.isWatched {
                 if subscribers.recent.count == 64 { subscribers.recent.removeFirst() }
                 subscribers.recent.append(state)

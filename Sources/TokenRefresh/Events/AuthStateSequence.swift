@@ -15,7 +15,15 @@ public struct AuthStateSequence: AsyncSequence, AsyncIteratorProtocol, Sendable 
     /// How many states the client had sent when `states()` was called.
     private let version: UInt64
     /// The changes, from the second element on (`nil` before).
-    private var changes: AsyncStream<AuthState>?
+    private var changes: Changes?
+
+    /// The stream of changes, in a class of this module: a field of the standard library's `AsyncStream` (a type
+    /// whose layout other modules do not see) made every copy and destruction of the sequence go through its
+    /// value witnesses, a third of the first element's cost.
+    private final class Changes: Sendable {
+        let stream: AsyncStream<AuthState>
+        init(_ stream: AsyncStream<AuthState>) { self.stream = stream }
+    }
 
     init(subscribers: LockedValue<TokenRefreshClient.StateSubscribers>, first: AuthState, version: UInt64) {
         self.subscribers = subscribers
@@ -38,8 +46,8 @@ public struct AuthStateSequence: AsyncSequence, AsyncIteratorProtocol, Sendable 
 
     /// The next change: the first call subscribes (the states sent since `states()` first, then every change).
     @usableFromInline nonisolated(nonsending) mutating func nextChange() async -> AuthState? {
-        if changes == nil { changes = TokenRefreshClient.stateChanges(of: subscribers, after: version) }
-        var iterator = changes.unsafelyUnwrapped.makeAsyncIterator()
+        if changes == nil { changes = Changes(TokenRefreshClient.stateChanges(of: subscribers, after: version)) }
+        var iterator = changes.unsafelyUnwrapped.stream.makeAsyncIterator()
         return await iterator.next()
     }
 }
