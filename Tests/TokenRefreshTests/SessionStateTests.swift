@@ -131,7 +131,9 @@ import TokenKitTesting
     }
 
     // A lost state would leave the reader waiting: the limit turns that into a failure.
-    @Test(.timeLimit(.minutes(1))) func changesMadeBeforeTheFirstReadArriveAfterTheStateThatWasCurrentAtTheCall() async throws {
+    @Test(.timeLimit(.minutes(1))) func changesMadeBeforeTheFirstReadArriveAfterTheStateThatWasCurrentAtTheCall()
+        async throws
+    {
         let rig = try await Rig.make(expired: false)
         let sequence = rig.client.states()
         #expect(await rig.client.restoreSession() == .signedIn(userID: "user-1"))
