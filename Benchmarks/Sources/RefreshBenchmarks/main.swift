@@ -268,7 +268,7 @@ func run() async throws {
 }
 
 /// `--loop <states|mutex> <count>`: only the first element of a new `states()` sequence (or the `Mutex` read it is
-/// measured against), `count` times, for an instruction count under callgrind (`Benchmarks/callgrind states`).
+/// measured against), `count` times, for `perf record -g` (valgrind 3.19 cannot run this executable).
 func loop(_ kind: String, _ count: Int) async {
     let client = TokenRefreshClient(strategy: ClosureRefreshStrategy { _ in TokenResponse(accessToken: "unused") })
     try! await client.signIn(with: fresh)
