@@ -56,7 +56,9 @@ final class PublishedState: @unchecked Sendable {
             while true {
                 let before = sequence.load(ordering: .acquiring)
                 guard before & 1 == 0 else { continue }
-                let address = sentBox.load(ordering: .relaxed)
+                // Acquiring (free on x86): the box's contents happen before, also for the thread sanitizer, which does
+                // not model fences.
+                let address = sentBox.load(ordering: .acquiring)
                 let count = sentCount.load(ordering: .relaxed)
                 atomicMemoryFence(ordering: .acquiring)
                 guard sequence.load(ordering: .relaxed) == before else { continue }
@@ -74,7 +76,7 @@ final class PublishedState: @unchecked Sendable {
             let before = sequence.load(ordering: .relaxed)
             sequence.store(before &+ 1, ordering: .relaxed)
             atomicMemoryFence(ordering: .releasing)
-            sentBox.store(address, ordering: .relaxed)
+            sentBox.store(address, ordering: .releasing)
             sentCount.store(count, ordering: .relaxed)
             sequence.store(before &+ 2, ordering: .releasing)
         }
