@@ -59,13 +59,7 @@ public struct JWT: Sendable, Hashable {
     private init(bytes: UnsafeBufferPointer<UInt8>) throws(AuthTokenError) {
         let segments = try Segments(bytes)
         header = JWTHeader(members: try Self.decodeHeader(segments.header))
-        guard let payload = Base64URLCodec.decode(segments.payload) else {
-            throw .malformedJWT(.payload, .invalidBase64URL)
-        }
-        let members = try payload.withUnsafeBufferPointer { bytes throws(AuthTokenError) in
-            try Self.parseObject(bytes, part: .payload)
-        }
-        claims = JWTClaims(members: members, payload: payload)
+        claims = try Self.decodeClaims(segments.payload)
         hasEmptySignature = segments.signature.isEmpty
         guard Base64URLCodec.isValid(segments.signature) else {
             let hasMoreSegments = segments.signature.contains(UInt8(ascii: "."))
@@ -111,6 +105,19 @@ public struct JWT: Sendable, Hashable {
         return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer throws(AuthTokenError) in
             guard Base64URLCodec.decode(segment, into: buffer) else { throw .malformedJWT(.header, .invalidBase64URL) }
             return try parseObject(UnsafeBufferPointer(buffer), part: .header)
+        }
+    }
+
+    /// Decodes and parses the payload segment. It is decoded into a temporary buffer and the claims keep a copy:
+    /// `[UInt8](unsafeUninitializedCapacity:)` reaches a standard-library function that looks the array type's
+    /// generic metadata up in the runtime on every call (about 500 instructions), while copying a buffer into a new
+    /// array does not.
+    private static func decodeClaims(_ segment: UnsafeBufferPointer<UInt8>) throws(AuthTokenError) -> JWTClaims {
+        guard let count = Base64URLCodec.decodedCount(segment) else { throw .malformedJWT(.payload, .invalidBase64URL) }
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer throws(AuthTokenError) in
+            guard Base64URLCodec.decode(segment, into: buffer) else { throw .malformedJWT(.payload, .invalidBase64URL) }
+            let payload = UnsafeBufferPointer(buffer)
+            return JWTClaims(members: try parseObject(payload, part: .payload), payload: Array(payload))
         }
     }
 

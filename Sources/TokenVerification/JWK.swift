@@ -166,8 +166,11 @@ public struct JWK: Sendable {
     }
 
     /// Checks `signature` over `input` (the signing input, read in place); `false` for any mismatch or malformed
-    /// signature, never a trap.
-    func isValidSignature(_ signature: [UInt8], for input: UnsafeRawBufferPointer, algorithm: JWSAlgorithm) -> Bool {
+    /// signature, never a trap. `inputSHA256`, when given, is the SHA-256 of `input`, already computed.
+    func isValidSignature(
+        _ signature: [UInt8], for input: UnsafeRawBufferPointer, algorithm: JWSAlgorithm,
+        inputSHA256: SHA256Digest? = nil
+    ) -> Bool {
         guard canVerify(algorithm) else { return false }
         switch material {
         case .rsa(let key):
@@ -175,7 +178,8 @@ public struct JWK: Sendable {
             let padding: _RSA.Signing.Padding = algorithm.family == .rsaPSS ? .PSS : .insecurePKCS1v1_5
             switch algorithm.hash {
             case .sha256:
-                return key.isValidSignature(rsaSignature, for: SHA256.hash(data: input), padding: padding)
+                return key.isValidSignature(
+                    rsaSignature, for: inputSHA256 ?? SHA256.hash(data: input), padding: padding)
             case .sha384:
                 return key.isValidSignature(rsaSignature, for: SHA384.hash(data: input), padding: padding)
             case .sha512:
@@ -183,7 +187,7 @@ public struct JWK: Sendable {
             }
         case .p256(let key):
             guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
-            return key.isValidSignature(ecdsa, for: SHA256.hash(data: input))
+            return key.isValidSignature(ecdsa, for: inputSHA256 ?? SHA256.hash(data: input))
         case .p384(let key):
             guard let ecdsa = try? P384.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
             return key.isValidSignature(ecdsa, for: SHA384.hash(data: input))

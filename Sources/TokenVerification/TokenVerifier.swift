@@ -251,9 +251,11 @@ public struct TokenVerifier: Sendable {
         guard token.utf8.count <= configuration.maximumTokenLength else { throw .tokenTooLong }
         let now = now()
         var digest: SHA256Digest?
+        var signingInput: (count: Int, hash: SHA256)?
         if let cache {
-            let tokenDigest = token.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
+            let (tokenDigest, signingInputDigest) = token.withUTF8 { Self.digests(of: $0) }
             digest = tokenDigest
+            signingInput = signingInputDigest
             if let entry = cache.entry(for: tokenDigest) {
                 if entry.key.map(keySource.isPublished) ?? true {
                     // Every check but the clock's gave its answer when the entry was made, under these rules.
@@ -307,9 +309,13 @@ public struct TokenVerifier: Sendable {
             if case .symmetric(let secret) = key.material, secret.bitCount < jws.signature.count * 8 {
                 throw .weakKey
             }
+            // The SHA-256 of the signing input, when the cache key's hashing already computed it over these bytes.
+            let inputSHA256 = signingInput.flatMap {
+                $0.count == jws.signingInputCount && algorithm.hash == .sha256 ? $0.hash.finalize() : nil
+            }
             let valid = token.withUTF8 { bytes in
                 let input = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[..<jws.signingInputCount])
-                return key.isValidSignature(jws.signature, for: input, algorithm: algorithm)
+                return key.isValidSignature(jws.signature, for: input, algorithm: algorithm, inputSHA256: inputSHA256)
             }
             guard valid else { throw .invalidSignature }
             verifyingKey = key
@@ -318,5 +324,33 @@ public struct TokenVerifier: Sendable {
         let claims = VerifiedClaims(members: jws.claims, payload: jws.payload, algorithm: algorithm, keyID: keyID)
         if let cache, let digest { cache.insert(.init(claims: claims, key: verifyingKey, times: times), for: digest) }
         return (claims, cache == nil ? nil : false)
+    }
+    /// The SHA-256 of the whole token (the cache's key) and, when the token has two dots, its signing input's
+    /// length (everything before the second dot) and a hash of it not yet finalized: one pass over the signing input
+    /// serves both, where hashing the token and then the signing input for the signature check read it twice (about
+    /// 7,000 instructions of an RS256 cache miss). A cache hit never finalizes the second.
+    ///
+    /// - Parameter token: The token's bytes.
+    /// - Returns: The token's digest, and the signing input's length and running hash.
+    static func digests(
+        of token: UnsafeBufferPointer<UInt8>
+    ) -> (token: SHA256Digest, signingInput: (count: Int, hash: SHA256)?) {
+        let bytes = UnsafeRawBufferPointer(token)
+        guard let first = dot(in: bytes, from: 0), let second = dot(in: bytes, from: first + 1) else {
+            return (SHA256.hash(data: bytes), nil)
+        }
+        var signingInput = SHA256()
+        signingInput.update(bufferPointer: UnsafeRawBufferPointer(rebasing: bytes[..<second]))
+        var whole = signingInput
+        whole.update(bufferPointer: UnsafeRawBufferPointer(rebasing: bytes[second...]))
+        return (whole.finalize(), (second, signingInput))
+    }
+
+    /// The index of the first `.` at or after `start`, found by `memchr`.
+    private static func dot(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        guard let base = bytes.baseAddress, start < bytes.count,
+            let found = memchr(base + start, Int32(UInt8(ascii: ".")), bytes.count - start)
+        else { return nil }
+        return UnsafeRawPointer(found) - base
     }
 }

@@ -17,7 +17,7 @@ import TokenKitTesting
         let states = Locked<[AuthState]>([])
         let task: Task<Void, Never>
 
-        init(_ stream: AsyncStream<AuthState>) {
+        init(_ stream: AuthStateSequence) {
             let states = self.states
             task = Task { for await state in stream { states.withLock { $0.append(state) } } }
         }
@@ -108,6 +108,82 @@ import TokenKitTesting
         var late = rig.client.states().makeAsyncIterator()
         #expect(await late.next() == .signedOut)
         log.task.cancel()
+    }
+
+    // A lost state would leave the reader waiting: the limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1))) func everyChangeBetweenTheFirstStateAndTheNextReadArrivesInOrder() async throws {
+        let rig = try await Rig.make(expired: false)
+        var states = rig.client.states().makeAsyncIterator()
+        #expect(await states.next() == .loading)
+        // The reader is busy with the first state while the session changes twice.
+        #expect(await rig.client.restoreSession() == .signedIn(userID: "user-1"))
+        try await rig.client.signOut()
+        #expect(await states.next() == .signedIn(userID: "user-1"))
+        #expect(await states.next() == .signedOut)
+        // A change after the reader caught up arrives too.
+        let second = AuthToken(
+            accessToken: "second-access-token", refreshToken: "second-refresh-token", receivedAt: rig.clock.date,
+            lifetime: 3600)
+        _ = try await rig.client.signIn(with: second, userID: "user-2")
+        var next = await states.next()
+        if next == .loading { next = await states.next() }
+        #expect(next == .signedIn(userID: "user-2"))
+    }
+
+    // A lost state would leave the reader waiting: the limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1))) func changesMadeBeforeTheFirstReadArriveAfterTheStateThatWasCurrentAtTheCall()
+        async throws
+    {
+        let rig = try await Rig.make(expired: false)
+        let sequence = rig.client.states()
+        #expect(await rig.client.restoreSession() == .signedIn(userID: "user-1"))
+        var states = sequence.makeAsyncIterator()
+        #expect(await states.next() == .loading)
+        #expect(await states.next() == .signedIn(userID: "user-1"))
+        // A second loop over the same value starts from the same first state, on its own.
+        var again = sequence.makeAsyncIterator()
+        #expect(await again.next() == .loading)
+        #expect(await again.next() == .signedIn(userID: "user-1"))
+    }
+
+    // A lost state would leave the reader waiting: the limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1))) func theStatesEndWhenTheClientGoesAwayAfterDeliveringWhatWasSent() async throws {
+        var client: TokenRefreshClient? = sdkClient().0
+        var states = try #require(client).states().makeAsyncIterator()
+        #expect(await states.next() == .loading)
+        #expect(await client?.restoreSession() == .signedOut)
+        client = nil
+        #expect(await states.next() == .signedOut)
+        #expect(await states.next() == nil)
+    }
+
+    // A lost state would leave the reader waiting: the limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1))) func aReaderWaitingForAChangeEndsWhenTheClientGoesAway() async throws {
+        var client: TokenRefreshClient? = sdkClient().0
+        var states = try #require(client).states().makeAsyncIterator()
+        #expect(await states.next() == .loading)
+        #expect(await client?.restoreSession() == .signedOut)
+        #expect(await states.next() == .signedOut)
+        let reader = Task { await states.next() }
+        while try #require(client).stateSubscribers.withLock({ $0.continuations.count }) == 0 { await Task.yield() }
+        client = nil
+        #expect(await reader.value == nil)
+    }
+
+    // A lost state would leave the reader waiting: the limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1))) func aCancelledReaderEndsAndUnsubscribes() async throws {
+        let rig = try await Rig.make(expired: false)
+        let sequence = rig.client.states()
+        let reader = Task {
+            var states = sequence.makeAsyncIterator()
+            var seen: [AuthState] = []
+            while let state = await states.next() { seen.append(state) }
+            return seen
+        }
+        while rig.client.stateSubscribers.withLock({ $0.continuations.count }) == 0 { await Task.yield() }
+        reader.cancel()
+        #expect(await reader.value == [.loading])
+        #expect(rig.client.stateSubscribers.withLock { $0.continuations.count } == 0)
     }
 
     @Test func aRestoredSessionPublishesItselfAndAnExpiredOneReadsExpired() async throws {

@@ -267,4 +267,25 @@ func run() async throws {
     }
 }
 
-try await Task.detached { try await run() }.value
+/// `--loop <states|mutex> <count>`: only the first element of a new `states()` sequence (or the `Mutex` read it is
+/// measured against), `count` times, for `perf record -g` (valgrind 3.19 cannot run this executable).
+func loop(_ kind: String, _ count: Int) async {
+    let client = TokenRefreshClient(strategy: ClosureRefreshStrategy { _ in TokenResponse(accessToken: "unused") })
+    try! await client.signIn(with: fresh)
+    let stateMutex = Mutex<AuthState>(.signedIn(userID: "user-1"))
+    for _ in 0..<count {
+        if kind == "states" {
+            var iterator = client.states().makeAsyncIterator()
+            blackHole(await iterator.next())
+        } else {
+            blackHole(stateMutex.withLock { $0 })
+        }
+    }
+}
+
+let arguments = CommandLine.arguments
+if arguments.count == 4, arguments[1] == "--loop", let count = Int(arguments[3]) {
+    await Task.detached { await loop(arguments[2], count) }.value
+} else {
+    try await Task.detached { try await run() }.value
+}

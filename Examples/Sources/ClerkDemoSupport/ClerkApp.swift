@@ -48,7 +48,7 @@ public final class ClerkApp: Sendable {
     }
 
     /// The state now, then every change (CommuteTimely's `authStatePublisher.values`).
-    public func states() -> AsyncStream<AuthState> { auth.states() }
+    public func states() -> AuthStateSequence { auth.states() }
 
     /// At launch, and whenever the SDK reports a change: asks the SDK for a token (Clerk's `load()` then
     /// `getToken()`) and publishes what it found.

@@ -11,9 +11,9 @@ public final class StateLog: Sendable {
     /// Starts the loop.
     ///
     /// - Parameters:
-    ///   - states: The stream.
+    ///   - states: The states.
     ///   - report: Where to print (or `nil`).
-    public init(_ states: AsyncStream<AuthState>, report: DemoReport?) {
+    public init(_ states: AuthStateSequence, report: DemoReport?) {
         let seen = Recorder<AuthState>()
         self.seen = seen
         task = Task {

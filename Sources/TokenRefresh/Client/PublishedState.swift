@@ -11,8 +11,9 @@
 /// `expired` for each user it has signed in), chained from the newest, so it holds no table. Elsewhere it is a
 /// ``LockedValue``.
 ///
-/// `@unchecked Sendable`: `newest` is read and written only by ``publish(_:)``, which only the client's actor
-/// calls (from its `machine` observer); readers touch only the atomic value and immutable boxes.
+/// `@unchecked Sendable`: `newest` is read and written only by ``publish(_:)`` and ``noteSent(_:count:)``, which
+/// only the client's actor calls (from its `machine` observer); readers touch only the atomic values and immutable
+/// boxes.
 final class PublishedState: @unchecked Sendable {
     #if os(Linux) || os(Android)
         private final class Box: Sendable {
@@ -35,10 +36,56 @@ final class PublishedState: @unchecked Sendable {
         /// This client's newest box of its own (`nil`: it published only shared ones).
         private var newest: Box?
 
+        /// The last state sent to the ``TokenRefreshClient/states()`` subscribers and how many were sent, for
+        /// ``sentState``: a sequence lock (`sequence` is odd while they change) over the box's address and the count.
+        private let sequence = Atomic<UInt64>(0)
+        private let sentBox: Atomic<UInt>
+        private let sentCount = Atomic<UInt64>(0)
+        /// Whether ``TokenRefreshClient/states()`` has been called (the subscribers keep recent states from then on).
+        private let watched = Atomic<Bool>(false)
+
         init(_ state: AuthState) {
             current = Atomic(0)
+            sentBox = Atomic(UInt(bitPattern: Unmanaged.passUnretained(Box.loading).toOpaque()))
             publish(state)
         }
+
+        /// The last state sent to the ``TokenRefreshClient/states()`` subscribers and how many were sent, read
+        /// without a lock; `nil` where atomics are not available.
+        var sentState: (state: AuthState, count: UInt64)? {
+            while true {
+                let before = sequence.load(ordering: .acquiring)
+                guard before & 1 == 0 else { continue }
+                // Acquiring (free on x86): the box's contents happen before, also for the thread sanitizer, which does
+                // not model fences.
+                let address = sentBox.load(ordering: .acquiring)
+                let count = sentCount.load(ordering: .relaxed)
+                atomicMemoryFence(ordering: .acquiring)
+                guard sequence.load(ordering: .relaxed) == before else { continue }
+                // The box is a shared one or in this object's chain, which lives as long as this object (so it is
+                // read without a retain).
+                let box = Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: address)!)
+                return (box._withUnsafeGuaranteedRef { $0.state }, count)
+            }
+        }
+
+        /// Records the `count`-th state sent to the subscribers. Only the client's actor calls this, under the
+        /// subscribers' lock.
+        func noteSent(_ state: AuthState, count: UInt64) {
+            let address = UInt(bitPattern: Unmanaged.passUnretained(box(for: state)).toOpaque())
+            let before = sequence.load(ordering: .relaxed)
+            sequence.store(before &+ 1, ordering: .relaxed)
+            atomicMemoryFence(ordering: .releasing)
+            sentBox.store(address, ordering: .releasing)
+            sentCount.store(count, ordering: .relaxed)
+            sequence.store(before &+ 2, ordering: .releasing)
+        }
+
+        /// Whether ``markWatched()`` was called.
+        var isWatched: Bool { watched.load(ordering: .acquiring) }
+
+        /// Records that ``TokenRefreshClient/states()`` has been called, after the subscribers were told so.
+        func markWatched() { watched.store(true, ordering: .releasing) }
 
         /// The state last published.
         var state: AuthState {
@@ -60,18 +107,24 @@ final class PublishedState: @unchecked Sendable {
 
         /// Publishes `state`. Only the client's actor calls this.
         func publish(_ state: AuthState) {
-            let box: Box
+            current.store(UInt(bitPattern: Unmanaged.passUnretained(box(for: state)).toOpaque()), ordering: .releasing)
+        }
+
+        /// The box of `state`: a shared one, or this client's, made the first time. Only the client's actor calls
+        /// this.
+        private func box(for state: AuthState) -> Box {
             switch state {
-            case .loading: box = .loading
-            case .unavailable: box = .unavailable
-            case .signedOut: box = .signedOut
+            case .loading: return .loading
+            case .unavailable: return .unavailable
+            case .signedOut: return .signedOut
             case .signedIn, .expired:
                 var made = newest
                 while let candidate = made, candidate.state != state { made = candidate.older }
-                box = made ?? Box(state, older: newest)
-                if made == nil { newest = box }
+                if let made { return made }
+                let box = Box(state, older: newest)
+                newest = box
+                return box
             }
-            current.store(UInt(bitPattern: Unmanaged.passUnretained(box).toOpaque()), ordering: .releasing)
         }
     #else
         private let value: LockedValue<AuthState>
@@ -83,5 +136,17 @@ final class PublishedState: @unchecked Sendable {
 
         /// Publishes `state`.
         func publish(_ state: AuthState) { value.withLock { $0 = state } }
+
+        /// `nil`: without atomics the subscribers' lock is read instead.
+        var sentState: (state: AuthState, count: UInt64)? { nil }
+
+        /// Nothing to record without atomics.
+        func noteSent(_ state: AuthState, count: UInt64) {}
+
+        /// `false`: without atomics the subscribers' lock is read instead.
+        var isWatched: Bool { false }
+
+        /// Nothing to record without atomics.
+        func markWatched() {}
     #endif
 }

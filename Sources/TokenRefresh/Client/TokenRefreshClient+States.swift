@@ -6,8 +6,21 @@ extension TokenRefreshClient {
     /// subscriber's first element and every later change arrive in order, each once.
     struct StateSubscribers: Sendable {
         var last: AuthState = .loading
+        /// How many states were sent: `last` is the `sent`-th.
+        var sent: UInt64 = 0
+        /// The newest states sent (at most 64, ending with `last`), kept once ``states()`` has been called, for the
+        /// sequences that have not subscribed yet (see ``AuthStateSequence``).
+        var recent: [AuthState] = []
+        /// The client, once ``states()`` has been called (weak: it owns these subscribers).
+        weak var client: TokenRefreshClient?
+        var isWatched = false
         var next: UInt64 = 0
         var continuations: [UInt64: AsyncStream<AuthState>.Continuation] = [:]
+
+        /// The states kept that were sent after the `version`-th.
+        func sent(after version: UInt64) -> ArraySlice<AuthState> {
+            recent.suffix(Int(min(sent - version, UInt64(recent.count))))
+        }
     }
 
     /// The session state now, then every change, for a UI loop:
@@ -24,22 +37,51 @@ extension TokenRefreshClient {
     /// }
     /// ```
     ///
-    /// Each call returns its own stream; the first element is the current state, and equal consecutive states
-    /// are sent once. The stream ends when the client goes away. Use ``events()`` for what happened and why.
+    /// Each call returns its own sequence; the first element is the current state, and equal consecutive states
+    /// are sent once. The sequence ends when the client goes away. Use ``events()`` for what happened and why.
     ///
-    /// - Returns: The stream; it buffers the newest 64 states for a slow reader.
-    public nonisolated func states() -> AsyncStream<AuthState> {
+    /// - Returns: The states; the changes that reach a slow reader are the newest 64.
+    public nonisolated func states() -> AuthStateSequence {
+        // The first element is the state now; the stream for the changes is made at the second `next()`. Where
+        // atomics allow, the state and its count are read without the subscribers' lock once they keep recent states.
+        if publishedState.isWatched, let (state, count) = publishedState.sentState {
+            return AuthStateSequence(subscribers: stateSubscribers, first: state, version: count)
+        }
+        let (state, version) = stateSubscribers.withLock { subscribers in
+            if !subscribers.isWatched {
+                subscribers.isWatched = true
+                subscribers.client = self
+            }
+            return (subscribers.last, subscribers.sent)
+        }
+        publishedState.markWatched()
+        return AuthStateSequence(subscribers: stateSubscribers, first: state, version: version)
+    }
+
+    /// A stream of the states sent after the `version`-th (the newest 64 of those already sent first), then of
+    /// every change, until the client goes away.
+    nonisolated static func stateChanges(
+        of stateSubscribers: LockedValue<StateSubscribers>, after version: UInt64
+    ) -> AsyncStream<AuthState> {
+        // Held strongly until the subscription is made, outside the lock: the client's deinit takes the lock.
+        let client = stateSubscribers.withLock { $0.client }
         let (stream, continuation) = AsyncStream.makeStream(of: AuthState.self, bufferingPolicy: .bufferingNewest(64))
-        let id = stateSubscribers.withLock { subscribers in
+        let id: UInt64? = stateSubscribers.withLock { subscribers in
+            let missed = subscribers.sent(after: version)
+            for state in missed { continuation.yield(state) }
+            guard client != nil else { return nil }  // gone: its deinit ended every stream, or is ending them
             subscribers.next += 1
             subscribers.continuations[subscribers.next] = continuation
-            continuation.yield(subscribers.last)
             return subscribers.next
         }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.stateSubscribers.withLock { $0.continuations.removeValue(forKey: id) }
+        guard let id else {
+            continuation.finish()
+            return stream
         }
-        return stream
+        continuation.onTermination = { [weak stateSubscribers] _ in
+            _ = stateSubscribers?.withLock { $0.continuations.removeValue(forKey: id) }
+        }
+        return withExtendedLifetime(client) { stream }
     }
 
     /// Sends `state` to the ``states()`` subscribers if it differs from the last one sent.
@@ -47,6 +89,12 @@ extension TokenRefreshClient {
         stateSubscribers.withLock { subscribers in
             guard subscribers.last != state else { return }
             subscribers.last = state
+            subscribers.sent += 1
+            publishedState.noteSent(state, count: subscribers.sent)
+            if subscribers.isWatched {
+                if subscribers.recent.count == 64 { subscribers.recent.removeFirst() }
+                subscribers.recent.append(state)
+            }
             for continuation in subscribers.continuations.values { continuation.yield(state) }
         }
     }
