@@ -35,8 +35,13 @@ let package = Package(
     ],
     dependencies: [
         // The library by path, with its server adapters' traits on (the diet backend, the replica worker and the
-        // transport benchmark use them), and Vapor's (the diet backend's Vapor variant).
-        .package(name: "TokenKit", path: "..", traits: ["ServerAdapters", "VaporMiddleware"]),
+        // transport benchmark use them), Vapor's (the diet backend's Vapor variant), and the lifecycle and tracing
+        // traits: every server trait, as CI's one debug tree builds TokenKit itself, so the Examples reuse its
+        // compile of TokenKit instead of compiling it again with other flags.
+        .package(
+            name: "TokenKit", path: "..",
+            traits: ["ServerAdapters", "VaporMiddleware", "LifecycleServices", "DistributedTracing"]
+        ),
         // Hummingbird's default traits, as TokenKit's manifest names it: one set of traits in the graph.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
