@@ -26,6 +26,11 @@ let vapor = TargetDependencyCondition.when(traits: ["VaporMiddleware"])
 let lifecycle = TargetDependencyCondition.when(traits: ["LifecycleServices"])
 let tracing = TargetDependencyCondition.when(traits: ["DistributedTracing"])
 
+/// The default traits: none, unless TOKENKIT_DEFAULT_TRAITS names some (CI's one debug tree; see `traits`).
+let ciDefaultTraits = Set(
+    (Context.environment["TOKENKIT_DEFAULT_TRAITS"] ?? "").split(separator: ",").map { String($0) }
+)
+
 let package = Package(
     name: "TokenKit",
     // What `Clock` and `Duration` need. Locks are AuthToken's LockedValue (OSAllocatedUnfairLock on Apple
@@ -95,7 +100,10 @@ let package = Package(
             description:
                 "TokenVerification records spans (verification, JWKS refresh linked to its waiters) through swift-distributed-tracing."
         ),
-        .default(enabledTraits: []),
+        // No trait is on by default. CI names every server trait in TOKENKIT_DEFAULT_TRAITS (comma-separated) so
+        // that one debug tree serves the README's `swift test`, the adapters' suites, the docs and the Examples
+        // package (which names the same traits): the core compiles once there, not once per trait set.
+        .default(enabledTraits: ciDefaultTraits),
     ],
     dependencies: [
         // `FoundationURL`: `HTTPRequest(url:)`, which keeps a URL's path and query as written (the umbrella offers it).

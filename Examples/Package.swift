@@ -20,6 +20,13 @@ let appDependencies: [Target.Dependency] = [
     .product(name: "ArgumentParser", package: "swift-argument-parser"),
 ]
 
+/// TokenKit's traits: every server trait. In CI, whose one debug tree builds TokenKit with its default traits set to
+/// every server trait (TOKENKIT_DEFAULT_TRAITS), TokenKit's defaults: the same set reached the same way, so SwiftPM
+/// passes the same flags in the same order and this package reuses that tree's compile of TokenKit.
+let tokenKitTraits: Set<Package.Dependency.Trait> =
+    Context.environment["TOKENKIT_DEFAULT_TRAITS"] == nil
+    ? ["ServerAdapters", "VaporMiddleware", "LifecycleServices", "DistributedTracing"] : [.defaults]
+
 let package = Package(
     name: "TokenKitExamples",
     // Hummingbird 2 needs macOS 14; `Mutex` (Synchronization) needs macOS 15.
@@ -35,8 +42,10 @@ let package = Package(
     ],
     dependencies: [
         // The library by path, with its server adapters' traits on (the diet backend, the replica worker and the
-        // transport benchmark use them), and Vapor's (the diet backend's Vapor variant).
-        .package(name: "TokenKit", path: "..", traits: ["ServerAdapters", "VaporMiddleware"]),
+        // transport benchmark use them), Vapor's (the diet backend's Vapor variant), and the lifecycle and tracing
+        // traits: every server trait, as CI's one debug tree builds TokenKit itself, so the Examples reuse its
+        // compile of TokenKit instead of compiling it again with other flags.
+        .package(name: "TokenKit", path: "..", traits: tokenKitTraits),
         // Hummingbird's default traits, as TokenKit's manifest names it: one set of traits in the graph.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
