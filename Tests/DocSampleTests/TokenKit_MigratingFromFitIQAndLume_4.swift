@@ -10,6 +10,6 @@ func docSample_TokenKit_MigratingFromFitIQAndLume_4() async throws {
     let networkClient = HTTPTransportNetworkClient(transport: URLSessionTransport())  // or the app's own client
     let strategy = JSONEndpointRefreshStrategy(
         baseURL: baseURL, apiKey: apiKey, transport: NetworkClientTransport(networkClient),
-        refreshTokenKey: JSONEndpointRefreshStrategy.snakeCaseRefreshTokenKey)
+        refreshTokenKey: "refresh_token")
     let tokenRefreshClient = TokenRefreshClient(strategy: strategy)
 }

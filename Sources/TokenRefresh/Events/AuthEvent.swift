@@ -188,21 +188,6 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
         AuthEvent(.storageUnavailable, error: error)
     }
 
-    /// Two events are equal when kind, user, reason, error and fingerprint are.
-    public static func == (lhs: AuthEvent, rhs: AuthEvent) -> Bool {
-        lhs.kind == rhs.kind && lhs.userID == rhs.userID && lhs.reason == rhs.reason && lhs.error == rhs.error
-            && lhs.tokenFingerprint == rhs.tokenFingerprint
-    }
-
-    /// Hashes what `==` compares.
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(kind)
-        hasher.combine(userID)
-        hasher.combine(reason)
-        hasher.combine(error)
-        hasher.combine(tokenFingerprint)
-    }
-
     /// `AuthEvent.<kind>` with reason, user, error and fingerprint; never token text.
     public var description: String {
         var parts: [String] = []

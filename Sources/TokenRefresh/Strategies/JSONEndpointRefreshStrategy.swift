@@ -8,8 +8,7 @@ public import NetworkRetry
 /// an `X-API-Key` header, answered with a token body in camelCase or snake_case keys, optionally wrapped in
 /// `data` (the seed decodes it with `.convertFromSnakeCase`, which accepts both).
 ///
-/// For a backend that wants `{"refresh_token": "..."}`, pass ``snakeCaseRefreshTokenKey`` as
-/// `refreshTokenKey`.
+/// For a backend that wants `{"refresh_token": "..."}`, pass `"refresh_token"` as `refreshTokenKey`.
 ///
 /// A 401 without an OAuth error code means the refresh token was rejected (the session is over); a 403
 /// means the API key is wrong (a configuration error, nothing is wiped).
@@ -31,7 +30,7 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
     /// `refreshToken`, the key the FitIQ and Lume backends read (the default).
     @usableFromInline package static let camelCaseRefreshTokenKey = "refreshToken"
     /// `refresh_token`, for backends that want snake_case request bodies.
-    public static let snakeCaseRefreshTokenKey = "refresh_token"
+    package static let snakeCaseRefreshTokenKey = "refresh_token"
 
     /// Creates the strategy.
     ///
