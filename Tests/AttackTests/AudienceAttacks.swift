@@ -163,12 +163,12 @@ import TokenRefresh
         // Another process with its own clients over the same store.
         let elsewhere = rig.moreClients()
         // The profile refresh is on the wire when the other process signs a new session in.
-        await rig.server.holdNextRequest()
+        await rig.server.requestHold.arm()
         let caller = Task { try await rig.profile.validToken() }
-        await rig.server.waitUntilHeld()
+        await rig.server.requestHold.waitUntilHeld()
         let pair = await rig.server.signIn(userID: "alice", resource: Self.billing)
         try await elsewhere["billing"]!.signIn(with: pair, userID: "alice")
-        await rig.server.release()
+        await rig.server.requestHold.release()
         // The profile answer lost to the newer session; the caller is never handed what the store now has for the
         // profile API (nothing): it fails, or gets a real profile token.
         if let token = try? await caller.value {
@@ -242,12 +242,12 @@ import TokenRefresh
     @Test func aReadStartedBeforeAnotherAPIsSignInNeverHandsOutTheReplacedSessionsToken() async throws {
         let rig = try await AudienceRig.make()
         let app = rig.moreClients()
-        await rig.store.holdNextLoad()
+        await rig.store.loadHold.arm()
         let caller = Task { try await app["billing"]!.validToken() }
-        await rig.store.waitUntilLoadHeld()
+        await rig.store.loadHold.waitUntilHeld()
         let bobsPair = await rig.server.signIn(userID: "bob", resource: Self.profile)
         try await app["profile"]!.signIn(with: bobsPair, userID: "bob")
-        await rig.store.releaseLoad()
+        await rig.store.loadHold.release()
         let token = try await caller.value
         #expect(token.claims?.subject == "bob", "the billing client answered with the replaced session's token")
         #expect(Self.audience(of: token) == [Self.billing])
@@ -261,11 +261,11 @@ import TokenRefresh
     @Test func aReadStartedBeforeAnotherAPIsSignOutNeverHandsOutTheSignedOutSessionsToken() async throws {
         let rig = try await AudienceRig.make()
         let app = rig.moreClients()
-        await rig.store.holdNextLoad()
+        await rig.store.loadHold.arm()
         let caller = Task { try await app["billing"]!.validToken() }
-        await rig.store.waitUntilLoadHeld()
+        await rig.store.loadHold.waitUntilHeld()
         try await app["profile"]!.signOut()
-        await rig.store.releaseLoad()
+        await rig.store.loadHold.release()
         await #expect(throws: TokenRefreshError.signedOut) { try await caller.value }
         #expect(app["billing"]!.currentToken == nil)
         #expect(app["billing"]!.currentState == .signedOut)
@@ -337,14 +337,14 @@ import TokenRefresh
         await extensionProcess.restoreSession()
         await appProcess.restoreSession()
         // The extension's refresh: the server has rotated Alice's pair, the answer is not back, the lock is held.
-        await wire.holdNextAnswer()
+        await wire.answerHold.arm()
         let refresh = Task { try await extensionProcess.validToken() }
-        await wire.waitUntilHeld()
+        await wire.answerHold.waitUntilHeld()
         let bobs = await server.issueSession(userID: "bob")
         if lockWaitEnds { await store.endNextLockWait() }
         let signIn = Task { try await appProcess.signIn(with: bobs, userID: "bob") }
         if !lockWaitEnds { await store.waitForLockWaiters(1) } else { _ = try await signIn.value }
-        await wire.release()
+        await wire.answerHold.release()
         _ = try await signIn.value
         // Alice's caller gets Alice's token or fails; never Bob's.
         if let answer = try? await refresh.value { #expect(answer.claims?.subject == "alice") }
@@ -441,36 +441,15 @@ private actor FailingStore: TokenStore {
     private var failures = 0
 
     private var removalFailures = 0
-    private var holdsNextLoad = false
-    private var heldLoad: CheckedContinuation<Void, Never>?
-    private var heldLoadWatcher: CheckedContinuation<Void, Never>?
+    /// Holds the next read after it has read the store, until the test releases it.
+    let loadHold = HoldPoint()
 
     func failNextSaves(_ count: Int) { failures = count }
     func failNextRemovals(_ count: Int) { removalFailures = count }
 
-    /// The next read reads the store, then waits for ``releaseLoad()`` before it answers.
-    func holdNextLoad() { holdsNextLoad = true }
-
-    func waitUntilLoadHeld() async {
-        if heldLoad != nil { return }
-        await withCheckedContinuation { heldLoadWatcher = $0 }
-    }
-
-    func releaseLoad() {
-        heldLoad?.resume()
-        heldLoad = nil
-    }
-
     func load(account: String) async -> TokenStoreRead {
         let read = await base.load(account: account)
-        if holdsNextLoad {
-            holdsNextLoad = false
-            await withCheckedContinuation { continuation in
-                heldLoad = continuation
-                heldLoadWatcher?.resume()
-                heldLoadWatcher = nil
-            }
-        }
+        await loadHold.pass()
         return read
     }
 
@@ -505,9 +484,8 @@ private actor AudienceAttackServer: HTTPTransport {
     /// The family of every refresh token issued, current or rotated.
     private var familyOf: [String: Int] = [:]
     private var serial = 0
-    private var holdsNext = false
-    private var held: CheckedContinuation<Void, Never>?
-    private var heldWatcher: CheckedContinuation<Void, Never>?
+    /// Holds the next request on the wire, until the test releases it.
+    let requestHold = HoldPoint()
     private(set) var refreshes: [String: Int] = [:]
     private(set) var reuseDetections = 0
 
@@ -528,18 +506,6 @@ private actor AudienceAttackServer: HTTPTransport {
         return refreshToken != nil && refreshToken == newest.current && !newest.revoked
     }
 
-    func holdNextRequest() { holdsNext = true }
-
-    func waitUntilHeld() async {
-        if held != nil { return }
-        await withCheckedContinuation { heldWatcher = $0 }
-    }
-
-    func release() {
-        held?.resume()
-        held = nil
-    }
-
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         let body = body ?? Data()
         TestSecrets.shared.registerCredentials(inRequestBody: body, origin: "AudienceAttackServer request")
@@ -549,14 +515,7 @@ private actor AudienceAttackServer: HTTPTransport {
             guard parts.count == 2, let name = parts[0].removingPercentEncoding else { continue }
             form[name] = parts[1].removingPercentEncoding
         }
-        if holdsNext {
-            holdsNext = false
-            await withCheckedContinuation { continuation in
-                held = continuation
-                heldWatcher?.resume()
-                heldWatcher = nil
-            }
-        }
+        await requestHold.pass()
         guard form["grant_type"] == "refresh_token", let presented = form["refresh_token"] else {
             return answer(400, ["error": "unsupported_grant_type"])
         }
@@ -615,34 +574,14 @@ private actor AudienceAttackServer: HTTPTransport {
 /// rotated there) and before the client sees it.
 private actor AnswerHoldingTransport: HTTPTransport {
     let server: SimulatedTokenServer
-    private var holdsNext = false
-    private var held: CheckedContinuation<Void, Never>?
-    private var watcher: CheckedContinuation<Void, Never>?
+    /// Holds the next answer after the server gave it, until the test releases it.
+    let answerHold = HoldPoint()
 
     init(_ server: SimulatedTokenServer) { self.server = server }
 
-    func holdNextAnswer() { holdsNext = true }
-
-    func waitUntilHeld() async {
-        if held != nil { return }
-        await withCheckedContinuation { watcher = $0 }
-    }
-
-    func release() {
-        held?.resume()
-        held = nil
-    }
-
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         let answer = try await server.send(request, body: body)
-        if holdsNext {
-            holdsNext = false
-            await withCheckedContinuation { continuation in
-                held = continuation
-                watcher?.resume()
-                watcher = nil
-            }
-        }
+        await answerHold.pass()
         return answer
     }
 }
@@ -713,6 +652,40 @@ private actor LockingStore: TokenStore {
             locked = false
         } else {
             waiters.removeFirst().resume()  // the lock passes on, still held
+        }
+    }
+}
+
+/// One place where the next pass waits until the test releases it: arm it, wait until a pass is held there, act at that
+/// instant, release.
+private actor HoldPoint {
+    private var armed = false
+    private var held: CheckedContinuation<Void, Never>?
+    private var watcher: CheckedContinuation<Void, Never>?
+
+    /// The next ``pass()`` waits for ``release()``.
+    func arm() { armed = true }
+
+    /// Returns once a pass is held here.
+    func waitUntilHeld() async {
+        if held != nil { return }
+        await withCheckedContinuation { watcher = $0 }
+    }
+
+    /// Lets the held pass go on.
+    func release() {
+        held?.resume()
+        held = nil
+    }
+
+    /// Called where the hold applies: waits for ``release()`` when armed, else returns at once.
+    func pass() async {
+        guard armed else { return }
+        armed = false
+        await withCheckedContinuation { continuation in
+            held = continuation
+            watcher?.resume()
+            watcher = nil
         }
     }
 }
