@@ -1,6 +1,6 @@
 // Compiled only with the `AsyncHTTPClientTransport` package trait.
 #if AsyncHTTPClientTransport
-public import AsyncHTTPClient
+package import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -8,19 +8,25 @@ public import TokenVerification
 
 extension IntrospectionVerifier {
     /// A send through AsyncHTTPClient, the transport for a Linux backend: the same form and client authentication
-    /// as ``/TokenVerification/IntrospectionVerifier/urlSessionSend(configuration:)``, with the answer's body read
-    /// under a hard bound.
+    /// as ``/TokenVerification/IntrospectionVerifier/urlSessionSend(configuration:)``, over a client that never
+    /// follows a redirect, with the answer's body read under a hard bound.
     ///
     /// ```swift
-    /// let http = HTTPClient(eventLoopGroupProvider: .singleton,
-    ///                       configuration: .init(redirectConfiguration: .disallow))
     /// let introspection = IntrospectionVerifier(
     ///     configuration: .init(
     ///         endpoint: URL(string: "https://auth.example.com/o/introspect/")!,
     ///         clientAuthentication: .clientSecretBasic(id: "orders-api", secret: secretFromYourStore),
     ///         audience: .notChecked(reason: "the server binds no audience to its tokens")),
-    ///     send: IntrospectionVerifier.asyncHTTPClientSend(http))
+    ///     send: IntrospectionVerifier.asyncHTTPClientSend())
     /// ```
+    ///
+    /// The form, with the token (and a `client_secret_post` secret), goes to the configured endpoint only. The send
+    /// uses an `HTTPClient` of its own, shared by every send in the process: made with
+    /// `redirectConfiguration: .disallow` on AsyncHTTPClient's default event loop group, and never shut down, like
+    /// `HTTPClient.shared`. AsyncHTTPClient decides about redirects per client, not per request, and a client that
+    /// follows a 307 or 308 sends the form again to the redirect's target; so the send takes no client of yours. A
+    /// redirect answer is a failure, which the verifier answers with
+    /// ``/TokenVerification/TokenVerificationError/introspectionUnavailable``.
     ///
     /// The body is read with back-pressure and at most the request's
     /// ``/TokenVerification/IntrospectionVerifier/Request/maximumResponseBytes``: a longer `Content-Length` is refused
@@ -29,22 +35,30 @@ extension IntrospectionVerifier {
     /// ``/TokenVerification/TokenVerificationError/introspectionUnavailable``. So the endpoint cannot make the backend
     /// read more than that, however long it streams.
     ///
-    /// Give it a client configured with `redirectConfiguration: .disallow`, as above: AsyncHTTPClient decides about
-    /// redirects per client, not per request, and a client that follows a 307 or 308 sends the form, with the token
-    /// (and a `client_secret_post` secret), to the redirect target. An answer reached through a redirect is never
-    /// used: the send returns the redirect's status, which the verifier answers with
-    /// ``/TokenVerification/TokenVerificationError/introspectionUnavailable``.
-    ///
     /// Any other failure (a refused connection, the deadline) is AsyncHTTPClient's error, passed on; the verifier
     /// answers it with ``/TokenVerification/TokenVerificationError/introspectionUnavailable``.
     ///
-    /// - Parameters:
-    ///   - client: The client; it is not shut down by the verifier.
-    ///   - timeout: The deadline per request inside AsyncHTTPClient, so a call the verifier gave up on
-    ///     (``/TokenVerification/IntrospectionVerifier/Configuration/requestTimeout``) does not keep a connection
-    ///     busy. Default 5 seconds, that timeout's default.
+    /// An endpoint that needs TLS settings of its own (a private certificate authority, a client certificate) is
+    /// asked through a ``/TokenVerification/IntrospectionVerifier/Send`` you write over a client you configure with
+    /// `redirectConfiguration: .disallow`.
+    ///
+    /// - Parameter timeout: The deadline per request inside AsyncHTTPClient, so a call the verifier gave up on
+    ///   (``/TokenVerification/IntrospectionVerifier/Configuration/requestTimeout``) does not keep a connection busy.
+    ///   Default 5 seconds, that timeout's default.
     /// - Returns: The send function.
-    public static func asyncHTTPClientSend(_ client: HTTPClient, timeout: Duration = .seconds(5)) -> Send {
+    public static func asyncHTTPClientSend(timeout: Duration = .seconds(5)) -> Send {
+        asyncHTTPClientSend(IntrospectionHTTPClient.shared, timeout: timeout)
+    }
+
+    /// The send over `client`: the tests' way to set the client's connection pool, or to check what happens with a
+    /// client that follows redirects. Such a client has already sent the form to the redirect's target when the
+    /// answer comes back; the answer is then not used (the send returns the first redirect's status).
+    ///
+    /// - Parameters:
+    ///   - client: The client; it is not shut down by the send.
+    ///   - timeout: The deadline per request inside AsyncHTTPClient.
+    /// - Returns: The send function.
+    package static func asyncHTTPClientSend(_ client: HTTPClient, timeout: Duration = .seconds(5)) -> Send {
         { request in
             var outgoing = HTTPClientRequest(url: request.url.absoluteString)
             outgoing.method = .POST
@@ -79,5 +93,13 @@ extension TimeAmount {
         let (seconds, attoseconds) = duration.components
         self = .seconds(seconds) + .nanoseconds(attoseconds / 1_000_000_000)
     }
+}
+
+/// The client of ``IntrospectionVerifier/asyncHTTPClientSend(timeout:)``: one for the process, following no redirect.
+enum IntrospectionHTTPClient {
+    /// Made on first use and never shut down; a global is never deinitialized, so AsyncHTTPClient's check that a
+    /// client is shut down before its deinit never runs for it.
+    static let shared = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(redirectConfiguration: .disallow))
 }
 #endif

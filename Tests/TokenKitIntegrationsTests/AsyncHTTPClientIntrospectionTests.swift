@@ -11,7 +11,8 @@ import TokenKitTesting
 
 /// RFC 7662 introspection over AsyncHTTPClient against a real HTTP server on loopback: the same outcomes as the
 /// URLSession send (active, inactive, refused credentials, an answer too large, an endpoint that is down), the
-/// configured client authentication on the wire, and no redirect followed with the form.
+/// configured client authentication on the wire, and no redirect followed with the form. The public send takes no
+/// client; the send over a client of the test's own sets the connection pool or follows redirects.
 @Suite(.logLeakCheck()) struct AsyncHTTPClientIntrospectionTests {
     static let clientID = "orders-api"
 
@@ -24,17 +25,18 @@ import TokenKitTesting
         return (token, secret)
     }
 
-    /// A verifier that asks `port` over `http`. A manual clock: the verifier's own timeout never fires, so only the
-    /// send can end a call.
+    /// A verifier that asks `port` over `http` with `send`, the public AsyncHTTPClient send by default. A manual
+    /// clock: the verifier's own timeout never fires, so only the send can end a call.
     static func verifier(
-        port: Int, _ http: HTTPClient, authentication: IntrospectionVerifier.ClientAuthentication
+        port: Int, send: @escaping IntrospectionVerifier.Send = IntrospectionVerifier.asyncHTTPClientSend(),
+        authentication: IntrospectionVerifier.ClientAuthentication
     ) -> IntrospectionVerifier {
         IntrospectionVerifier(
             configuration: .init(
                 endpoint: URL(string: "http://127.0.0.1:\(port)/o/introspect/")!,
                 clientAuthentication: authentication,
                 audience: .notChecked(reason: "the test server binds no audience")),
-            clock: ManualClock(), send: IntrospectionVerifier.asyncHTTPClientSend(http))
+            clock: ManualClock(), send: send)
     }
 
     /// An endpoint that answers `active` for `token` when the request carries `authorization`, 401 otherwise.
@@ -54,15 +56,25 @@ import TokenKitTesting
         "Basic " + Data("\(clientID):\(secret)".utf8).base64EncodedString()
     }
 
-    /// Verifies `token` against the endpoint on `port` over a client with `configuration`, expecting `error`.
+    /// Verifies `token` against the endpoint on `port` with the public send, expecting `error`.
     static func expect(
         _ error: TokenVerificationError, verifying token: String, port: Int,
-        authentication: IntrospectionVerifier.ClientAuthentication,
-        configuration: HTTPClient.Configuration = .init(redirectConfiguration: .disallow),
+        authentication: IntrospectionVerifier.ClientAuthentication, sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        let verifier = Self.verifier(port: port, authentication: authentication)
+        await #expect(throws: error, sourceLocation: sourceLocation) { try await verifier.verify(token) }
+    }
+
+    /// Verifies `token` against the endpoint on `port` over a client of the test's own with `configuration`,
+    /// expecting `error`.
+    static func expect(
+        _ error: TokenVerificationError, verifying token: String, port: Int,
+        authentication: IntrospectionVerifier.ClientAuthentication, configuration: HTTPClient.Configuration,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         try await withHTTPClient(configuration: configuration) { http in
-            let verifier = Self.verifier(port: port, http, authentication: authentication)
+            let verifier = Self.verifier(
+                port: port, send: IntrospectionVerifier.asyncHTTPClientSend(http), authentication: authentication)
             await #expect(throws: error, sourceLocation: sourceLocation) { try await verifier.verify(token) }
         }
     }
@@ -82,12 +94,10 @@ import TokenKitTesting
         let (token, secret) = Self.credentials()
         let server = try Self.endpoint(token: token, authorization: Self.basic(secret))
         defer { server.stop() }
-        let claims = try await withHTTPClient { http in
-            try await Self.verifier(
-                port: server.port, http, authentication: .clientSecretBasic(id: Self.clientID, secret: secret)
-            )
-            .verify(token)
-        }
+        let claims = try await Self.verifier(
+            port: server.port, authentication: .clientSecretBasic(id: Self.clientID, secret: secret)
+        )
+        .verify(token)
         #expect(claims.isIntrospected)
         #expect(claims.subject == "user-1")
         #expect(claims.string("scope") == "orders")
@@ -106,12 +116,10 @@ import TokenKitTesting
             return .init(status: authenticated ? 200 : 401, body: Data(#"{"active": true, "sub": "user-1"}"#.utf8))
         }
         defer { server.stop() }
-        let subject = try await withHTTPClient { http in
-            try await Self.verifier(
-                port: server.port, http, authentication: .clientSecretPost(id: Self.clientID, secret: secret)
-            )
-            .verify(token).subject
-        }
+        let subject = try await Self.verifier(
+            port: server.port, authentication: .clientSecretPost(id: Self.clientID, secret: secret)
+        )
+        .verify(token).subject
         #expect(subject == "user-1")
     }
 
@@ -119,7 +127,7 @@ import TokenKitTesting
         let (token, secret) = Self.credentials()
         let server = try Self.endpoint(token: token, authorization: Self.basic(secret), active: false)
         defer { server.stop() }
-        try await Self.expect(
+        await Self.expect(
             .tokenInactive, verifying: token, port: server.port,
             authentication: .clientSecretBasic(id: Self.clientID, secret: secret))
     }
@@ -128,7 +136,7 @@ import TokenKitTesting
         let (token, secret) = Self.credentials()
         let server = try Self.endpoint(token: token, authorization: Self.basic("another-" + secret))
         defer { server.stop() }
-        try await Self.expect(
+        await Self.expect(
             .introspectionClientRejected, verifying: token, port: server.port,
             authentication: .clientSecretBasic(id: Self.clientID, secret: secret))
     }
@@ -138,7 +146,7 @@ import TokenKitTesting
         let (token, secret) = Self.credentials()
         let server = try EndlessBodyServer(declaresLength: declaresLength)
         defer { server.stop() }
-        try await Self.expect(
+        await Self.expect(
             .introspectionUnavailable, verifying: token, port: server.port,
             authentication: .clientSecretBasic(id: Self.clientID, secret: secret))
         AsyncHTTPClientBoundedReadTests.expectCutOff(server)
@@ -151,11 +159,9 @@ import TokenKitTesting
         let request = IntrospectionVerifier.Request.probe(
             token: token, port: server.port, authentication: .clientSecretBasic(id: Self.clientID, secret: secret))
         #expect(request.maximumResponseBytes == 64 * 1024)
-        try await withHTTPClient { http in
-            await #expect(throws: URLError(.dataLengthExceedsMaximum)) {
-                let response = try await IntrospectionVerifier.asyncHTTPClientSend(http)(request)
-                Issue.record("the send handed over \(response.body.count) bytes")
-            }
+        await #expect(throws: URLError(.dataLengthExceedsMaximum)) {
+            let response = try await IntrospectionVerifier.asyncHTTPClientSend()(request)
+            Issue.record("the send handed over \(response.body.count) bytes")
         }
         AsyncHTTPClientBoundedReadTests.expectCutOff(server)
     }
@@ -163,7 +169,8 @@ import TokenKitTesting
     @Test func anEndpointThatIsDownIsUnavailable() async throws {
         let (token, secret) = Self.credentials()
         let port = try LoopbackServer.closedPort()
-        // Without retries AsyncHTTPClient fails at the refused connection instead of retrying until its deadline.
+        // A client of the test's own, without retries: it fails at the refused connection instead of retrying until
+        // its deadline, as the public send's client does.
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.connectionPool.retryConnectionEstablishment = false
         try await Self.expect(
@@ -175,18 +182,39 @@ import TokenKitTesting
         let (token, secret) = Self.credentials()
         let server = try Self.redirecting(status: 307)
         defer { server.stop() }
-        try await Self.expect(
+        await Self.expect(
             .introspectionUnavailable, verifying: token, port: server.port,
             authentication: .clientSecretPost(id: Self.clientID, secret: secret))
         #expect(server.received.map(\.path) == ["/o/introspect/"], "the 307 must not carry the form elsewhere")
+    }
+
+    @Test func anEndpointRedirectingWith307CannotCarryTheTokenToAnotherServer() async throws {
+        let (token, secret) = Self.credentials()
+        let target = try LoopbackServer { _, _ in
+            .init(status: 200, body: Data(#"{"active": true, "sub": "someone-else"}"#.utf8))
+        }
+        defer { target.stop() }
+        let endpoint = try LoopbackServer { _, _ in
+            .init(status: 307, headers: [("Location", "http://127.0.0.1:\(target.port)/collect")])
+        }
+        defer { endpoint.stop() }
+        let verifier = IntrospectionVerifier(
+            configuration: .init(
+                endpoint: URL(string: "http://127.0.0.1:\(endpoint.port)/o/introspect/")!,
+                clientAuthentication: .clientSecretPost(id: Self.clientID, secret: secret),
+                audience: .notChecked(reason: "the test server binds no audience")),
+            clock: ManualClock(), send: IntrospectionVerifier.asyncHTTPClientSend())
+        await #expect(throws: TokenVerificationError.introspectionUnavailable) { try await verifier.verify(token) }
+        #expect(endpoint.received.count == 1)
+        #expect(target.received.isEmpty, "the redirect's target must receive nothing, form and token included")
     }
 
     @Test func anAnswerReachedThroughARedirectIsNeverUsed() async throws {
         let (token, secret) = Self.credentials()
         let server = try Self.redirecting(status: 302)
         defer { server.stop() }
-        // A client that follows redirects (AsyncHTTPClient's default): the 302 turns the POST into a GET without the
-        // form, and the answer it reaches must not count.
+        // A client of the test's own that follows redirects (AsyncHTTPClient's default): the 302 turns the POST into
+        // a GET without the form, and the answer it reaches must not count.
         try await Self.expect(
             .introspectionUnavailable, verifying: token, port: server.port,
             authentication: .clientSecretBasic(id: Self.clientID, secret: secret), configuration: .init())

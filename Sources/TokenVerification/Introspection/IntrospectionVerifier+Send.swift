@@ -14,7 +14,7 @@ extension IntrospectionVerifier {
     ///
     /// On Linux that bounds memory, not the read: `URLSession` there cannot pause a transfer, and the connection
     /// closes only when the server pauses, so an endpoint that streams without pause keeps sending until then. A
-    /// Linux backend sends with `asyncHTTPClientSend(_:timeout:)` of `TokenKitAsyncHTTPClient`, which reads with
+    /// Linux backend sends with `asyncHTTPClientSend(timeout:)` of `TokenKitAsyncHTTPClient`, which reads with
     /// back-pressure.
     ///
     /// The session is made here, with a delegate that refuses every redirect and counts the body: a delegate given
