@@ -20,12 +20,14 @@ public import NetworkRetry
 /// // ... and `try await http.shutdown()` when done.
 /// ```
 ///
-/// Give it an `HTTPClient` configured with `redirectConfiguration: .disallow`, so 3xx responses come back
-/// as they are and ``/NetworkRetry/AuthenticatedClient`` applies its own origin rule. If the client follows
-/// redirects itself, AsyncHTTPClient (1.37) removes `Authorization`, `Cookie` and `Proxy-Authorization` when a
-/// redirect leaves the origin, so the token still does not leak.
+/// Made with ``init(timeout:maximumResponseBodySize:logger:)``, it sends over a client of its own that follows no
+/// redirect. A client you pass must be configured with `redirectConfiguration: .disallow`, so 3xx responses come back
+/// as they are and ``/NetworkRetry/AuthenticatedClient`` applies its own origin rule. A client that follows redirects
+/// removes `Authorization`, `Cookie` and `Proxy-Authorization` when a redirect leaves the origin, but sends a
+/// request's body again to a 307 or 308 target wherever it is: a token request's body carries the refresh token or
+/// the client secret.
 ///
-/// The transport does not own the client: shut it down yourself. Errors are mapped: a timeout to
+/// The transport does not own a client you pass: shut it down yourself. Errors are mapped: a timeout to
 /// ``/NetworkRetry/NetworkRetryError/timedOut``, refused connections to
 /// ``/NetworkRetry/NetworkRetryError/cannotConnect``, a response body over the limit to
 /// ``/NetworkRetry/NetworkRetryError/bodyTooLarge``, anything else to
@@ -42,10 +44,22 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// keep it above trace outside tests.
     public var logger: Logger?
 
+    /// Creates a transport over a client of its own, one for the process, that follows no redirect.
+    ///
+    /// - Parameters:
+    ///   - timeout: The deadline per request; defaults to 60 seconds.
+    ///   - maximumResponseBodySize: The response body limit; defaults to 16 MiB.
+    ///   - logger: Where AsyncHTTPClient logs each request; `nil` (the default) for nowhere.
+    public init(timeout: Duration = .seconds(60), maximumResponseBodySize: Int = 16 << 20, logger: Logger? = nil) {
+        self.init(
+            client: NonRedirectingHTTPClient.shared, timeout: timeout, maximumResponseBodySize: maximumResponseBodySize,
+            logger: logger)
+    }
+
     /// Creates a transport over `client`.
     ///
     /// - Parameters:
-    ///   - client: The client; preferably with redirects disallowed.
+    ///   - client: The client, configured with `redirectConfiguration: .disallow` (see the type's discussion).
     ///   - timeout: The deadline per request; defaults to 60 seconds.
     ///   - maximumResponseBodySize: The response body limit; defaults to 16 MiB.
     ///   - logger: Where AsyncHTTPClient logs each request; `nil` (the default) for nowhere.

@@ -47,7 +47,7 @@ extension IntrospectionVerifier {
     ///   Default 5 seconds, that timeout's default.
     /// - Returns: The send function.
     public static func asyncHTTPClientSend(timeout: Duration = .seconds(5)) -> Send {
-        asyncHTTPClientSend(IntrospectionHTTPClient.shared, timeout: timeout)
+        asyncHTTPClientSend(NonRedirectingHTTPClient.shared, timeout: timeout)
     }
 
     /// The send over `client`: the tests' way to set the client's connection pool, or to check what happens with a
@@ -95,11 +95,4 @@ extension TimeAmount {
     }
 }
 
-/// The client of ``IntrospectionVerifier/asyncHTTPClientSend(timeout:)``: one for the process, following no redirect.
-enum IntrospectionHTTPClient {
-    /// Made on first use and never shut down; a global is never deinitialized, so AsyncHTTPClient's check that a
-    /// client is shut down before its deinit never runs for it.
-    static let shared = HTTPClient(
-        eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(redirectConfiguration: .disallow))
-}
 #endif

@@ -93,6 +93,22 @@ import TokenKitTesting
         #expect(AsyncHTTPClientTransport.mapped(NetworkRetryError.bodyTooLarge) as? NetworkRetryError == .bodyTooLarge)
     }
 
+    @Test func aTokenRequestRedirectedWith307NeverCarriesItsRefreshTokenToAnotherServer() async throws {
+        let target = try LoopbackServer { _, _ in .init(status: 200, body: Data(#"{"access_token": "x"}"#.utf8)) }
+        defer { target.stop() }
+        let endpoint = try LoopbackServer { _, _ in
+            .init(status: 307, headers: [("Location", "http://127.0.0.1:\(target.port)/collect")])
+        }
+        defer { endpoint.stop() }
+        let request = HTTPRequest(
+            method: .post, scheme: "http", authority: "127.0.0.1:\(endpoint.port)", path: "/oauth/token")
+        let form = Data("grant_type=refresh_token&refresh_token=rt-held-by-the-app".utf8)
+        let (response, _) = try await AsyncHTTPClientTransport(logger: Self.traceLogger).send(request, body: form)
+        #expect(response.status.code == 307)
+        #expect(endpoint.received.count == 1)
+        #expect(target.received.isEmpty, "the redirect's target must receive nothing, the refresh token included")
+    }
+
     @Test func aResponseBodyOverTheLimitIsBodyTooLarge() async throws {
         let server = try LoopbackServer { _, _ in .init(status: 200, body: Data(repeating: 65, count: 100)) }
         defer { server.stop() }
