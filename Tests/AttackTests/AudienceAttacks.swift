@@ -18,6 +18,7 @@ import TokenRefresh
     static let billing = "https://billing.example.com"
     static let profile = "https://profile.example.com"
     static let account = "alice-session"
+    static let accountAPI = "https://account.example.com"
 
     @Test func aCallerForTheBillingAPINeverGetsTheProfileAPIsToken() async throws {
         let rig = try await AudienceRig.make()
@@ -272,6 +273,125 @@ import TokenRefresh
         #expect(await rig.stored() == nil)
     }
 
+    /// What an API's client knew before the sign-in its held read is about.
+    enum SiblingBefore: String, CaseIterable, Sendable {
+        /// It had not read the store yet.
+        case notRead
+        /// It had read the store and found nobody signed in.
+        case signedOut
+        /// It held Alice's session, which the sign-in replaced.
+        case alicesSession
+    }
+
+    /// Which client the app signs out with while the read is held.
+    enum SignOutWith: String, CaseIterable, Sendable {
+        /// The client whose read is held.
+        case theReadingClient
+        /// Another API's client, which has taken the session up already.
+        case anotherAPIsClient
+    }
+
+    /// Bob signs in through the account API's client; the billing and profile clients take his session up, one after
+    /// the other. The second one's read of the store has found Bob's session but is not back yet when the app signs
+    /// out (with that client, or with the one that took the session up already). That read never brings the
+    /// signed-out session back: no client hands out a token of it or presents its refresh token, whatever the reading
+    /// client knew before.
+    @Test(arguments: SiblingBefore.allCases, SignOutWith.allCases)
+    func aSiblingsReadStartedBeforeASignOutNeverBringsTheSignedOutSessionBack(
+        before: SiblingBefore, signOutWith: SignOutWith
+    ) async throws {
+        let rig = AudienceRig.empty()
+        let (_, signingIn, siblings) = try await Self.threeAPIs(rig, before: before)
+        let (signIn, tookUp, reading) = try await Self.signInBobHoldingASiblingsRead(rig, signingIn, siblings)
+        switch signOutWith {
+        case .theReadingClient: try await reading.signOut()
+        case .anotherAPIsClient: try await tookUp.signOut()
+        }
+        await rig.store.loadHold.release()
+        // The sign-out came before Bob's sign-in was over: the sign-in reports it.
+        await #expect(throws: TokenRefreshError.signedOut) { try await signIn.value }
+        for client in [signingIn] + siblings {
+            #expect(client.currentState == .signedOut)
+            #expect(client.currentToken == nil)
+            await #expect(throws: TokenRefreshError.signedOut) { try await client.validToken() }
+        }
+        #expect(await rig.stored() == nil)
+        #expect(await rig.server.refreshes.isEmpty, "a refresh token of the signed-out session was presented")
+    }
+
+    /// As above, with a sign-in instead of the sign-out: while its read of Bob's session is held, the app signs Carol
+    /// in with the reading client. The older read never brings Bob's session back over Carol's: every API's client
+    /// hands out Carol's tokens for its own API, and the store keeps Carol's session.
+    @Test(arguments: SiblingBefore.allCases)
+    func aSiblingsReadStartedBeforeAnotherSignInNeverBringsTheReplacedSessionBack(
+        before: SiblingBefore
+    ) async throws {
+        let rig = AudienceRig.empty()
+        let (clients, signingIn, siblings) = try await Self.threeAPIs(rig, before: before)
+        let (bobsSignIn, _, reading) = try await Self.signInBobHoldingASiblingsRead(rig, signingIn, siblings)
+        let api = { (client: TokenRefreshClient) in
+            client === clients["account"]
+                ? Self.accountAPI : client === clients["billing"] ? Self.billing : Self.profile
+        }
+        let carolsPair = await rig.server.signIn(userID: "carol", resource: api(reading))
+        let carolsSignIn = Task { try await reading.signIn(with: carolsPair, userID: "carol") }
+        // Carol's session has begun in the reading client (its save waits for Bob's sign-in to be over).
+        for await state in reading.states() where state == .signedIn(userID: "carol") { break }
+        await rig.store.loadHold.release()
+        // Bob's sign-in is over: stored, or (when Carol's took the session up before it finished) reported as ended.
+        switch await bobsSignIn.result {
+        case .success(let token): #expect(token.claims?.subject == "bob")
+        case .failure(let error): #expect(error as? TokenRefreshError == .signedOut)
+        }
+        #expect(try await carolsSignIn.value.claims?.subject == "carol")
+        for client in [signingIn] + siblings {
+            let token = try await client.validToken()
+            #expect(token.claims?.subject == "carol", "an API's client handed out the replaced session's token")
+            #expect(Self.audience(of: token) == [api(client)])
+        }
+        #expect(try #require(await rig.stored()).userID == "carol")
+        #expect(await rig.server.reuseDetections == 0)
+    }
+
+    /// Three APIs' clients over `rig`'s store: the account API's one, which signs in, and the billing and profile
+    /// ones, its siblings, which know what `before` says.
+    private static func threeAPIs(
+        _ rig: AudienceRig, before: SiblingBefore
+    ) async throws -> (all: [String: TokenRefreshClient], signingIn: TokenRefreshClient, siblings: [TokenRefreshClient])
+    {
+        let clients = rig.clients(
+            ["account": accountAPI, "billing": billing, "profile": profile].mapValues {
+                OAuthRefreshStrategy(endpoint: rig.endpoint, resource: URL(string: $0)!)
+            })
+        let signingIn = try #require(clients["account"])
+        let siblings = [try #require(clients["billing"]), try #require(clients["profile"])]
+        switch before {
+        case .notRead:
+            break
+        case .signedOut:
+            for sibling in siblings { #expect(await sibling.restoreSession() == .signedOut) }
+        case .alicesSession:
+            let alicesPair = await rig.server.signIn(userID: "alice", resource: accountAPI)
+            try await signingIn.signIn(with: alicesPair, userID: "alice")
+        }
+        return (clients, signingIn, siblings)
+    }
+
+    /// Signs Bob in with `signingIn` and holds the second sibling's read of his session once it has read it: the
+    /// sign-in in progress, the sibling that took his session up, and the sibling whose read is held.
+    private static func signInBobHoldingASiblingsRead(
+        _ rig: AudienceRig, _ signingIn: TokenRefreshClient, _ siblings: [TokenRefreshClient]
+    ) async throws -> (signIn: Task<AuthToken, any Error>, tookUp: TokenRefreshClient, reading: TokenRefreshClient) {
+        await rig.store.holdReadAfterNextSave(lettingThrough: 1)
+        let bobsPair = await rig.server.signIn(userID: "bob", resource: accountAPI)
+        let signIn = Task { try await signingIn.signIn(with: bobsPair, userID: "bob") }
+        await rig.store.loadHold.waitUntilHeld()
+        let tookUp = try #require(siblings.first { user(in: $0.currentState) == "bob" })
+        let reading = try #require(siblings.first { $0 !== tookUp })
+        #expect(user(in: reading.currentState) != "bob")
+        return (signIn, tookUp, reading)
+    }
+
     /// Two clients for the same API with different scopes (a read-only one for a widget, a read-write one for the
     /// app), in one process and across two processes that use the same key for them: a refresh for one scope is
     /// never answered with the other scope's token, from the server or from the store.
@@ -346,10 +466,21 @@ import TokenRefresh
         if !lockWaitEnds { await store.waitForLockWaiters(1) } else { _ = try await signIn.value }
         await wire.answerHold.release()
         _ = try await signIn.value
-        // Alice's caller gets Alice's token or fails; never Bob's.
-        if let answer = try? await refresh.value { #expect(answer.claims?.subject == "alice") }
+        // Alice's caller gets Alice's token when her refresh was stored first; when Bob's sign-in was, the refresh
+        // finds his session and fails. Never Bob's token.
+        let answer = await refresh.result
+        if lockWaitEnds {
+            #expect(throws: TokenRefreshError.sessionChanged) { try answer.get() }
+        } else {
+            #expect(try answer.get().claims?.subject == "alice")
+        }
         clock.advance(by: .seconds(7200))
-        if let later = try? await extensionProcess.validToken() { #expect(later.claims?.subject == "bob") }
+        // The extension still holding Alice's session finds Bob's at its next refresh: that call fails (it was for
+        // Alice's session), and the next one answers with Bob's token.
+        if !lockWaitEnds {
+            await #expect(throws: TokenRefreshError.sessionChanged) { try await extensionProcess.validToken() }
+        }
+        #expect(try await extensionProcess.validToken().claims?.subject == "bob")
         guard case .found(let stored) = await store.load(account: Self.account) else {
             Issue.record("no session stored")
             return
@@ -370,6 +501,14 @@ import TokenRefresh
     }
 
     static func audience(of token: AuthToken) -> [String] { token.claims?.audience ?? [] }
+
+    /// The user a state shows a session of, if any.
+    static func user(in state: AuthState) -> String? {
+        switch state {
+        case .signedIn(let userID), .expired(let userID): userID
+        case .signedOut, .loading, .unavailable: nil
+        }
+    }
 }
 
 /// Two API clients over one session, a server and a store that can fail.
@@ -444,8 +583,13 @@ private actor FailingStore: TokenStore {
     /// Holds the next read after it has read the store, until the test releases it.
     let loadHold = HoldPoint()
 
+    /// Reads to let through after the next save lands before ``loadHold`` is armed (`nil`: none pending).
+    private var readsBeforeHoldAfterSave: Int?
+
     func failNextSaves(_ count: Int) { failures = count }
     func failNextRemovals(_ count: Int) { removalFailures = count }
+    /// Once the next save has landed, holds the read that follows the next `reads` reads (as ``loadHold`` does).
+    func holdReadAfterNextSave(lettingThrough reads: Int) { readsBeforeHoldAfterSave = reads }
 
     func load(account: String) async -> TokenStoreRead {
         let read = await base.load(account: account)
@@ -459,6 +603,10 @@ private actor FailingStore: TokenStore {
             throw .writeFailed
         }
         try await base.save(session, account: account, condition: condition)
+        if let reads = readsBeforeHoldAfterSave {
+            readsBeforeHoldAfterSave = nil
+            await loadHold.arm(lettingThrough: reads)
+        }
     }
 
     func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
@@ -660,11 +808,16 @@ private actor LockingStore: TokenStore {
 /// instant, release.
 private actor HoldPoint {
     private var armed = false
+    /// Passes to let go on before the one that waits.
+    private var passesBeforeHold = 0
     private var held: CheckedContinuation<Void, Never>?
     private var watcher: CheckedContinuation<Void, Never>?
 
-    /// The next ``pass()`` waits for ``release()``.
-    func arm() { armed = true }
+    /// The next ``pass()`` after `passes` more waits for ``release()``.
+    func arm(lettingThrough passes: Int = 0) {
+        armed = true
+        passesBeforeHold = passes
+    }
 
     /// Returns once a pass is held here.
     func waitUntilHeld() async {
@@ -681,6 +834,10 @@ private actor HoldPoint {
     /// Called where the hold applies: waits for ``release()`` when armed, else returns at once.
     func pass() async {
         guard armed else { return }
+        guard passesBeforeHold == 0 else {
+            passesBeforeHold -= 1
+            return
+        }
         armed = false
         await withCheckedContinuation { continuation in
             held = continuation

@@ -59,6 +59,9 @@ final class AudienceHub: Sendable {
     /// A record whose write failed, by account: the newest state of the session (a rotated refresh token that only
     /// memory holds), written before anything else is read or written (see ``AudienceTokenStore``).
     let pending = LockedValue<[String: Pending]>([:])
+    /// How many times a view stored a new session or removed one: a client's read that started before the count
+    /// changed may have found an ended session, and is dropped (see `TokenRefreshClient.adoptAudienceSession(in:)`).
+    private let changes = LockedValue<UInt64>(0)
 
     struct Pending: Sendable {
         let record: StoredSession
@@ -76,6 +79,12 @@ final class AudienceHub: Sendable {
     func register(_ client: TokenRefreshClient, for key: String) {
         clients.withLock { $0[key] = WeakClient(client: client) }
     }
+
+    /// The number of sessions stored or removed so far.
+    var sessionChanges: UInt64 { changes.withLock { $0 } }
+
+    /// A view stored a new session or removed one.
+    func sessionChanged() { changes.withLock { $0 &+= 1 } }
 
     /// The clients of the other audiences than `key`.
     func siblings(of key: String) -> [TokenRefreshClient] {
@@ -304,11 +313,13 @@ struct AudienceTokenStore: TokenStore {
     /// The session was removed: the other audiences' clients end theirs too, so none hands out a token of a session
     /// that was signed out. They find the store empty, so this runs once.
     private func endSiblings() async {
+        hub.sessionChanged()
         for sibling in hub.siblings(of: key) { await sibling.endAudienceSession() }
     }
 
     /// A new session was stored: the other audiences' clients that read "signed out" take it up.
     private func startSiblings() async {
-        for sibling in hub.siblings(of: key) { await sibling.adoptAudienceSession() }
+        hub.sessionChanged()
+        for sibling in hub.siblings(of: key) { await sibling.adoptAudienceSession(in: hub) }
     }
 }

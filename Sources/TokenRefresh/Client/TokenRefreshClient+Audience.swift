@@ -76,8 +76,14 @@ extension TokenRefreshClient {
     /// A client that has not read the store yet may be reading it now, and that read may have found the session
     /// this one replaced: the client loads from this read instead, so the older read finds the client loaded and is
     /// dropped.
-    func adoptAudienceSession() async {
+    ///
+    /// This read is dropped in turn when the session is started or ended again before it is back (a sign-out or
+    /// sign-in with this client, or with any audience's client of `hub`): it may have found the session that ended,
+    /// and the newer change has set this client's session already.
+    func adoptAudienceSession(in hub: AudienceHub) async {
+        let (epoch, changes) = (machine.epoch, hub.sessionChanges)
         let read = await store.load(account: configuration.account)
+        guard machine.isCurrent(epoch), hub.sessionChanges == changes else { return }
         guard machine.loaded else {
             try? await carryOut(machine.storeRead(atLoad: read, now: now()))
             return
