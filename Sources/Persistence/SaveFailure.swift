@@ -7,7 +7,8 @@ package enum SaveFailure {
     /// pair, whose old refresh token is spent) and saves it again, so a store may go on trying.
     @TaskLocal package static var dropsSession = false
 
-    /// Runs `body` with ``dropsSession`` set: a save in it that is reported failed never lands afterwards.
+    /// Runs `body` with ``dropsSession`` set: a save in it that is reported failed never lands afterwards, unless
+    /// the store's error says the save's outcome is unknown.
     ///
     /// - Parameter body: The saves whose failure drops the session.
     /// - Returns: What `body` returns.

@@ -2,24 +2,37 @@
 #if PostgresStore
 import AuthToken
 
-/// Thrown by ``withDeadline(_:sleep:_:)`` when the work did not finish in time.
+/// Thrown by ``withDeadline(_:fence:afterClaim:sleep:_:)`` when the work did not finish in time.
 struct DeadlineExceeded: Error {}
+
+/// Thrown by ``withDeadline(_:fence:afterClaim:sleep:_:)`` when an attempt that claimed its commit got no answer
+/// within the second bound: whether the commit took effect is not known (``CommitFence/claim`` tells how to find out).
+struct CommitUnanswered: Error {}
 
 /// Whether a write attempt's transaction may still commit: the attempt claims the commit just before `COMMIT` is
 /// sent, or the caller that stops waiting withdraws the attempt, whichever comes first. A withdrawn attempt rolls
-/// back when it gets that far (a query held in the database goes on after its deadline), so a write reported failed
-/// never lands afterwards; the caller waits for the answer of an attempt that claimed its commit.
+/// back when it gets that far (a query held in the database goes on after its deadline), so it never lands
+/// afterwards. An attempt that claimed its commit is waited for within a second bound; when it fails or does not
+/// answer in time, its outcome is unknown until the database is asked about its transaction.
 final class CommitFence: Sendable {
+    /// What the attempt committed, once it claimed its commit.
+    enum Claim: Sendable, Equatable {
+        /// The write, in the transaction with this ID (`txid_current()`): `txid_status` tells whether it landed.
+        case transaction(Int64)
+        /// Nothing: an earlier attempt's write is already stored (its answer was lost).
+        case alreadyStored
+    }
+
     private enum State {
-        case open, committing, withdrawn
+        case open, committing(Claim), withdrawn
     }
     private let state = LockedValue(State.open)
 
     /// The attempt is about to send `COMMIT`; `false` when it was withdrawn and must roll back.
-    func claimCommit() -> Bool {
+    func claimCommit(_ claim: Claim) -> Bool {
         state.withLock { state in
-            guard state != .withdrawn else { return false }
-            state = .committing
+            if case .withdrawn = state { return false }
+            state = .committing(claim)
             return true
         }
     }
@@ -27,9 +40,17 @@ final class CommitFence: Sendable {
     /// The caller stops waiting for the attempt; `false` when the attempt claimed its commit first.
     func withdraw() -> Bool {
         state.withLock { state in
-            guard state != .committing else { return false }
+            if case .committing = state { return false }
             state = .withdrawn
             return true
+        }
+    }
+
+    /// What the attempt claimed to commit, if it did: after a failure, the outcome is then unknown.
+    var claim: Claim? {
+        state.withLock { state in
+            if case .committing(let claim) = state { return claim }
+            return nil
         }
     }
 }
@@ -41,24 +62,31 @@ struct WithdrawnAttempt: Error {}
 /// passed, without waiting for `body` to notice its cancellation (a query on a connection to a server that went
 /// away may not notice for a long time). `nil` waits without limit.
 ///
-/// With a `fence`, the deadline (or the caller's cancellation) first withdraws the attempt; when the attempt has
-/// already claimed its commit, the caller waits for its answer instead, so a failure is reported only for an attempt
-/// that can no longer land.
+/// With a `fence`, the deadline (or the caller's cancellation) first withdraws the attempt. When the attempt has
+/// already claimed its commit, the caller waits for its answer for at most `afterClaim` more (`timeout` when `nil`)
+/// and then throws ``CommitUnanswered``: a connection that died between the write and the commit's answer may not
+/// be noticed for minutes.
 func withDeadline<T: Sendable>(
     _ timeout: Duration?,
     fence: CommitFence? = nil,
+    afterClaim: Duration? = nil,
     sleep: @escaping @Sendable (Duration) async throws -> Void,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     guard let timeout else { return try await body() }
     let outcome = OnceResult<T>()
     let work = Task { try await body() }
+    let afterClaim = afterClaim ?? timeout
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             outcome.attach(continuation)
             let timer = Task {
                 do { try await sleep(timeout) } catch { return }
-                if let fence, !fence.withdraw() { return }
+                if let fence, !fence.withdraw() {
+                    do { try await sleep(afterClaim) } catch { return }
+                    outcome.resume(.failure(CommitUnanswered()))
+                    return
+                }
                 work.cancel()
                 outcome.resume(.failure(DeadlineExceeded()))
             }
@@ -69,7 +97,13 @@ func withDeadline<T: Sendable>(
             }
         }
     } onCancel: {
-        if let fence, !fence.withdraw() { return }
+        if let fence, !fence.withdraw() {
+            Task {
+                try? await sleep(afterClaim)
+                outcome.resume(.failure(CommitUnanswered()))
+            }
+            return
+        }
         work.cancel()
         outcome.resume(.failure(CancellationError()))
     }

@@ -449,8 +449,8 @@ extension PostgresTokenStore {
             // The lock's connection may be dead without knowing it yet: it gets a quarter of the time.
             let bound = onLockConnection ? min(left, budget / 4) : left
             onLockConnection = false
+            let fence = CommitFence()
             do {
-                let fence = CommitFence()
                 let refusal = try await withDeadline(bound, fence: fence, sleep: timer.sleep) {
                     try await self.fencedWrite(request, on: connection, fence: fence)
                 }
@@ -465,6 +465,23 @@ extension PostgresTokenStore {
                 throw error
             } catch {
                 lastError = Self.describe(error, timeout: bound)
+                // An attempt that sent its commit may have landed: the database is asked before anything else.
+                switch await commitOutcome(of: fence) {
+                case .landed:
+                    lease.endWrite()
+                    lease.markEnded(byOwnWrite: true, take: request.take)
+                    logger.debug("a save under the lease landed though the answer to its commit was lost")
+                    return
+                case .unknown where SaveFailure.dropsSession:
+                    // The caller drops the session: it is told that the save may be stored, and nothing is retried.
+                    lease.endWrite()
+                    throw PersistenceError.writeFailed.with(detail: "\(lastError); \(Self.outcomeUnknown)")
+                case .unknown:
+                    // A retry finds the row as that attempt left it, and takes an earlier landing for its own.
+                    lastError += "; its outcome is unknown"
+                case .notSent, .rolledBack:
+                    break
+                }
                 logger.debug("a save under the lease failed; retrying", metadata: ["error": "\(lastError)"])
             }
             do { try await timer.sleep(min(pause, max(budget - (timer.elapsed() - started), .zero))) } catch { break }
@@ -530,8 +547,14 @@ extension PostgresTokenStore {
             break
         }
         let fence = CommitFence()
-        let refusal = try await database(.writeFailed, fence: fence) {
-            try await self.fencedWrite(request, on: nil, fence: fence)
+        let refusal: PersistenceError?
+        do {
+            refusal = try await database(.writeFailed, fence: fence) {
+                try await self.fencedWrite(request, on: nil, fence: fence)
+            }
+        } catch {
+            try await settleFailedWrite(error, fence: fence)
+            refusal = nil
         }
         unstored.forget(request)
         if let refusal {
@@ -575,21 +598,24 @@ extension PostgresTokenStore {
                 }
                 // The row went (a sign-out elsewhere): the lease went with it.
                 guard let (header, owner, fence, same) = found else { return .conflict }
-                // An earlier attempt landed, and its answer was lost.
+                // An earlier attempt landed, and its answer was lost: this attempt's answer is the save's.
                 if same, header.generation == UInt64(bitPattern: request.generation), fence == take.fence {
+                    guard commit.claimCommit(.alreadyStored) else { throw WithdrawnAttempt() }
                     return nil
                 }
                 if let refusal = self.unreadable(header) { return refusal }
                 guard owner == take.owner, fence == take.fence else { return .conflict }
                 guard request.condition.allows(current: header.generation) else { return .conflict }
-                try await connection.query(
+                let updated = try await connection.query(
                     """
                     UPDATE \(unescaped: table) SET generation = \(request.generation), format_version = \(version),
                         key_check = \(keyCheck), payload = \(bytes), updated_at = now(),
                         lease_owner = NULL, lease_expires_at = NULL
                     WHERE account = \(request.account)
+                    RETURNING txid_current()
                     """, logger: queryLogger)
-                guard commit.claimCommit() else { throw WithdrawnAttempt() }
+                let transaction = try await Self.transactionID(updated)
+                guard commit.claimCommit(.transaction(transaction)) else { throw WithdrawnAttempt() }
                 return nil
             }
         }

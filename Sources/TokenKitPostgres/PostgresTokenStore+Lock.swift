@@ -289,6 +289,8 @@ package struct TestHooks: Sendable {
     /// Awaited at the start of each fenced write attempt (a save under a lease), within the attempt's time bound: a
     /// test takes the row's lock here from another session, so that the write is held in the database itself.
     package var fencedWriteAttempt: (@Sendable () async -> Void)?
+    /// Awaited before each time the database is asked whether a write whose commit went unanswered took effect.
+    package var commitOutcomeCheck: (@Sendable () async -> Void)?
 
     package init() {}
 }

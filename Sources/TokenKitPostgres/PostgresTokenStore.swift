@@ -31,12 +31,20 @@ public import PostgresNIO
 ///   holder's, and its generation condition holds), retried on a fresh connection within
 ///   ``Configuration/operationTimeout``, and after that retried in the background, with the lease kept alive, until
 ///   it lands or is refused: a holder never lets its lease lapse while it holds a pair it has not stored. A
-///   sign-in's save, which the client drops when it fails, is never completed later: it is not retried in the
-///   background, and an attempt still held in the database when its time is up rolls back. A save or
-///   removal outside any lease (a sign-in, a sign-out) ends whatever lease the row carries, so the old holder's write
-///   is refused with ``/Persistence/PersistenceError/conflict``; a read under the lease that finds it ended that way
-///   takes the lease again (waiting, within ``Configuration/lockTimeout``, for another replica's live lease) before it
-///   answers, so the holder never refreshes the new session while another replica does.
+///   sign-in's save, which the client drops when it fails, is not retried in the background, and an attempt still
+///   held in the database when its time is up rolls back.
+/// - **A save's outcome is told, or said to be unknown.** A write attempt that has sent its `COMMIT` is waited for
+///   at most one more ``Configuration/operationTimeout``. When its answer is lost (the connection ended, or went
+///   silent), the store asks the database (`txid_status`), within another ``Configuration/operationTimeout``,
+///   whether that commit took effect, and reports the save stored when it did. When the database cannot tell in
+///   that time (it cannot be reached, or still holds the transaction open), the save fails with
+///   ``/Persistence/PersistenceError/writeFailed`` and a detail saying its outcome is unknown: that session may be
+///   in the store, or get there once the database settles the transaction. Any other failed save never lands.
+/// - **Writes outside the lease end it.** A save or removal outside any lease (a sign-in, a sign-out) ends whatever
+///   lease the row carries, so the old holder's write is refused with ``/Persistence/PersistenceError/conflict``; a
+///   read under the lease that finds it ended that way takes the lease again (waiting, within
+///   ``Configuration/lockTimeout``, for another replica's live lease) before it answers, so the holder never
+///   refreshes the new session while another replica does.
 /// - **Optional encryption at rest.** With an ``Configuration/encryptionKey`` the payload is sealed with AES-GCM,
 ///   bound to the account. A wrong key is ``/Persistence/PersistenceError/wrongKey``, not a crash, and saves refuse
 ///   to overwrite a row sealed with another key (or not sealed at all).
@@ -115,7 +123,9 @@ public struct PostgresTokenStore: TokenStore {
         /// How often (at most) a waiter asks PostgreSQL for the lock and the lease again.
         public var lockRetryInterval: Duration
         /// The longest an operation waits for the database (a pooled connection and the query) before a read
-        /// reports `.unavailable` and a write fails; `nil` waits as long as the pool does.
+        /// reports `.unavailable` and a write fails; `nil` waits as long as the pool does. A write whose `COMMIT` was
+        /// sent waits at most this long again for the answer, and this long again to learn from the database
+        /// whether it took effect.
         public var operationTimeout: Duration?
         /// Whether the first operation runs ``PostgresTokenStore/migrate()`` (once per store value and its copies).
         public var migratesAutomatically: Bool
@@ -280,9 +290,12 @@ public struct PostgresTokenStore: TokenStore {
     ///   when the stored row cannot be read by this store (it is left as it is);
     ///   ``/Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails, with what was
     ///   stored before intact. A write reported failed does not land afterwards: an attempt still held in the
-    ///   database when its time is up rolls back, and one that has already sent its commit is waited for. Under a
-    ///   lease, a refreshed pair is then still retried in the background (see the type's guarantees); a sign-in's
-    ///   session, which the client drops when its save fails, is not.
+    ///   database when its time is up rolls back. The one exception is an attempt that sent its commit and got no
+    ///   answer, when the database could not tell within one more ``Configuration/operationTimeout`` whether that
+    ///   commit took effect: the detail then says the outcome is unknown, and the session may be stored (a commit
+    ///   that did take effect is reported as a save). Under a lease, a refreshed pair is still retried in the
+    ///   background after a failure (see the type's guarantees); a sign-in's session, which the client drops when
+    ///   its save fails, is not.
     public func save(
         _ session: StoredSession, account: String, condition: WriteCondition
     ) async throws(PersistenceError) {
@@ -308,9 +321,15 @@ public struct PostgresTokenStore: TokenStore {
             return
         }
         let fence = CommitFence()
-        let outcome = try await database(.writeFailed, fence: fence) {
-            try await self.write(
-                account: account, generation: generation, payload: payload, condition: condition, fence: fence)
+        let outcome: PersistenceError?
+        do {
+            outcome = try await database(.writeFailed, fence: fence) {
+                try await self.write(
+                    account: account, generation: generation, payload: payload, condition: condition, fence: fence)
+            }
+        } catch {
+            try await settleFailedWrite(error, fence: fence)
+            outcome = nil
         }
         if let refusal = outcome { throw refusal }
         logger.debug(
@@ -387,6 +406,89 @@ public struct PostgresTokenStore: TokenStore {
         }
     }
 
+    /// A write through ``database(_:migrating:fence:_:)`` that failed with `error`: stored after all when its attempt
+    /// had sent its commit and the database says the commit took effect; else `error`, whose detail then says when
+    /// the outcome is unknown.
+    func settleFailedWrite(_ error: PersistenceError, fence: CommitFence) async throws(PersistenceError) {
+        switch await commitOutcome(of: fence) {
+        case .landed:
+            logger.debug("a save landed though the database's answer to its commit was lost")
+        case .unknown:
+            throw error.with(detail: "\(error.detail ?? "failed"); \(Self.outcomeUnknown)")
+        case .notSent, .rolledBack:
+            throw error
+        }
+    }
+
+    /// The detail of a save whose commit was sent without an answer, and which the database could not settle.
+    static let outcomeUnknown = "its commit was sent and its outcome is unknown: the session may be stored"
+
+    /// What became of a write attempt that failed or went unanswered.
+    enum CommitOutcome: Sendable {
+        /// It had not sent its commit: it rolled back.
+        case notSent
+        /// Its commit took effect (or an earlier attempt's had).
+        case landed
+        /// Its transaction rolled back.
+        case rolledBack
+        /// Not learned within ``Configuration/operationTimeout``: its transaction is still open in the database, or
+        /// the database could not be asked.
+        case unknown
+    }
+
+    /// What became of the attempt `fence` watched, asking the database about its transaction (`txid_status`) within
+    /// ``Configuration/operationTimeout`` when it had sent its commit. Not cut short by the caller's cancellation.
+    func commitOutcome(of fence: CommitFence) async -> CommitOutcome {
+        switch fence.claim {
+        case nil:
+            return .notSent
+        case .alreadyStored:
+            return .landed
+        case .transaction(let transaction):
+            return await Task { await self.transactionOutcome(transaction) }.value
+        }
+    }
+
+    private func transactionOutcome(_ transaction: Int64) async -> CommitOutcome {
+        let bound = configuration.operationTimeout ?? .seconds(5)
+        let started = timer.elapsed()
+        let queryLogger = self.queryLogger
+        let checkHook = configuration.testHooks.commitOutcomeCheck
+        var pause = Duration.milliseconds(10)
+        while true {
+            let left = bound - (timer.elapsed() - started)
+            guard left > .zero else { return .unknown }
+            if let checkHook { await checkHook() }
+            let status = try? await withDeadline(left, sleep: timer.sleep) {
+                try await self.client.withConnection { connection -> String? in
+                    let rows = try await connection.query("SELECT txid_status(\(transaction))", logger: queryLogger)
+                    for try await status in rows.decode(String?.self) { return status }
+                    return nil
+                }
+            }
+            switch status {
+            case "committed": return .landed
+            case "aborted": return .rolledBack
+            default: break  // still in progress, or not asked
+            }
+            do {
+                try await timer.sleep(min(pause, max(bound - (timer.elapsed() - started), .zero)))
+            } catch {
+                return .unknown
+            }
+            pause = min(pause * 2, .milliseconds(200))
+        }
+    }
+
+    /// The transaction ID a write's `RETURNING txid_current()` answered.
+    static func transactionID(_ rows: PostgresRowSequence) async throws -> Int64 {
+        for try await transaction in rows.decode(Int64.self) { return transaction }
+        throw NoTransactionID()
+    }
+
+    /// A write's `RETURNING txid_current()` answered no row.
+    struct NoTransactionID: Error {}
+
     private func fetchRow(account: String) async throws -> Row? {
         try await withSessionConnection { connection in try await self.fetchRow(account: account, on: connection) }
     }
@@ -449,14 +551,16 @@ public struct PostgresTokenStore: TokenStore {
                 if let header, let refusal = self.unreadable(header) { return refusal }
                 guard condition.allows(current: header?.generation) else { return .conflict }
                 if header != nil {
-                    try await connection.query(
+                    let rows = try await connection.query(
                         """
                         UPDATE \(unescaped: self.table) SET generation = \(generation), format_version = \(version),
                             key_check = \(keyCheck), payload = \(bytes), updated_at = now(),
                             lease_owner = NULL, lease_expires_at = NULL
                         WHERE account = \(account)
+                        RETURNING txid_current()
                         """, logger: queryLogger)
-                    guard fence.claimCommit() else { throw WithdrawnAttempt() }
+                    let transaction = try await Self.transactionID(rows)
+                    guard fence.claimCommit(.transaction(transaction)) else { throw WithdrawnAttempt() }
                     return nil
                 }
                 // No row to lock: a concurrent insert may win the race, and then this one is the conflict.
@@ -465,12 +569,12 @@ public struct PostgresTokenStore: TokenStore {
                     INSERT INTO \(unescaped: self.table) (account, generation, format_version, key_check, payload)
                     VALUES (\(account), \(generation), \(version), \(keyCheck), \(bytes))
                     ON CONFLICT (account) DO NOTHING
-                    RETURNING 1
+                    RETURNING txid_current()
                     """, logger: queryLogger)
-                var inserted = false
-                for try await _ in rows { inserted = true }
-                guard inserted else { return PersistenceError.conflict }
-                guard fence.claimCommit() else { throw WithdrawnAttempt() }
+                var inserted: Int64?
+                for try await transaction in rows.decode(Int64.self) { inserted = transaction }
+                guard let inserted else { return PersistenceError.conflict }
+                guard fence.claimCommit(.transaction(inserted)) else { throw WithdrawnAttempt() }
                 return nil
             }
         }
@@ -555,6 +659,8 @@ public struct PostgresTokenStore: TokenStore {
         switch error {
         case is DeadlineExceeded:
             return "no answer from the database within \(timeout.map { "\($0)" } ?? "the timeout")"
+        case is CommitUnanswered:
+            return "no answer to the commit within \(timeout.map { "\($0)" } ?? "the timeout") more"
         case is CancellationError:
             return "cancelled"
         case let error as PostgresTransactionError:

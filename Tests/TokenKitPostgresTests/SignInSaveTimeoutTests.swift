@@ -20,7 +20,7 @@ struct SignInSaveTimeoutTests {
     /// session holds a lock the write needs, so the write waits in the database itself until the test lets it go,
     /// long after the client was told the sign-in failed: before it has read the row (the row's lock), or after it
     /// has read the row and checked its lease, at its `UPDATE` (a table lock that lets reads through).
-    @Test(.timeLimit(.minutes(1)), arguments: DatabaseLock.Kind.allCases)
+    @Test(.timeLimit(.minutes(1)), arguments: [DatabaseLock.Kind.row, .table])
     func aSignInReportedFailedAfterItsSaveTimedOutNeverLandsLater(heldBy kind: DatabaseLock.Kind) async throws {
         try await withReplicas { replicas in
             let heldLock = DatabaseLock(kind, client: replicas.second, table: replicas.table, account: "alice")
@@ -53,6 +53,84 @@ struct SignInSaveTimeoutTests {
     }
 }
 
+extension SignInSaveTimeoutTests {
+    /// The sign-in's save has sent its `COMMIT`, and the answer does not come (as when the connection dies between
+    /// the write and the answer): the sign-in fails within a bound of a few operation timeouts, with a detail
+    /// saying the save's outcome is unknown, instead of waiting for as long as the connection takes to give up.
+    @Test(.timeLimit(.minutes(1)))
+    func aSignInWhoseCommitGoesUnansweredFailsWithinItsBoundSayingTheOutcomeIsUnknown() async throws {
+        try await withReplicas { replicas in
+            let heldCommit = DatabaseLock(.commit, client: replicas.second, table: replicas.table, account: "alice")
+            let (client, _) = try await signInHeldAtCommit(replicas, heldCommit, onOutcomeCheck: nil)
+            let clock = ContinuousClock()
+            let started = clock.now
+            let error = await #expect(throws: TokenRefreshError.self, "the sign-in's commit was never answered") {
+                try await client.signIn(with: newerPair, userID: "user-2")
+            }
+            let waited = clock.now - started
+            // The database never answers (the test holds the commit until the end): the store has given up, within
+            // its operation timeout (2 s) for the save, once more for the commit's answer and once more to ask
+            // whether the commit took effect, then for letting go of the lease and the lock.
+            #expect(heldCommit.wasTaken, "the save never reached the database")
+            #expect(waited < .seconds(20), "the sign-in waited \(waited) for an unanswered commit")
+            let cause = error?.underlying as? PersistenceError
+            #expect(cause == .writeFailed)
+            #expect(cause?.detail?.contains("outcome is unknown") == true, "\(String(describing: cause?.detail))")
+            try await heldCommit.releaseAndWaitForQueuedWrites()
+            try await heldCommit.removeCommitHold()
+        }
+    }
+
+    /// The sign-in's save has sent its `COMMIT`, whose answer comes too late for the store, but the commit took
+    /// effect: the store learns it from the database and the sign-in succeeds, rather than the client going back to
+    /// the session it replaced while the new one sits in the store.
+    @Test(.timeLimit(.minutes(1)))
+    func aSignInWhoseCommitLandedWithoutATimelyAnswerIsReportedSignedIn() async throws {
+        try await withReplicas { replicas in
+            let heldCommit = DatabaseLock(.commit, client: replicas.second, table: replicas.table, account: "alice")
+            let asked = TestFlag()
+            let (client, other) = try await signInHeldAtCommit(replicas, heldCommit) {
+                // The first time the store asks (it asks once at a time): the commit goes through now, and has taken
+                // effect when the store asks.
+                guard !asked.isSet else { return }
+                asked.set()
+                try? await heldCommit.releaseAndWaitForQueuedWrites()
+            }
+            try await client.signIn(with: newerPair, userID: "user-2")
+            #expect(asked.isSet, "the store never asked whether the commit took effect")
+            let saved = await stored(other, account: "alice")
+            #expect(saved?.userID == "user-2", "the sign-in's session is not in the store")
+            try await heldCommit.removeCommitHold()
+        }
+    }
+
+    /// A client signing in over a store whose sign-in save, under the refresh lease, sends its `COMMIT` and then
+    /// waits in the database (a deferred check takes `heldCommit`'s lock), with another replica's store that stored
+    /// the session it replaces.
+    private func signInHeldAtCommit(
+        _ replicas: TestReplicas, _ heldCommit: DatabaseLock,
+        onOutcomeCheck: (@Sendable () async -> Void)?
+    ) async throws -> (TokenRefreshClient, PostgresTokenStore) {
+        var configuration = PostgresTokenStore.Configuration(
+            tableName: replicas.table, lockTimeout: .seconds(30), operationTimeout: .seconds(2))
+        configuration.testHooks.fencedWriteAttempt = { await heldCommit.takeOnce() }
+        configuration.testHooks.commitOutcomeCheck = onOutcomeCheck
+        let store = PostgresTokenStore(client: replicas.first, configuration: configuration)
+        let other = PostgresTokenStore(
+            client: replicas.second, configuration: .init(tableName: replicas.table, lockTimeout: .seconds(30)))
+        try await other.save(
+            StoredSession(token: oldPair, userID: "user-1", generation: 1), account: "alice", condition: .always)
+        try await heldCommit.installCommitHold()
+        let server = SimulatedTokenServer(
+            configuration: .init(rotatesRefreshTokens: true, detectsReuse: true), now: AuthToken.systemNow)
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server)
+        let client = TokenRefreshClient(
+            strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store, configuration: .init(account: "alice"))
+        return (client, other)
+    }
+}
+
 /// Another session's lock, in an open transaction, taken from a store's test hook so that the store's write waits in
 /// the database itself, and held until ``releaseAndWaitForQueuedWrites()``.
 final class DatabaseLock: Sendable {
@@ -62,6 +140,9 @@ final class DatabaseLock: Sendable {
         case row
         /// The table in `SHARE` mode: the write reads the row (`FOR UPDATE`) and waits at its `UPDATE`.
         case table
+        /// A lock of the test's own (an advisory one) that a deferred check takes when a write changes the row's
+        /// payload (``installCommitHold()``): the write waits after sending its `COMMIT`, for the answer.
+        case commit
         var testDescription: String { rawValue }
     }
 
@@ -73,6 +154,8 @@ final class DatabaseLock: Sendable {
     private let released = Signal()
     private let holder = Mutex<Task<Void, any Error>?>(nil)
     private let logger = Logger(label: "row-lock")
+    /// The advisory lock's key, for ``Kind/commit``.
+    private let key = Int64.random(in: 1...Int64.max)
 
     init(_ kind: Kind, client: PostgresClient, table: String, account: String) {
         self.kind = kind
@@ -119,11 +202,33 @@ final class DatabaseLock: Sendable {
         }
     }
 
+    /// For ``Kind/commit``: makes a write that changes the row's payload take the lock at its `COMMIT`, in a
+    /// deferred constraint trigger (the lease's own writes leave the payload alone and are not held).
+    func installCommitHold() async throws {
+        try await client.query(
+            """
+            CREATE FUNCTION \(unescaped: table)_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN PERFORM pg_advisory_xact_lock(\(unescaped: String(key))); RETURN NULL; END $$
+            """, logger: logger)
+        try await client.query(
+            """
+            CREATE CONSTRAINT TRIGGER hold_commit AFTER UPDATE ON \(unescaped: table)
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.payload IS DISTINCT FROM OLD.payload)
+            EXECUTE FUNCTION \(unescaped: table)_hold()
+            """, logger: logger)
+    }
+
+    /// Removes what ``installCommitHold()`` made.
+    func removeCommitHold() async throws {
+        try await client.query("DROP FUNCTION IF EXISTS \(unescaped: table)_hold() CASCADE", logger: logger)
+    }
+
     /// The statement that takes the lock.
     private var lock: PostgresQuery {
         switch kind {
         case .row: "SELECT 1 FROM \(unescaped: table) WHERE account = \(account) FOR UPDATE"
         case .table: "LOCK TABLE \(unescaped: table) IN SHARE MODE"
+        case .commit: "SELECT pg_advisory_xact_lock(\(key))"
         }
     }
 }
