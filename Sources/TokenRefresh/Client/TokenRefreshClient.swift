@@ -147,7 +147,12 @@ public actor TokenRefreshClient: TokenProvider {
     /// use ``validToken()`` to get one that is not. `nil` while the client holds no access token (signed out, or a
     /// client of `sharingSession(audiences:)` whose API has none yet).
     public nonisolated var currentToken: AuthToken? {
-        snapshot.withLock { $0.token }.flatMap { $0.accessToken.isEmpty ? nil : $0 }
+        // The token is checked inside the lock and copied out once: a copy taken out first and then passed on by
+        // `flatMap` retained and released each of its strings once more.
+        snapshot.withLock { snapshot -> AuthToken? in
+            guard let token = snapshot.token, !token.accessToken.isEmpty else { return nil }
+            return token
+        }
     }
 
     /// The current state, read without an actor hop.
