@@ -198,6 +198,30 @@ import TokenRefresh
         #expect(await rig.server.reuseDetections == 0)
     }
 
+    /// Two processes sharing `store` (an app and its extension), a client each, after both restored Alice's session:
+    /// issued by `server` two hours ago (so expired) and stored at generation 1; their requests go through
+    /// `transport`. Also returns Alice's pair as issued.
+    static func twoProcessesHoldingAlicesSession(
+        server: SimulatedTokenServer, transport: any HTTPTransport, store: any TokenStore, clock: ManualClock,
+        configuration: TokenRefreshClient.Configuration
+    ) async throws -> (extension: TokenRefreshClient, app: TokenRefreshClient, alices: AuthToken) {
+        let endpoint = TokenEndpoint(
+            url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
+            transport: transport, now: clock.wallClock)
+        let alices = await server.issueSession(userID: "alice", receivedAt: clock.date.addingTimeInterval(-7200))
+        try await store.save(
+            StoredSession(token: alices, userID: "alice", generation: 1), account: Self.account, condition: .always)
+        func process() -> TokenRefreshClient {
+            TokenRefreshClient(
+                strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store, configuration: configuration,
+                clock: clock, now: clock.wallClock, random: { 0.5 })
+        }
+        let processes = (extension: process(), app: process(), alices: alices)
+        await processes.extension.restoreSession()
+        await processes.app.restoreSession()
+        return processes
+    }
+
     /// The generation rule the audience clients rely on, between two processes sharing one store with one client each
     /// (an app and its extension): Alice's session is refreshed in one process, then Bob signs in in the other, which
     /// never saw that refresh. Bob's session must be stored above Alice's refreshed one, or the first process, still
@@ -208,21 +232,9 @@ import TokenRefresh
         let clock = ManualClock()
         let server = SimulatedTokenServer(now: clock.wallClock)
         let store = InMemoryTokenStore()
-        let endpoint = TokenEndpoint(
-            url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
-            transport: server, now: clock.wallClock)
-        let alices = await server.issueSession(userID: "alice", receivedAt: clock.date.addingTimeInterval(-7200))
-        try await store.save(
-            StoredSession(token: alices, userID: "alice", generation: 1), account: Self.account, condition: .always)
-        func process() -> TokenRefreshClient {
-            TokenRefreshClient(
-                strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
-                configuration: .init(account: Self.account), clock: clock, now: clock.wallClock, random: { 0.5 })
-        }
-        let extensionProcess = process()
-        let appProcess = process()
-        await extensionProcess.restoreSession()
-        await appProcess.restoreSession()
+        let (extensionProcess, appProcess, _) = try await Self.twoProcessesHoldingAlicesSession(
+            server: server, transport: server, store: store, clock: clock,
+            configuration: .init(account: Self.account))
         _ = try await extensionProcess.validToken()  // Alice's session, refreshed by the extension
         let bobs = await server.issueSession(userID: "bob")
         try await appProcess.signIn(with: bobs, userID: "bob")  // the app never saw that refresh
@@ -440,22 +452,9 @@ import TokenRefresh
         let server = SimulatedTokenServer(now: clock.wallClock)
         let wire = AnswerHoldingTransport(server)
         let store = LockingStore()
-        let endpoint = TokenEndpoint(
-            url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "app"),
-            transport: wire, now: clock.wallClock)
-        let alices = await server.issueSession(userID: "alice", receivedAt: clock.date.addingTimeInterval(-7200))
-        try await store.save(
-            StoredSession(token: alices, userID: "alice", generation: 1), account: Self.account, condition: .always)
-        func process() -> TokenRefreshClient {
-            TokenRefreshClient(
-                strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
-                configuration: .init(account: Self.account, backoff: .init(retries: 0)), clock: clock,
-                now: clock.wallClock, random: { 0.5 })
-        }
-        let extensionProcess = process()
-        let appProcess = process()
-        await extensionProcess.restoreSession()
-        await appProcess.restoreSession()
+        let (extensionProcess, appProcess, alices) = try await Self.twoProcessesHoldingAlicesSession(
+            server: server, transport: wire, store: store, clock: clock,
+            configuration: .init(account: Self.account, backoff: .init(retries: 0)))
         // The extension's refresh: the server has rotated Alice's pair, the answer is not back, the lock is held.
         await wire.answerHold.arm()
         let refresh = Task { try await extensionProcess.validToken() }
