@@ -198,6 +198,16 @@ import TokenRefresh
         #expect(await rig.server.reuseDetections == 0)
     }
 
+    /// Bob's session is the one stored, and the app that signed him in hands out his token.
+    static func expectBobsSessionKept(in store: any TokenStore, by app: TokenRefreshClient) async throws {
+        guard case .found(let stored) = await store.load(account: Self.account) else {
+            Issue.record("no session stored")
+            return
+        }
+        #expect(stored.userID == "bob")
+        #expect(try await app.validToken().claims?.subject == "bob")
+    }
+
     /// Two processes sharing `store` (an app and its extension), a client each, after both restored Alice's session:
     /// issued by `server` two hours ago (so expired) and stored at generation 1; their requests go through
     /// `transport`. Also returns Alice's pair as issued.
@@ -240,13 +250,7 @@ import TokenRefresh
         try await appProcess.signIn(with: bobs, userID: "bob")  // the app never saw that refresh
         clock.advance(by: .seconds(7200))
         _ = try? await extensionProcess.validToken()
-        guard case .found(let stored) = await store.load(account: Self.account) else {
-            Issue.record("no session stored")
-            return
-        }
-        #expect(stored.userID == "bob")
-        let token = try await appProcess.validToken()
-        #expect(token.claims?.subject == "bob")
+        try await Self.expectBobsSessionKept(in: store, by: appProcess)
     }
 
     /// Another process's billing client is still reading the store (it read Alice's session, its answer not yet back)
@@ -480,13 +484,7 @@ import TokenRefresh
             await #expect(throws: TokenRefreshError.sessionChanged) { try await extensionProcess.validToken() }
         }
         #expect(try await extensionProcess.validToken().claims?.subject == "bob")
-        guard case .found(let stored) = await store.load(account: Self.account) else {
-            Issue.record("no session stored")
-            return
-        }
-        #expect(stored.userID == "bob")
-        let token = try await appProcess.validToken()
-        #expect(token.claims?.subject == "bob")
+        try await Self.expectBobsSessionKept(in: store, by: appProcess)
         let presented = await server.presentedRefreshTokens
         #expect(presented.filter { $0 == alices.refreshToken }.count == 1, "Alice's refresh token was presented again")
         #expect(await server.reuseDetections == 0)
