@@ -180,30 +180,50 @@ struct PostgresTokenStoreTests {
 
 /// Needs no server: a closed port stands for a database that is down.
 @Suite(.logLeakCheck()) struct PostgresUnreachableTests {
-    @Test func anUnreachableDatabaseIsUnavailableNotAbsent() async throws {
+    // Every wait of the store is on its injected clock, here one that lets each sleep's time pass at once: each call
+    // must end by its own bounds in that clock's time, however slowly the machine runs. A wait that no bound of the
+    // store ends (a query left waiting for a connection) shows no time on that clock, and lasts until the database
+    // client gives up by itself, about a minute: the time limit is only a guard against a hang.
+    @Test(.timeLimit(.minutes(1))) func anUnreachableDatabaseIsUnavailableNotAbsent() async throws {
         let configuration = PostgresClient.Configuration(
             host: "127.0.0.1", port: try await closedPort(), username: "nobody", password: nil, database: "none",
             tls: .disable)
         try await withClient(configuration) { client in
+            let clock = ElapsingClock()
             let store = PostgresTokenStore(
                 client: client,
-                configuration: .init(lockTimeout: .milliseconds(300), operationTimeout: .milliseconds(300)))
-            let started = ContinuousClock.now
-            let read = await store.load(account: "alice")
-            #expect(unavailableError(read) == .unavailable)
+                configuration: .init(lockTimeout: .milliseconds(300), operationTimeout: .milliseconds(300)),
+                clock: clock)
+            var took: [String: Duration] = [:]
+            var started = clock.now
+            func lap(_ call: String) {
+                took[call] = started.duration(to: clock.now)
+                started = clock.now
+            }
+            #expect(unavailableError(await store.load(account: "alice")) == .unavailable)
+            lap("load")
             await #expect(throws: PersistenceError.writeFailed) {
                 try await store.save(first, account: "alice", condition: .always)
             }
+            lap("save")
             await #expect(throws: PersistenceError.writeFailed) {
                 try await store.remove(account: "alice", condition: .always)
             }
+            lap("remove")
             await #expect(throws: PersistenceError.lockFailed) {
                 try await store.withExclusiveAccess(account: "alice") { 1 }
             }
+            lap("withExclusiveAccess")
             await #expect(throws: PersistenceError.unavailable) { try await store.migrate() }
-            // Each call gives up after its 300-ms bounds; this guards against a call that never gives up (a wait
-            // without a bound), with room for a loaded machine running every suite at once.
-            #expect(ContinuousClock.now - started < .seconds(60))
+            lap("migrate")
+            for (call, duration) in took {
+                // Each call is ended by its own 300-ms bound, on the store's clock (a save may then ask, within one
+                // more bound, whether its commit landed). A call that nothing on that clock ended would show no
+                // time there.
+                #expect(
+                    duration >= .milliseconds(300) && duration <= .milliseconds(600),
+                    "\(call) waited \(duration) on the store's clock")
+            }
         }
     }
 
@@ -217,6 +237,27 @@ struct PostgresTokenStoreTests {
                 PostgresTokenStore(client: client, configuration: .init(tableName: name)).configuration.tableName
                     == name)
         }
+    }
+}
+/// A clock on which every sleep returns at once, having moved the clock's time to its deadline (when that is later).
+/// The time it shows is the latest deadline any wait reached.
+private final class ElapsingClock: Clock, Sendable {
+    struct Instant: InstantProtocol {
+        var offset: Duration
+        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        func duration(to other: Instant) -> Duration { other.offset - offset }
+        static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+    }
+
+    private let elapsed = LockedValue(Duration.zero)
+
+    var now: Instant { Instant(offset: elapsed.withLock { $0 }) }
+    var minimumResolution: Duration { .zero }
+
+    func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        try Task.checkCancellation()
+        elapsed.withLock { $0 = max($0, deadline.offset) }
+        await Task.yield()
     }
 }
 #endif
