@@ -155,8 +155,8 @@ public struct JWTHeader: Sendable, Hashable {
         self.text = ComparedByMembers(text: text)
     }
 
-    /// Every header parameter, parsed from the header's JSON on each read (``algorithm``, ``type``, ``keyID`` and
-    /// the typed readers read one parameter without making the dictionary).
+    /// Every header parameter, parsed from the header's JSON on each read (``algorithm``, ``type`` and ``keyID``
+    /// read one parameter without making the dictionary).
     public var members: [String: JSONValue] { text.text.dictionary }
 
     /// `alg`: the signature algorithm, such as `RS256`.
