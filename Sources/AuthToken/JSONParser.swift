@@ -40,6 +40,158 @@ package struct JSONParser {
         self.bytes = bytes
     }
 
+    /// Scans `bytes` as one JSON object and returns where each member's name and value lie in it, building no value:
+    /// no dictionary, no hashed name, no string. It accepts exactly the objects ``parse(_:rejectingDuplicateNames:)``
+    /// accepts (two equal names are both listed; the last wins when read), and refuses everything else, objects
+    /// nested too deep included, so a caller that needs the reason for a refusal asks ``parse(_:rejectingDuplicateNames:)``.
+    ///
+    /// - Parameter bytes: The UTF-8 text.
+    /// - Returns: The members, in the order of the text.
+    static func scanObject(_ bytes: UnsafeBufferPointer<UInt8>) throws(Failure) -> [JSONObjectText.Member] {
+        var parser = JSONParser(bytes: bytes)
+        parser.skipWhitespace()
+        guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "{") else { throw .invalid }
+        let members = try parser.scanMembers()
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw .invalid }
+        return members
+    }
+
+    /// The members of the top-level object, its `{` next; as ``parseObject(depth:)`` at depth 1, keeping places.
+    private mutating func scanMembers() throws(Failure) -> [JSONObjectText.Member] {
+        index += 1  // {
+        var members: [JSONObjectText.Member] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return members
+        }
+        members.reserveCapacity(max(4, bytes.count / 24))
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw .invalid }
+            let nameStart = index
+            let name = try skipString()
+            let nameEnd = index
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw .invalid }
+            index += 1
+            skipWhitespace()
+            let valueStart = index
+            try skipValue(depth: 1)
+            members.append(
+                JSONObjectText.Member(
+                    nameStart: Int32(truncatingIfNeeded: nameStart), nameEnd: Int32(truncatingIfNeeded: nameEnd),
+                    valueStart: Int32(truncatingIfNeeded: valueStart), valueEnd: Int32(truncatingIfNeeded: index),
+                    nameIsUnescaped: name.unescaped, nameIsASCII: name.ascii))
+            skipWhitespace()
+            guard index < bytes.count else { throw .invalid }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            guard bytes[index] == UInt8(ascii: "}") else { throw .invalid }
+            index += 1
+            return members
+        }
+    }
+
+    /// Validates one value as ``parseValue(depth:)`` does and steps over it.
+    private mutating func skipValue(depth: Int) throws(Failure) {
+        guard index < bytes.count else { throw .invalid }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): try skipObject(depth: depth + 1)
+        case UInt8(ascii: "["): try skipArray(depth: depth + 1)
+        case UInt8(ascii: "\""): _ = try skipString()
+        case UInt8(ascii: "t"): try expectLiteral("true")
+        case UInt8(ascii: "f"): try expectLiteral("false")
+        case UInt8(ascii: "n"): try expectLiteral("null")
+        default: _ = try parseNumber()
+        }
+    }
+
+    /// Validates an object as ``parseObject(depth:)`` does (two equal names allowed) and steps over it.
+    private mutating func skipObject(depth: Int) throws(Failure) {
+        guard depth <= Self.maximumDepth else { throw .tooDeep }
+        index += 1  // {
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw .invalid }
+            _ = try skipString()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw .invalid }
+            index += 1
+            skipWhitespace()
+            try skipValue(depth: depth)
+            skipWhitespace()
+            guard index < bytes.count else { throw .invalid }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            guard bytes[index] == UInt8(ascii: "}") else { throw .invalid }
+            index += 1
+            return
+        }
+    }
+
+    /// Validates an array as ``parseArray(depth:)`` does and steps over it.
+    private mutating func skipArray(depth: Int) throws(Failure) {
+        guard depth <= Self.maximumDepth else { throw .tooDeep }
+        index += 1  // [
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return
+        }
+        while true {
+            skipWhitespace()
+            try skipValue(depth: depth)
+            skipWhitespace()
+            guard index < bytes.count else { throw .invalid }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            guard bytes[index] == UInt8(ascii: "]") else { throw .invalid }
+            index += 1
+            return
+        }
+    }
+
+    /// Validates a string as ``parseString()`` does and steps over it, making no `String` unless it has escapes.
+    ///
+    /// - Returns: Whether the string has no escape, and whether its text is ASCII (meaningful without escapes).
+    private mutating func skipString() throws(Failure) -> (unescaped: Bool, ascii: Bool) {
+        let quote = index
+        index += 1  // opening quote
+        let start = index
+        var ascii = true
+        skipPlainWords()
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                index += 1
+                guard ascii || UTF8Validation.isValid(slice) else { throw .invalid }
+                return (true, ascii)
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw .invalid }
+            if byte >= 0x80 { ascii = false }
+            index += 1
+        }
+        // An escape (or no closing quote): the full reader unescapes and validates it.
+        index = quote
+        _ = try parseString()
+        return (false, false)
+    }
+
     private mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
@@ -161,29 +313,10 @@ package struct JSONParser {
     private mutating func parseString() throws(Failure) -> String {
         index += 1  // opening quote
         let start = index
-        // Fast path: no escapes. Eight bytes at a time while none is a quote, a backslash, a control character or
-        // non-ASCII (SWAR); then byte by byte. A string found to be ASCII needs no UTF-8 validation.
+        // Fast path: no escapes. Eight bytes at a time, then byte by byte. A string found to be ASCII needs no UTF-8
+        // validation.
         var ascii = true
-        if let base = bytes.baseAddress {
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let highs: UInt64 = 0x8080_8080_8080_8080
-            while index + 8 <= bytes.count {
-                let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
-                let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
-                let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
-                // A byte is zero in `quote` or `backslash`, or below 0x20, or 0x80 or above, exactly when its
-                // high bit is set in one of these (the classic "has zero byte" and "has byte less than" tests).
-                // Borrows can flag bytes above a flagged one, never below: the lowest flag is a true one.
-                let special =
-                    (((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
-                        | word) & highs
-                guard special == 0 else {
-                    index += special.trailingZeroBitCount >> 3
-                    break
-                }
-                index += 8
-            }
-        }
+        skipPlainWords()
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
@@ -229,6 +362,31 @@ package struct JSONParser {
             }
         }
         throw .invalid
+    }
+
+    /// Steps over eight bytes at a time while none is a quote, a backslash, a control character or non-ASCII (SWAR),
+    /// stopping at the word that holds the first such byte, on that byte. What it steps over is ASCII.
+    private mutating func skipPlainWords() {
+        if let base = bytes.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while index + 8 <= bytes.count {
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+                let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+                let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+                // A byte is zero in `quote` or `backslash`, or below 0x20, or 0x80 or above, exactly when its
+                // high bit is set in one of these (the classic "has zero byte" and "has byte less than" tests).
+                // Borrows can flag bytes above a flagged one, never below: the lowest flag is a true one.
+                let special =
+                    (((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                        | word) & highs
+                guard special == 0 else {
+                    index += special.trailingZeroBitCount >> 3
+                    break
+                }
+                index += 8
+            }
+        }
     }
 
     /// The names and values that JWTs carry everywhere (registered header parameters and claims, algorithm names),

@@ -48,7 +48,7 @@ public struct JWT: Sendable, Hashable {
         let result: Result<JWTHeader, AuthTokenError> = token.withUTF8 { bytes in
             do throws(AuthTokenError) {
                 let segments = try Segments(bytes)
-                return .success(JWTHeader(members: try decodeHeader(segments.header)))
+                return .success(JWTHeader(text: try decodeHeader(segments.header)))
             } catch {
                 return .failure(error)
             }
@@ -58,7 +58,7 @@ public struct JWT: Sendable, Hashable {
 
     private init(bytes: UnsafeBufferPointer<UInt8>) throws(AuthTokenError) {
         let segments = try Segments(bytes)
-        header = JWTHeader(members: try Self.decodeHeader(segments.header))
+        header = JWTHeader(text: try Self.decodeHeader(segments.header))
         claims = try Self.decodeClaims(segments.payload)
         hasEmptySignature = segments.signature.isEmpty
         guard Base64URLCodec.isValid(segments.signature) else {
@@ -97,33 +97,39 @@ public struct JWT: Sendable, Hashable {
         }
     }
 
-    /// Decodes and parses the header segment; its bytes are not kept, so they are decoded into a temporary buffer.
-    private static func decodeHeader(
-        _ segment: UnsafeBufferPointer<UInt8>
-    ) throws(AuthTokenError) -> [String: JSONValue] {
-        guard let count = Base64URLCodec.decodedCount(segment) else { throw .malformedJWT(.header, .invalidBase64URL) }
-        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer throws(AuthTokenError) in
-            guard Base64URLCodec.decode(segment, into: buffer) else { throw .malformedJWT(.header, .invalidBase64URL) }
-            return try parseObject(UnsafeBufferPointer(buffer), part: .header)
-        }
+    /// Decodes the header segment and scans its JSON.
+    private static func decodeHeader(_ segment: UnsafeBufferPointer<UInt8>) throws(AuthTokenError) -> JSONObjectText {
+        try decodeObject(segment, part: .header)
     }
 
-    /// Decodes and parses the payload segment. It is decoded into a temporary buffer and the claims keep a copy:
+    /// Decodes the payload segment and scans its JSON.
+    private static func decodeClaims(_ segment: UnsafeBufferPointer<UInt8>) throws(AuthTokenError) -> JWTClaims {
+        JWTClaims(text: try decodeObject(segment, part: .payload))
+    }
+
+    /// Decodes a segment into a temporary buffer, scans it as a JSON object and keeps a copy of its bytes:
     /// `[UInt8](unsafeUninitializedCapacity:)` reaches a standard-library function that looks the array type's
     /// generic metadata up in the runtime on every call (about 500 instructions), while copying a buffer into a new
     /// array does not.
-    private static func decodeClaims(_ segment: UnsafeBufferPointer<UInt8>) throws(AuthTokenError) -> JWTClaims {
-        guard let count = Base64URLCodec.decodedCount(segment) else { throw .malformedJWT(.payload, .invalidBase64URL) }
+    private static func decodeObject(
+        _ segment: UnsafeBufferPointer<UInt8>, part: JWTPart
+    ) throws(AuthTokenError) -> JSONObjectText {
+        guard let count = Base64URLCodec.decodedCount(segment) else { throw .malformedJWT(part, .invalidBase64URL) }
         return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer throws(AuthTokenError) in
-            guard Base64URLCodec.decode(segment, into: buffer) else { throw .malformedJWT(.payload, .invalidBase64URL) }
-            let payload = UnsafeBufferPointer(buffer)
-            return JWTClaims(members: try parseObject(payload, part: .payload), payload: Array(payload))
+            guard Base64URLCodec.decode(segment, into: buffer) else { throw .malformedJWT(part, .invalidBase64URL) }
+            let decoded = UnsafeBufferPointer(buffer)
+            return JSONObjectText(bytes: Array(decoded), members: try scanObject(decoded, part: part))
         }
     }
 
-    private static func parseObject(
+    private static func scanObject(
         _ decoded: UnsafeBufferPointer<UInt8>, part: JWTPart
-    ) throws(AuthTokenError) -> [String: JSONValue] {
+    ) throws(AuthTokenError) -> [JSONObjectText.Member] {
+        do throws(JSONParser.Failure) {
+            return try JSONParser.scanObject(decoded)
+        } catch {
+            // The scan accepts exactly the objects the parser accepts; the parser tells why this is not one.
+        }
         let parsed: JSONValue
         do throws(JSONParser.Failure) {
             parsed = try JSONParser.parse(decoded)
@@ -133,25 +139,46 @@ public struct JWT: Sendable, Hashable {
             // Tell "not text at all" apart from "text that is not JSON".
             throw .malformedJWT(part, UTF8Validation.isValid(decoded) ? .notJSON : .notUTF8)
         }
-        guard case .object(let members) = parsed else { throw .malformedJWT(part, .notJSONObject) }
-        return members
+        guard case .object = parsed else { throw .malformedJWT(part, .notJSONObject) }
+        assertionFailure("the object scan refused an object the parser accepts")
+        throw .malformedJWT(part, .notJSON)
     }
 }
 
 /// The JOSE header of a JWT.
 public struct JWTHeader: Sendable, Hashable {
-    /// Every header parameter.
-    public let members: [String: JSONValue]
+    /// The header's JSON, compared by its members (two headers with the same parameters are equal, however
+    /// their text is spaced or ordered).
+    private let text: ComparedByMembers
+
+    init(text: JSONObjectText) {
+        self.text = ComparedByMembers(text: text)
+    }
+
+    /// Every header parameter, parsed from the header's JSON on each read (``algorithm``, ``type`` and ``keyID``
+    /// read one parameter without making the dictionary).
+    public var members: [String: JSONValue] { text.text.dictionary }
 
     /// `alg`: the signature algorithm, such as `RS256`.
-    public var algorithm: String? { members["alg"]?.stringValue }
+    public var algorithm: String? { self["alg"]?.stringValue }
     /// `typ`: the media type, usually `JWT`.
-    public var type: String? { members["typ"]?.stringValue }
+    public var type: String? { self["typ"]?.stringValue }
     /// `kid`: the key ID.
-    public var keyID: String? { members["kid"]?.stringValue }
+    public var keyID: String? { self["kid"]?.stringValue }
 
     /// A header parameter by name.
     ///
     /// - Parameter name: The parameter name.
-    package subscript(name: String) -> JSONValue? { members[name] }
+    package subscript(name: String) -> JSONValue? { text.text.value(named: name) }
+
+    /// A JSON object compared and hashed by its members rather than its bytes.
+    private struct ComparedByMembers: Sendable, Hashable {
+        let text: JSONObjectText
+
+        static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.text.bytes == rhs.text.bytes || lhs.text.dictionary == rhs.text.dictionary
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(text.dictionary) }
+    }
 }

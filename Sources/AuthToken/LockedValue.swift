@@ -1,15 +1,16 @@
-// `package` imports, not internal: the inlinable lock calls below name the lock's functions, so the package's other
-// modules inline them instead of calling through a function of this module (issue 18's registry ratio).
+// `public` imports, not `package`: the inlinable lock calls below name the lock's types and functions, so the
+// package's other modules inline them instead of calling through a function of this module, and the class is
+// `@usableFromInline` for the same reason (below). No public declaration comes with them.
 #if canImport(os)
-    package import os
+    public import os
 #elseif canImport(Glibc)
-    package import Glibc
+    public import Glibc
 #elseif canImport(Musl)
-    package import Musl
+    public import Musl
 #elseif canImport(Bionic)
-    package import Bionic
+    public import Bionic
 #else
-    package import Foundation
+    public import Foundation
 #endif
 
 /// A value behind a lock: TokenKit's one lock type, for every module.
@@ -27,6 +28,13 @@
 ///
 /// `@unchecked Sendable`: every access to `value` goes through ``withLock(_:)``, which holds the lock. The lock is
 /// not recursive: `body` must not call ``withLock(_:)`` on the same value.
+///
+/// `@usableFromInline`: the compiler does not specialize the inlinable methods of a generic `package` type in
+/// another module, so without it every ``withLock(_:)`` of the other modules was a call of the generic function
+/// through value witnesses. With it, the lock and the body inline at each call site; it adds nothing to the public
+/// API. `value` is `@exclusivity(unchecked)`: the lock already makes each access exclusive, so the runtime's
+/// dynamic check (a `swift_beginAccess` call per access) is skipped.
+@usableFromInline
 package final class LockedValue<Value>: @unchecked Sendable {
     #if canImport(os)
         @usableFromInline let lock = OSAllocatedUnfairLock()
@@ -35,7 +43,7 @@ package final class LockedValue<Value>: @unchecked Sendable {
     #else
         @usableFromInline let lock = NSLock()
     #endif
-    @usableFromInline var value: Value
+    @usableFromInline @exclusivity(unchecked) var value: Value
 
     /// Wraps `value`.
     package init(_ value: Value) {

@@ -30,6 +30,20 @@ let locked = LockedValue(Snapshot(token: token))
 let nslocked = (lock: NSLock(), box: UnsafeMutablePointer<Snapshot>.allocate(capacity: 1))
 nslocked.box.initialize(to: Snapshot(token: token))
 
+// `--loop <locked|mutex|none> <count>`: only that read, `count` times, for an instruction count under
+// `valgrind --tool=callgrind` (`Benchmarks/callgrind lock`).
+let arguments = CommandLine.arguments
+if arguments.count == 4, arguments[1] == "--loop", let count = Int(arguments[3]) {
+    for _ in 0..<count {
+        switch arguments[2] {
+        case "locked": blackHole(locked.withLock { $0.token })
+        case "mutex": blackHole(mutex.withLock { $0.token })
+        default: blackHole(count)
+        }
+    }
+    exit(0)
+}
+
 // Alternating rounds, so load that comes and goes hits both sides alike.
 var mutexReads: [Double] = []
 var lockedReads: [Double] = []
