@@ -36,6 +36,38 @@ import TokenKitLogCheck
         return (flight, machine.beginFlight(flight, seed: seed, forced: forced).epoch)
     }
 
+    /// One refresh of the session, driven through the machine's events as the actor drives it: the store still holds
+    /// the session's pair, the strategy answers with `token`'s access token (and refresh token, if any), and the
+    /// new pair's write lands (`persisted`) or fails at `elapsed`.
+    static func refresh(
+        _ machine: inout SessionMachine, answering token: AuthToken, persisted: Bool, elapsed: Duration
+    ) {
+        let flight = RefreshFlight()
+        let epoch = machine.beginFlight(flight, seed: nil, forced: true).epoch
+        _ = machine.lockTaken(epoch: epoch, seed: nil)
+        let held = machine.session.map { StoredSession(token: $0.token, userID: $0.userID, generation: $0.generation) }
+        let read = machine.storeRead(held.map(TokenStoreRead.found) ?? .absent, epoch: epoch, now: start)
+        guard case .present = read else {
+            Issue.record("expected the held refresh token to be presented, got \(read)")
+            return
+        }
+        let response = TokenResponse(
+            accessToken: token.accessToken, refreshToken: token.refreshToken, expiresIn: 3600)
+        let answered = machine.strategyEnded(.success(response), receivedAt: token.receivedAt, epoch: epoch)
+        guard case .persist = answered else {
+            Issue.record("expected the new pair to be written, got \(answered)")
+            return
+        }
+        _ = machine.writeFinished(persisted ? nil : .writeFailed, epoch: epoch, elapsed: elapsed)
+        _ = machine.flightFinished(flight)
+    }
+
+    /// The error an attempt of the strategy at `elapsed` is held back with, or `nil` when it is made (and counted).
+    static func attemptBlocked(_ machine: inout SessionMachine, at elapsed: Duration) -> TokenRefreshError? {
+        guard case .blocked(let error) = machine.statelessAttemptStarting(at: elapsed) else { return nil }
+        return error
+    }
+
     // MARK: - Single flight
 
     @Test func aFreshTokenIsHandedOutWithoutARefresh() {
@@ -66,7 +98,7 @@ import TokenKitLogCheck
         let newer = AuthToken(
             accessToken: "access-token-machine-two", refreshToken: "refresh-token-machine-two", receivedAt: Self.start,
             lifetime: 3600)
-        machine.refreshed(newer, userID: "user-1", generation: 2, persisted: true, elapsed: .zero)
+        Self.refresh(&machine, answering: newer, persisted: true, elapsed: .zero)
         let decision = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
         guard case .token(let token) = decision else {
             Issue.record("expected the current token, got \(decision)")
@@ -102,7 +134,7 @@ import TokenKitLogCheck
         let bob = AuthToken(
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
-        _ = machine.beginSession(bob, userID: "bob", stateBefore: machine.authState)
+        _ = machine.signingIn(bob, userID: "bob", stateBefore: machine.authState, profile: nil)
         let decision = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
         guard case .fail(.sessionChanged) = decision else {
             Issue.record("expected sessionChanged, got \(decision)")
@@ -143,7 +175,7 @@ import TokenKitLogCheck
         var machine = Self.machine()
         let (flight, epoch) = try startedFlight(&machine)
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
-        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.authState)
+        let started = machine.signingIn(token, userID: "user-2", stateBefore: machine.authState, profile: nil)
         #expect(started.flight === flight)
         #expect(!machine.isCurrent(epoch))
         #expect(machine.isCurrent(started.epoch))
@@ -157,7 +189,7 @@ import TokenKitLogCheck
     @Test func anEndedSessionVoidsTheRefreshInFlight() throws {
         var machine = Self.machine()
         let (flight, epoch) = try startedFlight(&machine)
-        let ended = machine.endSession()
+        let ended = machine.signingOut()
         #expect(ended.flight === flight)
         #expect(ended.ended?.userID == "user-1")
         #expect(!machine.isCurrent(epoch))
@@ -170,8 +202,12 @@ import TokenKitLogCheck
     @Test func aSignInThatCannotBeStoredRollsBackToThePreviousSession() {
         var machine = Self.machine()
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
-        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.authState)
-        machine.rollBack(started.replaced)
+        let started = machine.signingIn(token, userID: "user-2", stateBefore: machine.authState, profile: nil)
+        let finished = machine.signInWriteFinished(.failure(.writeFailed), started, elapsed: .zero)
+        guard case .fail(.storageUnavailable, _) = finished else {
+            Issue.record("expected the sign-in to fail, got \(finished)")
+            return
+        }
         #expect(machine.session?.token.accessToken == "access-token-machine-one")
         #expect(machine.authState == .signedIn(userID: "user-1"))
         #expect(!machine.isCurrent(started.epoch))
@@ -181,11 +217,11 @@ import TokenKitLogCheck
 
     @Test func theBreakerHoldsAttemptsBackUntilItsWindowHasPassed() {
         var machine = Self.machine(configuration: .init(maximumRefreshes: 2, breakerWindow: .seconds(30)))
-        let first = machine.beginAttempt(at: .seconds(0))
+        let first = Self.attemptBlocked(&machine, at: .seconds(0))
         #expect(first == nil)
-        let second = machine.beginAttempt(at: .seconds(1))
+        let second = Self.attemptBlocked(&machine, at: .seconds(1))
         #expect(second == nil)
-        let blocked = machine.beginAttempt(at: .seconds(2))
+        let blocked = Self.attemptBlocked(&machine, at: .seconds(2))
         #expect(blocked == .rateLimited)
         #expect(blocked?.retryAfter == .seconds(28))
         guard case .fail(.rateLimited) = machine.decide(.validToken, now: Self.expired, elapsed: .seconds(2)) else {
@@ -196,7 +232,7 @@ import TokenKitLogCheck
             Issue.record("a still-valid token is handed out while the breaker is open")
             return
         }
-        let afterWindow = machine.beginAttempt(at: .seconds(30))
+        let afterWindow = Self.attemptBlocked(&machine, at: .seconds(30))
         #expect(afterWindow == nil)
     }
 
@@ -227,13 +263,13 @@ import TokenKitLogCheck
 
     @Test func aNewSessionResetsTheBreakerAndAnEndedOneKeepsIt() {
         var machine = Self.machine(configuration: .init(maximumRefreshes: 1))
-        let attempt = machine.beginAttempt(at: .zero)
+        let attempt = Self.attemptBlocked(&machine, at: .zero)
         #expect(attempt == nil)
-        _ = machine.endSession()
+        _ = machine.signingOut()
         let afterEnd = machine.blockedError(at: .seconds(1))
         #expect(afterEnd == .rateLimited)
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
-        _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
+        _ = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
         let afterNewSession = machine.blockedError(at: .seconds(1))
         #expect(afterNewSession == nil)
     }
@@ -249,7 +285,7 @@ import TokenKitLogCheck
         #expect(machine.snapshot().isOffline)
         #expect(machine.authState == .expired(lastUserID: "user-1"))
         #expect(machine.session != nil)
-        _ = machine.endSession()
+        _ = machine.signingOut()
         #expect(!machine.isOffline)
     }
 
@@ -260,7 +296,7 @@ import TokenKitLogCheck
         #expect(machine.isOffline)
         #expect(machine.authState == .signedIn(userID: "user-1"))
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
-        _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
+        _ = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
         #expect(!machine.isOffline)
     }
 
@@ -271,7 +307,7 @@ import TokenKitLogCheck
         let token = AuthToken(
             accessToken: "access-token-machine-two", refreshToken: "refresh-token-machine-two", receivedAt: Self.due,
             lifetime: 3600)
-        machine.refreshed(token, userID: "user-1", generation: 2, persisted: false, elapsed: .seconds(10))
+        Self.refresh(&machine, answering: token, persisted: false, elapsed: .seconds(10))
         #expect(machine.snapshot().needsActor)
         #expect(!machine.isEvictable)
         let tooSoon = machine.persistRetryStarting(elapsed: .seconds(14)).due
@@ -292,10 +328,10 @@ import TokenKitLogCheck
     @Test func aWriteThatLandsAfterANewSessionMarksNothing() throws {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
-        machine.refreshed(token, userID: nil, generation: 2, persisted: false, elapsed: .zero)
+        Self.refresh(&machine, answering: token, persisted: false, elapsed: .zero)
         let dueNow = machine.persistRetryStarting(elapsed: .seconds(5)).due
         let due = try #require(dueNow)
-        _ = machine.endSession()
+        _ = machine.signingOut()
         let marked = machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())) == .recovered
         #expect(!marked)
         #expect(machine.storedGeneration == 1)
@@ -305,7 +341,7 @@ import TokenKitLogCheck
 
     @Test func aFailedRemovalIsTriedAgainOncePerIntervalUntilItIsDone() throws {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
-        _ = machine.endSession()
+        _ = machine.signingOut()
         _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .seconds(10))
         #expect(!machine.isEvictable)
         #expect(machine.removalRetryStarting(elapsed: .seconds(14)) == .nothing)
@@ -326,10 +362,10 @@ import TokenKitLogCheck
 
     @Test func aNewSessionCancelsThePendingRemovalOfTheEndedOne() {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
-        _ = machine.endSession()
+        _ = machine.signingOut()
         _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
-        _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
+        _ = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
         let due = machine.removalRetryStarting(elapsed: .seconds(60)).due
         #expect(due == nil)
         #expect(machine.pendingRemoval == nil)
@@ -337,11 +373,11 @@ import TokenKitLogCheck
 
     @Test func aSignInThatCouldNotBeStoredKeepsThePendingRemoval() {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
-        _ = machine.endSession()
+        _ = machine.signingOut()
         _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
-        let (replaced, _, _) = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
-        machine.rollBack(replaced)
+        let signIn = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
+        _ = machine.signInWriteFinished(.failure(.writeFailed), signIn, elapsed: .zero)
         let due = machine.removalRetryStarting(elapsed: .seconds(5)).due
         #expect(due != nil)
     }
@@ -498,9 +534,9 @@ import TokenKitLogCheck
         let bob = AuthToken(
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
-        let started = machine.beginSession(bob, userID: "user-2", stateBefore: machine.authState)
+        let started = machine.signingIn(bob, userID: "user-2", stateBefore: machine.authState, profile: nil)
         #expect(machine.profile == nil)
-        machine.rollBack(started.replaced)
+        _ = machine.signInWriteFinished(.failure(.writeFailed), started, elapsed: .zero)
         #expect(machine.profile?.firstName == "Alice")
         #expect(machine.authState == .signedIn(userID: "user-1"))
     }
@@ -514,9 +550,12 @@ import TokenKitLogCheck
         let bob = AuthToken(
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
-        let adopted = machine.adopt(StoredSession(token: bob, userID: "user-2", generation: 5))
-        #expect(adopted.switchedUser)
-        #expect(adopted.flight === flight, "taken, for the actor to fail with sessionChanged")
+        let read = TokenStoreRead.found(StoredSession(token: bob, userID: "user-2", generation: 5))
+        guard case .switchedUser(let taken) = machine.conflictRead(read, epoch: epoch) else {
+            Issue.record("expected another user's pair to switch the session")
+            return
+        }
+        #expect(taken === flight, "taken, for the actor to fail with sessionChanged")
         #expect(!machine.isCurrent(epoch), "the refresh started for user-1 writes nothing")
         #expect(machine.flight == nil)
     }

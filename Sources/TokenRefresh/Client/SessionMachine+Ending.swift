@@ -1,3 +1,4 @@
+import Foundation
 import Persistence
 
 /// Ending a session inside the client (a rejection, a provider that signed out, an expiry nothing can renew, a
@@ -43,5 +44,51 @@ extension SessionMachine {
         guard session == nil && !authState.hasSession else { return endingSession(reason: reason, error: error) }
         if authState != .signedOut { authState = .signedOut }
         return nil
+    }
+
+    // MARK: - The one reset of an ended session
+
+    /// Ends the session: the one reset for an ended session. Returns the session that ended and the flight to
+    /// resolve.
+    private mutating func endSession() -> (ended: Session?, flight: RefreshFlight?) {
+        let ended = session
+        epoch &+= 1
+        state = state.entering(nil)
+        lineage.reset()
+        profile = nil
+        isOffline = false
+        let flight = self.flight?.flight
+        self.flight = nil
+        authState = .signedOut
+        return (ended, flight)
+    }
+
+    // MARK: - Signing out
+
+    /// What the actor carries through a sign-out (``signingOut()``).
+    struct SignOutAction: Sendable {
+        /// The session that ended, if one was held.
+        let ended: Session?
+        /// The flight to fail with ``TokenRefreshError/signedOut``.
+        let flight: RefreshFlight?
+        /// The epoch after the sign-out, under which its removal runs.
+        let epoch: UInt64
+    }
+
+    /// The app signs out: the one reset of an ended session (``endSession()``).
+    mutating func signingOut() -> SignOutAction {
+        let (ended, flight) = endSession()
+        return SignOutAction(ended: ended, flight: flight, epoch: epoch)
+    }
+
+    // MARK: - Another audience's sign-out
+
+    /// Another audience's client removed the session (a sign-out, a revocation): it ends here too, without touching
+    /// the store again (``endingSessionIfHeld(reason:error:)`` with ``AuthEvent/SignOutReason/removedElsewhere``). A
+    /// store never read reads as signed out from now on, so a read started before (which may have found the removed
+    /// session) is dropped.
+    mutating func audienceSessionRemoved(now: Date) -> EndSessionAction? {
+        if !loaded { _ = storeRead(atLoad: .absent, now: now) }
+        return endingSessionIfHeld(reason: .removedElsewhere, error: .signedOut)
     }
 }
