@@ -560,6 +560,132 @@ import TokenKitLogCheck
         #expect(machine.flight == nil)
     }
 
+    // MARK: - Another audience's session
+
+    /// Another audience's client (same app, another API) stored Bob's session while a refresh of Alice's runs here.
+    @Test func anotherAudiencesSessionReplacesTheHeldOneAndFailsItsRefresh() throws {
+        var machine = Self.machine()
+        _ = machine.profileSupplied(AuthUser(id: "user-1", firstName: "Alice"))
+        let asked = machine.epoch
+        let (flight, flightEpoch) = try startedFlight(&machine)
+        let bob = AuthToken(
+            accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
+            lifetime: 3600)
+        let stored = StoredSession(token: bob, userID: "user-2", generation: 5)
+        let action = machine.audienceSessionRead(.found(stored), epoch: asked, overtaken: false, now: Self.fresh)
+        guard case .replaced(let taken, let failing) = action else {
+            Issue.record("expected the held session to be replaced, got \(action)")
+            return
+        }
+        #expect(taken == stored)
+        #expect(failing === flight, "taken, for the actor to fail with sessionChanged")
+        #expect(!machine.isCurrent(flightEpoch), "the refresh started for Alice writes nothing")
+        #expect(machine.flight == nil)
+        #expect(machine.session?.token.accessToken == "access-token-machine-bob")
+        #expect(machine.authState == .signedIn(userID: "user-2"))
+        #expect(machine.profile == nil)
+        #expect(machine.storedGeneration == 5)
+        let stale = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
+        guard case .fail(.sessionChanged) = stale else {
+            Issue.record("a request made with Alice's token is never answered with Bob's, got \(stale)")
+            return
+        }
+    }
+
+    /// Another audience's client signed the same user in again: the held session still ends (its refresh would write
+    /// over the new sign-in) and the new one starts.
+    @Test func anotherAudiencesSignInOfTheSameUserStillEndsTheHeldSession() throws {
+        var machine = Self.machine()
+        let (flight, flightEpoch) = try startedFlight(&machine)
+        let again = AuthToken(
+            accessToken: "access-token-machine-again", refreshToken: "refresh-token-machine-again",
+            receivedAt: Self.start, lifetime: 3600)
+        let stored = StoredSession(token: again, userID: "user-1", generation: 3)
+        let action = machine.audienceSessionRead(.found(stored), epoch: flightEpoch, overtaken: false, now: Self.fresh)
+        guard case .replaced(_, let failing) = action else {
+            Issue.record("expected the held session to be replaced, got \(action)")
+            return
+        }
+        #expect(failing === flight)
+        #expect(!machine.isCurrent(flightEpoch))
+        #expect(machine.session?.token.accessToken == "access-token-machine-again")
+    }
+
+    /// Without a session held, the stored one is taken up; a read that a newer session change overtook, or that found
+    /// the session held, changes nothing.
+    @Test func anotherAudiencesSessionIsTakenUpUnlessTheReadIsStale() {
+        var machine = SessionMachine(configuration: .init(), requiresRefreshToken: true)
+        _ = machine.loaded(nil, now: Self.start)
+        let alice = AuthToken(
+            accessToken: "access-token-machine-one", refreshToken: "refresh-token-machine-one", receivedAt: Self.start,
+            lifetime: 3600)
+        let stored = StoredSession(token: alice, userID: "user-1", generation: 2)
+        let overtaken = machine.audienceSessionRead(
+            .found(stored), epoch: machine.epoch, overtaken: true, now: Self.fresh)
+        let endedMeanwhile = machine.audienceSessionRead(
+            .found(stored), epoch: machine.epoch &+ 1, overtaken: false, now: Self.fresh)
+        guard case .drop = overtaken, case .drop = endedMeanwhile else {
+            Issue.record("expected stale reads to be dropped, got \(overtaken) and \(endedMeanwhile)")
+            return
+        }
+        #expect(machine.session == nil)
+        let epoch = machine.epoch
+        guard
+            case .adopted(stored) = machine.audienceSessionRead(
+                .found(stored), epoch: epoch, overtaken: false, now: Self.fresh)
+        else {
+            Issue.record("expected the stored session to be taken up")
+            return
+        }
+        #expect(machine.isCurrent(epoch), "nothing was held, so nothing in progress is voided")
+        #expect(machine.authState == .signedIn(userID: "user-1"))
+        guard case .drop = machine.audienceSessionRead(.found(stored), epoch: epoch, overtaken: false, now: Self.fresh)
+        else {
+            Issue.record("the session held already is not taken up again")
+            return
+        }
+    }
+
+    /// A client that has not read its store yet loads from the other audience's read.
+    @Test func anUnreadStoreLoadsFromAnotherAudiencesRead() {
+        var machine = SessionMachine(configuration: .init(), requiresRefreshToken: true)
+        let alice = AuthToken(
+            accessToken: "access-token-machine-one", refreshToken: "refresh-token-machine-one", receivedAt: Self.start,
+            lifetime: 3600)
+        let stored = StoredSession(token: alice, userID: "user-1", generation: 1)
+        let action = machine.audienceSessionRead(
+            .found(stored), epoch: machine.epoch, overtaken: false, now: Self.fresh)
+        guard case .load(.restored(stored)) = action else {
+            Issue.record("expected a load from this read, got \(action)")
+            return
+        }
+        #expect(machine.loaded)
+        #expect(machine.authState == .signedIn(userID: "user-1"))
+    }
+
+    /// Another audience's client signed out: the session ends here without a removal of its own; a store never read
+    /// reads signed out, with nothing to end.
+    @Test func anotherAudiencesSignOutEndsTheSessionWithoutARemoval() throws {
+        var machine = Self.machine()
+        let (flight, epoch) = try startedFlight(&machine)
+        let action = machine.audienceSessionRemoved(now: Self.fresh)
+        let ending = try #require(action)
+        #expect(ending.removal == nil, "the other audience's client removed it")
+        #expect(ending.flight === flight)
+        #expect(ending.failure == .signedOut)
+        #expect(ending.event.reason == .removedElsewhere)
+        #expect(ending.event.userID == "user-1")
+        #expect(!machine.isCurrent(epoch))
+        #expect(machine.session == nil)
+        #expect(machine.authState == .signedOut)
+
+        var unread = SessionMachine(configuration: .init(), requiresRefreshToken: true)
+        let nothingHeld = unread.audienceSessionRemoved(now: Self.fresh) == nil
+        #expect(nothingHeld)
+        #expect(unread.loaded)
+        #expect(unread.authState == .signedOut)
+    }
+
     // MARK: - A refresh that answers for another user
 
     static func jwt(sub: String) -> String {
