@@ -560,6 +560,30 @@ import TokenKitLogCheck
         #expect(machine.flight == nil)
     }
 
+    // MARK: - A request refused after a refresh
+
+    /// A request refused after the refresh made for it ends the session only when the app asks and the refused token
+    /// is still the session's.
+    @Test func aRefusalAfterARefreshEndsTheSessionOnlyForItsCurrentToken() {
+        let machine = Self.machine()
+        let current = "access-token-machine-one"
+        guard
+            case .publishThenEnd(let event, .unauthorized) = machine.rejectedAfterRefresh(
+                of: current, endsSession: true)
+        else {
+            Issue.record("expected the session to end")
+            return
+        }
+        #expect(event.kind == .unauthorizedAfterRefresh)
+        #expect(event.userID == "user-1")
+        guard case .publish = machine.rejectedAfterRefresh(of: "access-token-machine-old", endsSession: true),
+            case .publish = machine.rejectedAfterRefresh(of: current, endsSession: false)
+        else {
+            Issue.record("an older token's refusal, or one the app keeps the session after, ends nothing")
+            return
+        }
+    }
+
     // MARK: - Another audience's session
 
     /// Another audience's client (same app, another API) stored Bob's session while a refresh of Alice's runs here.

@@ -1,3 +1,4 @@
+import AuthToken
 import Foundation
 import Persistence
 
@@ -90,5 +91,25 @@ extension SessionMachine {
     mutating func audienceSessionRemoved(now: Date) -> EndSessionAction? {
         if !loaded { _ = storeRead(atLoad: .absent, now: now) }
         return endingSessionIfHeld(reason: .removedElsewhere, error: .signedOut)
+    }
+
+    // MARK: - A request refused after a refresh
+
+    /// What the actor does when the server refused a request's access token after a refresh made for that request.
+    enum RejectedAfterRefreshAction: Sendable {
+        /// Publish this event (``AuthEvent/Kind/unauthorizedAfterRefresh``); the session is kept.
+        case publish(AuthEvent)
+        /// Publish this event, then end the session with `reason`.
+        case publishThenEnd(AuthEvent, reason: AuthEvent.SignOutReason)
+    }
+
+    /// The server refused `accessToken` after a refresh made for the request (``TokenRefreshClient/sessionRejected(afterRefreshOf:endSession:)``):
+    /// say so, and end the session when the app asks for it (`endsSession`) and the token is still the session's (a
+    /// refusal of an older or another session's token ends nothing).
+    func rejectedAfterRefresh(of accessToken: String, endsSession: Bool) -> RejectedAfterRefreshAction {
+        let event = AuthEvent.unauthorizedAfterRefresh(
+            userID: session?.userID, tokenFingerprint: AuthToken.fingerprint(accessToken))
+        guard endsSession, session?.token.accessToken == accessToken else { return .publish(event) }
+        return .publishThenEnd(event, reason: .unauthorized)
     }
 }
