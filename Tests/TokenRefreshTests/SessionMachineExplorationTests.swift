@@ -170,7 +170,7 @@ struct World {
 
     enum Deferred {
         case removal(epoch: UInt64)
-        case save(epoch: UInt64)
+        case save(SessionMachine.SignInAction)
     }
 
     static let start = Date(timeIntervalSince1970: 1_800_000_000)
@@ -240,9 +240,9 @@ struct World {
             flights[index].waiters -= 1  // it leaves; the refresh goes on for the others
         case .signIn:
             let token = mint(receivedAt: now)
-            let (_, epoch, taken) = machine.beginSession(token, userID: "user-1", stateBefore: machine.authState)
-            resolve(taken, with: .failure(.sessionChanged))
-            writeLater(.save(epoch: epoch))
+            let signIn = machine.signingIn(token, userID: "user-1", stateBefore: machine.authState, profile: nil)
+            resolve(signIn.flight, with: .failure(.sessionChanged))
+            writeLater(.save(signIn))
         case .signOut:
             let signOut = machine.signingOut()
             if mutation == .signOutShowsTheSessionExpired, let ended = signOut.ended {
@@ -567,10 +567,14 @@ struct World {
                 guard machine.isCurrent(epoch) else { continue }
                 store = nil
                 _ = machine.signOutRemovalFinished(nil, epoch: epoch, elapsed: elapsed)
-            case .save(let epoch):
-                guard machine.isCurrent(epoch), let session = machine.session else { continue }
-                store = StoredSession(token: session.token, userID: session.userID, generation: session.generation)
-                machine.sessionStored(epoch: epoch)
+            case .save(let signIn):
+                // The actor's sign-in save: skipped when a sign-out or another sign-in came first.
+                guard case .save(let stored) = machine.signInWriteTurn(signIn) else {
+                    _ = machine.signInWriteFinished(.success(false), signIn, elapsed: elapsed)
+                    continue
+                }
+                store = stored
+                _ = machine.signInWriteFinished(.success(true), signIn, elapsed: elapsed)
             }
         }
     }

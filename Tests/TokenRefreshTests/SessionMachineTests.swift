@@ -36,6 +36,38 @@ import TokenKitLogCheck
         return (flight, machine.beginFlight(flight, seed: seed, forced: forced).epoch)
     }
 
+    /// One refresh of the session, driven through the machine's events as the actor drives it: the store still holds
+    /// the session's pair, the strategy answers with `token`'s access token (and refresh token, if any), and the
+    /// new pair's write lands (`persisted`) or fails at `elapsed`.
+    static func refresh(
+        _ machine: inout SessionMachine, answering token: AuthToken, persisted: Bool, elapsed: Duration
+    ) {
+        let flight = RefreshFlight()
+        let epoch = machine.beginFlight(flight, seed: nil, forced: true).epoch
+        _ = machine.lockTaken(epoch: epoch, seed: nil)
+        let held = machine.session.map { StoredSession(token: $0.token, userID: $0.userID, generation: $0.generation) }
+        let read = machine.storeRead(held.map(TokenStoreRead.found) ?? .absent, epoch: epoch, now: start)
+        guard case .present = read else {
+            Issue.record("expected the held refresh token to be presented, got \(read)")
+            return
+        }
+        let response = TokenResponse(
+            accessToken: token.accessToken, refreshToken: token.refreshToken, expiresIn: 3600)
+        let answered = machine.strategyEnded(.success(response), receivedAt: token.receivedAt, epoch: epoch)
+        guard case .persist = answered else {
+            Issue.record("expected the new pair to be written, got \(answered)")
+            return
+        }
+        _ = machine.writeFinished(persisted ? nil : .writeFailed, epoch: epoch, elapsed: elapsed)
+        _ = machine.flightFinished(flight)
+    }
+
+    /// The error an attempt of the strategy at `elapsed` is held back with, or `nil` when it is made (and counted).
+    static func attemptBlocked(_ machine: inout SessionMachine, at elapsed: Duration) -> TokenRefreshError? {
+        guard case .blocked(let error) = machine.statelessAttemptStarting(at: elapsed) else { return nil }
+        return error
+    }
+
     // MARK: - Single flight
 
     @Test func aFreshTokenIsHandedOutWithoutARefresh() {
@@ -66,7 +98,7 @@ import TokenKitLogCheck
         let newer = AuthToken(
             accessToken: "access-token-machine-two", refreshToken: "refresh-token-machine-two", receivedAt: Self.start,
             lifetime: 3600)
-        machine.refreshed(newer, userID: "user-1", generation: 2, persisted: true, elapsed: .zero)
+        Self.refresh(&machine, answering: newer, persisted: true, elapsed: .zero)
         let decision = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
         guard case .token(let token) = decision else {
             Issue.record("expected the current token, got \(decision)")
@@ -102,7 +134,7 @@ import TokenKitLogCheck
         let bob = AuthToken(
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
-        _ = machine.beginSession(bob, userID: "bob", stateBefore: machine.authState)
+        _ = machine.signingIn(bob, userID: "bob", stateBefore: machine.authState, profile: nil)
         let decision = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
         guard case .fail(.sessionChanged) = decision else {
             Issue.record("expected sessionChanged, got \(decision)")
@@ -143,7 +175,7 @@ import TokenKitLogCheck
         var machine = Self.machine()
         let (flight, epoch) = try startedFlight(&machine)
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
-        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.authState)
+        let started = machine.signingIn(token, userID: "user-2", stateBefore: machine.authState, profile: nil)
         #expect(started.flight === flight)
         #expect(!machine.isCurrent(epoch))
         #expect(machine.isCurrent(started.epoch))
@@ -157,7 +189,7 @@ import TokenKitLogCheck
     @Test func anEndedSessionVoidsTheRefreshInFlight() throws {
         var machine = Self.machine()
         let (flight, epoch) = try startedFlight(&machine)
-        let ended = machine.endSession()
+        let ended = machine.signingOut()
         #expect(ended.flight === flight)
         #expect(ended.ended?.userID == "user-1")
         #expect(!machine.isCurrent(epoch))
@@ -170,8 +202,12 @@ import TokenKitLogCheck
     @Test func aSignInThatCannotBeStoredRollsBackToThePreviousSession() {
         var machine = Self.machine()
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
-        let started = machine.beginSession(token, userID: "user-2", stateBefore: machine.authState)
-        machine.rollBack(started.replaced)
+        let started = machine.signingIn(token, userID: "user-2", stateBefore: machine.authState, profile: nil)
+        let finished = machine.signInWriteFinished(.failure(.writeFailed), started, elapsed: .zero)
+        guard case .fail(.storageUnavailable, _) = finished else {
+            Issue.record("expected the sign-in to fail, got \(finished)")
+            return
+        }
         #expect(machine.session?.token.accessToken == "access-token-machine-one")
         #expect(machine.authState == .signedIn(userID: "user-1"))
         #expect(!machine.isCurrent(started.epoch))
@@ -181,11 +217,11 @@ import TokenKitLogCheck
 
     @Test func theBreakerHoldsAttemptsBackUntilItsWindowHasPassed() {
         var machine = Self.machine(configuration: .init(maximumRefreshes: 2, breakerWindow: .seconds(30)))
-        let first = machine.beginAttempt(at: .seconds(0))
+        let first = Self.attemptBlocked(&machine, at: .seconds(0))
         #expect(first == nil)
-        let second = machine.beginAttempt(at: .seconds(1))
+        let second = Self.attemptBlocked(&machine, at: .seconds(1))
         #expect(second == nil)
-        let blocked = machine.beginAttempt(at: .seconds(2))
+        let blocked = Self.attemptBlocked(&machine, at: .seconds(2))
         #expect(blocked == .rateLimited)
         #expect(blocked?.retryAfter == .seconds(28))
         guard case .fail(.rateLimited) = machine.decide(.validToken, now: Self.expired, elapsed: .seconds(2)) else {
@@ -196,7 +232,7 @@ import TokenKitLogCheck
             Issue.record("a still-valid token is handed out while the breaker is open")
             return
         }
-        let afterWindow = machine.beginAttempt(at: .seconds(30))
+        let afterWindow = Self.attemptBlocked(&machine, at: .seconds(30))
         #expect(afterWindow == nil)
     }
 
@@ -227,13 +263,13 @@ import TokenKitLogCheck
 
     @Test func aNewSessionResetsTheBreakerAndAnEndedOneKeepsIt() {
         var machine = Self.machine(configuration: .init(maximumRefreshes: 1))
-        let attempt = machine.beginAttempt(at: .zero)
+        let attempt = Self.attemptBlocked(&machine, at: .zero)
         #expect(attempt == nil)
-        _ = machine.endSession()
+        _ = machine.signingOut()
         let afterEnd = machine.blockedError(at: .seconds(1))
         #expect(afterEnd == .rateLimited)
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
-        _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
+        _ = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
         let afterNewSession = machine.blockedError(at: .seconds(1))
         #expect(afterNewSession == nil)
     }
@@ -249,7 +285,7 @@ import TokenKitLogCheck
         #expect(machine.snapshot().isOffline)
         #expect(machine.authState == .expired(lastUserID: "user-1"))
         #expect(machine.session != nil)
-        _ = machine.endSession()
+        _ = machine.signingOut()
         #expect(!machine.isOffline)
     }
 
@@ -260,7 +296,7 @@ import TokenKitLogCheck
         #expect(machine.isOffline)
         #expect(machine.authState == .signedIn(userID: "user-1"))
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
-        _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
+        _ = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
         #expect(!machine.isOffline)
     }
 
@@ -271,7 +307,7 @@ import TokenKitLogCheck
         let token = AuthToken(
             accessToken: "access-token-machine-two", refreshToken: "refresh-token-machine-two", receivedAt: Self.due,
             lifetime: 3600)
-        machine.refreshed(token, userID: "user-1", generation: 2, persisted: false, elapsed: .seconds(10))
+        Self.refresh(&machine, answering: token, persisted: false, elapsed: .seconds(10))
         #expect(machine.snapshot().needsActor)
         #expect(!machine.isEvictable)
         let tooSoon = machine.persistRetryStarting(elapsed: .seconds(14)).due
@@ -292,10 +328,10 @@ import TokenKitLogCheck
     @Test func aWriteThatLandsAfterANewSessionMarksNothing() throws {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
-        machine.refreshed(token, userID: nil, generation: 2, persisted: false, elapsed: .zero)
+        Self.refresh(&machine, answering: token, persisted: false, elapsed: .zero)
         let dueNow = machine.persistRetryStarting(elapsed: .seconds(5)).due
         let due = try #require(dueNow)
-        _ = machine.endSession()
+        _ = machine.signingOut()
         let marked = machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())) == .recovered
         #expect(!marked)
         #expect(machine.storedGeneration == 1)
@@ -305,7 +341,7 @@ import TokenKitLogCheck
 
     @Test func aFailedRemovalIsTriedAgainOncePerIntervalUntilItIsDone() throws {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
-        _ = machine.endSession()
+        _ = machine.signingOut()
         _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .seconds(10))
         #expect(!machine.isEvictable)
         #expect(machine.removalRetryStarting(elapsed: .seconds(14)) == .nothing)
@@ -326,10 +362,10 @@ import TokenKitLogCheck
 
     @Test func aNewSessionCancelsThePendingRemovalOfTheEndedOne() {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
-        _ = machine.endSession()
+        _ = machine.signingOut()
         _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
-        _ = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
+        _ = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
         let due = machine.removalRetryStarting(elapsed: .seconds(60)).due
         #expect(due == nil)
         #expect(machine.pendingRemoval == nil)
@@ -337,11 +373,11 @@ import TokenKitLogCheck
 
     @Test func aSignInThatCouldNotBeStoredKeepsThePendingRemoval() {
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
-        _ = machine.endSession()
+        _ = machine.signingOut()
         _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
-        let (replaced, _, _) = machine.beginSession(token, userID: nil, stateBefore: machine.authState)
-        machine.rollBack(replaced)
+        let signIn = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
+        _ = machine.signInWriteFinished(.failure(.writeFailed), signIn, elapsed: .zero)
         let due = machine.removalRetryStarting(elapsed: .seconds(5)).due
         #expect(due != nil)
     }
@@ -498,9 +534,9 @@ import TokenKitLogCheck
         let bob = AuthToken(
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
-        let started = machine.beginSession(bob, userID: "user-2", stateBefore: machine.authState)
+        let started = machine.signingIn(bob, userID: "user-2", stateBefore: machine.authState, profile: nil)
         #expect(machine.profile == nil)
-        machine.rollBack(started.replaced)
+        _ = machine.signInWriteFinished(.failure(.writeFailed), started, elapsed: .zero)
         #expect(machine.profile?.firstName == "Alice")
         #expect(machine.authState == .signedIn(userID: "user-1"))
     }
@@ -514,11 +550,164 @@ import TokenKitLogCheck
         let bob = AuthToken(
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
-        let adopted = machine.adopt(StoredSession(token: bob, userID: "user-2", generation: 5))
-        #expect(adopted.switchedUser)
-        #expect(adopted.flight === flight, "taken, for the actor to fail with sessionChanged")
+        let read = TokenStoreRead.found(StoredSession(token: bob, userID: "user-2", generation: 5))
+        guard case .switchedUser(let taken) = machine.conflictRead(read, epoch: epoch) else {
+            Issue.record("expected another user's pair to switch the session")
+            return
+        }
+        #expect(taken === flight, "taken, for the actor to fail with sessionChanged")
         #expect(!machine.isCurrent(epoch), "the refresh started for user-1 writes nothing")
         #expect(machine.flight == nil)
+    }
+
+    // MARK: - A request refused after a refresh
+
+    /// A request refused after the refresh made for it ends the session only when the app asks and the refused token
+    /// is still the session's.
+    @Test func aRefusalAfterARefreshEndsTheSessionOnlyForItsCurrentToken() {
+        let machine = Self.machine()
+        let current = "access-token-machine-one"
+        guard
+            case .publishThenEnd(let event, .unauthorized) = machine.rejectedAfterRefresh(
+                of: current, endsSession: true)
+        else {
+            Issue.record("expected the session to end")
+            return
+        }
+        #expect(event.kind == .unauthorizedAfterRefresh)
+        #expect(event.userID == "user-1")
+        guard case .publish = machine.rejectedAfterRefresh(of: "access-token-machine-old", endsSession: true),
+            case .publish = machine.rejectedAfterRefresh(of: current, endsSession: false)
+        else {
+            Issue.record("an older token's refusal, or one the app keeps the session after, ends nothing")
+            return
+        }
+    }
+
+    // MARK: - Another audience's session
+
+    /// Another audience's client (same app, another API) stored Bob's session while a refresh of Alice's runs here.
+    @Test func anotherAudiencesSessionReplacesTheHeldOneAndFailsItsRefresh() throws {
+        var machine = Self.machine()
+        _ = machine.profileSupplied(AuthUser(id: "user-1", firstName: "Alice"))
+        let asked = machine.epoch
+        let (flight, flightEpoch) = try startedFlight(&machine)
+        let bob = AuthToken(
+            accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
+            lifetime: 3600)
+        let stored = StoredSession(token: bob, userID: "user-2", generation: 5)
+        let action = machine.audienceSessionRead(.found(stored), epoch: asked, overtaken: false, now: Self.fresh)
+        guard case .replaced(let taken, let failing) = action else {
+            Issue.record("expected the held session to be replaced, got \(action)")
+            return
+        }
+        #expect(taken == stored)
+        #expect(failing === flight, "taken, for the actor to fail with sessionChanged")
+        #expect(!machine.isCurrent(flightEpoch), "the refresh started for Alice writes nothing")
+        #expect(machine.flight == nil)
+        #expect(machine.session?.token.accessToken == "access-token-machine-bob")
+        #expect(machine.authState == .signedIn(userID: "user-2"))
+        #expect(machine.profile == nil)
+        #expect(machine.storedGeneration == 5)
+        let stale = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
+        guard case .fail(.sessionChanged) = stale else {
+            Issue.record("a request made with Alice's token is never answered with Bob's, got \(stale)")
+            return
+        }
+    }
+
+    /// Another audience's client signed the same user in again: the held session still ends (its refresh would write
+    /// over the new sign-in) and the new one starts.
+    @Test func anotherAudiencesSignInOfTheSameUserStillEndsTheHeldSession() throws {
+        var machine = Self.machine()
+        let (flight, flightEpoch) = try startedFlight(&machine)
+        let again = AuthToken(
+            accessToken: "access-token-machine-again", refreshToken: "refresh-token-machine-again",
+            receivedAt: Self.start, lifetime: 3600)
+        let stored = StoredSession(token: again, userID: "user-1", generation: 3)
+        let action = machine.audienceSessionRead(.found(stored), epoch: flightEpoch, overtaken: false, now: Self.fresh)
+        guard case .replaced(_, let failing) = action else {
+            Issue.record("expected the held session to be replaced, got \(action)")
+            return
+        }
+        #expect(failing === flight)
+        #expect(!machine.isCurrent(flightEpoch))
+        #expect(machine.session?.token.accessToken == "access-token-machine-again")
+    }
+
+    /// Without a session held, the stored one is taken up; a read that a newer session change overtook, or that found
+    /// the session held, changes nothing.
+    @Test func anotherAudiencesSessionIsTakenUpUnlessTheReadIsStale() {
+        var machine = SessionMachine(configuration: .init(), requiresRefreshToken: true)
+        _ = machine.loaded(nil, now: Self.start)
+        let alice = AuthToken(
+            accessToken: "access-token-machine-one", refreshToken: "refresh-token-machine-one", receivedAt: Self.start,
+            lifetime: 3600)
+        let stored = StoredSession(token: alice, userID: "user-1", generation: 2)
+        let overtaken = machine.audienceSessionRead(
+            .found(stored), epoch: machine.epoch, overtaken: true, now: Self.fresh)
+        let endedMeanwhile = machine.audienceSessionRead(
+            .found(stored), epoch: machine.epoch &+ 1, overtaken: false, now: Self.fresh)
+        guard case .drop = overtaken, case .drop = endedMeanwhile else {
+            Issue.record("expected stale reads to be dropped, got \(overtaken) and \(endedMeanwhile)")
+            return
+        }
+        #expect(machine.session == nil)
+        let epoch = machine.epoch
+        guard
+            case .adopted(stored) = machine.audienceSessionRead(
+                .found(stored), epoch: epoch, overtaken: false, now: Self.fresh)
+        else {
+            Issue.record("expected the stored session to be taken up")
+            return
+        }
+        #expect(machine.isCurrent(epoch), "nothing was held, so nothing in progress is voided")
+        #expect(machine.authState == .signedIn(userID: "user-1"))
+        guard case .drop = machine.audienceSessionRead(.found(stored), epoch: epoch, overtaken: false, now: Self.fresh)
+        else {
+            Issue.record("the session held already is not taken up again")
+            return
+        }
+    }
+
+    /// A client that has not read its store yet loads from the other audience's read.
+    @Test func anUnreadStoreLoadsFromAnotherAudiencesRead() {
+        var machine = SessionMachine(configuration: .init(), requiresRefreshToken: true)
+        let alice = AuthToken(
+            accessToken: "access-token-machine-one", refreshToken: "refresh-token-machine-one", receivedAt: Self.start,
+            lifetime: 3600)
+        let stored = StoredSession(token: alice, userID: "user-1", generation: 1)
+        let action = machine.audienceSessionRead(
+            .found(stored), epoch: machine.epoch, overtaken: false, now: Self.fresh)
+        guard case .load(.restored(stored)) = action else {
+            Issue.record("expected a load from this read, got \(action)")
+            return
+        }
+        #expect(machine.loaded)
+        #expect(machine.authState == .signedIn(userID: "user-1"))
+    }
+
+    /// Another audience's client signed out: the session ends here without a removal of its own; a store never read
+    /// reads signed out, with nothing to end.
+    @Test func anotherAudiencesSignOutEndsTheSessionWithoutARemoval() throws {
+        var machine = Self.machine()
+        let (flight, epoch) = try startedFlight(&machine)
+        let action = machine.audienceSessionRemoved(now: Self.fresh)
+        let ending = try #require(action)
+        #expect(ending.removal == nil, "the other audience's client removed it")
+        #expect(ending.flight === flight)
+        #expect(ending.failure == .signedOut)
+        #expect(ending.event.reason == .removedElsewhere)
+        #expect(ending.event.userID == "user-1")
+        #expect(!machine.isCurrent(epoch))
+        #expect(machine.session == nil)
+        #expect(machine.authState == .signedOut)
+
+        var unread = SessionMachine(configuration: .init(), requiresRefreshToken: true)
+        let nothingHeld = unread.audienceSessionRemoved(now: Self.fresh) == nil
+        #expect(nothingHeld)
+        #expect(unread.loaded)
+        #expect(unread.authState == .signedOut)
     }
 
     // MARK: - A refresh that answers for another user

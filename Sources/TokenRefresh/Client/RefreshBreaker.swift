@@ -10,19 +10,31 @@ extension SessionMachine {
         private(set) var lastTransientError: TokenRefreshError?
         private(set) var consecutiveTransientFailures = 0
 
-        /// The error that holds a new attempt back at `elapsed`, if any (pruning attempts out of the window).
-        mutating func blocked(at elapsed: Duration, maximum: Int, window: Duration) -> TokenRefreshError? {
+        /// The error that holds a new attempt back at `elapsed`, if any: backoff, `Retry-After`, or `maximum` attempts
+        /// already in the `window` before it.
+        func blocked(at elapsed: Duration, maximum: Int, window: Duration) -> TokenRefreshError? {
             if let retryNotBefore, elapsed < retryNotBefore {
                 return (lastTransientError ?? .transient).with(retryAfter: retryNotBefore - elapsed)
             }
-            attemptTimes.removeAll { elapsed - $0 >= window }
-            if attemptTimes.count >= maximum, let oldest = attemptTimes.first {
-                return TokenRefreshError.rateLimited.with(retryAfter: oldest + window - elapsed)
+            var inWindow = 0
+            var oldest: Duration?
+            for time in attemptTimes where elapsed - time < window {
+                inWindow += 1
+                oldest = min(oldest ?? time, time)
             }
-            return nil
+            guard inWindow >= maximum, let oldest else { return nil }
+            return TokenRefreshError.rateLimited.with(retryAfter: oldest + window - elapsed)
         }
 
-        mutating func recordAttempt(at elapsed: Duration) { attemptTimes.append(elapsed) }
+        /// An attempt is about to start at `elapsed`: the error that holds it back (see
+        /// ``blocked(at:maximum:window:)``), or `nil`, and then it is counted (attempts out of the `window` are
+        /// forgotten).
+        mutating func admitAttempt(at elapsed: Duration, maximum: Int, window: Duration) -> TokenRefreshError? {
+            if let blocked = blocked(at: elapsed, maximum: maximum, window: window) { return blocked }
+            attemptTimes.removeAll { elapsed - $0 >= window }
+            attemptTimes.append(elapsed)
+            return nil
+        }
 
         mutating func recordSuccess() {
             consecutiveTransientFailures = 0

@@ -27,7 +27,7 @@ extension SessionMachine {
     /// back.
     mutating func attemptStarting(epoch: UInt64, at elapsed: Duration) -> AttemptStartAction {
         guard isCurrent(epoch) else { return .void }
-        if let blocked = beginAttempt(at: elapsed) { return .blocked(blocked) }
+        if let blocked = admitAttempt(at: elapsed) { return .blocked(blocked) }
         return .call(forced: flightIsForced)
     }
 
@@ -128,8 +128,15 @@ extension SessionMachine {
 
     /// What the actor does for a stateless refresh before calling the strategy at `elapsed`.
     mutating func statelessAttemptStarting(at elapsed: Duration) -> AttemptStartAction {
-        if let blocked = beginAttempt(at: elapsed) { return .blocked(blocked) }
+        if let blocked = admitAttempt(at: elapsed) { return .blocked(blocked) }
         return .call(forced: false)
+    }
+
+    /// Before calling the strategy at `elapsed`: the error that holds the attempt back, or `nil` (and the breaker
+    /// counts the attempt).
+    private mutating func admitAttempt(at elapsed: Duration) -> TokenRefreshError? {
+        breaker.admitAttempt(
+            at: elapsed, maximum: configuration.maximumRefreshes, window: configuration.breakerWindow)
     }
 
     /// What the actor does after a stateless refresh failed.
@@ -151,35 +158,5 @@ extension SessionMachine {
     ) -> StatelessFailureAction {
         if failure == .refreshTokenRejected { rejected.insert(refreshToken) }
         return .fail(failure)
-    }
-
-    // MARK: - A write that met a newer pair
-
-    /// What the actor does with the store's answer after a write of the flight started under `epoch` met a newer
-    /// pair.
-    enum ConflictAction: Sendable {
-        /// The session is void (signed out or another session meanwhile); fail with this error.
-        case fail(TokenRefreshError)
-        /// Another user's pair was adopted: fail the old flight's callers with `sessionChanged`.
-        case switchedUser(RefreshFlight?)
-        /// The pair was adopted: say so, and answer with it.
-        case adopted(StoredSession)
-        /// The session was removed elsewhere: end it, then fail with `signedOut`.
-        case removedElsewhere
-    }
-
-    /// The store's answer (`read`) after a write of the flight started under `epoch` met a newer pair.
-    mutating func conflictRead(_ read: TokenStoreRead, epoch: UInt64) -> ConflictAction {
-        guard isCurrent(epoch) else { return .fail(.signedOut) }
-        switch read {
-        case .found(let stored):
-            // Another user's pair is never the answer to a refresh made for this one.
-            let (switchedUser, flight) = adopt(stored)
-            return switchedUser ? .switchedUser(flight) : .adopted(stored)
-        case .absent:
-            return .removedElsewhere
-        case .unavailable(let error):
-            return .fail(TokenRefreshError.storageUnavailable.with(underlying: error))
-        }
     }
 }

@@ -180,22 +180,6 @@ extension SessionMachine {
     /// A sign-in or sign-out is starting.
     func sessionChangeStarting() -> SessionChangeAction { loaded ? .proceed : .readStore }
 
-    /// What the actor carries through a sign-out (``signingOut()``).
-    struct SignOutAction: Sendable {
-        /// The session that ended, if one was held.
-        let ended: Session?
-        /// The flight to fail with ``TokenRefreshError/signedOut``.
-        let flight: RefreshFlight?
-        /// The epoch after the sign-out, under which its removal runs.
-        let epoch: UInt64
-    }
-
-    /// The app signs out: the one reset of an ended session (``endSession()``).
-    mutating func signingOut() -> SignOutAction {
-        let (ended, flight) = endSession()
-        return SignOutAction(ended: ended, flight: flight, epoch: epoch)
-    }
-
     /// What a sign-out does with the store once older writes have landed.
     enum SignOutWriteAction: Sendable, Equatable {
         /// Remove the ended session under this condition.

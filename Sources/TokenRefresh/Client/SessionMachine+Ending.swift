@@ -1,3 +1,5 @@
+import AuthToken
+import Foundation
 import Persistence
 
 /// Ending a session inside the client (a rejection, a provider that signed out, an expiry nothing can renew, a
@@ -43,5 +45,71 @@ extension SessionMachine {
         guard session == nil && !authState.hasSession else { return endingSession(reason: reason, error: error) }
         if authState != .signedOut { authState = .signedOut }
         return nil
+    }
+
+    // MARK: - The one reset of an ended session
+
+    /// Ends the session: the one reset for an ended session. Returns the session that ended and the flight to
+    /// resolve.
+    private mutating func endSession() -> (ended: Session?, flight: RefreshFlight?) {
+        let ended = session
+        epoch &+= 1
+        state = state.entering(nil)
+        lineage.reset()
+        profile = nil
+        isOffline = false
+        let flight = self.flight?.flight
+        self.flight = nil
+        authState = .signedOut
+        return (ended, flight)
+    }
+
+    // MARK: - Signing out
+
+    /// What the actor carries through a sign-out (``signingOut()``).
+    struct SignOutAction: Sendable {
+        /// The session that ended, if one was held.
+        let ended: Session?
+        /// The flight to fail with ``TokenRefreshError/signedOut``.
+        let flight: RefreshFlight?
+        /// The epoch after the sign-out, under which its removal runs.
+        let epoch: UInt64
+    }
+
+    /// The app signs out: the one reset of an ended session (``endSession()``).
+    mutating func signingOut() -> SignOutAction {
+        let (ended, flight) = endSession()
+        return SignOutAction(ended: ended, flight: flight, epoch: epoch)
+    }
+
+    // MARK: - Another audience's sign-out
+
+    /// Another audience's client removed the session (a sign-out, a revocation): it ends here too, without touching
+    /// the store again (``endingSessionIfHeld(reason:error:)`` with ``AuthEvent/SignOutReason/removedElsewhere``). A
+    /// store never read reads as signed out from now on, so a read started before (which may have found the removed
+    /// session) is dropped.
+    mutating func audienceSessionRemoved(now: Date) -> EndSessionAction? {
+        if !loaded { _ = storeRead(atLoad: .absent, now: now) }
+        return endingSessionIfHeld(reason: .removedElsewhere, error: .signedOut)
+    }
+
+    // MARK: - A request refused after a refresh
+
+    /// What the actor does when the server refused a request's access token after a refresh made for that request.
+    enum RejectedAfterRefreshAction: Sendable {
+        /// Publish this event (``AuthEvent/Kind/unauthorizedAfterRefresh``); the session is kept.
+        case publish(AuthEvent)
+        /// Publish this event, then end the session with `reason`.
+        case publishThenEnd(AuthEvent, reason: AuthEvent.SignOutReason)
+    }
+
+    /// The server refused `accessToken` after a refresh made for the request (``TokenRefreshClient/sessionRejected(afterRefreshOf:endSession:)``):
+    /// say so, and end the session when the app asks for it (`endsSession`) and the token is still the session's (a
+    /// refusal of an older or another session's token ends nothing).
+    func rejectedAfterRefresh(of accessToken: String, endsSession: Bool) -> RejectedAfterRefreshAction {
+        let event = AuthEvent.unauthorizedAfterRefresh(
+            userID: session?.userID, tokenFingerprint: AuthToken.fingerprint(accessToken))
+        guard endsSession, session?.token.accessToken == accessToken else { return .publish(event) }
+        return .publishThenEnd(event, reason: .unauthorized)
     }
 }

@@ -290,4 +290,152 @@ extension SessionMachine {
         if let before = previous.userID, let after = responseUserID { return before != after }
         return false
     }
+
+    // MARK: - Taking up a stored pair, and a refreshed one
+
+    /// Adopts a pair another process stored. Returns whether it is another user's (both user IDs known and
+    /// different): then the session has changed, and a refresh made for the old one must not answer with it, nor
+    /// write anything: ``epoch`` is bumped and the flight is taken away (returned, for the actor to fail with
+    /// ``TokenRefreshError/sessionChanged``). Without user IDs a pair stored for the same account is taken as the same
+    /// session, rotated elsewhere.
+    @discardableResult
+    private mutating func adopt(
+        _ stored: StoredSession, replacing: Bool = false
+    ) -> (switchedUser: Bool, flight: RefreshFlight?) {
+        let previousUser = session?.userID
+        let switchedUser =
+            session != nil && previousUser != nil && stored.userID != nil && previousUser != stored.userID
+        var takenFlight: RefreshFlight?
+        if switchedUser || (replacing && session != nil) {
+            epoch &+= 1
+            takenFlight = flight?.flight
+            flight = nil
+        }
+        if replacing && session != nil {
+            // The held session ends here (the one reset of an ended session, then this one starts).
+            lineage.reset()
+            profile = nil
+            isOffline = false
+        }
+        pendingRemoval = nil
+        if session == nil || switchedUser { lineage.reset() }
+        if profile?.id != stored.userID { profile = nil }
+        lineage.record(stored.token)
+        state = state.entering(Session(stored, persisted: true))
+        storedGeneration = stored.generation
+        authState = .signedIn(userID: stored.userID)
+        return (switchedUser, takenFlight)
+    }
+
+    /// Whether a re-read pair is worth adopting: newer than ours (or we have none), and not rejected before.
+    func shouldAdopt(_ stored: StoredSession) -> Bool {
+        guard stored.generation != storedGeneration || session == nil else { return false }
+        if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) { return false }
+        return true
+    }
+
+    /// A refresh produced `token`; `persisted` says whether its write landed. `startsSession` when there was no
+    /// session before (a seed, or a strategy without refresh tokens): the seed and the access token the caller held
+    /// with it then count as the new session's.
+    private mutating func refreshed(
+        _ token: AuthToken, userID: String?, generation: UInt64, persisted: Bool, elapsed: Duration,
+        startsSession: Bool = false, profile newProfile: AuthUser? = nil
+    ) {
+        if startsSession {
+            lineage.reset()
+            if let seed = flight?.seed { lineage.record(refreshToken: seed) }
+            if let paired = flight?.pairedAccessToken { lineage.record(accessToken: paired) }
+        }
+        lineage.record(token)
+        if let newProfile, newProfile.id == (userID ?? newProfile.id) {
+            profile = newProfile
+        } else if profile?.id != userID {
+            profile = nil
+        }
+        state = state.entering(Session(token: token, userID: userID, generation: generation, persisted: persisted))
+        isOffline = false
+        pendingRemoval = nil  // the new pair overwrites the ended session (now, or when its write is retried)
+        if persisted { storedGeneration = generation } else { lastPersistAttempt = elapsed }
+        authState = .signedIn(userID: userID)
+    }
+
+    /// A refresh produced another user's `token` (a provider that switched users by itself): the old session ends
+    /// and the new one starts with this pair. Bumps ``epoch`` (work started for the old session changes nothing),
+    /// forgets the old session's tokens and profile, and takes the flight away (its callers asked for the old
+    /// session's token; the actor fails them).
+    private mutating func switchedUser(
+        _ token: AuthToken, userID: String?, generation: UInt64, persisted: Bool, elapsed: Duration,
+        profile newProfile: AuthUser?
+    ) {
+        epoch &+= 1
+        flight = nil
+        lineage.reset()
+        profile = nil
+        refreshed(
+            token, userID: userID, generation: generation, persisted: persisted, elapsed: elapsed,
+            profile: newProfile)
+    }
+
+    // MARK: - A write that met a newer pair
+
+    /// What the actor does with the store's answer after a write of the flight started under `epoch` met a newer
+    /// pair.
+    enum ConflictAction: Sendable {
+        /// The session is void (signed out or another session meanwhile); fail with this error.
+        case fail(TokenRefreshError)
+        /// Another user's pair was adopted: fail the old flight's callers with `sessionChanged`.
+        case switchedUser(RefreshFlight?)
+        /// The pair was adopted: say so, and answer with it.
+        case adopted(StoredSession)
+        /// The session was removed elsewhere: end it, then fail with `signedOut`.
+        case removedElsewhere
+    }
+
+    /// The store's answer (`read`) after a write of the flight started under `epoch` met a newer pair.
+    mutating func conflictRead(_ read: TokenStoreRead, epoch: UInt64) -> ConflictAction {
+        guard isCurrent(epoch) else { return .fail(.signedOut) }
+        switch read {
+        case .found(let stored):
+            // Another user's pair is never the answer to a refresh made for this one.
+            let (switchedUser, flight) = adopt(stored)
+            return switchedUser ? .switchedUser(flight) : .adopted(stored)
+        case .absent:
+            return .removedElsewhere
+        case .unavailable(let error):
+            return .fail(TokenRefreshError.storageUnavailable.with(underlying: error))
+        }
+    }
+
+    // MARK: - Another audience's session
+
+    /// What the actor does with a read of the store made because another audience's client stored a new session.
+    enum AudienceReadAction: Sendable {
+        /// The session changed again (here, or with another audience's client) before the read was back, or the read
+        /// found nothing newer: nothing to do.
+        case drop
+        /// The store had not been read: carry out this load, which takes the read's answer.
+        case load(LoadAction)
+        /// The stored session was taken up (none was held): publish ``AuthEvent/Kind/sessionRestored``.
+        case adopted(StoredSession)
+        /// The stored session replaced the one held, which ended here: forget the refresh task, fail `flight` (its
+        /// callers asked for the ended session's token) with ``TokenRefreshError/sessionChanged``, and publish
+        /// ``AuthEvent/Kind/sessionRestored``.
+        case replaced(StoredSession, failing: RefreshFlight?)
+    }
+
+    /// Another audience's client stored a new session; the store answered `read`, asked under `epoch`. `overtaken`:
+    /// another audience's client started or ended a session since the read was asked. A session held here ends
+    /// first (nothing of it carries over) and the stored one starts.
+    mutating func audienceSessionRead(
+        _ read: TokenStoreRead, epoch: UInt64, overtaken: Bool, now: Date
+    ) -> AudienceReadAction {
+        guard isCurrent(epoch), !overtaken else { return .drop }
+        guard loaded else { return .load(storeRead(atLoad: read, now: now)) }
+        guard case .found(let stored) = read, stored.generation != session?.generation else { return .drop }
+        guard session != nil else {
+            adopt(stored)
+            return .adopted(stored)
+        }
+        return .replaced(stored, failing: adopt(stored, replacing: true).flight)
+    }
 }

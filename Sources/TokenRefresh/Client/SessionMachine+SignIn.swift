@@ -83,4 +83,64 @@ extension SessionMachine {
             return .answer(publishing: [persistenceFailed, signedIn])
         }
     }
+
+    // MARK: - The steps of a sign-in
+
+    /// What a session start replaced, to roll it back if the new session cannot be stored.
+    struct Replaced: Sendable {
+        /// The replaced session, if one was held.
+        let session: Session?
+        /// Whether the store had been read.
+        let loaded: Bool
+        let state: AuthState
+        let lineage: SessionLineage
+        /// The replaced session's user profile.
+        let profile: AuthUser?
+    }
+
+    /// Starts a session with `token`: the one reset for a new session. Returns what it replaced, the epoch the
+    /// session lives under, and the flight to resolve with the new token.
+    private mutating func beginSession(
+        _ token: AuthToken, userID: String?, stateBefore: AuthState
+    ) -> (replaced: Replaced, epoch: UInt64, flight: RefreshFlight?) {
+        let replaced = Replaced(
+            session: session, loaded: loaded, state: stateBefore, lineage: lineage, profile: profile)
+        let generation = nextGeneration(after: session)
+        epoch &+= 1
+        state = state.entering(Session(token: token, userID: userID, generation: generation, persisted: false))
+        lineage.reset()
+        lineage.record(token)
+        isOffline = false
+        breaker = Breaker()
+        let flight = self.flight?.flight
+        self.flight = nil
+        if profile?.id != userID { profile = nil }
+        authState = .signedIn(userID: userID)
+        return (replaced, epoch, flight)
+    }
+
+    /// The new session under `epoch` was stored.
+    private mutating func sessionStored(epoch: UInt64) {
+        guard isCurrent(epoch), var session else { return }
+        session.persisted = true
+        storedGeneration = session.generation
+        pendingRemoval = nil
+        state = state.entering(session)
+    }
+
+    /// The new session under `epoch` could not be stored and memory-only sessions are not allowed: go back to
+    /// what was there before.
+    private mutating func rollBack(_ replaced: Replaced) {
+        epoch &+= 1
+        // The ended session's removal still has to happen: the new session never reached the store.
+        if pendingRemoval != nil, replaced.loaded, replaced.session == nil { pendingRemoval?.epoch = epoch }
+        state = state.entering(replaced.session, loaded: replaced.loaded)
+        lineage = replaced.lineage
+        profile = replaced.profile
+        if session != nil, replaced.state.hasSession {
+            authState = replaced.state
+        } else {
+            authState = session.map { .signedIn(userID: $0.userID) } ?? .signedOut
+        }
+    }
 }

@@ -9,8 +9,9 @@ import Persistence
 /// machine's fields and the times the actor passes in, so each rule can be tested without a clock, a store
 /// or a task (see `SessionMachineTests`):
 /// - **Single flight**: a caller who needs a refresh while one runs joins it (``decide(_:now:elapsed:)``).
-/// - **Generation guard**: ``beginSession(_:userID:)`` and ``endSession()`` bump ``epoch``; a refresh started
-///   under an older epoch changes nothing (``isCurrent(_:)``).
+/// - **Generation guard**: a new session (``signingIn(_:userID:stateBefore:profile:)``) and an ended one
+///   (``endingSession(reason:error:)``, ``signingOut()``) bump ``epoch``; a refresh started under an older epoch
+///   changes nothing (``isCurrent(_:)``).
 /// - **Breaker**: backoff after transient failures, `Retry-After`, and at most
 ///   ``TokenRefreshClient/Configuration/maximumRefreshes`` attempts per window (``Breaker``).
 /// - **Persist, then retry**: a pair that could not be stored stays in memory and is written again at most once
@@ -19,9 +20,13 @@ import Persistence
 /// - **Rejection**: a refresh token the server rejected is never sent again (``rejected``).
 ///
 /// A new session and an ended one both go through one reset each, so no field is cleared in one place and
-/// forgotten in another: ``beginSession(_:userID:)`` clears offline, backoff and the breaker's history;
-/// ``endSession()`` (sign-out, rejection, removal elsewhere) clears offline and keeps the breaker's history,
-/// which still limits a sessionless strategy's next attempts.
+/// forgotten in another: `beginSession` clears offline, backoff and the breaker's history; `endSession` (sign-out,
+/// rejection, removal elsewhere) clears offline and keeps the breaker's history, which still limits a sessionless
+/// strategy's next attempts.
+///
+/// Every event the actor sends is a `mutating func` that returns one action, which the actor carries out. The steps
+/// several transitions share (the two resets, adopting a stored pair, recording a refreshed one, presenting a refresh
+/// token) are `private` to the file of the transitions that take them, so no event reaches them from outside.
 struct SessionMachine: Sendable {
     /// A session held in memory.
     struct Session: Sendable, Equatable {
@@ -115,20 +120,23 @@ struct SessionMachine: Sendable {
     let requiresRefreshToken: Bool
 
     /// Where the session stands: the one stored state (see ``State``). The state shown to the app (``authState``),
-    /// ``session``, ``isOffline``, ``flight`` and ``profile`` are read from it.
-    private(set) var state: State = .unloaded(Context()) { didSet { visibleVersion &+= 1 } }
+    /// ``session``, ``isOffline``, ``flight`` and ``profile`` are read from it. Set by the machine's own transitions only
+    /// (in this file and its extensions; the actor never writes a field of the machine, `.ci/machine-counts` checks).
+    var state: State = .unloaded(Context()) { didSet { visibleVersion &+= 1 } }
     /// Bumped by every change of ``state`` the lock-free snapshot or the state stream can see (all but the pending
     /// pair's write bookkeeping), so the actor republishes only after such a change, with one integer compare.
     private(set) var visibleVersion: UInt64 = 0
-    /// Bumped by every new or ended session: the generation guard for refreshes and writes in progress.
-    private(set) var epoch: UInt64 = 0
+    /// Bumped by every new or ended session: the generation guard for refreshes and writes in progress. Set by the
+    /// machine's own transitions only.
+    var epoch: UInt64 = 0
     /// The generation known to be stored now (`nil`: nothing stored, or not read yet).
     var storedGeneration: UInt64?
     /// Refresh tokens the server rejected, as keyed hashes; never sent again.
     var rejected = RejectedRefreshTokens()
-    /// The tokens the current session has held: a rejection is stale only for one of them.
-    private(set) var lineage = SessionLineage()
-    private(set) var breaker = Breaker()
+    /// The tokens the current session has held: a rejection is stale only for one of them. Set by the machine's own
+    /// transitions only, like ``breaker``.
+    var lineage = SessionLineage()
+    var breaker = Breaker()
     /// A removal of an ended session still to be made: its removal failed, or an older write may have landed
     /// after it. It is retried under the epoch it was made in, so a new session cancels it.
     var pendingRemoval: PendingRemoval?
@@ -165,8 +173,8 @@ struct SessionMachine: Sendable {
         set { state.context.shown = Shown(representing: newValue, in: state) }
     }
 
-    /// Whether the last refresh failed for lack of connectivity.
-    private(set) var isOffline: Bool {
+    /// Whether the last refresh failed for lack of connectivity. Set by the machine's own transitions only.
+    var isOffline: Bool {
         get { state.context.isOffline }
         set { state.context.isOffline = newValue }
     }
@@ -178,8 +186,9 @@ struct SessionMachine: Sendable {
         set { state.context.flight = newValue }
     }
 
-    /// The profile the provider or the app supplied for the session's user (``TokenRefreshClient/setProfile(_:)``).
-    private(set) var profile: AuthUser? {
+    /// The profile the provider or the app supplied for the session's user (``TokenRefreshClient/setProfile(_:)``). Set
+    /// by the machine's own transitions only.
+    var profile: AuthUser? {
         get { state.context.profile }
         set { state.context.profile = newValue }
     }
@@ -301,12 +310,13 @@ struct SessionMachine: Sendable {
     }
 
     /// The error that holds a new refresh back (backoff, `Retry-After`, the breaker), if any.
-    mutating func blockedError(at elapsed: Duration) -> TokenRefreshError? {
+    func blockedError(at elapsed: Duration) -> TokenRefreshError? {
         breaker.blocked(at: elapsed, maximum: configuration.maximumRefreshes, window: configuration.breakerWindow)
     }
 
-    /// A session whose token has expired while refreshes fail reads `expired`.
-    mutating func noteExpiredIfOffline(now: Date) {
+    /// A session whose token has expired while refreshes fail reads `expired` (a step of ``decide(_:now:elapsed:refreshedStatelessly:)``
+    /// and ``attemptFailed(_:retry:random:now:elapsed:)``).
+    private mutating func noteExpiredIfOffline(now: Date) {
         guard let session, session.token.isExpired(at: now, policy: configuration.expiryPolicy) else { return }
         if case .expired = authState { return }
         authState = .expired(lastUserID: session.userID)
@@ -344,12 +354,6 @@ struct SessionMachine: Sendable {
             pairedAccessToken: seed == nil ? nil : pairedAccessToken)
     }
 
-    /// Takes the current flight away (a new or ended session resolves it); the actor finishes it.
-    mutating func takeFlight() -> RefreshFlight? {
-        defer { flight = nil }
-        return flight?.flight
-    }
-
     /// Whether the refresh in flight follows a rejection by the server.
     var flightIsForced: Bool { flight?.forced ?? false }
 
@@ -357,13 +361,6 @@ struct SessionMachine: Sendable {
     var flightFollowsRefusal: Bool { flight?.followsRefusal ?? false }
 
     // MARK: - Attempts
-
-    /// Before calling the strategy: the error that holds the attempt back, or `nil` (and the attempt is counted).
-    mutating func beginAttempt(at elapsed: Duration) -> TokenRefreshError? {
-        if let blocked = blockedError(at: elapsed) { return blocked }
-        breaker.recordAttempt(at: elapsed)
-        return nil
-    }
 
     /// What the actor does once the strategy answered.
     enum AttemptSuccessAction: Sendable, Equatable {
@@ -451,38 +448,6 @@ struct SessionMachine: Sendable {
         return .restored(stored)
     }
 
-    /// What a session start replaced, to roll it back if the new session cannot be stored.
-    struct Replaced: Sendable {
-        /// The replaced session, if one was held.
-        let session: Session?
-        /// Whether the store had been read.
-        let loaded: Bool
-        let state: AuthState
-        let lineage: SessionLineage
-        /// The replaced session's user profile.
-        let profile: AuthUser?
-    }
-
-    /// Starts a session with `token`: the one reset for a new session. Returns what it replaced, the epoch the
-    /// session lives under, and the flight to resolve with the new token.
-    mutating func beginSession(
-        _ token: AuthToken, userID: String?, stateBefore: AuthState
-    ) -> (replaced: Replaced, epoch: UInt64, flight: RefreshFlight?) {
-        let replaced = Replaced(
-            session: session, loaded: loaded, state: stateBefore, lineage: lineage, profile: profile)
-        let generation = nextGeneration(after: session)
-        epoch &+= 1
-        state = state.entering(Session(token: token, userID: userID, generation: generation, persisted: false))
-        lineage.reset()
-        lineage.record(token)
-        isOffline = false
-        breaker = Breaker()
-        let flight = takeFlight()
-        if profile?.id != userID { profile = nil }
-        authState = .signedIn(userID: userID)
-        return (replaced, epoch, flight)
-    }
-
     /// What the actor does once the sign-in's save was placed.
     enum SignInPlacedAction: Sendable, Equatable {
         /// Finish the sign-in with the save's outcome (``signInWriteFinished(_:_:elapsed:)``).
@@ -497,45 +462,6 @@ struct SessionMachine: Sendable {
         session.generation = generation
         state = state.entering(session)
         return .finish
-    }
-
-    /// The new session under `epoch` was stored.
-    mutating func sessionStored(epoch: UInt64) {
-        guard isCurrent(epoch), var session else { return }
-        session.persisted = true
-        storedGeneration = session.generation
-        pendingRemoval = nil
-        state = state.entering(session)
-    }
-
-    /// The new session under `epoch` could not be stored and memory-only sessions are not allowed: go back to
-    /// what was there before.
-    mutating func rollBack(_ replaced: Replaced) {
-        epoch &+= 1
-        // The ended session's removal still has to happen: the new session never reached the store.
-        if pendingRemoval != nil, replaced.loaded, replaced.session == nil { pendingRemoval?.epoch = epoch }
-        state = state.entering(replaced.session, loaded: replaced.loaded)
-        lineage = replaced.lineage
-        profile = replaced.profile
-        if session != nil, replaced.state.hasSession {
-            authState = replaced.state
-        } else {
-            authState = session.map { .signedIn(userID: $0.userID) } ?? .signedOut
-        }
-    }
-
-    /// Ends the session: the one reset for an ended session. Returns the session that ended and the flight to
-    /// resolve.
-    mutating func endSession() -> (ended: Session?, flight: RefreshFlight?) {
-        let ended = session
-        epoch &+= 1
-        state = state.entering(nil)
-        lineage.reset()
-        profile = nil
-        isOffline = false
-        let flight = takeFlight()
-        authState = .signedOut
-        return (ended, flight)
     }
 
     // MARK: - Removing an ended session again
@@ -580,80 +506,6 @@ struct SessionMachine: Sendable {
         case .failure(let error):
             return .failedAgain(error)
         }
-    }
-
-    /// Adopts a pair another process stored. Returns whether it is another user's (both user IDs known and
-    /// different): then the session has changed, and a refresh made for the old one must not answer with it, nor
-    /// write anything: ``epoch`` is bumped and the flight is taken away (returned, for the actor to fail with
-    /// ``TokenRefreshError/sessionChanged``). Without user IDs a pair stored for the same account is taken as the same
-    /// session, rotated elsewhere.
-    @discardableResult
-    mutating func adopt(_ stored: StoredSession) -> (switchedUser: Bool, flight: RefreshFlight?) {
-        let previousUser = session?.userID
-        let switchedUser =
-            session != nil && previousUser != nil && stored.userID != nil && previousUser != stored.userID
-        var takenFlight: RefreshFlight?
-        if switchedUser {
-            epoch &+= 1
-            takenFlight = takeFlight()
-        }
-        pendingRemoval = nil
-        if session == nil || switchedUser { lineage.reset() }
-        if profile?.id != stored.userID { profile = nil }
-        lineage.record(stored.token)
-        state = state.entering(Session(stored, persisted: true))
-        storedGeneration = stored.generation
-        authState = .signedIn(userID: stored.userID)
-        return (switchedUser, takenFlight)
-    }
-
-    /// Whether a re-read pair is worth adopting: newer than ours (or we have none), and not rejected before.
-    func shouldAdopt(_ stored: StoredSession) -> Bool {
-        guard stored.generation != storedGeneration || session == nil else { return false }
-        if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) { return false }
-        return true
-    }
-
-    /// A refresh produced `token`; `persisted` says whether its write landed. `startsSession` when there was no
-    /// session before (a seed, or a strategy without refresh tokens): the seed and the access token the caller held
-    /// with it then count as the new session's.
-    mutating func refreshed(
-        _ token: AuthToken, userID: String?, generation: UInt64, persisted: Bool, elapsed: Duration,
-        startsSession: Bool = false, profile newProfile: AuthUser? = nil
-    ) {
-        if startsSession {
-            lineage.reset()
-            if let seed = flight?.seed { lineage.record(refreshToken: seed) }
-            if let paired = flight?.pairedAccessToken { lineage.record(accessToken: paired) }
-        }
-        lineage.record(token)
-        if let newProfile, newProfile.id == (userID ?? newProfile.id) {
-            profile = newProfile
-        } else if profile?.id != userID {
-            profile = nil
-        }
-        state = state.entering(Session(token: token, userID: userID, generation: generation, persisted: persisted))
-        isOffline = false
-        pendingRemoval = nil  // the new pair overwrites the ended session (now, or when its write is retried)
-        if persisted { storedGeneration = generation } else { lastPersistAttempt = elapsed }
-        authState = .signedIn(userID: userID)
-    }
-
-    /// A refresh produced another user's `token` (a provider that switched users by itself): the old session ends
-    /// and the new one starts with this pair. Bumps ``epoch`` (work started for the old session changes nothing),
-    /// forgets the old session's tokens and profile, and takes the flight away (its callers asked for the old
-    /// session's token; the actor fails them).
-    mutating func switchedUser(
-        _ token: AuthToken, userID: String?, generation: UInt64, persisted: Bool, elapsed: Duration,
-        profile newProfile: AuthUser?
-    ) {
-        epoch &+= 1
-        _ = takeFlight()
-        lineage.reset()
-        profile = nil
-        refreshed(
-            token, userID: userID, generation: generation, persisted: persisted, elapsed: elapsed,
-            profile: newProfile)
     }
 
     /// What the app's profile did (``profileSupplied(_:)``).

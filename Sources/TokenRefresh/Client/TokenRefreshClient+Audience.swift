@@ -83,26 +83,30 @@ extension TokenRefreshClient {
     func adoptAudienceSession(in hub: AudienceHub) async {
         let (epoch, changes) = (machine.epoch, hub.sessionChanges)
         let read = await store.load(account: configuration.account)
-        guard machine.isCurrent(epoch), hub.sessionChanges == changes else { return }
-        guard machine.loaded else {
-            try? await carryOut(machine.storeRead(atLoad: read, now: now()))
-            return
-        }
-        guard case .found(let stored) = read, stored.generation != machine.session?.generation else { return }
-        if machine.session != nil {
-            let (_, flight) = machine.endSession()
+        let action = machine.audienceSessionRead(
+            read, epoch: epoch, overtaken: hub.sessionChanges != changes, now: now())
+        switch action {
+        case .drop:
+            break
+        case .load(let load):
+            try? await carryOut(load)
+        case .adopted(let stored):
+            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
+        case .replaced(let stored, let flight):
             flightTask = nil
             flight?.finish(.failure(.sessionChanged))
+            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
         }
-        machine.adopt(stored)
-        publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
     }
 
     /// Another audience's client removed the session (a sign-out, a revocation): end it here too, without touching
     /// the store again. A client that has not read the store yet reads as signed out from now on, so a read it
     /// started before (which may have found the removed session) is dropped.
     func endAudienceSession() async {
-        if !machine.loaded { _ = machine.storeRead(atLoad: .absent, now: now()) }
-        await endSessionOnce(reason: .removedElsewhere, error: .signedOut)
+        let action = machine.audienceSessionRemoved(now: now())
+        switch action {
+        case .some(let ending): await carryOut(ending)
+        case .none: break
+        }
     }
 }

@@ -109,10 +109,14 @@ extension TokenRefreshClient {
     ///   - accessToken: The rejected access token.
     ///   - endSession: Whether to end the session.
     public func sessionRejected(afterRefreshOf accessToken: String, endSession: Bool) async {
-        publish(
-            .unauthorizedAfterRefresh(userID: session?.userID, tokenFingerprint: AuthToken.fingerprint(accessToken)))
-        guard endSession, let session, session.token.accessToken == accessToken else { return }
-        await self.endSession(reason: .unauthorized, error: nil)
+        let action = machine.rejectedAfterRefresh(of: accessToken, endsSession: endSession)
+        switch action {
+        case .publish(let event):
+            publish(event)
+        case .publishThenEnd(let event, let reason):
+            publish(event)
+            await self.endSession(reason: reason, error: nil)
+        }
     }
 
     /// Tells the client the network is back: an expired session is checked with the provider at once (a
