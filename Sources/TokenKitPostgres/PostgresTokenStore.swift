@@ -583,8 +583,10 @@ public struct PostgresTokenStore: TokenStore {
     /// Deletes the row if `condition` holds; the refusal when it does not.
     private func delete(account: String, condition: WriteCondition) async throws -> PersistenceError? {
         let queryLogger = queryLogger
+        let attemptHook = configuration.testHooks.removalAttempt
         return try await withSessionConnection { connection in
             try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
+                if let attemptHook { try await attemptHook(connection) }
                 let header = try await self.lockedHeader(account: account, on: connection)
                 if condition != .always, let header, let refusal = self.unreadable(header) { return refusal }
                 guard condition.allows(current: header?.generation) else { return .conflict }

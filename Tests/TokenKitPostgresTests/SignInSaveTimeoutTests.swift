@@ -202,6 +202,28 @@ final class DatabaseLock: Sendable {
         }
     }
 
+    /// Waits for the lock in the transaction open on `connection` (a store's, from a test hook), until
+    /// ``releaseAndWaitForQueuedWrites()``; the transaction keeps an advisory (``Kind/commit``) lock until it ends.
+    func waitForIt(on connection: PostgresConnection) async throws {
+        try await connection.query(lock, logger: logger)
+    }
+
+    /// Returns once another session waits for the advisory (``Kind/commit``) lock in the database.
+    func waitUntilWaitedFor() async throws {
+        let (logger, key) = (self.logger, self.key)
+        while true {
+            let rows = try await client.query(
+                """
+                SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                    AND ((classid::bigint << 32) | objid::bigint) = \(key)
+                """, logger: logger)
+            var waiting: Int64 = 0
+            for try await count in rows.decode(Int64.self) { waiting = count }
+            if waiting > 0 { return }
+            try await Task.sleep(for: .milliseconds(5))  // polls the database's state, not a time
+        }
+    }
+
     /// For ``Kind/commit``: makes a write that changes the row's payload take the lock at its `COMMIT`, in a
     /// deferred constraint trigger (the lease's own writes leave the payload alone and are not held).
     func installCommitHold() async throws {
