@@ -57,22 +57,41 @@ extension SignInSaveTimeoutTests {
     /// The sign-in's save has sent its `COMMIT`, and the answer does not come (as when the connection dies between
     /// the write and the answer): the sign-in fails within a bound of a few operation timeouts, with a detail
     /// saying the save's outcome is unknown, instead of waiting for as long as the connection takes to give up.
+    /// The bound is measured on the store's clock, which the test moves only once the commit waits in the database
+    /// (10 ms at a time, whenever the store waits on it), however long a loaded machine takes over each query.
     @Test(.timeLimit(.minutes(1)))
     func aSignInWhoseCommitGoesUnansweredFailsWithinItsBoundSayingTheOutcomeIsUnknown() async throws {
         try await withReplicas { replicas in
             let heldCommit = DatabaseLock(.commit, client: replicas.second, table: replicas.table, account: "alice")
-            let (client, _) = try await signInHeldAtCommit(replicas, heldCommit, onOutcomeCheck: nil)
-            let clock = ContinuousClock()
-            let started = clock.now
-            let error = await #expect(throws: TokenRefreshError.self, "the sign-in's commit was never answered") {
-                try await client.signIn(with: newerPair, userID: "user-2")
+            let clock = ManualClock()
+            let (client, _) = try await signInHeldAtCommit(
+                // No renewals (nothing else contends for the lease): the store's clock then waits only on the save.
+                replicas, heldCommit, clock: clock, pausesHeartbeat: true, onOutcomeCheck: nil)
+            let ended = TestFlag()
+            let signIn = Task {
+                defer { ended.set() }
+                return try await client.signIn(with: newerPair, userID: "user-2")
             }
-            let waited = clock.now - started
+            try await heldCommit.waitUntilWaitedFor()
+            let started = clock.now
+            var waited = Duration.zero
+            while true {
+                while !ended.isSet && clock.sleeperCount == 0 { await Task.yield() }
+                waited = started.duration(to: clock.now)
+                if ended.isSet { break }
+                try #require(waited < .seconds(60), "the sign-in still waits after \(waited) of the store's clock")
+                clock.advance(by: .milliseconds(10))
+            }
+            let error = await #expect(throws: TokenRefreshError.self, "the sign-in's commit was never answered") {
+                try await signIn.value
+            }
             // The database never answers (the test holds the commit until the end): the store has given up, within
             // its operation timeout (2 s) for the save, once more for the commit's answer and once more to ask
-            // whether the commit took effect, then for letting go of the lease and the lock.
+            // whether the commit took effect, then within one more each for letting go of the lease and of the
+            // lock: five on its clock (and one 10-ms step of the test's per wait at most).
             #expect(heldCommit.wasTaken, "the save never reached the database")
-            #expect(waited < .seconds(20), "the sign-in waited \(waited) for an unanswered commit")
+            #expect(
+                waited <= .seconds(2) * 5 + .milliseconds(100), "the sign-in waited \(waited) for an unanswered commit")
             let cause = error?.underlying as? PersistenceError
             #expect(cause == .writeFailed)
             #expect(cause?.detail?.contains("outcome is unknown") == true, "\(String(describing: cause?.detail))")
@@ -89,7 +108,7 @@ extension SignInSaveTimeoutTests {
         try await withReplicas { replicas in
             let heldCommit = DatabaseLock(.commit, client: replicas.second, table: replicas.table, account: "alice")
             let asked = TestFlag()
-            let (client, other) = try await signInHeldAtCommit(replicas, heldCommit) {
+            let (client, other) = try await signInHeldAtCommit(replicas, heldCommit, clock: ContinuousClock()) {
                 // The first time the store asks (it asks once at a time): the commit goes through now, and has taken
                 // effect when the store asks.
                 guard !asked.isSet else { return }
@@ -108,14 +127,16 @@ extension SignInSaveTimeoutTests {
     /// waits in the database (a deferred check takes `heldCommit`'s lock), with another replica's store that stored
     /// the session it replaces.
     private func signInHeldAtCommit(
-        _ replicas: TestReplicas, _ heldCommit: DatabaseLock,
+        _ replicas: TestReplicas, _ heldCommit: DatabaseLock, clock: some Clock<Duration>,
+        pausesHeartbeat: Bool = false,
         onOutcomeCheck: (@Sendable () async -> Void)?
     ) async throws -> (TokenRefreshClient, PostgresTokenStore) {
         var configuration = PostgresTokenStore.Configuration(
             tableName: replicas.table, lockTimeout: .seconds(30), operationTimeout: .seconds(2))
         configuration.testHooks.fencedWriteAttempt = { await heldCommit.takeOnce() }
         configuration.testHooks.commitOutcomeCheck = onOutcomeCheck
-        let store = PostgresTokenStore(client: replicas.first, configuration: configuration)
+        configuration.testHooks.pausesHeartbeat = pausesHeartbeat
+        let store = PostgresTokenStore(client: replicas.first, configuration: configuration, clock: clock)
         let other = PostgresTokenStore(
             client: replicas.second, configuration: .init(tableName: replicas.table, lockTimeout: .seconds(30)))
         try await other.save(
