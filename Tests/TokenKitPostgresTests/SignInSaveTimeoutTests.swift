@@ -174,6 +174,8 @@ final class DatabaseLock: Sendable {
     private let taken = Signal()
     private let released = Signal()
     private let holder = Mutex<Task<Void, any Error>?>(nil)
+    /// The backend process of the session holding the lock, once it holds it.
+    private let holderPID = Locked<Int32?>(nil)
     private let logger = Logger(label: "row-lock")
     /// The advisory lock's key, for ``Kind/commit``.
     private let key = Int64.random(in: 1...Int64.max)
@@ -193,12 +195,14 @@ final class DatabaseLock: Sendable {
         let task: Task<Void, any Error>? = holder.withLock { holder in
             guard holder == nil else { return nil }
             let (client, logger, lock) = (self.client, self.logger, self.lock)
-            let (taken, released) = (self.taken, self.released)
+            let (taken, released, holderPID) = (self.taken, self.released, self.holderPID)
             let task = Task {
                 defer { taken.fire() }
                 try await client.withConnection { connection in
                     try await connection.query("BEGIN", logger: logger)
                     try await connection.query(lock, logger: logger)
+                    let rows = try await connection.query("SELECT pg_backend_pid()", logger: logger)
+                    for try await pid in rows.decode(Int32.self) { holderPID.withLock { $0 = pid } }
                     taken.fire()
                     await released.wait()
                     try await connection.query("COMMIT", logger: logger)
@@ -229,18 +233,19 @@ final class DatabaseLock: Sendable {
         try await connection.query(lock, logger: logger)
     }
 
-    /// Returns once another session waits for the advisory (``Kind/commit``) lock in the database.
+    /// Returns once another session waits in the database for this lock: it holds it then, and a store's write
+    /// waits for it.
     func waitUntilWaitedFor() async throws {
-        let (logger, key) = (self.logger, self.key)
+        let logger = self.logger
         while true {
-            let rows = try await client.query(
-                """
-                SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-                    AND ((classid::bigint << 32) | objid::bigint) = \(key)
-                """, logger: logger)
-            var waiting: Int64 = 0
-            for try await count in rows.decode(Int64.self) { waiting = count }
-            if waiting > 0 { return }
+            if let pid = holderPID.withLock({ $0 }) {
+                let rows = try await client.query(
+                    "SELECT count(*) FROM pg_locks WHERE NOT granted AND \(pid) = ANY(pg_blocking_pids(pid))",
+                    logger: logger)
+                var waiting: Int64 = 0
+                for try await count in rows.decode(Int64.self) { waiting = count }
+                if waiting > 0 { return }
+            }
             try await Task.sleep(for: .milliseconds(5))  // polls the database's state, not a time
         }
     }
