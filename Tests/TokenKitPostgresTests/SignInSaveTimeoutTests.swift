@@ -237,7 +237,9 @@ final class DatabaseLock: Sendable {
     /// waits for it.
     func waitUntilWaitedFor() async throws {
         let logger = self.logger
+        let giveUp = ContinuousClock.now + .seconds(60)  // a guard against a hang, not a wait
         while true {
+            try #require(ContinuousClock.now < giveUp, "no write waited for the lock within 60 s")
             if let pid = holderPID.withLock({ $0 }) {
                 let rows = try await client.query(
                     "SELECT count(*) FROM pg_locks WHERE NOT granted AND \(pid) = ANY(pg_blocking_pids(pid))",
