@@ -3,7 +3,7 @@
 import Foundation
 import Logging
 import Persistence
-import PostgresNIO
+package import PostgresNIO
 import AuthToken
 
 extension PostgresTokenStore {
@@ -291,6 +291,9 @@ package struct TestHooks: Sendable {
     package var fencedWriteAttempt: (@Sendable () async -> Void)?
     /// Awaited before each time the database is asked whether a write whose commit went unanswered took effect.
     package var commitOutcomeCheck: (@Sendable () async -> Void)?
+    /// Awaited in each removal's transaction outside a lease (a sign-out's), on its connection, before it reads the
+    /// row: a test holds the removal up in the database here, at a point where it holds nothing a later save needs.
+    package var removalAttempt: (@Sendable (PostgresConnection) async throws -> Void)?
 
     package init() {}
 }

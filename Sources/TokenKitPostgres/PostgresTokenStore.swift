@@ -32,7 +32,8 @@ public import PostgresNIO
 ///   ``Configuration/operationTimeout``, and after that retried in the background, with the lease kept alive, until
 ///   it lands or is refused: a holder never lets its lease lapse while it holds a pair it has not stored. A
 ///   sign-in's save, which the client drops when it fails, is not retried in the background, and an attempt still
-///   held in the database when its time is up rolls back.
+///   held in the database when its time is up rolls back. So does a removal outside a lease (a sign-out's): one
+///   reported failed never lands later, over a session stored since.
 /// - **A save's outcome is told, or said to be unknown.** A write attempt that has sent its `COMMIT` is waited for
 ///   at most one more ``Configuration/operationTimeout``. When its answer is lost (the connection ended, or went
 ///   silent), the store asks the database (`txid_status`), within another ``Configuration/operationTimeout``,
@@ -346,16 +347,34 @@ public struct PostgresTokenStore: TokenStore {
     ///   - account: The account key.
     ///   - condition: When the removal may happen, judged under the row lock.
     /// - Throws: ``/Persistence/PersistenceError/conflict`` when the condition fails;
-    ///   ``/Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails.
+    ///   ``/Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails, with what was
+    ///   stored before intact. A removal reported failed does not land afterwards (and delete a session stored
+    ///   since, a later sign-in's): an attempt still held in the database when its time is up rolls back. The one
+    ///   exception is an attempt that sent its commit and got no answer, when the database could not tell within
+    ///   one more ``Configuration/operationTimeout`` whether that commit took effect: the detail then says the
+    ///   outcome is unknown, and the session may be removed (a commit that did take effect is reported as a
+    ///   removal).
     public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
-        let lease = HeldAdvisoryLock.current.flatMap {
+        if let lease = HeldAdvisoryLock.current.flatMap({
             $0.client == ObjectIdentifier(client) ? $0.leases[account] : nil
-        }
-        let outcome = try await database(.writeFailed) {
-            if let lease {
-                return try await self.fencedDelete(account: account, condition: condition, lease: lease)
+        }) {
+            // Fenced by the lease: a late attempt finds the lease ended by any write since, and is refused.
+            let outcome = try await database(.writeFailed) {
+                try await self.fencedDelete(account: account, condition: condition, lease: lease)
             }
-            return try await self.delete(account: account, condition: condition)
+            if let refusal = outcome { throw refusal }
+            logger.debug("session removed under the lease")
+            return
+        }
+        let fence = CommitFence()
+        let outcome: PersistenceError?
+        do {
+            outcome = try await database(.writeFailed, fence: fence) {
+                try await self.delete(account: account, condition: condition, fence: fence)
+            }
+        } catch {
+            try await settleFailedWrite(error, fence: fence, removal: true)
+            outcome = nil
         }
         if let refusal = outcome { throw refusal }
         logger.debug("session removed")
@@ -406,15 +425,18 @@ public struct PostgresTokenStore: TokenStore {
         }
     }
 
-    /// A write through ``database(_:migrating:fence:_:)`` that failed with `error`: stored after all when its attempt
-    /// had sent its commit and the database says the commit took effect; else `error`, whose detail then says when
-    /// the outcome is unknown.
-    func settleFailedWrite(_ error: PersistenceError, fence: CommitFence) async throws(PersistenceError) {
+    /// A write through ``database(_:migrating:fence:_:)`` that failed with `error`: stored (or, for a `removal`,
+    /// removed) after all when its attempt had sent its commit and the database says the commit took effect; else
+    /// `error`, whose detail then says when the outcome is unknown.
+    func settleFailedWrite(
+        _ error: PersistenceError, fence: CommitFence, removal: Bool = false
+    ) async throws(PersistenceError) {
         switch await commitOutcome(of: fence) {
         case .landed:
-            logger.debug("a save landed though the database's answer to its commit was lost")
+            logger.debug("a \(removal ? "removal" : "save") landed though the database's answer to its commit was lost")
         case .unknown:
-            throw error.with(detail: "\(error.detail ?? "failed"); \(Self.outcomeUnknown)")
+            let unknown = removal ? Self.removalOutcomeUnknown : Self.outcomeUnknown
+            throw error.with(detail: "\(error.detail ?? "failed"); \(unknown)")
         case .notSent, .rolledBack:
             throw error
         }
@@ -422,6 +444,8 @@ public struct PostgresTokenStore: TokenStore {
 
     /// The detail of a save whose commit was sent without an answer, and which the database could not settle.
     static let outcomeUnknown = "its commit was sent and its outcome is unknown: the session may be stored"
+    /// The detail of a removal whose commit was sent without an answer, and which the database could not settle.
+    static let removalOutcomeUnknown = "its commit was sent and its outcome is unknown: the session may be removed"
 
     /// What became of a write attempt that failed or went unanswered.
     enum CommitOutcome: Sendable {
@@ -580,18 +604,24 @@ public struct PostgresTokenStore: TokenStore {
         }
     }
 
-    /// Deletes the row if `condition` holds; the refusal when it does not.
-    private func delete(account: String, condition: WriteCondition) async throws -> PersistenceError? {
+    /// Deletes the row if `condition` holds; the refusal when it does not. Rolled back when `fence` was withdrawn.
+    private func delete(
+        account: String, condition: WriteCondition, fence: CommitFence
+    ) async throws -> PersistenceError? {
         let queryLogger = queryLogger
+        let attemptHook = configuration.testHooks.removalAttempt
         return try await withSessionConnection { connection in
             try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
+                if let attemptHook { try await attemptHook(connection) }
                 let header = try await self.lockedHeader(account: account, on: connection)
                 if condition != .always, let header, let refusal = self.unreadable(header) { return refusal }
                 guard condition.allows(current: header?.generation) else { return .conflict }
-                if header != nil {
-                    try await connection.query(
-                        "DELETE FROM \(unescaped: self.table) WHERE account = \(account)", logger: queryLogger)
-                }
+                guard header != nil else { return nil }
+                let rows = try await connection.query(
+                    "DELETE FROM \(unescaped: self.table) WHERE account = \(account) RETURNING txid_current()",
+                    logger: queryLogger)
+                let transaction = try await Self.transactionID(rows)
+                guard fence.claimCommit(.transaction(transaction)) else { throw WithdrawnAttempt() }
                 return nil
             }
         }

@@ -202,8 +202,13 @@ import TokenRefresh
         #expect(try await onOwnThread { LineReader(reading).nextLine() } == "refreshing")
 
         let attempts = Locked(0)
-        let store = FileTokenStore(
-            directory: temporary.storeDirectory, configuration: .init(lockTimeout: .milliseconds(300)))
+        // The lock waits are measured on the store's clock, which the test moves 50 ms (the longest pause between
+        // two tries of the lock) at a time whenever the store waits on it: each wait ends when its 0.3 s have passed
+        // on that clock, however slowly a loaded machine runs the tries.
+        let clock = ManualClock()
+        var configuration = FileTokenStore.Configuration(lockTimeout: .milliseconds(300))
+        configuration.clock = StoreClock(clock)
+        let store = FileTokenStore(directory: temporary.storeDirectory, configuration: configuration)
         let client = TokenRefreshClient(
             strategy: ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
                 attempts.withLock { $0 += 1 }
@@ -212,21 +217,44 @@ import TokenRefresh
             store: store, configuration: .init(account: "hung"))
 
         // The stored token is still valid: it is used although its refresh could not take the lock.
-        let started = ContinuousClock.now
-        let valid = try await client.validToken()
-        #expect(valid.accessToken == token.accessToken)
+        let (valid, firstWait) = await Self.advancing(clock, by: .milliseconds(50)) { try await client.validToken() }
+        #expect(try valid.get().accessToken == token.accessToken)
 
         // A forced refresh cannot use the rejected token: a transient error, and the session is kept.
-        let error = await #expect(throws: TokenRefreshError.self) {
+        let (forced, secondWait) = await Self.advancing(clock, by: .milliseconds(50)) {
             try await client.refreshToken(afterRejectionOf: token.accessToken)
         }
+        let error = #expect(throws: TokenRefreshError.self) { try forced.get() }
         #expect(error?.isTransient == true)
         #expect((error?.underlying as? PersistenceError) == .lockTimedOut)
-        let elapsed = ContinuousClock.now - started
-        // Two waits of 0.3 s each; the other process's refresh never ends, so without the bound this would hang.
-        #expect(elapsed < .seconds(30), "answered after \(elapsed)")
+        // One wait of 0.3 s each; the other process's refresh never ends, so without the bound this would hang.
+        #expect(firstWait == .milliseconds(300), "the token was answered after \(firstWait) of the store's clock")
+        #expect(secondWait == .milliseconds(300), "the forced refresh failed after \(secondWait) of the store's clock")
         #expect(attempts.withLock { $0 } == 0, "never refreshes without the lock")
         #expect(client.currentState == .signedIn(userID: "user-1"))
         #expect(process.isRunning, "the other process still holds the lock")
+    }
+
+    /// Runs `operation`, moving `clock` by `step` whenever something waits on it; returns the outcome and how far the
+    /// clock moved. Gives up (cancelling `operation`) once the clock has moved a minute, as a hang guard.
+    static func advancing<T: Sendable>(
+        _ clock: ManualClock, by step: Duration, _ operation: @escaping @Sendable () async throws -> T
+    ) async -> (Result<T, any Error>, Duration) {
+        let ended = Locked(false)
+        let task = Task {
+            defer { ended.withLock { $0 = true } }
+            return try await operation()
+        }
+        let started = clock.now
+        while true {
+            while !ended.withLock({ $0 }) && clock.sleeperCount == 0 { await Task.yield() }
+            if ended.withLock({ $0 }) { break }
+            guard started.duration(to: clock.now) < .seconds(60) else {
+                task.cancel()
+                break
+            }
+            clock.advance(by: step)
+        }
+        return (await task.result, started.duration(to: clock.now))
     }
 }

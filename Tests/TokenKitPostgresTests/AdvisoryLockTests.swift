@@ -7,6 +7,7 @@ import PostgresNIO
 import Testing
 import TokenKitLogCheck
 import TokenKitPostgres
+import TokenKitTesting
 
 private let counterToken = AuthToken(
     accessToken: "pg-lock-access-token-counter", refreshToken: "pg-lock-refresh-token-counter",
@@ -14,9 +15,11 @@ private let counterToken = AuthToken(
 
 @Suite(.logLeakCheck(), .enabled(if: TestDatabase.isConfigured, TestDatabase.skipMessage))
 struct AdvisoryLockTests {
-    /// Runs `body` with two stores over one table, each with a pool of its own (two replicas).
+    /// Runs `body` with two stores over one table, each with a pool of its own (two replicas); the second one on
+    /// `secondReplicasClock` when given.
     func withReplicas(
         lockTimeout: Duration? = .seconds(30),
+        secondReplicasClock: ManualClock? = nil,
         secondReplicasAttempts: (@Sendable (LockAttemptOutcome) -> Void)? = nil,
         _ body: (PostgresTokenStore, PostgresTokenStore, PostgresClient) async throws -> Void
     ) async throws {
@@ -27,7 +30,12 @@ struct AdvisoryLockTests {
                 var observed = configuration
                 observed.testHooks.lockAttempt = secondReplicasAttempts
                 let one = PostgresTokenStore(client: first, configuration: configuration)
-                let two = PostgresTokenStore(client: second, configuration: observed)
+                let two =
+                    if let secondReplicasClock {
+                        PostgresTokenStore(client: second, configuration: observed, clock: secondReplicasClock)
+                    } else {
+                        PostgresTokenStore(client: second, configuration: observed)
+                    }
                 try await one.migrate()
                 do {
                     try await body(one, two, first)
@@ -67,8 +75,15 @@ struct AdvisoryLockTests {
         }
     }
 
-    @Test func aWaiterGivesUpAfterTheLockTimeout() async throws {
-        try await withReplicas(lockTimeout: .milliseconds(300)) { one, two, _ in
+    /// The wait is measured on the waiter's clock, which moves only between its attempts, while it pauses: it gives
+    /// up when its lock timeout has passed on that clock, however long a loaded machine takes over each attempt.
+    @Test(.timeLimit(.minutes(1))) func aWaiterGivesUpAfterTheLockTimeout() async throws {
+        let clock = ManualClock()
+        let attempts = AsyncStream<LockAttemptOutcome>.makeStream()
+        try await withReplicas(
+            lockTimeout: .milliseconds(300), secondReplicasClock: clock,
+            secondReplicasAttempts: { attempts.continuation.yield($0) }
+        ) { one, two, _ in
             let holding = AsyncStream<Void>.makeStream()
             let release = AsyncStream<Void>.makeStream()
             let holder = Task {
@@ -79,12 +94,24 @@ struct AdvisoryLockTests {
                 }
             }
             for await _ in holding.stream { break }
-            let started = ContinuousClock.now
-            await #expect(throws: PersistenceError.lockTimedOut) {
-                try await two.withExclusiveAccess(account: "alice") { "taken" }
+            let started = clock.now
+            let ended = TestFlag()
+            let waiter = Task {
+                defer { ended.set() }
+                return try await two.withExclusiveAccess(account: "alice") { "taken" }
             }
-            let waited = ContinuousClock.now - started
-            #expect(waited >= .milliseconds(300) && waited < .seconds(5))
+            var outcomes = attempts.stream.makeAsyncIterator()
+            var waited = Duration.zero
+            while await outcomes.next() != nil {
+                // After each attempt the waiter pauses on its clock, or gives up.
+                while !ended.isSet && clock.sleeperCount == 0 { await Task.yield() }
+                waited = started.duration(to: clock.now)
+                if ended.isSet { break }
+                try #require(waited < .seconds(5), "still waiting after \(waited) of its clock")
+                clock.advance(by: .milliseconds(20))  // its retry interval: its longest pause
+            }
+            await #expect(throws: PersistenceError.lockTimedOut) { try await waiter.value }
+            #expect(waited == .milliseconds(300), "gave up after \(waited) of its clock")
             // Another account is not blocked.
             let bob = try await two.withExclusiveAccess(account: "bob") { "bob" }
             #expect(bob == "bob")

@@ -57,22 +57,41 @@ extension SignInSaveTimeoutTests {
     /// The sign-in's save has sent its `COMMIT`, and the answer does not come (as when the connection dies between
     /// the write and the answer): the sign-in fails within a bound of a few operation timeouts, with a detail
     /// saying the save's outcome is unknown, instead of waiting for as long as the connection takes to give up.
+    /// The bound is measured on the store's clock, which the test moves only once the commit waits in the database
+    /// (10 ms at a time, whenever the store waits on it), however long a loaded machine takes over each query.
     @Test(.timeLimit(.minutes(1)))
     func aSignInWhoseCommitGoesUnansweredFailsWithinItsBoundSayingTheOutcomeIsUnknown() async throws {
         try await withReplicas { replicas in
             let heldCommit = DatabaseLock(.commit, client: replicas.second, table: replicas.table, account: "alice")
-            let (client, _) = try await signInHeldAtCommit(replicas, heldCommit, onOutcomeCheck: nil)
-            let clock = ContinuousClock()
-            let started = clock.now
-            let error = await #expect(throws: TokenRefreshError.self, "the sign-in's commit was never answered") {
-                try await client.signIn(with: newerPair, userID: "user-2")
+            let clock = ManualClock()
+            let (client, _) = try await signInHeldAtCommit(
+                // No renewals (nothing else contends for the lease): the store's clock then waits only on the save.
+                replicas, heldCommit, clock: clock, pausesHeartbeat: true, onOutcomeCheck: nil)
+            let ended = TestFlag()
+            let signIn = Task {
+                defer { ended.set() }
+                return try await client.signIn(with: newerPair, userID: "user-2")
             }
-            let waited = clock.now - started
+            try await heldCommit.waitUntilWaitedFor()
+            let started = clock.now
+            var waited = Duration.zero
+            while true {
+                while !ended.isSet && clock.sleeperCount == 0 { await Task.yield() }
+                waited = started.duration(to: clock.now)
+                if ended.isSet { break }
+                try #require(waited < .seconds(60), "the sign-in still waits after \(waited) of the store's clock")
+                clock.advance(by: .milliseconds(10))
+            }
+            let error = await #expect(throws: TokenRefreshError.self, "the sign-in's commit was never answered") {
+                try await signIn.value
+            }
             // The database never answers (the test holds the commit until the end): the store has given up, within
             // its operation timeout (2 s) for the save, once more for the commit's answer and once more to ask
-            // whether the commit took effect, then for letting go of the lease and the lock.
+            // whether the commit took effect, then within one more each for letting go of the lease and of the
+            // lock: five on its clock (and one 10-ms step of the test's per wait at most).
             #expect(heldCommit.wasTaken, "the save never reached the database")
-            #expect(waited < .seconds(20), "the sign-in waited \(waited) for an unanswered commit")
+            #expect(
+                waited <= .seconds(2) * 5 + .milliseconds(100), "the sign-in waited \(waited) for an unanswered commit")
             let cause = error?.underlying as? PersistenceError
             #expect(cause == .writeFailed)
             #expect(cause?.detail?.contains("outcome is unknown") == true, "\(String(describing: cause?.detail))")
@@ -89,7 +108,7 @@ extension SignInSaveTimeoutTests {
         try await withReplicas { replicas in
             let heldCommit = DatabaseLock(.commit, client: replicas.second, table: replicas.table, account: "alice")
             let asked = TestFlag()
-            let (client, other) = try await signInHeldAtCommit(replicas, heldCommit) {
+            let (client, other) = try await signInHeldAtCommit(replicas, heldCommit, clock: ContinuousClock()) {
                 // The first time the store asks (it asks once at a time): the commit goes through now, and has taken
                 // effect when the store asks.
                 guard !asked.isSet else { return }
@@ -108,14 +127,16 @@ extension SignInSaveTimeoutTests {
     /// waits in the database (a deferred check takes `heldCommit`'s lock), with another replica's store that stored
     /// the session it replaces.
     private func signInHeldAtCommit(
-        _ replicas: TestReplicas, _ heldCommit: DatabaseLock,
+        _ replicas: TestReplicas, _ heldCommit: DatabaseLock, clock: some Clock<Duration>,
+        pausesHeartbeat: Bool = false,
         onOutcomeCheck: (@Sendable () async -> Void)?
     ) async throws -> (TokenRefreshClient, PostgresTokenStore) {
         var configuration = PostgresTokenStore.Configuration(
             tableName: replicas.table, lockTimeout: .seconds(30), operationTimeout: .seconds(2))
         configuration.testHooks.fencedWriteAttempt = { await heldCommit.takeOnce() }
         configuration.testHooks.commitOutcomeCheck = onOutcomeCheck
-        let store = PostgresTokenStore(client: replicas.first, configuration: configuration)
+        configuration.testHooks.pausesHeartbeat = pausesHeartbeat
+        let store = PostgresTokenStore(client: replicas.first, configuration: configuration, clock: clock)
         let other = PostgresTokenStore(
             client: replicas.second, configuration: .init(tableName: replicas.table, lockTimeout: .seconds(30)))
         try await other.save(
@@ -153,6 +174,8 @@ final class DatabaseLock: Sendable {
     private let taken = Signal()
     private let released = Signal()
     private let holder = Mutex<Task<Void, any Error>?>(nil)
+    /// The backend process of the session holding the lock, once it holds it.
+    private let holderPID = Locked<Int32?>(nil)
     private let logger = Logger(label: "row-lock")
     /// The advisory lock's key, for ``Kind/commit``.
     private let key = Int64.random(in: 1...Int64.max)
@@ -172,12 +195,14 @@ final class DatabaseLock: Sendable {
         let task: Task<Void, any Error>? = holder.withLock { holder in
             guard holder == nil else { return nil }
             let (client, logger, lock) = (self.client, self.logger, self.lock)
-            let (taken, released) = (self.taken, self.released)
+            let (taken, released, holderPID) = (self.taken, self.released, self.holderPID)
             let task = Task {
                 defer { taken.fire() }
                 try await client.withConnection { connection in
                     try await connection.query("BEGIN", logger: logger)
                     try await connection.query(lock, logger: logger)
+                    let rows = try await connection.query("SELECT pg_backend_pid()", logger: logger)
+                    for try await pid in rows.decode(Int32.self) { holderPID.withLock { $0 = pid } }
                     taken.fire()
                     await released.wait()
                     try await connection.query("COMMIT", logger: logger)
@@ -199,6 +224,31 @@ final class DatabaseLock: Sendable {
             try await connection.query("BEGIN", logger: logger)
             try await connection.query(lock, logger: logger)
             try await connection.query("COMMIT", logger: logger)
+        }
+    }
+
+    /// Waits for the lock in the transaction open on `connection` (a store's, from a test hook), until
+    /// ``releaseAndWaitForQueuedWrites()``; the transaction keeps an advisory (``Kind/commit``) lock until it ends.
+    func waitForIt(on connection: PostgresConnection) async throws {
+        try await connection.query(lock, logger: logger)
+    }
+
+    /// Returns once another session waits in the database for this lock: it holds it then, and a store's write
+    /// waits for it.
+    func waitUntilWaitedFor() async throws {
+        let logger = self.logger
+        let giveUp = ContinuousClock.now + .seconds(60)  // a guard against a hang, not a wait
+        while true {
+            try #require(ContinuousClock.now < giveUp, "no write waited for the lock within 60 s")
+            if let pid = holderPID.withLock({ $0 }) {
+                let rows = try await client.query(
+                    "SELECT count(*) FROM pg_locks WHERE NOT granted AND \(pid) = ANY(pg_blocking_pids(pid))",
+                    logger: logger)
+                var waiting: Int64 = 0
+                for try await count in rows.decode(Int64.self) { waiting = count }
+                if waiting > 0 { return }
+            }
+            try await Task.sleep(for: .milliseconds(5))  // polls the database's state, not a time
         }
     }
 

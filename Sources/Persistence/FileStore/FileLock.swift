@@ -38,14 +38,17 @@ package final class ProcessLocalLocks: Sendable {
     ///
     /// - Throws: `CancellationError` when the task is cancelled while waiting; ``TimedOut`` when `timeout`
     ///   passed first.
-    package func acquire(_ key: String, timeout: Duration?) async throws {
+    package func acquire(
+        _ key: String, timeout: Duration?,
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) async throws {
         guard let timeout else { return try await acquire(key) }
         let id: UInt64 = state.withLock { state in
             state.nextID += 1
             return state.nextID
         }
         let timer = Task {
-            try? await Task.sleep(for: timeout)
+            try? await sleep(timeout)
             if Task.isCancelled { return }
             let waiter: Waiter? = state.withLock { state in
                 guard let index = state.entries[key]?.waiters.firstIndex(where: { $0.id == id }) else {
@@ -154,15 +157,15 @@ struct HeldFileLock: Sendable {
     let descriptor: Int32
 
     /// Takes the process-local lock for `key`, then an exclusive `flock` on the file `lockName` in `directory`
-    /// (which must belong to `expectedOwner`), waiting at most `timeout` for both (`nil`: no limit).
+    /// (which must belong to `expectedOwner`), waiting at most `timeout` for both (`nil`: no limit), measured and
+    /// paced on `clock`.
     static func acquire(
         key: String, in directory: DirectoryHandle, lockName: String, expectedOwner: UInt32, faults: FileFaults,
-        timeout: Duration?
+        timeout: Duration?, clock: StoreClock
     ) async throws(PersistenceError) -> HeldFileLock {
-        let clock = ContinuousClock()
-        let deadline = timeout.map { clock.now.advanced(by: $0) }
+        let deadline = timeout.map { clock.elapsed() + $0 }
         do {
-            try await ProcessLocalLocks.shared.acquire(key, timeout: timeout)
+            try await ProcessLocalLocks.shared.acquire(key, timeout: timeout, sleep: clock.sleep)
         } catch is ProcessLocalLocks.TimedOut {
             throw PersistenceError.lockTimedOut.with(detail: "another task of this process held it for \(timeout!)")
         } catch {
@@ -220,18 +223,19 @@ struct HeldFileLock: Sendable {
         ProcessLocalLocks.shared.release(key)
     }
 
-    /// Tries the `flock` again after growing pauses (1 ms to 50 ms) until it is taken or `deadline` passes.
+    /// Tries the `flock` again after growing pauses (1 ms to 50 ms) until it is taken or `deadline` (a time since
+    /// `clock`'s start) passes.
     private static func pollLock(
-        _ descriptor: Int32, until deadline: ContinuousClock.Instant, clock: ContinuousClock
+        _ descriptor: Int32, until deadline: Duration, clock: StoreClock
     ) async throws(PersistenceError) {
         var pause = Duration.milliseconds(1)
         while true {
-            let now = clock.now
+            let now = clock.elapsed()
             guard now < deadline else {
                 throw PersistenceError.lockTimedOut.with(detail: "another process held the lock file")
             }
             do {
-                try await Task.sleep(for: min(pause, now.duration(to: deadline)))
+                try await clock.sleep(min(pause, deadline - now))
             } catch {
                 throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
             }

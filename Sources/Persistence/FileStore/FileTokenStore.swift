@@ -72,6 +72,8 @@ public struct FileTokenStore: TokenStore {
         /// The user ID that must own the directory and the files; the process's effective user ID when `nil`.
         /// For tests that cannot change a file's owner.
         package var expectedOwner: UInt32?
+        /// The clock the lock waits are measured and paced on: the continuous clock, or a test's manual one.
+        package var clock = StoreClock(ContinuousClock())
 
         /// Creates a configuration.
         ///
@@ -251,7 +253,7 @@ public struct FileTokenStore: TokenStore {
         if ProcessLocalLocks.heldKeys.contains(key) { return try await body() }
         let lock = try await HeldFileLock.acquire(
             key: key, in: directory, lockName: files.lockName, expectedOwner: files.expectedOwner,
-            faults: configuration.faults, timeout: configuration.lockTimeout)
+            faults: configuration.faults, timeout: configuration.lockTimeout, clock: configuration.clock)
         logger.trace("lock taken", metadata: ["file": "\(files.fileName)"])
         defer {
             lock.release()
@@ -287,7 +289,7 @@ public struct FileTokenStore: TokenStore {
         if ProcessLocalLocks.heldKeys.contains(key) { return try operation(directory) }
         let lock = try await HeldFileLock.acquire(
             key: key, in: directory, lockName: files.lockName, expectedOwner: files.expectedOwner,
-            faults: configuration.faults, timeout: configuration.lockTimeout)
+            faults: configuration.faults, timeout: configuration.lockTimeout, clock: configuration.clock)
         defer { lock.release() }
         return try operation(directory)
     }
