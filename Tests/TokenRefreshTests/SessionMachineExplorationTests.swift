@@ -28,8 +28,8 @@ import TokenKitLogCheck
 /// in memory only (its write on its way, or failed and waiting for a retry): that loss is cured only by a grace window
 /// on the server.
 @Suite(.logLeakCheck()) struct SessionMachineExplorationTests {
-    @Test func everyInterleavingUpToDepthSixKeepsTheInvariants() {
-        let report = Explorer(depth: 6, mutation: nil).run()
+    @Test func everyInterleavingUpToDepthSixKeepsTheInvariants() async {
+        let report = await onThreadOfItsOwn { Explorer(depth: 6, mutation: nil).run() }
         print(
             "session machine exploration: depth 6, \(report.sequences) event sequences, "
                 + "\(report.distinctStates) distinct states, \(report.refreshes) refreshes presented, "
@@ -40,12 +40,23 @@ import TokenKitLogCheck
 
     /// The same exploration against a driver with one planted bug each: the invariants catch every one.
     @Test(arguments: Explorer.Mutation.allCases)
-    func aPlantedBugIsCaught(_ mutation: Explorer.Mutation) {
-        let report = Explorer(depth: 5, mutation: mutation).run()
+    func aPlantedBugIsCaught(_ mutation: Explorer.Mutation) async {
+        let report = await onThreadOfItsOwn { Explorer(depth: 5, mutation: mutation).run() }
         print(
             "planted bug \(mutation): \(report.violations.count) violations in \(report.sequences) sequences; first: "
                 + (report.violations.first ?? "none"))
         #expect(report.violations.contains { $0.hasPrefix(mutation.caughtAs) })
+    }
+}
+
+/// Runs `work` on a thread of its own and returns its result. The exploration computes for a minute or more without a
+/// suspension point; run as a test's body it would hold one of the few threads that every async test of the process
+/// shares (two on a two-core machine), and tests bounded by real timeouts would then miss them.
+private func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: work()) }
+        thread.stackSize = 16 << 20
+        thread.start()
     }
 }
 
