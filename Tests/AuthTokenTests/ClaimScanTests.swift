@@ -127,4 +127,76 @@ import TokenKitLogCheck
         #expect(tight.claims == loose.claims)
         #expect(tight.claims.hashValue == loose.claims.hashValue)
     }
+
+    /// Payloads shaped to make a claim reader see another `exp`, `aud`, `iss` or `sub` than the full parser sees.
+    static let hostile: [[UInt8]] = [
+        Array(#"{"exp":1,"exp":2}"#.utf8),
+        Array(#"{"exp":1,"\u0065xp":2,"iss":"a","i\u0073s":"b"}"#.utf8),
+        Array(#"{"\u0065xp":1,"exp":2,"\u0065\u0078\u0070":3}"#.utf8),
+        Array(#"{"a":{"exp":1},"b":[{"exp":2}],"exp":3,"c":{"exp":{"exp":4}},"aud":"x"}"#.utf8),
+        Array(#"{"x":"\"exp\":1,","exp":5,"y":"{\"exp\":6}","z":"\",\"aud\":\"evil\",\"q\":\""}"#.utf8),
+        [0xEF, 0xBB, 0xBF] + Array(#"{"exp":1}"#.utf8),
+        Array(#"{""#.utf8) + [0xEF, 0xBB, 0xBF] + Array(#"exp":1,"exp":2}"#.utf8),
+        Array(" \t\r\n{ \t\"exp\" \r\n:\t 1 \n,\r\"iat\"\t:0 }\n\t ".utf8),
+        Array("{\"exp\"\u{0B}:1}".utf8),
+        Array("{\"exp\":1}\u{0}".utf8),
+        Array(
+            ("{\"a\":" + String(repeating: "{\"exp\":", count: 63) + "1" + String(repeating: "}", count: 63)
+                + ",\"exp\":1}").utf8),
+        Array(
+            ("{\"a\":" + String(repeating: "{\"exp\":", count: 64) + "1" + String(repeating: "}", count: 64)
+                + ",\"exp\":1}").utf8),
+        Array("{\"caf\u{E9}\":1,\"cafe\u{301}\":2,\"\u{212A}\":3,\"K\":4,\"\u{37E}\":5,\";\":6}".utf8),
+        Array(#"{"sub":"a","s\u0075b":"b","\ud83d\ude00":1,"aud":["x",1,null,["y"]],"aud":["z"]}"#.utf8),
+        Array(#"{"exp":1e3,"iat":-0,"nbf":1.0,"a":123456789012345678,"b":1234567890123456789}"#.utf8),
+        Array(#"{"exp":1E+400,"iat":-1,"nbf":253402300800,"x":-0.0,"y":1e-400}"#.utf8),
+        Array(#"{"exp":null,"iat":true,"nbf":"1700000000","sub":1,"iss":["a"],"jti":{"a":1}}"#.utf8),
+        Array(#"{"sub":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8),
+        Array(#"{"exp":01}"#.utf8),
+        Array(#"{"exp":1,}"#.utf8),
+    ]
+
+    /// A NumericDate as the dictionary holds it, by the rules `JWTClaims.date(_:)` documents.
+    static func date(_ members: [String: JSONValue], _ name: String) -> Result<Date?, AuthTokenError> {
+        guard let value = members[name] else { return .success(nil) }
+        guard let seconds = value.doubleValue, seconds.isFinite, seconds >= 0, seconds <= 253_402_300_799 else {
+            return .failure(.invalidClaim(name))
+        }
+        return .success(Date(timeIntervalSince1970: seconds))
+    }
+
+    @Test(arguments: 0..<20)
+    func aHostilePayloadIsJudgedAndReadAsTheFullParserReadsIt(sample: Int) throws {
+        let payload = Self.hostile[sample]
+        Self.check(payload)
+        guard case .success(let members) = Self.expected(payload) else { return }
+        let claims = try JWT(parsing: Self.token(payload: payload)).claims
+        #expect(claims.expiration == ((try? Self.date(members, "exp").get()) ?? nil), "sample \(sample)")
+        #expect(claims.issuedAt == ((try? Self.date(members, "iat").get()) ?? nil), "sample \(sample)")
+        #expect(claims.notBefore == ((try? Self.date(members, "nbf").get()) ?? nil), "sample \(sample)")
+        #expect(claims.subject == members["sub"]?.stringValue, "sample \(sample)")
+        #expect(claims.issuer == members["iss"]?.stringValue, "sample \(sample)")
+        #expect(claims.jwtID == members["jti"]?.stringValue, "sample \(sample)")
+        let audience: [String] =
+            switch members["aud"] {
+            case .string(let value): [value]
+            case .array(let values): values.compactMap(\.stringValue)
+            default: []
+            }
+        #expect(claims.audience == audience, "sample \(sample)")
+        let names = ["exp", "iat", "nbf", "sub", "iss", "aud", "K", "\u{212A}", ";", "caf\u{E9}", "cafe\u{301}"]
+        for name in names + Array(members.keys) {
+            #expect(claims.string(name) == members[name]?.stringValue, "sample \(sample)")
+            let date = Result { () throws(AuthTokenError) in try claims.date(name) }
+            #expect(date == Self.date(members, name), "sample \(sample)")
+        }
+    }
+
+    @Test func anExpSpelledWithEscapesOrHiddenInNestedValuesAndStringsIsReadAsTheParserKeepsIt() throws {
+        let payload = #"{"exp":1,"a":{"exp":2},"s":"\",\"exp\":3,\"","e\u0078p":1700000000,"b":[{"exp":4}]}"#
+        let claims = try JWT(parsing: Self.token(payload: Array(payload.utf8))).claims
+        #expect(claims.expiration == Date(timeIntervalSince1970: 1_700_000_000))
+        #expect(claims.members["exp"] == .integer(1_700_000_000))
+        #expect(claims.members.count == 4)
+    }
 }
