@@ -32,13 +32,7 @@ struct SignInSaveTimeoutTests {
                 client: replicas.second, configuration: .init(tableName: replicas.table, lockTimeout: .seconds(30)))
             let before = StoredSession(token: oldPair, userID: "user-1", generation: 1)
             try await other.save(before, account: "alice", condition: .always)
-            let server = SimulatedTokenServer(
-                configuration: .init(rotatesRefreshTokens: true, detectsReuse: true), now: AuthToken.systemNow)
-            let endpoint = TokenEndpoint(
-                url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server)
-            let client = TokenRefreshClient(
-                strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
-                configuration: .init(account: "alice"))
+            let client = alicesClient(over: store)
 
             await #expect(throws: (any Error).self, "the sign-in's save was held past the timeout") {
                 try await client.signIn(with: newerPair, userID: "user-2")
@@ -142,14 +136,19 @@ extension SignInSaveTimeoutTests {
         try await other.save(
             StoredSession(token: oldPair, userID: "user-1", generation: 1), account: "alice", condition: .always)
         try await heldCommit.installCommitHold()
-        let server = SimulatedTokenServer(
-            configuration: .init(rotatesRefreshTokens: true, detectsReuse: true), now: AuthToken.systemNow)
-        let endpoint = TokenEndpoint(
-            url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server)
-        let client = TokenRefreshClient(
-            strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store, configuration: .init(account: "alice"))
+        let client = alicesClient(over: store)
         return (client, other)
     }
+}
+
+/// Alice's client over `store`, refreshing at a simulated server that rotates refresh tokens and detects reuse.
+func alicesClient(over store: PostgresTokenStore) -> TokenRefreshClient {
+    let server = SimulatedTokenServer(
+        configuration: .init(rotatesRefreshTokens: true, detectsReuse: true), now: AuthToken.systemNow)
+    let endpoint = TokenEndpoint(
+        url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server)
+    return TokenRefreshClient(
+        strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store, configuration: .init(account: "alice"))
 }
 
 /// Another session's lock, in an open transaction, taken from a store's test hook so that the store's write waits in

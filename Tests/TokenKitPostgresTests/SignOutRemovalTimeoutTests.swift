@@ -42,13 +42,7 @@ struct SignOutRemovalTimeoutTests {
             let store = PostgresTokenStore(client: replicas.first, configuration: configuration, clock: clock)
             let other = PostgresTokenStore(
                 client: replicas.second, configuration: .init(tableName: replicas.table, lockTimeout: .seconds(30)))
-            let server = SimulatedTokenServer(
-                configuration: .init(rotatesRefreshTokens: true, detectsReuse: true), now: AuthToken.systemNow)
-            let endpoint = TokenEndpoint(
-                url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server)
-            let client = TokenRefreshClient(
-                strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
-                configuration: .init(account: "alice"))
+            let client = alicesClient(over: store)
 
             for round in 1...80 {
                 try await client.signIn(with: oldPair, userID: "user-1")

@@ -23,6 +23,14 @@ import TokenKitLogCheck
         return machine
     }
 
+    /// The session another audience's client read from the store: user-1's one-hour token received at `start`.
+    static func storedSession(generation: UInt64) -> StoredSession {
+        let token = AuthToken(
+            accessToken: "access-token-machine-one", refreshToken: "refresh-token-machine-one", receivedAt: start,
+            lifetime: 3600)
+        return StoredSession(token: token, userID: "user-1", generation: generation)
+    }
+
     static let fresh = start.addingTimeInterval(60)
     static let due = start.addingTimeInterval(3500)
     static let expired = start.addingTimeInterval(4000)
@@ -640,10 +648,7 @@ import TokenKitLogCheck
     @Test func anotherAudiencesSessionIsTakenUpUnlessTheReadIsStale() {
         var machine = SessionMachine(configuration: .init(), requiresRefreshToken: true)
         _ = machine.loaded(nil, now: Self.start)
-        let alice = AuthToken(
-            accessToken: "access-token-machine-one", refreshToken: "refresh-token-machine-one", receivedAt: Self.start,
-            lifetime: 3600)
-        let stored = StoredSession(token: alice, userID: "user-1", generation: 2)
+        let stored = Self.storedSession(generation: 2)
         let overtaken = machine.audienceSessionRead(
             .found(stored), epoch: machine.epoch, overtaken: true, now: Self.fresh)
         let endedMeanwhile = machine.audienceSessionRead(
@@ -673,10 +678,7 @@ import TokenKitLogCheck
     /// A client that has not read its store yet loads from the other audience's read.
     @Test func anUnreadStoreLoadsFromAnotherAudiencesRead() {
         var machine = SessionMachine(configuration: .init(), requiresRefreshToken: true)
-        let alice = AuthToken(
-            accessToken: "access-token-machine-one", refreshToken: "refresh-token-machine-one", receivedAt: Self.start,
-            lifetime: 3600)
-        let stored = StoredSession(token: alice, userID: "user-1", generation: 1)
+        let stored = Self.storedSession(generation: 1)
         let action = machine.audienceSessionRead(
             .found(stored), epoch: machine.epoch, overtaken: false, now: Self.fresh)
         guard case .load(.restored(stored)) = action else {
