@@ -159,9 +159,13 @@ struct RefreshLeaseTests {
             let current = PostgresTokenStore(
                 client: second, configuration: .init(tableName: table, lockTimeout: .seconds(30)))
             try await stale.save(StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            let staleHolds = Signal()
             let taken = Signal()
             let staleWritten = Signal()
             let takeover = Task {
+                // Only once the stale holder has the lock: a takeover that took it first would wait for the stale
+                // write while holding it, and the stale holder for the lock, until its lock timeout.
+                await staleHolds.wait()
                 try await current.withExclusiveAccess(account: "alice") {
                     taken.fire()
                     await staleWritten.wait()
@@ -171,6 +175,7 @@ struct RefreshLeaseTests {
                 }
             }
             let staleWrite = try await stale.withExclusiveAccess(account: "alice") {
+                staleHolds.fire()
                 // The holder is cut off: its connection is gone and it cannot renew its lease in time.
                 let ended = try await terminateBackends(
                     holding: stale.advisoryLockKey(account: "alice"), admin: second)
