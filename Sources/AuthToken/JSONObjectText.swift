@@ -27,6 +27,29 @@ struct JSONObjectText: Sendable, Hashable {
     let bytes: [UInt8]
     /// Its members, in the order of the text.
     let members: [Member]
+    /// The names that hold an escape or a byte outside ASCII, decoded once when the text is made, by their member's
+    /// index: a lookup compares them as strings without parsing the name again. Empty for the usual object, whose
+    /// names are plain ASCII.
+    let decodedNames: [Int: String]
+
+    /// Keeps `bytes` and the members a scan found in them, and decodes the names that need it.
+    ///
+    /// - Parameters:
+    ///   - bytes: The object's UTF-8 text.
+    ///   - members: Where each member lies in `bytes`, as ``JSONParser/scanObject(_:)`` found them.
+    init(bytes: [UInt8], members: [Member]) {
+        self.bytes = bytes
+        self.members = members
+        var decoded: [Int: String] = [:]
+        for index in members.indices where !members[index].nameIsUnescaped || !members[index].nameIsASCII {
+            let member = members[index]
+            let name = bytes.withUnsafeBufferPointer { text in
+                try? JSONParser.parse(UnsafeBufferPointer(rebasing: text[Int(member.nameStart)..<Int(member.nameEnd)]))
+            }
+            if case .string(let name) = name { decoded[index] = name }
+        }
+        decodedNames = decoded
+    }
 
     static func == (lhs: Self, rhs: Self) -> Bool { lhs.bytes == rhs.bytes }
 
@@ -45,7 +68,9 @@ struct JSONObjectText: Sendable, Hashable {
     /// - Returns: The value, parsed from the text.
     func value(named name: String) -> JSONValue? {
         bytes.withUnsafeBufferPointer { text in
-            guard let member = Self.member(named: name, in: members, text: text) else { return nil }
+            guard let member = Self.member(named: name, in: members, decodedNames: decodedNames, text: text) else {
+                return nil
+            }
             return try? JSONParser.parse(
                 UnsafeBufferPointer(rebasing: text[Int(member.valueStart)..<Int(member.valueEnd)]))
         }
@@ -53,7 +78,7 @@ struct JSONObjectText: Sendable, Hashable {
 
     /// The last member called `name`.
     private static func member(
-        named name: String, in members: [Member], text: UnsafeBufferPointer<UInt8>
+        named name: String, in members: [Member], decodedNames: [Int: String], text: UnsafeBufferPointer<UInt8>
     ) -> Member? {
         var utf8 = name
         return utf8.withUTF8 { query in
@@ -70,8 +95,9 @@ struct JSONObjectText: Sendable, Hashable {
                     // Different bytes: different names, unless one side may have another canonical form.
                     if member.nameIsASCII, queryIsASCII { continue }
                 }
-                let quoted = UnsafeBufferPointer(rebasing: text[Int(member.nameStart)..<Int(member.nameEnd)])
-                if case .string(let other) = try? JSONParser.parse(quoted), other == name { return member }
+                // A plain name is its bytes (compared as a string here only when the query is not plain ASCII).
+                let other = decodedNames[index] ?? String(decoding: text[start..<end], as: UTF8.self)
+                if other == name { return member }
             }
             return nil
         }
