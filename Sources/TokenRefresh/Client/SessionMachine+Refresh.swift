@@ -96,21 +96,26 @@ extension SessionMachine {
             guard shouldAdopt(stored) else { return present(seed: nil, afterRejection: false) }
             return adoptOrPresent(stored, now: now)
         case (.rereading, .absent):
-            // Removed by another process: the session ended there.
-            guard session?.persisted == true, storedGeneration != nil else {
+            // Removed by another process: the session ended there. That process may have rotated the refresh token
+            // first, also one a pending pair kept from the stored pair: it is never presented.
+            guard session?.refreshTokenIsShared == true, storedGeneration != nil else {
                 return present(seed: nil, afterRejection: false)
             }
             return .endSession(reason: .removedElsewhere, error: nil, failure: .signedOut)
         case (.rereading, .unavailable(let error)):
             // The stored pair is the truth another process may have rotated (ours may be consumed), and a new pair
-            // could not be kept there either: present nothing, keep the session. Only a session held in memory alone
-            // has no stored truth to miss.
+            // could not be kept there either: present nothing, keep the session. Only a refresh token held in memory
+            // alone (never stored, as a rotated pair whose write failed) has no stored truth to miss; a pending pair
+            // that kept the stored refresh token has.
             let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-            let memoryOnly = session?.persisted == false
+            let memoryOnly = session.map { !$0.refreshTokenIsShared } ?? false
             let next: RefreshAction = memoryOnly ? present(seed: nil, afterRejection: false) : .fail(failure)
             return .publish(.storageUnavailable(failure), then: next)
         case (.rereadingAfterRejection(let sent), .found(let stored)):
-            guard let storedRefresh = stored.token.refreshToken, storedRefresh != sent,
+            // Only a pair stored since this client last knew the store is another process's rotation. The pair it
+            // knew is older than the one it held (a pending pair whose write failed): its refresh token was rotated
+            // away by this client, and presenting it is reuse.
+            guard shouldAdopt(stored), let storedRefresh = stored.token.refreshToken, storedRefresh != sent,
                 !rejected.contains(storedRefresh)
             else { return endAfterRejection() }
             return adoptOrPresent(stored, now: now, presenting: storedRefresh)
@@ -352,7 +357,15 @@ extension SessionMachine {
         } else if profile?.id != userID {
             profile = nil
         }
-        state = state.entering(Session(token: token, userID: userID, generation: generation, persisted: persisted))
+        // A pair kept in memory that kept the refresh token of a stored one: the store (and any process sharing it)
+        // still holds that refresh token.
+        let keptStoredRefreshToken =
+            !persisted && !startsSession && token.refreshToken != nil
+            && session.map { $0.refreshTokenIsShared && $0.token.refreshToken == token.refreshToken } == true
+        state = state.entering(
+            Session(
+                token: token, userID: userID, generation: generation, persisted: persisted,
+                keptStoredRefreshToken: keptStoredRefreshToken))
         isOffline = false
         pendingRemoval = nil  // the new pair overwrites the ended session (now, or when its write is retried)
         if persisted { storedGeneration = generation } else { lastPersistAttempt = elapsed }

@@ -36,6 +36,14 @@ struct SessionMachine: Sendable {
         var generation: UInt64
         /// Whether the pair is in the store (a failed write keeps it in memory only, to be retried).
         var persisted: Bool
+        /// Whether this pair, kept in memory only, kept the refresh token of the stored pair it refreshed (the server
+        /// answered without a new one), so the store still holds that refresh token.
+        var keptStoredRefreshToken = false
+
+        /// Whether another process sharing the store may hold the refresh token, and may have presented it (a
+        /// rotating server then consumed it): the pair is stored, or it kept a stored pair's refresh token. A refresh
+        /// token only this client holds (a rotated pair whose write failed) is not shared.
+        var refreshTokenIsShared: Bool { persisted || keptStoredRefreshToken }
     }
 
     /// Why a caller needs a token.
