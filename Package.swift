@@ -556,6 +556,14 @@ let package = Package(
     ]
 )
 
+// CI's thread-sanitizer tree runs some test targets only: TOKENKIT_TEST_TARGETS (comma-separated) names them, and the
+// other test targets are left out of the package, so that tree never compiles them. Every library and executable
+// target stays. Unset (a user's `swift test`, every other CI tree), every test target is in the package.
+if let testTargets = Context.environment["TOKENKIT_TEST_TARGETS"] {
+    let kept = Set(testTargets.split(separator: ",").map { String($0) })
+    package.targets.removeAll { $0.type == .test && !kept.contains($0.name) }
+}
+
 // One settings loop. Every target gets `strictSettings` unless it says otherwise (FitIQCoreTests compiles app call
 // sites as written). CI sets TOKENKIT_WARNINGS_AS_ERRORS=1 for every build of this package, so its one build tree
 // also proves that the library targets compile without a warning (not the test targets: Swift Testing's macro

@@ -124,8 +124,10 @@ final class LogLeakRun: Sendable {
     }
 
     private func search(for secrets: [TestSecrets.Secret]) -> LogLeakSearch {
-        if let cached = state.withLock({ $0.search }), cached.secretCount == secrets.count { return cached.search }
-        let search = LogLeakSearch(secrets: secrets)
+        let cached = state.withLock { $0.search }
+        if let cached, cached.secretCount == secrets.count { return cached.search }
+        // The registry only appends: the secrets the cached search indexed keep their forms.
+        let search = cached?.search.extended(to: secrets) ?? LogLeakSearch(secrets: secrets)
         state.withLock { $0.search = (secrets.count, search) }
         return search
     }

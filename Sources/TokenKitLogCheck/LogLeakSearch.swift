@@ -44,9 +44,29 @@ package struct LogLeakSearch: Sendable {
     ///
     /// - Parameter secrets: The secrets.
     package init(secrets: [TestSecrets.Secret]) {
+        self.init(secrets: secrets, extending: nil)
+    }
+
+    /// The search for `secrets`, which begin with this search's secrets (a registry only appends): only the secrets
+    /// after those are indexed, the others' forms are reused.
+    ///
+    /// - Parameter secrets: This search's secrets, then more.
+    /// - Returns: A search for all of them.
+    package func extended(to secrets: [TestSecrets.Secret]) -> LogLeakSearch {
+        LogLeakSearch(secrets: secrets, extending: self)
+    }
+
+    private init(secrets: [TestSecrets.Secret], extending base: LogLeakSearch?) {
+        var start = 0
         var index: [UInt64: [Form]] = [:]
-        for (number, secret) in secrets.enumerated() where secret.value.utf8.count >= TestSecrets.minimumLength {
-            for form in Self.forms(of: secret.value) {
+        if let base, base.secrets.count <= secrets.count,
+            zip(base.secrets, secrets).allSatisfy({ $0.value == $1.value })
+        {
+            start = base.secrets.count
+            index = base.index
+        }
+        for number in start..<secrets.count where secrets[number].value.utf8.count >= TestSecrets.minimumLength {
+            for form in Self.forms(of: secrets[number].value) {
                 let bytes = Array(form.utf8)
                 index[Self.key(bytes, at: 0), default: []].append(Form(bytes: bytes, secret: number))
             }

@@ -34,6 +34,18 @@ import TokenKitTesting
         #expect(!leak.description.contains("s3cret"), "a report must not print the secret it found")
     }
 
+    @Test func aSearchExtendedWithLaterSecretsFindsTheEarlierAndTheLaterOnes() throws {
+        let secrets = TestSecrets()
+        secrets.register(Self.secret, as: .refreshToken)
+        let first = LogLeakSearch(secrets: secrets.all)
+        secrets.register("later-access-token-value", as: .accessToken)
+        let extended = first.extended(to: secrets.all)
+        let encoded = Data(Self.secret.utf8).base64EncodedString()
+        #expect(try #require(extended.leaks(in: "a \(encoded) b").first).secret.kind == .refreshToken)
+        #expect(try #require(extended.leaks(in: "x later-access-token-value y").first).secret.kind == .accessToken)
+        #expect(first.leaks(in: "x later-access-token-value y").isEmpty)
+    }
+
     @Test func theRedactedLineHidesTheSecretWhateverItsNormalization() throws {
         // "é" as e + combining accent: a character-based replace would not find the bytes the search found.
         let decomposed = "secret-cafe\u{301}-value"
