@@ -7,9 +7,10 @@ let package = Package(
     name: "TokenKitBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        // The library by path, with its server adapters' traits on (the diet backend, the replica worker and the
-        // transport benchmark use them).
-        .package(name: "TokenKit", path: "..", traits: ["ServerAdapters"]),
+        // The library by path, with the two server adapters' traits the benchmarks use on: TokenKitAsyncHTTPClient
+        // (TransportBenchmarks) and TokenKitPostgres (PostgresRefreshBenchmarks). Not `ServerAdapters`, whose
+        // Hummingbird and OpenAPI adapters no benchmark imports: their packages are then neither cloned nor loaded.
+        .package(name: "TokenKit", path: "..", traits: ["AsyncHTTPClientTransport", "PostgresStore"]),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         // PostgresRefreshBenchmarks only (issue 18): PostgresTokenStore's pool.
