@@ -25,6 +25,13 @@
  *   FENCE_ONLY           the save checks the fence but not the generation (passes)
  *   RETAKE_OWN           the lease statement also matches `lease_owner = $me` (an acquisition retrying after its
  *                        answer was lost takes its own orphaned lease at once instead of waiting out the ttl)
+ *   SIGNOUT_SIGNIN       a sign-out on one replica (the row deleted, the family revoked at the server, or the
+ *                        revocation lost), then a sign-in on another: a new session whose row is made again at
+ *                        generation 1, while the other replicas still hold what they knew of the old session
+ *   BUG_GEN_ONLY         (with SIGNOUT_SIGNIN) a record is recognised by its generation alone: a replica that finds
+ *                        the generation it knows presents the refresh token it holds, and conditional saves and
+ *                        removals compare the generation only (no session identity)
+ *   BUG_REMOVE_GEN_ONLY  (with SIGNOUT_SIGNIN) only the removal after a refused refresh compares the generation alone
  * Premises (-D flags that drop one; each is expected to fail, which shows the premise is needed):
  *   PHYSICAL             allow the one physical limit: a holder killed, or its answer lost, after the server
  *                        rotated and before its write landed
@@ -53,7 +60,8 @@
 
 /* ---- the database: one session row, an advisory lock, the replicas' connections ---- */
 byte row_gen = 1;            /* generation */
-byte row_rt = 1;             /* the refresh token stored */
+byte row_rt = 1;             /* the refresh token stored (0 = no row) */
+byte row_sid = 1;            /* the session identity stored (0 = no row): 1 for the first session, 2 for a sign-in's */
 byte lease_owner = 0;        /* 0 = NULL */
 byte lease_fence = 0;
 bool lease_expired = false;  /* lease_expires_at <= now() */
@@ -68,7 +76,8 @@ byte kills = 0;
 #define FAM(t)         (t > 50 -> 2 : 1)
 byte cur[3] = 1;             /* per family, the refresh token the server accepts now */
 bool revoked[3];             /* per family, a reuse was detected and the family revoked */
-byte latest = 1;             /* the newest family ever stored: the session the users have now */
+bool signedout[3];           /* per family, revoked at the server by a sign-out (a refusal, not a reuse) */
+byte latest = 1;             /* the newest family ever stored: the session the users have now (0: signed out) */
 #define srv_current    cur[latest]
 #define srv_revoked    revoked[latest]
 
@@ -80,6 +89,26 @@ byte mem[4];                 /* the rotated refresh token it holds in memory (0 
 byte ans[4];                 /* the server's answer on its way to the replica (0 = none) */
 byte crashes = 0;
 byte smem = 0;               /* the signing-in client's new refresh token (SIGNIN) */
+/* What each replica knows of the session it holds: its identity, generation and refresh token (the client's memory
+ * between refreshes). Every replica starts having restored the first session. */
+byte ksid[4];
+byte kg[4];
+byte krt[4];
+
+/* The re-read finds the record this replica knows (so it presents the refresh token it holds), and the conditions of
+ * a save and of a removal: the session identity and the generation together, or (today's bug) the generation alone. */
+#ifdef BUG_GEN_ONLY
+#define KNOWN(k)       (row_gen == kg[k])
+#define SID_OK(s)      true
+#else
+#define KNOWN(k)       (row_sid == ksid[k] && row_gen == kg[k])
+#define SID_OK(s)      (row_sid == s)
+#endif
+#if defined(BUG_GEN_ONLY) || defined(BUG_REMOVE_GEN_ONLY)
+#define REMOVE_OK(s, n) (row_sid != 0 && row_gen == n)
+#else
+#define REMOVE_OK(s, n) (row_sid == s && row_gen == n)
+#endif
 
 /* The current pair is somewhere a live replica can still use it: stored, held in memory, or on the wire. */
 #define HELD_BY(k, t)  (alive[k] && (mem[k] == t || ans[k] == t))
@@ -116,7 +145,7 @@ byte smem = 0;               /* the signing-in client's new refresh token (SIGNI
 #define SAVE_OK(late)  (late || (lease_fence == f && lease_owner == i))
 
 #else
-#define SAVE_OK(late)  (row_gen == g && (late || (lease_fence == f && lease_owner == i)))
+#define SAVE_OK(late)  (SID_OK(FAM(newrt)) && row_gen == g && (late || (lease_fence == f && lease_owner == i)))
 #endif
 
 /* I3 for a save of pair t at generation n: the row holds an older session, or an older generation of this one,
@@ -131,9 +160,15 @@ byte smem = 0;               /* the signing-in client's new refresh token (SIGNI
 #define OK       1
 #define LANDED   2
 #define CONFLICT 3
+#define REFUSED  4
+
+/* The row is gone (a sign-out elsewhere, or a removal): the replica's session has ended. */
+#define ENDED(k) \
+    holding[k] = false; if :: lock_conn == k -> lock_conn = 0 :: else -> skip fi; \
+    printf("R%d finds no session stored: its session has ended\n", k); goto finished
 
 proctype Replica(byte i) {
-    byte rt, g, f, newrt, res, cycles, tries;
+    byte rt, g, f, newrt, res, cycles, tries, rsid;
     bool took, late, released;
     {
         skip;
@@ -144,7 +179,7 @@ next:
         fi;
 #if defined(BUG_NO_REREAD) || defined(BUG_OLD)
         /* The client's read before it asks for exclusive access. */
-        atomic { (conn[i] || db_up) -> conn[i] = true; rt = row_rt; g = row_gen;
+        atomic { (conn[i] || db_up) -> conn[i] = true; rt = row_rt; g = row_gen; rsid = row_sid;
                  printf("R%d reads rt%d (generation %d)\n", i, rt, g) }
 #endif
 lock:
@@ -212,8 +247,21 @@ lock:
             :: else -> skip
             fi;
 #endif
-            rt = row_rt; g = row_gen;
-            printf("R%d re-reads rt%d (generation %d)\n", i, rt, g)
+            if
+            :: row_sid == 0 -> ENDED(i)
+            :: else -> skip
+            fi;
+            rsid = row_sid;
+            if
+            :: KNOWN(i) ->
+               /* The record it knows: it presents the refresh token it holds. */
+               rt = krt[i]; g = kg[i];
+               printf("R%d re-reads generation %d, the record it knows: it holds rt%d\n", i, g, rt)
+            :: else ->
+               /* Another record (a rotation elsewhere, or another session: a switch): it takes it up. */
+               rt = row_rt; g = row_gen; ksid[i] = row_sid; kg[i] = g; krt[i] = rt;
+               printf("R%d re-reads rt%d (generation %d, session %d)\n", i, rt, g, rsid)
+            fi
         }
 #endif
 #endif
@@ -221,8 +269,18 @@ present:
         /* The refresh: the token server rotates, or detects a reuse and revokes the family. */
         atomic {
             printf("R%d presents rt%d\n", i, rt);
+            /* I4: a replica presents only a refresh token of the session whose record it read. */
             if
-            :: !revoked[FAM(rt)] && rt == cur[FAM(rt)] ->
+            :: FAM(rt) != rsid ->
+               printf("   rt%d belongs to another session than the record R%d read (I4 violated)\n", rt, i)
+            :: else -> skip
+            fi;
+            assert(FAM(rt) == rsid);
+            res = OK;
+            if
+            :: signedout[FAM(rt)] ->
+               res = REFUSED; printf("   the server refuses it: its session was signed out\n")
+            :: !signedout[FAM(rt)] && !revoked[FAM(rt)] && rt == cur[FAM(rt)] ->
                cur[FAM(rt)]++; ans[i] = cur[FAM(rt)];
                printf("   the server rotates: rt%d is current, the answer is on the wire\n", ans[i])
             :: else ->
@@ -231,6 +289,10 @@ present:
                assert(false)  /* I1 */
             fi
         }
+        if
+        :: res == REFUSED -> goto refused
+        :: else -> skip
+        fi;
         /* The answer arrives (or, past the physical limit, is lost after the rotation). */
         if
         :: atomic { ans[i] != 0 -> newrt = ans[i]; mem[i] = newrt; ans[i] = 0;
@@ -273,8 +335,8 @@ write:
                   :: else -> skip
                   fi;
                   assert(I3(newrt, g + 1));
-                  row_rt = newrt; row_gen = g + 1; lease_owner = 0; lease_expired = false;
-                  holding[i] = false; res = LANDED;
+                  row_rt = newrt; row_gen = g + 1; row_sid = FAM(newrt); lease_owner = 0; lease_expired = false;
+                  holding[i] = false; res = LANDED; kg[i] = g + 1; krt[i] = newrt;
                   printf("R%d stores rt%d (generation %d), which clears the lease\n", i, newrt, row_gen)
                :: else -> res = CONFLICT
                fi
@@ -295,7 +357,8 @@ write:
         :: res == LANDED -> goto unlock
         :: res == CONFLICT ->
            /* The client adopts what is stored and drops its pair. */
-           atomic { mem[i] = 0; printf("R%d: the save conflicts; it drops its pair\n", i) };
+           atomic { mem[i] = 0; ksid[i] = row_sid; kg[i] = row_gen; krt[i] = row_rt;
+                    printf("R%d: the save conflicts; it drops its pair\n", i) };
            goto release
         fi;
 failed:
@@ -346,6 +409,27 @@ release:
 unlock:
         atomic { if :: lock_conn == i -> lock_conn = 0 :: else -> skip fi };
         goto next;
+refused:
+        /* The session ended at the server: the client removes the record it read, conditionally (one statement). */
+        atomic {
+            CONNECT;
+            if
+            :: conn[i] && REMOVE_OK(rsid, g) ->
+               /* I5: a removal removes only the session of the replica that removes it. */
+               if
+               :: row_sid != rsid ->
+                  printf("R%d's removal deletes session %d, not its own (I5 violated)\n", i, row_sid)
+               :: else -> skip
+               fi;
+               assert(row_sid == rsid);
+               row_rt = 0; row_gen = 0; row_sid = 0; lease_owner = 0; lease_expired = false;
+               printf("R%d removes the session it held\n", i)
+            :: else -> printf("R%d's conditional removal finds another record: nothing removed\n", i)
+            fi;
+            holding[i] = false;
+            if :: lock_conn == i -> lock_conn = 0 :: else -> skip fi
+        };
+        goto finished;
 finished:
         skip
     } unless { !alive[i] }
@@ -398,7 +482,7 @@ end:
 /* I2, checked in every reachable state: the current pair is never revoked and never only in a dead process. */
 active proctype Invariant() {
 end:
-    atomic { (srv_revoked || !HELD(srv_current)) ->
+    atomic { latest != 0 && (srv_revoked || !HELD(srv_current)) ->
              printf("I2 VIOLATED: rt%d is neither stored nor held by a live replica\n", srv_current);
              assert(false) }
 }
@@ -420,7 +504,7 @@ active proctype SignIn() {
            :: sv < row_gen -> sv++
            :: break
            od;
-           row_rt = 51; row_gen = sv + 1; lease_owner = 0; lease_expired = false; latest = 2;
+           row_rt = 51; row_gen = sv + 1; row_sid = 2; lease_owner = 0; lease_expired = false; latest = 2;
 #ifdef SIGNOUT
            /* Or a sign-out before it deleted the row: the new row's fencing numbers start again. */
            if
@@ -441,11 +525,29 @@ signedin:
 }
 #endif
 
+#ifdef SIGNOUT_SIGNIN
+/* A sign-out on one replica, then a sign-in on another, while the other replicas run with what they knew. The
+ * sign-out removes the session it holds (the current record) and asks the server to revoke it, which may not reach
+ * it; the sign-in stores a new session unconditionally, its row made again at generation 1, which clears any lease. */
+active proctype SignOutSignIn() {
+    atomic { db_up && row_sid == 1 ->
+             row_rt = 0; row_gen = 0; row_sid = 0; lease_owner = 0; lease_expired = false; lease_fence = 0;
+             latest = 0; printf("S signs the user out: the row is deleted\n") }
+    if
+    :: atomic { signedout[1] = true; printf("   the server revokes the signed-out session\n") }
+    :: printf("   the revocation does not reach the server\n")
+    fi;
+    atomic { db_up ->
+             cur[2] = 51; smem = 51; row_rt = 51; row_gen = 1; row_sid = 2; lease_owner = 0; lease_expired = false;
+             latest = 2; printf("T signs in on another replica: a new session, rt51, stored at generation 1\n") }
+}
+#endif
+
 init {
     atomic {
         byte k = 1;
         do
-        :: k <= N -> alive[k] = true; run Replica(k); k++
+        :: k <= N -> alive[k] = true; ksid[k] = 1; kg[k] = 1; krt[k] = 1; run Replica(k); k++
         :: else -> break
         od
     }
