@@ -38,7 +38,8 @@ let package = Package(
             dependencies: ["DemoServer", .product(name: "TokenKit", package: "TokenKit")],
             swiftSettings: strictSettings
         ),
-        .executableTarget(name: "tokenkit-demo", dependencies: ["QuickDemo"], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "tokenkit-demo", dependencies: ["QuickDemo", "DemoServer"], swiftSettings: strictSettings),
         .testTarget(
             name: "QuickDemoTests",
             dependencies: ["QuickDemo", "DemoServer", .product(name: "TokenKit", package: "TokenKit")],

@@ -30,16 +30,18 @@ public final class DemoTokenServer: Sendable {
 
     /// Starts the server on a free loopback port.
     ///
-    /// - Parameter accessTokenLifetime: Seconds an access token lives (`exp - iat`, `expires_in`).
-    /// - Throws: A `POSIXError` when no loopback socket can be had.
-    public init(accessTokenLifetime: Int) throws {
+    /// - Parameters:
+    ///   - accessTokenLifetime: Seconds an access token lives (`exp - iat`, `expires_in`).
+    ///   - port: The loopback port; 0 (the default) lets the system pick a free one.
+    /// - Throws: A `POSIXError` when no loopback socket can be had on that port.
+    public init(accessTokenLifetime: Int, port: Int = 0) throws {
         let tokens = SimulatedTokenServer(
             configuration: .init(
                 clientID: "demo-app", accessTokenLifetime: TimeInterval(accessTokenLifetime),
                 users: ["demo@example.com": "password123"]),
             now: { Date() })
         let state = Counters()
-        let http = try LoopbackHTTPServer { request in
+        let http = try LoopbackHTTPServer(port: port) { request in
             await Self.route(request, tokens: tokens, state: state)
         }
         self.tokens = tokens

@@ -64,11 +64,13 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
 
-    /// Opens a socket on 127.0.0.1 at a port the system picks and starts accepting.
+    /// Opens a socket on 127.0.0.1 and starts accepting.
     ///
-    /// - Parameter handler: Answers each request.
-    /// - Throws: A `POSIXError` when the socket cannot be opened, bound or listened on.
-    public init(handler: @escaping @Sendable (Request) async -> Response) throws {
+    /// - Parameters:
+    ///   - port: The port; 0 (the default) lets the system pick a free one.
+    ///   - handler: Answers each request.
+    /// - Throws: A `POSIXError` when the socket cannot be opened, bound (the port is taken) or listened on.
+    public init(port: Int = 0, handler: @escaping @Sendable (Request) async -> Response) throws {
         self.handler = handler
         #if canImport(Darwin)
             let fd = socket(AF_INET, SOCK_STREAM, 0)
@@ -78,7 +80,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         guard fd >= 0 else { throw POSIXError(.EIO) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = UInt16(clamping: port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -94,7 +96,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         descriptor = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = Int(UInt16(bigEndian: address.sin_port))
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
     }

@@ -15,6 +15,8 @@ public struct QuickDemo: Sendable {
         public var requests = 100
         /// Seconds an access token lives.
         public var tokenLifetime = 3
+        /// `--serve PORT`: only run the server on that loopback port, for an app of your own, until stopped.
+        public var servePort: Int?
 
         /// The defaults: 3 expiries, 100 concurrent requests, 3-second tokens.
         public init() {}
@@ -26,7 +28,7 @@ public struct QuickDemo: Sendable {
         public init(arguments: [String]) throws {
             var remaining = arguments[...]
             while let flag = remaining.popFirst() {
-                guard ["--expiries", "--requests", "--token-lifetime"].contains(flag) else {
+                guard ["--expiries", "--requests", "--token-lifetime", "--serve"].contains(flag) else {
                     throw UsageError("unknown argument \(flag)")
                 }
                 guard let text = remaining.popFirst(), let value = Int(text) else {
@@ -35,8 +37,9 @@ public struct QuickDemo: Sendable {
                 switch flag {
                 case "--expiries" where (1...20).contains(value): expiries = value
                 case "--requests" where (1...1000).contains(value): requests = value
-                case "--token-lifetime" where (2...60).contains(value): tokenLifetime = value
-                default: throw UsageError("\(flag) \(value) is out of range (1...20, 1...1000, 2...60)")
+                case "--token-lifetime" where (2...3600).contains(value): tokenLifetime = value
+                case "--serve" where (1...65535).contains(value): servePort = value
+                default: throw UsageError("\(flag) \(value) is out of range")
                 }
             }
         }
@@ -49,7 +52,8 @@ public struct QuickDemo: Sendable {
 
         init(_ problem: String) {
             description =
-                "\(problem)\nusage: tokenkit-demo [--expiries 1...20] [--requests 1...1000] [--token-lifetime 2...60]"
+                "\(problem)\nusage: tokenkit-demo [--expiries 1...20] [--requests 1...1000] [--token-lifetime 2...3600]\n"
+                + "       tokenkit-demo --serve PORT [--token-lifetime 2...3600]"
         }
     }
 

@@ -60,10 +60,20 @@ struct QuickDemoTests {
     }
 
     @Test("a bad command line is refused with the usage")
-    func aBadCommandLineIsRefused() {
+    func aBadCommandLineIsRefused() throws {
         #expect(throws: QuickDemo.UsageError.self) { try QuickDemo.Options(arguments: ["--expiries", "0"]) }
         #expect(throws: QuickDemo.UsageError.self) { try QuickDemo.Options(arguments: ["--requests"]) }
         #expect(throws: QuickDemo.UsageError.self) { try QuickDemo.Options(arguments: ["--verbose"]) }
+        #expect(throws: QuickDemo.UsageError.self) { try QuickDemo.Options(arguments: ["--serve", "70000"]) }
+        #expect(try QuickDemo.Options(arguments: ["--serve", "8080"]).servePort == 8080)
+    }
+
+    @Test("the server alone takes the port asked for, and refuses one that is taken")
+    func theServerTakesThePortAskedFor() async throws {
+        let first = try DemoTokenServer(accessTokenLifetime: 2)
+        defer { first.stop() }
+        let port = try #require(first.baseURL.port)
+        #expect(throws: POSIXError.self) { try DemoTokenServer(accessTokenLifetime: 2, port: port) }
     }
 
     @Test("the server answers an expired or missing token with 401, and counts")
