@@ -22,11 +22,14 @@ extension BearerAuthenticator {
     ///   - audience: Whether `aud` is checked: ``TokenVerifier/AudienceRule/oneOf(_:)`` or
     ///     ``TokenVerifier/AudienceRule/notChecked(reason:)``.
     ///   - allowedParties: Accepted `azp` values (Clerk's frontend origins), or `nil`.
-    ///   - algorithms: Accepted algorithms; RS256 by default.
+    ///   - algorithms: Accepted algorithms. By default every asymmetric one (``JWSAlgorithm/asymmetric``), each
+    ///     token checked against its key: a key whose `alg` names an algorithm verifies that one only, and a key
+    ///     without `alg` the algorithms of its type (an RSA key RS256 to PS512, a P-256 key ES256). So a provider's
+    ///     key set decides, and HMAC is never accepted. Name algorithms here to accept fewer.
     /// - Returns: The authenticator.
     public static func jwks(
         _ jwksURL: URL, issuer: String, audience: TokenVerifier.AudienceRule, allowedParties: Set<String>? = nil,
-        algorithms: Set<JWSAlgorithm> = [.rs256]
+        algorithms: Set<JWSAlgorithm> = JWSAlgorithm.asymmetric
     ) -> BearerAuthenticator {
         let verifier = TokenVerifier(
             configuration: .init(

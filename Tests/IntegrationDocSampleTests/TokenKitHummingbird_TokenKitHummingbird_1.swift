@@ -23,5 +23,8 @@ func docSample_TokenKitHummingbird_TokenKitHummingbird_1() async throws {
             let identity = try context.requireIdentity()
             return ["userId": identity.userId, "sessionId": identity.sessionId ?? ""]
         }
+    // Serve it on 127.0.0.1:8080 until the process is stopped (SIGINT, SIGTERM).
+    let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 8080)))
+    try await app.runService()
 }
 #endif

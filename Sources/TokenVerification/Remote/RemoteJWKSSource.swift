@@ -63,6 +63,13 @@ public actor RemoteJWKSSource: JWKSSource {
         /// An OpenID Connect issuer: its `/.well-known/openid-configuration` names the `jwks_uri`. The
         /// document's `issuer` must be this URL, and the `jwks_uri` must be `https` (or `http` to loopback).
         case openIDDiscovery(issuer: URL)
+
+        /// The host the key set comes from, for log lines.
+        var hostForLogs: String {
+            switch self {
+            case .jwks(let url), .openIDDiscovery(issuer: let url): url.host ?? "-"
+            }
+        }
     }
 
     /// Cache and fetch bounds.
@@ -172,7 +179,8 @@ public actor RemoteJWKSSource: JWKSSource {
     ///   - location: The JWKS URL, or an issuer for OpenID Connect discovery.
     ///   - configuration: Cache and fetch bounds.
     ///   - clock: The clock for cache lifetimes, cooldowns and the fetch timeout.
-    ///   - logger: Where fetches, failures and skipped keys are logged (debug level).
+    ///   - logger: Where fetches, failures and skipped keys are logged (a failed fetch at warning level, the rest at
+    ///     debug level).
     ///   - fetch: Fetches a URL; ``urlSessionFetch(configuration:maximumBytes:)`` by default.
     public init(
         location: Location, configuration: Configuration = Configuration(),
@@ -431,7 +439,10 @@ public actor RemoteJWKSSource: JWKSSource {
                 state.unknownKeyIDs = []
             }
         case .failure(let error):
-            logger.debug("JWKS fetch failed", metadata: ["reason": "\(error.reason)"])
+            // At warning level: requests are answered 503 meanwhile, and an operator must see why. The reason and the
+            // host only (never a token).
+            logger.warning(
+                "JWKS fetch failed", metadata: ["reason": "\(error.reason)", "host": "\(location.hostForLogs)"])
             state.withLock { state in
                 state.lastError = error
                 state.refreshAt = now + configuration.retryAfterFailure
