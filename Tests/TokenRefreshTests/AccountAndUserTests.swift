@@ -6,7 +6,6 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitLogCheck
-import TokenKitSDKTesting
 import TokenKitScreens
 import TokenKitTesting
 

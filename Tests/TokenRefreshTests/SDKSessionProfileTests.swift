@@ -4,7 +4,6 @@ import HTTPTypes
 import Persistence
 import Testing
 import TokenKitLogCheck
-import TokenKitSDKTesting
 import TokenKitTesting
 import TokenRefresh
 
