@@ -285,6 +285,7 @@ let package = Package(
         .testTarget(
             name: "PersistenceTests",
             dependencies: [
+                "TokenKitTestSupport",
                 "AuthToken", "Persistence", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
                 "TokenKitCompatibility",
             ]
@@ -300,7 +301,7 @@ let package = Package(
         .testTarget(
             name: "TokenRefreshTests",
             dependencies: [
-                "TokenKitCompatibility",
+                "TokenKitTestSupport", "TokenKitCompatibility",
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
                 "TokenVerification", "TokenKitScreens", "TokenKit",
                 .product(name: "HTTPTypes", package: "swift-http-types"),

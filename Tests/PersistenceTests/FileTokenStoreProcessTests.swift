@@ -3,6 +3,7 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 import TokenRefresh
 
@@ -21,20 +22,7 @@ import TokenRefresh
 /// their own (`onOwnThread`), never one of the cooperative pool, which the rest of the test run needs.
 @Suite(.serialized, .logLeakCheck()) struct FileTokenStoreProcessTests {
     /// The probe executable in the build products directory, next to the test binary.
-    static func probeURL() throws -> URL {
-        if let path = ProcessInfo.processInfo.environment["TOKENKIT_PROBE"] { return URL(fileURLWithPath: path) }
-        #if os(Linux)
-            let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        #else
-            let bundle = Bundle.allBundles.first { $0.bundlePath.hasSuffix(".xctest") } ?? Bundle.main
-            let products = bundle.bundleURL.deletingLastPathComponent()
-        #endif
-        let probe = products.appendingPathComponent("TokenStoreProbe")
-        try #require(
-            FileManager.default.isExecutableFile(atPath: probe.path),
-            "TokenStoreProbe was not built next to the tests (\(products.path))")
-        return probe
-    }
+    static func probeURL() throws -> URL { try ChildProcess.executable(named: "TokenStoreProbe") }
 
     /// Reads lines from a pipe without waiting for more than it needs.
     final class LineReader {

@@ -11,12 +11,7 @@ import TokenKitTesting
 
     /// An unsigned JWT with the given claims.
     static func jwt(_ claims: String) -> String {
-        func base64URL(_ text: String) -> String {
-            Data(text.utf8).base64EncodedString()
-                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-                .replacingOccurrences(of: "=", with: "")
-        }
-        return base64URL(#"{"alg":"HS256","typ":"JWT"}"#) + "." + base64URL(claims) + ".c2lnbmF0dXJl"
+        JWTBuilder.token(claims: claims, header: #"{"alg":"HS256","typ":"JWT"}"#, signature: Data("signature".utf8))
     }
 
     static let fitIQAccessToken: String = {
