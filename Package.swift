@@ -264,10 +264,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Helpers only TokenKit's own tests use (a loopback HTTP server): a target, never a product.
+        // Helpers only TokenKit's own tests use (a loopback HTTP server, the probe launcher, scratch directories): a
+        // target, never a product.
         // TokenKitSignIn: the loopback listener's socket code, shared with the test servers (package access).
         .target(
-            name: "TokenKitTestSupport", dependencies: ["TokenKitTesting", "TokenKitSignIn"],
+            name: "TokenKitTestSupport", dependencies: ["Persistence", "TokenKitTesting", "TokenKitSignIn"],
             path: "Tests/TokenKitTestSupport"),
         // The doors: one factory per kind of app, through `import TokenKit` as an app writes it.
         .testTarget(

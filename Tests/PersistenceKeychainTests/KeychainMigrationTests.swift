@@ -6,6 +6,7 @@ import Testing
 import TokenKitCompatibility
 import TokenKitKeychainTesting
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 
 /// FitIQ's and Lume's Keychain items, laid out as those apps wrote them, moved into the Keychain store once.

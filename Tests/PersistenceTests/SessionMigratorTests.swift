@@ -4,6 +4,7 @@ import Persistence
 import Testing
 import TokenKitCompatibility
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 
 @Suite(.logLeakCheck()) struct SessionMigratorTests {
