@@ -310,7 +310,7 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "TokenKitTestingTests",
+            name: "TokenKitLogCheckTests",
             dependencies: [
                 "AuthToken", "NetworkRetry", "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
