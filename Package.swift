@@ -310,6 +310,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "TokenKitTestingTests",
+            dependencies: ["AuthToken", "TokenKitTesting", "TokenKitLogCheck"]
+        ),
+        .testTarget(
             name: "TokenKitLogCheckTests",
             dependencies: [
                 "AuthToken", "NetworkRetry", "TokenKitTesting", "TokenKitLogCheck",
