@@ -310,6 +310,24 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "TokenKitScreensTests",
+            dependencies: ["NetworkRetry", "TokenRefresh", "TokenKitScreens", "TokenKitLogCheck"]
+        ),
+        .testTarget(
+            name: "TokenKitCompatibilityTests",
+            dependencies: [
+                "TokenKitTestSupport", "AuthToken", "Persistence", "TokenKitCompatibility", "TokenKitTesting",
+                "TokenKitLogCheck",
+            ]
+        ),
+        .testTarget(
+            name: "TokenKitAppLifecycleTests",
+            dependencies: [
+                "TokenKitTestSupport", "AuthToken", "Persistence", "PersistenceKeychain", "TokenRefresh",
+                "TokenKitAppLifecycle", "TokenKitKeychainTesting", "TokenKitTesting", "TokenKitLogCheck",
+            ]
+        ),
+        .testTarget(
             name: "TokenKitTestingTests",
             dependencies: ["AuthToken", "TokenKitTesting", "TokenKitLogCheck"]
         ),

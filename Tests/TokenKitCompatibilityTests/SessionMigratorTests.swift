@@ -247,7 +247,12 @@ import TokenKitTesting
     }
 
     @Test func aNewerSessionInTheStoreWinsOverLegacyLeftovers() async throws {
-        let newer = sampleSession(generation: 5)
+        let newer = StoredSession(
+            token: TestSecrets.shared.register(
+                AuthToken(
+                    accessToken: "secret-access-5", refreshToken: "secret-refresh-5", receivedAt: Self.now,
+                    lifetime: 900)),
+            userID: "user-1", generation: 5)
         let store = InMemoryTokenStore(sessions: ["default": newer])
         let source = Self.fitIQSource()
         #expect(try await Self.migrator(.fitIQ(), source, store).migrate() == .finishedEarlierMigration)
