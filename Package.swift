@@ -280,7 +280,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AuthTokenTests",
-            dependencies: ["TokenKitCompatibility", "AuthToken", "TokenKitLogCheck"],
+            dependencies: ["TokenKitTestSupport", "TokenKitCompatibility", "AuthToken", "TokenKitLogCheck"],
             resources: [.copy("Vectors")]
         ),
         .testTarget(

@@ -52,18 +52,6 @@ import TokenRefresh
         }
     }
 
-    /// A small deterministic generator, so a failing run can be replayed from its seed.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Burns a number of loop iterations: a jitter measured in work, not in time.
     @inline(never) static func spin(_ iterations: Int) -> UInt64 {
         var accumulator: UInt64 = 0
@@ -77,7 +65,7 @@ import TokenRefresh
         defer { temporary.remove() }
         let store = FileTokenStore(directory: temporary.storeDirectory)
         let seed = UInt64.random(in: 0...UInt64.max)
-        var random = SplitMix64(state: seed)
+        var random = SeededGenerator(seed: seed)
         var stored: UInt64 = 0  // the generation on disk after the previous round
         var sink: UInt64 = 0
 

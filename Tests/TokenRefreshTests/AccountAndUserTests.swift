@@ -47,14 +47,7 @@ import TokenKitTesting
         #expect(response.status == .ok)
         #expect(transport.requests.first?.method == .delete)
         #expect(client.currentState == .signedOut)
-        var iterator = events.makeAsyncIterator()
-        var ended: AuthEvent?
-        while let event = await iterator.next() {
-            if event.kind == .signedOut {
-                ended = event
-                break
-            }
-        }
+        let ended = await firstSignedOut(events)
         #expect(ended?.reason == .accountDeleted)
     }
 

@@ -85,6 +85,12 @@ func drain(_ stream: AsyncStream<AuthEvent>) async -> [AuthEvent] {
     return events
 }
 
+/// The first `.signedOut` event of `stream`, or `nil` when the stream ends without one.
+func firstSignedOut(_ stream: AsyncStream<AuthEvent>) async -> AuthEvent? {
+    for await event in stream where event.kind == .signedOut { return event }
+    return nil
+}
+
 /// Yields until `condition` holds; no real time passes, other tasks run.
 func yield(until condition: () async -> Bool) async {
     while !(await condition()) { await Task.yield() }
