@@ -1,7 +1,7 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-/// Settings every TokenKit target shares (see STYLE.md, "Package.swift").
+/// Settings every TokenKit target shares: existential `any`, member import visibility, internal imports by default.
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
@@ -168,7 +168,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
-            // User-facing messages in English and Japanese (seed 004), read at run time on every platform.
+            // User-facing messages in English and Japanese, read at run time on every platform.
             resources: [.process("Messages/Resources")]
         ),
         // Backends verify incoming JWS tokens against a JWKS: Foundation, swift-crypto, swift-log and the swift-metrics

@@ -313,7 +313,7 @@ extension AuthenticatedClient: CustomReflectable {
 }
 
 /// Sends `request` with a Bearer token from `tokenProvider`, refreshing and retrying once after a 401 that a
-/// refresh can fix. The seed's name for ``AuthenticatedClient/executeWithAutoRetry(_:body:)``; keep an
+/// refresh can fix. The FitIQ and Lume apps' name for ``AuthenticatedClient/executeWithAutoRetry(_:body:)``; keep an
 /// ``AuthenticatedClient`` around instead when sending many requests.
 ///
 /// - Parameters:

@@ -171,7 +171,7 @@ func run() async throws {
     snapshotVersusMutex(client)
 
     // 2b. The session state: the synchronous read, and the first element of a new states() stream, each
-    // against a Mutex read of an AuthState (issue 15's target: within 2x). A bare AsyncStream made, fed one
+    // against a Mutex read of an AuthState (target: within 2x). A bare AsyncStream made, fed one
     // value and read once is printed beside it: the floor any stream-based first element pays.
     let stateMutex = Mutex<AuthState>(.signedIn(userID: "user-1"))
     var statePlains: [Double] = []

@@ -35,7 +35,7 @@ public struct SessionMigrator: Sendable {
         /// The store already had a session; the leftover legacy keys were removed.
         case finishedEarlierMigration
         /// The legacy session cannot move over (the sign-in method changed): it was removed, and the app asks the
-        /// user to sign in again (seed 004's "認証方式が更新されました" message).
+        /// user to sign in again (as a BetterAuth app shows "認証方式が更新されました").
         case signInRequired
     }
 

@@ -16,7 +16,7 @@ public import Foundation
 /// ``NetworkClientTransport`` goes the other way, so that a `TokenRefreshClient` refreshes through the app's
 /// client.
 ///
-/// Conformers must be `Sendable` (the seed's protocol is not). A complete small conformance:
+/// Conformers must be `Sendable` (the FitIQ and Lume apps' protocol is not). A complete small conformance:
 ///
 /// ```swift
 /// struct URLSessionNetworkClient: NetworkClientProtocol {

@@ -12,8 +12,8 @@ public import Foundation
 /// retryCount:)`, or let it back a `TokenRefreshClient` through ``AuthTokenPersistenceStore``. Any
 /// ``/Persistence/TokenStore`` serves it through ``TokenStoreAuthTokenPersistence``.
 ///
-/// Conformers must be `Sendable` (the seed's protocol is not): a final class whose only stored properties are
-/// `let` constants, such as a Keychain adapter, is. A complete small conformance:
+/// Conformers must be `Sendable` (the FitIQ and Lume apps' protocol is not): a final class whose only stored
+/// properties are `let` constants, such as a Keychain adapter, is. A complete small conformance:
 ///
 /// ```swift
 /// final class DictionaryPersistence: AuthTokenPersistenceProtocol, @unchecked Sendable {
