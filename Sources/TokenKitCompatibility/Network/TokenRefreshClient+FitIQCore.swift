@@ -3,7 +3,7 @@ public import Persistence
 public import TokenRefresh
 
 extension TokenRefreshClient {
-    /// Creates a client for the FitIQ refresh endpoint, the unification analysis's
+    /// Creates a client for the FitIQ refresh endpoint, as FitIQCore's
     /// `TokenRefreshClient(networkClient:baseURL:apiKey:)`.
     ///
     /// It posts `{"refreshToken": "..."}` to `baseURL/api/v1/auth/refresh` with `X-API-Key` through the app's
