@@ -41,8 +41,7 @@ extension AuthClient {
     /// cookie from `Set-Cookie`, the store keeps it, and every request to the server's origin carries it as
     /// `Cookie`, within the cookie's scope (<doc:CookieSessions>).
     ///
-    /// The session cannot be refreshed; it is checked with the server (`GET <sessionPath>`) at launch, after a 401,
-    /// and when the cookie nears its expiry. Call ``/TokenRefresh/AuthClient/restoreSession()`` at launch.
+    /// The session is checked with the server at launch (call ``/TokenRefresh/AuthClient/restoreSession()``).
     ///
     /// - Parameters:
     ///   - baseURL: The server's base URL (https, or http to loopback); the API is on the same origin.

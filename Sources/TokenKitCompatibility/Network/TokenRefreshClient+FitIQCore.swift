@@ -7,13 +7,11 @@ extension TokenRefreshClient {
     /// `TokenRefreshClient(networkClient:baseURL:apiKey:)`.
     ///
     /// It posts `{"refreshToken": "..."}` to `baseURL/api/v1/auth/refresh` with `X-API-Key` through the app's
-    /// network client (``/TokenRefresh/JSONEndpointRefreshStrategy`` over ``NetworkClientTransport``), and is the same
-    /// single-flight client as every other: concurrent ``/TokenRefresh/TokenRefreshClient/refreshToken(_:)`` calls share one refresh.
+    /// network client (``/TokenRefresh/JSONEndpointRefreshStrategy`` over ``NetworkClientTransport``); concurrent
+    /// ``/TokenRefresh/TokenRefreshClient/refreshToken(_:)`` calls share one refresh.
     ///
     /// ```swift
-    /// lazy var tokenRefreshClient: TokenRefreshClient = {
-    ///     TokenRefreshClient(networkClient: networkClient, baseURL: Config.baseURL, apiKey: Config.apiKey)
-    /// }()
+    /// let client = TokenRefreshClient(networkClient: networkClient, baseURL: Config.baseURL, apiKey: Config.apiKey)
     /// ```
     ///
     /// - Parameters:
