@@ -1,7 +1,7 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-/// Settings every TokenKit target shares (see STYLE.md, "Package.swift").
+/// Settings every TokenKit target shares: existential `any`, member import visibility, internal imports by default.
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
@@ -38,6 +38,8 @@ let package = Package(
     // `@available(macOS 14, iOS 17, ...)`.
     platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
+        // The core: the token, its storage, the network, the session and verification; `TokenKit` is the umbrella an
+        // app imports.
         .library(name: "TokenKit", targets: ["TokenKit"]),
         .library(name: "AuthToken", targets: ["AuthToken"]),
         .library(name: "Persistence", targets: ["Persistence"]),
@@ -45,30 +47,28 @@ let package = Package(
         .library(name: "NetworkRetry", targets: ["NetworkRetry"]),
         .library(name: "TokenRefresh", targets: ["TokenRefresh"]),
         .library(name: "TokenVerification", targets: ["TokenVerification"]),
-        .library(name: "TokenKitTesting", targets: ["TokenKitTesting"]),
-        .library(name: "TokenKitLogCheck", targets: ["TokenKitLogCheck"]),
-        // The FitIQ and Lume apps' API shapes and the migration of their stored sessions, beside the core (the
-        // `TokenKit` umbrella re-exports it).
+        // App add-ons. The FitIQ and Lume apps' API shapes and the migration of their stored sessions, and what an
+        // app's screens show (user messages in English and Japanese, sign-up field rules, the `@Observable` session
+        // model): the `TokenKit` umbrella re-exports both. Browser sign-in (authorization code + PKCE, OpenID
+        // Connect), logout at the provider, the device grant. One session shared by an app and its extensions, and
+        // lifecycle hooks.
         .library(name: "TokenKitCompatibility", targets: ["TokenKitCompatibility"]),
-        // What an app's screens show: user messages in English and Japanese, sign-up field rules, and the
-        // `@Observable` session model (the `TokenKit` umbrella re-exports it).
         .library(name: "TokenKitScreens", targets: ["TokenKitScreens"]),
-        // A stand-in for a vendor auth SDK (Clerk, Firebase) in an app's tests, beside TokenKitTesting.
-        .library(name: "TokenKitSDKTesting", targets: ["TokenKitSDKTesting"]),
-        // The server adapters. Each compiles to an empty module unless its package trait is on, and the packages it
-        // needs are resolved only when it is: an app that adds TokenKit alone never clones or builds NIO.
+        .library(name: "TokenKitSignIn", targets: ["TokenKitSignIn"]),
+        .library(name: "TokenKitAppLifecycle", targets: ["TokenKitAppLifecycle"]),
+        // Server adapters. Each compiles to an empty module unless its package trait is on, and the packages it needs
+        // are resolved only when it is: an app that adds TokenKit alone never clones or builds NIO.
         .library(name: "TokenKitAsyncHTTPClient", targets: ["TokenKitAsyncHTTPClient"]),
         .library(name: "TokenKitHummingbird", targets: ["TokenKitHummingbird"]),
         .library(name: "TokenKitPostgres", targets: ["TokenKitPostgres"]),
         .library(name: "TokenKitOpenAPI", targets: ["TokenKitOpenAPI"]),
         .library(name: "TokenKitVapor", targets: ["TokenKitVapor"]),
         .library(name: "TokenKitServiceLifecycle", targets: ["TokenKitServiceLifecycle"]),
-        // The Apple side: one session shared by an app and its extensions, lifecycle hooks, and a Keychain
-        // simulator for tests on any platform.
-        .library(name: "TokenKitAppLifecycle", targets: ["TokenKitAppLifecycle"]),
+        // Test kits, for an app's own tests: doubles (transport, clock, token server, a vendor auth SDK's session),
+        // the log leak check, and a Keychain simulator for tests on any platform.
+        .library(name: "TokenKitTesting", targets: ["TokenKitTesting"]),
+        .library(name: "TokenKitLogCheck", targets: ["TokenKitLogCheck"]),
         .library(name: "TokenKitKeychainTesting", targets: ["TokenKitKeychainTesting"]),
-        // Browser sign-in (authorization code + PKCE, OpenID Connect), logout at the provider, the device grant.
-        .library(name: "TokenKitSignIn", targets: ["TokenKitSignIn"]),
     ],
     traits: [
         .trait(
@@ -162,15 +162,13 @@ let package = Package(
         .target(
             name: "TokenRefresh",
             dependencies: [
-                // PersistenceKeychain: on Apple platforms the factories' default store; elsewhere only its platform-neutral
-                // query building and status mapping compile (the system call is Apple-only).
-                "AuthToken", "Persistence", "PersistenceKeychain", "NetworkRetry",
+                "AuthToken", "Persistence", "NetworkRetry",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
-            // User-facing messages in English and Japanese (seed 004), read at run time on every platform.
+            // User-facing messages in English and Japanese, read at run time on every platform.
             resources: [.process("Messages/Resources")]
         ),
         // Backends verify incoming JWS tokens against a JWKS: Foundation, swift-crypto, swift-log and the swift-metrics
@@ -246,8 +244,6 @@ let package = Package(
             dependencies: ["AuthToken", "NetworkRetry", "TokenRefresh"],
             resources: [.process("Resources")]
         ),
-        // `MockSessionProvider`: a vendor auth SDK's session in memory, for an app's tests of `SDKTokenStrategy`.
-        .target(name: "TokenKitSDKTesting", dependencies: ["TokenRefresh", "TokenKitTesting"]),
         // The mock kit for an app's own tests. No swift-log: an app that bootstraps its own logging backend
         // can use it.
         .target(
@@ -268,10 +264,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Helpers only TokenKit's own tests use (a loopback HTTP server): a target, never a product.
+        // Helpers only TokenKit's own tests use (a loopback HTTP server, the probe launcher, scratch directories): a
+        // target, never a product.
         // TokenKitSignIn: the loopback listener's socket code, shared with the test servers (package access).
         .target(
-            name: "TokenKitTestSupport", dependencies: ["TokenKitTesting", "TokenKitSignIn"],
+            name: "TokenKitTestSupport", dependencies: ["Persistence", "TokenKitTesting", "TokenKitSignIn"],
             path: "Tests/TokenKitTestSupport"),
         // The doors: one factory per kind of app, through `import TokenKit` as an app writes it.
         .testTarget(
@@ -283,12 +280,13 @@ let package = Package(
         ),
         .testTarget(
             name: "AuthTokenTests",
-            dependencies: ["TokenKitCompatibility", "AuthToken", "TokenKitLogCheck"],
+            dependencies: ["TokenKitTestSupport", "TokenKitCompatibility", "AuthToken", "TokenKitLogCheck"],
             resources: [.copy("Vectors")]
         ),
         .testTarget(
             name: "PersistenceTests",
             dependencies: [
+                "TokenKitTestSupport",
                 "AuthToken", "Persistence", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
                 "TokenKitCompatibility",
             ]
@@ -304,15 +302,37 @@ let package = Package(
         .testTarget(
             name: "TokenRefreshTests",
             dependencies: [
-                "TokenKitCompatibility",
+                "TokenKitTestSupport", "TokenKitCompatibility",
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
-                "TokenVerification", "TokenKitScreens", "TokenKitSDKTesting", "TokenKit",
+                "TokenVerification", "TokenKitScreens", "TokenKit",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         .testTarget(
+            name: "TokenKitScreensTests",
+            dependencies: ["NetworkRetry", "TokenRefresh", "TokenKitScreens", "TokenKitLogCheck"]
+        ),
+        .testTarget(
+            name: "TokenKitCompatibilityTests",
+            dependencies: [
+                "TokenKitTestSupport", "AuthToken", "Persistence", "TokenKitCompatibility", "TokenKitTesting",
+                "TokenKitLogCheck",
+            ]
+        ),
+        .testTarget(
+            name: "TokenKitAppLifecycleTests",
+            dependencies: [
+                "TokenKitTestSupport", "AuthToken", "Persistence", "PersistenceKeychain", "TokenRefresh",
+                "TokenKitAppLifecycle", "TokenKitKeychainTesting", "TokenKitTesting", "TokenKitLogCheck",
+            ]
+        ),
+        .testTarget(
             name: "TokenKitTestingTests",
+            dependencies: ["AuthToken", "TokenKitTesting", "TokenKitLogCheck"]
+        ),
+        .testTarget(
+            name: "TokenKitLogCheckTests",
             dependencies: [
                 "AuthToken", "NetworkRetry", "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -350,7 +370,7 @@ let package = Package(
                 "TokenKit", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck", "AuthToken", "Persistence",
                 "NetworkRetry", "TokenRefresh", "TokenKitCompatibility",
                 "PersistenceKeychain", "TokenKitAppLifecycle", "TokenKitKeychainTesting",
-                "TokenKitSignIn", "TokenKitScreens", "TokenKitSDKTesting",
+                "TokenKitSignIn", "TokenKitScreens",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
@@ -364,7 +384,7 @@ let package = Package(
                 "TokenKitCompatibility",
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenVerification", "TokenKit",
                 "TokenKitSignIn", "SignInTestSupport",
-                "TokenKitTesting", "TokenKitLogCheck", "TokenKitSDKTesting",
+                "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -506,11 +526,11 @@ let package = Package(
         // everything else, and these targets, build and run on Linux against KeychainSimulator.
         .target(
             name: "TokenKitAppLifecycle",
-            dependencies: ["AuthToken", "Persistence", "PersistenceKeychain", "TokenRefresh"]
+            dependencies: ["AuthToken", "Persistence", "TokenRefresh"]
         ),
         .target(
             name: "TokenKitKeychainTesting",
-            dependencies: ["Persistence", "PersistenceKeychain", "TokenKitAppLifecycle"]
+            dependencies: ["PersistenceKeychain", "TokenKitAppLifecycle"]
         ),
         // A child process for the shared-session tests (not a product): an app or extension over the simulator.
         .executableTarget(

@@ -13,7 +13,7 @@ let package = Package(
         .package(name: "TokenKit", path: "..", traits: ["AsyncHTTPClientTransport", "PostgresStore"]),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
-        // PostgresRefreshBenchmarks only (issue 18): PostgresTokenStore's pool.
+        // PostgresRefreshBenchmarks only: PostgresTokenStore's pool.
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
@@ -58,7 +58,7 @@ let package = Package(
         // AuthToken's LockedValue.swift (a symlink), compiled as a module of this package so its `package` API is
         // reachable, and called across a module boundary as TokenRefresh calls it.
         .target(name: "LockedValueUnderTest"),
-        // The lock that replaced Synchronization.Mutex (issue 19) against a Mutex read, in the same run.
+        // The lock that replaced Synchronization.Mutex against a Mutex read, in the same run.
         .executableTarget(
             name: "LockBenchmarks",
             dependencies: [

@@ -229,7 +229,6 @@ let package = Package(
                 .product(name: "TokenKit", package: "TokenKit"),
                 .product(name: "TokenVerification", package: "TokenKit"),
                 .product(name: "TokenKitTesting", package: "TokenKit"),
-                .product(name: "TokenKitSDKTesting", package: "TokenKit"),
                 .product(name: "TokenKitLogCheck", package: "TokenKit"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

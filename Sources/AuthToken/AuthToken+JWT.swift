@@ -8,13 +8,10 @@ extension AuthToken {
     /// expiry, and the time from `receivedAt` to it is the lifetime the expiry margins scale with. An `expiresIn`
     /// from the token response wins over both.
     ///
-    /// **Rebuilt from stored strings** (`receivedAt` omitted, the seed's `withParsedExpiration(accessToken:
-    /// refreshToken:)`): when the token was received is unknown, so no lifetime can be measured from receipt.
-    /// The expiry is the raw `exp` against the clock, and an `exp` in the past is expired. (An `expiresIn`
-    /// given without `receivedAt` is counted from now.) See
-    /// ``withParsedExpiration(accessToken:refreshToken:tokenType:scope:restoredAt:)`` to inject the clock.
-    ///
-    /// An opaque token without `expiresIn` has no known expiry.
+    /// **Rebuilt from stored strings** (`receivedAt` omitted): no lifetime can be measured from receipt, so the
+    /// expiry is the raw `exp` against the clock (an `expiresIn` is counted from now); to inject the clock, see
+    /// ``withParsedExpiration(accessToken:refreshToken:tokenType:scope:restoredAt:)``. An opaque token without
+    /// `expiresIn` has no known expiry.
     ///
     /// - Parameters:
     ///   - accessToken: The access token (a JWT or opaque).

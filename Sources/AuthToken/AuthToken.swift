@@ -2,32 +2,17 @@ public import Foundation
 
 /// An OAuth 2.0 access token, its optional refresh token, and what is known about its lifetime.
 ///
-/// `AuthToken` is the vocabulary every TokenKit module speaks. It is a value: token material is `let`,
-/// and a refreshed token is a new value.
+/// `AuthToken` is the vocabulary every TokenKit module speaks. It is a value: token material is `let`, and a refreshed
+/// token is a new value. Its guarantees:
+/// - expiry is measured from receipt when the lifetime is known (`expires_in`, or `exp - iat`), so a device clock
+///   that is off does not expire every token; otherwise the raw `exp` claim (``expirationClaim``) is compared with
+///   the clock, and a token with neither has no known expiry;
+/// - ``willExpireSoon`` turns true 5 minutes (plus a 10-second leeway) before expiry, or a third of the lifetime before
+///   it for a token that lives less than 15 minutes (``ExpiryPolicy`` holds the margins);
+/// - two tokens are equal when they carry the same access token, refresh token, type, scope and ``expiresAt``;
+/// - `description`, `debugDescription`, `customMirror` and ``sanitizedDescription`` never contain token text.
 ///
-/// ## Expiry is measured from receipt
-/// A device clock that runs fast makes every token look expired if the server's `exp` claim is compared
-/// with it directly. So when the lifetime is known, expiry is `receivedAt + lifetime`, where the lifetime
-/// is the OAuth `expires_in`, or `exp - iat` for a JWT that carries both. Only when neither is known is the
-/// raw `exp` claim compared with the local clock. The raw claim is kept in ``expirationClaim``.
-///
-/// A token with neither `exp` nor `expires_in` has no known expiry: it is never reported as expired, and
-/// ``validate(now:policy:requireRefreshToken:)`` reports ``AuthTokenError/expirationUnknown``.
-///
-/// ## Expiring soon
-/// ``willExpireSoon`` turns true 5 minutes (plus a 10-second leeway) before expiry. Only a token whose
-/// whole lifetime is known (`expires_in`; a JWT with `iat` and `exp`; a JWT with `exp` received from an endpoint
-/// at ``receivedAt``) that lives less than 15 minutes gets a shorter threshold, a third of its lifetime, so a
-/// 60-second token is not "expiring soon" from the start. ``ExpiryPolicy`` holds the margins.
-///
-/// ## Equality
-/// Two tokens are equal when they carry the same access token, refresh token, token type, scope and
-/// ``expiresAt``. When the token was read (``receivedAt``) and how its expiry was learned are not compared,
-/// so the same stored token read twice compares equal.
-///
-/// ## Redaction
-/// `description`, `debugDescription`, `customMirror` and ``sanitizedDescription`` never contain token text,
-/// so `print`, `dump` and string interpolation are safe.
+/// The expiry rules in full are in the module's overview.
 public struct AuthToken: Sendable, Hashable, Codable {
     /// The access token sent as `Authorization: Bearer <accessToken>`.
     public let accessToken: String

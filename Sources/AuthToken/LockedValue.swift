@@ -22,9 +22,7 @@
 ///   racing (TokenVerification's key source, TokenRefresh's session registry).
 /// - Elsewhere (Windows): `NSLock`.
 ///
-/// The Apple branch is the system call only (`lock()` and `unlock()` of an `OSAllocatedUnfairLock<()>`), like the
-/// rest of TokenKit's Apple-only code. Linux CI cannot build it; `.ci/apple-typecheck` type-checks it against a stub
-/// of Apple's documented `os` API.
+/// The Apple branch is the system call only; `.ci/apple-typecheck` type-checks it against a stub of Apple's `os` API.
 ///
 /// `@unchecked Sendable`: every access to `value` goes through ``withLock(_:)``, which holds the lock. The lock is
 /// not recursive: `body` must not call ``withLock(_:)`` on the same value.

@@ -14,47 +14,15 @@ public import Logging
 /// let (response, body) = try await client.executeWithAutoRetry(request)
 /// ```
 ///
-/// For each request it:
-/// 1. checks the request's origin is configured and that it is `https` (or `http` to loopback), else throws
-///    ``NetworkRetryError/originNotAllowed`` or ``NetworkRetryError/insecureTransport`` without sending; and
-///    that its path starts with `/` (`*` only for `OPTIONS`), else throws ``NetworkRetryError/invalidRequest``:
-///    a path such as `@evil.example/x` would move the request to another host once written after the authority;
-/// 2. asks the provider for ``TokenProvider/validToken()`` (which refreshes ahead of expiry) and attaches it,
-///    replacing any `Authorization` the request had;
-/// 3. sends, and decides with ``RetryDecision``: on a 401 that a refresh can fix it calls
-///    ``TokenProvider/refreshToken(afterRejectionOf:)`` with the rejected token and sends once more; a second
-///    401 throws ``NetworkRetryError/unauthorizedAfterRefresh``. There is never more than one refresh and
-///    one retry per call, and the refresh token never travels through this path.
-///
-/// It never returns a 401: a 401 is always one of the errors above. A 403 is delivered unless its Bearer
-/// challenge says `insufficient_scope`.
-///
-/// ## Redirects
-/// Transports return 3xx responses as they are. With ``Configuration/followsRedirects`` (the default) this
-/// client follows up to ``Configuration/maximumRedirects`` of them itself. The token is attached only while
-/// every hop so far has stayed on the request's original origin (scheme, host and port). Once a redirect
-/// leaves the origin, that hop and every later hop of the call are sent without `Authorization`, `Cookie`,
-/// `Proxy-Authorization` and every header in ``Configuration/secretHeaderFields`` (`X-API-Key` and the like),
-/// wherever they go, including back to the original origin: otherwise whoever controls the middle hop could
-/// choose which authenticated request the client makes. A 401 on such a hop is not retried with a token. 303,
-/// and 301/302 after a `POST`, become a `GET` without a body; 307 and 308 replay the method and body, but only
-/// on the original origin: a redirect that would carry a request body to another origin (a password, an
-/// upload) is not followed, and its 3xx response is returned as it is.
-///
-/// ## Errors
-/// Errors from the token provider are rethrown as they are (a signed-out session stays recognisable).
-/// `CancellationError` is rethrown as it is. Other transport errors are wrapped in
-/// ``NetworkRetryError/transport`` unless the transport already threw a ``NetworkRetryError``.
-///
-/// ## Logging
-/// At `debug`, one line per exchange: method, path without its query, status, token fingerprint
-/// (``/AuthToken/AuthToken/fingerprint``). At `trace`, the retry decisions. Never header values or bodies.
+/// A token goes only to a configured origin over `https` (or `http` to loopback), and never past a redirect that left
+/// that origin; there is at most one refresh and one retry per call; a 401 is never returned; the refresh token never
+/// travels through this path. Each step, redirects, errors and logging: <doc:SendingAuthenticatedRequests>.
 public struct AuthenticatedClient: HTTPTransport {
     /// Options for an ``AuthenticatedClient``.
     public struct Configuration: Sendable {
         /// The origins a token may be sent to. A request to any other origin is refused before sending.
         public var allowedOrigins: Set<HTTPOrigin>
-        /// Whether the client follows 3xx responses with a `Location` (see "Redirects" above).
+        /// Whether the client follows 3xx responses with a `Location` (<doc:SendingAuthenticatedRequests>).
         public var followsRedirects: Bool
         /// The most redirects one call follows before throwing ``NetworkRetryError/tooManyRedirects``.
         public var maximumRedirects: Int
@@ -345,7 +313,7 @@ extension AuthenticatedClient: CustomReflectable {
 }
 
 /// Sends `request` with a Bearer token from `tokenProvider`, refreshing and retrying once after a 401 that a
-/// refresh can fix. The seed's name for ``AuthenticatedClient/executeWithAutoRetry(_:body:)``; keep an
+/// refresh can fix. The FitIQ and Lume apps' name for ``AuthenticatedClient/executeWithAutoRetry(_:body:)``; keep an
 /// ``AuthenticatedClient`` around instead when sending many requests.
 ///
 /// - Parameters:

@@ -4,7 +4,7 @@ public import AuthToken
 public struct StoredSession: Sendable, Hashable, Codable {
     /// The token pair.
     public let token: AuthToken
-    /// The user profile ID the session belongs to, if known (the FitIQ seed keeps one).
+    /// The user profile ID the session belongs to, if known (the FitIQ app keeps one).
     public let userID: String?
     /// A number that grows with every write of this account's session. Conditional writes compare it,
     /// so a refresh that started from an older generation cannot overwrite a newer session.

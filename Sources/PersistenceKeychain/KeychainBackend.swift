@@ -5,9 +5,8 @@ public import Foundation
 ///
 /// `SystemKeychain` (Apple platforms) passes each call to `SecItemAdd`, `SecItemCopyMatching`, `SecItemUpdate`
 /// and `SecItemDelete`. `KeychainSimulator`, in the `TokenKitKeychainTesting` product, follows the same
-/// documented semantics in memory, for tests on any platform. The calls are synchronous, like the system's.
-///
-/// A conformance that records what it is asked and finds nothing:
+/// documented semantics in memory, for tests on any platform. The calls are synchronous, like the system's. A
+/// conformance that finds nothing:
 ///
 /// ```swift
 /// final class EmptyKeychain: KeychainBackend {

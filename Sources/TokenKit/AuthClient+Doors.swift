@@ -10,14 +10,7 @@ public import TokenRefresh
 
 extension AuthClient {
     /// An app whose SDK owns the session (Clerk, Firebase): TokenKit asks the SDK for its token, once for all
-    /// concurrent callers, skips the SDK's cache after a 401, and reports the session's state.
-    ///
-    /// ```swift
-    /// let client = AuthClient.sdk(apiURL: URL(string: "https://api.example.com")!) { forceRefresh in
-    ///     try await clerk.session?.getToken(.init(skipCache: forceRefresh))?.jwt
-    /// }
-    /// let (response, body) = try await client.get("/v1/me")
-    /// ```
+    /// concurrent callers, skips the SDK's cache after a 401, and reports the session's state (<doc:SDKSessions>).
     ///
     /// There is no ``/TokenRefresh/AuthClient/signIn(username:password:scope:)``: the SDK signs the user in. The token is kept in memory
     /// (the SDK keeps the session). At launch, ``/TokenRefresh/AuthClient/tokens``'s `restoreSession(validatingWithProvider: true)` asks the
@@ -46,16 +39,9 @@ extension AuthClient {
 
     /// An app whose server keeps a session cookie (BetterAuth, Django, Rails): sign-in captures the HttpOnly
     /// cookie from `Set-Cookie`, the store keeps it, and every request to the server's origin carries it as
-    /// `Cookie`, within the cookie's scope.
+    /// `Cookie`, within the cookie's scope (<doc:CookieSessions>).
     ///
-    /// ```swift
-    /// let client = AuthClient.cookieSession(baseURL: URL(string: "https://api.example.com")!, appName: "MyApp")
-    /// try await client.signIn(username: "ada", password: password)
-    /// let (response, body) = try await client.get("/api/me")
-    /// ```
-    ///
-    /// The session cannot be refreshed; it is checked with the server (`GET <sessionPath>`) at launch, after a 401,
-    /// and when the cookie nears its expiry. Call ``/TokenRefresh/AuthClient/restoreSession()`` at launch.
+    /// The session is checked with the server at launch (call ``/TokenRefresh/AuthClient/restoreSession()``).
     ///
     /// - Parameters:
     ///   - baseURL: The server's base URL (https, or http to loopback); the API is on the same origin.
@@ -89,17 +75,8 @@ extension AuthClient {
     }
 
     /// A backend that calls an API on behalf of many users, each with an OAuth session in `store`: one refresh
-    /// client per account, made on first use, with its own single flight.
-    ///
-    /// ```swift
-    /// let accounts = AuthClient.accounts(
-    ///     tokenURL: URL(string: "https://auth.example.com/oauth/token")!, clientID: "backend",
-    ///     clientSecret: secret, apiURL: URL(string: "https://api.example.com")!,
-    ///     store: FileTokenStore(appName: "reports"))
-    /// let (response, body) = try await accounts.get("/v1/reports", for: "user-42")
-    /// ```
-    ///
-    /// Replicas share one store (`PostgresTokenStore`), so each session is refreshed once across them.
+    /// client per account, made on first use, with its own single flight. Replicas share one store
+    /// (`PostgresTokenStore`), so each session is refreshed once across them (<doc:ManyAccountsAndReplicas>).
     ///
     /// - Parameters:
     ///   - tokenURL: The token endpoint.

@@ -21,17 +21,9 @@ public import NetworkRetry
 /// ```
 ///
 /// Made with ``init(timeout:maximumResponseBodySize:logger:)``, it sends over a client of its own that follows no
-/// redirect. A client you pass must be configured with `redirectConfiguration: .disallow`, so 3xx responses come back
-/// as they are and ``/NetworkRetry/AuthenticatedClient`` applies its own origin rule. A client that follows redirects
-/// removes `Authorization`, `Cookie` and `Proxy-Authorization` when a redirect leaves the origin, but sends a
-/// request's body again to a 307 or 308 target wherever it is: a token request's body carries the refresh token or
-/// the client secret.
-///
-/// The transport does not own a client you pass: shut it down yourself. Errors are mapped: a timeout to
-/// ``/NetworkRetry/NetworkRetryError/timedOut``, refused connections to
-/// ``/NetworkRetry/NetworkRetryError/cannotConnect``, a response body over the limit to
-/// ``/NetworkRetry/NetworkRetryError/bodyTooLarge``, anything else to
-/// ``/NetworkRetry/NetworkRetryError/transport``, keeping the cause in `underlying`.
+/// redirect; a client you pass must be configured with `redirectConfiguration: .disallow`, and you shut it down. Errors
+/// become ``/NetworkRetry/NetworkRetryError`` cases, the cause kept in `underlying`. Why, and the mapping:
+/// <doc:RedirectsAndErrorsOverAsyncHTTPClient>.
 public struct AsyncHTTPClientTransport: HTTPTransport {
     /// The client requests go through.
     public let client: HTTPClient

@@ -20,27 +20,8 @@ extension IntrospectionVerifier {
     ///     send: IntrospectionVerifier.asyncHTTPClientSend())
     /// ```
     ///
-    /// The form, with the token (and a `client_secret_post` secret), goes to the configured endpoint only. The send
-    /// uses an `HTTPClient` of its own, shared by every send in the process: made with
-    /// `redirectConfiguration: .disallow` on AsyncHTTPClient's default event loop group, and never shut down, like
-    /// `HTTPClient.shared`. AsyncHTTPClient decides about redirects per client, not per request, and a client that
-    /// follows a 307 or 308 sends the form again to the redirect's target; so the send takes no client of yours. A
-    /// redirect answer is a failure, which the verifier answers with
-    /// ``/TokenVerification/TokenVerificationError/introspectionUnavailable``.
-    ///
-    /// The body is read with back-pressure and at most the request's
-    /// ``/TokenVerification/IntrospectionVerifier/Request/maximumResponseBytes``: a longer `Content-Length` is refused
-    /// at the head, a longer stream as it passes the bound; the connection is closed and the send throws
-    /// `URLError(.dataLengthExceedsMaximum)`, which the verifier answers with
-    /// ``/TokenVerification/TokenVerificationError/introspectionUnavailable``. So the endpoint cannot make the backend
-    /// read more than that, however long it streams.
-    ///
-    /// Any other failure (a refused connection, the deadline) is AsyncHTTPClient's error, passed on; the verifier
-    /// answers it with ``/TokenVerification/TokenVerificationError/introspectionUnavailable``.
-    ///
-    /// An endpoint that needs TLS settings of its own (a private certificate authority, a client certificate) is
-    /// asked through a ``/TokenVerification/IntrospectionVerifier/Send`` you write over a client you configure with
-    /// `redirectConfiguration: .disallow`.
+    /// A redirect, an oversized answer or any other failure is answered as
+    /// ``/TokenVerification/TokenVerificationError/introspectionUnavailable`` (<doc:IntrospectionOverAsyncHTTPClient>).
     ///
     /// - Parameter timeout: The deadline per request inside AsyncHTTPClient, so a call the verifier gave up on
     ///   (``/TokenVerification/IntrospectionVerifier/Configuration/requestTimeout``) does not keep a connection busy.

@@ -18,15 +18,8 @@ extension RemoteJWKSSource {
     ///     fetch: RemoteJWKSSource.asyncHTTPClientFetch(http))
     /// ```
     ///
-    /// Redirects are accepted only within the URL's origin (scheme, host and port): an answer reached through a
-    /// redirect to another origin, an `https` to `http` downgrade included, throws
-    /// ``AsyncHTTPClientFetchError/crossOriginRedirect``, so whoever controls a redirect target cannot serve
-    /// their own keys. A client configured with `redirectConfiguration: .disallow` does not even make the second
-    /// request (a 3xx then throws ``AsyncHTTPClientFetchError/status(_:)``).
-    ///
-    /// Any status but 200 throws ``AsyncHTTPClientFetchError/status(_:)``; the `Cache-Control` header's
-    /// `max-age` is passed on. The source's own `fetchTimeout` bounds the whole fetch; `timeout` here bounds the
-    /// request inside AsyncHTTPClient too, so a cancelled fetch does not keep a connection busy.
+    /// Redirects are accepted only within the URL's origin, and any status but 200 throws
+    /// ``AsyncHTTPClientFetchError/status(_:)`` (<doc:RedirectsAndErrorsOverAsyncHTTPClient>).
     ///
     /// - Parameters:
     ///   - client: The client; it is not shut down by the source.

@@ -10,13 +10,6 @@ public import TokenVerification
 /// the verified identity on the request context.
 ///
 /// ```swift
-/// let keys = RemoteJWKSSource(jwksURL: URL(string: "https://clerk.example.com/.well-known/jwks.json")!)
-/// let verifier = TokenVerifier(
-///     configuration: .init(
-///         issuer: "https://clerk.example.com",
-///         audience: .notChecked(reason: "Clerk session tokens carry no aud; azp is checked"),
-///         allowedParties: ["https://app.example.com"]),
-///     keySource: keys)
 /// let router = Router(context: BasicBearerAuthRequestContext.self)
 /// router.group("api")
 ///     .add(middleware: TokenVerificationMiddleware(verifier: verifier))

@@ -10,22 +10,9 @@ public import PersistenceKeychain
 #endif
 
 /// A Keychain for tests, on any platform: a ``/PersistenceKeychain/KeychainBackend`` that follows the documented
-/// semantics of `SecItemAdd`, `SecItemCopyMatching`, `SecItemUpdate` and `SecItemDelete` for generic passwords.
-///
-/// - **Primary key.** A generic password is identified by its access group, service, account and
-///   synchronizable flag; adding a second one is `errSecDuplicateItem`. A query without an access group matches
-///   items in every group the process is entitled to.
-/// - **Access groups.** The process belongs to the groups in ``Configuration/accessGroups``; an item added
-///   without a group goes to the first. Naming another group is `errSecMissingEntitlement` (-34018), as is any
-///   call when the list is empty (an unsigned test host).
-/// - **Protected data.** Until ``unlock()`` after ``reboot()`` (the simulator starts unlocked), no item can be
-///   read or written: `errSecInteractionNotAllowed`. While ``lock()``ed, items of a "when unlocked" class
-///   cannot be either; "after first unlock" items can.
-/// - **User presence.** Reading an item behind user presence answers as ``Configuration/userPresence`` says:
-///   approved, or `errSecUserCanceled`.
-///
-/// Several processes can share one simulator through a file: ``init(file:configuration:)`` keeps the items
-/// in it, under an advisory lock, so an app and its extensions in a multi-process test see one Keychain.
+/// semantics of `SecItemAdd`, `SecItemCopyMatching`, `SecItemUpdate` and `SecItemDelete` for generic passwords: the
+/// primary key, access groups and their entitlement errors, protected data before the first unlock and while locked,
+/// and user presence (<doc:KeychainSimulatorSemantics>). Several processes can share one simulator through a file.
 ///
 /// ```swift
 /// let keychain = KeychainSimulator(configuration: .init(accessGroups: ["TEAMID.com.example.shared"]))

@@ -10,8 +10,6 @@ public import OpenAPIRuntime
 /// attaches `Authorization: Bearer` from a ``/NetworkRetry/TokenProvider`` and, after a 401 that a refresh can
 /// fix, refreshes once and replays the request once.
 ///
-/// One line in a generated client:
-///
 /// ```swift
 /// let client = Client(
 ///     serverURL: URL(string: "https://api.example.com")!, transport: URLSessionTransport(),
@@ -19,20 +17,9 @@ public import OpenAPIRuntime
 ///                                         allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!])])
 /// ```
 ///
-/// The decisions are those of ``/NetworkRetry/RetryDecision``: `insufficient_scope` and
-/// `insufficient_user_authentication` throw at once, a second 401 throws
-/// ``/NetworkRetry/NetworkRetryError/unauthorizedAfterRefresh``. The server URL's origin must be allowed and be
-/// `https` (or `http` to loopback), and the request's path must start with `/`, else the request is not sent.
-///
-/// ## Request bodies
-/// A body that can be iterated several times is passed as it is. A body that can be iterated once (a stream)
-/// is collected first, up to ``maximumBufferedBodySize`` bytes, so it can be replayed: a larger one throws
-/// ``/NetworkRetry/NetworkRetryError/bodyTooLarge`` and a stream that fails while being read throws
-/// ``/NetworkRetry/NetworkRetryError/bodyNotReplayable``, in both cases before anything is sent.
-///
-/// ## Redirects
-/// Redirects are the OpenAPI transport's business here. Use one that removes `Authorization` when a
-/// redirect leaves the origin (AsyncHTTPClient does), or one that does not follow redirects.
+/// The decisions are those of ``/NetworkRetry/RetryDecision``. The server URL's origin must be allowed and be `https`
+/// (or `http` to loopback), and the request's path must start with `/`, else the request is not sent. How a body is
+/// replayed, and whose business redirects are: <doc:BearerTokenMiddlewareBodiesAndRedirects>.
 public struct BearerTokenMiddleware: ClientMiddleware {
     /// Where tokens come from.
     public let tokenProvider: any TokenProvider

@@ -10,30 +10,10 @@ extension PostgresTokenStore {
     /// Runs `body` while this replica holds the account's refresh lease, so that one replica at a time refreshes
     /// the account's session and no replica presents a refresh token another one may already have rotated.
     ///
-    /// A session-level advisory lock on a key derived from the table and the account (``advisoryLockKey(account:)``)
-    /// keeps waiters from hammering the row and serialises bodies for accounts that have no row yet. It is only a
-    /// hint: it ends with its connection. Under it, one `UPDATE` takes the row's lease (owner, fencing number,
-    /// expiry on the database's clock) if no other owner's lease is live. The lease is what counts:
-    /// - A live lease of another replica means wait: the advisory lock is let go, and the lease is asked for again
-    ///   every ``Configuration/lockRetryInterval`` (at most) until it is free, has expired, or
-    ///   ``Configuration/lockTimeout`` has passed. `body` never runs under another owner's live lease.
-    /// - While `body` runs, the lease is renewed every third of ``Configuration/leaseDuration`` on a pooled
-    ///   connection, so it outlives the lock's connection and a database restart; a renewal that failed is tried
-    ///   again within 50 ms (doubling), each attempt bounded by the time the lease has left.
-    /// - A save by `body` (this task or its child tasks) is fenced: it lands only while the lease is this call's
-    ///   (otherwise ``/Persistence/PersistenceError/conflict``), it is retried on a fresh connection within
-    ///   ``Configuration/operationTimeout``, and after a ``/Persistence/PersistenceError/writeFailed`` it is retried
-    ///   in the background, with the lease kept alive, until it lands or is refused. The save ends the lease.
-    /// - A read by `body` is fenced too: when a write outside any lease (a sign-in, a sign-out elsewhere) has cleared
-    ///   the lease meanwhile, the read takes the lease again before it answers (waiting for another replica's live
-    ///   lease within ``Configuration/lockTimeout``, else it reads as `.unavailable` with
-    ///   ``/Persistence/PersistenceError/lockTimedOut``).
-    /// - After `body`, the lease is let go (unless a save is still being retried), then the advisory lock.
-    ///
-    /// The store's other operations inside `body` run on the lock's connection while it is open, else on a pooled
-    /// one. A nested `withExclusiveAccess` for the same account runs `body` under the lease already held. Database
-    /// errors while taking the lock (no connection, a connection ended, a server restarting) are retried with
-    /// backoff until ``Configuration/lockTimeout`` (``Configuration/operationTimeout`` when there is none).
+    /// `body` never runs under another owner's live lease; the lease is renewed while `body` runs, outliving the lock's
+    /// connection and a database restart; saves and reads by `body` are fenced by it. A nested call for the same account
+    /// runs `body` under the lease already held. How the lease is taken, renewed and let go:
+    /// <doc:SharingSessionsAcrossReplicas>.
     ///
     /// - Parameters:
     ///   - account: The account key.

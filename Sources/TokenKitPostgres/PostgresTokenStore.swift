@@ -11,103 +11,17 @@ public import PostgresNIO
 /// A token store that keeps one row per account in a PostgreSQL table, so that the replicas of a backend share
 /// sessions and refresh each one once.
 ///
-/// ## What it guarantees
-/// - **Conditional writes in one statement.** Each row carries the session's generation; a save or removal with
-///   a ``/Persistence/WriteCondition`` is a single `INSERT … ON CONFLICT` / `UPDATE` / `DELETE` whose `WHERE`
-///   clause checks it, so two replicas cannot both win.
-/// - **Tri-state reads.** A database that cannot be reached (refused, timed out past
-///   ``Configuration/operationTimeout``, restarting) reads as `.unavailable`, never as `.absent`: a
-///   `TokenRefreshClient` keeps the session it holds and does not sign the user out.
-/// - **One refresh per session across replicas, through restarts.** ``withExclusiveAccess(account:_:)`` takes a
-///   session-level advisory lock keyed by the account, then a **lease** in the account's row: an owner, a fencing
-///   number and an expiry on the database's clock, taken in one `UPDATE` only when no other owner's lease is live.
-///   While the refresh runs the holder renews the lease every third of ``Configuration/leaseDuration`` (3 s by
-///   default) on any connection it can get, and tries a failed renewal again within 50 ms (doubling) while the lease
-///   lasts. A replica that finds a live lease waits and never presents the refresh token it holds; it goes on when
-///   the holder has stored its pair (the save ends the lease) or the lease has expired (a holder that died). Waits are bounded by ``Configuration/lockTimeout`` and end with
-///   ``/Persistence/PersistenceError/lockTimedOut``; database errors meanwhile (a restart, a connection ended) are
-///   retried within it.
-/// - **A refreshed pair is stored.** A save under the lease is fenced (it lands only while the lease is still this
-///   holder's, and its generation condition holds), retried on a fresh connection within
-///   ``Configuration/operationTimeout``, and after that retried in the background, with the lease kept alive, until
-///   it lands or is refused: a holder never lets its lease lapse while it holds a pair it has not stored. A
-///   sign-in's save, which the client drops when it fails, is not retried in the background, and an attempt still
-///   held in the database when its time is up rolls back. So does a removal outside a lease (a sign-out's): one
-///   reported failed never lands later, over a session stored since.
-/// - **A save's outcome is told, or said to be unknown.** A write attempt that has sent its `COMMIT` is waited for
-///   at most one more ``Configuration/operationTimeout``. When its answer is lost (the connection ended, or went
-///   silent), the store asks the database (`txid_status`), within another ``Configuration/operationTimeout``,
-///   whether that commit took effect, and reports the save stored when it did. When the database cannot tell in
-///   that time (it cannot be reached, or still holds the transaction open), the save fails with
-///   ``/Persistence/PersistenceError/writeFailed`` and a detail saying its outcome is unknown: that session may be
-///   in the store, or get there once the database settles the transaction. Any other failed save never lands.
-/// - **Writes outside the lease end it.** A save or removal outside any lease (a sign-in, a sign-out) ends whatever
-///   lease the row carries, so the old holder's write is refused with ``/Persistence/PersistenceError/conflict``; a
-///   read under the lease that finds it ended that way takes the lease again (waiting, within
-///   ``Configuration/lockTimeout``, for another replica's live lease) before it answers, so the holder never
-///   refreshes the new session while another replica does.
-/// - **Optional encryption at rest.** With an ``Configuration/encryptionKey`` the payload is sealed with AES-GCM,
-///   bound to the account. A wrong key is ``/Persistence/PersistenceError/wrongKey``, not a crash, and saves refuse
-///   to overwrite a row sealed with another key (or not sealed at all).
-/// - **No token text in logs.** The store's own lines carry no token text. PostgresNIO logs the bytes of the rows
-///   it sends and receives at `trace`, so the store hands it its logger raised to `debug` at least. The
-///   `PostgresClient` you create has a background logger of its own: keep it above `trace` too.
-/// - **An idempotent schema.** ``migrate()`` runs `CREATE TABLE IF NOT EXISTS`, and adds the lease columns to a
-///   table made by an earlier version (`ALTER TABLE … ADD COLUMN IF NOT EXISTS`, only when one is missing), under a
-///   transaction-level advisory lock, so replicas starting together do not race; by default the first operation
-///   runs it. With ``Configuration/migratesAutomatically`` off, run it after upgrading.
-///
-/// The table (``Configuration/tableName``, `tokenkit_sessions` by default):
-///
-/// ```sql
-/// CREATE TABLE IF NOT EXISTS tokenkit_sessions (
-///     account text PRIMARY KEY,
-///     generation bigint NOT NULL,   -- StoredSession.generation, as its bit pattern
-///     format_version integer NOT NULL,
-///     key_check text,               -- NULL for plain rows
-///     payload bytea NOT NULL,       -- the session's JSON, or its AES-GCM box
-///     updated_at timestamptz NOT NULL DEFAULT now(),
-///     lease_owner text,             -- the replica refreshing the session, NULL for none
-///     lease_fence bigint NOT NULL DEFAULT 0,  -- raised by each lease taken
-///     lease_expires_at timestamptz  -- on the database's clock
-/// )
-/// ```
-///
-/// The store borrows the app's `PostgresClient` (its pool); the app runs the client (`client.run()`, or in a
-/// `ServiceGroup`). Each lock holder uses one pooled connection for the lock and for the store's reads and writes
-/// inside the body (keep those sequential), a pooled one for them once that connection is gone, and a pooled one
-/// every third of a lease to renew it; waiters hold no connection between attempts.
+/// Writes are conditional on the session's generation, in one statement; a database that cannot be reached reads as
+/// `.unavailable`, never `.absent`; under ``withExclusiveAccess(account:_:)`` a lease in the account's row keeps every
+/// other replica from presenting the refresh token; a refreshed pair is stored, or its outcome is reported unknown; no
+/// token text is logged. The store borrows the app's `PostgresClient`, which the app runs:
 ///
 /// ```swift
-/// let client = PostgresClient(configuration: .init(
-///     host: "db", username: "app", password: secret, database: "app", tls: .disable))
 /// let store = PostgresTokenStore(client: client)
 /// let refresher = TokenRefreshClient(strategy: strategy, store: store, configuration: .init(account: userID))
 /// ```
 ///
-/// ## Why a lease in the row
-///
-/// With a rotating refresh token, the old token is dead the moment the token server answers, and the answer may
-/// still be on its way back. Whatever says "a refresh of this token is in flight" must outlive anything that can
-/// happen to the refreshing replica's connection in the meantime:
-/// - A session-level advisory lock alone does not: it ends with its connection, and a database restart or a
-///   terminated backend ends every connection at once. A waiter then takes the lock, reads the old pair and presents
-///   the rotated token, and a server with reuse detection revokes the session.
-/// - Nor does `SELECT … FOR UPDATE` in a transaction held across the call to the token server: the transaction, and
-///   its row lock, end with the connection just the same (and would hold a connection and a row lock for the whole
-///   network call).
-/// - A lease written to the row survives both: it is durable, carries its own expiry on the database's clock, and
-///   its fencing number makes every write of a holder that lost it fail. The advisory lock stays as a hint, so that
-///   waiters ask for the lease once per ``Configuration/lockRetryInterval`` instead of queueing on the row, and so
-///   that accounts without a row (nothing to protect yet) are still serialised. Waiters poll; a wake-up by
-///   `LISTEN`/`NOTIFY` would need a connection per waiter for little gain at a 20-ms poll.
-///
-/// The assumption: a live holder reaches the database at least once per ``Configuration/leaseDuration``. A holder cut
-/// off for longer (a database outage longer than two thirds of it) may lose its lease to a waiter, which then
-/// presents a refresh token the server may already have rotated; choose the duration longer than the outages a
-/// refresh must survive, and shorter than ``Configuration/lockTimeout`` so that a waiter outlasts a dead holder's
-/// lease. A holder killed after the server rotated and before its save loses the pair whatever the store does; only
-/// a grace window on the token server (accepting the previous refresh token for a few seconds) cures that.
+/// Each guarantee in full, the table, and why the lock is a lease: <doc:SharingSessionsAcrossReplicas>.
 public struct PostgresTokenStore: TokenStore {
     /// Options for a ``PostgresTokenStore``.
     public struct Configuration: Sendable {
@@ -272,15 +186,10 @@ public struct PostgresTokenStore: TokenStore {
 
     /// Stores `session` for `account` if `condition` holds.
     ///
-    /// The check and the write run in one transaction holding the row lock (`SELECT … FOR UPDATE`), so two
-    /// replicas writing with the same condition cannot both succeed. Inside ``withExclusiveAccess(account:_:)`` the
-    /// save is also fenced by the lease (it lands only while the row still carries this holder's lease), is retried
-    /// on a fresh connection within ``Configuration/operationTimeout``, goes on in the background after a
-    /// `writeFailed` (the lease kept alive) until it lands or is refused, and ends the lease. A later save of that same
-    /// session outside ``withExclusiveAccess(account:_:)`` (a refresh client retrying the pair it kept in memory) is
-    /// made under the same lease: it lands only while the row still carries that lease, and a sign-in or sign-out
-    /// elsewhere since makes it a ``/Persistence/PersistenceError/conflict``. Any other save outside it ends whatever
-    /// lease the row carries.
+    /// The check and the write run in one transaction holding the row lock, so two replicas writing with the same condition
+    /// cannot both succeed. Under ``withExclusiveAccess(account:_:)``, or for a later save of the same session, the save is
+    /// fenced by the lease and retried until it lands or is refused (<doc:SharingSessionsAcrossReplicas>). Any other save
+    /// ends whatever lease the row carries.
     ///
     /// - Parameters:
     ///   - session: The session to store.
@@ -290,13 +199,8 @@ public struct PostgresTokenStore: TokenStore {
     ///   ``/Persistence/PersistenceError/wrongKey`` or ``/Persistence/PersistenceError/unsupportedFormatVersion``
     ///   when the stored row cannot be read by this store (it is left as it is);
     ///   ``/Persistence/PersistenceError/writeFailed`` when the database cannot be reached or fails, with what was
-    ///   stored before intact. A write reported failed does not land afterwards: an attempt still held in the
-    ///   database when its time is up rolls back. The one exception is an attempt that sent its commit and got no
-    ///   answer, when the database could not tell within one more ``Configuration/operationTimeout`` whether that
-    ///   commit took effect: the detail then says the outcome is unknown, and the session may be stored (a commit
-    ///   that did take effect is reported as a save). Under a lease, a refreshed pair is still retried in the
-    ///   background after a failure (see the type's guarantees); a sign-in's session, which the client drops when
-    ///   its save fails, is not.
+    ///   stored before intact, and never landing afterwards, unless its detail says the outcome is unknown (a commit
+    ///   sent and not answered, which the database could not settle in time).
     public func save(
         _ session: StoredSession, account: String, condition: WriteCondition
     ) async throws(PersistenceError) {

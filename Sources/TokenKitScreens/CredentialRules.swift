@@ -1,7 +1,7 @@
 import Foundation
 
-/// Client-side checks of sign-up fields, with seed 004's rules, for immediate feedback. The server stays the
-/// authority (uniqueness, strength, rate limits); these only catch the obvious before a round trip.
+/// Client-side checks of sign-up fields, with a BetterAuth app's sign-up rules, for immediate feedback. The server
+/// stays the authority (uniqueness, strength, rate limits); these only catch the obvious before a round trip.
 public enum CredentialRules: Sendable {
     /// Why a field was refused.
     public enum Problem: Sendable, Hashable {

@@ -4,7 +4,7 @@ import NetworkRetry
 import TokenRefresh
 
 /// A message for the person using the app, in English or Japanese, from the package's resources
-/// (`en.json` and `ja.json`, with seed 004's Japanese strings).
+/// (`en.json` and `ja.json`, with the Japanese strings a BetterAuth app shows).
 ///
 /// ```swift
 /// import Foundation
@@ -94,7 +94,7 @@ public struct UserMessage: Sendable, Hashable {
 }
 
 extension UserMessage {
-    /// The message for `error`, as seed 004 maps them: no connection, a timeout, another network failure, an
+    /// The message for `error`, as a BetterAuth app maps them: no connection, a timeout, another network failure, an
     /// ended session, refused credentials, or a server error (known texts only).
     ///
     /// - Parameter error: Any error TokenKit throws (or a `URLError`).

@@ -14,8 +14,8 @@ extension TokenStoreConformance {
             try await first.save(sessions.make(generation: 1), account: account, condition: .always)
         }
         let scenario = Scenario()
-        let entered = Gate()
-        let asked = Gate()
+        let entered = HoldGate()
+        let asked = HoldGate()
         let disruption = self.disruption
         let holder = Task {
             defer { entered.open() }
@@ -191,8 +191,8 @@ extension TokenStoreConformance {
     func checkPerAccountExclusion(_ account: String) async throws {
         let (first, second) = try await (open(), open())
         let other = account + "-other"
-        let entered = Gate()
-        let release = Gate()
+        let entered = HoldGate()
+        let release = HoldGate()
         let holder = Task {
             defer { entered.open() }
             try await first.withExclusiveAccess(account: account) { () async throws -> Void in
@@ -238,32 +238,6 @@ final class Scenario: Sendable {
             if state.violation == nil { state.violation = violation }
         }
         return violation
-    }
-}
-
-/// A one-way gate: ``wait()`` suspends until ``open()``; opening twice is harmless.
-final class Gate: Sendable {
-    private let state = Locked<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    func open() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            guard !state.isOpen else { return [] }
-            state.isOpen = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let isOpen = state.withLock { state -> Bool in
-                if state.isOpen { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if isOpen { continuation.resume() }
-        }
     }
 }
 

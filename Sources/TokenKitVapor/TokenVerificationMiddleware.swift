@@ -9,13 +9,6 @@
     /// ``BearerChallengeMiddleware`` in one, for routes where a Bearer is the only credential.
     ///
     /// ```swift
-    /// let keys = RemoteJWKSSource(jwksURL: URL(string: "https://clerk.example.com/.well-known/jwks.json")!)
-    /// let verifier = TokenVerifier(
-    ///     configuration: .init(
-    ///         issuer: "https://clerk.example.com",
-    ///         audience: .notChecked(reason: "Clerk session tokens carry no aud; azp is checked"),
-    ///         allowedParties: ["https://app.example.com"]),
-    ///     keySource: keys)
     /// let users = app.grouped("users").grouped(TokenVerificationMiddleware(verifier: verifier))
     /// users.get("me") { req in
     ///     let identity = try req.auth.require(BearerIdentity.self)

@@ -11,9 +11,8 @@ extension BearerAuthenticator {
     ///     audience: .notChecked(reason: "the server binds no audience to its tokens"), subjectMember: "username")
     /// ```
     ///
-    /// An inactive token is a 401 with `invalid_token`; an endpoint that cannot answer, or that refuses this
-    /// server's credentials, is a 503. For other options (the subject member, cache lifetimes, another send),
-    /// build an ``IntrospectionVerifier`` and use ``init(introspection:)``.
+    /// An inactive token is a 401; an endpoint that cannot answer is a 503. For other options, build an
+    /// ``IntrospectionVerifier`` and use ``init(introspection:)``.
     ///
     /// - Parameters:
     ///   - endpoint: The introspection endpoint.

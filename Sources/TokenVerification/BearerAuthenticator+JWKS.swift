@@ -12,9 +12,7 @@ extension BearerAuthenticator {
     /// let outcome = await authenticator.authenticate(authorization: request.headerFields[.authorization])
     /// ```
     ///
-    /// Keys are fetched over URLSession on first use, cached per `Cache-Control` within bounds, and refetched for
-    /// an unknown `kid` at most once per cooldown. For other options (HMAC secrets, a required `typ`, another
-    /// fetch), build ``TokenVerifier`` and ``RemoteJWKSSource`` yourself.
+    /// Keys are fetched over URLSession (<doc:KeySetFetchingRules>); for other options, build the verifier yourself.
     ///
     /// - Parameters:
     ///   - jwksURL: The provider's JWKS document.

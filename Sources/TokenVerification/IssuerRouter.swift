@@ -16,11 +16,9 @@ import AuthToken
 /// let authenticator = BearerAuthenticator(router: router)
 /// ```
 ///
-/// The `iss` is read from the unverified token only to choose the verifier; that verifier then checks everything,
-/// `iss` included, exactly as it would alone. A token whose `iss` is not in the allow-list (or that has none) is
-/// refused with ``TokenVerificationError/issuerMismatch`` before any key is looked up, so it can make no issuer's
-/// key source fetch. A token never reaches another issuer's keys: one that names issuer A and the `kid` of a key
-/// of issuer B is looked up in A's key set only.
+/// The unverified `iss` only chooses the verifier, which then checks everything as it would alone; an unknown `iss`
+/// is refused (``TokenVerificationError/issuerMismatch``) before any key is looked up, and a token never reaches
+/// another issuer's keys ("Several issuers" in ``TokenVerification``).
 public struct IssuerRouter: Sendable {
     /// The verifiers by their configured issuer.
     public let verifiers: [String: TokenVerifier]

@@ -21,15 +21,10 @@ public import Foundation
 /// print(claims.subject, claims.sessionID ?? "-")
 /// ```
 ///
-/// The order of the checks is part of the contract: the token's length and shape, its header (`alg` in the
-/// allow-list and never `none`, no `crit`, no `jku`/`x5u`/`jwk`/`x5c`, a safe `kid`, the `typ`), the
-/// signature's length and every claim are checked before a key is looked up, so a malformed, unsigned or
-/// expired token never makes a ``JWKSSource`` fetch anything. The key must then match the algorithm by type,
-/// curve and its own `alg`. HMAC tokens are checked against the ``Configuration/hmacSecrets`` issued under
-/// their `kid` or, without configured secrets, an `oct` key of a static key set; never an asymmetric key.
-///
-/// A verified token is cached by the SHA-256 of the whole token (``Configuration/tokenCacheCapacity``): a
-/// repeat is answered without a signature check while its claims still hold and its key is still published.
+/// The shape, header, signature length and claims are checked before a key is looked up, so a malformed, unsigned or
+/// expired token never makes a ``JWKSSource`` fetch anything; the key must match the algorithm; a verified token is
+/// cached by its SHA-256 while its claims hold and its key is published. The order of the checks, which is part of
+/// the contract: "Cheap checks first" in ``TokenVerification``.
 public struct TokenVerifier: Sendable {
     /// Whether and how `aud` is checked: a choice every configuration states.
     ///

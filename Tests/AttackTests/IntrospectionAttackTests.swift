@@ -135,7 +135,8 @@ import TokenVerification
     /// An endpoint that holds its first `holding` calls until released (later ones answer at once), answering active
     /// for `active` and inactive for any other token.
     final class HeldEndpoint: Sendable {
-        private let state = Locked((calls: 0, held: true, waiters: [CheckedContinuation<Void, Never>]()))
+        private let state = Locked(0)
+        private let gate = HoldGate()
         let active: String
         let answer: String
         let holding: Int
@@ -146,31 +147,17 @@ import TokenVerification
             self.holding = holding
         }
 
-        var calls: Int { state.withLock { $0.calls } }
+        var calls: Int { state.withLock { $0 } }
 
-        func release() {
-            let waiters = state.withLock { state in
-                state.held = false
-                defer { state.waiters = [] }
-                return state.waiters
-            }
-            for waiter in waiters { waiter.resume() }
-        }
+        func release() { gate.open() }
 
         var send: IntrospectionVerifier.Send {
             { request in
-                let call = self.state.withLock { state in
-                    state.calls += 1
-                    return state.calls
+                let call = self.state.withLock { calls in
+                    calls += 1
+                    return calls
                 }
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let go = self.state.withLock { state -> Bool in
-                        guard state.held, call <= self.holding else { return true }
-                        state.waiters.append(continuation)
-                        return false
-                    }
-                    if go { continuation.resume() }
-                }
+                if call <= self.holding { await self.gate.wait() }
                 let body = String(decoding: request.body, as: UTF8.self)
                 let json = body.hasPrefix("token=\(self.active)&") ? self.answer : #"{"active": false}"#
                 return IntrospectionVerifier.Response(status: 200, body: Data(json.utf8))

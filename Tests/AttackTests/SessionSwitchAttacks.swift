@@ -6,7 +6,6 @@ import Persistence
 import Testing
 import TokenKitCompatibility
 import TokenKitLogCheck
-import TokenKitSDKTesting
 import TokenKitTesting
 import TokenRefresh
 

@@ -2,6 +2,7 @@ import AuthToken
 import Foundation
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 
 /// The parser's fast paths read the same values as the plain ones: base64url by groups of four through
 /// pre-shifted tables, strings that JWTs carry everywhere taken from a table of literals, integers accumulated while
@@ -95,20 +96,5 @@ import TokenKitLogCheck
             let claims = try JWT(parsing: Self.token(payload: #"{"aud":[\#(elements)]}"#)).claims
             #expect(claims.audience == (0..<count).map { "a\($0)" })
         }
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so a failure names the inputs that caused it.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }

@@ -6,13 +6,9 @@ import TokenKitTesting
 
 @Suite(.logLeakCheck()) struct FitIQCoreSurfaceTests {
     static func jwt(iat: Int, exp: Int) -> String {
-        func base64URL(_ text: String) -> String {
-            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        }
-        let token =
-            base64URL(#"{"alg":"HS256","typ":"JWT"}"#) + "."
-            + base64URL(#"{"sub":"surface-user","iat":\#(iat),"exp":\#(exp)}"#) + ".c2ln"
+        let token = JWTBuilder.token(
+            claims: #"{"sub":"surface-user","iat":\#(iat),"exp":\#(exp)}"#, header: #"{"alg":"HS256","typ":"JWT"}"#,
+            signature: Data("sig".utf8))
         TestSecrets.shared.register(token, as: .accessToken)
         return token
     }

@@ -13,14 +13,10 @@ import TokenKitTesting
 
 /// A compact JWT with the given numeric claims (the signature is a fake: nothing here verifies it).
 private func jwt(iat: Int? = nil, exp: Int) -> String {
-    func base64URL(_ text: String) -> String {
-        Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
     let iatMember = iat.map { #""iat":\#($0),"# } ?? ""
-    let token =
-        base64URL(#"{"alg":"HS256","typ":"JWT"}"#) + "."
-        + base64URL(#"{"sub":"user-7",\#(iatMember)"exp":\#(exp)}"#) + ".c2ln"
+    let token = JWTBuilder.token(
+        claims: #"{"sub":"user-7",\#(iatMember)"exp":\#(exp)}"#, header: #"{"alg":"HS256","typ":"JWT"}"#,
+        signature: Data("sig".utf8))
     TestSecrets.shared.register(token, as: .accessToken)
     return token
 }

@@ -11,12 +11,12 @@ import TokenKitTesting
         let count = 200
         let provider = FakeTokenProvider(
             current: "expired-bearer-x1", refreshedTokens: ["fresh-bearer-x2", "fresher-bearer-x3"])
-        let barrier = Barrier(count: count)
+        let barrier = HoldGate(openingAt: count)
         // Every request with the expired token waits until all have been sent with it, then gets a 401; so all
         // 200 are rejected before anyone refreshes.
         let transport = MockTransport { request, _ in
             if request.headerFields[.authorization] == "Bearer expired-bearer-x1" {
-                await barrier.arrive()
+                await barrier.wait()
                 return (
                     HTTPResponse(
                         status: .unauthorized, headerFields: [.wwwAuthenticate: #"Bearer error="invalid_token""#]),

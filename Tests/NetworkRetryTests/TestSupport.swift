@@ -56,25 +56,6 @@ actor FakeTokenProvider: TokenProvider {
     }
 }
 
-/// Resumes every waiter once `count` have arrived.
-actor Barrier {
-    private let count: Int
-    private var arrived = 0
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-
-    init(count: Int) { self.count = count }
-
-    func arrive() async {
-        arrived += 1
-        if arrived >= count {
-            for waiter in waiters { waiter.resume() }
-            waiters = []
-            return
-        }
-        await withCheckedContinuation { waiters.append($0) }
-    }
-}
-
 extension HTTPRequest {
     static func api(
         _ method: Method = .get, _ path: String = "/v1/items", authority: String = "api.example.com"

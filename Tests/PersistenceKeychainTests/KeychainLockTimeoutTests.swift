@@ -4,6 +4,7 @@ import PersistenceKeychain
 import Testing
 import TokenKitKeychainTesting
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 
 #if canImport(Glibc)
@@ -63,7 +64,7 @@ import TokenKitTesting
 
     @Test(.timeLimit(.minutes(1)))
     func anAppWaitingForTheContainerLockAnExtensionNeverReleasesGivesUpAtTheLockTimeout() async throws {
-        let container = try ScratchDirectory()
+        let container = try TemporaryDirectory()
         defer { container.remove() }
         let (app, clock, extensionLock, waiting) = try await Self.appWaitingForAnExtensionsLock(container.url)
         defer { close(extensionLock) }
@@ -75,7 +76,7 @@ import TokenKitTesting
 
     @Test(.timeLimit(.minutes(1)))
     func anAppWaitingForTheContainerLockGetsItWhenTheExtensionLetsGoWithinTheTimeout() async throws {
-        let container = try ScratchDirectory()
+        let container = try TemporaryDirectory()
         defer { container.remove() }
         let (app, clock, extensionLock, waiting) = try await Self.appWaitingForAnExtensionsLock(container.url)
         close(extensionLock)

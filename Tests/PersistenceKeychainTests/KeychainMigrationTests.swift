@@ -6,6 +6,8 @@ import Testing
 import TokenKitCompatibility
 import TokenKitKeychainTesting
 import TokenKitLogCheck
+import TokenKitTestSupport
+import TokenKitTesting
 
 /// FitIQ's and Lume's Keychain items, laid out as those apps wrote them, moved into the Keychain store once.
 ///
@@ -29,12 +31,9 @@ import TokenKitLogCheck
     }
 
     static func jwt(subject: String, expiry: Int) -> String {
-        func segment(_ json: String) -> String {
-            Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        }
-        return segment(#"{"alg":"HS256","typ":"JWT"}"#) + "." + segment(#"{"sub":"\#(subject)","exp":\#(expiry)}"#)
-            + ".c2lnbmF0dXJlLW5vdC1jaGVja2Vk"
+        JWTBuilder.token(
+            claims: #"{"sub":"\#(subject)","exp":\#(expiry)}"#, header: #"{"alg":"HS256","typ":"JWT"}"#,
+            signature: Data("signature-not-checked".utf8))
     }
 
     static func secret(_ value: String) -> String {

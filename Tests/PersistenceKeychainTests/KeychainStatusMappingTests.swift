@@ -3,6 +3,7 @@ import Persistence
 import PersistenceKeychain
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 
 /// The status table: what each Keychain answer means for a store, tested on every platform.
 @Suite(.logLeakCheck()) struct KeychainStatusMappingTests {

@@ -5,6 +5,7 @@ import PersistenceKeychain
 import Testing
 import TokenKitKeychainTesting
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 
 /// The Keychain store against the simulator: the store contract, the locked device, duplicates, entitlements and
@@ -34,7 +35,7 @@ import TokenKitTesting
 
     @Test func twoStoresSharingAContainerLockKeepEveryClause() async throws {
         let keychain = Self.simulator()
-        let container = try ScratchDirectory()
+        let container = try TemporaryDirectory()
         defer { container.remove() }
         // With a lock timeout (a long one, for a loaded test run): a waiting handle polls the lock file.
         try await TokenStoreConformance {
@@ -158,7 +159,7 @@ import TokenKitTesting
 
     @Test func aStoreSeesAnExtensionsSaveThroughTheSharedGroup() async throws {
         let app = KeychainSimulator(configuration: .init(accessGroups: ["ABCDE12345.com.example.app", Self.group]))
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
         let file = scratch.url.appendingPathComponent("keychain.json")
         let appKeychain = KeychainSimulator(file: file, configuration: app.configuration)

@@ -12,17 +12,7 @@ import TokenKitTesting
 /// a lock file and notifications in a shared directory, against a token server that rotates refresh tokens and
 /// revokes the family on reuse.
 @Suite(.serialized, .logLeakCheck()) struct SharedSessionProcessTests {
-    static func probeURL() throws -> URL {
-        #if os(Linux)
-            let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        #else
-            let bundle = Bundle.allBundles.first { $0.bundlePath.hasSuffix(".xctest") } ?? Bundle.main
-            let products = bundle.bundleURL.deletingLastPathComponent()
-        #endif
-        let probe = products.appendingPathComponent("KeychainSessionProbe")
-        try #require(FileManager.default.isExecutableFile(atPath: probe.path), "KeychainSessionProbe was not built")
-        return probe
-    }
+    static func probeURL() throws -> URL { try ChildProcess.executable(named: "KeychainSessionProbe") }
 
     /// The app and its extensions as probe processes, on a clock starting at 1_800_000_000; what goes wrong in a
     /// process is an issue. The watchdog is a safety net, not a wait: alone a test takes a second; inside a whole

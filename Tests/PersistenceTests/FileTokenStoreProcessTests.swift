@@ -3,6 +3,7 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 import TokenRefresh
 
@@ -21,20 +22,7 @@ import TokenRefresh
 /// their own (`onOwnThread`), never one of the cooperative pool, which the rest of the test run needs.
 @Suite(.serialized, .logLeakCheck()) struct FileTokenStoreProcessTests {
     /// The probe executable in the build products directory, next to the test binary.
-    static func probeURL() throws -> URL {
-        if let path = ProcessInfo.processInfo.environment["TOKENKIT_PROBE"] { return URL(fileURLWithPath: path) }
-        #if os(Linux)
-            let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        #else
-            let bundle = Bundle.allBundles.first { $0.bundlePath.hasSuffix(".xctest") } ?? Bundle.main
-            let products = bundle.bundleURL.deletingLastPathComponent()
-        #endif
-        let probe = products.appendingPathComponent("TokenStoreProbe")
-        try #require(
-            FileManager.default.isExecutableFile(atPath: probe.path),
-            "TokenStoreProbe was not built next to the tests (\(products.path))")
-        return probe
-    }
+    static func probeURL() throws -> URL { try ChildProcess.executable(named: "TokenStoreProbe") }
 
     /// Reads lines from a pipe without waiting for more than it needs.
     final class LineReader {
@@ -64,18 +52,6 @@ import TokenRefresh
         }
     }
 
-    /// A small deterministic generator, so a failing run can be replayed from its seed.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Burns a number of loop iterations: a jitter measured in work, not in time.
     @inline(never) static func spin(_ iterations: Int) -> UInt64 {
         var accumulator: UInt64 = 0
@@ -89,7 +65,7 @@ import TokenRefresh
         defer { temporary.remove() }
         let store = FileTokenStore(directory: temporary.storeDirectory)
         let seed = UInt64.random(in: 0...UInt64.max)
-        var random = SplitMix64(state: seed)
+        var random = SeededGenerator(seed: seed)
         var stored: UInt64 = 0  // the generation on disk after the previous round
         var sink: UInt64 = 0
 

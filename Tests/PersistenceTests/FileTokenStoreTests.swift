@@ -5,6 +5,7 @@ import Logging
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 
 #if canImport(Glibc)

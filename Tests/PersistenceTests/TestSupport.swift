@@ -4,6 +4,7 @@ import Logging
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -12,25 +13,6 @@ import TokenKitLogCheck
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-/// A fresh directory under the system temporary directory, removed by `remove()`.
-struct TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "tokenkit-persistence-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        _ = chmod(url.path, 0o700)
-    }
-
-    /// A directory inside this one that a store will create itself.
-    var storeDirectory: URL { url.appendingPathComponent("sessions", isDirectory: true) }
-
-    func remove() {
-        try? FileManager.default.removeItem(at: url)
-    }
-}
 
 /// The names in a directory, sorted.
 func directoryNames(_ url: URL) -> [String] {
@@ -62,23 +44,4 @@ func sampleSession(generation: UInt64, userID: String? = "user-1") -> StoredSess
                 accessToken: "secret-access-\(generation)", refreshToken: "secret-refresh-\(generation)",
                 receivedAt: Date(timeIntervalSince1970: 1_700_000_000), lifetime: 900)),
         userID: userID, generation: generation)
-}
-
-extension TokenStoreRead {
-    /// The session, when found.
-    var session: StoredSession? {
-        if case .found(let session) = self { return session }
-        return nil
-    }
-
-    /// The error, when unavailable.
-    var error: PersistenceError? {
-        if case .unavailable(let error) = self { return error }
-        return nil
-    }
-
-    var isAbsent: Bool {
-        if case .absent = self { return true }
-        return false
-    }
 }

@@ -6,7 +6,6 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitLogCheck
-import TokenKitSDKTesting
 import TokenKitScreens
 import TokenKitTesting
 
@@ -19,11 +18,8 @@ import TokenKitTesting
 
     /// An unsigned JWT with `claims` (claims are read, never verified, on the client).
     static func jwt(_ claims: String) -> String {
-        func encode(_ text: String) -> String {
-            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        }
-        let token = encode(#"{"alg":"RS256","kid":"k1"}"#) + "." + encode(claims) + ".c2lnbmF0dXJl"
+        let token = JWTBuilder.token(
+            claims: claims, header: #"{"alg":"RS256","kid":"k1"}"#, signature: Data("signature".utf8))
         TestSecrets.shared.register(token, as: .idToken)
         return token
     }
@@ -51,14 +47,7 @@ import TokenKitTesting
         #expect(response.status == .ok)
         #expect(transport.requests.first?.method == .delete)
         #expect(client.currentState == .signedOut)
-        var iterator = events.makeAsyncIterator()
-        var ended: AuthEvent?
-        while let event = await iterator.next() {
-            if event.kind == .signedOut {
-                ended = event
-                break
-            }
-        }
+        let ended = await firstSignedOut(events)
         #expect(ended?.reason == .accountDeleted)
     }
 

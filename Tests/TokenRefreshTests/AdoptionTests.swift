@@ -74,7 +74,7 @@ import TokenKitTesting
     /// pair finds it (a conflict) and adopts it: the refresh that then returns writes nothing and answers nobody.
     @Test func aRefreshInFlightNeverOverwritesAnotherUsersPairAdoptedMeanwhile() async throws {
         let store = FlakyStore()
-        let gate = Gate()
+        let gate = HoldGate()
         let calls = Locked(0)
         let rig = try await Rig.make(
             store: store,
@@ -99,7 +99,7 @@ import TokenKitTesting
         await store.setFailSaves(false)
         // A refused request of user-1 starts a refresh, which is on the wire...
         let refused = Task { try await client.refreshToken(afterRejectionOf: pending.accessToken) }
-        await yield { await gate.arrivals == 1 }
+        await gate.waitForArrivals(1)
         // ...when another process signs user-2 in.
         TestSecrets.shared.register("adoption-bob-access", as: .accessToken)
         TestSecrets.shared.register("adoption-bob-refresh", as: .refreshToken)
@@ -112,7 +112,7 @@ import TokenKitTesting
         rig.clock.advance(by: .seconds(5))
         #expect(try await client.validToken() == bob)
 
-        await gate.open()
+        gate.open()
         let outcome = await refused.result
         await client.waitForLastRefreshTask()
         #expect(throws: TokenRefreshError.sessionChanged) { try outcome.get() }

@@ -217,14 +217,7 @@ import TokenKitTesting
         let (third, _, _) = client(server, transport: transport, store: store)
         let events = third.events()
         #expect(await third.restoreSession(validatingWithProvider: true) == .signedOut)
-        var iterator = events.makeAsyncIterator()
-        var ended: AuthEvent?
-        while let event = await iterator.next() {
-            if event.kind == .signedOut {
-                ended = event
-                break
-            }
-        }
+        let ended = await firstSignedOut(events)
         #expect(ended?.reason == .invalidatedOnServer)
         if case .found = await store.load(account: "default") { Issue.record("the ended session is still stored") }
     }

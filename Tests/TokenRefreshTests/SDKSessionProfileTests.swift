@@ -4,7 +4,6 @@ import HTTPTypes
 import Persistence
 import Testing
 import TokenKitLogCheck
-import TokenKitSDKTesting
 import TokenKitTesting
 import TokenRefresh
 
@@ -153,11 +152,7 @@ import TokenRefresh
     }
 
     static func unsignedJWT(_ payload: String) -> String {
-        func encode(_ text: String) -> String {
-            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        }
-        return encode(#"{"alg":"none","typ":"JWT"}"#) + "." + encode(payload) + "."
+        JWTBuilder.token(claims: payload)
     }
 
     @Test func aSignOutDoneInTheSDKIsSeenAtLaunchWhileTheCachedTokenIsFresh() async throws {

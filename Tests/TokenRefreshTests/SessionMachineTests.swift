@@ -3,6 +3,7 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitTesting
 
 @testable import TokenRefresh
 
@@ -715,11 +716,7 @@ import TokenKitLogCheck
     // MARK: - A refresh that answers for another user
 
     static func jwt(sub: String) -> String {
-        func base64URL(_ text: String) -> String {
-            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
-                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        }
-        return base64URL(#"{"alg":"none"}"#) + "." + base64URL(#"{"sub":"\#(sub)"}"#) + "."
+        JWTBuilder.token(claims: #"{"sub":"\#(sub)"}"#, header: #"{"alg":"none"}"#)
     }
 
     struct SubjectCase: Sendable, CustomStringConvertible {

@@ -107,17 +107,17 @@ import TokenKitTesting
 
     @Test func noWaiterNorSnapshotSeesTheRotatedPairBeforeItIsStored() async throws {
         let store = FlakyStore()
-        let gate = Gate()
+        let gate = HoldGate()
         let rig = try await Rig.make(store: store)
         await store.setSaveGate(gate)
         let client = rig.client
         let caller = Task { try await client.validToken() }
-        await yield { await gate.arrivals == 1 }
+        await gate.waitForArrivals(1)
         // The server has rotated; the write is pending: the waiter still waits, the snapshot shows the old pair.
         #expect(await rig.server.refreshCount == 1)
         #expect(client.refreshWaiterCount == 1)
         #expect(client.currentToken == rig.initial)
-        await gate.open()
+        gate.open()
         let token = try await caller.value
         #expect(await rig.stored()?.token == token)
         #expect(client.currentToken == token)
@@ -164,12 +164,12 @@ import TokenKitTesting
     }
 
     @Test func signOutDuringARefreshLeavesTheStoreEmpty() async throws {
-        let gate = Gate()
+        let gate = HoldGate()
         let (rig, caller) = try await Rig.withLateRefresh(behind: gate)
         let client = rig.client
         try await client.signOut()
         #expect(await refreshError { try await caller.value } == .signedOut)
-        await gate.open()
+        gate.open()
         await client.waitForLastRefreshTask()
         #expect(await rig.stored() == nil)
         #expect(client.currentToken == nil)
@@ -190,7 +190,7 @@ import TokenKitTesting
     }
 
     @Test func aRefreshThatFinishesAfterANewSessionWasStoredWritesNothing() async throws {
-        let gate = Gate()
+        let gate = HoldGate()
         let (rig, caller) = try await Rig.withLateRefresh(behind: gate)
         let client = rig.client
         let fresh = AuthToken(
@@ -198,7 +198,7 @@ import TokenKitTesting
         try await client.signIn(with: fresh, userID: "user-2")
         // Waiters of the old refresh asked for the old session's token: never the new session's.
         #expect(await refreshError { try await caller.value } == .sessionChanged)
-        await gate.open()
+        gate.open()
         await client.waitForLastRefreshTask()
         let stored = try #require(await rig.stored())
         #expect(stored.token == fresh)

@@ -56,7 +56,7 @@ struct Rig {
 
     /// A rig whose refresh waits at `gate` and then answers a "late" pair, with one caller already waiting in
     /// that refresh: the setting for the generation-guard tests.
-    static func withLateRefresh(behind gate: Gate) async throws -> (Rig, Task<AuthToken, any Error>) {
+    static func withLateRefresh(behind gate: HoldGate) async throws -> (Rig, Task<AuthToken, any Error>) {
         let rig = try await make(strategy: { _ in
             ClosureRefreshStrategy(requiresRefreshToken: true) { _ in
                 await gate.wait()
@@ -67,7 +67,7 @@ struct Rig {
         })
         let client = rig.client
         let caller = Task { try await client.validToken() }
-        await yield { await gate.arrivals == 1 }
+        await gate.waitForArrivals(1)
         return (rig, caller)
     }
 
@@ -83,6 +83,12 @@ func drain(_ stream: AsyncStream<AuthEvent>) async -> [AuthEvent] {
     var events: [AuthEvent] = []
     for await event in stream { events.append(event) }
     return events
+}
+
+/// The first `.signedOut` event of `stream`, or `nil` when the stream ends without one.
+func firstSignedOut(_ stream: AsyncStream<AuthEvent>) async -> AuthEvent? {
+    for await event in stream where event.kind == .signedOut { return event }
+    return nil
 }
 
 /// Yields until `condition` holds; no real time passes, other tasks run.
@@ -108,13 +114,13 @@ actor FlakyStore: TokenStore {
     var failSaves = false
     var unavailable = false
     /// When set, every save waits at this gate before it is applied.
-    var saveGate: Gate?
+    var saveGate: HoldGate?
     private(set) var saves = 0
     private(set) var removes = 0
 
     func setFailSaves(_ value: Bool) { failSaves = value }
     func setUnavailable(_ value: Bool) { unavailable = value }
-    func setSaveGate(_ gate: Gate?) { saveGate = gate }
+    func setSaveGate(_ gate: HoldGate?) { saveGate = gate }
 
     func load(account: String) async -> TokenStoreRead {
         if unavailable { return .unavailable(.unavailable) }
@@ -134,27 +140,6 @@ actor FlakyStore: TokenStore {
         guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
         removes += 1
         sessions[account] = nil
-    }
-}
-
-/// A gate a strategy closure waits at; opening it lets every waiter through. Waiting ignores cancellation,
-/// like a server that answers whether or not anyone still listens.
-actor Gate {
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-    private var isOpen = false
-    private(set) var arrivals = 0
-
-    func wait() async {
-        arrivals += 1
-        if isOpen { return }
-        await withCheckedContinuation { waiters.append($0) }
-    }
-
-    func open() {
-        isOpen = true
-        let waiting = waiters
-        waiters = []
-        for waiter in waiting { waiter.resume() }
     }
 }
 

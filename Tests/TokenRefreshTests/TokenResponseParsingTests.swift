@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 
 @testable import TokenRefresh
 
@@ -60,7 +61,7 @@ import TokenKitLogCheck
     }
 
     @Test func randomBytesNeverCrashTheParser() {
-        var generator = SplitMix64(seed: 0x70_6b_63_65)
+        var generator = SeededGenerator(seed: 0x70_6b_63_65)
         let alphabet = Array(#"{}[]":,0123456789.-eE truefalsnul\access_tokenexpires_in"#.utf8)
         for _ in 0..<2000 {
             let length = Int(generator.next() % 96)
@@ -109,18 +110,5 @@ import TokenKitLogCheck
     @Test func anOAuthErrorCodeThatCouldCarryASecretIsDropped() {
         #expect(TokenResponse.oauthErrorCode(Data(#"{"error":"invalid_grant"}"#.utf8)) == "invalid_grant")
         #expect(TokenResponse.oauthErrorCode(Data(#"{"error":"Bearer eyJhbGciOi.x.y"}"#.utf8)) == nil)
-    }
-}
-
-/// A small deterministic generator for the fuzz loop.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

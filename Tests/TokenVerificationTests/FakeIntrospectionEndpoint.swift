@@ -20,8 +20,8 @@ final class FakeIntrospectionEndpoint: Sendable {
         var answers: [String: String] = [:]
         var behaviour = Behaviour.answer
         var requests: [IntrospectionVerifier.Request] = []
-        var held = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Closed while fetches are held.
+        var gate: HoldGate?
     }
 
     private let state = Locked(State())
@@ -35,15 +35,13 @@ final class FakeIntrospectionEndpoint: Sendable {
     var count: Int { state.withLock { $0.requests.count } }
     var requests: [IntrospectionVerifier.Request] { state.withLock { $0.requests } }
 
-    func hold() { state.withLock { $0.held = true } }
+    func hold() { state.withLock { $0.gate = $0.gate ?? HoldGate() } }
 
     func release() {
-        let waiters = state.withLock { state in
-            state.held = false
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+        state.withLock { state in
+            defer { state.gate = nil }
+            return state.gate
+        }?.open()
     }
 
     var send: IntrospectionVerifier.Send {
@@ -52,14 +50,7 @@ final class FakeIntrospectionEndpoint: Sendable {
 
     private func handle(_ request: IntrospectionVerifier.Request) async throws -> IntrospectionVerifier.Response {
         state.withLock { $0.requests.append(request) }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let go = state.withLock { state -> Bool in
-                guard state.held else { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if go { continuation.resume() }
-        }
+        await state.withLock { $0.gate }?.wait()
         let form = Self.form(request.body)
         let (behaviour, answers) = state.withLock { ($0.behaviour, $0.answers) }
         switch behaviour {

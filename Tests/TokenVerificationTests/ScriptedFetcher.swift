@@ -16,8 +16,8 @@ final class ScriptedFetcher: Sendable {
         var steps: [Step]
         var count = 0
         var discoveryCount = 0
-        var held = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Closed while fetches are held.
+        var gate: HoldGate?
     }
 
     private let state: Locked<State>
@@ -38,16 +38,14 @@ final class ScriptedFetcher: Sendable {
     var discoveryCount: Int { state.withLock { $0.discoveryCount } }
 
     /// Holds every fetch from now on until ``release()``.
-    func hold() { state.withLock { $0.held = true } }
+    func hold() { state.withLock { $0.gate = $0.gate ?? HoldGate() } }
 
     /// Lets held fetches (and later ones) go.
     func release() {
-        let waiters = state.withLock { state in
-            state.held = false
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+        state.withLock { state in
+            defer { state.gate = nil }
+            return state.gate
+        }?.open()
     }
 
     var fetch: RemoteJWKSSource.Fetch {
@@ -61,14 +59,7 @@ final class ScriptedFetcher: Sendable {
             return RemoteJWKSSource.Response(body: discovery)
         }
         state.withLock { $0.count += 1 }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let go = state.withLock { state -> Bool in
-                guard state.held else { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if go { continuation.resume() }
-        }
+        await state.withLock { $0.gate }?.wait()
         let step = state.withLock { state in state.steps.count > 1 ? state.steps.removeFirst() : state.steps[0] }
         switch step {
         case .document(let data, let maxAge): return RemoteJWKSSource.Response(body: data, maxAge: maxAge)

@@ -1,6 +1,6 @@
 // Claim parsing: TokenKit's JWT(parsing:) against vapor/jwt-kit's unverified decode of the same ~800-byte
-// RS256 token, in one run. Target: TokenKit at least 10x faster (ARCHITECTURE.md section 6 asked 5x; the surface
-// review asked 10x, also in instructions: see --loop).
+// RS256 token, in one run. Target: TokenKit at least 10x faster, in time and in
+// instructions (see --loop).
 import AuthToken
 import BenchmarkSupport
 import Foundation

@@ -1,5 +1,13 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Timing helpers shared by the benchmark executables. Every figure is a median over samples, and every
 /// verdict is a ratio against a baseline measured in the same run, so machine speed cancels out.
 public enum Harness {
@@ -50,11 +58,21 @@ public enum Harness {
         return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
     }
 
-    /// Prints one result line and returns whether `passed`; the executables exit non-zero on a miss.
+    /// Prints one result line, with the machine's load average at that moment, and returns whether `passed`; the
+    /// executables exit non-zero on a miss. A verdict counts only from a run at a load below 1: under load the
+    /// baselines slow down too, and every ratio shrinks toward 1.
     @discardableResult
     public static func report(_ name: String, _ figures: String, target: String, passed: Bool) -> Bool {
-        print("\(passed ? "PASS" : "MISS")  \(name): \(figures)  [target: \(target)]")
+        print("\(passed ? "PASS" : "MISS")  \(name): \(figures)  [target: \(target)]  (\(loadAverage))")
         return passed
+    }
+
+    /// The load average over the last 1, 5 and 15 minutes, as `load 0.42 0.51 0.60` (`load unknown` where the
+    /// system cannot tell).
+    public static var loadAverage: String {
+        var loads = [Double](repeating: 0, count: 3)
+        guard getloadavg(&loads, 3) == 3 else { return "load unknown" }
+        return "load " + loads.map { String(format: "%.2f", $0) }.joined(separator: " ")
     }
 
     /// Formats nanoseconds for people.

@@ -6,13 +6,13 @@ import TokenKit
     import FoundationNetworking
 #endif
 
-// The FitIQCore surface against the core path it wraps, in one run. Target (issue 14): the seed-surface path
-// takes at most 1.3x the time of the core calls it is made of.
+// The FitIQCore surface against the core path it wraps, in one run. Target: the path through the
+// FitIQCore surface takes at most 1.3x the time of the core calls it is made of.
 //
 // - Happy path: the FitIQ API client's call, `networkClient.executeWithAutoRetry(request:tokenRefreshClient:
 //   authTokenPersistence:)` with the token read from the app's persistence, against `executeRequest(request:)`
 //   with the same header (what it wraps when the server says 200).
-// - After a 401 for a token another caller has replaced: the seed path (401, the stale check, the retry) against
+// - After a 401 for a token another caller has replaced: the FitIQCore path (401, the stale check, the retry) against
 //   the core calls it wraps: `executeRequest` (401), `TokenRefreshClient.refreshToken(afterRejectionOf:)` (the
 //   core's stale rejection, no network) and `executeRequest` again.
 

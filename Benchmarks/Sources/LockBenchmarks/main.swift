@@ -3,7 +3,7 @@
 //
 // `LockedValue` (AuthToken's lock: OSAllocatedUnfairLock on Apple platforms, a pthread_mutex_t on Linux) replaces
 // `Mutex` so TokenKit runs on macOS 13 and iOS 16. `TokenRefreshClient`'s snapshot read (`currentToken`) is a
-// `withLock` on a small struct; the target (ARCHITECTURE.md section 6) is within 2x of a `Mutex` read. The lock
+// `withLock` on a small struct; the target is within 2x of a `Mutex` read. The lock
 // here is AuthToken's own source file, compiled into a library target of this package (LockedValueUnderTest, a
 // symlink) and called across the module boundary, as TokenRefresh calls AuthToken's.
 import AuthToken

@@ -7,7 +7,7 @@ import TokenKitPostgres
 import TokenKitTesting
 import TokenRefresh
 
-// Issue 18: a PostgreSQL-coordinated refresh adds at most 5 ms over a single-process refresh, PostgreSQL on
+// Target: a PostgreSQL-coordinated refresh adds at most 5 ms over a single-process refresh, PostgreSQL on
 // loopback. Two clients in one run refresh against the same in-process token server (rotation and reuse detection
 // on, no grace window): one over an `InMemoryTokenStore`, one over a `PostgresTokenStore` (advisory lock, the
 // refresh lease taken in the session's row, re-read, fenced generation-conditional write that ends the lease, advisory

@@ -5,7 +5,7 @@ import Persistence
 import TokenKitTesting
 import TokenRefresh
 
-// Issue 18: many users' sessions in one process through TokenSessionRegistry. A release build, figures from
+// Many users' sessions in one process through TokenSessionRegistry. A release build, figures from
 // this run only:
 // 1. 100,000 accounts with expiries spread over an hour, on a manual clock, under the default bound of 10,000
 //    clients (so most accounts are evicted and read back from the store between uses): the refresh count must

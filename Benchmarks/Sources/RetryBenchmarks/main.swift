@@ -5,7 +5,7 @@ import HTTPTypes
 import NetworkRetry
 
 // executeWithAutoRetry over a minimal transport, against calling the same transport directly, in one run.
-// Target (ARCHITECTURE.md section 6): under 1 us added per request.
+// Target: under 1 us added per request.
 
 /// Answers every request with a 200 and an empty body: the cheapest possible transport, so the baseline is
 /// not inflated by recording (MockTransport records every request and would grow without bound here).
@@ -107,7 +107,7 @@ func runBenchmarks() async throws {
     // `RetryBenchmarks overhead` stops here (for profiling the common path alone).
     if CommandLine.arguments.dropFirst().first == "overhead" { return }
 
-    // A cookie credential against a Bearer (issue 16: at most 1.2x), the same token and transport, in
+    // A cookie credential against a Bearer (target: at most 1.2x), the same token and transport, in
     // alternating rounds; the verdict is the median of the per-round ratios.
     let cookieClient = AuthenticatedClient(
         transport: transport, tokenProvider: FixedTokenProvider(token: token),

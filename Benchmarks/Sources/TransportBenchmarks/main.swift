@@ -11,7 +11,7 @@ import TokenKitAsyncHTTPClient
     import FoundationNetworking
 #endif
 
-// Issue 18: AsyncHTTPClient against URLSession for 1,000 authenticated requests, 50 concurrent, reported as a
+// AsyncHTTPClient against URLSession for 1,000 authenticated requests, 50 concurrent, reported as a
 // ratio. Both go through the same `AuthenticatedClient` (a fixed valid token, so no refresh) to the same
 // loopback server, in alternating rounds; each transport with its defaults, as a user would first configure it.
 

@@ -1,7 +1,7 @@
 // Token verification: TokenVerification's TokenVerifier against vapor/jwt-kit 5's verify of the same token and
 // key, against the bare swift-crypto signature check, and against the system OpenSSL (libcrypto, the design
 // card's libssl-dev) doing the same signature check, for RS256 (2048-bit) and ES256, in one run.
-// Targets (issue 17): a first verification at least 2x faster than jwt-kit and within 1.25x of the bare
+// Targets: a first verification at least 2x faster than jwt-kit and within 1.25x of the bare
 // swift-crypto check; a repeat through the verified-token cache at least 20x faster than jwt-kit.
 import BenchmarkSupport
 import COpenSSLCrypto
@@ -265,7 +265,7 @@ func quantile(_ values: [Double], _ p: Double) -> Double {
     return latencies
 }
 
-/// Issue 17's third target: 10,000 tokens with random unknown `kid`s within one second cause at most one JWKS
+/// The third target: 10,000 tokens with random unknown `kid`s within one second cause at most one JWKS
 /// fetch, while valid tokens' median and p99 latency stay within 2x of their baseline (the same loop, same
 /// verifier, without the flood). Valid tokens are first verifications (no token cache), the costly path. The
 /// unknown `kid`s arrive in 100 bursts of 100 concurrent requests, one burst every 10 ms, starting past the

@@ -5,10 +5,9 @@ import HTTPTypes
 import Testing
 import TokenKit
 import TokenKitLogCheck
-import TokenKitSDKTesting
 import TokenKitTesting
 
-/// The app's code against TokenKitSDKTesting's mock provider (CommuteTimely's `ClerkMockProvider` path), on a manual
+/// The app's code against TokenKitTesting's mock SDK provider, on a manual
 /// clock; and the whole clerk-demo run against the in-process issuer and backend.
 @Suite(.logLeakCheck()) struct ClerkAppTests {
     static let backend = URL(string: "https://api.example.com")!

@@ -6,47 +6,11 @@ public import Logging
 /// A token store that keeps one JSON file per account in a private directory: for Linux, servers and
 /// command-line tools.
 ///
-/// ## What it guarantees
-/// - **Atomic, durable writes.** A save writes a temporary file, fsyncs it, renames it over the old file and
-///   fsyncs the directory. A crash at any point leaves either the old session or the new one, whole. A write that
-///   fails with an error that may pass (`EINTR`, `EAGAIN`, `EIO`) is tried again at once with a new temporary
-///   file, up to three attempts in all; a full disk or a read-only directory fails at once.
-/// - **Private files.** The directory is created with mode 0700 and files with 0600. A directory that others can
-///   read but not write (`mkdir -p` makes 0755) is tightened to 0700, with a `notice` log line, when it holds
-///   nothing but the store's files. Otherwise reads and writes fail with ``PersistenceError/permissionsTooWide``,
-///   whose detail names the path, the mode found and the mode needed. Give the store a directory of its own (not
-///   `/tmp`).
-/// - **Nothing another user could have planted.** The directory and every file read must belong to the user the
-///   process runs as, and the directory must not be writable by anyone else (nor sticky, like `/tmp`): otherwise
-///   another user could have put a session there, and the store refuses it with
-///   ``PersistenceError/ownedByAnotherUser`` or ``PersistenceError/permissionsTooWide`` instead of changing modes
-///   and trusting it. Each operation opens the directory once, without following a symbolic link, checks it, and
-///   works relative to that open directory (`openat`, `renameat`, `unlinkat`), so the path cannot be swapped for
-///   another directory between the check and the use.
-/// - **A lock shared by processes, which is a lease.** ``withExclusiveAccess(account:_:)`` holds an advisory
-///   `flock` on a per-account lock file for the whole body, so processes sharing the directory refresh one at a
-///   time. The kernel holds that lock for the holder's open file until the holder releases it or its process
-///   ends: no connection or server stands between them that could drop it while the holder lives. So it is a
-///   lease whose expiry is the holder process's death, and no other process runs its body while the holder is
-///   alive. A waiter gives up after ``Configuration/lockTimeout`` (5 s by default) with
-///   ``PersistenceError/lockTimedOut``, so one stalled refresh cannot block every process. The
-///   same lock serialises tasks in this process (waiters queue in arrival order, without blocking threads).
-///   Saves and removals take the lock too, and check their ``WriteCondition`` under it. Inside the body, the
-///   store's own operations see the lock as held by the task and its child tasks, and do not take it again.
-/// - **Nothing lost silently.** A damaged file is reported as `.unavailable(.corrupt)` and moved aside to
-///   `<name>.corrupt-<n>`, not deleted by a read. A file written by a newer format version, or sealed with another
-///   key, is left exactly where it is and reported (``PersistenceError/unsupportedFormatVersion``,
-///   ``PersistenceError/wrongKey``); saves refuse to overwrite it, and only an explicit
-///   `remove(account:condition: .always)` clears it.
-/// - **Nothing left after a removal.** Removing an account's session (a sign-out) deletes the file and every copy
-///   of it: the files set aside as damaged or unreadable, and temporary files left by a writer that died
-///   mid-write, since each may hold a refresh token.
-/// - **Optional encryption.** With an ``Configuration/encryptionKey`` the session is sealed with AES-GCM, bound
-///   to the file's name. A wrong key is ``PersistenceError/wrongKey``, not a crash.
-///
-/// File names are a SHA-256 of the account, so any account string is safe and a listing does not reveal who
-/// is signed in. File work uses blocking system calls on the calling task's thread (a save is a few
-/// milliseconds, dominated by the two fsyncs); waiting for another process's lock happens on a thread of its own.
+/// Writes are atomic and durable (a crash leaves the old session or the new one, whole); files are private to the
+/// user and never trusted when another user could have planted them; ``withExclusiveAccess(account:_:)`` holds a
+/// `flock` that lasts as long as the holder's process; a damaged or unreadable file is reported and kept aside, never
+/// silently deleted; a removal leaves no copy behind; sealing with AES-GCM is optional. The guarantees in full, with
+/// what each kind of bad input does: ``Persistence``.
 ///
 /// ```swift
 /// let store = FileTokenStore(directory: URL(filePath: "/var/lib/myapp/sessions"))

@@ -75,7 +75,7 @@ public struct LegacySessionLayout: Sendable {
         }
     }
 
-    /// The `idAlias` session of seed 004's app before BetterAuth: a string under `sessionKey` that does not
+    /// The `idAlias` session an app kept before it moved to BetterAuth: a string under `sessionKey` that does not
     /// contain `auth_user` (the new format's marker). It cannot become a session (there is no credential to
     /// carry over), so the migrator removes it and answers ``SessionMigrator/Outcome/signInRequired``: the app
     /// shows its "sign in again" message once. A value with `auth_user` is the new format and is left alone.

@@ -5,20 +5,9 @@ public import Persistence
 
 /// Moves a session from an older app version's storage into a ``/Persistence/TokenStore``, once.
 ///
-/// ``migrate()`` is safe to call on every launch:
-/// 1. It reads the layout's keys. None there: ``Outcome/nothingToMigrate``.
-/// 2. Under the store's lock, if the store has no session for the account, it saves the legacy one
-///    (generation 1, on condition that the account is still absent) and then removes the legacy keys:
-///    ``Outcome/migrated``.
-/// 3. If the store already has a session, an earlier migration saved it and was interrupted before (or while)
-///    removing the keys, or the user has signed in since: the store's session wins, it is not written again,
-///    and the leftover keys are removed: ``Outcome/finishedEarlierMigration``.
-///
-/// A layout whose session cannot move over (``LegacySessionLayout/idAlias(sessionKey:)``) has its keys removed
-/// without a save: ``Outcome/signInRequired``.
-///
-/// So a crash between the save and the removal is completed on the next launch, and the session is never
-/// lost or saved twice. If the store cannot be read or written, the legacy keys are kept.
+/// ``migrate()`` is safe to call on every launch: a crash between the save and the removal of the legacy keys is
+/// completed on the next launch, the session is never lost or saved twice, a session already in the store wins, and the
+/// legacy keys are kept while the store cannot be read or written. Each step: ``TokenKitCompatibility``.
 ///
 /// ```swift
 /// let migrator = SessionMigrator(
@@ -35,7 +24,7 @@ public struct SessionMigrator: Sendable {
         /// The store already had a session; the leftover legacy keys were removed.
         case finishedEarlierMigration
         /// The legacy session cannot move over (the sign-in method changed): it was removed, and the app asks the
-        /// user to sign in again (seed 004's "認証方式が更新されました" message).
+        /// user to sign in again (as a BetterAuth app shows "認証方式が更新されました").
         case signInRequired
     }
 

@@ -9,25 +9,9 @@ public import TokenRefresh
 extension NetworkClientProtocol {
     /// Sends `request`; on a 401 refreshes once, saves the new pair, and retries once.
     ///
-    /// Only a request that carried `Authorization: Bearer` is refreshed for: a 401 to a request without a token is
-    /// passed on untouched (thrown, or returned as the client returned it), and the user's token is never attached to
-    /// it.
-    ///
-    /// A 401 is ``APIError/unauthorized`` thrown by the client, another error in which ``httpStatus(of:)`` finds
-    /// 401 (an app's own `APIError.unauthorized`, for example), or a 401 response the client returns.
-    ///
-    /// The unification analysis's extension, over TokenKit's core: concurrent 401s share one refresh (the
-    /// ``/TokenRefresh/TokenRefreshClient`` single flight); the rotated pair is saved through `authTokenPersistence` before
-    /// the retry; a request that carried an older token than the one saved meanwhile is retried with the saved
-    /// one without refreshing again; a second 401 is thrown, never looped on.
-    ///
-    /// ```swift
-    /// let (data, response) = try await networkClient.executeWithAutoRetry(
-    ///     request: request,
-    ///     tokenRefreshClient: tokenRefreshClient,
-    ///     authTokenPersistence: authTokenPersistence
-    /// )
-    /// ```
+    /// Only a request that carried `Authorization: Bearer` is refreshed for; concurrent 401s share one refresh; the rotated
+    /// pair is saved through `authTokenPersistence` before the retry; a second 401 is thrown, never looped on. What counts
+    /// as a 401, and the rest of the rules: <doc:RetryingAfterA401>.
     ///
     /// - Parameters:
     ///   - request: The request, with `Authorization: Bearer <access token>` (a request without it is not refreshed

@@ -7,16 +7,10 @@ public import Foundation
 /// The FitIQ apps' network client: sends a `URLRequest` and returns the body and the response, throwing
 /// ``APIError/unauthorized`` on a 401.
 ///
-/// An app that keeps its own error type works too: a 401 is recognised when the client returns the 401
-/// response, or throws an error that ``httpStatus(of:)`` recognises (an enum case named `unauthorized`, or an
-/// error carrying the status or the `HTTPURLResponse`).
+/// ``executeWithAutoRetry(request:tokenRefreshClient:authTokenPersistence:retryCount:)`` adds the refresh and the
+/// retry, also for an app that keeps its own error type (<doc:RetryingAfterA401>).
 ///
-/// ``executeWithAutoRetry(request:tokenRefreshClient:authTokenPersistence:retryCount:)`` adds the refresh and
-/// the retry. ``HTTPTransportNetworkClient`` is a conformance over any TokenKit `HTTPTransport`, and
-/// ``NetworkClientTransport`` goes the other way, so that a `TokenRefreshClient` refreshes through the app's
-/// client.
-///
-/// Conformers must be `Sendable` (the seed's protocol is not). A complete small conformance:
+/// Conformers must be `Sendable` (the FitIQ and Lume apps' protocol is not). A complete small conformance:
 ///
 /// ```swift
 /// struct URLSessionNetworkClient: NetworkClientProtocol {
@@ -40,17 +34,10 @@ public protocol NetworkClientProtocol: Sendable {
     /// The HTTP status that an error thrown by ``executeRequest(request:)`` reports, if it reports one.
     ///
     /// ``executeWithAutoRetry(request:tokenRefreshClient:authTokenPersistence:retryCount:)`` refreshes on a 401
-    /// found this way, and ``NetworkClientTransport`` hands the status to the refresh strategy.
-    ///
-    /// The default implementation recognises, in this order: TokenKit's ``APIError`` (its
-    /// ``APIError/statusCode``); an enum case named `unauthorized`, in any letter case, with or without associated
-    /// values (401); an `HTTPURLResponse` or `HTTPResponse` the error carries (its status); an integer from 100 to
-    /// 599 the error carries under the label `statusCode`, `status`, `httpStatus` or `httpStatusCode` (not a bare
-    /// `code`, which apps use for codes of their own).
-    /// It looks into the error with `Mirror`, two levels deep. So an app that keeps its own `APIError` (which
-    /// shadows TokenKit's in its files) still refreshes. Implement it when your client's errors carry the status
-    /// some other way (a case without associated values whose type has its own `description` is not recognised
-    /// by name):
+    /// found this way, and ``NetworkClientTransport`` hands the status to the refresh strategy. The default
+    /// implementation recognises TokenKit's ``APIError``, an enum case named `unauthorized`, and a status or response
+    /// the error carries (<doc:RetryingAfterA401>); implement it when your client's errors carry the status some
+    /// other way:
     ///
     /// ```swift
     /// func httpStatus(of error: any Error) -> Int? {

@@ -3,17 +3,15 @@ public import Persistence
 public import TokenRefresh
 
 extension TokenRefreshClient {
-    /// Creates a client for the FitIQ refresh endpoint, the unification analysis's
+    /// Creates a client for the FitIQ refresh endpoint, as FitIQCore's
     /// `TokenRefreshClient(networkClient:baseURL:apiKey:)`.
     ///
     /// It posts `{"refreshToken": "..."}` to `baseURL/api/v1/auth/refresh` with `X-API-Key` through the app's
-    /// network client (``/TokenRefresh/JSONEndpointRefreshStrategy`` over ``NetworkClientTransport``), and is the same
-    /// single-flight client as every other: concurrent ``/TokenRefresh/TokenRefreshClient/refreshToken(_:)`` calls share one refresh.
+    /// network client (``/TokenRefresh/JSONEndpointRefreshStrategy`` over ``NetworkClientTransport``); concurrent
+    /// ``/TokenRefresh/TokenRefreshClient/refreshToken(_:)`` calls share one refresh.
     ///
     /// ```swift
-    /// lazy var tokenRefreshClient: TokenRefreshClient = {
-    ///     TokenRefreshClient(networkClient: networkClient, baseURL: Config.baseURL, apiKey: Config.apiKey)
-    /// }()
+    /// let client = TokenRefreshClient(networkClient: networkClient, baseURL: Config.baseURL, apiKey: Config.apiKey)
     /// ```
     ///
     /// - Parameters:

@@ -2,36 +2,14 @@ public import AuthToken
 public import Foundation
 
 /// The FitIQ apps' synchronous token persistence (`AuthTokenPersistencePortProtocol` in FitIQ, the protocol
-/// the unification analysis keeps in FitIQCore), with Option A's whole-token methods.
+/// FitIQCore keeps), with whole-token methods.
 ///
-/// An app's existing conformer with only the seven FitIQ methods still conforms: ``saveToken(_:)``,
-/// ``fetchToken()`` and ``deleteToken()`` have default implementations over them that follow the
-/// analysis's recommended Option B (two strings stored; the expiry parsed from the JWT's `exp` when needed).
-///
-/// Use it with `NetworkClientProtocol.executeWithAutoRetry(request:tokenRefreshClient:authTokenPersistence:
-/// retryCount:)`, or let it back a `TokenRefreshClient` through ``AuthTokenPersistenceStore``. Any
-/// ``/Persistence/TokenStore`` serves it through ``TokenStoreAuthTokenPersistence``.
-///
-/// Conformers must be `Sendable` (the seed's protocol is not): a final class whose only stored properties are
-/// `let` constants, such as a Keychain adapter, is. A complete small conformance:
-///
-/// ```swift
-/// final class DictionaryPersistence: AuthTokenPersistenceProtocol, @unchecked Sendable {
-///     // `values` is only touched while holding `lock`.
-///     private let lock = NSLock()
-///     private var values: [String: String] = [:]
-///
-///     func save(accessToken: String, refreshToken: String) throws {
-///         lock.withLock { values["access"] = accessToken; values["refresh"] = refreshToken }
-///     }
-///     func fetchAccessToken() throws -> String? { lock.withLock { values["access"] } }
-///     func fetchRefreshToken() throws -> String? { lock.withLock { values["refresh"] } }
-///     func deleteTokens() throws { lock.withLock { values["access"] = nil; values["refresh"] = nil } }
-///     func saveUserProfileID(_ userID: UUID) throws { lock.withLock { values["user"] = userID.uuidString } }
-///     func fetchUserProfileID() throws -> UUID? { lock.withLock { values["user"].flatMap(UUID.init) } }
-///     func deleteUserProfileID() throws { lock.withLock { values["user"] = nil } }
-/// }
-/// ```
+/// An app's existing conformer with only the seven FitIQ methods still conforms: ``saveToken(_:)``, ``fetchToken()``
+/// and ``deleteToken()`` have default implementations over them. Use it with
+/// `NetworkClientProtocol.executeWithAutoRetry(request:tokenRefreshClient:authTokenPersistence:retryCount:)`, or let it
+/// back a `TokenRefreshClient` through ``AuthTokenPersistenceStore``; any ``/Persistence/TokenStore`` serves it through
+/// ``TokenStoreAuthTokenPersistence``. Conformers must be `Sendable` (the FitIQ and Lume apps' protocol is not); a
+/// complete conformance: <doc:AnAppsOwnTokenPersistence>.
 public protocol AuthTokenPersistenceProtocol: Sendable {
     /// Stores the whole token (Option A).
     ///

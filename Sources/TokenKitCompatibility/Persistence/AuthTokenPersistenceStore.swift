@@ -3,30 +3,13 @@ import Crypto
 import Foundation
 public import Persistence
 
-/// A ``/Persistence/TokenStore`` over an app's own ``AuthTokenPersistenceProtocol`` (FitIQ's Keychain adapter), so that
-/// the app's persistence backs a `TokenRefreshClient`: the client restores the session from it and writes every
+/// A ``/Persistence/TokenStore`` over an app's own ``AuthTokenPersistenceProtocol`` (FitIQ's Keychain adapter), so
+/// that the app's persistence backs a `TokenRefreshClient`: the client restores the session from it and writes every
 /// rotated pair to it before any caller sees the new token.
 ///
-/// - **One account.** The app's persistence keeps one session, so the adapter serves one account (``account``,
-///   `default` unless given, as a `TokenRefreshClient`'s default). Any other account reads `.unavailable` and its
-///   writes throw, both with ``/Persistence/PersistenceError/wrongAccount``: a second client cannot read or overwrite the app's
-///   session.
-/// - **The app's own writes count.** The app's persistence keeps no generation, so the adapter numbers what it
-///   sees: every read compares the stored pair and profile ID with what the adapter last read or wrote, and a
-///   change made by the app itself (a sign-in through its own login code) is a new generation. A client's
-///   conditional write of an older session then fails with ``/Persistence/PersistenceError/conflict`` instead of overwriting
-///   the app's pair, and the client adopts that pair. Within one process this is exact; the adapter keeps only a
-///   digest of what it saw, in memory.
-/// - **The profile ID belongs to its tokens.** A session whose user ID is a UUID stores it with
-///   ``AuthTokenPersistenceProtocol/saveUserProfileID(_:)``; a session without one deletes the stored profile ID, so
-///   it never outlives the tokens it was saved with. The old profile ID is deleted before the new tokens are
-///   written, and on removal before the tokens are, so a failure half-way leaves tokens without a profile ID,
-///   never tokens with another user's.
-///
-/// The token is read back with ``AuthTokenPersistenceProtocol/fetchToken()`` (by default: the expiry from the
-/// JWT's `exp` against the clock). Errors of the app's persistence become ``/Persistence/PersistenceError/readFailed`` or
-/// ``/Persistence/PersistenceError/writeFailed`` naming the method and the error's type, never its text (which could hold a
-/// token).
+/// It serves one account; a change the app makes itself counts as a new generation, so a client never overwrites the
+/// app's pair; a profile ID never outlives the tokens it was saved with; errors name the method and the error's type,
+/// never its text. Each guarantee in full: <doc:AnAppsOwnTokenPersistence>.
 public final class AuthTokenPersistenceStore: TokenStore {
     /// What the adapter last saw in the app's persistence, and the generation it gave it.
     private struct Seen {

@@ -57,7 +57,7 @@ public struct AuthEvent: Sendable, Hashable, CustomStringConvertible {
         /// The server no longer knows the session (a cookie session's check at launch or on demand found it gone).
         public static let invalidatedOnServer = SignOutReason("invalidatedOnServer")
         /// A request was refused (401) and the session check that followed found the session gone: it expired or
-        /// was ended on the server while in use (seed 004's global 401 handler shows "セッションが期限切れです").
+        /// was ended on the server while in use (an app's global 401 handler shows "セッションが期限切れです").
         public static let sessionExpired = SignOutReason("sessionExpired")
         /// Every session of the user was revoked on the server
         /// (``TokenRefreshClient/signOutEverywhere(_:body:through:)``).

@@ -1,4 +1,4 @@
-/// Where a session stands, in the seed apps' terms.
+/// Where a session stands, in the terms an app's screens use.
 public enum AuthState: Sendable, Hashable, CustomStringConvertible {
     /// No session.
     case signedOut

@@ -1,9 +1,9 @@
 import AuthToken
 public import Foundation
 
-/// An auth server's `{"error": "..."}` answer, as a typed error (seed 004's `BackendError`).
+/// An auth server's `{"error": "..."}` answer, as a typed error (what a BetterAuth app's `BackendError` carries).
 ///
-/// Only the texts the seed names are recognised; any other text becomes ``Kind/unrecognized`` and is dropped,
+/// Only the texts listed in ``Kind`` are recognised; any other text becomes ``Kind/unrecognized`` and is dropped,
 /// so nothing a server sent is shown raw or logged.
 ///
 /// ```swift

@@ -8,20 +8,9 @@ public import Persistence
 /// their behalf): clients are made on first use over one shared strategy factory and store, and idle ones are
 /// evicted under a bound.
 ///
-/// - **Per-account single flight.** Every caller for an account gets the same client while it is registered, so
-///   concurrent ``validToken(for:)`` calls on an expired session share one refresh. With a store shared between
-///   processes (`PostgresTokenStore` in TokenKitPostgres, `FileTokenStore`), the store's lock makes that one
-///   refresh across processes too.
-/// - **No lost rotation.** A client is evicted only when it is idle: no caller inside ``validToken(for:)`` or
-///   in a retry through ``tokenProvider(for:)``, no refresh running, and its pair persisted (a pair whose write
-///   failed stays in memory, with its client, until a retry stores it). An evicted account's next call makes a
-///   new client, which reads the stored pair.
-/// - **Bounded.** Past `maximumClients` the least recently used idle clients are evicted, down to
-///   `evictionTarget`; `SessionRegistrySweeper` (TokenKitServiceLifecycle) also evicts every idle client unused for
-///   the `idleTimeout` given to ``Configuration/init(maximumClients:evictionTarget:idleTimeout:client:)``.
-///
-/// Lookups take a lock, not an actor hop, so a fresh token through the registry costs little more than through
-/// the client itself.
+/// Concurrent calls for an account share one refresh (across processes too, with a shared store); a client is evicted
+/// only when idle and its pair persisted, so no rotation is lost; lookups take a lock, not an actor hop. Each guarantee
+/// in full: <doc:ManyUsersInOneProcess>.
 ///
 /// ```swift
 /// let registry = TokenSessionRegistry(store: store) { account in

@@ -7,22 +7,9 @@ public import NetworkRetry
 /// captures at sign-in, stores like any other secret, and presents as `Cookie` only where it belongs (use
 /// ``presentation`` on the ``/NetworkRetry/AuthenticatedClient``).
 ///
-/// Where it belongs is the cookie's own scope (RFC 6265): its domain (host-only unless it had a `Domain`), its
-/// path, and https when it is `Secure`, within the client's allowed origins. A `Domain` that is a public suffix
-/// is refused (RFC 6265 rules). Only the value is stored: a session restored after a relaunch
-/// is scoped host-only to the base URL's host, path `/`, `Secure` when the base URL is https, until the server
-/// sets the cookie again. `SameSite` and `HttpOnly` are recorded but not acted on (there are no scripts and no
-/// cross-site navigations here). The base URL must be https (or http to loopback) unless
-/// `dangerouslyAllowsPlainHTTP` says otherwise.
-///
-/// A cookie cannot be refreshed; its "refresh" is a check of the session with the server
-/// (`GET /api/auth/get-session` by default). The check runs at launch
-/// (``TokenRefreshClient/restoreSession(validatingWithProvider:)``), after a 401 (one check for every concurrent
-/// caller), and when the stored cookie nears its expiry:
-/// - an answer with a session keeps it, with the expiry the server gives and any renewed cookie (`Set-Cookie`,
-///   a sliding expiry);
-/// - `null` or a 401 ends it once, with ``AuthEvent/SignOutReason/invalidatedOnServer``;
-/// - a network error keeps it (expired while offline).
+/// The cookie goes only within its own scope (RFC 6265) and the client's allowed origins. A cookie cannot be refreshed:
+/// its "refresh" is a check of the session with the server, which keeps it, renews it or ends it once. The scope and
+/// the check in full: <doc:CookieSessionRules>.
 ///
 /// ```swift
 /// let cookie = CookieSessionStrategy(baseURL: URL(string: "https://api.example.com")!, transport: transport)

@@ -4,9 +4,9 @@ import HTTPTypes
 public import NetworkRetry
 
 /// A JSON refresh endpoint in the FitIQ style: `POST /api/v1/auth/refresh` with
-/// `{"refreshToken": "..."}` (what the seed's `RefreshTokenRequest` encodes with a default `JSONEncoder`) and
+/// `{"refreshToken": "..."}` (what the FitIQ app's `RefreshTokenRequest` encodes with a default `JSONEncoder`) and
 /// an `X-API-Key` header, answered with a token body in camelCase or snake_case keys, optionally wrapped in
-/// `data` (the seed decodes it with `.convertFromSnakeCase`, which accepts both).
+/// `data` (the app decodes it with `.convertFromSnakeCase`, which accepts both).
 ///
 /// For a backend that wants `{"refresh_token": "..."}`, pass `"refresh_token"` as `refreshTokenKey`.
 ///

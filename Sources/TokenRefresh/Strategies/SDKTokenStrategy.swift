@@ -1,8 +1,8 @@
 /// Tokens from an SDK that owns the session and its refresh (Clerk's `session.getToken()`, Firebase's
 /// `getIDToken(forcingRefresh:)`).
 ///
-/// TokenKit's job is then to hand the SDK's token to every request, ask once for all concurrent callers, skip
-/// the SDK's cache after a 401, and tell the app the truth about the session:
+/// TokenKit hands the SDK's token to every request, asks once for all concurrent callers, skips the SDK's cache after a
+/// 401, and tells the app the truth about the session (what each answer of the closures does: <doc:SDKSessionRules>):
 ///
 /// ```swift
 /// let auth = TokenRefreshClient(strategy: SDKTokenStrategy { forceRefresh in
@@ -12,21 +12,6 @@
 /// })
 /// let api = AuthenticatedClient(transport: transport, tokenProvider: auth, configuration: configuration)
 /// ```
-///
-/// - The `user` closure supplies the profile (Clerk's default session token carries no name or e-mail): it is
-///   asked after each token, and ``TokenRefreshClient/currentUser`` and ``TokenRefreshClient/sessionStates()``
-///   carry it. A profile whose ID is not the session's user is ignored.
-/// - The closure returns the token (a JWT, whose `exp` and `iat` give its lifetime), or `nil` when the SDK
-///   has no session: the session then ends once, with ``AuthEvent/SignOutReason/providerSignedOut``.
-/// - Throw ``TokenRefreshError/refreshTokenRejected`` when the SDK says the session was revoked: it ends once,
-///   with ``AuthEvent/SignOutReason/revoked``.
-/// - Connectivity errors (`URLError`, `POSIXError` connection failures) count as offline: the session is kept
-///   and ``TokenRefreshClient/isOfflineNow`` says so.
-/// - `forceRefresh` is `true` when the server rejected the current token (a 401), so the SDK should not
-///   answer from its cache.
-/// - When the SDK signs another user in by itself, its next token (another `sub`) starts a new session for that
-///   user: requests made for the previous user fail with ``TokenRefreshError/sessionChanged`` and are never sent
-///   with the new user's token.
 public struct SDKTokenStrategy: RefreshStrategy {
     private let body: @Sendable (_ forceRefresh: Bool) async throws -> String?
     private let user: (@Sendable () async -> AuthUser?)?

@@ -166,7 +166,7 @@ private struct Wire: Decodable {
 }
 
 /// The token fields, read under either key style: snake_case (RFC 6749) or camelCase (the FitIQ and Lume
-/// backends, which the seed decodes with `.convertFromSnakeCase`, so both spellings work there). When a body
+/// backends, which the apps decode with `.convertFromSnakeCase`, so both spellings work there). When a body
 /// carries both spellings of a field, the snake_case one wins.
 private struct Fields: Decodable {
     let accessToken: String?

@@ -17,32 +17,13 @@ public import Logging
 ///         clientAuthentication: .clientSecretBasic(id: "orders-api", secret: secretFromYourStore),
 ///         audience: .notChecked(reason: "the server binds no audience to its tokens")))
 /// let claims = try await introspection.verify(token)
-/// print(claims.string("scope") ?? "", claims.string("client_id") ?? "")
 /// ```
 ///
-/// The rules:
-/// - **Inactive is a 401, an endpoint that cannot answer is a 503.** `"active": false` throws
-///   ``TokenVerificationError/tokenInactive``; an unreachable or slow endpoint, a status other than 200, or an
-///   answer that is not a JSON object with a Boolean `active` throws
-///   ``TokenVerificationError/introspectionUnavailable``, and a 401 or 403 for this server's own credentials ``TokenVerificationError/introspectionClientRejected``.
-///   ``BearerAuthenticator`` answers the first with `invalid_token` and the others with 503, so a client never
-///   throws its token away because the endpoint was down.
-/// - **Bounded caches, keyed by the SHA-256 of the token** (never the token itself). An active answer is kept
-///   for at most ``Configuration/maximumCacheDuration`` and never past the answer's `exp`; an inactive one for
-///   ``Configuration/inactiveCacheDuration``; failures are not kept. Accepted answers and refusals have a cache
-///   each, of ``Configuration/cacheCapacity`` entries; when one is full its oldest entry goes, so a flood of unknown
-///   tokens never pushes out an accepted answer.
-/// - **One call per token at a time, and few at once.** Concurrent requests with the same unknown token share one
-///   introspection; at most ``Configuration/maximumConcurrentCalls`` calls run at once, and a new token beyond that
-///   is a 503 at once (``TokenVerificationError/introspectionUnavailable``), without a call.
-/// - **The answer is checked too:** `exp` and `nbf` (with ``Configuration/leeway``), `iss` if
-///   ``Configuration/issuer`` is set, `aud` by ``Configuration/audience``, a subject, and `token_type` (a refresh
-///   token is never accepted as an access token, whatever `active` says).
-/// - **https only** (or `http` to loopback), no redirects followed, and no token or client secret in any log
-///   line, error or description.
-///
-/// Cache lifetimes come from the injected clock, expiry checks from the injected `now`, so tests run on a
-/// manual clock.
+/// An inactive token throws ``TokenVerificationError/tokenInactive``; an endpoint that cannot answer throws
+/// ``TokenVerificationError/introspectionUnavailable``, so a client never throws its token away because the endpoint
+/// was down. Answers are cached by the token's SHA-256 within bounds, one call per token runs at a time, the answer's
+/// own claims are checked, and no token or client secret reaches a log. The rules in full: "Opaque tokens" in
+/// ``TokenVerification``.
 public final class IntrospectionVerifier: Sendable {
     /// How this resource server authenticates to the introspection endpoint (RFC 7662 section 2.1).
     public struct ClientAuthentication: Sendable, CustomStringConvertible, CustomReflectable {

@@ -9,19 +9,9 @@ extension RemoteJWKSSource {
     /// A fetch through `URLSession`: a GET with `Accept: application/json`; any status but 200 throws, and
     /// the `Cache-Control` header's `max-age` is passed on.
     ///
-    /// Redirects are followed only within the URL's origin (scheme, host and port): a redirect elsewhere is
-    /// not followed, so another host is never asked, and an answer that still comes from another origin throws;
-    /// whoever controls a redirect target cannot serve their own keys. The session is made here, with a delegate
-    /// that enforces this rule: a delegate given to one task alone is ignored by `FoundationNetworking` on Linux.
-    ///
-    /// The body is read with a hard cap, `maximumBytes`: a longer `Content-Length` is refused at the head, a longer
-    /// stream as it passes the cap, the connection is closed, and the fetch throws
-    /// ``TokenVerificationError/keySetTooLarge``; so an endpoint that answers without end costs at most
-    /// `maximumBytes` of memory. Memory, not the read: on Linux `URLSession` cannot pause a transfer, and the
-    /// connection closes only when the server pauses (a Linux backend fetches with
-    /// `asyncHTTPClientFetch(_:timeout:maximumBytes:)` of `TokenKitAsyncHTTPClient`, which reads with back-pressure).
-    /// The source's ``JWKSet/Limits`` apply to the body once it is read: if you raise ``JWKSet/Limits/maximumBytes``,
-    /// raise `maximumBytes` here too.
+    /// Redirects are followed only within the URL's origin, and the body is read with a hard cap, `maximumBytes`, past
+    /// which the fetch throws ``TokenVerificationError/keySetTooLarge`` (<doc:KeySetFetchingRules>). If you raise
+    /// ``JWKSet/Limits/maximumBytes``, raise `maximumBytes` here too.
     ///
     /// - Parameters:
     ///   - configuration: The session's configuration; ephemeral by default.

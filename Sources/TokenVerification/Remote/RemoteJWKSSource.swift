@@ -14,26 +14,9 @@ public import Logging
 /// let keys = RemoteJWKSSource(location: .openIDDiscovery(issuer: URL(string: "https://accounts.example.com")!))
 /// ```
 ///
-/// The rules, each a failure of a well-known library turned round:
-/// - **One fetch for everyone.** Concurrent verifiers share the fetch in flight.
-/// - **Cache per `Cache-Control: max-age`**, clamped to ``Configuration/minimumMaxAge`` and
-///   ``Configuration/maximumMaxAge`` (``Configuration/defaultMaxAge`` without one). A background refresh
-///   starts ``Configuration/refreshAhead`` before the set goes stale; verifiers keep using the current set.
-/// - **Unknown `kid`: at most one refetch per ``Configuration/unknownKeyCooldown``** (30 s). Inside the
-///   cooldown an unknown `kid` is refused at once, without waiting and without a fetch; a token whose `kid` is
-///   known never waits behind a fetch. The `kid`s refused since the last fetch are remembered (a bounded
-///   negative cache) so each is logged once.
-/// - **The endpoint is down:** the last good set keeps serving for ``Configuration/maximumStaleness`` past
-///   its freshness, with retries every ``Configuration/retryAfterFailure``.
-/// - **Bounds:** ``Configuration/fetchTimeout`` (the fetch is abandoned, even if it ignores cancellation),
-///   ``JWKSet/Limits`` on the document's size and key count. A key that does not parse is skipped and logged.
-///
-/// - **https only:** the JWKS URL, the discovery issuer and the discovered `jwks_uri` must be `https` (or `http`
-///   to loopback), else nothing is fetched (``TokenVerificationError/insecureKeySetURL``) unless
-///   ``Configuration/dangerouslyAllowsPlainHTTP`` is on; ``urlSessionFetch(configuration:maximumBytes:)`` follows
-///   redirects only within the origin.
-///
-/// All time comes from the injected clock, so tests drive it with a manual clock.
+/// Concurrent verifiers share one fetch; the set is cached per `Cache-Control`, refreshed ahead of going stale, and kept
+/// serving while the endpoint is down; an unknown `kid` causes at most one refetch per cooldown; fetches are bounded in
+/// time and size, and https only. All time comes from the injected clock. The rules in full: <doc:KeySetFetchingRules>.
 public actor RemoteJWKSSource: JWKSSource {
     /// What a fetch returns: the body, and the `Cache-Control: max-age` if the response had one.
     public struct Response: Sendable {

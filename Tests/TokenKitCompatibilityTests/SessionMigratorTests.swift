@@ -4,6 +4,7 @@ import Persistence
 import Testing
 import TokenKitCompatibility
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 
 @Suite(.logLeakCheck()) struct SessionMigratorTests {
@@ -11,12 +12,7 @@ import TokenKitTesting
 
     /// An unsigned JWT with the given claims.
     static func jwt(_ claims: String) -> String {
-        func base64URL(_ text: String) -> String {
-            Data(text.utf8).base64EncodedString()
-                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-                .replacingOccurrences(of: "=", with: "")
-        }
-        return base64URL(#"{"alg":"HS256","typ":"JWT"}"#) + "." + base64URL(claims) + ".c2lnbmF0dXJl"
+        JWTBuilder.token(claims: claims, header: #"{"alg":"HS256","typ":"JWT"}"#, signature: Data("signature".utf8))
     }
 
     static let fitIQAccessToken: String = {
@@ -251,7 +247,12 @@ import TokenKitTesting
     }
 
     @Test func aNewerSessionInTheStoreWinsOverLegacyLeftovers() async throws {
-        let newer = sampleSession(generation: 5)
+        let newer = StoredSession(
+            token: TestSecrets.shared.register(
+                AuthToken(
+                    accessToken: "secret-access-5", refreshToken: "secret-refresh-5", receivedAt: Self.now,
+                    lifetime: 900)),
+            userID: "user-1", generation: 5)
         let store = InMemoryTokenStore(sessions: ["default": newer])
         let source = Self.fitIQSource()
         #expect(try await Self.migrator(.fitIQ(), source, store).migrate() == .finishedEarlierMigration)

@@ -1,8 +1,7 @@
 public import Foundation
-import TokenKitTesting
 public import TokenRefresh
 
-/// A scriptable stand-in for an SDK that owns the session (the `ClerkMockProvider` of the CommuteTimely seed):
+/// A scriptable stand-in for an SDK that owns the session, such as Clerk or Firebase Auth:
 /// it hands out JWT-shaped tokens for a mock user, changes state when the test says so, counts the calls, and
 /// never touches the network.
 ///
