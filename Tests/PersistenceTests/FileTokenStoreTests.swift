@@ -141,7 +141,7 @@ import TokenKitTesting
         #expect(try Data(contentsOf: URL(fileURLWithPath: aside)) == aliceBytes)
     }
 
-    /// Defect 7 of issue 12: a directory made by `mkdir -p` (0755) used to be refused, so every save failed.
+    /// A directory made by `mkdir -p` (0755) used to be refused, so every save failed.
     @Test func aDirectoryMadeByMkdirIsTightenedTo0700AndUsed() async throws {
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
