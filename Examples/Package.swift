@@ -1,7 +1,8 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-/// The same strictness as the TokenKit package (see shared STYLE.md, "Package.swift").
+/// The same strictness as the TokenKit package: existential `any`, member import visibility, internal imports by
+/// default.
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),

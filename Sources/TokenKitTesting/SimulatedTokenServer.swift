@@ -80,64 +80,41 @@ public actor SimulatedTokenServer: HTTPTransport {
     }
 
     /// A fault to play on the next token request, instead of (or around) the normal answer.
-    public struct Fault: Sendable, CustomStringConvertible {
-        indirect enum Kind: Sendable {
-            case status(Int, retryAfter: Int?)
-            case malformedJSON, connectionError, responseLostAfterRotation, invalidGrant, invalidClient, hold
-            case held(Kind)
-        }
-        let kind: Kind
+    public indirect enum Fault: Sendable, CustomStringConvertible {
+        /// Any status with an empty body, with `Retry-After` when given (`.status(503, retryAfter: 120)`).
+        case status(Int, retryAfter: Int? = nil)
+        /// `200 OK` with a body that is not JSON.
+        case malformedJSON
+        /// The connection fails before the request reaches the server.
+        case connectionError
+        /// The server handles the request (and rotates), then the connection drops before the answer arrives.
+        case responseLostAfterRotation
+        /// `400` with `invalid_grant`.
+        case invalidGrant
+        /// `401` with `invalid_client`.
+        case invalidClient
+        /// The request waits until ``SimulatedTokenServer/releaseHeldRequests()`` and is then handled normally.
+        case hold
+        /// The request waits until ``SimulatedTokenServer/releaseHeldRequests()``, then the inner fault is played.
+        case held(Fault)
 
         /// `500 Internal Server Error`.
-        package static let internalServerError = Fault(kind: .status(500, retryAfter: nil))
+        package static let internalServerError = Fault.status(500)
         /// `503 Service Unavailable`, with `Retry-After` when given.
         ///
         /// - Parameter retryAfter: Seconds for `Retry-After`.
         /// - Returns: The fault.
-        package static func serviceUnavailable(retryAfter: Int? = nil) -> Fault {
-            Fault(kind: .status(503, retryAfter: retryAfter))
-        }
+        package static func serviceUnavailable(retryAfter: Int? = nil) -> Fault { .status(503, retryAfter: retryAfter) }
         /// `429 Too Many Requests`, with `Retry-After` when given.
         ///
         /// - Parameter retryAfter: Seconds for `Retry-After`.
         /// - Returns: The fault.
-        package static func tooManyRequests(retryAfter: Int? = nil) -> Fault {
-            Fault(kind: .status(429, retryAfter: retryAfter))
-        }
-        /// Any status with an empty body, with `Retry-After` when given (`.status(503, retryAfter: 120)`).
-        ///
-        /// - Parameters:
-        ///   - code: The status code.
-        ///   - retryAfter: Seconds for `Retry-After`.
-        /// - Returns: The fault.
-        public static func status(_ code: Int, retryAfter: Int? = nil) -> Fault {
-            Fault(kind: .status(code, retryAfter: retryAfter))
-        }
-        /// `200 OK` with a body that is not JSON.
-        public static let malformedJSON = Fault(kind: .malformedJSON)
-        /// The connection fails before the request reaches the server.
-        public static let connectionError = Fault(kind: .connectionError)
-        /// The server handles the request (and rotates), then the connection drops before the answer arrives.
-        public static let responseLostAfterRotation = Fault(kind: .responseLostAfterRotation)
-        /// `400` with `invalid_grant`.
-        public static let invalidGrant = Fault(kind: .invalidGrant)
-        /// `401` with `invalid_client`.
-        public static let invalidClient = Fault(kind: .invalidClient)
-        /// The request waits until ``SimulatedTokenServer/releaseHeldRequests()`` and is then handled normally.
-        public static let hold = Fault(kind: .hold)
-
-        /// The request waits until ``SimulatedTokenServer/releaseHeldRequests()``, then `fault` is played.
-        ///
-        /// - Parameter fault: The fault to play after the wait.
-        /// - Returns: The fault.
-        public static func held(_ fault: Fault) -> Fault { Fault(kind: .held(fault.kind)) }
+        package static func tooManyRequests(retryAfter: Int? = nil) -> Fault { .status(429, retryAfter: retryAfter) }
 
         /// The fault's name.
-        public var description: String { Self.name(kind) }
-
-        private static func name(_ kind: Kind) -> String {
-            switch kind {
-            case .held(let inner): "held(\(name(inner)))"
+        public var description: String {
+            switch self {
+            case .held(let inner): "held(\(inner))"
             case .status(let code, let retryAfter): "status(\(code)\(retryAfter.map { ", retry after \($0)" } ?? ""))"
             case .malformedJSON: "malformedJSON"
             case .connectionError: "connectionError"
@@ -315,7 +292,7 @@ public actor SimulatedTokenServer: HTTPTransport {
         tokenRequestCount += 1
         var lostAfterRotation = false
         if !faults.isEmpty {
-            var kind = faults.removeFirst().kind
+            var kind = faults.removeFirst()
             if case .held(let inner) = kind {
                 try await hold()
                 kind = inner

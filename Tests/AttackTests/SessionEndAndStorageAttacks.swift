@@ -270,7 +270,7 @@ struct SessionEndAndStorageAttacks {
 
     // MARK: - Where the convenience factories keep tokens
 
-    /// On Apple platforms the seed apps kept tokens in the Keychain; a factory must not quietly move them into an
+    /// On Apple platforms the FitIQ and Lume apps kept tokens in the Keychain; a factory must not quietly move them into an
     /// unencrypted file that backups carry. (Only the Linux branch of this test runs in TokenKit's CI.)
     @Test func theConvenienceFactoriesDoNotKeepTokensInAPlainFileWhereTheKeychainExists() {
         let fitIQ = AuthClient.fitIQ(
@@ -404,7 +404,7 @@ extension TokenStoreRead {
     }
 }
 
-/// The app's own Keychain adapter, in the seed's shape: seven synchronous methods over one slot.
+/// The app's own Keychain adapter, in the FitIQ app's shape: seven synchronous methods over one slot.
 final class AppKeychainPersistence: AuthTokenPersistenceProtocol, @unchecked Sendable {
     // `values` is only touched while holding `lock`.
     private let lock = NSLock()

@@ -16,7 +16,7 @@ import TokenRefresh
 
 // What an attacker tried to make TokenKit send a token to the wrong user or the wrong host: two users on one
 // device, paths that rewrite the authority, encoded paths, redirects and dumps. Everything goes through the
-// public API, with the seed apps' call shapes where the seeds have one.
+// public API, with the FitIQ and Lume apps' call shapes where they have one.
 
 /// The two users' API with opaque tokens: a FitIQ-style refresh endpoint (`POST /api/v1/auth/refresh`, rotating),
 /// a profile (`GET /api/v1/profile`, answers "data of <user>") and uploads (`POST /api/v1/uploads`, answers
@@ -151,7 +151,7 @@ final class AppPersistence: AuthTokenPersistenceProtocol, @unchecked Sendable {
     func deleteUserProfileID() throws { lock.withLock { values["userProfileID"] = nil } }
 }
 
-/// The FitIQ app after the migration, with the unification analysis's call shapes.
+/// The FitIQ app after the migration, with FitIQCore's call shapes.
 struct FitIQApp {
     let backend = TwoUserBackend()
     let persistence = AppPersistence()
@@ -206,7 +206,7 @@ private struct FixedTokenProvider: TokenProvider {
     // MARK: - Another user's session
 
     /// The app logs Alice in by itself, TokenKit refreshes her once, the app logs Alice out and Bob in by itself,
-    /// then asks for a refresh with Bob's refresh token (the seed's stateless `refreshToken(_:)`).
+    /// then asks for a refresh with Bob's refresh token (the apps' stateless `refreshToken(_:)`).
     @Test func aRefreshTokenOfAnotherUserIsNeverAnsweredWithTheHeldSession() async throws {
         let app = FitIQApp()
         try await app.logIn("alice")

@@ -8,7 +8,7 @@ import TokenKitTesting
     import FoundationNetworking
 #endif
 
-// The FitIQ app's code after the migration, as the unification analysis writes it.
+// The FitIQ app's code after the migration, as FitIQCore's migration writes it.
 
 enum Config {
     static var baseURL: URL { AnalysisBackend.baseURL }

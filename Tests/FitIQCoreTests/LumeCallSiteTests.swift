@@ -8,7 +8,7 @@ import TokenKitTesting
     import FoundationNetworking
 #endif
 
-// The Lume app's code after the migration, as the unification analysis writes it.
+// The Lume app's code after the migration, as FitIQCore's migration writes it.
 
 /// Lume's configuration singleton.
 final class AppConfiguration: Sendable {

@@ -21,7 +21,7 @@ private func jwt(iat: Int? = nil, exp: Int) -> String {
     return token
 }
 
-/// The ways the seed's apps get an `AuthToken` whose receipt time is unknown.
+/// The ways the FitIQ and Lume apps get an `AuthToken` whose receipt time is unknown.
 enum SeedConstruction: String, CaseIterable, CustomStringConvertible, Sendable {
     /// FitIQ: `AuthToken.withParsedExpiration(accessToken:refreshToken:)` over the two stored strings.
     case parsedFromStoredStrings

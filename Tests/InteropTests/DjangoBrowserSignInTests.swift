@@ -45,6 +45,15 @@ extension Interop {
             }
         }
 
+        /// The ID token DOT issued to an earlier sign-in through `agent`, which was signed out since.
+        static func idTokenOfAnEarlierSignIn(_ server: InteropServer, agent: DjangoBrowser) async throws -> String? {
+            let capture = IDTokenCapture(RecordingTransport(server.transport))
+            let (earlier, earlierTokens, _) = try await flow(server, store: InMemoryTokenStore(), transport: capture)
+            TestSecrets.shared.register(try await earlier.signIn(using: agent))
+            try await earlierTokens.signOut()
+            return capture.last
+        }
+
         /// A session client and a flow for DOT's `interop-oidc` client, from DOT's discovery document.
         static func flow(
             _ server: InteropServer, store: any TokenStore, transport: (any HTTPTransport)? = nil,
@@ -149,12 +158,7 @@ extension Interop {
             }
             // A nonce mismatch: an ID token from an earlier sign-in swapped into the token response.
             do {
-                let capture = IDTokenCapture(RecordingTransport(server.transport))
-                let (earlier, earlierTokens, _) = try await Self.flow(
-                    server, store: InMemoryTokenStore(), transport: capture)
-                TestSecrets.shared.register(try await earlier.signIn(using: agent))
-                try await earlierTokens.signOut()
-                let replayed = try #require(capture.last)
+                let replayed = try #require(await Self.idTokenOfAnEarlierSignIn(server, agent: agent))
                 let swapping = IDTokenSwap(RecordingTransport(server.transport), idToken: replayed)
                 let (flow, tokens, _) = try await Self.flow(server, store: InMemoryTokenStore(), transport: swapping)
                 await #expect(throws: SignInError.nonceMismatch) { try await flow.signIn(using: agent) }
@@ -163,12 +167,7 @@ extension Interop {
             // An ID token for another audience: DOT's ID token for `interop-oidc` swapped into the answer to a sign-in
             // of `interop-oidc-other`, another client of the same server.
             do {
-                let capture = IDTokenCapture(RecordingTransport(server.transport))
-                let (earlier, earlierTokens, _) = try await Self.flow(
-                    server, store: InMemoryTokenStore(), transport: capture)
-                TestSecrets.shared.register(try await earlier.signIn(using: agent))
-                try await earlierTokens.signOut()
-                let foreign = try #require(capture.last)
+                let foreign = try #require(await Self.idTokenOfAnEarlierSignIn(server, agent: agent))
                 let swapping = IDTokenSwap(RecordingTransport(server.transport), idToken: foreign)
                 let (flow, tokens, _) = try await Self.flow(
                     server, store: InMemoryTokenStore(), transport: swapping, clientID: "interop-oidc-other")

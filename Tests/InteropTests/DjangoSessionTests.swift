@@ -18,12 +18,17 @@ extension Interop {
     /// that below TokenKit, as an app's own transport would.
     @Suite(.logLeakCheck(), .enabled(if: ProcessInfo.processInfo.environment["TOKENKIT_INTEROP_URL"] != nil))
     struct DjangoSession {
-        @Test func signInCallRestartAndServerSideDeletion() async throws {
+        /// A prepared server without Django sessions, and a file store in a fresh directory (the caller removes it).
+        static func freshServerAndFileStore() async throws -> (InteropServer, FileTokenStore, TemporaryDirectory) {
             let server = try await InteropServer.prepared()
             try await server.deleteDjangoSessions()
             let directory = TemporaryDirectory()
+            return (server, FileTokenStore(directory: directory.storeDirectory), directory)
+        }
+
+        @Test func signInCallRestartAndServerSideDeletion() async throws {
+            let (server, store, directory) = try await Self.freshServerAndFileStore()
             defer { directory.remove() }
-            let store = FileTokenStore(directory: directory.storeDirectory)
 
             // Sign in through Django's login view (CSRF handled by the transport).
             let first = DjangoSessionStack(server, store: store)
@@ -82,11 +87,8 @@ extension Interop {
         }
 
         @Test func launchValidationEndsASessionDjangoDeleted() async throws {
-            let server = try await InteropServer.prepared()
-            try await server.deleteDjangoSessions()
-            let directory = TemporaryDirectory()
+            let (server, store, directory) = try await Self.freshServerAndFileStore()
             defer { directory.remove() }
-            let store = FileTokenStore(directory: directory.storeDirectory)
 
             let first = DjangoSessionStack(server, store: store)
             let token = try await first.signIn()

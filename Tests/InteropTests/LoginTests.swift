@@ -58,7 +58,7 @@ extension Interop {
             let session = InteropSession(server)
             let error = await thrownError { try await session.signIn(password: "not-alice-password") }
             #expect(error as? TokenRefreshError == .signInRejected)
-            // DOT's real answer: 400 with invalid_grant; the code survives classification (issue 12, defect 4).
+            // DOT's real answer: 400 with invalid_grant; the code survives classification.
             #expect((error as? TokenRefreshError)?.oauthError == "invalid_grant")
             #expect((error as? TokenRefreshError)?.status == 400)
             #expect(session.client.currentState == .signedOut)

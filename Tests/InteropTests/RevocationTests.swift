@@ -89,7 +89,7 @@ extension Interop {
 
         /// A refresh that DOT refuses with `invalid_client` (the app's client secret is wrong, say after a
         /// rotation on the server) is a configuration error: TokenKit keeps the session and the store, publishes
-        /// `refreshFailed`, and does not sign out (ARCHITECTURE.md section 3, rule 5).
+        /// `refreshFailed`, and does not sign out.
         @Test func rejectedClientAuthenticationKeepsTheSession() async throws {
             let server = try await InteropServer.prepared()
             let store = InMemoryTokenStore()

@@ -8,7 +8,8 @@ import TokenRefresh
 
 extension Interop {
     /// DOT's reuse-protection and grace-window settings, switched at run time with `/debug/config`, against
-    /// the rules of ARCHITECTURE.md section 3.
+    /// TokenKit's rotation rules: a rotated pair is stored before it is used, and a refused refresh token ends the
+    /// session.
     ///
     /// What DOT 3.4.1 does (Interop/README.md, "How DOT 3.4.1 behaves"): every refresh rotates the refresh
     /// token. Presenting the rotated-out token again is `invalid_grant`; with reuse protection on, that also

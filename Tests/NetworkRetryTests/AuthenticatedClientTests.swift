@@ -337,7 +337,7 @@ import TokenKitTesting
         #expect("\(second.scheme ?? "")://\(second.authority ?? "")\(second.path ?? "")" == location)
     }
 
-    /// Defect 1 of issue 12: a chain api -> other -> api used to re-attach the token (and the caller's cookie) on
+    /// A chain api -> other -> api used to re-attach the token (and the caller's cookie) on
     /// the last hop, so the middle hop chose which authenticated request was made.
     @Test func aRedirectThatComesBackToTheOriginStaysWithoutCredentials() async throws {
         let transport = MockTransport(script: [

@@ -106,7 +106,7 @@ import TokenKitTesting
         #expect(received[1].headers["authorization"] == nil)
     }
 
-    /// Defect 1 of issue 12 over real HTTP: 127.0.0.1 -> localhost -> 127.0.0.1 carries no credentials after
+    /// Over real HTTP: 127.0.0.1 -> localhost -> 127.0.0.1 carries no credentials after
     /// the first hop.
     @Test func aRedirectThatComesBackOnARealServerArrivesWithoutCredentials() async throws {
         let server = try LoopbackServer(route: Self.route)

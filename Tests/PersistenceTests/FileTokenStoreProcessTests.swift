@@ -150,7 +150,7 @@ import TokenRefresh
         #expect(session.token.scope == expected)
     }
 
-    /// Defect 5 of issue 12: one process whose token request hangs holds the store's lock; another process
+    /// One process whose token request hangs holds the store's lock; another process
     /// answers within its lock timeout instead of waiting behind it, and never refreshes without the lock.
     @Test(.timeLimit(.minutes(10))) func aHungRefreshInAnotherProcessDoesNotBlockThisOne() async throws {
         let probe = try Self.probeURL()

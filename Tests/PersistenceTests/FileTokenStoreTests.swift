@@ -141,7 +141,7 @@ import TokenKitTesting
         #expect(try Data(contentsOf: URL(fileURLWithPath: aside)) == aliceBytes)
     }
 
-    /// Defect 7 of issue 12: a directory made by `mkdir -p` (0755) used to be refused, so every save failed.
+    /// A directory made by `mkdir -p` (0755) used to be refused, so every save failed.
     @Test func aDirectoryMadeByMkdirIsTightenedTo0700AndUsed() async throws {
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
@@ -307,21 +307,15 @@ import TokenKitTesting
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
         let store = FileTokenStore(directory: temporary.storeDirectory)
-        let (entered, enteredContinuation) = AsyncStream.makeStream(of: Void.self)
-        let (release, releaseContinuation) = AsyncStream.makeStream(of: Void.self)
-        let holder = Task {
-            try await store.withExclusiveAccess(account: "a") {
-                enteredContinuation.yield()
-                for await _ in release { break }
-            }
-        }
-        for await _ in entered { break }
+        let release = HoldGate()
+        let holder = Task { try await store.withExclusiveAccess(account: "a") { await release.wait() } }
+        await release.waitForArrivals(1)
         let waiter = Task {
             try await store.withExclusiveAccess(account: "a") { "ran" }
         }
         waiter.cancel()
         await #expect(throws: PersistenceError.lockFailed) { try await waiter.value }
-        releaseContinuation.yield()
+        release.open()
         try await holder.value
         #expect(try await store.withExclusiveAccess(account: "a") { "free again" } == "free again")
     }
@@ -331,22 +325,16 @@ import TokenKitTesting
         defer { temporary.remove() }
         let store = FileTokenStore(
             directory: temporary.storeDirectory, configuration: .init(lockTimeout: .milliseconds(50)))
-        let (entered, enteredContinuation) = AsyncStream.makeStream(of: Void.self)
-        let (release, releaseContinuation) = AsyncStream.makeStream(of: Void.self)
-        let holder = Task {
-            try await store.withExclusiveAccess(account: "a") {
-                enteredContinuation.yield()
-                for await _ in release { break }
-            }
-        }
-        for await _ in entered { break }
+        let release = HoldGate()
+        let holder = Task { try await store.withExclusiveAccess(account: "a") { await release.wait() } }
+        await release.waitForArrivals(1)
         await #expect(throws: PersistenceError.lockTimedOut) {
             try await store.withExclusiveAccess(account: "a") { "ran" }
         }
         await #expect(throws: PersistenceError.lockTimedOut) {
             try await store.save(sampleSession(generation: 1), account: "a", condition: .always)
         }
-        releaseContinuation.yield()
+        release.open()
         try await holder.value
         #expect(try await store.withExclusiveAccess(account: "a") { "free again" } == "free again")
     }

@@ -10,7 +10,7 @@ import TokenKitTesting
 
 @testable import TokenRefresh
 
-/// Cookie sessions (seed 004, BetterAuth): parsing, presentation, launch validation, one check for many 401s.
+/// Cookie sessions (BetterAuth): parsing, presentation, launch validation, one check for many 401s.
 @Suite(.logLeakCheck()) struct CookieSessionTests {
     static let cookieName = "better-auth.session_token"
     static let base = URL(string: "https://api.example.com")!
@@ -271,7 +271,7 @@ import TokenKitTesting
             if signedOut == 1 { break }
         }
         #expect(signedOut == 1)
-        // Found gone after a refused request: it expired in use (seed 004's 401 handler), not at a launch check.
+        // Found gone after a refused request: it expired in use (as an app's 401 handler sees it), not at a launch check.
         #expect(reason == .sessionExpired)
     }
 

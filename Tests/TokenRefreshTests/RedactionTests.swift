@@ -58,7 +58,7 @@ import TokenKitTesting
         }
     }
 
-    /// Defect 2 of issue 12: `dump(client)` used to print the rejected refresh tokens the actor kept.
+    /// `dump(client)` used to print the rejected refresh tokens the actor kept.
     @Test func dumpingClientsAfterARejectedRefreshShowsNoToken() async throws {
         let rig = try await Rig.make()
         var seen = [rig.initial.accessToken, rig.initial.refreshToken!]

@@ -34,7 +34,7 @@ import TokenRefresh
         #expect(user.sessionID == "sess_mock_1")
     }
 
-    /// CommuteTimely's `RootView`, with `handleAuthStateChange` exactly as the seed writes it.
+    /// CommuteTimely's `RootView`, with `handleAuthStateChange` exactly as the app writes it.
     final class RootView: Sendable {
         struct NotificationSettings: Sendable { var personalizedDailyNotificationsEnabled = true }
         struct Preferences: Sendable { var notificationSettings = NotificationSettings() }

@@ -9,7 +9,7 @@ import TokenKitTesting
 
 @testable import TokenRefresh
 
-/// The session state as a value and a stream, over an SDK that owns the session (issue 15).
+/// The session state as a value and a stream, over an SDK that owns the session.
 @Suite(.logLeakCheck()) struct SessionStateTests {
     /// Collects a state stream in the background, as a UI loop would.
     final class StateLog: Sendable {

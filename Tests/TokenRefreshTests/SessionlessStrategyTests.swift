@@ -39,7 +39,7 @@ import TokenKitTesting
             configuration: .init(backoff: .init(retries: 0)), clock: clock, now: clock.wallClock)
     }
 
-    /// Defect 6 of issue 12: the client used to stay signed in and keep handing out the rejected token.
+    /// The client used to stay signed in and keep handing out the rejected token.
     @Test func aRejectionFromASessionlessClosureEndsTheSessionOnce() async throws {
         let clock = ManualClock()
         let script = Script()

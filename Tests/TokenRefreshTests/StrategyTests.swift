@@ -69,7 +69,7 @@ import TokenKitTesting
         #expect(sent.request.headerFields[HTTPField.Name("X-API-Key")!] == "api-key-number-1")
         #expect(sent.request.headerFields[.contentType] == "application/json")
         let body = try JSONSerialization.jsonObject(with: sent.body ?? Data()) as? [String: String]
-        #expect(body == ["refreshToken": "old-refresh"], "the seed's RefreshTokenRequest, default JSONEncoder")
+        #expect(body == ["refreshToken": "old-refresh"], "the FitIQ app's RefreshTokenRequest, default JSONEncoder")
     }
 
     @Test func theJSONEndpointBodyKeyCanBeSnakeCase() async throws {

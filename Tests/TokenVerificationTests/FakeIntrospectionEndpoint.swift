@@ -20,11 +20,10 @@ final class FakeIntrospectionEndpoint: Sendable {
         var answers: [String: String] = [:]
         var behaviour = Behaviour.answer
         var requests: [IntrospectionVerifier.Request] = []
-        /// Closed while fetches are held.
-        var gate: HoldGate?
     }
 
     private let state = Locked(State())
+    private let holds = Holds()
 
     /// Answers `json` for `token`.
     func answer(_ token: String, _ json: String) { state.withLock { $0.answers[token] = json } }
@@ -35,14 +34,9 @@ final class FakeIntrospectionEndpoint: Sendable {
     var count: Int { state.withLock { $0.requests.count } }
     var requests: [IntrospectionVerifier.Request] { state.withLock { $0.requests } }
 
-    func hold() { state.withLock { $0.gate = $0.gate ?? HoldGate() } }
+    func hold() { holds.hold() }
 
-    func release() {
-        state.withLock { state in
-            defer { state.gate = nil }
-            return state.gate
-        }?.open()
-    }
+    func release() { holds.release() }
 
     var send: IntrospectionVerifier.Send {
         { request in try await self.handle(request) }
@@ -50,7 +44,7 @@ final class FakeIntrospectionEndpoint: Sendable {
 
     private func handle(_ request: IntrospectionVerifier.Request) async throws -> IntrospectionVerifier.Response {
         state.withLock { $0.requests.append(request) }
-        await state.withLock { $0.gate }?.wait()
+        await holds.pass()
         let form = Self.form(request.body)
         let (behaviour, answers) = state.withLock { ($0.behaviour, $0.answers) }
         switch behaviour {

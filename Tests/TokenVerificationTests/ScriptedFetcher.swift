@@ -16,11 +16,10 @@ final class ScriptedFetcher: Sendable {
         var steps: [Step]
         var count = 0
         var discoveryCount = 0
-        /// Closed while fetches are held.
-        var gate: HoldGate?
     }
 
     private let state: Locked<State>
+    private let holds = Holds()
     let discovery: Data?
 
     init(steps: [Step], discovery: Data? = nil) {
@@ -38,15 +37,10 @@ final class ScriptedFetcher: Sendable {
     var discoveryCount: Int { state.withLock { $0.discoveryCount } }
 
     /// Holds every fetch from now on until ``release()``.
-    func hold() { state.withLock { $0.gate = $0.gate ?? HoldGate() } }
+    func hold() { holds.hold() }
 
     /// Lets held fetches (and later ones) go.
-    func release() {
-        state.withLock { state in
-            defer { state.gate = nil }
-            return state.gate
-        }?.open()
-    }
+    func release() { holds.release() }
 
     var fetch: RemoteJWKSSource.Fetch {
         { url in try await self.answer(url) }
@@ -59,7 +53,7 @@ final class ScriptedFetcher: Sendable {
             return RemoteJWKSSource.Response(body: discovery)
         }
         state.withLock { $0.count += 1 }
-        await state.withLock { $0.gate }?.wait()
+        await holds.pass()
         let step = state.withLock { state in state.steps.count > 1 ? state.steps.removeFirst() : state.steps[0] }
         switch step {
         case .document(let data, let maxAge): return RemoteJWKSSource.Response(body: data, maxAge: maxAge)
