@@ -138,7 +138,7 @@ public actor AuthorizationCodeFlow {
         let request = try await start(prompt: prompt, loginHint: loginHint)
         let redirect: URL
         do {
-            redirect = try await userAgent.authorize(request.url, redirectURI: request.redirectURI)
+            redirect = try await userAgent.authorize(request)
         } catch {
             flights[request.state] = nil
             if error is CancellationError { throw SignInError.cancelled }
@@ -260,7 +260,8 @@ public actor AuthorizationCodeFlow {
     /// Signs out here and at the provider: ends the local session, revokes its refresh token when the server has a
     /// revocation endpoint (RFC 7009, best effort; skipped when the session client revokes by itself), and, with a
     /// `userAgent` and an end-session endpoint, opens the RP-initiated logout page with `id_token_hint`, `client_id`,
-    /// `post_logout_redirect_uri` and `state`, waiting for the redirect back when a post-logout URI is configured.
+    /// `post_logout_redirect_uri` and `state`, waiting for the redirect back when a post-logout URI is configured
+    /// (without one, it opens the page with ``AuthorizationUserAgent/open(_:)`` and returns).
     ///
     /// The local session ends first, whatever the provider answers.
     ///
@@ -293,11 +294,14 @@ public actor AuthorizationCodeFlow {
             }
             let url = try Self.url(endSession, parameters)
             if let back = configuration.postLogoutRedirectURI {
-                let redirect = try await userAgent.authorize(url, redirectURI: back)
+                let redirect = try await userAgent.authorize(
+                    AuthorizationRequest(url: url, redirectURI: back, state: state))
                 let answer = try AuthorizationRedirect(redirect, redirectURI: back)
                 if let echoed = answer.state, !IDTokenCheck.equal(echoed, state) { throw SignInError.stateMismatch }
             } else {
-                _ = try? await userAgent.authorize(url, redirectURI: url)
+                // No redirect comes back without a registered post-logout URI (RP-Initiated Logout 1.0 section 3):
+                // show the page and return.
+                try? await userAgent.open(url)
             }
         }
         if let localFailure { throw localFailure }
