@@ -243,15 +243,20 @@ public actor AuthorizationCodeFlow {
     /// Reads the stored session at launch, and the profile its ID token carried
     /// (``/TokenRefresh/TokenRefreshClient/currentUser``).
     ///
+    /// The stored ID token is verified again before its claims are used: its signature against the server's keys,
+    /// its `iss` and `aud`, as of when it arrived, and its subject must be the session's user. One that fails (or
+    /// whose keys cannot be fetched, offline) supplies no profile; the session itself is restored either way.
+    ///
     /// - Returns: The session's state.
     @discardableResult
     public func restoreSession() async -> AuthState {
         let state = await tokens.restoreSession()
-        if case .found(let stored) = await idTokenStore.load(account: idTokenAccount),
-            let user = AuthUser(idToken: stored.token.accessToken), user.id == stored.userID
-        {
-            await tokens.setProfile(user)
-        }
+        guard case .found(let stored) = await idTokenStore.load(account: idTokenAccount), let idTokenCheck,
+            let claims = try? await idTokenCheck.asOf(stored.token.receivedAt).verify(
+                stored.token.accessToken, nonce: nil, accessToken: nil, code: nil),
+            claims.subject == stored.userID
+        else { return state }
+        await tokens.setProfile(IDTokenCheck.user(claims))
         return state
     }
 
