@@ -26,7 +26,7 @@ extension NetworkRetryError: LocalizedError {
         case .noToken: "You are not signed in."
         case .tooManyRedirects, .invalidRedirect:
             "The server redirected the request too often or to an invalid address."
-        case .bodyTooLarge: "The server's answer was too large."
+        case .bodyTooLarge, .responseTooLarge: "The server's answer was too large."
         case .bodyNotReplayable: "The request could not be sent again."
         default: nil
         }
