@@ -31,8 +31,10 @@ public import OpenAPIRuntime
 /// ``/NetworkRetry/NetworkRetryError/bodyNotReplayable``, in both cases before anything is sent.
 ///
 /// ## Redirects
-/// Redirects are the OpenAPI transport's business here. Use one that removes `Authorization` when a
-/// redirect leaves the origin (AsyncHTTPClient does), or one that does not follow redirects.
+/// Redirects are the OpenAPI transport's business here: the middleware never sees the transport's HTTP client, so
+/// it cannot check it. Give the transport a client that follows no redirect (for swift-openapi-async-http-client,
+/// an `HTTPClient` made with `redirectConfiguration: .disallow`), so a 3xx comes back to your code as it is; a client
+/// that follows redirects sends a request's body again to a 307 or 308 target wherever it is.
 public struct BearerTokenMiddleware: ClientMiddleware {
     /// Where tokens come from.
     public let tokenProvider: any TokenProvider
