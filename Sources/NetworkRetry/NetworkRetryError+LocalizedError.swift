@@ -22,11 +22,11 @@ extension NetworkRetryError: LocalizedError {
         case .invalidResponse: "The server sent an answer that could not be read."
         case .insecureTransport: "The request was not sent because the connection is not secure."
         case .originNotAllowed: "The request was not sent because the server is not a trusted one."
-        case .invalidRequest: "The request could not be made."
+        case .invalidRequest, .clientFollowsRedirects: "The request could not be made."
         case .noToken: "You are not signed in."
         case .tooManyRedirects, .invalidRedirect:
             "The server redirected the request too often or to an invalid address."
-        case .bodyTooLarge: "The server's answer was too large."
+        case .bodyTooLarge, .responseTooLarge: "The server's answer was too large."
         case .bodyNotReplayable: "The request could not be sent again."
         default: nil
         }

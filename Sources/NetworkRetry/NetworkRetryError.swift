@@ -8,6 +8,7 @@ public struct NetworkRetryError: Error, Sendable, Hashable, CustomStringConverti
         case transport, timedOut, cannotConnect, invalidResponse
         case insecureTransport, originNotAllowed, invalidRequest, noToken
         case tooManyRedirects, invalidRedirect, bodyTooLarge, bodyNotReplayable
+        case responseTooLarge, clientFollowsRedirects
     }
     private let code: Code
     /// For ``transport``, ``timedOut`` and ``cannotConnect``: the error the HTTP client threw, if kept.
@@ -64,6 +65,13 @@ public struct NetworkRetryError: Error, Sendable, Hashable, CustomStringConverti
     public static let bodyTooLarge = NetworkRetryError(.bodyTooLarge)
     /// A request body is a stream that can be iterated only once, so it cannot be replayed after a refresh.
     public static let bodyNotReplayable = NetworkRetryError(.bodyNotReplayable)
+    /// The response body is larger than the transport's limit (``URLSessionTransport``'s `maximumResponseBytes`);
+    /// reading stopped there and nothing of it was returned.
+    public static let responseTooLarge = NetworkRetryError(.responseTooLarge)
+    /// The transport's HTTP client follows redirects by itself (an AsyncHTTPClient `HTTPClient` made without
+    /// `redirectConfiguration: .disallow`): it would send a request's body and credentials on to wherever a redirect
+    /// points, so nothing was sent.
+    public static let clientFollowsRedirects = NetworkRetryError(.clientFollowsRedirects)
 
     /// Wraps an error thrown by an HTTP client as ``transport``.
     ///

@@ -22,9 +22,14 @@ public import HTTPTypes
 /// headers with commas, which list fields such as `WWW-Authenticate` allow. `Set-Cookie` is not such a list
 /// (an `Expires` date has a comma of its own), so joined `Set-Cookie` lines are split back into one field per
 /// cookie: a server that sets two cookies in one answer (Django's login: `csrftoken` and `sessionid`) keeps both.
+///
+/// A response body is read into memory up to ``maximumResponseBytes``: a longer `Content-Length`, or a body that
+/// grows past it, cancels the task and throws ``NetworkRetryError/responseTooLarge``.
 public final class URLSessionTransport: HTTPTransport {
     private let session: URLSession
     private let delegate: SessionDelegate
+    /// The largest response body read into memory, in bytes.
+    public let maximumResponseBytes: Int
 
     /// Creates a transport with its own session.
     ///
@@ -32,14 +37,18 @@ public final class URLSessionTransport: HTTPTransport {
     /// adds a `Cookie`. A session cookie is a credential that TokenKit keeps and presents itself
     /// (``CredentialPresentation/cookie(named:)``), only to configured origins.
     ///
-    /// - Parameter configuration: The session configuration; defaults to `.ephemeral` (no disk cache).
-    public init(configuration: URLSessionConfiguration = .ephemeral) {
+    /// - Parameters:
+    ///   - configuration: The session configuration; defaults to `.ephemeral` (no disk cache).
+    ///   - maximumResponseBytes: The largest response body to read; 16 MiB by default. A longer one is
+    ///     ``NetworkRetryError/responseTooLarge``.
+    public init(configuration: URLSessionConfiguration = .ephemeral, maximumResponseBytes: Int = 16 * 1024 * 1024) {
         // A copy: the caller's configuration object is left as it was.
         let copy = (configuration.copy() as? URLSessionConfiguration) ?? configuration
         copy.httpCookieStorage = nil
         copy.httpShouldSetCookies = false
         copy.httpCookieAcceptPolicy = .never
-        let delegate = SessionDelegate()
+        self.maximumResponseBytes = max(0, maximumResponseBytes)
+        let delegate = SessionDelegate(maximumResponseBytes: self.maximumResponseBytes)
         self.delegate = delegate
         self.session = URLSession(configuration: copy, delegate: delegate, delegateQueue: nil)
     }
@@ -165,9 +174,15 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         var response: URLResponse?
         var rejectedChallengeResponse: URLResponse?
         var data = Data()
+        var tooLarge = false
     }
     private let lock = NSLock()
     private var pending: [Int: Pending] = [:]
+    private let maximumResponseBytes: Int
+
+    init(maximumResponseBytes: Int) {
+        self.maximumResponseBytes = maximumResponseBytes
+    }
 
     func register(_ task: URLSessionTask, continuation: CheckedContinuation<(URLResponse, Data), any Error>) {
         lock.lock()
@@ -208,16 +223,30 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
+        // A declared length past the bound is refused before any of the body is read.
+        let tooLarge = response.expectedContentLength > Int64(maximumResponseBytes)
         lock.lock()
         pending[dataTask.taskIdentifier]?.response = response
+        if tooLarge { pending[dataTask.taskIdentifier]?.tooLarge = true }
         lock.unlock()
-        completionHandler(.allow)
+        completionHandler(tooLarge ? .cancel : .allow)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let id = dataTask.taskIdentifier
         lock.lock()
-        pending[dataTask.taskIdentifier]?.data.append(data)
+        // Read without copying the entry, so the append below does not copy the buffer.
+        let received = pending[id]?.tooLarge == false ? pending[id]?.data.count : nil
+        let tooLarge = received.map { $0 + data.count > maximumResponseBytes } ?? false
+        if tooLarge {
+            // Stop reading: what came so far is dropped, and the task ends cancelled.
+            pending[id]?.tooLarge = true
+            pending[id]?.data = Data()
+        } else if received != nil {
+            pending[id]?.data.append(data)
+        }
         lock.unlock()
+        if tooLarge { dataTask.cancel() }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
@@ -225,7 +254,9 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         let entry = pending.removeValue(forKey: task.taskIdentifier)
         lock.unlock()
         guard let entry else { return }
-        if let error, let response = entry.rejectedChallengeResponse, (error as? URLError)?.code == .cancelled {
+        if entry.tooLarge {
+            entry.continuation.resume(throwing: NetworkRetryError.responseTooLarge)
+        } else if let error, let response = entry.rejectedChallengeResponse, (error as? URLError)?.code == .cancelled {
             entry.continuation.resume(returning: (response, entry.data))
         } else if let error {
             entry.continuation.resume(throwing: URLSessionTransport.mapped(error))

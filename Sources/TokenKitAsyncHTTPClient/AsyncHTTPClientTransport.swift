@@ -21,7 +21,9 @@ public import NetworkRetry
 /// ```
 ///
 /// Made with ``init(timeout:maximumResponseBodySize:logger:)``, it sends over a client of its own that follows no
-/// redirect; a client you pass must be configured with `redirectConfiguration: .disallow`, and you shut it down. Errors
+/// redirect; a client you pass must be configured with `redirectConfiguration: .disallow`, and you shut it down. Over a
+/// client that follows redirects (or whose configuration it cannot read) it sends nothing: every request throws
+/// ``/NetworkRetry/NetworkRetryError/clientFollowsRedirects``. Errors
 /// become ``/NetworkRetry/NetworkRetryError`` cases, the cause kept in `underlying`. Why, and the mapping:
 /// <doc:RedirectsAndErrorsOverAsyncHTTPClient>.
 public struct AsyncHTTPClientTransport: HTTPTransport {
@@ -35,6 +37,8 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// At trace level AsyncHTTPClient logs the response heads and the first bytes of bodies (hex-encoded), so
     /// keep it above trace outside tests.
     public var logger: Logger?
+    /// Whether `client` follows redirects by itself; such a client is refused (nothing is sent).
+    public let clientFollowsRedirects: Bool
 
     /// Creates a transport over a client of its own, one for the process, that follows no redirect.
     ///
@@ -60,6 +64,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         logger: Logger? = nil
     ) {
         self.client = client
+        clientFollowsRedirects = Self.followsRedirects(client)
         self.timeout = timeout
         self.maximumResponseBodySize = maximumResponseBodySize
         self.logger = logger
@@ -71,8 +76,10 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     ///   - request: The request, with an absolute `http` or `https` URL.
     ///   - body: The request body, if any.
     /// - Returns: The response head and its body.
-    /// - Throws: ``/NetworkRetry/NetworkRetryError`` or `CancellationError`.
+    /// - Throws: ``/NetworkRetry/NetworkRetryError`` or `CancellationError`;
+    ///   ``/NetworkRetry/NetworkRetryError/clientFollowsRedirects`` over a client that follows redirects.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        guard !clientFollowsRedirects else { throw NetworkRetryError.clientFollowsRedirects }
         // Built with URLComponents and checked against the request's origin, never pasted together as text: a path
         // such as "@evil.example/x" would otherwise become the user info of a URL to another host.
         guard let origin = HTTPOrigin(request),
@@ -112,6 +119,16 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         } catch {
             throw Self.mapped(error)
         }
+    }
+
+    /// Whether `client` follows redirects: its `redirectConfiguration` is anything but `.disallow`.
+    ///
+    /// AsyncHTTPClient keeps a client's configuration internal, so it is read by reflection; a client whose
+    /// configuration cannot be read that way counts as following redirects, and is refused.
+    static func followsRedirects(_ client: HTTPClient) -> Bool {
+        guard let mode = Mirror(reflecting: client).descendant("configuration", "redirectConfiguration", "mode")
+        else { return true }
+        return String(describing: mode) != "disallow"
     }
 
     /// Maps an error of AsyncHTTPClient or NIO to the error ``send(_:body:)`` throws.

@@ -138,7 +138,7 @@ public actor AuthorizationCodeFlow {
         let request = try await start(prompt: prompt, loginHint: loginHint)
         let redirect: URL
         do {
-            redirect = try await userAgent.authorize(request.url, redirectURI: request.redirectURI)
+            redirect = try await userAgent.authorize(request)
         } catch {
             flights[request.state] = nil
             if error is CancellationError { throw SignInError.cancelled }
@@ -243,15 +243,20 @@ public actor AuthorizationCodeFlow {
     /// Reads the stored session at launch, and the profile its ID token carried
     /// (``/TokenRefresh/TokenRefreshClient/currentUser``).
     ///
+    /// The stored ID token is verified again before its claims are used: its signature against the server's keys,
+    /// its `iss` and `aud`, as of when it arrived, and its subject must be the session's user. One that fails (or
+    /// whose keys cannot be fetched, offline) supplies no profile; the session itself is restored either way.
+    ///
     /// - Returns: The session's state.
     @discardableResult
     public func restoreSession() async -> AuthState {
         let state = await tokens.restoreSession()
-        if case .found(let stored) = await idTokenStore.load(account: idTokenAccount),
-            let user = AuthUser(idToken: stored.token.accessToken), user.id == stored.userID
-        {
-            await tokens.setProfile(user)
-        }
+        guard case .found(let stored) = await idTokenStore.load(account: idTokenAccount), let idTokenCheck,
+            let claims = try? await idTokenCheck.asOf(stored.token.receivedAt).verify(
+                stored.token.accessToken, nonce: nil, accessToken: nil, code: nil),
+            claims.subject == stored.userID
+        else { return state }
+        await tokens.setProfile(IDTokenCheck.user(claims))
         return state
     }
 
@@ -260,7 +265,8 @@ public actor AuthorizationCodeFlow {
     /// Signs out here and at the provider: ends the local session, revokes its refresh token when the server has a
     /// revocation endpoint (RFC 7009, best effort; skipped when the session client revokes by itself), and, with a
     /// `userAgent` and an end-session endpoint, opens the RP-initiated logout page with `id_token_hint`, `client_id`,
-    /// `post_logout_redirect_uri` and `state`, waiting for the redirect back when a post-logout URI is configured.
+    /// `post_logout_redirect_uri` and `state`, waiting for the redirect back when a post-logout URI is configured
+    /// (without one, it opens the page with ``AuthorizationUserAgent/open(_:)`` and returns).
     ///
     /// The local session ends first, whatever the provider answers.
     ///
@@ -293,11 +299,14 @@ public actor AuthorizationCodeFlow {
             }
             let url = try Self.url(endSession, parameters)
             if let back = configuration.postLogoutRedirectURI {
-                let redirect = try await userAgent.authorize(url, redirectURI: back)
+                let redirect = try await userAgent.authorize(
+                    AuthorizationRequest(url: url, redirectURI: back, state: state))
                 let answer = try AuthorizationRedirect(redirect, redirectURI: back)
                 if let echoed = answer.state, !IDTokenCheck.equal(echoed, state) { throw SignInError.stateMismatch }
             } else {
-                _ = try? await userAgent.authorize(url, redirectURI: url)
+                // No redirect comes back without a registered post-logout URI (RP-Initiated Logout 1.0 section 3):
+                // show the page and return.
+                try? await userAgent.open(url)
             }
         }
         if let localFailure { throw localFailure }

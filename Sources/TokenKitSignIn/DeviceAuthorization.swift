@@ -2,13 +2,15 @@ public import AuthToken
 public import Foundation
 import HTTPTypes
 public import TokenRefresh
+public import TokenVerification
 
 /// Signs in on a device without a browser or keyboard (a TV, a command line) with the device authorization grant
 /// (RFC 8628): the app shows a code and a URL, the user approves on another device, and the app polls.
 ///
 /// ```swift
 /// let device = DeviceAuthorization(
-///     url: server.deviceAuthorizationEndpoint!, tokenEndpoint: endpoint, scopes: ["openid", "profile"])
+///     url: server.deviceAuthorizationEndpoint!, tokenEndpoint: endpoint, scopes: ["openid", "profile"],
+///     server: server)
 /// let code = try await device.start()
 /// print("Go to \(code.verificationURI) and enter \(code.userCode)")
 /// try await device.signIn(code, into: tokens)
@@ -49,22 +51,43 @@ public struct DeviceAuthorization: Sendable {
     let url: URL
     let tokenEndpoint: TokenEndpoint
     let scopes: [String]
+    private let idTokenCheck: IDTokenCheck?
     private let elapsed: @Sendable () -> Duration
     private let sleep: @Sendable (Duration) async throws -> Void
 
     /// A device sign-in.
     ///
+    /// With `server`, an ID token in the answer is verified against the server's keys (its signature, `iss`, `aud`,
+    /// `azp`, `exp`, `iat` and `at_hash`) before the session is stored, and its claims become
+    /// ``/TokenRefresh/TokenRefreshClient/currentUser``; one that fails stores nothing. Without `server`, an ID token
+    /// cannot be verified and supplies no profile.
+    ///
     /// - Parameters:
     ///   - url: The device authorization endpoint (``AuthorizationServer/deviceAuthorizationEndpoint``).
     ///   - tokenEndpoint: The token endpoint, with the client.
     ///   - scopes: The scopes to ask for.
+    ///   - server: The server's metadata, to verify ID tokens with; `nil` to take none.
+    ///   - keySource: Where the ID token's keys come from; by default the server's `jwks_uri` over the token
+    ///     endpoint's transport.
     ///   - clock: The clock polling waits on.
     public init(
-        url: URL, tokenEndpoint: TokenEndpoint, scopes: [String] = [], clock: any Clock<Duration> = ContinuousClock()
+        url: URL, tokenEndpoint: TokenEndpoint, scopes: [String] = [], server: AuthorizationServer? = nil,
+        keySource: (any JWKSSource)? = nil, clock: any Clock<Duration> = ContinuousClock()
     ) {
         self.url = url
         self.tokenEndpoint = tokenEndpoint
         self.scopes = scopes
+        let keys: (any JWKSSource)? =
+            keySource
+            ?? server?.jwksURI.map { url in
+                RemoteJWKSSource(jwksURL: url, fetch: AuthorizationCodeFlow.fetch(via: tokenEndpoint.transport))
+            }
+        idTokenCheck = server.flatMap { server in
+            keys.map {
+                IDTokenCheck(
+                    issuer: server.issuer, clientID: tokenEndpoint.client.id, keySource: $0, now: tokenEndpoint.now)
+            }
+        }
         (elapsed, sleep) = Self.handles(clock)
     }
 
@@ -118,12 +141,25 @@ public struct DeviceAuthorization: Sendable {
     ///   - code: The code from ``start()``.
     ///   - tokens: The session client to sign in.
     /// - Returns: The new session's token.
-    /// - Throws: ``SignInError/accessDenied``, ``SignInError/expired``, ``SignInError/cancelled``; a
+    /// - Throws: ``SignInError/accessDenied``, ``SignInError/expired``, ``SignInError/cancelled``;
+    ///   ``SignInError/idTokenRejected`` when the ID token failed verification (nothing is stored); a
     ///   `TokenRefreshError` for other token endpoint answers.
     @discardableResult
     public func signIn(_ code: Code, into tokens: TokenRefreshClient) async throws -> AuthToken {
-        let response = try await poll(code)
+        let response = try await verified(poll(code))
         return try await tokens.signIn(.response(response))
+    }
+
+    /// `response` with the profile of its verified ID token; as it is without an ID token or a way to verify one
+    /// (the response never carries unverified claims as its user).
+    private func verified(_ response: TokenResponse) async throws(SignInError) -> TokenResponse {
+        guard let idToken = response.idToken, let idTokenCheck else { return response }
+        let claims = try await idTokenCheck.verify(
+            idToken, nonce: nil, accessToken: response.accessToken, code: nil)
+        return TokenResponse(
+            accessToken: response.accessToken, refreshToken: response.refreshToken, tokenType: response.tokenType,
+            expiresIn: response.expiresIn, scope: response.scope, userID: response.userID ?? claims.subject,
+            user: IDTokenCheck.user(claims))
     }
 
     /// Polls the token endpoint (RFC 8628 section 3.4) until it answers with tokens or a final error.

@@ -20,6 +20,20 @@ struct IDTokenCheck: Sendable {
             keySource: keySource, now: now)
     }
 
+    /// The same checks as of `date`: a stored ID token, verified as it was when it arrived (its `exp` has usually
+    /// passed at the next launch; its signature, issuer and audience have not changed).
+    func asOf(_ date: Date) -> IDTokenCheck {
+        IDTokenCheck(
+            verifier: TokenVerifier(
+                configuration: verifier.configuration, keySource: verifier.keySource, now: { date }),
+            clientID: clientID)
+    }
+
+    private init(verifier: TokenVerifier, clientID: String) {
+        self.verifier = verifier
+        self.clientID = clientID
+    }
+
     /// The verified claims of `idToken`, sent in answer to a request with `nonce`.
     ///
     /// - Parameters:

@@ -11,7 +11,7 @@ import TokenVerification
 public struct SignInError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: String, Hashable, Sendable {
         case stateMismatch, unknownFlight, foreignRedirect, issuerMismatch, accessDenied, authorizationFailed
-        case missingCode, idTokenRejected, nonceMismatch, discoveryFailed, cancelled, expired, insecureURL
+        case missingCode, idTokenRejected, nonceMismatch, discoveryFailed, cancelled, expired, insecureURL, timedOut
     }
     private let code: Code
     /// The OAuth `error` code the server sent (`access_denied`, `login_required`, `expired_token`), if any.
@@ -56,6 +56,8 @@ public struct SignInError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let expired = SignInError(.expired)
     /// An endpoint the server named is plain `http` to a host that is not loopback; nothing was sent to it.
     public static let insecureURL = SignInError(.insecureURL)
+    /// The browser did not come back within the user agent's timeout (``LoopbackRedirectUserAgent``).
+    public static let timedOut = SignInError(.timedOut)
 
     /// Returns this error with the server's OAuth code.
     func with(oauthError: String?) -> SignInError { SignInError(code, oauthError: oauthError, underlying: underlying) }
@@ -72,7 +74,7 @@ public struct SignInError: Error, Sendable, Hashable, CustomStringConvertible {
     package static var everyCode: [SignInError] {
         [
             stateMismatch, unknownFlight, foreignRedirect, issuerMismatch, accessDenied, authorizationFailed,
-            missingCode, idTokenRejected, nonceMismatch, discoveryFailed, cancelled, expired, insecureURL,
+            missingCode, idTokenRejected, nonceMismatch, discoveryFailed, cancelled, expired, insecureURL, timedOut,
         ]
     }
 
@@ -88,6 +90,7 @@ public struct SignInError: Error, Sendable, Hashable, CustomStringConvertible {
         case .cancelled: "The sign-in was cancelled."
         case .expired: "The sign-in code expired. Please start again."
         case .insecureURL: "The sign-in service named an address that is not secure."
+        case .timedOut: "The sign-in took too long. Please start again."
         }
     }
 

@@ -470,9 +470,10 @@ public actor SimulatedTokenServer: HTTPTransport {
             let decoded = Data(base64Encoded: String(authorization.dropFirst(6))),
             let pair = String(data: decoded, encoding: .utf8)
         {
+            // Percent-decoding only, as servers that read the pair by RFC 3986 rules do: a `+` stays a plus sign.
             let parts = pair.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             guard parts.count == 2, let id = parts[0].removingPercentEncoding,
-                let secret = parts[1].replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+                let secret = parts[1].removingPercentEncoding
             else { return false }
             return id == configuration.clientID && secret == (configuration.clientSecret ?? "")
         }

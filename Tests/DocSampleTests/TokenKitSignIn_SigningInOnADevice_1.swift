@@ -12,7 +12,8 @@ func docSample_TokenKitSignIn_SigningInOnADevice_1() async throws {
     guard let deviceEndpoint = server.deviceAuthorizationEndpoint else { return }
     let endpoint = TokenEndpoint(url: server.tokenEndpoint, client: OAuthClient(id: "my-tv-app"), transport: transport)
     let tokens = TokenRefreshClient(strategy: OAuthRefreshStrategy(endpoint: endpoint))
-    let device = DeviceAuthorization(url: deviceEndpoint, tokenEndpoint: endpoint, scopes: ["openid", "profile"])
+    let device = DeviceAuthorization(
+        url: deviceEndpoint, tokenEndpoint: endpoint, scopes: ["openid", "profile"], server: server)
     let code = try await device.start()
     print("On your phone, open \(code.verificationURI) and enter \(code.userCode)")
     try await device.signIn(code, into: tokens)

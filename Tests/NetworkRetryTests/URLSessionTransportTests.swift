@@ -80,6 +80,28 @@ import TokenKitTesting
         #expect(await provider.refreshCount == 1)
     }
 
+    /// A body past the bound: declared by `Content-Length`, or growing in chunks without one.
+    @Test(arguments: [false, true])
+    func aResponseBodyPastTheBoundIsResponseTooLarge(chunked: Bool) async throws {
+        let server = try LoopbackServer { request, _ in
+            let size = request.path == "/large" ? 64 * 1024 : 16 * 1024
+            return .init(
+                status: 200, headers: chunked ? [("Transfer-Encoding", "chunked")] : [],
+                body: Data(repeating: UInt8(ascii: "a"), count: size))
+        }
+        defer { server.stop() }
+        let transport = URLSessionTransport(maximumResponseBytes: 32 * 1024)
+        #expect(transport.maximumResponseBytes == 32 * 1024)
+        let error = await #expect(throws: NetworkRetryError.self) {
+            try await transport.send(request(.get, "/large", port: server.port), body: nil)
+        }
+        #expect(error == .responseTooLarge)
+        // One within the bound is read whole, by the same transport.
+        let (response, body) = try await transport.send(request(.get, "/small", port: server.port), body: nil)
+        #expect(response.status.code == 200)
+        #expect(body.count == 16 * 1024)
+    }
+
     @Test func theTransportReturnsRedirectsUnfollowed() async throws {
         let server = try LoopbackServer(route: Self.route)
         defer { server.stop() }

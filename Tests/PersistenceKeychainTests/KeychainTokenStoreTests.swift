@@ -46,6 +46,29 @@ import TokenKitTesting
         }.check()
     }
 
+    /// The lock files in the shared container are named by a keyed hash: a listing of the container does not
+    /// confirm a guessed account (its plain SHA-256, or that of the lock's name, appears nowhere).
+    @Test func theLockFilesInTheSharedContainerDoNotConfirmAGuessedAccount() async throws {
+        let keychain = Self.simulator()
+        let container = try ScratchDirectory()
+        defer { container.remove() }
+        let store = Self.store(keychain) { $0.sharedContainer = container.url }
+        let account = "ada@example.com"
+        try await store.save(keychainTestSession("shared", generation: 1), account: account, condition: .absent)
+        try await store.withExclusiveAccess(account: account) {}
+        let locks = container.url.appendingPathComponent("TokenKitKeychainLocks")
+        let names = try FileManager.default.contentsOfDirectory(atPath: locks.path)
+        #expect(names.contains { $0.hasSuffix(".lock") })
+        // SHA-256 of the account, and of the lock's name (`<access group>|<service>|<account>`).
+        let guesses = [
+            "b5fc85e55755f9e0d030a10ab4429b6b2944855f9a0d60077fe832becbc41d72",
+            "98300c88017f64cae51f362394c2dee4d5884a4b79bc5277af080c137b290e51",
+        ]
+        for name in names {
+            for guess in guesses { #expect(!name.contains(guess), "\(name) is a plain SHA-256 of the account") }
+        }
+    }
+
     @Test func aReadBeforeTheFirstUnlockIsUnavailableNeverAbsent() async throws {
         let keychain = Self.simulator()
         let store = Self.store(keychain)

@@ -122,8 +122,9 @@ import TokenKitTesting
         try await store.remove(account: "alice", condition: .always)
         #expect(await store.load(account: "alice").isAbsent)
         #expect(
-            directoryNames(temporary.storeDirectory).filter { $0.hasPrefix("session-") && !$0.hasSuffix(".lock") }
-                .isEmpty)
+            directoryNames(temporary.storeDirectory).filter {
+                $0.hasPrefix("session-") && !$0.hasSuffix(".lock") && $0 != "session-naming-key"
+            }.isEmpty)
     }
 
     @Test func aDirectoryWhereTheFileShouldBeIsNotAFile() async throws {

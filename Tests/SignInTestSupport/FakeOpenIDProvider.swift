@@ -31,6 +31,10 @@ package final class FakeOpenIDProvider: HTTPTransport, Sendable {
         package var deviceExpiresIn: Double = 60
         package var revocationEndpoint = true
         package var authorizedParty: String?
+        /// Sign ID tokens with a key the key set never lists.
+        package var signsIDTokensWithUnpublishedKey = false
+        /// The `name` claim of the ID tokens, when not Ada's.
+        package var idTokenName: String?
     }
 
     package struct Grant: Sendable {
@@ -59,6 +63,8 @@ package final class FakeOpenIDProvider: HTTPTransport, Sendable {
     }
 
     package let key = P256.Signing.PrivateKey()
+    /// A key the provider never publishes.
+    package let unpublishedKey = P256.Signing.PrivateKey()
     package let now: @Sendable () -> Date
     private let state: Locked<State>
 
@@ -215,7 +221,8 @@ package final class FakeOpenIDProvider: HTTPTransport, Sendable {
             if let nonce = behaviour.idTokenNonce ?? nonce { claims["nonce"] = nonce }
             if let code { claims["c_hash"] = Self.halfHash(code) }
             if let party = behaviour.authorizedParty { claims["azp"] = party }
-            let idToken = sign(claims)
+            if let name = behaviour.idTokenName { claims["name"] = name }
+            let idToken = sign(claims, with: behaviour.signsIDTokensWithUnpublishedKey ? unpublishedKey : key)
             TestSecrets.shared.register(idToken, as: .idToken)
             body["id_token"] = idToken
         }
@@ -254,7 +261,8 @@ package final class FakeOpenIDProvider: HTTPTransport, Sendable {
         ]
     }
 
-    package func sign(_ claims: [String: Any]) -> String {
+    package func sign(_ claims: [String: Any], with key: P256.Signing.PrivateKey? = nil) -> String {
+        let key = key ?? self.key
         let header = Self.base64URL(try! JSONSerialization.data(withJSONObject: ["alg": "ES256", "kid": "k1"]))
         let payload = Self.base64URL(try! JSONSerialization.data(withJSONObject: claims))
         let input = header + "." + payload

@@ -109,6 +109,44 @@ import TokenKitTesting
         #expect(target.received.isEmpty, "the redirect's target must receive nothing, the refresh token included")
     }
 
+    /// A client that follows redirects (AsyncHTTPClient's default) would send a token request's body again to a 307
+    /// target on another server: the transport refuses it and sends nothing.
+    @Test func aClientThatFollowsRedirectsIsRefusedAndNothingIsSent() async throws {
+        let target = try LoopbackServer { _, _ in .init(status: 200, body: Data(#"{"access_token": "x"}"#.utf8)) }
+        defer { target.stop() }
+        let endpoint = try LoopbackServer { _, _ in
+            .init(status: 307, headers: [("Location", "http://127.0.0.1:\(target.port)/collect")])
+        }
+        defer { endpoint.stop() }
+        let request = HTTPRequest(
+            method: .post, scheme: "http", authority: "127.0.0.1:\(endpoint.port)", path: "/oauth/token")
+        let form = Data("grant_type=refresh_token&refresh_token=rt-held-by-the-app".utf8)
+        try await withHTTPClient(configuration: .init(), logger: Self.traceLogger) { http in
+            let transport = AsyncHTTPClientTransport(client: http, logger: Self.traceLogger)
+            #expect(transport.clientFollowsRedirects)
+            await #expect(throws: NetworkRetryError.clientFollowsRedirects) {
+                _ = try await transport.send(request, body: form)
+            }
+        }
+        let following = HTTPClient.Configuration(
+            redirectConfiguration: .follow(max: 3, allowCycles: false))
+        try await withHTTPClient(configuration: following, logger: Self.traceLogger) { http in
+            await #expect(throws: NetworkRetryError.clientFollowsRedirects) {
+                _ = try await AsyncHTTPClientTransport(client: http).send(request, body: form)
+            }
+        }
+        #expect(endpoint.received.isEmpty)
+        #expect(target.received.isEmpty, "the redirect's target must receive nothing, the refresh token included")
+        // A client that follows no redirect is taken.
+        try await withClient { http in
+            let transport = AsyncHTTPClientTransport(client: http, logger: Self.traceLogger)
+            #expect(!transport.clientFollowsRedirects)
+            let (response, _) = try await transport.send(request, body: form)
+            #expect(response.status.code == 307)
+        }
+        #expect(target.received.isEmpty)
+    }
+
     @Test func aResponseBodyOverTheLimitIsBodyTooLarge() async throws {
         let server = try LoopbackServer { _, _ in .init(status: 200, body: Data(repeating: 65, count: 100)) }
         defer { server.stop() }

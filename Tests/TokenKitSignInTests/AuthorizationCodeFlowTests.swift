@@ -205,6 +205,8 @@ struct AuthorizationCodeFlowTests {
         let clock = ManualClock()
         let rig = SignInRig(now: clock.wallClock, clock: clock)
         try await rig.flow.signIn(using: rig.browser)
+        // The ID token's `exp` (10 minutes) has passed at the next launch; it is checked as of its arrival.
+        clock.advance(by: .seconds(1200))
 
         let relaunched = TokenRefreshClient(
             strategy: OAuthRefreshStrategy(endpoint: rig.endpoint), store: rig.store, clock: clock,
@@ -215,6 +217,67 @@ struct AuthorizationCodeFlowTests {
             idTokenStore: rig.store, now: clock.wallClock)
         #expect(await flow.restoreSession() == .signedIn(userID: "user-ada"))
         #expect(relaunched.currentUser?.email == "ada@example.com")
+    }
+
+    /// A relaunch of `rig`'s session: a new session client and flow over the same store.
+    private static func relaunch(_ rig: SignInRig, clock: ManualClock) -> (TokenRefreshClient, AuthorizationCodeFlow) {
+        let relaunched = TokenRefreshClient(
+            strategy: OAuthRefreshStrategy(endpoint: rig.endpoint), store: rig.store, clock: clock,
+            now: clock.wallClock)
+        let flow = AuthorizationCodeFlow(
+            server: rig.provider.server, client: OAuthClient(id: FakeOpenIDProvider.clientID),
+            configuration: .init(redirectURI: rig.redirectURI), tokens: relaunched, transport: rig.provider,
+            idTokenStore: rig.store, now: clock.wallClock)
+        return (relaunched, flow)
+    }
+
+    /// Ada's ID token claims, with another name, signed by a key the provider never published.
+    private static func forgedIDToken(_ rig: SignInRig, clock: ManualClock) -> String {
+        let issued = clock.date.timeIntervalSince1970
+        let forged = rig.provider.sign(
+            [
+                "iss": FakeOpenIDProvider.issuer, "sub": "user-ada", "aud": [FakeOpenIDProvider.clientID],
+                "iat": issued, "exp": issued + 600, "name": "Mallory Forged", "email": "mallory@example.com",
+            ], with: rig.provider.unpublishedKey)
+        TestSecrets.shared.register(forged, as: .idToken)
+        return forged
+    }
+
+    @Test func aStoredIDTokenThatDoesNotVerifySuppliesNoProfileAtTheNextLaunch() async throws {
+        let clock = ManualClock()
+        let rig = SignInRig(now: clock.wallClock, clock: clock)
+        try await rig.flow.signIn(using: rig.browser)
+        // Someone who can write the store puts an ID token of their own beside the session.
+        let forged = Self.forgedIDToken(rig, clock: clock)
+        try await rig.store.save(
+            StoredSession(
+                token: AuthToken(accessToken: forged, receivedAt: clock.date), userID: "user-ada", generation: 0),
+            account: rig.tokens.configuration.account + ".id_token", condition: .always)
+
+        let (relaunched, flow) = Self.relaunch(rig, clock: clock)
+        #expect(await flow.restoreSession() == .signedIn(userID: "user-ada"))
+        #expect(relaunched.currentUser?.id == "user-ada")
+        #expect(relaunched.currentUser?.name != "Mallory Forged")
+        #expect(relaunched.currentUser?.email == nil)
+    }
+
+    @Test func anIDTokenThatArrivesWithARefreshDoesNotReplaceTheVerifiedProfile() async throws {
+        let clock = ManualClock()
+        let rig = SignInRig(now: clock.wallClock, clock: clock)
+        let token = try await rig.flow.signIn(using: rig.browser)
+        #expect(rig.tokens.currentUser?.name == "Ada Lovelace")
+        // The refresh answer carries a same-user ID token that no key of the server signed.
+        rig.provider.update {
+            $0.behaviour.signsIDTokensWithUnpublishedKey = true
+            $0.behaviour.idTokenName = "Mallory Forged"
+        }
+
+        let refreshed = try await rig.tokens.refreshToken(afterRejectionOf: token.accessToken)
+
+        #expect(refreshed.accessToken != token.accessToken)
+        #expect(rig.tokens.currentUser?.id == "user-ada")
+        #expect(rig.tokens.currentUser?.name == "Ada Lovelace")
+        #expect(rig.tokens.currentUser?.email == "ada@example.com")
     }
 
     // MARK: - Sign-out at the provider

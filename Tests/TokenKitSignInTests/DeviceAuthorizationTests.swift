@@ -15,7 +15,7 @@ struct DeviceAuthorizationTests {
     ) -> DeviceAuthorization {
         DeviceAuthorization(
             url: rig.provider.server.deviceAuthorizationEndpoint!, tokenEndpoint: rig.endpoint,
-            scopes: ["openid", "profile"], clock: clock)
+            scopes: ["openid", "profile"], server: rig.provider.server, clock: clock)
     }
 
     /// Lets the poller sleep, then moves the clock by `seconds`.
@@ -52,6 +52,56 @@ struct DeviceAuthorizationTests {
         #expect(rig.provider.snapshot.devicePolls == 3)
         #expect(await rig.hasStoredSession())
         #expect(rig.tokens.currentUser?.id == "user-ada")
+    }
+
+    @Test func theVerifiedIDTokensClaimsBecomeTheUser() async throws {
+        let clock = ManualClock()
+        let rig = SignInRig(now: clock.wallClock, clock: clock)
+        rig.provider.update { $0.deviceAnswers = [.approve] }
+        let device = Self.device(rig, clock: clock)
+        let code = try await device.start()
+        let signIn = Task { try await device.signIn(code, into: rig.tokens) }
+        await Self.tick(clock, 5)
+        _ = try await signIn.value
+        #expect(rig.tokens.currentUser?.id == "user-ada")
+        #expect(rig.tokens.currentUser?.email == "ada@example.com")
+    }
+
+    @Test func anIDTokenSignedByAKeyTheServerNeverPublishedIsRefusedAndNothingIsStored() async throws {
+        let clock = ManualClock()
+        let rig = SignInRig(now: clock.wallClock, clock: clock)
+        rig.provider.update {
+            $0.deviceAnswers = [.approve]
+            $0.behaviour.signsIDTokensWithUnpublishedKey = true
+        }
+        let device = Self.device(rig, clock: clock)
+        let code = try await device.start()
+        let signIn = Task { try await device.signIn(code, into: rig.tokens) }
+        await Self.tick(clock, 5)
+        await #expect(throws: SignInError.idTokenRejected) { try await signIn.value }
+        #expect(!(await rig.hasStoredSession()))
+        #expect(rig.tokens.currentUser == nil)
+    }
+
+    /// Without the server's metadata the ID token cannot be verified: the session is stored, its claims are not
+    /// used.
+    @Test func withoutTheServerAnUnverifiedIDTokenSuppliesNoProfile() async throws {
+        let clock = ManualClock()
+        let rig = SignInRig(now: clock.wallClock, clock: clock)
+        rig.provider.update {
+            $0.deviceAnswers = [.approve]
+            $0.behaviour.signsIDTokensWithUnpublishedKey = true
+        }
+        let device = DeviceAuthorization(
+            url: rig.provider.server.deviceAuthorizationEndpoint!, tokenEndpoint: rig.endpoint,
+            scopes: ["openid", "profile"], clock: clock)
+        let code = try await device.start()
+        let signIn = Task { try await device.signIn(code, into: rig.tokens) }
+        await Self.tick(clock, 5)
+        _ = try await signIn.value
+        #expect(await rig.hasStoredSession())
+        #expect(rig.tokens.currentUser?.email == nil)
+        #expect(rig.tokens.currentUser?.name == nil)
     }
 
     @Test func slowDownAddsFiveSecondsToEveryLaterInterval() async throws {

@@ -128,11 +128,25 @@ public final class LoopbackServer: @unchecked Sendable {
         registerSecrets(of: request)
         let response = route(request, port)
         SecretCrossings.report(.responseBody(response.body), origin: "LoopbackServer response")
-        var text =
-            "HTTP/1.1 \(response.status) Status\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
+        // A route that sets `Transfer-Encoding: chunked` gets its body in chunks, without a `Content-Length`.
+        let chunked = response.headers.contains { $0.0.lowercased() == "transfer-encoding" && $0.1 == "chunked" }
+        var text = "HTTP/1.1 \(response.status) Status\r\n"
+        if !chunked { text += "Content-Length: \(response.body.count)\r\n" }
+        text += "Connection: close\r\n"
         for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
         text += "\r\n"
-        let bytes = Array(text.utf8) + Array(response.body)
+        var body = Array(response.body)
+        if chunked {
+            var framed: [UInt8] = []
+            var rest = body[...]
+            while !rest.isEmpty {
+                let chunk = rest.prefix(4096)
+                framed += Array((String(chunk.count, radix: 16) + "\r\n").utf8) + chunk + Array("\r\n".utf8)
+                rest = rest.dropFirst(chunk.count)
+            }
+            body = framed + Array("0\r\n\r\n".utf8)
+        }
+        let bytes = Array(text.utf8) + body
         var written = 0
         while written < bytes.count {
             let count = bytes[written...].withUnsafeBytes { write(client, $0.baseAddress, $0.count) }

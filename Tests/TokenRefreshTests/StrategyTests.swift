@@ -33,7 +33,7 @@ import TokenKitTesting
         // RFC 6749 2.3.1: ID and secret are form-encoded, then joined and base64-encoded.
         #expect(
             sent.request.headerFields[.authorization] == "Basic "
-                + Data("my+app:s3cr%26t-value".utf8).base64EncodedString())
+                + Data("my%20app:s3cr%26t-value".utf8).base64EncodedString())
         let body = String(decoding: sent.body ?? Data(), as: UTF8.self)
         #expect(body == "grant_type=refresh_token&refresh_token=refresh%2F1%2B2&scope=read+write")
     }
@@ -127,6 +127,23 @@ import TokenKitTesting
         let next = try await client.validToken()
         #expect(next != token)
         #expect(await server.tokenRequestCount == 2)
+    }
+
+    /// RFC 6749 section 2.3.1 form-encodes the ID and secret before HTTP Basic; a space goes as `%20`, which a
+    /// server that percent-decodes the pair by RFC 3986 rules (keeping a `+`) reads as a space too.
+    @Test func aSpaceInTheClientSecretReachesAServerThatKeepsPlusSigns() async throws {
+        let clock = ManualClock()
+        let secret = "backend secret+with spaces"
+        TestSecrets.shared.register(secret, as: .clientSecret)
+        let server = SimulatedTokenServer(
+            configuration: .init(clientID: "back end", clientSecret: secret), now: clock.wallClock)
+        let endpoint = TokenEndpoint(
+            url: tokenURL, client: OAuthClient(id: "back end", secret: secret), transport: server)
+        let client = TokenRefreshClient(
+            strategy: ClientCredentialsStrategy(endpoint: endpoint), clock: clock, now: clock.wallClock)
+        let token = try await client.validToken()
+        #expect(token.refreshToken == nil)
+        #expect(await server.tokenRequestCount == 1)
     }
 
     @Test func aClosureStrategyHandsOutTokensFromAnSDK() async throws {

@@ -12,6 +12,10 @@ public import Logging
 /// silently deleted; a removal leaves no copy behind; sealing with AES-GCM is optional. The guarantees in full, with
 /// what each kind of bad input does: ``Persistence``.
 ///
+/// File names are an HMAC-SHA256 of the account under a random key the store keeps in its directory
+/// (`session-naming-key`, mode 0600), so a listing does not confirm a guessed account; a file an earlier version named
+/// by a plain SHA-256 of the account is read and renamed at its first use.
+///
 /// ```swift
 /// let store = FileTokenStore(directory: URL(filePath: "/var/lib/myapp/sessions"))
 /// try await store.save(session, account: "alice", condition: .absent)
@@ -84,10 +88,16 @@ public struct FileTokenStore: TokenStore {
 
     /// The path of the session file for `account` (it may not exist).
     ///
+    /// The name depends on the store's naming key: this creates the directory and the key when they do not exist
+    /// yet. When that fails, it returns the path an earlier version used.
+    ///
     /// - Parameter account: The account key.
     /// - Returns: An absolute path inside `directory`.
     public func filePath(account: String) -> String {
-        files(account: account).filePath
+        guard let handle = try? directoryFiles.ensureDirectory(),
+            let files = try? files(account: account, in: handle, creatingKey: true)
+        else { return files(named: SessionFileFormat.legacyFileName(account: account)).filePath }
+        return files.filePath
     }
 
     /// Reads the session stored for `account`.
@@ -98,10 +108,23 @@ public struct FileTokenStore: TokenStore {
     /// - Parameter account: The account key.
     /// - Returns: `.found`, `.absent` (no directory or no file), or `.unavailable` with the reason.
     public func load(account: String) async -> TokenStoreRead {
-        let files = files(account: account)
+        var files = directoryFiles
         do throws(PersistenceError) {
             guard let directory = try files.openDirectory() else { return .absent }
-            switch try files.readCurrent(directory) {
+            // Without a naming key no file has a keyed name yet; one of an earlier version may need renaming.
+            guard
+                let named = try self.files(
+                    account: account, in: directory, creatingKey: hasLegacyFile(account, directory))
+            else { return .absent }
+            files = named
+            var current = try files.readCurrent(directory)
+            if case .absent = current, hasLegacyFile(account, directory) {
+                current = try await withLock(files) { (directory) throws(PersistenceError) in
+                    try migrateLegacyFile(account, to: files, in: directory)
+                    return try files.readCurrent(directory)
+                }
+            }
+            switch current {
             case .absent: return .absent
             case .session(let session): return .found(session)
             case .unreadable(let error): return .unavailable(error)
@@ -151,9 +174,10 @@ public struct FileTokenStore: TokenStore {
     public func save(
         _ session: StoredSession, account: String, condition: WriteCondition
     ) async throws(PersistenceError) {
-        let files = files(account: account)
+        let files = try keyedFiles(account, in: directoryFiles.ensureDirectory())
         let bytes = try SessionFileFormat(key: configuration.encryptionKey, binding: files.fileName).encode(session)
         try await withLock(files) { (directory) throws(PersistenceError) in
+            try migrateLegacyFile(account, to: files, in: directory)
             files.removeStaleTemporaries(directory)
             let current = try currentGeneration(files, in: directory, removing: false, condition: condition)
             guard condition.allows(current: current) else { throw PersistenceError.conflict }
@@ -179,12 +203,13 @@ public struct FileTokenStore: TokenStore {
     /// - Throws: ``PersistenceError/conflict`` when the condition fails; another ``PersistenceError`` when the
     ///   file cannot be read or removed.
     public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
-        let files = files(account: account)
-        guard try files.openDirectory() != nil else {
+        guard let handle = try directoryFiles.openDirectory() else {
             guard condition.allows(current: nil) else { throw PersistenceError.conflict }
             return
         }
+        let files = try keyedFiles(account, in: handle)
         try await withLock(files) { (directory) throws(PersistenceError) in
+            try migrateLegacyFile(account, to: files, in: directory, discardingUnreadable: condition == .always)
             let current = try currentGeneration(files, in: directory, removing: true, condition: condition)
             guard condition.allows(current: current) else { throw PersistenceError.conflict }
             if current != nil { try files.removeFile(directory) }
@@ -211,8 +236,8 @@ public struct FileTokenStore: TokenStore {
     public func withExclusiveAccess<T: Sendable>(
         account: String, _ body: @Sendable () async throws -> T
     ) async throws -> T {
-        let files = files(account: account)
-        let directory = try files.ensureDirectory()
+        let directory = try directoryFiles.ensureDirectory()
+        let files = try keyedFiles(account, in: directory)
         let key = lockKey(files)
         if ProcessLocalLocks.heldKeys.contains(key) { return try await body() }
         let lock = try await HeldFileLock.acquire(
@@ -230,9 +255,65 @@ public struct FileTokenStore: TokenStore {
 
     // MARK: Internals
 
-    private func files(account: String) -> SessionFiles {
-        let name = SessionFileFormat.fileName(account: account)
-        return SessionFiles(
+    /// The account's files, named with the directory's naming key; `nil` when it has none and `creatingKey` is
+    /// false.
+    private func files(
+        account: String, in directory: DirectoryHandle, creatingKey: Bool
+    ) throws(PersistenceError) -> SessionFiles? {
+        let owner = configuration.expectedOwner ?? POSIX.effectiveUserID
+        guard let key = try NamingKey.load(in: directory, expectedOwner: owner, creating: creatingKey) else {
+            return nil
+        }
+        return files(named: SessionFileFormat.fileName(account: account, key: key))
+    }
+
+    /// The account's files, creating the naming key when the directory has none.
+    private func keyedFiles(_ account: String, in directory: DirectoryHandle) throws(PersistenceError) -> SessionFiles {
+        guard let files = try files(account: account, in: directory, creatingKey: true) else {
+            throw PersistenceError.writeFailed.with(detail: "the naming key could not be created")
+        }
+        return files
+    }
+
+    /// The store's directory, for opening it before any account's name is known.
+    private var directoryFiles: SessionFiles { files(named: "") }
+
+    /// Whether a session file an earlier version named (a plain SHA-256 of the account) is there.
+    private func hasLegacyFile(_ account: String, _ directory: DirectoryHandle) -> Bool {
+        if case .success = POSIX.status(in: directory.descriptor, SessionFileFormat.legacyFileName(account: account)) {
+            return true
+        }
+        return false
+    }
+
+    /// Renames the account's file from its earlier name to its keyed one, under the lock: the session is read with
+    /// the earlier name (bound into a sealed file) and written under the new one, then the earlier file and its lock
+    /// file are removed. A keyed file already there wins. A damaged earlier file is moved aside; one this store
+    /// cannot read (newer format, other key) stays where it is and its error is thrown, unless
+    /// `discardingUnreadable` (an unconditional removal).
+    private func migrateLegacyFile(
+        _ account: String, to files: SessionFiles, in directory: DirectoryHandle, discardingUnreadable: Bool = false
+    ) throws(PersistenceError) {
+        guard hasLegacyFile(account, directory) else { return }
+        let legacy = self.files(named: SessionFileFormat.legacyFileName(account: account))
+        if case .absent = try files.readCurrent(directory) {
+            switch try legacy.readCurrent(directory) {
+            case .absent: return
+            case .session(let session): try files.writeAtomically(directory, files.format.encode(session))
+            case .corrupt(let reason):
+                _ = try legacy.moveAside(directory, reason: reason)
+                return
+            case .unreadable(let error): if !discardingUnreadable { throw error }
+            }
+        }
+        try legacy.removeFile(directory)
+        _ = POSIX.unlinkItem(in: directory.descriptor, legacy.lockName)
+        logger.debug(
+            "renamed a session file to its keyed name", metadata: ["file": "\(files.fileName)"])
+    }
+
+    private func files(named name: String) -> SessionFiles {
+        SessionFiles(
             directory: directoryPath, fileName: name,
             format: SessionFileFormat(key: configuration.encryptionKey, binding: name),
             faults: configuration.faults, logger: logger,

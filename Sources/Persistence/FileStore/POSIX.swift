@@ -161,6 +161,11 @@ enum POSIX {
         renameat(directory, from, directory, to) == 0 ? .success(()) : .failure(Errno(errno))
     }
 
+    /// Links `to` to the file `from`, both in `directory`; fails with `EEXIST` when `to` exists.
+    static func linkItem(in directory: Int32, _ from: String, to: String) -> Result<Void, Errno> {
+        linkat(directory, from, directory, to, 0) == 0 ? .success(()) : .failure(Errno(errno))
+    }
+
     /// Removes the file `name` in `directory`.
     static func unlinkItem(in directory: Int32, _ name: String) -> Result<Void, Errno> {
         unlinkat(directory, name, 0) == 0 ? .success(()) : .failure(Errno(errno))

@@ -36,7 +36,7 @@ struct SessionFileFormat: Sendable {
     }
 
     let key: SymmetricKey?
-    /// Bound into the encryption as authenticated data: the file's name (a hash of the account).
+    /// Bound into the encryption as authenticated data: the file's name (a keyed hash of the account).
     let binding: String
 
     func encode(_ session: StoredSession) throws(PersistenceError) -> [UInt8] {
@@ -103,10 +103,19 @@ struct SessionFileFormat: Sendable {
         return Data(Array(code).prefix(8)).base64EncodedString()
     }
 
-    /// The file name for an account: a SHA-256 of the account, so any account string is a safe file name and
-    /// a directory listing does not reveal who is signed in.
-    static func fileName(account: String) -> String {
-        let digest = SHA256.hash(data: Data(account.utf8))
+    /// The file name for an account: an HMAC-SHA256 of the account under the store's naming key
+    /// (``NamingKey``), so any account string is a safe file name and a directory listing does not confirm a
+    /// guessed account.
+    static func fileName(account: String, key: SymmetricKey) -> String {
+        name(HMAC<SHA256>.authenticationCode(for: Data(account.utf8), using: key))
+    }
+
+    /// The name earlier versions gave an account's file: a plain SHA-256 of the account. Read, then renamed.
+    static func legacyFileName(account: String) -> String {
+        name(SHA256.hash(data: Data(account.utf8)))
+    }
+
+    private static func name(_ digest: some Sequence<UInt8>) -> String {
         let hex = digest.map { byte in
             let text = String(byte, radix: 16)
             return byte < 16 ? "0" + text : text

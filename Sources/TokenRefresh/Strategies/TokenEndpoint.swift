@@ -71,7 +71,7 @@ public struct TokenEndpoint: Sendable {
         headers[.accept] = "application/json"
         if client.authentication.isBasic {
             // RFC 6749 section 2.3.1: form-encode ID and secret before joining them.
-            let pair = FormEncoding.encode(client.id) + ":" + FormEncoding.encode(client.secret ?? "")
+            let pair = FormEncoding.basicEncode(client.id) + ":" + FormEncoding.basicEncode(client.secret ?? "")
             headers[.authorization] = "Basic " + Data(pair.utf8).base64EncodedString()
         } else if client.authentication.isBody {
             fields.append(("client_id", client.id))
@@ -191,6 +191,13 @@ package enum FormEncoding {
     /// Encodes the pairs as a form body.
     package static func encode(_ pairs: [(String, String)]) -> String {
         pairs.map { encode($0.0) + "=" + encode($0.1) }.joined(separator: "&")
+    }
+
+    /// Encodes an ID or secret for HTTP Basic client authentication (RFC 6749 section 2.3.1): form encoding with a
+    /// space as `%20`, which form decoding reads as a space too, while servers that decode the pair by RFC 3986
+    /// rules would keep a `+` and refuse the secret. A literal `+` is `%2B` either way.
+    package static func basicEncode(_ text: String) -> String {
+        encode(text).replacingOccurrences(of: "+", with: "%20")
     }
 
     /// Encodes one name or value: unreserved characters stay, space becomes `+`, the rest `%XX`.

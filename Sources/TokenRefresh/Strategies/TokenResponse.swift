@@ -107,8 +107,8 @@ extension TokenResponse {
 
     /// Parses an RFC 6749 section 5.1 success body, or the FitIQ body: snake_case or camelCase keys
     /// (`access_token` or `accessToken`, and so on), optionally wrapped in `data`. Never crashes: anything
-    /// unexpected is ``TokenRefreshError/malformedResponse``. An OpenID Connect `id_token` becomes ``user`` (its
-    /// claims read without verification, for display only); one that cannot be read is ignored.
+    /// unexpected is ``TokenRefreshError/malformedResponse``. An OpenID Connect `id_token` is kept as received for
+    /// the sign-in module to verify; its claims never become ``user`` unverified.
     ///
     /// - Parameter body: The response body.
     /// - Returns: The parsed response.
@@ -134,7 +134,7 @@ extension TokenResponse {
         return TokenResponse(
             accessToken: accessToken, refreshToken: fields.refreshToken.flatMap { $0.isEmpty ? nil : $0 },
             tokenType: tokenType, expiresIn: fields.expiresIn, scope: fields.scope, userID: fields.userID,
-            user: fields.idToken.flatMap { AuthUser(idToken: $0) }, idToken: fields.idToken)
+            user: nil, idToken: fields.idToken)
     }
 
     /// The OAuth `error` code of an RFC 6749 section 5.2 body, if it has a well-formed one.

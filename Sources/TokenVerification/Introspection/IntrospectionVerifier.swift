@@ -487,7 +487,11 @@ public final class IntrospectionVerifier: Sendable {
         let authentication = configuration.clientAuthentication
         switch authentication.method {
         case .basic:
-            let pair = formEncode(authentication.clientID) + ":" + formEncode(authentication.secret)
+            // RFC 6749 section 2.3.1, with a space as `%20` (form decoding reads it as a space, and servers that
+            // decode the pair by RFC 3986 rules do too; they would keep a `+`).
+            let pair = [authentication.clientID, authentication.secret].map {
+                formEncode($0).replacingOccurrences(of: "+", with: "%20")
+            }.joined(separator: ":")
             fields.append(("Authorization", "Basic " + Data(pair.utf8).base64EncodedString()))
         case .post:
             form += "&client_id=\(formEncode(authentication.clientID))"
