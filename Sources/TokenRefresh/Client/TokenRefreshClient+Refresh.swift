@@ -469,7 +469,8 @@ extension TokenRefreshClient {
 
     /// One call of the strategy for a refresh token the session never held.
     func statelessAttempt(_ refreshToken: String) async -> Result<AuthToken, TokenRefreshError> {
-        let action = machine.statelessAttemptStarting(at: clock.elapsed)
+        let admitted = clock.elapsed
+        let action = machine.statelessAttemptStarting(at: admitted)
         switch action {
         case .call, .void:
             break
@@ -490,6 +491,6 @@ extension TokenRefreshClient {
             failure = Self.classify(error)
             metrics.recordFailure(failure, after: clock.elapsed - started)
         }
-        return .failure(machine.statelessAttemptFailed(failure, refreshToken: refreshToken).error)
+        return .failure(machine.statelessAttemptFailed(failure, refreshToken: refreshToken, startedAt: admitted).error)
     }
 }

@@ -16,8 +16,11 @@
 /// - The `user` closure supplies the profile (Clerk's default session token carries no name or e-mail): it is
 ///   asked after each token, and ``TokenRefreshClient/currentUser`` and ``TokenRefreshClient/sessionStates()``
 ///   carry it. A profile whose ID is not the session's user is ignored.
-/// - The closure returns the token (a JWT, whose `exp` and `iat` give its lifetime), or `nil` when the SDK
-///   has no session: the session then ends once, with ``AuthEvent/SignOutReason/providerSignedOut``.
+/// - The closure returns the token, or `nil` when the SDK has no session: the session then ends once, with
+///   ``AuthEvent/SignOutReason/providerSignedOut``. A JWT expires at its `exp`, however many times the SDK hands it
+///   back from its cache (`exp - iat` is the lifetime the expiry margins scale with).
+/// - Asking the SDK is not a refresh sent to a server unless `forceRefresh` is `true`: only forced calls count
+///   against the rate breaker, so checks after the SDK's change callbacks never hold a sign-out back.
 /// - Throw ``TokenRefreshError/refreshTokenRejected`` when the SDK says the session was revoked: it ends once,
 ///   with ``AuthEvent/SignOutReason/revoked``.
 /// - Connectivity errors (`URLError`, `POSIXError` connection failures) count as offline: the session is kept
@@ -32,6 +35,8 @@ public struct SDKTokenStrategy: RefreshStrategy {
     private let user: (@Sendable () async -> AuthUser?)?
     /// An SDK keeps its own refresh token: `false`.
     public var requiresRefreshToken: Bool { false }
+    /// An SDK answers from its cache unless forced: `true`.
+    public var mayAnswerFromCache: Bool { true }
 
     /// Creates the strategy.
     ///
@@ -66,6 +71,8 @@ public struct SDKTokenStrategy: RefreshStrategy {
     /// - Throws: ``TokenRefreshError/signedOut`` when the SDK has no session; what the closure throws.
     public func refresh(using refreshToken: String?, forced: Bool) async throws -> TokenResponse {
         guard let token = try await body(forced), !token.isEmpty else { throw TokenRefreshError.signedOut }
-        return TokenResponse(accessToken: token, user: await user?())
+        var response = TokenResponse(accessToken: token, user: await user?())
+        response.mayComeFromCache = true
+        return response
     }
 }
