@@ -143,7 +143,6 @@ import TokenKitTesting
         #expect(!ErrorClassification.sentNothing(reset))
     }
 
-
     @Test func aCookieSessionsLaunchChecksAndNetworkRestoredAreNotCounted() async throws {
         let server = CookieSessionTests.Server()
         let (client, strategy, _) = CookieSessionTests().client(server, transport: server.transport)

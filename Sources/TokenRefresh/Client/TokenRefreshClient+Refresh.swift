@@ -323,7 +323,10 @@ extension TokenRefreshClient {
         ending.flight?.finish(.failure(ending.failure))
         await remove(ending.removal)
         publish(ending.event)
-        logger.debug("session ended", metadata: ["event": "\(ending.event)"])
+        // The reason and the error, never the event's description: it names the user (often an e-mail address).
+        var metadata: Logger.Metadata = ["reason": "\(ending.event.reason.map { "\($0)" } ?? "none")"]
+        if let error = ending.event.error { metadata["error"] = "\(error)" }
+        logger.debug("session ended", metadata: metadata)
     }
 
     /// Removes an ended session from the store when the machine asks for it (`nil`: it was removed elsewhere).
