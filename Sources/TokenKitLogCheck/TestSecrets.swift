@@ -5,13 +5,15 @@ import TokenKitTesting
 ///
 /// The mock kit of `TokenKitTesting` registers what crosses it in ``shared``: `MockTransport` and
 /// `LoopbackServer` the credentials in each request and the tokens in each response body,
-/// `SimulatedTokenServer` its clients' secrets, its users' passwords and every token it mints,
-/// `MockSessionProvider` every token it hands out. A test registers the secrets it makes itself, where it
+/// `SimulatedTokenServer` its clients' secrets, its users' passwords, every token it mints and the user ID it mints
+/// it for, `MockSessionProvider` every token it hands out and the ID of every user it signs in. User IDs are
+/// searched for like secrets: no log line may name a user. A test registers the secrets it makes itself, where it
 /// makes them:
 ///
 /// ```swift
 /// let token = TestSecrets.shared.register(AuthToken(accessToken: "access-for-alice", expiresIn: 3600))
 /// TestSecrets.shared.register("client-secret-of-the-app", as: .clientSecret)
+/// TestSecrets.shared.register("ada@example.com", as: .userID)
 /// ```
 ///
 /// A secret shorter than 8 bytes cannot be searched for without false alarms (`"a"` is in every line): the
@@ -34,6 +36,10 @@ public final class TestSecrets: Sendable {
         public static let password = Kind(description: "password")
         /// Any other credential: an API key, an authorization code, a PKCE verifier, a Basic credential.
         public static let credential = Kind(description: "credential")
+        /// A user ID: no credential, but it names a person (often by e-mail address), so no log line may carry it.
+        /// The mock kit registers the IDs of the users it signs in (those of at least ``TestSecrets/minimumLength``
+        /// bytes).
+        public static let userID = Kind(description: "user ID")
     }
 
     /// One registered secret.

@@ -39,7 +39,8 @@ public struct UserMessage: Sendable, Hashable {
         case reauthenticationRequiredTitle
         /// The body shown when an old session was cleared and the user must sign in again.
         case reauthenticationRequired
-        /// The session ended (a 401 that a check confirmed, an expiry); shown with the sign-in screen.
+        /// The session ended (a 401 that a check confirmed or a refresh did not cure, an expiry); shown with the
+        /// sign-in screen.
         case sessionExpired
         /// No internet connection.
         case offline
@@ -94,8 +95,9 @@ public struct UserMessage: Sendable, Hashable {
 }
 
 extension UserMessage {
-    /// The message for `error`, as a BetterAuth app maps them: no connection, a timeout, another network failure, an
-    /// ended session, refused credentials, or a server error (known texts only).
+    /// The message for `error`, as a cookie-session app maps them: no connection, a timeout, another network failure,
+    /// an ended session (also a 401 that a refresh did not cure), refused credentials, or a server error (known texts
+    /// only).
     ///
     /// - Parameter error: Any error TokenKit throws (or a `URLError`).
     public init(for error: any Error) {
@@ -134,7 +136,10 @@ extension UserMessage {
     }
 
     private init(forNetwork error: NetworkRetryError) {
-        if error == .timedOut {
+        if error == .unauthorizedAfterRefresh {
+            // The server refused a fresh token too: the session is over, as when a cookie session's check says so.
+            self.init(.sessionExpired)
+        } else if error == .timedOut {
             self.init(.timedOut)
         } else if let underlying = error.underlying {
             self.init(for: underlying)

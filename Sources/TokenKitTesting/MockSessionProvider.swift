@@ -73,6 +73,7 @@ public final class MockSessionProvider: Sendable {
             state.cached = nil
             state.revoked = false
         }
+        SecretCrossings.report(.secret(user.id, .userID), origin: "MockSessionProvider")
     }
 
     /// Ends the session on the SDK's side (signed out on another device): the next call returns `nil`.

@@ -8,9 +8,10 @@ package import HTTPTypes
 /// Package-level on purpose: the mock kit gets no logging dependency and no public surface for this, and
 /// without an observer a report costs one lock and does nothing.
 package enum SecretCrossings {
-    /// What a secret is, in the log check's terms.
+    /// What a secret is, in the log check's terms. A user ID is no credential, but it names a person (often by
+    /// e-mail address), so no log line may carry it either.
     package enum Kind: Sendable {
-        case accessToken, refreshToken, idToken, clientSecret, password, credential
+        case accessToken, refreshToken, idToken, clientSecret, password, credential, userID
     }
 
     /// One thing that crossed a mock.

@@ -462,6 +462,7 @@ public actor SimulatedTokenServer: HTTPTransport {
             #"{"sub":"\#(userID)","iat":\#(issuedAt),"exp":\#(issuedAt + Int(lifetime)),"jti":"at-\#(serial)"}"#)
         let token = "\(header).\(payload).c2ln"
         SecretCrossings.report(.secret(token, .accessToken), origin: "SimulatedTokenServer")
+        SecretCrossings.report(.secret(userID, .userID), origin: "SimulatedTokenServer")
         return token
     }
 

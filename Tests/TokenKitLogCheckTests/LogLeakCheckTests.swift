@@ -99,4 +99,23 @@ import TokenKitTesting
         #expect(leak.secret.kind == .accessToken)
         #expect(leak.secret.origin == "a mock in a test")
     }
+
+    @Test func aUserIDInATestsLinesFailsThatTestWithoutPrintingIt() throws {
+        let run = run
+        let scope = run.begin(testName: "names the user")
+        let firstLine = ProcessLogCapture.count
+        secrets.register(.secret("planted-uq-user@example.org", .userID), origin: "a mock in a test")
+        log("session ended user: planted-uq-user@example.org", in: scope)
+        let message = try #require(run.end(scope: scope, firstLine: firstLine).first)
+        #expect(message.contains("user ID"))
+        #expect(!message.contains("planted-uq-user"))
+        #expect(run.summarize().report.contains("1 user ID"))
+    }
+
+    @Test func aMocksUserIDTooShortToSearchForIsLeftOutButOneATestRegistersIsReported() {
+        secrets.register(.secret("user-1", .userID), origin: "a mock in a test")
+        #expect(secrets.all.isEmpty)
+        secrets.register("user-2", as: .userID)
+        #expect(secrets.tooShort.map(\.kind) == [.userID])
+    }
 }

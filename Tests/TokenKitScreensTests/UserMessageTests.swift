@@ -1,8 +1,10 @@
 import Foundation
+import HTTPTypes
 import NetworkRetry
 import Testing
 import TokenKitLogCheck
 import TokenKitScreens
+import TokenKitTesting
 import TokenRefresh
 
 /// Seed 004's messages in English and Japanese, from the package's resources, and the server's error texts.
@@ -83,5 +85,33 @@ import TokenRefresh
         let invalid = CredentialRules.check(username: "a b!")
         #expect(invalid.map { UserMessage(for: $0).text(in: .japanese) } == ["英数字、_、-のみ使用できます"])
         #expect(UserMessage(for: .tooShort(minimum: 8)).text(in: .english) == "Please enter at least 8 characters.")
+    }
+
+    @Test func a401ThatARefreshDidNotCureOnABearerAPIReadsAsAnExpiredSessionAsOnTheCookiePath() async throws {
+        let issued = Locked(0)
+        let client = TokenRefreshClient(
+            strategy: ClosureRefreshStrategy { _ in
+                let serial = issued.withLock { count in
+                    count += 1
+                    return count
+                }
+                return TokenResponse(accessToken: "bearer-api-access-token-\(serial)", expiresIn: 3600)
+            })
+        let unauthorized = MockTransport.Reply.response(
+            status: .unauthorized, headers: [.wwwAuthenticate: #"Bearer error="invalid_token""#])
+        let api = AuthenticatedClient(
+            transport: MockTransport(script: [unauthorized, unauthorized]), tokenProvider: client,
+            configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
+        let error = await #expect(throws: NetworkRetryError.unauthorizedAfterRefresh) {
+            try await api.executeWithAutoRetry(
+                HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/me"))
+        }
+        let message = UserMessage(for: try #require(error))
+        #expect(message.key == .sessionExpired)
+        // The cookie path's message for a 401 its check with the server confirmed.
+        let cookiePath = UserMessage(for: TokenRefreshError.sessionInvalidated)
+        #expect(message.text(in: .english) == cookiePath.text(in: .english))
+        #expect(message.text(in: .japanese) == cookiePath.text(in: .japanese))
+        #expect(message.text(in: .japanese) == "セッションが期限切れです。再度ログインしてください。")
     }
 }

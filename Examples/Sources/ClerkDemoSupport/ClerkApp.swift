@@ -34,11 +34,10 @@ public final class ClerkApp: Sendable {
     ) {
         self.backendURL = backendURL
         self.signOutSDK = signOutSDK
-        // No backoff sleeps: an SDK that is offline says so at once, and the app shows the session as expired.
+        // No backoff sleeps: an SDK that is offline says so at once, and the app shows the session as expired. The
+        // breaker keeps its defaults: asking the SDK is not a refresh, only a forced call after a 401 counts.
         auth = TokenRefreshClient(
-            strategy: strategy,
-            configuration: .init(maximumRefreshes: 30, breakerWindow: .seconds(30), backoff: .init(retries: 0)),
-            clock: clock, now: now)
+            strategy: strategy, configuration: .init(backoff: .init(retries: 0)), clock: clock, now: now)
         api = AuthenticatedClient(
             transport: transport, tokenProvider: auth,
             configuration: .init(

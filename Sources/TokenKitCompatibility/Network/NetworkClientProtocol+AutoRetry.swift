@@ -1,5 +1,6 @@
 import AuthToken
 public import Foundation
+import NetworkRetry
 public import TokenRefresh
 
 #if canImport(FoundationNetworking)
@@ -22,7 +23,9 @@ extension NetworkClientProtocol {
     ///     as the client returned it).
     /// - Returns: The body and the response.
     /// - Throws: ``APIError/unauthorized`` when no refresh token is stored or the retry is rejected too; a
-    ///   ``/TokenRefresh/TokenRefreshError`` when the refresh fails; what ``executeRequest(request:)`` throws otherwise.
+    ///   ``/TokenRefresh/TokenRefreshError`` when the refresh fails; `NetworkRetryError.insecureTransport`, with nothing
+    ///   refreshed or sent again, when a 401 came from a plain `http` URL whose host is not loopback (the refreshed
+    ///   token travels only over https, or http to loopback); what ``executeRequest(request:)`` throws otherwise.
     public func executeWithAutoRetry(
         request: consuming URLRequest,
         tokenRefreshClient: TokenRefreshClient,
@@ -44,6 +47,9 @@ extension NetworkClientProtocol {
                 error, status: httpStatus(of: error), logger: tokenRefreshClient.logger)
             throw error
         }
+        // The retry carries the refreshed token: only over https, or plain http to loopback, as every TokenKit request.
+        // Checked before the refresh, so a refresh token is not spent on a retry that will not be sent.
+        guard Self.mayCarryToken(request.url) else { throw NetworkRetryError.insecureTransport }
         let token = try await tokenRefreshClient.tokenForRetry(
             rejecting: carried, persistence: authTokenPersistence.appPairStore)
         // Taken, not copied: a caller that is done with its request spares Foundation a copy of it.
@@ -52,6 +58,11 @@ extension NetworkClientProtocol {
         return try await executeWithAutoRetry(
             request: retryRequest, tokenRefreshClient: tokenRefreshClient,
             authTokenPersistence: authTokenPersistence, retryCount: retryCount + 1)
+    }
+
+    /// Whether a token may travel to `url`: https, or plain http to a loopback host.
+    private static func mayCarryToken(_ url: URL?) -> Bool {
+        url.flatMap(HTTPOrigin.init)?.allowsCredentials ?? false
     }
 
     /// The bearer token `request` carries, if any (`Bearer` in any case, then spaces, then the token).

@@ -87,6 +87,22 @@ extension AuthTokenPersistenceProtocol {
         try save(accessToken: token.accessToken, refreshToken: token.refreshToken ?? "")
     }
 
+    /// Stores a pair whose refresh token may be absent, such as `newToken.refreshToken` of the token
+    /// `refreshToken(_:)` returns: `try authTokenPersistence.save(accessToken: newToken.accessToken,
+    /// refreshToken: newToken.refreshToken)`.
+    ///
+    /// A refresh always keeps a refresh token (the one it was given, when the server sends no new one), so the pair
+    /// `refreshToken(_:)` returns has one. An absent refresh token is stored as an empty string, as
+    /// ``saveToken(_:)`` stores it, and ``fetchToken()`` reads it back as none.
+    ///
+    /// - Parameters:
+    ///   - accessToken: The access token.
+    ///   - refreshToken: The refresh token, if any.
+    /// - Throws: What ``save(accessToken:refreshToken:)`` throws.
+    public func save(accessToken: String, refreshToken: String?) throws {
+        try save(accessToken: accessToken, refreshToken: refreshToken ?? "")
+    }
+
     /// Rebuilds the token from the two stored strings, its expiry parsed from the JWT's `exp`.
     ///
     /// - Returns: The token, or `nil` when no (non-empty) access token is stored.

@@ -43,4 +43,34 @@ enum ErrorClassification {
         }
         return false
     }
+
+    /// Whether `error`, thrown by any strategy, says the refresh request never reached a server: the device is
+    /// offline, the host name did not resolve, or nothing accepted the connection. The rate breaker does not count
+    /// such an attempt. A timeout, a lost connection, any answer, or an error this cannot read may have reached the
+    /// server, and counts.
+    static func sentNothing(_ error: any Error) -> Bool {
+        switch error {
+        case let error as TokenRefreshError:
+            return error.underlying.map(sentNothing) ?? false
+        case let error as NetworkRetryError:
+            // A transport's bare "could not connect" says so; with a cause, the cause tells (a lost connection is one).
+            guard error == .cannotConnect else { return false }
+            return error.underlying.map(sentNothing) ?? true
+        case let error as URLError:
+            switch error.code {
+            case .notConnectedToInternet, .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed,
+                .internationalRoamingOff, .dataNotAllowed, .callIsActive:
+                return true
+            default:
+                return false
+            }
+        case let error as POSIXError:
+            switch error.code {
+            case .ECONNREFUSED, .ENETDOWN, .ENETUNREACH, .EHOSTUNREACH: return true
+            default: return false
+            }
+        default:
+            return false
+        }
+    }
 }

@@ -2,20 +2,28 @@
 /// ``SessionLineage`` and ``RejectedRefreshTokens``: the machine's transitions consult and update it.
 extension SessionMachine {
     /// Rate control: backoff after transient failures, `Retry-After`, and the breaker's window of attempts.
+    ///
+    /// The window counts refresh requests sent to a server, nothing else: a check (at launch, after
+    /// `networkRestored()`, an SDK's change callback) and a call a provider may answer from its cache are not
+    /// counted (`counting: false`), and an attempt that could not reach the server is forgotten
+    /// (``forgetAttempt(startedAt:)``). Backoff and `Retry-After` hold every attempt back.
     struct Breaker: Sendable {
-        /// When recent attempts started, by the injected clock.
+        /// When recent counted attempts started, by the injected clock.
         private(set) var attemptTimes: [Duration] = []
         /// No attempt before this instant of the injected clock.
         private(set) var retryNotBefore: Duration?
         private(set) var lastTransientError: TokenRefreshError?
         private(set) var consecutiveTransientFailures = 0
 
-        /// The error that holds a new attempt back at `elapsed`, if any: backoff, `Retry-After`, or `maximum` attempts
-        /// already in the `window` before it.
-        func blocked(at elapsed: Duration, maximum: Int, window: Duration) -> TokenRefreshError? {
+        /// The error that holds a new attempt back at `elapsed`, if any: backoff, `Retry-After`, or (for an attempt
+        /// the window `counting`s) `maximum` attempts already in the `window` before it.
+        func blocked(
+            at elapsed: Duration, maximum: Int, window: Duration, counting: Bool = true
+        ) -> TokenRefreshError? {
             if let retryNotBefore, elapsed < retryNotBefore {
                 return (lastTransientError ?? .transient).with(retryAfter: retryNotBefore - elapsed)
             }
+            guard counting else { return nil }
             var inWindow = 0
             var oldest: Duration?
             for time in attemptTimes where elapsed - time < window {
@@ -27,13 +35,24 @@ extension SessionMachine {
         }
 
         /// An attempt is about to start at `elapsed`: the error that holds it back (see
-        /// ``blocked(at:maximum:window:)``), or `nil`, and then it is counted (attempts out of the `window` are
-        /// forgotten).
-        mutating func admitAttempt(at elapsed: Duration, maximum: Int, window: Duration) -> TokenRefreshError? {
-            if let blocked = blocked(at: elapsed, maximum: maximum, window: window) { return blocked }
+        /// ``blocked(at:maximum:window:counting:)``), or `nil`, and then it is counted if `counting` (attempts out of
+        /// the `window` are forgotten).
+        mutating func admitAttempt(
+            at elapsed: Duration, maximum: Int, window: Duration, counting: Bool = true
+        ) -> TokenRefreshError? {
+            if let blocked = blocked(at: elapsed, maximum: maximum, window: window, counting: counting) {
+                return blocked
+            }
+            guard counting else { return nil }
             attemptTimes.removeAll { elapsed - $0 >= window }
             attemptTimes.append(elapsed)
             return nil
+        }
+
+        /// The attempt counted at `started` sent nothing (the server could not be reached): it no longer counts.
+        mutating func forgetAttempt(startedAt started: Duration) {
+            guard let index = attemptTimes.lastIndex(of: started) else { return }
+            attemptTimes.remove(at: index)
         }
 
         mutating func recordSuccess() {

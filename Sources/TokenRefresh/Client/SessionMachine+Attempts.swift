@@ -23,11 +23,13 @@ extension SessionMachine {
         case retry(after: Duration, retry: Int)
     }
 
-    /// A call of the strategy for the flight started under `epoch` is about to start at `elapsed`: counted, or held
-    /// back.
+    /// A call of the strategy for the flight started under `epoch` is about to start at `elapsed`: made, or held
+    /// back. Only an attempt that sends a refresh request to a server is counted (``Flight/sendsRefreshRequest``).
     mutating func attemptStarting(epoch: UInt64, at elapsed: Duration) -> AttemptStartAction {
         guard isCurrent(epoch) else { return .void }
-        if let blocked = admitAttempt(at: elapsed) { return .blocked(blocked) }
+        let counted = flight?.sendsRefreshRequest ?? true
+        if let blocked = admitAttempt(at: elapsed, counting: counted) { return .blocked(blocked) }
+        flight?.countedAttemptStart = counted ? elapsed : nil
         return .call(forced: flightIsForced)
     }
 
@@ -39,6 +41,10 @@ extension SessionMachine {
         now: Date, elapsed: Duration
     ) -> AttemptFailureAction {
         guard isCurrent(epoch) else { return .fail(.signedOut, events: []) }
+        if let started = flight?.countedAttemptStart, ErrorClassification.sentNothing(failure) {
+            breaker.forgetAttempt(startedAt: started)  // the server was never reached
+        }
+        flight?.countedAttemptStart = nil
         let event = AuthEvent.refreshFailed(failure, userID: session?.userID)
         guard failure.isTransient else {
             let quiet = failure == .refreshTokenRejected || failure == .cancelled
@@ -133,10 +139,11 @@ extension SessionMachine {
     }
 
     /// Before calling the strategy at `elapsed`: the error that holds the attempt back, or `nil` (and the breaker
-    /// counts the attempt).
-    private mutating func admitAttempt(at elapsed: Duration) -> TokenRefreshError? {
+    /// counts the attempt if `counting`).
+    private mutating func admitAttempt(at elapsed: Duration, counting: Bool = true) -> TokenRefreshError? {
         breaker.admitAttempt(
-            at: elapsed, maximum: configuration.maximumRefreshes, window: configuration.breakerWindow)
+            at: elapsed, maximum: configuration.maximumRefreshes, window: configuration.breakerWindow,
+            counting: counting)
     }
 
     /// What the actor does after a stateless refresh failed.
@@ -152,10 +159,12 @@ extension SessionMachine {
         }
     }
 
-    /// A stateless refresh of `refreshToken` failed with `failure`: a rejected refresh token is never sent again.
+    /// A stateless refresh of `refreshToken`, counted by the breaker at `started`, failed with `failure`: a rejected
+    /// refresh token is never sent again, and an attempt that could not reach the server no longer counts.
     mutating func statelessAttemptFailed(
-        _ failure: TokenRefreshError, refreshToken: String
+        _ failure: TokenRefreshError, refreshToken: String, startedAt started: Duration? = nil
     ) -> StatelessFailureAction {
+        if let started, ErrorClassification.sentNothing(failure) { breaker.forgetAttempt(startedAt: started) }
         if failure == .refreshTokenRejected { rejected.insert(refreshToken) }
         return .fail(failure)
     }

@@ -13,7 +13,8 @@ import Persistence
 ///   (``endingSession(reason:error:)``, ``signingOut()``) bump ``epoch``; a refresh started under an older epoch
 ///   changes nothing (``isCurrent(_:)``).
 /// - **Breaker**: backoff after transient failures, `Retry-After`, and at most
-///   ``TokenRefreshClient/Configuration/maximumRefreshes`` attempts per window (``Breaker``).
+///   ``TokenRefreshClient/Configuration/maximumRefreshes`` refresh requests sent to a server per window (``Breaker``;
+///   see ``sendsRefreshRequest(_:forced:)``).
 /// - **Persist, then retry**: a pair that could not be stored stays in memory and is written again at most once
 ///   per ``TokenRefreshClient/Configuration/persistRetryInterval`` (``persistRetryStarting(elapsed:)``).
 /// - **Offline**: a connectivity failure marks the client offline and an expired session `expired`.
@@ -98,6 +99,11 @@ struct SessionMachine: Sendable {
         var retryOutsideLock: (retry: Int, delay: Duration)?
         /// Where the refresh under the store's lock stands (see ``SessionMachine/lockTaken(epoch:seed:)``).
         var step: RefreshStep?
+        /// Whether its attempts send a refresh request to a server, so the breaker counts them
+        /// (``SessionMachine/sendsRefreshRequest(_:forced:)``).
+        var sendsRefreshRequest = true
+        /// When the attempt under way was counted by the breaker, if it was: forgotten again if it sends nothing.
+        var countedAttemptStart: Duration?
     }
 
     /// What happens after a transient failure.
@@ -126,6 +132,8 @@ struct SessionMachine: Sendable {
     let configuration: TokenRefreshClient.Configuration
     /// Whether the strategy needs a refresh token (an SDK or client credentials do not).
     let requiresRefreshToken: Bool
+    /// Whether the strategy may answer an unforced refresh from its cache (an SDK), sending nothing to a server.
+    let mayAnswerFromCache: Bool
 
     /// Where the session stands: the one stored state (see ``State``). The state shown to the app (``authState``),
     /// ``session``, ``isOffline``, ``flight`` and ``profile`` are read from it. Set by the machine's own transitions only
@@ -161,9 +169,12 @@ struct SessionMachine: Sendable {
         var lastAttempt: Duration
     }
 
-    init(configuration: TokenRefreshClient.Configuration, requiresRefreshToken: Bool) {
+    init(
+        configuration: TokenRefreshClient.Configuration, requiresRefreshToken: Bool, mayAnswerFromCache: Bool = false
+    ) {
         self.configuration = configuration
         self.requiresRefreshToken = requiresRefreshToken
+        self.mayAnswerFromCache = mayAnswerFromCache
     }
 
     // MARK: - Reading the state
@@ -281,7 +292,13 @@ struct SessionMachine: Sendable {
         if !forced && !session.token.willExpireSoon(at: now, policy: policy) { return .token(session.token) }
         if let flight { return .join(flight.flight) }
         let stillValid = !forced && !session.token.isExpired(at: now, policy: policy)
-        if let blocked = blockedError(at: elapsed) {
+        // A rejection and a session check skip the provider's cache; the others may be answered from it.
+        let skipsCache: Bool
+        switch forcedBy {
+        case .afterRejection, .sessionCheck: skipsCache = true
+        case .validToken, .seed, .providerCheck: skipsCache = false
+        }
+        if let blocked = blockedError(at: elapsed, counting: sendsRefreshRequest(forcedBy, forced: skipsCache)) {
             if stillValid { return .token(session.token) }
             noteExpiredIfOffline(now: now)
             return .fail(blocked)
@@ -289,9 +306,17 @@ struct SessionMachine: Sendable {
         if requiresRefreshToken && session.token.refreshToken == nil {
             return stillValid ? .token(session.token) : .endSessionThenFail(.sessionExpired)
         }
-        switch forcedBy {
-        case .afterRejection, .sessionCheck: return .startRefresh(seed: nil, forced: true)
-        case .validToken, .seed, .providerCheck: return .startRefresh(seed: nil, forced: false)
+        return .startRefresh(seed: nil, forced: skipsCache)
+    }
+
+    /// Whether a refresh for `request` (`forced`: skipping a provider's cache) sends a refresh request to a server, so
+    /// that the breaker counts it. A check (at launch, after ``networkRestored(checksWithServer:)``, an SDK's change
+    /// callback) is not a refresh, and an unforced call of a strategy that may answer from its cache (an SDK) sends
+    /// nothing of TokenKit's.
+    func sendsRefreshRequest(_ request: Request, forced: Bool) -> Bool {
+        switch request {
+        case .sessionCheck, .providerCheck: false
+        case .validToken, .afterRejection, .seed: forced || !mayAnswerFromCache
         }
     }
 
@@ -313,13 +338,18 @@ struct SessionMachine: Sendable {
             if let seed, flight.seed != seed { return .refreshStatelessly(seed) }
             return .join(flight.flight)
         }
-        if let blocked = blockedError(at: elapsed) { return .fail(blocked) }
+        if let blocked = blockedError(at: elapsed, counting: sendsRefreshRequest(request, forced: false)) {
+            return .fail(blocked)
+        }
         return .startRefresh(seed: seed, forced: false)
     }
 
-    /// The error that holds a new refresh back (backoff, `Retry-After`, the breaker), if any.
-    func blockedError(at elapsed: Duration) -> TokenRefreshError? {
-        breaker.blocked(at: elapsed, maximum: configuration.maximumRefreshes, window: configuration.breakerWindow)
+    /// The error that holds a new refresh back (backoff, `Retry-After`, and the breaker when it is `counting` the
+    /// refresh), if any.
+    func blockedError(at elapsed: Duration, counting: Bool = true) -> TokenRefreshError? {
+        breaker.blocked(
+            at: elapsed, maximum: configuration.maximumRefreshes, window: configuration.breakerWindow,
+            counting: counting)
     }
 
     /// A session whose token has expired while refreshes fail reads `expired` (a step of ``decide(_:now:elapsed:refreshedStatelessly:)``
@@ -338,15 +368,18 @@ struct SessionMachine: Sendable {
         let epoch: UInt64
     }
 
-    /// Records the refresh `flight` as started; the actor runs it under the returned epoch.
+    /// Records the refresh `flight` as started; the actor runs it under the returned epoch. Its attempts count against
+    /// the breaker when they send a refresh request (`sendsRefreshRequest`; by default, when `forced` or the strategy
+    /// never answers from a cache).
     @discardableResult
     mutating func beginFlight(
         _ flight: RefreshFlight, seed: String?, forced: Bool, followsRefusal: Bool = false,
-        pairedAccessToken: String? = nil
+        pairedAccessToken: String? = nil, sendsRefreshRequest: Bool? = nil
     ) -> FlightStartAction {
         self.flight = Flight(
             flight: flight, epoch: epoch, seed: seed, forced: forced, followsRefusal: followsRefusal,
-            pairedAccessToken: pairedAccessToken)
+            pairedAccessToken: pairedAccessToken,
+            sendsRefreshRequest: sendsRefreshRequest ?? (forced || !mayAnswerFromCache))
         return FlightStartAction(epoch: epoch)
     }
 
@@ -359,7 +392,8 @@ struct SessionMachine: Sendable {
         let followsRefusal = if case .afterRejection = request { true } else { false }
         return beginFlight(
             flight, seed: seed, forced: forced, followsRefusal: followsRefusal,
-            pairedAccessToken: seed == nil ? nil : pairedAccessToken)
+            pairedAccessToken: seed == nil ? nil : pairedAccessToken,
+            sendsRefreshRequest: sendsRefreshRequest(request, forced: forced))
     }
 
     /// Whether the refresh in flight follows a rejection by the server.

@@ -10,7 +10,11 @@ extension TokenRefreshClient {
         public var expiryPolicy: ExpiryPolicy
         /// How long one attempt at the token endpoint may take; `nil` for no limit.
         public var refreshTimeout: Duration?
-        /// The refresh rate breaker: at most this many refresh attempts in ``breakerWindow``.
+        /// The refresh rate breaker: at most this many refresh requests sent to a server in ``breakerWindow``.
+        ///
+        /// Only requests that reach a server count: not a check of the session (at launch, after
+        /// ``TokenRefreshClient/networkRestored()``), not a call a strategy may answer from its cache (an SDK's,
+        /// unless forced after a 401), and not an attempt that could not connect (offline).
         public var maximumRefreshes: Int
         /// The breaker's window.
         public var breakerWindow: Duration

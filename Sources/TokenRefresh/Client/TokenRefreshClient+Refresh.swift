@@ -323,7 +323,10 @@ extension TokenRefreshClient {
         ending.flight?.finish(.failure(ending.failure))
         await remove(ending.removal)
         publish(ending.event)
-        logger.debug("session ended", metadata: ["event": "\(ending.event)"])
+        // The reason and the error, never the event's description: it names the user (often an e-mail address).
+        var metadata: Logger.Metadata = ["reason": "\(ending.event.reason.map { "\($0)" } ?? "none")"]
+        if let error = ending.event.error { metadata["error"] = "\(error)" }
+        logger.debug("session ended", metadata: metadata)
     }
 
     /// Removes an ended session from the store when the machine asks for it (`nil`: it was removed elsewhere).
@@ -469,7 +472,8 @@ extension TokenRefreshClient {
 
     /// One call of the strategy for a refresh token the session never held.
     func statelessAttempt(_ refreshToken: String) async -> Result<AuthToken, TokenRefreshError> {
-        let action = machine.statelessAttemptStarting(at: clock.elapsed)
+        let admitted = clock.elapsed
+        let action = machine.statelessAttemptStarting(at: admitted)
         switch action {
         case .call, .void:
             break
@@ -490,6 +494,6 @@ extension TokenRefreshClient {
             failure = Self.classify(error)
             metrics.recordFailure(failure, after: clock.elapsed - started)
         }
-        return .failure(machine.statelessAttemptFailed(failure, refreshToken: refreshToken).error)
+        return .failure(machine.statelessAttemptFailed(failure, refreshToken: refreshToken, startedAt: admitted).error)
     }
 }

@@ -31,7 +31,8 @@ public import Persistence
 ///   refresh token is never sent again; configuration errors wipe nothing; transient errors keep the session,
 ///   back off with jitter and honour `Retry-After`.
 /// - **Generation guard.** A refresh that finishes after sign-out or after a newer session writes nothing.
-/// - **Rate breaker.** At most ``Configuration/maximumRefreshes`` attempts per ``Configuration/breakerWindow``.
+/// - **Rate breaker.** At most ``Configuration/maximumRefreshes`` refresh requests sent to a server per
+///   ``Configuration/breakerWindow``.
 public actor TokenRefreshClient: TokenProvider {
     /// The ``events()`` subscribers, and the journal of the same events (``sessionJournal()``): one lock for both,
     /// taken once per event.
@@ -131,7 +132,8 @@ public actor TokenRefreshClient: TokenProvider {
         self.logger = logger
         self.metrics = metrics
         self.machine = SessionMachine(
-            configuration: configuration, requiresRefreshToken: strategy.requiresRefreshToken)
+            configuration: configuration, requiresRefreshToken: strategy.requiresRefreshToken,
+            mayAnswerFromCache: strategy.mayAnswerFromCache)
     }
 
     deinit {

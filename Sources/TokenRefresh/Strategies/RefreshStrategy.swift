@@ -45,6 +45,12 @@ public protocol RefreshStrategy: Sendable {
     /// Whether a refresh is a check of the session with the server (a cookie session), so that validating a
     /// session at launch runs it even while the credential looks fresh. `false` by default.
     var checksSessionWithServer: Bool { get }
+
+    /// Whether a refresh that is not forced may be answered from a cache the strategy keeps, without a request to a
+    /// server (an SDK that caches its tokens). Such calls do not count against the client's rate breaker
+    /// (``TokenRefreshClient/Configuration/maximumRefreshes``), which counts refresh requests sent to a server.
+    /// `false` by default; ``SDKTokenStrategy`` says `true`.
+    var mayAnswerFromCache: Bool { get }
 }
 
 extension RefreshStrategy {
@@ -53,6 +59,9 @@ extension RefreshStrategy {
 
     /// `false`: a refresh gets a new token; validating at launch refreshes only when one is due.
     public var checksSessionWithServer: Bool { false }
+
+    /// `false`: every refresh sends a request to a server, and the rate breaker counts it.
+    public var mayAnswerFromCache: Bool { false }
 
     /// Calls ``refresh(using:)``: most strategies refresh the same way whatever the reason.
     ///

@@ -17,6 +17,8 @@ public struct SDKTokenStrategy: RefreshStrategy {
     private let user: (@Sendable () async -> AuthUser?)?
     /// An SDK keeps its own refresh token: `false`.
     public var requiresRefreshToken: Bool { false }
+    /// An SDK answers from its cache unless forced: `true`.
+    public var mayAnswerFromCache: Bool { true }
 
     /// Creates the strategy.
     ///
@@ -51,6 +53,8 @@ public struct SDKTokenStrategy: RefreshStrategy {
     /// - Throws: ``TokenRefreshError/signedOut`` when the SDK has no session; what the closure throws.
     public func refresh(using refreshToken: String?, forced: Bool) async throws -> TokenResponse {
         guard let token = try await body(forced), !token.isEmpty else { throw TokenRefreshError.signedOut }
-        return TokenResponse(accessToken: token, user: await user?())
+        var response = TokenResponse(accessToken: token, user: await user?())
+        response.mayComeFromCache = true
+        return response
     }
 }

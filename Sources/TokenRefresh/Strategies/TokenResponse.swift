@@ -23,6 +23,9 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
     public let user: AuthUser?
     /// The OpenID Connect `id_token` as received, for the sign-in module to verify; never described or mirrored.
     package var idToken: String?
+    /// Whether the access token may have been handed over from a cache (an SDK's) rather than issued just now: its
+    /// expiry is then its JWT's `exp`, not a lifetime counted from receipt.
+    package var mayComeFromCache = false
 
     /// Creates a response from its parts.
     ///
@@ -74,7 +77,13 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
     ///   - previousRefreshToken: The refresh token to keep when the response carries none.
     /// - Returns: The token; its expiry comes from `expires_in` or the JWT claims.
     package func token(receivedAt: Date, keeping previousRefreshToken: String? = nil) -> AuthToken {
-        AuthToken.withParsedExpiration(
+        if mayComeFromCache && expiresIn == nil {
+            // Handed back from a cache: when it was issued is unknown, so its lifetime does not restart now.
+            return AuthToken.withParsedExpiration(
+                accessToken: accessToken, refreshToken: refreshToken ?? previousRefreshToken, tokenType: tokenType,
+                scope: scope, restoredAt: receivedAt)
+        }
+        return AuthToken.withParsedExpiration(
             accessToken: accessToken, refreshToken: refreshToken ?? previousRefreshToken, tokenType: tokenType,
             scope: scope, expiresIn: expiresIn, receivedAt: receivedAt)
     }
