@@ -9,9 +9,10 @@
 /// answer) is ``TokenStoreRead/unavailable(_:)``, never ``TokenStoreRead/absent``: callers sign the user out on
 /// absent.
 ///
-/// **Writes conditional on the generation.** ``save(_:account:condition:)`` and ``remove(account:condition:)``
-/// judge their ``WriteCondition`` against the ``StoredSession/generation`` stored *now*, in one atomic step with
-/// the write, and otherwise throw ``PersistenceError/conflict`` and change nothing. So a write never lands after a
+/// **Writes conditional on the session.** ``save(_:account:condition:)`` and ``remove(account:condition:)``
+/// judge their ``WriteCondition`` against the ``StoredSession/generation`` and ``StoredSession/sessionID`` stored
+/// *now* (``WriteCondition/allows(stored:)``), in one atomic step with the write, and otherwise throw
+/// ``PersistenceError/conflict`` and change nothing. Keep the identity a session was saved with. So a write never lands after a
 /// newer generation: a refresh that finishes late cannot overwrite a newer session or bring back one that was
 /// signed out. Removing an absent session succeeds.
 ///
@@ -53,11 +54,11 @@
 ///         sessions[account].map(TokenStoreRead.found) ?? .absent
 ///     }
 ///     func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
-///         guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+///         guard condition.allows(stored: sessions[account]) else { throw .conflict }
 ///         sessions[account] = session
 ///     }
 ///     func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
-///         guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+///         guard condition.allows(stored: sessions[account]) else { throw .conflict }
 ///         sessions[account] = nil
 ///     }
 /// }
