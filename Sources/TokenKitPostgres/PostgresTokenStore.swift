@@ -47,12 +47,13 @@ public import PostgresNIO
 ///   ``Configuration/lockTimeout``, for another replica's live lease) before it answers, so the holder never
 ///   refreshes the new session while another replica does.
 /// - **Optional encryption at rest.** With an ``Configuration/encryptionKey`` the payload is sealed with AES-GCM,
-///   bound to the account. A wrong key is ``/Persistence/PersistenceError/wrongKey``, not a crash, and saves refuse
+///   bound to the account, the row's generation and its session identity (an older payload put back under the
+///   current generation does not open). A wrong key is ``/Persistence/PersistenceError/wrongKey``, not a crash, and saves refuse
 ///   to overwrite a row sealed with another key (or not sealed at all).
 /// - **No token text in logs.** The store's own lines carry no token text. PostgresNIO logs the bytes of the rows
 ///   it sends and receives at `trace`, so the store hands it its logger raised to `debug` at least. The
 ///   `PostgresClient` you create has a background logger of its own: keep it above `trace` too.
-/// - **An idempotent schema.** ``migrate()`` runs `CREATE TABLE IF NOT EXISTS`, and adds the lease columns to a
+/// - **An idempotent schema.** ``migrate()`` runs `CREATE TABLE IF NOT EXISTS`, and adds the lease and identity columns to a
 ///   table made by an earlier version (`ALTER TABLE … ADD COLUMN IF NOT EXISTS`, only when one is missing), under a
 ///   transaction-level advisory lock, so replicas starting together do not race; by default the first operation
 ///   runs it. With ``Configuration/migratesAutomatically`` off, run it after upgrading.
@@ -69,7 +70,8 @@ public import PostgresNIO
 ///     updated_at timestamptz NOT NULL DEFAULT now(),
 ///     lease_owner text,             -- the replica refreshing the session, NULL for none
 ///     lease_fence bigint NOT NULL DEFAULT 0,  -- raised by each lease taken
-///     lease_expires_at timestamptz  -- on the database's clock
+///     lease_expires_at timestamptz, -- on the database's clock
+///     session_id text               -- StoredSession.sessionID, NULL for a session without one
 /// )
 /// ```
 ///
@@ -262,8 +264,8 @@ public struct PostgresTokenStore: TokenStore {
     /// The session in `row`, or why this store cannot read it.
     func decode(_ row: Row, account: String) -> TokenStoreRead {
         let read = format.decode(
-            account: account, generation: row.generation, formatVersion: row.formatVersion, keyCheck: row.keyCheck,
-            payload: row.payload)
+            account: account, generation: row.generation, sessionID: row.sessionID, formatVersion: row.formatVersion,
+            keyCheck: row.keyCheck, payload: row.payload)
         if case .unavailable(let error) = read {
             logger.debug("session row unreadable", metadata: ["error": "\(error)"])
         }
@@ -302,6 +304,7 @@ public struct PostgresTokenStore: TokenStore {
     ) async throws(PersistenceError) {
         let payload = try format.encode(session, account: account)
         let generation = Int64(bitPattern: session.generation)
+        let sessionID = session.sessionID
         if let held = HeldAdvisoryLock.current, held.client == ObjectIdentifier(client),
             let lease = held.leases[account]
         {
@@ -326,7 +329,8 @@ public struct PostgresTokenStore: TokenStore {
         do {
             outcome = try await database(.writeFailed, fence: fence) {
                 try await self.write(
-                    account: account, generation: generation, payload: payload, condition: condition, fence: fence)
+                    account: account, generation: generation, sessionID: sessionID, payload: payload,
+                    condition: condition, fence: fence)
             }
         } catch {
             try await settleFailedWrite(error, fence: fence)
@@ -395,6 +399,8 @@ public struct PostgresTokenStore: TokenStore {
     /// A row as stored.
     struct Row: Sendable {
         let generation: UInt64
+        /// The session's identity (`session_id`; `NULL` for a row written before identities).
+        let sessionID: String?
         let formatVersion: Int32
         let keyCheck: String?
         let payload: [UInt8]
@@ -520,14 +526,15 @@ public struct PostgresTokenStore: TokenStore {
     private func fetchRow(account: String, on connection: PostgresConnection) async throws -> Row? {
         let rows = try await connection.query(
             """
-            SELECT generation, format_version, key_check, payload FROM \(unescaped: table) WHERE account = \(account)
+            SELECT generation, session_id, format_version, key_check, payload FROM \(unescaped: table)
+            WHERE account = \(account)
             """, logger: queryLogger)
-        for try await (generation, version, keyCheck, payload) in rows.decode(
-            (Int64, Int32, String?, ByteBuffer).self)
+        for try await (generation, sessionID, version, keyCheck, payload) in rows.decode(
+            (Int64, String?, Int32, String?, ByteBuffer).self)
         {
             return Row(
-                generation: UInt64(bitPattern: generation), formatVersion: version, keyCheck: keyCheck,
-                payload: Array(payload.readableBytesView))
+                generation: UInt64(bitPattern: generation), sessionID: sessionID, formatVersion: version,
+                keyCheck: keyCheck, payload: Array(payload.readableBytesView))
         }
         return nil
     }
@@ -535,6 +542,7 @@ public struct PostgresTokenStore: TokenStore {
     /// The stored row's generation, format and key check, locked until the transaction ends.
     struct Header: Sendable {
         let generation: UInt64
+        let sessionID: String?
         let formatVersion: Int32
         let keyCheck: String?
     }
@@ -542,10 +550,13 @@ public struct PostgresTokenStore: TokenStore {
     func lockedHeader(account: String, on connection: PostgresConnection) async throws -> Header? {
         let rows = try await connection.query(
             """
-            SELECT generation, format_version, key_check FROM \(unescaped: table) WHERE account = \(account) FOR UPDATE
+            SELECT generation, session_id, format_version, key_check FROM \(unescaped: table)
+            WHERE account = \(account) FOR UPDATE
             """, logger: queryLogger)
-        for try await (generation, version, keyCheck) in rows.decode((Int64, Int32, String?).self) {
-            return Header(generation: UInt64(bitPattern: generation), formatVersion: version, keyCheck: keyCheck)
+        for try await (generation, sessionID, version, keyCheck) in rows.decode((Int64, String?, Int32, String?).self) {
+            return Header(
+                generation: UInt64(bitPattern: generation), sessionID: sessionID, formatVersion: version,
+                keyCheck: keyCheck)
         }
         return nil
     }
@@ -563,7 +574,8 @@ public struct PostgresTokenStore: TokenStore {
 
     /// Writes the row if `condition` holds; the refusal when it does not. Rolled back when `fence` was withdrawn.
     private func write(
-        account: String, generation: Int64, payload: [UInt8], condition: WriteCondition, fence: CommitFence
+        account: String, generation: Int64, sessionID: String?, payload: [UInt8], condition: WriteCondition,
+        fence: CommitFence
     ) async throws -> PersistenceError? {
         let version = SessionRowFormat.currentVersion
         let keyCheck = format.keyCheck
@@ -573,11 +585,14 @@ public struct PostgresTokenStore: TokenStore {
             try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
                 let header = try await self.lockedHeader(account: account, on: connection)
                 if let header, let refusal = self.unreadable(header) { return refusal }
-                guard condition.allows(current: header?.generation) else { return .conflict }
+                guard condition.allows(generation: header?.generation, sessionID: header?.sessionID) else {
+                    return .conflict
+                }
                 if header != nil {
                     let rows = try await connection.query(
                         """
-                        UPDATE \(unescaped: self.table) SET generation = \(generation), format_version = \(version),
+                        UPDATE \(unescaped: self.table) SET generation = \(generation), session_id = \(sessionID),
+                            format_version = \(version),
                             key_check = \(keyCheck), payload = \(bytes), updated_at = now(),
                             lease_owner = NULL, lease_expires_at = NULL
                         WHERE account = \(account)
@@ -590,8 +605,9 @@ public struct PostgresTokenStore: TokenStore {
                 // No row to lock: a concurrent insert may win the race, and then this one is the conflict.
                 let rows = try await connection.query(
                     """
-                    INSERT INTO \(unescaped: self.table) (account, generation, format_version, key_check, payload)
-                    VALUES (\(account), \(generation), \(version), \(keyCheck), \(bytes))
+                    INSERT INTO \(unescaped: self.table)
+                        (account, generation, session_id, format_version, key_check, payload)
+                    VALUES (\(account), \(generation), \(sessionID), \(version), \(keyCheck), \(bytes))
                     ON CONFLICT (account) DO NOTHING
                     RETURNING txid_current()
                     """, logger: queryLogger)
@@ -615,7 +631,9 @@ public struct PostgresTokenStore: TokenStore {
                 if let attemptHook { try await attemptHook(connection) }
                 let header = try await self.lockedHeader(account: account, on: connection)
                 if condition != .always, let header, let refusal = self.unreadable(header) { return refusal }
-                guard condition.allows(current: header?.generation) else { return .conflict }
+                guard condition.allows(generation: header?.generation, sessionID: header?.sessionID) else {
+                    return .conflict
+                }
                 guard header != nil else { return nil }
                 let rows = try await connection.query(
                     "DELETE FROM \(unescaped: self.table) WHERE account = \(account) RETURNING txid_current()",
@@ -648,7 +666,8 @@ public struct PostgresTokenStore: TokenStore {
                     updated_at timestamptz NOT NULL DEFAULT now(),
                     lease_owner text,
                     lease_fence bigint NOT NULL DEFAULT 0,
-                    lease_expires_at timestamptz
+                    lease_expires_at timestamptz,
+                    session_id text
                 )
                 """, logger: queryLogger)
             // ALTER TABLE locks the whole table even when it changes nothing: only when a column is missing.
@@ -656,17 +675,18 @@ public struct PostgresTokenStore: TokenStore {
                 """
                 SELECT count(*) FROM pg_attribute
                 WHERE attrelid = to_regclass(\(table)) AND NOT attisdropped
-                    AND attname IN ('lease_owner', 'lease_fence', 'lease_expires_at')
+                    AND attname IN ('lease_owner', 'lease_fence', 'lease_expires_at', 'session_id')
                 """, logger: queryLogger)
             var present = 0
             for try await count in rows.decode(Int64.self) { present = Int(count) }
-            if present < 3 {
+            if present < 4 {
                 try await connection.query(
                     """
                     ALTER TABLE \(unescaped: table)
                         ADD COLUMN IF NOT EXISTS lease_owner text,
                         ADD COLUMN IF NOT EXISTS lease_fence bigint NOT NULL DEFAULT 0,
-                        ADD COLUMN IF NOT EXISTS lease_expires_at timestamptz
+                        ADD COLUMN IF NOT EXISTS lease_expires_at timestamptz,
+                        ADD COLUMN IF NOT EXISTS session_id text
                     """, logger: queryLogger)
             }
         }
