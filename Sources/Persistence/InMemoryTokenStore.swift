@@ -31,7 +31,7 @@ public actor InMemoryTokenStore: TokenStore {
     public func save(
         _ session: StoredSession, account: String, condition: WriteCondition
     ) async throws(PersistenceError) {
-        guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+        guard condition.allows(stored: sessions[account]) else { throw .conflict }
         sessions[account] = session
     }
 
@@ -42,7 +42,7 @@ public actor InMemoryTokenStore: TokenStore {
     ///   - condition: When the removal may happen.
     /// - Throws: ``PersistenceError/conflict`` when the condition fails.
     public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
-        guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+        guard condition.allows(stored: sessions[account]) else { throw .conflict }
         sessions[account] = nil
     }
 }

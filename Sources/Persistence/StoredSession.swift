@@ -9,6 +9,10 @@ public struct StoredSession: Sendable, Hashable, Codable {
     /// A number that grows with every write of this account's session. Conditional writes compare it,
     /// so a refresh that started from an older generation cannot overwrite a newer session.
     public let generation: UInt64
+    /// The session's identity: made at sign-in (128 random bits), kept by every refresh of that session, never
+    /// reused. A stored session with another identity is another session, whatever its generation. `nil` for a
+    /// session stored before identities existed.
+    public let sessionID: String?
 
     /// Creates a stored session.
     ///
@@ -16,10 +20,27 @@ public struct StoredSession: Sendable, Hashable, Codable {
     ///   - token: The token pair.
     ///   - userID: The user profile ID, if known.
     ///   - generation: The generation of this write.
-    public init(token: AuthToken, userID: String? = nil, generation: UInt64) {
+    ///   - sessionID: The session's identity (``newSessionID()`` at sign-in, the same for its refreshes).
+    public init(token: AuthToken, userID: String? = nil, generation: UInt64, sessionID: String? = nil) {
         self.token = token
         self.userID = userID
         self.generation = generation
+        self.sessionID = sessionID
+    }
+
+    /// A new session identity: 128 bits from the system's secure random generator, as 32 hex digits.
+    public static func newSessionID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let words = [generator.next(), generator.next()] as [UInt64]
+        return words.map { word in
+            let text = String(word, radix: 16)
+            return String(repeating: "0", count: 16 - text.count) + text
+        }.joined()
+    }
+
+    /// This session with another generation (its identity kept).
+    package func with(generation: UInt64) -> StoredSession {
+        StoredSession(token: token, userID: userID, generation: generation, sessionID: sessionID)
     }
 }
 
@@ -33,9 +54,9 @@ public enum TokenStoreRead: Sendable {
     case unavailable(PersistenceError)
 }
 
-/// When a conditional write may happen, judged against the generation stored now.
+/// When a conditional write may happen, judged against the generation (and identity) stored now.
 public struct WriteCondition: Sendable, Hashable {
-    private enum Kind: Hashable { case always, absent, generation(UInt64) }
+    private enum Kind: Hashable { case always, absent, generation(UInt64), session(UInt64, String?) }
     private let kind: Kind
 
     /// Write whatever is stored.
@@ -50,7 +71,44 @@ public struct WriteCondition: Sendable, Hashable {
         WriteCondition(kind: .generation(generation))
     }
 
-    /// Whether the condition holds when `current` is the generation stored now (`nil` when absent).
+    /// Write only when the stored session is this one: this identity (`nil`: one stored without an identity) and
+    /// exactly this generation. A session signed in later never matches, even at the same generation.
+    ///
+    /// - Parameters:
+    ///   - sessionID: The identity of the session the writer holds.
+    ///   - generation: The generation the writer last saw.
+    /// - Returns: The condition.
+    public static func session(_ sessionID: String?, generation: UInt64) -> WriteCondition {
+        WriteCondition(kind: .session(generation, sessionID))
+    }
+
+    /// Whether the condition holds when `current` is the session stored now (`nil` when absent). Stores call this
+    /// one, so a condition on a session's identity is judged too.
+    ///
+    /// - Parameter current: The stored session, or `nil` when nothing is stored.
+    /// - Returns: `true` when the write may go ahead.
+    public func allows(stored current: StoredSession?) -> Bool {
+        allows(generation: current?.generation, sessionID: current?.sessionID)
+    }
+
+    /// Whether the condition holds when the stored session has `generation` and `sessionID` (`generation` `nil` when
+    /// nothing is stored).
+    ///
+    /// - Parameters:
+    ///   - generation: The stored generation, or `nil` when nothing is stored.
+    ///   - sessionID: The stored session's identity, if it has one.
+    /// - Returns: `true` when the write may go ahead.
+    public func allows(generation current: UInt64?, sessionID: String?) -> Bool {
+        switch kind {
+        case .always: true
+        case .absent: current == nil
+        case .generation(let expected): current == expected
+        case .session(let expected, let identity): current == expected && sessionID == identity
+        }
+    }
+
+    /// Whether the condition holds when `current` is the generation stored now (`nil` when absent), for a store that
+    /// keeps no session identity: a condition on an identity is judged by its generation alone.
     ///
     /// - Parameter current: The stored generation, or `nil` when nothing is stored.
     /// - Returns: `true` when the write may go ahead.
@@ -58,7 +116,7 @@ public struct WriteCondition: Sendable, Hashable {
         switch kind {
         case .always: true
         case .absent: current == nil
-        case .generation(let expected): current == expected
+        case .generation(let expected), .session(let expected, _): current == expected
         }
     }
 }

@@ -22,8 +22,7 @@ extension TokenStore {
             switch await load(account: account) {
             case .found(let stored):
                 let generation = max(session.generation, stored.generation &+ 1)
-                let placed = StoredSession(token: session.token, userID: session.userID, generation: generation)
-                return (placed, .generation(stored.generation))
+                return (session.with(generation: generation), .session(stored.sessionID, generation: stored.generation))
             case .absent:
                 return (session, .absent)
             case .unavailable(let error):
@@ -58,4 +57,12 @@ extension TokenStore {
             throw .writeFailed
         }
     }
+}
+
+/// A store that code other than its clients writes too (an app's own persistence behind an adapter): a client asks
+/// it, before handing out a token from memory, whether the stored session may have changed.
+package protocol ExternallyWrittenTokenStore: TokenStore {
+    /// Whether what is stored for `account` differs from what this store last read or wrote. Cheap and synchronous;
+    /// it changes nothing (the next ``TokenStore/load(account:)`` takes the change up).
+    func mayHaveChanged(account: String) -> Bool
 }

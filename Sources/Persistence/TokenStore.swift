@@ -6,8 +6,9 @@
 /// - ``load(account:)`` tells found, absent and unavailable apart, and never reports a read failure as
 ///   ``TokenStoreRead/absent`` (callers sign the user out on absent);
 /// - ``save(_:account:condition:)`` and ``remove(account:condition:)`` judge their ``WriteCondition`` against the
-///   generation stored now, atomically with the write, and otherwise throw ``PersistenceError/conflict`` and change
-///   nothing;
+///   ``StoredSession/generation`` and ``StoredSession/sessionID`` stored now (``WriteCondition/allows(stored:)``),
+///   atomically with the write, and otherwise throw ``PersistenceError/conflict`` and change nothing; a store keeps
+///   the identity a session was saved with;
 /// - a store shared by processes or replicas runs one ``withExclusiveAccess(account:_:)`` body per account at a time,
 ///   whatever happens to its connections meanwhile, and lands the saves made inside it.
 ///

@@ -165,7 +165,7 @@ public struct KeychainTokenStore: TokenStore {
         try await locked(account) { () throws(PersistenceError) in
             if condition != .always {
                 let current = try read(account: account).get()
-                guard condition.allows(current: current?.generation) else { throw PersistenceError.conflict }
+                guard condition.allows(stored: current) else { throw PersistenceError.conflict }
             }
             let status = keychain.delete(queries.itemQuery(account: account))
             guard status == .success || status == .itemNotFound else {
@@ -275,7 +275,7 @@ public struct KeychainTokenStore: TokenStore {
         _ bytes: Data, account: String, condition: WriteCondition, attempts: Int
     ) throws(PersistenceError) {
         let current = try read(account: account).get()
-        guard condition.allows(current: current?.generation) else { throw PersistenceError.conflict }
+        guard condition.allows(stored: current) else { throw PersistenceError.conflict }
         let status =
             current == nil
             ? keychain.add(queries.addAttributes(account: account, data: bytes))

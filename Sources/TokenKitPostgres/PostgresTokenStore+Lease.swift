@@ -413,15 +413,15 @@ extension PostgresTokenStore {
         return try await withSessionConnection { connection in
             let rows = try await connection.query(
                 """
-                SELECT generation, format_version, key_check, payload, lease_owner, lease_fence
+                SELECT generation, session_id, format_version, key_check, payload, lease_owner, lease_fence
                 FROM \(unescaped: table) WHERE account = \(account)
                 """, logger: queryLogger)
-            for try await (generation, version, keyCheck, payload, owner, fence) in rows.decode(
-                (Int64, Int32, String?, ByteBuffer, String?, Int64).self)
+            for try await (generation, sessionID, version, keyCheck, payload, owner, fence) in rows.decode(
+                (Int64, String?, Int32, String?, ByteBuffer, String?, Int64).self)
             {
                 let row = Row(
-                    generation: UInt64(bitPattern: generation), formatVersion: version, keyCheck: keyCheck,
-                    payload: Array(payload.readableBytesView))
+                    generation: UInt64(bitPattern: generation), sessionID: sessionID, formatVersion: version,
+                    keyCheck: keyCheck, payload: Array(payload.readableBytesView))
                 return (row, owner, fence)
             }
             return nil
@@ -583,17 +583,18 @@ extension PostgresTokenStore {
             try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
                 let rows = try await connection.query(
                     """
-                    SELECT generation, format_version, key_check, lease_owner, lease_fence, payload = \(bytes)
+                    SELECT generation, session_id, format_version, key_check, lease_owner, lease_fence,
+                        payload = \(bytes)
                     FROM \(unescaped: table) WHERE account = \(request.account) FOR UPDATE
                     """, logger: queryLogger)
                 var found: (Header, String?, Int64, Bool)?
-                for try await (generation, formatVersion, storedKeyCheck, owner, fence, same) in rows.decode(
-                    (Int64, Int32, String?, String?, Int64, Bool).self)
+                for try await (generation, sessionID, formatVersion, storedKeyCheck, owner, fence, same) in rows.decode(
+                    (Int64, String?, Int32, String?, String?, Int64, Bool).self)
                 {
                     found = (
                         Header(
-                            generation: UInt64(bitPattern: generation), formatVersion: formatVersion,
-                            keyCheck: storedKeyCheck), owner, fence, same
+                            generation: UInt64(bitPattern: generation), sessionID: sessionID,
+                            formatVersion: formatVersion, keyCheck: storedKeyCheck), owner, fence, same
                     )
                 }
                 // The row went (a sign-out elsewhere): the lease went with it.
@@ -605,10 +606,13 @@ extension PostgresTokenStore {
                 }
                 if let refusal = self.unreadable(header) { return refusal }
                 guard owner == take.owner, fence == take.fence else { return .conflict }
-                guard request.condition.allows(current: header.generation) else { return .conflict }
+                guard request.condition.allows(generation: header.generation, sessionID: header.sessionID) else {
+                    return .conflict
+                }
                 let updated = try await connection.query(
                     """
-                    UPDATE \(unescaped: table) SET generation = \(request.generation), format_version = \(version),
+                    UPDATE \(unescaped: table) SET generation = \(request.generation),
+                        session_id = \(request.session.sessionID), format_version = \(version),
                         key_check = \(keyCheck), payload = \(bytes), updated_at = now(),
                         lease_owner = NULL, lease_expires_at = NULL
                     WHERE account = \(request.account)
@@ -636,23 +640,25 @@ extension PostgresTokenStore {
             try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
                 let rows = try await connection.query(
                     """
-                    SELECT generation, format_version, key_check, lease_owner, lease_fence
+                    SELECT generation, session_id, format_version, key_check, lease_owner, lease_fence
                     FROM \(unescaped: table) WHERE account = \(account) FOR UPDATE
                     """, logger: queryLogger)
                 var found: (Header, String?, Int64)?
-                for try await (generation, formatVersion, storedKeyCheck, owner, fence) in rows.decode(
-                    (Int64, Int32, String?, String?, Int64).self)
+                for try await (generation, sessionID, formatVersion, storedKeyCheck, owner, fence) in rows.decode(
+                    (Int64, String?, Int32, String?, String?, Int64).self)
                 {
                     found = (
                         Header(
-                            generation: UInt64(bitPattern: generation), formatVersion: formatVersion,
-                            keyCheck: storedKeyCheck), owner, fence
+                            generation: UInt64(bitPattern: generation), sessionID: sessionID,
+                            formatVersion: formatVersion, keyCheck: storedKeyCheck), owner, fence
                     )
                 }
                 guard let (header, owner, fence) = found else { return nil }
                 if condition != .always, let refusal = self.unreadable(header) { return refusal }
                 guard owner == take.owner, fence == take.fence else { return .conflict }
-                guard condition.allows(current: header.generation) else { return .conflict }
+                guard condition.allows(generation: header.generation, sessionID: header.sessionID) else {
+                    return .conflict
+                }
                 try await connection.query(
                     "DELETE FROM \(unescaped: table) WHERE account = \(account)", logger: queryLogger)
                 return nil

@@ -11,7 +11,7 @@ public import PostgresNIO
 /// A token store that keeps one row per account in a PostgreSQL table, so that the replicas of a backend share
 /// sessions and refresh each one once.
 ///
-/// Writes are conditional on the session's generation, in one statement; a database that cannot be reached reads as
+/// Writes are conditional on the session's identity and generation, in one statement; a database that cannot be reached reads as
 /// `.unavailable`, never `.absent`; under ``withExclusiveAccess(account:_:)`` a lease in the account's row keeps every
 /// other replica from presenting the refresh token; a refreshed pair is stored, or its outcome is reported unknown; no
 /// token text is logged. The store borrows the app's `PostgresClient`, which the app runs:
@@ -176,8 +176,8 @@ public struct PostgresTokenStore: TokenStore {
     /// The session in `row`, or why this store cannot read it.
     func decode(_ row: Row, account: String) -> TokenStoreRead {
         let read = format.decode(
-            account: account, generation: row.generation, formatVersion: row.formatVersion, keyCheck: row.keyCheck,
-            payload: row.payload)
+            account: account, generation: row.generation, sessionID: row.sessionID, formatVersion: row.formatVersion,
+            keyCheck: row.keyCheck, payload: row.payload)
         if case .unavailable(let error) = read {
             logger.debug("session row unreadable", metadata: ["error": "\(error)"])
         }
@@ -206,6 +206,7 @@ public struct PostgresTokenStore: TokenStore {
     ) async throws(PersistenceError) {
         let payload = try format.encode(session, account: account)
         let generation = Int64(bitPattern: session.generation)
+        let sessionID = session.sessionID
         if let held = HeldAdvisoryLock.current, held.client == ObjectIdentifier(client),
             let lease = held.leases[account]
         {
@@ -230,7 +231,8 @@ public struct PostgresTokenStore: TokenStore {
         do {
             outcome = try await database(.writeFailed, fence: fence) {
                 try await self.write(
-                    account: account, generation: generation, payload: payload, condition: condition, fence: fence)
+                    account: account, generation: generation, sessionID: sessionID, payload: payload,
+                    condition: condition, fence: fence)
             }
         } catch {
             try await settleFailedWrite(error, fence: fence)
@@ -299,6 +301,8 @@ public struct PostgresTokenStore: TokenStore {
     /// A row as stored.
     struct Row: Sendable {
         let generation: UInt64
+        /// The session's identity (`session_id`; `NULL` for a row written before identities).
+        let sessionID: String?
         let formatVersion: Int32
         let keyCheck: String?
         let payload: [UInt8]
@@ -424,14 +428,15 @@ public struct PostgresTokenStore: TokenStore {
     private func fetchRow(account: String, on connection: PostgresConnection) async throws -> Row? {
         let rows = try await connection.query(
             """
-            SELECT generation, format_version, key_check, payload FROM \(unescaped: table) WHERE account = \(account)
+            SELECT generation, session_id, format_version, key_check, payload FROM \(unescaped: table)
+            WHERE account = \(account)
             """, logger: queryLogger)
-        for try await (generation, version, keyCheck, payload) in rows.decode(
-            (Int64, Int32, String?, ByteBuffer).self)
+        for try await (generation, sessionID, version, keyCheck, payload) in rows.decode(
+            (Int64, String?, Int32, String?, ByteBuffer).self)
         {
             return Row(
-                generation: UInt64(bitPattern: generation), formatVersion: version, keyCheck: keyCheck,
-                payload: Array(payload.readableBytesView))
+                generation: UInt64(bitPattern: generation), sessionID: sessionID, formatVersion: version,
+                keyCheck: keyCheck, payload: Array(payload.readableBytesView))
         }
         return nil
     }
@@ -439,6 +444,7 @@ public struct PostgresTokenStore: TokenStore {
     /// The stored row's generation, format and key check, locked until the transaction ends.
     struct Header: Sendable {
         let generation: UInt64
+        let sessionID: String?
         let formatVersion: Int32
         let keyCheck: String?
     }
@@ -446,10 +452,13 @@ public struct PostgresTokenStore: TokenStore {
     func lockedHeader(account: String, on connection: PostgresConnection) async throws -> Header? {
         let rows = try await connection.query(
             """
-            SELECT generation, format_version, key_check FROM \(unescaped: table) WHERE account = \(account) FOR UPDATE
+            SELECT generation, session_id, format_version, key_check FROM \(unescaped: table)
+            WHERE account = \(account) FOR UPDATE
             """, logger: queryLogger)
-        for try await (generation, version, keyCheck) in rows.decode((Int64, Int32, String?).self) {
-            return Header(generation: UInt64(bitPattern: generation), formatVersion: version, keyCheck: keyCheck)
+        for try await (generation, sessionID, version, keyCheck) in rows.decode((Int64, String?, Int32, String?).self) {
+            return Header(
+                generation: UInt64(bitPattern: generation), sessionID: sessionID, formatVersion: version,
+                keyCheck: keyCheck)
         }
         return nil
     }
@@ -467,7 +476,8 @@ public struct PostgresTokenStore: TokenStore {
 
     /// Writes the row if `condition` holds; the refusal when it does not. Rolled back when `fence` was withdrawn.
     private func write(
-        account: String, generation: Int64, payload: [UInt8], condition: WriteCondition, fence: CommitFence
+        account: String, generation: Int64, sessionID: String?, payload: [UInt8], condition: WriteCondition,
+        fence: CommitFence
     ) async throws -> PersistenceError? {
         let version = SessionRowFormat.currentVersion
         let keyCheck = format.keyCheck
@@ -477,11 +487,14 @@ public struct PostgresTokenStore: TokenStore {
             try await connection.withTransaction(logger: queryLogger) { connection -> PersistenceError? in
                 let header = try await self.lockedHeader(account: account, on: connection)
                 if let header, let refusal = self.unreadable(header) { return refusal }
-                guard condition.allows(current: header?.generation) else { return .conflict }
+                guard condition.allows(generation: header?.generation, sessionID: header?.sessionID) else {
+                    return .conflict
+                }
                 if header != nil {
                     let rows = try await connection.query(
                         """
-                        UPDATE \(unescaped: self.table) SET generation = \(generation), format_version = \(version),
+                        UPDATE \(unescaped: self.table) SET generation = \(generation), session_id = \(sessionID),
+                            format_version = \(version),
                             key_check = \(keyCheck), payload = \(bytes), updated_at = now(),
                             lease_owner = NULL, lease_expires_at = NULL
                         WHERE account = \(account)
@@ -494,8 +507,9 @@ public struct PostgresTokenStore: TokenStore {
                 // No row to lock: a concurrent insert may win the race, and then this one is the conflict.
                 let rows = try await connection.query(
                     """
-                    INSERT INTO \(unescaped: self.table) (account, generation, format_version, key_check, payload)
-                    VALUES (\(account), \(generation), \(version), \(keyCheck), \(bytes))
+                    INSERT INTO \(unescaped: self.table)
+                        (account, generation, session_id, format_version, key_check, payload)
+                    VALUES (\(account), \(generation), \(sessionID), \(version), \(keyCheck), \(bytes))
                     ON CONFLICT (account) DO NOTHING
                     RETURNING txid_current()
                     """, logger: queryLogger)
@@ -519,7 +533,9 @@ public struct PostgresTokenStore: TokenStore {
                 if let attemptHook { try await attemptHook(connection) }
                 let header = try await self.lockedHeader(account: account, on: connection)
                 if condition != .always, let header, let refusal = self.unreadable(header) { return refusal }
-                guard condition.allows(current: header?.generation) else { return .conflict }
+                guard condition.allows(generation: header?.generation, sessionID: header?.sessionID) else {
+                    return .conflict
+                }
                 guard header != nil else { return nil }
                 let rows = try await connection.query(
                     "DELETE FROM \(unescaped: self.table) WHERE account = \(account) RETURNING txid_current()",
@@ -552,7 +568,8 @@ public struct PostgresTokenStore: TokenStore {
                     updated_at timestamptz NOT NULL DEFAULT now(),
                     lease_owner text,
                     lease_fence bigint NOT NULL DEFAULT 0,
-                    lease_expires_at timestamptz
+                    lease_expires_at timestamptz,
+                    session_id text
                 )
                 """, logger: queryLogger)
             // ALTER TABLE locks the whole table even when it changes nothing: only when a column is missing.
@@ -560,17 +577,18 @@ public struct PostgresTokenStore: TokenStore {
                 """
                 SELECT count(*) FROM pg_attribute
                 WHERE attrelid = to_regclass(\(table)) AND NOT attisdropped
-                    AND attname IN ('lease_owner', 'lease_fence', 'lease_expires_at')
+                    AND attname IN ('lease_owner', 'lease_fence', 'lease_expires_at', 'session_id')
                 """, logger: queryLogger)
             var present = 0
             for try await count in rows.decode(Int64.self) { present = Int(count) }
-            if present < 3 {
+            if present < 4 {
                 try await connection.query(
                     """
                     ALTER TABLE \(unescaped: table)
                         ADD COLUMN IF NOT EXISTS lease_owner text,
                         ADD COLUMN IF NOT EXISTS lease_fence bigint NOT NULL DEFAULT 0,
-                        ADD COLUMN IF NOT EXISTS lease_expires_at timestamptz
+                        ADD COLUMN IF NOT EXISTS lease_expires_at timestamptz,
+                        ADD COLUMN IF NOT EXISTS session_id text
                     """, logger: queryLogger)
             }
         }

@@ -4,15 +4,17 @@ import Crypto
 import Foundation
 import Persistence
 
-/// How a ``PostgresTokenStore`` row holds a session, format version 1.
+/// How a ``PostgresTokenStore`` row holds a session, format version 2 (version 1 is still read).
 ///
 /// Plain: `payload` is the JSON of the `StoredSession` and `key_check` is `NULL`. Sealed: `payload` is the AES-GCM
-/// combined representation (nonce, ciphertext, tag) of that JSON, authenticated together with the account (so a
-/// payload copied to another account's row does not open), and `key_check` is 8 bytes of HMAC-SHA256 of a constant
-/// under the key, base64, which tells a wrong key apart from damaged bytes.
+/// combined representation (nonce, ciphertext, tag) of that JSON, authenticated together with the account, the
+/// row's `generation` and its `session_id` (so a payload copied to another account's row, or an older payload put
+/// back under the current generation, does not open), and `key_check` is 8 bytes of HMAC-SHA256 of a constant
+/// under the key, base64, which tells a wrong key apart from damaged bytes. In version 2 the payload's generation
+/// and identity must also equal the columns'. Version 1 (written before identities) binds the account only.
 struct SessionRowFormat: Sendable {
     /// The newest format this code writes and reads.
-    static let currentVersion: Int32 = 1
+    static let currentVersion: Int32 = 2
 
     let key: SymmetricKey?
 
@@ -31,7 +33,11 @@ struct SessionRowFormat: Sendable {
         do {
             let plain = try encoder.encode(session)
             guard let key else { return Array(plain) }
-            let box = try AES.GCM.seal(plain, using: key, authenticating: Self.authenticatedData(account: account))
+            let box = try AES.GCM.seal(
+                plain, using: key,
+                authenticating: Self.authenticatedData(
+                    account: account, version: Self.currentVersion, generation: session.generation,
+                    sessionID: session.sessionID))
             guard let combined = box.combined else { throw PersistenceError.writeFailed }
             return Array(combined)
         } catch {
@@ -39,9 +45,10 @@ struct SessionRowFormat: Sendable {
         }
     }
 
-    /// The session in a row, or why it cannot be read. The `generation` column is authoritative.
+    /// The session in a row, or why it cannot be read. The `generation` and `session_id` columns are authoritative.
     func decode(
-        account: String, generation: UInt64, formatVersion: Int32, keyCheck storedKeyCheck: String?, payload: [UInt8]
+        account: String, generation: UInt64, sessionID: String?, formatVersion: Int32,
+        keyCheck storedKeyCheck: String?, payload: [UInt8]
     ) -> TokenStoreRead {
         if formatVersion > Self.currentVersion {
             return .unavailable(PersistenceError.unsupportedFormatVersion.with(detail: "row format \(formatVersion)"))
@@ -64,18 +71,29 @@ struct SessionRowFormat: Sendable {
             }
             guard let box = try? AES.GCM.SealedBox(combined: plain),
                 let opened = try? AES.GCM.open(
-                    box, using: key, authenticating: Self.authenticatedData(account: account))
+                    box, using: key,
+                    authenticating: Self.authenticatedData(
+                        account: account, version: formatVersion, generation: generation, sessionID: sessionID))
             else { return .unavailable(PersistenceError.corrupt.with(detail: "sealed payload does not open")) }
             plain = opened
         }
         guard let session = try? JSONDecoder().decode(StoredSession.self, from: plain) else {
             return .unavailable(PersistenceError.corrupt.with(detail: "payload is not a session"))
         }
-        return .found(StoredSession(token: session.token, userID: session.userID, generation: generation))
+        if formatVersion >= 2, session.generation != generation || session.sessionID != sessionID {
+            return .unavailable(PersistenceError.corrupt.with(detail: "payload does not match its row"))
+        }
+        return .found(
+            StoredSession(token: session.token, userID: session.userID, generation: generation, sessionID: sessionID))
     }
 
-    private static func authenticatedData(account: String) -> Data {
-        Data("TokenKit.PostgresTokenStore.v\(currentVersion)|\(account)".utf8)
+    /// What a sealed payload is authenticated with: the account and, from version 2, the generation and identity.
+    private static func authenticatedData(
+        account: String, version: Int32, generation: UInt64, sessionID: String?
+    ) -> Data {
+        guard version >= 2 else { return Data("TokenKit.PostgresTokenStore.v1|\(account)".utf8) }
+        let identity = sessionID.map { "s:" + $0 } ?? "none"
+        return Data("TokenKit.PostgresTokenStore.v\(version)|\(account)|\(generation)|\(identity)".utf8)
     }
 
     /// 8 bytes of HMAC-SHA256 of a constant under `key`, base64: enough to tell keys apart, useless to an attacker.

@@ -16,13 +16,13 @@ extension TokenStoreConformance {
         package static let load = Clause(
             "load",
             "load(account:) reports a saved session as found, as saved, on every handle, and no session as absent")
-        /// A save or removal happens only when its condition holds for the generation stored now; otherwise it
-        /// throws `PersistenceError.conflict` and changes nothing, so a write never lands after a newer
-        /// generation and a removed session never comes back.
+        /// A save or removal happens only when its condition holds for the generation and session identity stored
+        /// now; otherwise it throws `PersistenceError.conflict` and changes nothing, so a write never lands after a
+        /// newer generation or on another session, and a removed session never comes back.
         package static let conditionalWrites = Clause(
             "conditionalWrites",
-            "save and remove happen only when their condition holds for the generation stored now; otherwise they "
-                + "throw PersistenceError.conflict and change nothing")
+            "save and remove happen only when their condition holds for the generation and session identity stored "
+                + "now; otherwise they throw PersistenceError.conflict and change nothing")
         /// Removing a session that is not there succeeds.
         package static let removingAnAbsentSession = Clause(
             "removingAnAbsentSession", "removing a session that is not there succeeds")

@@ -194,6 +194,24 @@ public struct TokenStoreConformance: Sendable {
         guard case .absent = read else {
             throw Violation(clause, "a refused save brought a removed session back: it loads as \(read.summary)")
         }
+        // A session signed in later may be stored at a generation an ended one had: only the identity tells them apart.
+        let later = sessions.make(generation: 1, sessionID: "conformance-later-session")
+        try await expectNoThrow(clause, "saving a session with an identity, generation 1, with .absent") {
+            try await first.save(later, account: account, condition: .absent)
+        }
+        try await expectConflict(clause, "a removal conditional on another session at generation 1") {
+            try await second.remove(account: account, condition: .session("conformance-ended-session", generation: 1))
+        }
+        try await expectConflict(clause, "a save conditional on a session without identity at generation 1") {
+            try await second.save(
+                sessions.make(generation: 2), account: account, condition: .session(nil, generation: 1))
+        }
+        guard case .found(let kept) = await second.load(account: account), sessions.same(kept, later) else {
+            throw Violation(clause, "the session saved with an identity did not load as saved, with its identity")
+        }
+        try await expectNoThrow(clause, "removing with .session(its identity, generation: 1)") {
+            try await first.remove(account: account, condition: .session(later.sessionID, generation: 1))
+        }
     }
 
     private func checkRemovingAnAbsentSession(_ account: String) async throws {
@@ -260,7 +278,7 @@ public struct TokenStoreConformance: Sendable {
 struct Sessions: Sendable {
     private let tag = UUID().uuidString.prefix(8).lowercased()
 
-    func make(generation: UInt64) -> StoredSession {
+    func make(generation: UInt64, sessionID: String? = nil) -> StoredSession {
         let access = "conformance-access-\(tag)-\(generation)"
         let refresh = "conformance-refresh-\(tag)-\(generation)"
         SecretCrossings.report(.secret(access, .accessToken), origin: "TokenStoreConformance")
@@ -268,12 +286,13 @@ struct Sessions: Sendable {
         let token = AuthToken(
             accessToken: access, refreshToken: refresh, receivedAt: Date(timeIntervalSince1970: 1_800_000_000),
             lifetime: 3600)
-        return StoredSession(token: token, userID: "conformance-user-\(generation)", generation: generation)
+        return StoredSession(
+            token: token, userID: "conformance-user-\(generation)", generation: generation, sessionID: sessionID)
     }
 
-    /// Whether a loaded session is the one saved: the same tokens, user and generation.
+    /// Whether a loaded session is the one saved: the same tokens, user, generation and identity.
     func same(_ loaded: StoredSession, _ saved: StoredSession) -> Bool {
-        loaded.generation == saved.generation && loaded.userID == saved.userID
+        loaded.generation == saved.generation && loaded.userID == saved.userID && loaded.sessionID == saved.sessionID
             && loaded.token.accessToken == saved.token.accessToken
             && loaded.token.refreshToken == saved.token.refreshToken
     }

@@ -150,6 +150,32 @@ struct SessionEndAndStorageAttacks {
         #expect(try persistence.fetchUserProfileID() == bob)
     }
 
+    @Test func validTokenHandsOutThePairTheAppSavedItselfNotTheOneInMemory() async throws {
+        let persistence = AppKeychainPersistence()
+        let alice = UUID()
+        let bob = UUID()
+        let aliceAccess = Self.secret("alice-own-write-access", as: .accessToken)
+        try persistence.save(
+            accessToken: aliceAccess, refreshToken: Self.secret("alice-own-write-refresh", as: .refreshToken))
+        try persistence.saveUserProfileID(alice)
+        let client = TokenRefreshClient(
+            strategy: Self.refusingStrategy(), store: AuthTokenPersistenceStore(persistence))
+        #expect(await client.restoreSession() == .signedIn(userID: alice.uuidString))
+        #expect(try await client.validToken().accessToken == aliceAccess)
+
+        // The app signs Bob in through its own login screen and saves his pair itself, as FitIQ does.
+        let bobAccess = Self.secret("bob-own-write-access", as: .accessToken)
+        try persistence.save(
+            accessToken: bobAccess, refreshToken: Self.secret("bob-own-write-refresh", as: .refreshToken))
+        try persistence.saveUserProfileID(bob)
+
+        let token = try await client.validToken()
+        #expect(token.accessToken == bobAccess, "validToken() handed out the pair held in memory")
+        #expect(client.currentState == .signedIn(userID: bob.uuidString))
+        // A second call takes the fast path again: nothing changed since.
+        #expect(try await client.validToken().accessToken == bobAccess)
+    }
+
     @Test func aClientForAnotherAccountNeitherReadsNorOverwritesTheAppsSession() async throws {
         let persistence = AppKeychainPersistence()
         let alice = UUID()
@@ -369,11 +395,11 @@ actor HeldWriteStore: TokenStore {
                 for watcher in endWatchers { watcher.resume() }
                 endWatchers = []
             }
-            guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+            guard condition.allows(stored: sessions[account]) else { throw .conflict }
             sessions[account] = session
             return
         }
-        guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+        guard condition.allows(stored: sessions[account]) else { throw .conflict }
         sessions[account] = session
     }
 
@@ -382,7 +408,7 @@ actor HeldWriteStore: TokenStore {
             self.removalFailure = nil
             throw removalFailure
         }
-        guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+        guard condition.allows(stored: sessions[account]) else { throw .conflict }
         sessions[account] = nil
     }
 }

@@ -211,6 +211,61 @@ import TokenRefresh
         #expect(process.isRunning, "the other process still holds the lock")
     }
 
+    /// Two processes on one store: the app signs Alice out and Bob in while another process still holds Alice's
+    /// session. When that process re-reads the store for a refresh, Bob's session (stored at the generation Alice's
+    /// had) is another session: it presents nothing and writes nothing.
+    @Test(.timeLimit(.minutes(10))) func aProcessHoldingAnEndedSessionNeverRefreshesOverTheNextSignIn() async throws {
+        let probe = try Self.probeURL()
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        let app = TokenRefreshClient(
+            strategy: ClosureRefreshStrategy(requiresRefreshToken: true) { _ in throw TokenRefreshError.transient },
+            store: store, configuration: .init(account: "shared"))
+        let token = { (name: String) in
+            AuthToken(
+                accessToken: "\(name)-access-p2", refreshToken: "\(name)-refresh-p2", receivedAt: Date(), lifetime: 3600
+            )
+        }
+        _ = try await app.signIn(with: token("alice"), userID: "alice")
+
+        let process = Process()
+        process.executableURL = probe
+        process.arguments = ["stale-refresh", temporary.storeDirectory.path, "shared", "0"]
+        let output = Pipe()
+        let input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let reading = output.fileHandleForReading
+        // The probe prints nothing more until it reads a line: a reader per step loses nothing.
+        #expect(try await onOwnThread { LineReader(reading).nextLine() } == "restored")
+
+        try await app.signOut()
+        _ = try await app.signIn(with: token("bob"), userID: "bob")
+        input.fileHandleForWriting.write(Data("go\n".utf8))
+        let said = try await onOwnThread { () -> [String] in
+            let lines = LineReader(reading)
+            var said: [String] = []
+            while let line = lines.nextLine() {
+                said.append(line)
+                if line.hasPrefix("held") { break }
+            }
+            return said
+        }
+
+        #expect(!said.contains { $0.hasPrefix("presented") }, "the other process presented a refresh token: \(said)")
+        #expect(said.contains("failed TokenRefreshError.sessionChanged"), "\(said)")
+        let stored = try #require(await store.load(account: "shared").session, "Bob's session was removed")
+        #expect(stored.userID == "bob", "Alice's session was written over Bob's")
+        #expect(stored.token.refreshToken == "bob-refresh-p2")
+        #expect(said.last == "held bob-access-p2", "\(said)")
+    }
+
     /// Runs `operation`, moving `clock` by `step` whenever something waits on it; returns the outcome and how far the
     /// clock moved. Gives up (cancelling `operation`) once the clock has moved a minute, as a hang guard.
     static func advancing<T: Sendable>(

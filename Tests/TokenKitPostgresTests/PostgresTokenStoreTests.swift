@@ -151,7 +151,7 @@ struct PostgresTokenStoreTests {
     @Test func aRowFromANewerFormatIsLeftAlone() async throws {
         try await withStore { store, client, table in
             try await store.save(first, account: "alice", condition: .absent)
-            try await client.query("UPDATE \(unescaped: table) SET format_version = 2")
+            try await client.query("UPDATE \(unescaped: table) SET format_version = 3")
             #expect(unavailableError(await store.load(account: "alice")) == .unsupportedFormatVersion)
             await #expect(throws: PersistenceError.unsupportedFormatVersion) {
                 try await store.save(second, account: "alice", condition: .generation(1))

@@ -239,9 +239,15 @@ struct RefreshLeaseTests {
                     updated_at timestamptz NOT NULL DEFAULT now()
                 )
                 """)
-            let earlier = PostgresTokenStore(
-                client: client, configuration: .init(tableName: table, migratesAutomatically: false))
-            try await earlier.save(StoredSession(token: oldPair, generation: 1), account: "alice", condition: .always)
+            // A row as the earlier version wrote it (format 1, the session's JSON).
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let payload = ByteBuffer(bytes: Array(try encoder.encode(StoredSession(token: oldPair, generation: 1))))
+            try await client.query(
+                """
+                INSERT INTO \(unescaped: table) (account, generation, format_version, key_check, payload)
+                VALUES ('alice', 1, 1, NULL, \(payload))
+                """)
             let store = PostgresTokenStore(client: client, configuration: .init(tableName: table))
             try await store.migrate()
             try await store.migrate()

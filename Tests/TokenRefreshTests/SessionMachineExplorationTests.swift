@@ -322,7 +322,8 @@ struct World {
             flights[index].waiters -= 1  // it leaves; the refresh goes on for the others
         case .signIn:
             let token = mint(receivedAt: now)
-            let signIn = machine.signingIn(token, userID: "user-1", stateBefore: machine.authState, profile: nil)
+            let signIn = machine.signingIn(
+                token, userID: "user-1", stateBefore: machine.authState, profile: nil, sessionID: "session-\(minted)")
             resolve(signIn.flight, with: .failure(.sessionChanged))
             writeLater(.save(signIn))
         case .signOut:
@@ -366,7 +367,9 @@ struct World {
                 live.contains(refresh)
             else { return false }
             consume(refresh)
-            store = StoredSession(token: mint(receivedAt: now), userID: "user-1", generation: stored.generation + 1)
+            store = StoredSession(
+                token: mint(receivedAt: now), userID: "user-1", generation: stored.generation + 1,
+                sessionID: stored.sessionID)
         case .removedElsewhere:
             guard procedures.isEmpty, store != nil else { return false }
             store = nil
@@ -387,7 +390,7 @@ struct World {
         case .writeLands, .writeFails:
             guard case .persist(let stored, let condition) = procedures.first?.waiting else { return false }
             var failure: PersistenceError? = event == .writeFails ? .writeFailed : nil
-            if failure == nil, condition.allows(current: store?.generation) {
+            if failure == nil, condition.allows(stored: store) {
                 store = stored
             } else if failure == nil {
                 failure = .conflict
@@ -419,7 +422,9 @@ struct World {
                 // The bug: the seed's pattern, saving whatever a refresh returned, whatever happened meanwhile.
                 if !machine.isCurrent(epoch) { violations.append("wrote after sign-out or a newer session") }
                 let token = response.token(receivedAt: now, keeping: sent)
-                store = StoredSession(token: token, userID: "user-1", generation: (store?.generation ?? 0) + 1)
+                store = StoredSession(
+                    token: token, userID: "user-1", generation: (store?.generation ?? 0) + 1,
+                    sessionID: machine.session?.sessionID)
             }
             run(action)
         case .serverRejects:
@@ -473,7 +478,7 @@ struct World {
             return true
         }
         if !machine.isCurrent(epoch) { violations.append("wrote after sign-out or a newer session") }
-        let landed = condition.allows(current: store?.generation)
+        let landed = condition.allows(stored: store)
         if landed {
             store = stored
             finishedWrites.insert(stored.token.accessToken)
@@ -507,8 +512,8 @@ struct World {
             read = .absent  // the bug: "interaction not allowed" taken as "no item"
         }
         switch machine.storeRead(atLoad: read, now: now) {
-        case .discard(let generation):
-            if WriteCondition.generation(generation).allows(current: store?.generation) { store = nil }
+        case .discard(let condition):
+            if condition.allows(stored: store) { store = nil }
         case .restored, .absent, .alreadyLoaded, .unavailable:
             break
         }
@@ -545,7 +550,9 @@ struct World {
                     // The bug: the store is taken to hold what memory holds.
                     let held = machine.session.map {
                         TokenStoreRead.found(
-                            StoredSession(token: $0.token, userID: $0.userID, generation: $0.generation))
+                            StoredSession(
+                                token: $0.token, userID: $0.userID, generation: $0.generation,
+                                sessionID: $0.sessionID))
                     }
                     action = machine.storeRead(held ?? .absent, epoch: procedures[0].epoch, now: now)
                     continue
@@ -627,7 +634,7 @@ struct World {
     mutating func carryOut(_ ending: SessionMachine.EndSessionAction) {
         resolve(ending.flight, with: .failure(ending.failure))
         guard let removal = ending.removal else { return }
-        let landed = removal.condition.allows(current: store?.generation)
+        let landed = removal.condition.allows(stored: store)
         if landed { store = nil }
         let action = machine.removalEnded(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)
         if landed != (action == .done) { violations.append("a removal's end was misreported") }

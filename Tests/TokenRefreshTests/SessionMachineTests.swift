@@ -456,7 +456,7 @@ import TokenKitTesting
         var fresh = SessionMachine(configuration: .init(), requiresRefreshToken: true)
         fresh.rejected.insert("refresh-token-machine-one")
         let outcome = fresh.loaded(stored, now: Self.start)
-        #expect(outcome == .discard(generation: 7))
+        #expect(outcome == .discard(.session(nil, generation: 7)))
         #expect(fresh.authState == .signedOut)
     }
 

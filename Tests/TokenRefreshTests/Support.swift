@@ -130,14 +130,14 @@ actor FlakyStore: TokenStore {
     func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
         if let saveGate { await saveGate.wait() }
         if failSaves || unavailable { throw .writeFailed }
-        guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+        guard condition.allows(stored: sessions[account]) else { throw .conflict }
         saves += 1
         sessions[account] = session
     }
 
     func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
         if unavailable { throw .unavailable }
-        guard condition.allows(current: sessions[account]?.generation) else { throw .conflict }
+        guard condition.allows(stored: sessions[account]) else { throw .conflict }
         removes += 1
         sessions[account] = nil
     }

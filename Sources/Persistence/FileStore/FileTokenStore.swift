@@ -180,7 +180,7 @@ public struct FileTokenStore: TokenStore {
             try migrateLegacyFile(account, to: files, in: directory)
             files.removeStaleTemporaries(directory)
             let current = try currentGeneration(files, in: directory, removing: false, condition: condition)
-            guard condition.allows(current: current) else { throw PersistenceError.conflict }
+            guard condition.allows(stored: current) else { throw PersistenceError.conflict }
             try files.writeAtomically(directory, bytes)
         }
         logger.debug(
@@ -211,7 +211,7 @@ public struct FileTokenStore: TokenStore {
         try await withLock(files) { (directory) throws(PersistenceError) in
             try migrateLegacyFile(account, to: files, in: directory, discardingUnreadable: condition == .always)
             let current = try currentGeneration(files, in: directory, removing: true, condition: condition)
-            guard condition.allows(current: current) else { throw PersistenceError.conflict }
+            guard condition.allows(stored: current) else { throw PersistenceError.conflict }
             if current != nil { try files.removeFile(directory) }
             // The session is over: no copy of it stays behind (a dead writer's temporary file, a damaged file set
             // aside by an earlier read).
@@ -339,16 +339,16 @@ public struct FileTokenStore: TokenStore {
         return try operation(directory)
     }
 
-    /// The stored generation, under the lock. A damaged file is moved aside and counts as absent; a file this
+    /// The stored session (its generation and identity), under the lock. A damaged file is moved aside and counts as absent; a file this
     /// store cannot read blocks writes, except an unconditional removal, which moves it aside.
     private func currentGeneration(
         _ files: SessionFiles, in directory: DirectoryHandle, removing: Bool, condition: WriteCondition
-    ) throws(PersistenceError) -> UInt64? {
+    ) throws(PersistenceError) -> StoredSession? {
         switch try files.readCurrent(directory) {
         case .absent:
             return nil
         case .session(let session):
-            return session.generation
+            return session
         case .corrupt(let reason):
             _ = try files.moveAside(directory, reason: reason)
             return nil

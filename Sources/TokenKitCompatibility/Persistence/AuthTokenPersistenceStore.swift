@@ -10,10 +10,13 @@ public import Persistence
 /// It serves one account; a change the app makes itself counts as a new generation, so a client never overwrites the
 /// app's pair; a profile ID never outlives the tokens it was saved with; errors name the method and the error's type,
 /// never its text. Each guarantee in full: <doc:AnAppsOwnTokenPersistence>.
-public final class AuthTokenPersistenceStore: TokenStore {
+public final class AuthTokenPersistenceStore: TokenStore, ExternallyWrittenTokenStore {
     /// What the adapter last saw in the app's persistence, and the generation it gave it.
     private struct Seen {
         var generation: UInt64 = 0
+        /// The identity of the session seen: the client's, or a new one for a pair the app stored itself (which may
+        /// be another user's); `nil` for the pair found at the first look.
+        var sessionID: String?
         /// A digest of the stored pair and profile ID (of "nothing stored" when absent); `nil` before the first look.
         var digest: SHA256.Digest?
     }
@@ -46,7 +49,9 @@ public final class AuthTokenPersistenceStore: TokenStore {
                 let current = try look(&seen)
                 guard let token = current.token else { return .absent }
                 return .found(
-                    StoredSession(token: token, userID: current.profileID?.uuidString, generation: seen.generation))
+                    StoredSession(
+                        token: token, userID: current.profileID?.uuidString, generation: seen.generation,
+                        sessionID: seen.sessionID))
             } catch {
                 return .unavailable(error)
             }
@@ -68,7 +73,8 @@ public final class AuthTokenPersistenceStore: TokenStore {
         guard account == self.account else { throw Self.wrongAccount }
         try seen.withLock { (seen: inout Seen) throws(PersistenceError) in
             let current = try look(&seen)
-            guard condition.allows(current: current.token == nil ? nil : seen.generation) else { throw .conflict }
+            guard condition.allows(generation: current.token == nil ? nil : seen.generation, sessionID: seen.sessionID)
+            else { throw .conflict }
             let profileID = session.userID.flatMap(UUID.init(uuidString:))
             do {
                 if current.profileID != nil && current.profileID != profileID {
@@ -81,6 +87,7 @@ public final class AuthTokenPersistenceStore: TokenStore {
                 throw .writeFailed.with(detail: "the app's persistence threw \(type(of: error))")
             }
             seen.generation = max(seen.generation &+ 1, session.generation)
+            seen.sessionID = session.sessionID
             seen.digest = Self.digest(token: session.token, profileID: profileID)
         }
     }
@@ -96,7 +103,8 @@ public final class AuthTokenPersistenceStore: TokenStore {
         guard account == self.account else { throw Self.wrongAccount }
         try seen.withLock { (seen: inout Seen) throws(PersistenceError) in
             let current = try look(&seen)
-            guard condition.allows(current: current.token == nil ? nil : seen.generation) else { throw .conflict }
+            guard condition.allows(generation: current.token == nil ? nil : seen.generation, sessionID: seen.sessionID)
+            else { throw .conflict }
             do {
                 try persistence.deleteUserProfileID()
                 try persistence.deleteToken()
@@ -105,11 +113,28 @@ public final class AuthTokenPersistenceStore: TokenStore {
                 throw .writeFailed.with(detail: "the app's persistence threw \(type(of: error))")
             }
             seen.generation &+= 1
+            seen.sessionID = nil
             seen.digest = Self.digest(token: nil, profileID: nil)
         }
     }
 
     // MARK: Internals
+
+    /// Whether the app's persistence holds another pair or profile ID than the adapter last read or wrote (one read
+    /// of each; a read that throws counts as a change, so the next load reports it).
+    package func mayHaveChanged(account: String) -> Bool {
+        guard account == self.account else { return false }
+        return seen.withLock { seen in
+            guard let previous = seen.digest else { return false }
+            do {
+                let token = try persistence.fetchToken()
+                let profileID = token == nil ? nil : try persistence.fetchUserProfileID()
+                return Self.digest(token: token, profileID: profileID) != previous
+            } catch {
+                return true
+            }
+        }
+    }
 
     private static let wrongAccount = PersistenceError.wrongAccount.with(
         detail: "the app's persistence keeps one account's session")
@@ -126,7 +151,10 @@ public final class AuthTokenPersistenceStore: TokenStore {
             throw .readFailed.with(detail: "the app's persistence threw \(type(of: error))")
         }
         let digest = Self.digest(token: token, profileID: token == nil ? nil : profileID)
-        if let previous = seen.digest, previous != digest { seen.generation &+= 1 }
+        if let previous = seen.digest, previous != digest {
+            seen.generation &+= 1
+            seen.sessionID = StoredSession.newSessionID()
+        }
         seen.digest = digest
         return (token, profileID)
     }

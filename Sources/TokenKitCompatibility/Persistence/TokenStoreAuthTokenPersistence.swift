@@ -61,7 +61,12 @@ public final class TokenStoreAuthTokenPersistence: AuthTokenPersistenceProtocol 
     ///
     /// - Parameter token: The token.
     public func saveToken(_ token: AuthToken) throws {
-        update { StoredSession(token: token, userID: $0?.userID, generation: ($0?.generation ?? 0) &+ 1) }
+        // A pair over a stored session keeps its identity (a rotation); over nothing, it starts a new session.
+        update {
+            StoredSession(
+                token: token, userID: $0?.userID, generation: ($0?.generation ?? 0) &+ 1,
+                sessionID: $0 == nil ? StoredSession.newSessionID() : $0?.sessionID)
+        }
     }
 
     /// The stored token, or `nil`.
@@ -113,7 +118,8 @@ public final class TokenStoreAuthTokenPersistence: AuthTokenPersistenceProtocol 
     public func saveUserProfileID(_ userID: UUID) throws {
         update { session in
             session.map {
-                StoredSession(token: $0.token, userID: userID.uuidString, generation: $0.generation &+ 1)
+                StoredSession(
+                    token: $0.token, userID: userID.uuidString, generation: $0.generation &+ 1, sessionID: $0.sessionID)
             }
         }
     }
@@ -128,7 +134,9 @@ public final class TokenStoreAuthTokenPersistence: AuthTokenPersistenceProtocol 
     /// Forgets the user profile ID, keeping the token.
     public func deleteUserProfileID() throws {
         update { session in
-            session.map { StoredSession(token: $0.token, userID: nil, generation: $0.generation &+ 1) }
+            session.map {
+                StoredSession(token: $0.token, userID: nil, generation: $0.generation &+ 1, sessionID: $0.sessionID)
+            }
         }
     }
 

@@ -29,16 +29,19 @@ public struct TokenStoreTokenStorage: TokenStorageProtocol {
     public func saveToken(_ token: AuthToken) async throws {
         var userID: String?
         var generation: UInt64 = 0
+        // A pair over a stored session keeps its identity (a rotation); over nothing, it starts a new session.
+        var sessionID: String? = StoredSession.newSessionID()
         switch await store.load(account: account) {
         case .found(let stored):
             userID = stored.userID
             generation = stored.generation
+            sessionID = stored.sessionID
         case .absent: break
         case .unavailable(let error): throw error
         }
         try await store.save(
-            StoredSession(token: token, userID: userID, generation: generation &+ 1), account: account,
-            condition: .always)
+            StoredSession(token: token, userID: userID, generation: generation &+ 1, sessionID: sessionID),
+            account: account, condition: .always)
     }
 
     /// Reads the token.

@@ -46,7 +46,8 @@ struct AudienceBundle: Codable, Sendable, Equatable {
         let token = AuthToken(
             accessToken: Self.marker + data.base64EncodedString(), refreshToken: session.token.refreshToken,
             receivedAt: session.token.receivedAt, lifetime: 0)
-        return StoredSession(token: token, userID: session.userID, generation: generation)
+        return StoredSession(
+            token: token, userID: session.userID, generation: generation, sessionID: session.sessionID)
     }
 }
 
@@ -191,7 +192,9 @@ struct AudienceTokenStore: TokenStore {
         let token =
             own?.replacingRefreshToken(refreshToken)
             ?? AuthToken(accessToken: "", refreshToken: refreshToken, receivedAt: .distantPast, lifetime: 0)
-        return .found(StoredSession(token: token, userID: stored.userID, generation: stored.generation))
+        return .found(
+            StoredSession(
+                token: token, userID: stored.userID, generation: stored.generation, sessionID: stored.sessionID))
     }
 
     func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
@@ -204,7 +207,7 @@ struct AudienceTokenStore: TokenStore {
         case .unavailable(let error): throw error
         }
         if let current, isStored(session, in: current) { return }  // a retried write that another one landed
-        guard condition.allows(current: current?.generation) else {
+        guard condition.allows(stored: current) else {
             memory.withLock { $0.conflicted = true }
             throw .conflict
         }
@@ -253,11 +256,11 @@ struct AudienceTokenStore: TokenStore {
         }
         let family = memory.withLock { $0.family }
         let removal: WriteCondition
-        if condition.allows(current: stored.generation) {
+        if condition.allows(stored: stored) {
             removal = condition
         } else if let family, AudienceBundle.decode(stored)?.family == family {
             // Another audience rotated this same session since this client read it: it ends for every audience.
-            removal = .generation(stored.generation)
+            removal = .session(stored.sessionID, generation: stored.generation)
         } else {
             throw .conflict
         }
@@ -299,7 +302,8 @@ struct AudienceTokenStore: TokenStore {
 
     /// Whether `current`, the stored record, is `session` written already (a write that was retried).
     private func isStored(_ session: StoredSession, in current: StoredSession) -> Bool {
-        current.generation == session.generation && current.userID == session.userID
+        current.generation == session.generation && current.sessionID == session.sessionID
+            && current.userID == session.userID
             && current.token.refreshToken == session.token.refreshToken
             && AudienceBundle.decode(current)?.tokens[key]?.accessToken == session.token.accessToken
     }

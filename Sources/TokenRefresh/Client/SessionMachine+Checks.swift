@@ -213,7 +213,7 @@ extension SessionMachine {
         _ failure: PersistenceError?, epoch: UInt64, elapsed: Duration
     ) -> SignOutRemovalAction {
         guard let failure else {
-            storedGeneration = nil
+            noteStored(nil)
             pendingRemoval = nil
             return .cleared
         }

@@ -22,18 +22,21 @@ extension SessionMachine {
         let condition: WriteCondition
         /// The epoch the session ended in.
         let epoch: UInt64
-        /// The ended session's generation, for a removal made again after an older write lands.
-        let endedGeneration: UInt64?
+        /// The ended session (its identity and generation), for a removal made again after an older write lands.
+        let endedSession: WriteCondition?
     }
 
     /// The session ends with `reason`; the callers in flight fail with `error` (``TokenRefreshError/signedOut`` when
     /// `nil`). The one reset of an ended session (``endSession()``) runs here.
     mutating func endingSession(reason: AuthEvent.SignOutReason, error: TokenRefreshError?) -> EndSessionAction {
-        let condition: WriteCondition = storedGeneration.map { .generation($0) } ?? .always
+        let condition: WriteCondition = storedGeneration.map { .session(storedSessionID, generation: $0) } ?? .always
         let (ended, flight) = endSession()
         let removal =
             reason == .removedElsewhere
-            ? nil : Removal(condition: condition, epoch: epoch, endedGeneration: ended?.generation)
+            ? nil
+            : Removal(
+                condition: condition, epoch: epoch,
+                endedSession: ended.map { .session($0.sessionID, generation: $0.generation) })
         return EndSessionAction(
             flight: flight, failure: error ?? .signedOut, removal: removal,
             event: .signedOut(reason: reason, userID: ended?.userID, error: error))

@@ -66,6 +66,8 @@ extension SessionMachine {
         var token: AuthToken
         var userID: String?
         var generation: UInt64
+        /// The session's identity: the refreshed session's, or a new one for a new session.
+        var sessionID: String?
         /// Whether the pair is another user's (a provider that switched users by itself).
         var switchedUser: Bool
         var startsSession: Bool
@@ -93,7 +95,14 @@ extension SessionMachine {
         guard isRunning(epoch), let step = flight?.step else { return .fail(.signedOut) }
         switch (step, read) {
         case (.rereading, .found(let stored)):
-            guard shouldAdopt(stored) else { return present(seed: nil, afterRejection: false) }
+            guard shouldAdopt(stored) else {
+                // Another session stored with a refresh token rejected before: the held one is over all the same,
+                // and its refresh token is never presented.
+                if let held = session, Self.isAnotherSession(stored, than: held) {
+                    return .endSession(reason: .removedElsewhere, error: .sessionChanged, failure: .sessionChanged)
+                }
+                return present(seed: nil, afterRejection: false)
+            }
             return adoptOrPresent(stored, now: now)
         case (.rereading, .absent):
             // Removed by another process: the session ended there. That process may have rotated the refresh token
@@ -168,11 +177,14 @@ extension SessionMachine {
         let switchedUser = Self.subjectChanged(from: previous, to: token, responseUserID: response.userID)
         let keptUserID = switchedUser ? nil : previous?.userID
         let userID = response.userID ?? keptUserID ?? token.claims?.subject ?? response.user?.id
+        // A refresh keeps the session's identity; a pair that starts a session (or another user's) is a new one.
+        let sessionID = switchedUser || previous == nil ? StoredSession.newSessionID() : previous?.sessionID
         let persisting = Persisting(
-            token: token, userID: userID, generation: nextGeneration(after: previous), switchedUser: switchedUser,
-            startsSession: previous == nil, profile: response.user)
+            token: token, userID: userID, generation: nextGeneration(after: previous), sessionID: sessionID,
+            switchedUser: switchedUser, startsSession: previous == nil, profile: response.user)
         flight?.step = .persisting(persisting)
-        let stored = StoredSession(token: token, userID: userID, generation: persisting.generation)
+        let stored = StoredSession(
+            token: token, userID: userID, generation: persisting.generation, sessionID: sessionID)
         return .persist(stored, writeCondition)
     }
 
@@ -226,13 +238,13 @@ extension SessionMachine {
         if pair.switchedUser {
             // The old session's callers asked for its token: they fail, and the new user's session starts afresh.
             switchedUser(
-                pair.token, userID: pair.userID, generation: pair.generation, persisted: persisted, elapsed: elapsed,
-                profile: pair.profile)
+                pair.token, userID: pair.userID, generation: pair.generation, sessionID: pair.sessionID,
+                persisted: persisted, elapsed: elapsed, profile: pair.profile)
         } else {
             // A failed write keeps the pair in memory (the rotated refresh token is never dropped) and is retried.
             refreshed(
-                pair.token, userID: pair.userID, generation: pair.generation, persisted: persisted, elapsed: elapsed,
-                startsSession: pair.startsSession, profile: pair.profile)
+                pair.token, userID: pair.userID, generation: pair.generation, sessionID: pair.sessionID,
+                persisted: persisted, elapsed: elapsed, startsSession: pair.startsSession, profile: pair.profile)
         }
         let fingerprint = pair.token.fingerprint
         let news: AuthEvent =
@@ -298,18 +310,18 @@ extension SessionMachine {
 
     // MARK: - Taking up a stored pair, and a refreshed one
 
-    /// Adopts a pair another process stored. Returns whether it is another user's (both user IDs known and
-    /// different): then the session has changed, and a refresh made for the old one must not answer with it, nor
-    /// write anything: ``epoch`` is bumped and the flight is taken away (returned, for the actor to fail with
-    /// ``TokenRefreshError/sessionChanged``). Without user IDs a pair stored for the same account is taken as the same
-    /// session, rotated elsewhere.
+    /// Adopts a pair another process stored. Returns whether it is another session's (another identity, or both
+    /// user IDs known and different): then the session has changed, and a refresh made for the old one must not
+    /// answer with it, nor write anything: ``epoch`` is bumped and the flight is taken away (returned, for the actor
+    /// to fail with ``TokenRefreshError/sessionChanged``). A pair with the held session's identity is that session,
+    /// rotated elsewhere.
     @discardableResult
     private mutating func adopt(
         _ stored: StoredSession, replacing: Bool = false
     ) -> (switchedUser: Bool, flight: RefreshFlight?) {
         let previousUser = session?.userID
-        let switchedUser =
-            session != nil && previousUser != nil && stored.userID != nil && previousUser != stored.userID
+        let otherUser = previousUser != nil && stored.userID != nil && previousUser != stored.userID
+        let switchedUser = session.map { otherUser || Self.isAnotherSession(stored, than: $0) } ?? false
         var takenFlight: RefreshFlight?
         if switchedUser || (replacing && session != nil) {
             epoch &+= 1
@@ -327,14 +339,23 @@ extension SessionMachine {
         if profile?.id != stored.userID { profile = nil }
         lineage.record(stored.token)
         state = state.entering(Session(stored, persisted: true))
-        storedGeneration = stored.generation
+        noteStored(stored)
         authState = .signedIn(userID: stored.userID)
         return (switchedUser, takenFlight)
     }
 
-    /// Whether a re-read pair is worth adopting: newer than ours (or we have none), and not rejected before.
+    /// Whether `stored` is another session than `held`: its identity differs. Generations are not compared: a
+    /// session signed in after a sign-out may be stored at a generation the held one had.
+    static func isAnotherSession(_ stored: StoredSession, than held: Session) -> Bool {
+        stored.sessionID != held.sessionID
+    }
+
+    /// Whether a re-read pair is worth adopting: newer than ours or another session (or we have none), and not
+    /// rejected before.
     func shouldAdopt(_ stored: StoredSession) -> Bool {
-        guard stored.generation != storedGeneration || session == nil else { return false }
+        guard stored.generation != storedGeneration || stored.sessionID != storedSessionID || session == nil else {
+            return false
+        }
         if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) { return false }
         return true
     }
@@ -343,7 +364,8 @@ extension SessionMachine {
     /// session before (a seed, or a strategy without refresh tokens): the seed and the access token the caller held
     /// with it then count as the new session's.
     private mutating func refreshed(
-        _ token: AuthToken, userID: String?, generation: UInt64, persisted: Bool, elapsed: Duration,
+        _ token: AuthToken, userID: String?, generation: UInt64, sessionID: String?, persisted: Bool,
+        elapsed: Duration,
         startsSession: Bool = false, profile newProfile: AuthUser? = nil
     ) {
         if startsSession {
@@ -364,11 +386,16 @@ extension SessionMachine {
             && session.map { $0.refreshTokenIsShared && $0.token.refreshToken == token.refreshToken } == true
         state = state.entering(
             Session(
-                token: token, userID: userID, generation: generation, persisted: persisted,
+                token: token, userID: userID, generation: generation, sessionID: sessionID, persisted: persisted,
                 keptStoredRefreshToken: keptStoredRefreshToken))
         isOffline = false
         pendingRemoval = nil  // the new pair overwrites the ended session (now, or when its write is retried)
-        if persisted { storedGeneration = generation } else { lastPersistAttempt = elapsed }
+        if persisted {
+            storedGeneration = generation
+            storedSessionID = sessionID
+        } else {
+            lastPersistAttempt = elapsed
+        }
         authState = .signedIn(userID: userID)
     }
 
@@ -377,16 +404,16 @@ extension SessionMachine {
     /// forgets the old session's tokens and profile, and takes the flight away (its callers asked for the old
     /// session's token; the actor fails them).
     private mutating func switchedUser(
-        _ token: AuthToken, userID: String?, generation: UInt64, persisted: Bool, elapsed: Duration,
-        profile newProfile: AuthUser?
+        _ token: AuthToken, userID: String?, generation: UInt64, sessionID: String?, persisted: Bool,
+        elapsed: Duration, profile newProfile: AuthUser?
     ) {
         epoch &+= 1
         flight = nil
         lineage.reset()
         profile = nil
         refreshed(
-            token, userID: userID, generation: generation, persisted: persisted, elapsed: elapsed,
-            profile: newProfile)
+            token, userID: userID, generation: generation, sessionID: sessionID, persisted: persisted,
+            elapsed: elapsed, profile: newProfile)
     }
 
     // MARK: - A write that met a newer pair
@@ -444,7 +471,9 @@ extension SessionMachine {
     ) -> AudienceReadAction {
         guard isCurrent(epoch), !overtaken else { return .drop }
         guard loaded else { return .load(storeRead(atLoad: read, now: now)) }
-        guard case .found(let stored) = read, stored.generation != session?.generation else { return .drop }
+        guard case .found(let stored) = read,
+            stored.generation != session?.generation || stored.sessionID != session?.sessionID
+        else { return .drop }
         guard session != nil else {
             adopt(stored)
             return .adopted(stored)

@@ -26,12 +26,17 @@ extension SessionMachine {
 
     /// A session starts with `token`: the one reset for a new session (``beginSession(_:userID:stateBefore:)``), and
     /// the profile the provider supplied, if any.
+    ///
+    /// `sessionID` is the new session's identity (a new one by default); a test passes its own.
     mutating func signingIn(
-        _ token: AuthToken, userID: String?, stateBefore: AuthState, profile: AuthUser?
+        _ token: AuthToken, userID: String?, stateBefore: AuthState, profile: AuthUser?,
+        sessionID: String? = StoredSession.newSessionID()
     ) -> SignInAction {
-        let (replaced, epoch, flight) = beginSession(token, userID: userID, stateBefore: stateBefore)
+        let (replaced, epoch, flight) = beginSession(
+            token, userID: userID, stateBefore: stateBefore, sessionID: sessionID)
         if let profile { profileSupplied(profile) }
-        let stored = StoredSession(token: token, userID: userID, generation: session?.generation ?? 0)
+        let stored = StoredSession(
+            token: token, userID: userID, generation: session?.generation ?? 0, sessionID: sessionID)
         return SignInAction(flight: flight, stored: stored, epoch: epoch, replaced: replaced)
     }
 
@@ -101,13 +106,14 @@ extension SessionMachine {
     /// Starts a session with `token`: the one reset for a new session. Returns what it replaced, the epoch the
     /// session lives under, and the flight to resolve with the new token.
     private mutating func beginSession(
-        _ token: AuthToken, userID: String?, stateBefore: AuthState
+        _ token: AuthToken, userID: String?, stateBefore: AuthState, sessionID: String?
     ) -> (replaced: Replaced, epoch: UInt64, flight: RefreshFlight?) {
         let replaced = Replaced(
             session: session, loaded: loaded, state: stateBefore, lineage: lineage, profile: profile)
         let generation = nextGeneration(after: session)
         epoch &+= 1
-        state = state.entering(Session(token: token, userID: userID, generation: generation, persisted: false))
+        state = state.entering(
+            Session(token: token, userID: userID, generation: generation, sessionID: sessionID, persisted: false))
         lineage.reset()
         lineage.record(token)
         isOffline = false
@@ -124,6 +130,7 @@ extension SessionMachine {
         guard isCurrent(epoch), var session else { return }
         session.persisted = true
         storedGeneration = session.generation
+        storedSessionID = session.sessionID
         pendingRemoval = nil
         state = state.entering(session)
     }

@@ -75,11 +75,11 @@ extension SessionMachine {
     ) -> RemovalEndAction {
         switch error {
         case nil:
-            storedGeneration = nil
+            noteStored(nil)
             pendingRemoval = nil
-            guard overtaken, let generation = removal.endedGeneration, isCurrent(removal.epoch) else { return .done }
+            guard overtaken, let ended = removal.endedSession, isCurrent(removal.epoch) else { return .done }
             pendingRemoval = PendingRemoval(
-                epoch: epoch, condition: .generation(generation),
+                epoch: epoch, condition: ended,
                 lastAttempt: elapsed - configuration.persistRetryInterval)
             return .done
         case .conflict?:

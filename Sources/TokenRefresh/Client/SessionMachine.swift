@@ -35,6 +35,8 @@ struct SessionMachine: Sendable {
         var userID: String?
         /// The store's generation counter for this pair.
         var generation: UInt64
+        /// The session's identity (``StoredSession/sessionID``): made at sign-in, kept by its refreshes.
+        var sessionID: String?
         /// Whether the pair is in the store (a failed write keeps it in memory only, to be retried).
         var persisted: Bool
         /// Whether this pair, kept in memory only, kept the refresh token of the stored pair it refreshed (the server
@@ -118,8 +120,8 @@ struct SessionMachine: Sendable {
     enum LoadAction: Sendable, Equatable {
         /// A session was restored.
         case restored(StoredSession)
-        /// The stored pair's refresh token was rejected before: remove it (conditional on its generation).
-        case discard(generation: UInt64)
+        /// The stored pair's refresh token was rejected before: remove it (conditional on its identity and generation).
+        case discard(WriteCondition)
         /// Nothing stored.
         case absent
         /// Already loaded meanwhile (a sign-in or another reader got there first).
@@ -147,6 +149,8 @@ struct SessionMachine: Sendable {
     var epoch: UInt64 = 0
     /// The generation known to be stored now (`nil`: nothing stored, or not read yet).
     var storedGeneration: UInt64?
+    /// The identity of the session known to be stored now (beside ``storedGeneration``).
+    var storedSessionID: String?
     /// Refresh tokens the server rejected, as keyed hashes; never sent again.
     var rejected = RejectedRefreshTokens()
     /// The tokens the current session has held: a rejection is stale only for one of them. Set by the machine's own
@@ -242,10 +246,20 @@ struct SessionMachine: Sendable {
     }
 
     /// The condition for writing a new pair over what is stored.
-    var writeCondition: WriteCondition { storedGeneration.map { .generation($0) } ?? .absent }
+    var writeCondition: WriteCondition {
+        storedGeneration.map { .session(storedSessionID, generation: $0) } ?? .absent
+    }
+
+    /// Records `stored` as what the store holds now.
+    mutating func noteStored(_ stored: StoredSession?) {
+        storedGeneration = stored?.generation
+        storedSessionID = stored?.sessionID
+    }
 
     /// The generation for a pair that follows `previous`.
     func nextGeneration(after previous: Session?) -> UInt64 {
+        // Generations order one session's writes and may repeat after a removal; the session identity tells sessions
+        // apart (see "Why generations may repeat" in the TokenRefresh article).
         max(previous?.generation ?? 0, storedGeneration ?? 0) &+ 1
     }
 
@@ -445,7 +459,7 @@ struct SessionMachine: Sendable {
     @discardableResult
     mutating func storeReadBeforeSessionChange(_ read: TokenStoreRead) -> SessionChangeAction {
         guard case .found(let stored) = read, !loaded else { return .proceed }
-        storedGeneration = stored.generation
+        noteStored(stored)
         state = state.entering(Session(stored, persisted: true))
         lineage.reset()
         lineage.record(stored.token)
@@ -476,11 +490,11 @@ struct SessionMachine: Sendable {
             authState = .signedOut
             return .absent
         }
-        storedGeneration = stored.generation
+        noteStored(stored)
         if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) {
             state = state.entering(nil)
             authState = .signedOut
-            return .discard(generation: stored.generation)
+            return .discard(.session(stored.sessionID, generation: stored.generation))
         }
         state = state.entering(Session(stored, persisted: true))
         lineage.record(stored.token)
@@ -593,7 +607,8 @@ struct SessionMachine: Sendable {
             persistInProgress = false
             return .drop
         }
-        let stored = StoredSession(token: pending.token, userID: pending.userID, generation: pending.generation)
+        let stored = StoredSession(
+            token: pending.token, userID: pending.userID, generation: pending.generation, sessionID: pending.sessionID)
         return .save(stored, writeCondition)
     }
 
@@ -608,6 +623,7 @@ struct SessionMachine: Sendable {
             session.persisted = true
             state = state.entering(session)
             storedGeneration = pending.generation
+            storedSessionID = pending.sessionID
             return .recovered
         case .failure(.conflict):
             return isCurrent(epoch) ? .adoptAfterConflict : .nothing
@@ -641,6 +657,8 @@ struct SessionMachine: Sendable {
 
 extension SessionMachine.Session {
     init(_ stored: StoredSession, persisted: Bool) {
-        self.init(token: stored.token, userID: stored.userID, generation: stored.generation, persisted: persisted)
+        self.init(
+            token: stored.token, userID: stored.userID, generation: stored.generation, sessionID: stored.sessionID,
+            persisted: persisted)
     }
 }

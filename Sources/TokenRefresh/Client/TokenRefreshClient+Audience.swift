@@ -99,6 +99,31 @@ extension TokenRefreshClient {
         }
     }
 
+    /// Code other than this client wrote the store (the app, through its own persistence): read it, and take up a
+    /// session stored there as ``adoptAudienceSession(in:)`` does (another session replaces the one held, whose
+    /// waiting callers fail with ``TokenRefreshError/sessionChanged``), or end the session when none is stored.
+    func adoptExternalWrite() async {
+        let epoch = machine.epoch
+        let read = await store.load(account: configuration.account)
+        if case .absent = read {
+            guard machine.isCurrent(epoch), let ending = machine.audienceSessionRemoved(now: now()) else { return }
+            await carryOut(ending)
+            return
+        }
+        switch machine.audienceSessionRead(read, epoch: epoch, overtaken: false, now: now()) {
+        case .drop:
+            break
+        case .load(let load):
+            try? await carryOut(load)
+        case .adopted(let stored):
+            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
+        case .replaced(let stored, let flight):
+            flightTask = nil
+            flight?.finish(.failure(.sessionChanged))
+            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
+        }
+    }
+
     /// Another audience's client removed the session (a sign-out, a revocation): end it here too, without touching
     /// the store again. A client that has not read the store yet reads as signed out from now on, so a read it
     /// started before (which may have found the removed session) is dropped.

@@ -79,8 +79,8 @@ extension TokenRefreshClient {
         case .restored(let stored):
             publish(.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
             logger.debug("session restored", metadata: ["token": "\(stored.token.fingerprint)"])
-        case .discard(let generation):
-            try? await store.remove(account: configuration.account, condition: .generation(generation))
+        case .discard(let condition):
+            try? await store.remove(account: configuration.account, condition: condition)
         case .unavailable(let failure):
             publish(.storageUnavailable(failure))
             throw failure

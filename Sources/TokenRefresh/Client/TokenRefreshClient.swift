@@ -45,6 +45,9 @@ public actor TokenRefreshClient: TokenProvider {
 
     let strategy: any RefreshStrategy
     let store: any TokenStore
+    /// The store, when code other than its clients writes to it too (an app's own persistence): checked before a
+    /// token is handed out from memory.
+    nonisolated let externallyWritten: (any ExternallyWrittenTokenStore)?
     /// The options this client was made with.
     public nonisolated let configuration: Configuration
     let clock: ClockHandle
@@ -125,6 +128,7 @@ public actor TokenRefreshClient: TokenProvider {
     ) {
         self.strategy = strategy
         self.store = store
+        self.externallyWritten = store as? any ExternallyWrittenTokenStore
         self.configuration = configuration
         self.clock = ClockHandle(clock)
         self.now = now
@@ -204,7 +208,14 @@ public actor TokenRefreshClient: TokenProvider {
     public nonisolated(nonsending) func validToken() async throws -> AuthToken {
         // The fast path is one clock read and one lock: no actor hop while the token is fresh, and none to
         // join a refresh already in flight.
-        if let fresh = freshToken() { return fresh }
+        if let fresh = freshToken() {
+            guard let externallyWritten, externallyWritten.mayHaveChanged(account: configuration.account) else {
+                return fresh
+            }
+            // The app wrote its own persistence: the stored session is taken up (another one ends this one).
+            await adoptExternalWrite()
+            if let fresh = freshToken() { return fresh }
+        }
         return try await validTokenAfterFastPath()
     }
 

@@ -8,6 +8,10 @@
 //   TokenStoreProbe hang-refresh <directory> <account> 0
 //       A TokenRefreshClient over the store whose token request never answers: it asks for a valid token,
 //       prints "refreshing" once the request is under way (the store's lock is then held), and hangs.
+//   TokenStoreProbe stale-refresh <directory> <account> 0
+//       A TokenRefreshClient over the store restores the session and prints "restored"; after a line on standard
+//       input, it refreshes as after a 401 of its token. Its token server answers any refresh token `<r>` with the
+//       pair `<r>-next`, printing "presented <r>". Prints "answered" or "failed <error>", then "held <access token>".
 //   TokenStoreProbe messages
 //       Prints the localizedDescription of a few TokenKit errors, one a line, in the language the environment
 //       (LANGUAGE, LC_ALL, LC_MESSAGES, LANG) asks for: the localization tests run it under each locale.
@@ -105,6 +109,26 @@ func runProbe(_ arguments: [String]) async {
             store: store, configuration: .init(account: account, refreshTimeout: nil))
         _ = try? await client.validToken()
         fail("the hung refresh ended")
+    case "stale-refresh":
+        let client = TokenRefreshClient(
+            strategy: ClosureRefreshStrategy(requiresRefreshToken: true) { refreshToken in
+                let presented = refreshToken ?? ""
+                say("presented \(presented)")
+                return TokenResponse(
+                    accessToken: "\(presented)-next-access", refreshToken: "\(presented)-next", expiresIn: 3600)
+            },
+            store: store, configuration: .init(account: account))
+        _ = await client.restoreSession()
+        guard let held = client.currentToken else { fail("nothing restored") }
+        say("restored")
+        _ = readLine()
+        do {
+            _ = try await client.refreshToken(afterRejectionOf: held.accessToken)
+            say("answered")
+        } catch {
+            say("failed \(error)")
+        }
+        say("held \(client.currentToken?.accessToken ?? "nothing")")
     default:
         fail("unknown mode \(arguments[1])")
     }
