@@ -11,13 +11,6 @@
 @_exported public import TokenKitScreens
 @_exported public import TokenRefresh
 
-// swift-http-types: the request and response an `HTTPTransport` sends and receives. `HTTPRequest(url:)` comes with
-// `HTTPRequest` (HTTPTypes declares it under its `FoundationURL` trait; Package.swift asks for that trait by name).
-@_exported public import struct HTTPTypes.HTTPField
-@_exported public import struct HTTPTypes.HTTPFields
-@_exported public import struct HTTPTypes.HTTPRequest
-@_exported public import struct HTTPTypes.HTTPResponse
-
 // Foundation: the values of the public signatures (addresses, bytes, instants, durations, identifiers), the JSON
 // coders of a custom strategy, and the process environment an app reads its configuration from.
 @_exported public import struct Foundation.Data
@@ -28,6 +21,12 @@
 @_exported public import typealias Foundation.TimeInterval
 @_exported public import struct Foundation.URL
 @_exported public import struct Foundation.UUID
+// swift-http-types: the request and response an `HTTPTransport` sends and receives. `HTTPRequest(url:)` comes with
+// `HTTPRequest` (HTTPTypes declares it under its `FoundationURL` trait; Package.swift asks for that trait by name).
+@_exported public import struct HTTPTypes.HTTPField
+@_exported public import struct HTTPTypes.HTTPFields
+@_exported public import struct HTTPTypes.HTTPRequest
+@_exported public import struct HTTPTypes.HTTPResponse
 
 // URLSession, for `URLSessionTransport(session:)`, and URLRequest: FoundationNetworking's on Linux.
 #if canImport(FoundationNetworking)
