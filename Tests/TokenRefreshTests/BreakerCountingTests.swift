@@ -5,7 +5,6 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitLogCheck
-import TokenKitSDKTesting
 import TokenKitTesting
 
 @testable import TokenRefresh

@@ -2,7 +2,6 @@ import AuthToken
 import Foundation
 import Testing
 import TokenKitLogCheck
-import TokenKitSDKTesting
 import TokenKitTesting
 import TokenRefresh
 
