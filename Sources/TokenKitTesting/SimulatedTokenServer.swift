@@ -41,9 +41,9 @@ public actor SimulatedTokenServer: HTTPTransport {
         package var jsonRefreshPath: String
         /// The path of the revocation endpoint.
         package var revocationPath: String
-        /// Whether token answers leave out `expires_in`, so the client takes the expiry from the JWT's `exp` claim
-        /// (stamped with the server's clock).
-        package var omitsExpiresIn: Bool
+        /// Whether token answers leave out `expires_in` and access tokens leave out `iat`, so a token's expiry is
+        /// known only from its `exp` claim, on the server's clock.
+        package var omitsLifetime: Bool
 
         /// Creates a configuration.
         ///
@@ -60,14 +60,15 @@ public actor SimulatedTokenServer: HTTPTransport {
         ///   - tokenPath: `/oauth/token` by default.
         ///   - jsonRefreshPath: `/api/v1/auth/refresh` by default.
         ///   - revocationPath: `/oauth/revoke` by default.
-        ///   - omitsExpiresIn: `false` by default; `true` leaves `expires_in` out of token answers.
+        ///   - omitsLifetime: `false` by default; `true` leaves `expires_in` out of token answers and `iat` out of
+        ///     access tokens.
         public init(
             clientID: String = "app", clientSecret: String? = nil, apiKey: String? = nil,
             accessTokenLifetime: TimeInterval = 3600, rotatesRefreshTokens: Bool = true, detectsReuse: Bool = true,
             graceWindow: TimeInterval = 0, omitsRefreshTokenInRefreshResponse: Bool = false,
             users: [String: String] = ["alice": "correct horse"], tokenPath: String = "/oauth/token",
             jsonRefreshPath: String = "/api/v1/auth/refresh", revocationPath: String = "/oauth/revoke",
-            omitsExpiresIn: Bool = false
+            omitsLifetime: Bool = false
         ) {
             self.clientID = clientID
             self.clientSecret = clientSecret
@@ -81,7 +82,7 @@ public actor SimulatedTokenServer: HTTPTransport {
             self.tokenPath = tokenPath
             self.jsonRefreshPath = jsonRefreshPath
             self.revocationPath = revocationPath
-            self.omitsExpiresIn = omitsExpiresIn
+            self.omitsLifetime = omitsLifetime
         }
     }
 
@@ -403,7 +404,7 @@ public actor SimulatedTokenServer: HTTPTransport {
 
     private var lifetime: TimeInterval { configuration.accessTokenLifetime }
     /// The `expires_in` token answers carry, if any.
-    private var answeredLifetime: TimeInterval? { configuration.omitsExpiresIn ? nil : lifetime }
+    private var answeredLifetime: TimeInterval? { configuration.omitsLifetime ? nil : lifetime }
 
     private struct Issued {
         let accessToken: String
@@ -476,8 +477,9 @@ public actor SimulatedTokenServer: HTTPTransport {
         serial += 1
         let issuedAt = Int(now().timeIntervalSince1970)
         let header = Self.base64URL(#"{"alg":"HS256","typ":"JWT"}"#)
+        let issued = configuration.omitsLifetime ? "" : #""iat":\#(issuedAt),"#
         let payload = Self.base64URL(
-            #"{"sub":"\#(userID)","iat":\#(issuedAt),"exp":\#(issuedAt + Int(lifetime)),"jti":"at-\#(serial)"}"#)
+            #"{"sub":"\#(userID)",\#(issued)"exp":\#(issuedAt + Int(lifetime)),"jti":"at-\#(serial)"}"#)
         let token = "\(header).\(payload).c2ln"
         SecretCrossings.report(.secret(token, .accessToken), origin: "SimulatedTokenServer")
         return token

@@ -27,13 +27,14 @@ public import Foundation
 ///   cache (it has an `Age` header) gives none;
 /// - the `iat` of a JWT access token in the answer counts as a second sample when it agrees with that answer's
 ///   `Date` (a server may hand out a token it issued earlier, so an `iat` alone is never trusted);
-/// - the offset is the median of the last ``Configuration/sampleCount`` samples, and it changes only when a
-///   strict majority of them, and at least two, agree with that median within ``Configuration/tolerance``. One
-///   wild `Date` among sane ones does not move it;
+/// - the first sample is taken as it is; after that, the offset is the median of the last
+///   ``Configuration/sampleCount`` samples, and it changes only when a strict majority of them, and at least two,
+///   agree with that median within ``Configuration/tolerance``. One wild `Date` among sane ones does not move it,
+///   and a wild first one is replaced as soon as two others agree;
 /// - an offset smaller than ``Configuration/minimumOffset`` counts as none (a `Date` has a resolution of one
 ///   second).
 ///
-/// Until samples agree, the offset is zero and ``now()`` is the device's clock. After the user changes the
+/// Until the first sample, the offset is zero and ``now()`` is the device's clock. After the user changes the
 /// device's clock, call ``reset()`` (on Apple platforms, on `NSSystemClockDidChange`): otherwise the new offset is
 /// taken only once most recent samples show it.
 ///
@@ -101,7 +102,7 @@ public final class ServerClock: Sendable {
     /// ``now()`` as a closure, for a `now:` parameter.
     public var wallClock: @Sendable () -> Date { { [self] in self.now() } }
 
-    /// The applied offset in seconds: the server's time minus the device's. Zero until samples agree.
+    /// The applied offset in seconds: the server's time minus the device's. Zero until the first sample.
     public var offset: TimeInterval { state.withLock { $0.offset } }
 
     /// Records that the server's time was `serverTime` when the device's was `deviceTime`.
@@ -133,8 +134,13 @@ public final class ServerClock: Sendable {
             }
             let median = Self.median(state.samples)
             let agreeing = state.samples.filter { abs($0 - median) <= configuration.tolerance }
-            guard agreeing.count >= 2, agreeing.count * 2 > state.samples.count else { return }
-            let estimate = Self.median(agreeing)
+            let estimate: TimeInterval
+            if state.samples.count == 1 {
+                estimate = median  // the first sample: better than the device's clock until others come
+            } else {
+                guard agreeing.count >= 2, agreeing.count * 2 > state.samples.count else { return }
+                estimate = Self.median(agreeing)
+            }
             state.offset = abs(estimate) < configuration.minimumOffset ? 0 : estimate
         }
     }
