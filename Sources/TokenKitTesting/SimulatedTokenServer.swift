@@ -41,6 +41,9 @@ public actor SimulatedTokenServer: HTTPTransport {
         package var jsonRefreshPath: String
         /// The path of the revocation endpoint.
         package var revocationPath: String
+        /// Whether token answers leave out `expires_in` and access tokens leave out `iat`, so a token's expiry is
+        /// known only from its `exp` claim, on the server's clock.
+        package var omitsLifetime: Bool
 
         /// Creates a configuration.
         ///
@@ -57,12 +60,15 @@ public actor SimulatedTokenServer: HTTPTransport {
         ///   - tokenPath: `/oauth/token` by default.
         ///   - jsonRefreshPath: `/api/v1/auth/refresh` by default.
         ///   - revocationPath: `/oauth/revoke` by default.
+        ///   - omitsLifetime: `false` by default; `true` leaves `expires_in` out of token answers and `iat` out of
+        ///     access tokens.
         public init(
             clientID: String = "app", clientSecret: String? = nil, apiKey: String? = nil,
             accessTokenLifetime: TimeInterval = 3600, rotatesRefreshTokens: Bool = true, detectsReuse: Bool = true,
             graceWindow: TimeInterval = 0, omitsRefreshTokenInRefreshResponse: Bool = false,
             users: [String: String] = ["alice": "correct horse"], tokenPath: String = "/oauth/token",
-            jsonRefreshPath: String = "/api/v1/auth/refresh", revocationPath: String = "/oauth/revoke"
+            jsonRefreshPath: String = "/api/v1/auth/refresh", revocationPath: String = "/oauth/revoke",
+            omitsLifetime: Bool = false
         ) {
             self.clientID = clientID
             self.clientSecret = clientSecret
@@ -76,6 +82,7 @@ public actor SimulatedTokenServer: HTTPTransport {
             self.tokenPath = tokenPath
             self.jsonRefreshPath = jsonRefreshPath
             self.revocationPath = revocationPath
+            self.omitsLifetime = omitsLifetime
         }
     }
 
@@ -276,12 +283,21 @@ public actor SimulatedTokenServer: HTTPTransport {
 
     /// Answers a request to one of the server's endpoints; 404 for anything else.
     ///
+    /// Every answer carries a `Date` header with the server's clock (the `now` it was made with), as an HTTP server
+    /// sends.
+    ///
     /// - Parameters:
     ///   - request: The request.
     ///   - body: Its body.
     /// - Returns: The answer.
     /// - Throws: A connection error for connection faults; `CancellationError` when a held request is cancelled.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        var (response, data) = try await handle(request, body: body)
+        if response.headerFields[.date] == nil { response.headerFields[.date] = HTTPDate.format(now()) }
+        return (response, data)
+    }
+
+    private func handle(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         SecretCrossings.report(.request(request, body: body), origin: "SimulatedTokenServer request")
         let path = String((request.path ?? "/").split(separator: "?", maxSplits: 1).first ?? "/")
         guard request.method == .post else { return Self.answer(405, [:]) }
@@ -352,7 +368,7 @@ public actor SimulatedTokenServer: HTTPTransport {
         case "client_credentials":
             guard configuration.clientSecret != nil else { return Self.oauthError(400, "unauthorized_client") }
             let issued = issueAccessToken(userID: configuration.clientID)
-            return Self.answer(200, Issued(accessToken: issued, refreshToken: nil, lifetime: lifetime).json)
+            return Self.answer(200, Issued(accessToken: issued, refreshToken: nil, lifetime: answeredLifetime).json)
         default:
             return Self.oauthError(400, "unsupported_grant_type")
         }
@@ -387,16 +403,18 @@ public actor SimulatedTokenServer: HTTPTransport {
     // MARK: - Token families
 
     private var lifetime: TimeInterval { configuration.accessTokenLifetime }
+    /// The `expires_in` token answers carry, if any.
+    private var answeredLifetime: TimeInterval? { configuration.omitsLifetime ? nil : lifetime }
 
     private struct Issued {
         let accessToken: String
         let refreshToken: String?
-        let lifetime: TimeInterval
+        /// The `expires_in`, or `nil` to leave it out.
+        let lifetime: TimeInterval?
 
         var json: [String: Any] {
-            var object: [String: Any] = [
-                "access_token": accessToken, "token_type": "Bearer", "expires_in": Int(lifetime),
-            ]
+            var object: [String: Any] = ["access_token": accessToken, "token_type": "Bearer"]
+            if let lifetime { object["expires_in"] = Int(lifetime) }
             if let refreshToken { object["refresh_token"] = refreshToken }
             return object
         }
@@ -408,7 +426,8 @@ public actor SimulatedTokenServer: HTTPTransport {
         let refreshToken = newRefreshToken()
         families[id] = Family(userID: userID, current: refreshToken)
         familyOfRefreshToken[refreshToken] = id
-        return Issued(accessToken: issueAccessToken(userID: userID), refreshToken: refreshToken, lifetime: lifetime)
+        return Issued(
+            accessToken: issueAccessToken(userID: userID), refreshToken: refreshToken, lifetime: answeredLifetime)
     }
 
     /// Handles a refresh; `nil` means `invalid_grant`.
@@ -443,7 +462,7 @@ public actor SimulatedTokenServer: HTTPTransport {
         let omit = configuration.omitsRefreshTokenInRefreshResponse
         return Issued(
             accessToken: issueAccessToken(userID: family.userID), refreshToken: omit ? nil : newRefresh ?? refreshToken,
-            lifetime: lifetime
+            lifetime: answeredLifetime
         ).json
     }
 
@@ -458,8 +477,9 @@ public actor SimulatedTokenServer: HTTPTransport {
         serial += 1
         let issuedAt = Int(now().timeIntervalSince1970)
         let header = Self.base64URL(#"{"alg":"HS256","typ":"JWT"}"#)
+        let issued = configuration.omitsLifetime ? "" : #""iat":\#(issuedAt),"#
         let payload = Self.base64URL(
-            #"{"sub":"\#(userID)","iat":\#(issuedAt),"exp":\#(issuedAt + Int(lifetime)),"jti":"at-\#(serial)"}"#)
+            #"{"sub":"\#(userID)",\#(issued)"exp":\#(issuedAt + Int(lifetime)),"jti":"at-\#(serial)"}"#)
         let token = "\(header).\(payload).c2ln"
         SecretCrossings.report(.secret(token, .accessToken), origin: "SimulatedTokenServer")
         SecretCrossings.report(.secret(userID, .userID), origin: "SimulatedTokenServer")

@@ -1,0 +1,154 @@
+public import AuthToken
+public import Foundation
+
+/// The token server's clock as this device sees it: the device's wall clock plus an offset learned from the
+/// server's answers.
+///
+/// A device clock that is off by an hour makes a token whose expiry is an absolute `exp` claim look expired at
+/// once (and every refresh returns another such token), or look valid long after the server stopped accepting it.
+/// Give ``now()`` to the ``TokenRefreshClient`` and the ``TokenEndpoint`` as their wall clock, and wrap the token
+/// endpoint's transport in a ``ServerClockTransport``: expiry and proactive refresh are then judged by the
+/// server's time.
+///
+/// ```swift
+/// import TokenKit
+///
+/// let serverClock = ServerClock()
+/// let endpoint = TokenEndpoint(
+///     url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "my-app"),
+///     transport: ServerClockTransport(URLSessionTransport(), clock: serverClock), now: serverClock.wallClock)
+/// let tokens = TokenRefreshClient(
+///     strategy: OAuthRefreshStrategy(endpoint: endpoint), now: serverClock.wallClock)
+/// ```
+///
+/// The estimate is robust and bounded:
+/// - each answer with a `Date` header gives one sample, the server's time minus the device's when the answer
+///   arrived; a sample further off than ``Configuration/maximumOffset`` is dropped, and an answer that came from a
+///   cache (it has an `Age` header) gives none;
+/// - the `iat` of a JWT access token in the answer counts as a second sample when it agrees with that answer's
+///   `Date` (a server may hand out a token it issued earlier, so an `iat` alone is never trusted);
+/// - the first sample is taken as it is; after that, the offset is the median of the last
+///   ``Configuration/sampleCount`` samples, and it changes only when a strict majority of them, and at least two,
+///   agree with that median within ``Configuration/tolerance``. One wild `Date` among sane ones does not move it,
+///   and a wild first one is replaced as soon as two others agree;
+/// - an offset smaller than ``Configuration/minimumOffset`` counts as none (a `Date` has a resolution of one
+///   second).
+///
+/// Until the first sample, the offset is zero and ``now()`` is the device's clock. After the user changes the
+/// device's clock, call ``reset()`` (on Apple platforms, on `NSSystemClockDidChange`): otherwise the new offset is
+/// taken only once most recent samples show it.
+///
+/// It is safe to share between tasks: the samples and the offset are kept behind a lock.
+public final class ServerClock: Sendable {
+    /// How samples become an offset.
+    public struct Configuration: Sendable, Hashable {
+        /// How many recent samples the median is taken over; at least 1.
+        public var sampleCount: Int
+        /// How close (seconds) samples must be to the median to agree.
+        public var tolerance: TimeInterval
+        /// The smallest offset (seconds) applied; a smaller one counts as zero.
+        public var minimumOffset: TimeInterval
+        /// The largest offset (seconds) a sample may show; a sample further off is dropped.
+        public var maximumOffset: TimeInterval
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - sampleCount: Samples kept; 5 by default.
+        ///   - tolerance: Seconds within which samples agree; 3 by default.
+        ///   - minimumOffset: Seconds below which no offset is applied; 2 by default.
+        ///   - maximumOffset: Seconds beyond which a sample is dropped; one day by default.
+        public init(
+            sampleCount: Int = 5, tolerance: TimeInterval = 3, minimumOffset: TimeInterval = 2,
+            maximumOffset: TimeInterval = 86_400
+        ) {
+            self.sampleCount = max(1, sampleCount)
+            self.tolerance = tolerance.isFinite ? max(0, tolerance) : 3
+            self.minimumOffset = minimumOffset.isFinite ? max(0, minimumOffset) : 2
+            self.maximumOffset = maximumOffset.isFinite ? max(0, maximumOffset) : 86_400
+        }
+    }
+
+    private struct State {
+        var samples: [TimeInterval] = []
+        var offset: TimeInterval = 0
+    }
+
+    /// How samples become an offset.
+    public let configuration: Configuration
+    /// The device's wall clock.
+    let deviceNow: @Sendable () -> Date
+    /// The samples and the applied offset; every access holds the lock.
+    private let state = LockedValue(State())
+
+    /// Creates a clock with no offset yet.
+    ///
+    /// - Parameters:
+    ///   - configuration: How samples become an offset.
+    ///   - deviceNow: The device's wall clock; ``/AuthToken/AuthToken/systemNow`` by default.
+    public init(
+        configuration: Configuration = Configuration(),
+        deviceNow: @escaping @Sendable () -> Date = AuthToken.systemNow
+    ) {
+        self.configuration = configuration
+        self.deviceNow = deviceNow
+    }
+
+    /// The server's time now: the device's time plus ``offset``.
+    ///
+    /// - Returns: The estimated server time.
+    public func now() -> Date { deviceNow().addingTimeInterval(offset) }
+
+    /// ``now()`` as a closure, for a `now:` parameter.
+    public var wallClock: @Sendable () -> Date { { [self] in self.now() } }
+
+    /// The applied offset in seconds: the server's time minus the device's. Zero until the first sample.
+    public var offset: TimeInterval { state.withLock { $0.offset } }
+
+    /// Records that the server's time was `serverTime` when the device's was `deviceTime`.
+    ///
+    /// ``ServerClockTransport`` calls this for every answer with a `Date` header; call it yourself for another
+    /// trusted source of the server's time.
+    ///
+    /// - Parameters:
+    ///   - serverTime: The server's time.
+    ///   - deviceTime: The device's time at the same moment.
+    public func record(serverTime: Date, deviceTime: Date) {
+        record(offsets: [serverTime.timeIntervalSince(deviceTime)])
+    }
+
+    /// Forgets every sample and the offset (after the device's clock was changed).
+    public func reset() {
+        state.withLock { $0 = State() }
+    }
+
+    /// Adds `offsets` (seconds, one per sample) and recomputes the applied offset.
+    func record(offsets: [TimeInterval]) {
+        let configuration = self.configuration
+        let usable = offsets.filter { $0.isFinite && abs($0) <= configuration.maximumOffset }
+        guard !usable.isEmpty else { return }
+        state.withLock { state in
+            state.samples.append(contentsOf: usable)
+            if state.samples.count > configuration.sampleCount {
+                state.samples.removeFirst(state.samples.count - configuration.sampleCount)
+            }
+            let median = Self.median(state.samples)
+            let agreeing = state.samples.filter { abs($0 - median) <= configuration.tolerance }
+            let estimate: TimeInterval
+            if state.samples.count == 1 {
+                estimate = median  // the first sample: better than the device's clock until others come
+            } else {
+                guard agreeing.count >= 2, agreeing.count * 2 > state.samples.count else { return }
+                estimate = Self.median(agreeing)
+            }
+            state.offset = abs(estimate) < configuration.minimumOffset ? 0 : estimate
+        }
+    }
+
+    /// The median of `values`, which is not empty.
+    private static func median(_ values: [TimeInterval]) -> TimeInterval {
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        return sorted.count.isMultiple(of: 2) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[middle]
+    }
+}
