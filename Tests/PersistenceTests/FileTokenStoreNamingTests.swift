@@ -4,6 +4,7 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 
 #if canImport(Glibc)

@@ -3,6 +3,7 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenRefresh
 
 #if canImport(Glibc)
