@@ -50,7 +50,7 @@ import TokenKitTesting
     /// confirm a guessed account (its plain SHA-256, or that of the lock's name, appears nowhere).
     @Test func theLockFilesInTheSharedContainerDoNotConfirmAGuessedAccount() async throws {
         let keychain = Self.simulator()
-        let container = try ScratchDirectory()
+        let container = try TemporaryDirectory()
         defer { container.remove() }
         let store = Self.store(keychain) { $0.sharedContainer = container.url }
         let account = "ada@example.com"

@@ -6,6 +6,7 @@ import Testing
 import TokenKitAppLifecycle
 import TokenKitKeychainTesting
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 import TokenRefresh
 

@@ -41,6 +41,8 @@ import TokenKitTesting
 
         let session = try #require(await store.load(account: "default").session)
         #expect(session.generation == 1)
+        // A migrated session gets an identity, as a sign-in's does: 128 bits as 32 hex digits.
+        #expect(session.sessionID?.count == 32)
         #expect(session.userID == "profile-7")
         #expect(session.token.accessToken == Self.fitIQAccessToken)
         #expect(session.token.refreshToken == "fitiq-refresh")

@@ -104,7 +104,9 @@ public struct SessionMigrator: Sendable {
                     case .retired:
                         outcome = .signInRequired
                     case .session(let token, let userID):
-                        let session = StoredSession(token: token, userID: userID, generation: 1)
+                        // Its first store in TokenKit's format: a session identity is made here, as at a sign-in.
+                        let session = StoredSession(
+                            token: token, userID: userID, generation: 1, sessionID: StoredSession.newSessionID())
                         try await store.save(session, account: account, condition: .absent)
                         outcome = .migrated
                     }

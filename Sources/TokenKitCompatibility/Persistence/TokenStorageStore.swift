@@ -4,14 +4,17 @@ public import Persistence
 /// A ``/Persistence/TokenStore`` over a ``TokenStorageProtocol`` (Lume's Keychain storage), so that it backs a
 /// `TokenRefreshClient`.
 ///
-/// Lume's storage keeps no generation or user ID: the user ID is the access token's JWT `sub`, and this
-/// adapter counts its own writes for conditional writes.
+/// Lume's storage keeps no generation, user ID or session identity: the user ID is the access token's JWT `sub`, and
+/// this adapter counts its own writes for conditional writes and remembers the identity of the session it last saved
+/// (a session it finds without having saved it, as at launch, has none).
 /// The check and the write are two calls to the storage, so the condition is exact for one writer at a time (a
 /// `TokenRefreshClient` writes one at a time).
 public actor TokenStorageStore: TokenStore {
     /// The storage.
     public let storage: any TokenStorageProtocol
     private var generation: UInt64 = 0
+    /// The identity of the session this adapter last saved, while that save is what it wrote last.
+    private var sessionID: String?
 
     /// Creates the adapter.
     ///
@@ -27,7 +30,9 @@ public actor TokenStorageStore: TokenStore {
     public func load(account: String) async -> TokenStoreRead {
         do {
             guard let token = try await storage.getToken() else { return .absent }
-            return .found(StoredSession(token: token, userID: token.parseUserIdFromJWT(), generation: generation))
+            return .found(
+                StoredSession(
+                    token: token, userID: token.parseUserIdFromJWT(), generation: generation, sessionID: sessionID))
         } catch {
             return .unavailable(.readFailed.with(detail: "the token storage threw \(type(of: error))"))
         }
@@ -50,6 +55,7 @@ public actor TokenStorageStore: TokenStore {
             throw .writeFailed.with(detail: "the token storage threw \(type(of: error))")
         }
         generation = max(generation &+ 1, session.generation)
+        sessionID = session.sessionID
     }
 
     /// Deletes the token if `condition` holds.
@@ -66,6 +72,7 @@ public actor TokenStorageStore: TokenStore {
             throw .writeFailed.with(detail: "the token storage threw \(type(of: error))")
         }
         generation &+= 1
+        sessionID = nil
     }
 
     private func check(_ condition: WriteCondition) async throws(PersistenceError) {
@@ -76,6 +83,8 @@ public actor TokenStorageStore: TokenStore {
         } catch {
             throw .readFailed.with(detail: "the token storage threw \(type(of: error))")
         }
-        guard condition.allows(current: stored ? generation : nil) else { throw .conflict }
+        guard condition.allows(generation: stored ? generation : nil, sessionID: stored ? sessionID : nil) else {
+            throw .conflict
+        }
     }
 }
