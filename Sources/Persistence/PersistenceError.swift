@@ -49,12 +49,17 @@ public struct PersistenceError: Error, Sendable, Hashable, CustomStringConvertib
     /// configuration error, not "signed out". The detail names the entitlement to add.
     public static let missingEntitlement = PersistenceError(.missingEntitlement)
 
-    /// Returns this error with a secret-free detail attached. Public for token stores implemented outside
-    /// this package (such as the PostgreSQL store of `Integrations`).
+    /// Returns this error with a secret-free detail attached, for a token store written outside TokenKit as for
+    /// TokenKit's own. The detail shows in ``detail`` and ``description`` (for logs), never in the message shown
+    /// to users, and takes no part in `==`.
     ///
-    /// - Parameter detail: A short explanation (never token text).
+    /// ```swift
+    /// throw PersistenceError.corrupt.with(detail: "row 7 is not a session")
+    /// ```
+    ///
+    /// - Parameter detail: A short explanation: never token text, a user ID or anything else secret.
     /// - Returns: The same error with the detail.
-    package func with(detail: String) -> PersistenceError { PersistenceError(code, detail: detail) }
+    public func with(detail: String) -> PersistenceError { PersistenceError(code, detail: detail) }
 
     /// One error of each code, for the tests that check every code has its messages.
     package static var everyCode: [PersistenceError] { Code.allCases.map { PersistenceError($0) } }
