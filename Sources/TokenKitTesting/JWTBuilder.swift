@@ -4,7 +4,7 @@ public import Foundation
 ///
 /// The signature is a placeholder, so any verifier refuses these tokens. A token is not registered with the log
 /// check: register it (`TestSecrets.shared.register(_:as:)` of `TokenKitLogCheck`) when it stands for a secret.
-public enum JWTBuilder {
+public enum JWTBuilder: Sendable {
     /// A compact JWT: `header`, `claims` and `signature`, each base64url-encoded without padding.
     ///
     /// - Parameters:
