@@ -4,12 +4,13 @@ import HTTPTypes
 import NetworkRetry
 import Persistence
 import Testing
+import TokenKitLogCheck
 import TokenKitTesting
 import TokenRefresh
 
 /// Expiry and proactive refresh judged by the server's clock when the device's is off, and the offset estimate
 /// that makes it so.
-@Suite struct ServerClockTests {
+@Suite(.logLeakCheck()) struct ServerClockTests {
     /// What a session saw over two hours of use, one `validToken()` a minute.
     struct Run {
         var refreshes = 0

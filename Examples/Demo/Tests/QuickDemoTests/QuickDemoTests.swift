@@ -4,6 +4,10 @@ import QuickDemo
 import Testing
 import TokenKit
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// Collects a run's lines. `@unchecked Sendable`: `stored` is only touched while holding `lock`.
 final class Lines: @unchecked Sendable {
     private let lock = NSLock()
