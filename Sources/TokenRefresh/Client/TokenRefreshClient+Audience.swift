@@ -83,20 +83,8 @@ extension TokenRefreshClient {
     func adoptAudienceSession(in hub: AudienceHub) async {
         let (epoch, changes) = (machine.epoch, hub.sessionChanges)
         let read = await store.load(account: configuration.account)
-        let action = machine.audienceSessionRead(
-            read, epoch: epoch, overtaken: hub.sessionChanges != changes, now: now())
-        switch action {
-        case .drop:
-            break
-        case .load(let load):
-            try? await carryOut(load)
-        case .adopted(let stored):
-            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
-        case .replaced(let stored, let flight):
-            flightTask = nil
-            flight?.finish(.failure(.sessionChanged))
-            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
-        }
+        await carryOut(
+            machine.audienceSessionRead(read, epoch: epoch, overtaken: hub.sessionChanges != changes, now: now()))
     }
 
     /// Code other than this client wrote the store (the app, through its own persistence): read it, and take up a
@@ -110,7 +98,12 @@ extension TokenRefreshClient {
             await carryOut(ending)
             return
         }
-        switch machine.audienceSessionRead(read, epoch: epoch, overtaken: false, now: now()) {
+        await carryOut(machine.audienceSessionRead(read, epoch: epoch, overtaken: false, now: now()))
+    }
+
+    /// Carries out what the machine decided about a session another writer stored.
+    private func carryOut(_ action: SessionMachine.AudienceReadAction) async {
+        switch action {
         case .drop:
             break
         case .load(let load):
