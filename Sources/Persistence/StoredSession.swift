@@ -95,7 +95,7 @@ public struct WriteCondition: Sendable, Hashable {
     /// nothing is stored).
     ///
     /// - Parameters:
-    ///   - generation: The stored generation, or `nil` when nothing is stored.
+    ///   - current: The stored generation, or `nil` when nothing is stored.
     ///   - sessionID: The stored session's identity, if it has one.
     /// - Returns: `true` when the write may go ahead.
     public func allows(generation current: UInt64?, sessionID: String?) -> Bool {
