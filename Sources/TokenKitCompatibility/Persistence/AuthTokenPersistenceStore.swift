@@ -121,7 +121,8 @@ public final class AuthTokenPersistenceStore: TokenStore, ExternallyWrittenToken
     // MARK: Internals
 
     /// Whether the app's persistence holds another pair or profile ID than the adapter last read or wrote (one read
-    /// of each; a read that throws counts as a change, so the next load reports it).
+    /// of each). A read that throws is no evidence of a change: the token in memory is handed out, and the client's
+    /// next store read reports the failure, instead of a store read on every call while the persistence fails.
     package func mayHaveChanged(account: String) -> Bool {
         guard account == self.account else { return false }
         return seen.withLock { seen in
@@ -131,7 +132,7 @@ public final class AuthTokenPersistenceStore: TokenStore, ExternallyWrittenToken
                 let profileID = token == nil ? nil : try persistence.fetchUserProfileID()
                 return Self.digest(token: token, profileID: profileID) != previous
             } catch {
-                return true
+                return false
             }
         }
     }

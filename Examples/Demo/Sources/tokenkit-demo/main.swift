@@ -2,13 +2,28 @@ import DemoServer
 import Foundation
 import QuickDemo
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// A closed pipe (`tokenkit-demo | head -3`) fails a write with EPIPE instead of ending the process.
+signal(SIGPIPE, SIG_IGN)
+
+/// Writes `text` to a file descriptor unbuffered; a failed write (a closed pipe) is ignored.
+func emit(_ text: String, to descriptor: Int32) {
+    var bytes = Array(text.utf8)
+    _ = write(descriptor, &bytes, bytes.count)
+}
+
 // `swift run --package-path Examples/Demo tokenkit-demo [--expiries N] [--requests N] [--token-lifetime N]`, or
 // `... tokenkit-demo --serve PORT` for the server alone.
 let options: QuickDemo.Options
 do {
     options = try QuickDemo.Options(arguments: Array(CommandLine.arguments.dropFirst()))
 } catch {
-    FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    emit("error: \(error)\n", to: 2)
     exit(2)
 }
 if let port = options.servePort {
@@ -20,10 +35,10 @@ if let port = options.servePort {
             access tokens live \(options.tokenLifetime) s; GET /api/... answers a valid Bearer token; Ctrl-C stops it
 
             """
-        FileHandle.standardOutput.write(Data(banner.utf8))
+        emit(banner, to: 1)
         while true { try await Task.sleep(for: .seconds(3600)) }
     } catch {
-        FileHandle.standardError.write(Data("error: cannot serve on 127.0.0.1:\(port): \(error)\n".utf8))
+        emit("error: cannot serve on 127.0.0.1:\(port): \(error)\n", to: 2)
         exit(1)
     }
 }
