@@ -195,6 +195,48 @@ struct FitIQApp {
     }
 }
 
+/// A `TokenRefreshClient` and an `AuthenticatedClient` over a `TwoUserBackend`, with the two users' sign-in and
+/// Alice's upload as the tests below write them.
+struct TwoUserRig {
+    let backend = TwoUserBackend()
+    let transport: MockTransport
+    let tokens: TokenRefreshClient
+    let api: AuthenticatedClient
+
+    init() {
+        let backend = self.backend
+        transport = MockTransport { request, body in await backend.handle(request, body: body) }
+        // No refresh timeout: a refresh is held at the backend while another user signs in, however slowly a loaded
+        // machine runs that.
+        tokens = TokenRefreshClient(
+            strategy: JSONEndpointRefreshStrategy(
+                baseURL: TwoUserBackend.baseURL, apiKey: TwoUserBackend.apiKey, transport: transport),
+            configuration: .init(refreshTimeout: nil))
+        api = AuthenticatedClient(
+            transport: transport, tokenProvider: tokens,
+            configuration: .init(allowedOrigins: [HTTPOrigin(TwoUserBackend.baseURL)!]))
+    }
+
+    /// Logs `user` in at the backend and signs the pair into `client` (this rig's own client by default).
+    @discardableResult
+    func signIn(_ user: String, into client: TokenRefreshClient? = nil) async throws -> TwoUserBackend.Pair {
+        let pair = await backend.login(user)
+        try await (client ?? tokens).signIn(
+            with: AuthToken(
+                accessToken: pair.access, refreshToken: pair.refresh, receivedAt: AuthToken.systemNow(),
+                lifetime: 3600),
+            userID: user)
+        return pair
+    }
+
+    /// Alice's upload through `api` (this rig's own by default).
+    func upload(through api: AuthenticatedClient? = nil) async throws -> (HTTPResponse, Data) {
+        try await (api ?? self.api).executeWithAutoRetry(
+            HTTPRequest(method: .post, scheme: "https", authority: "api.fitiq.test", path: "/api/v1/uploads"),
+            body: Data("alice's steps".utf8))
+    }
+}
+
 /// A token provider that always hands out the same token.
 private struct FixedTokenProvider: TokenProvider {
     let token: AuthToken
@@ -244,34 +286,16 @@ private struct FixedTokenProvider: TokenProvider {
 
     /// Alice's upload is on the wire; the app signs her out (the server revokes her tokens) and signs Bob in.
     @Test func aRequestStartedForAliceIsNeverReplayedWithBobsToken() async throws {
-        let backend = TwoUserBackend()
-        let transport = MockTransport { request, body in await backend.handle(request, body: body) }
-        let tokens = TokenRefreshClient(
-            strategy: JSONEndpointRefreshStrategy(
-                baseURL: TwoUserBackend.baseURL, apiKey: TwoUserBackend.apiKey, transport: transport))
-        let api = AuthenticatedClient(
-            transport: transport, tokenProvider: tokens,
-            configuration: .init(allowedOrigins: [HTTPOrigin(TwoUserBackend.baseURL)!]))
-        let alice = await backend.login("alice")
-        try await tokens.signIn(
-            with: AuthToken(
-                accessToken: alice.access, refreshToken: alice.refresh, receivedAt: AuthToken.systemNow(),
-                lifetime: 3600), userID: "alice")
+        let rig = TwoUserRig()
+        let (backend, transport, tokens) = (rig.backend, rig.transport, rig.tokens)
+        try await rig.signIn("alice")
 
         await backend.hold(path: "/api/v1/uploads")
-        let upload = Task {
-            try await api.executeWithAutoRetry(
-                HTTPRequest(method: .post, scheme: "https", authority: "api.fitiq.test", path: "/api/v1/uploads"),
-                body: Data("alice's steps".utf8))
-        }
+        let upload = Task { try await rig.upload() }
         await backend.waitUntilHeld()
         try await tokens.signOut()
         await backend.revoke("alice")
-        let bob = await backend.login("bob")
-        try await tokens.signIn(
-            with: AuthToken(
-                accessToken: bob.access, refreshToken: bob.refresh, receivedAt: AuthToken.systemNow(), lifetime: 3600),
-            userID: "bob")
+        let bob = try await rig.signIn("bob")
         await backend.release()
 
         let outcome = await upload.result
@@ -303,35 +327,15 @@ private struct FixedTokenProvider: TokenProvider {
     /// Alice's request was refused and her refresh is on the wire when the app signs Bob in: the refresh must not
     /// be answered with Bob's token.
     @Test func aRefreshStartedForAliceIsNotAnsweredWithBobsSignIn() async throws {
-        let backend = TwoUserBackend()
-        let transport = MockTransport { request, body in await backend.handle(request, body: body) }
-        // No refresh timeout: Alice's refresh is held while Bob signs in, however slowly a loaded machine runs that.
-        let tokens = TokenRefreshClient(
-            strategy: JSONEndpointRefreshStrategy(
-                baseURL: TwoUserBackend.baseURL, apiKey: TwoUserBackend.apiKey, transport: transport),
-            configuration: .init(refreshTimeout: nil))
-        let api = AuthenticatedClient(
-            transport: transport, tokenProvider: tokens,
-            configuration: .init(allowedOrigins: [HTTPOrigin(TwoUserBackend.baseURL)!]))
-        let alice = await backend.login("alice")
-        try await tokens.signIn(
-            with: AuthToken(
-                accessToken: alice.access, refreshToken: alice.refresh, receivedAt: AuthToken.systemNow(),
-                lifetime: 3600), userID: "alice")
+        let rig = TwoUserRig()
+        let (backend, transport) = (rig.backend, rig.transport)
+        try await rig.signIn("alice")
         await backend.expireAccess(of: "alice")
 
         await backend.hold(path: "/api/v1/auth/refresh")
-        let upload = Task {
-            try await api.executeWithAutoRetry(
-                HTTPRequest(method: .post, scheme: "https", authority: "api.fitiq.test", path: "/api/v1/uploads"),
-                body: Data("alice's steps".utf8))
-        }
+        let upload = Task { try await rig.upload() }
         await backend.waitUntilHeld()
-        let bob = await backend.login("bob")
-        try await tokens.signIn(
-            with: AuthToken(
-                accessToken: bob.access, refreshToken: bob.refresh, receivedAt: AuthToken.systemNow(), lifetime: 3600),
-            userID: "bob")
+        let bob = try await rig.signIn("bob")
         await backend.release()
 
         let outcome = await upload.result
@@ -343,8 +347,8 @@ private struct FixedTokenProvider: TokenProvider {
     /// Two processes share one store: the other one signs Bob in while this one still holds Alice. Alice's refused
     /// request must not be answered with Bob's pair, which this process finds in the store before refreshing.
     @Test func aRefreshForAliceIsNotAnsweredWithBobsPairFromAnotherProcess() async throws {
-        let backend = TwoUserBackend()
-        let transport = MockTransport { request, body in await backend.handle(request, body: body) }
+        let rig = TwoUserRig()
+        let (backend, transport) = (rig.backend, rig.transport)
         let store = InMemoryTokenStore()
         func process() -> TokenRefreshClient {
             TokenRefreshClient(
@@ -354,27 +358,14 @@ private struct FixedTokenProvider: TokenProvider {
         }
         let this = process()
         let other = process()
-        let alice = await backend.login("alice")
-        try await this.signIn(
-            with: AuthToken(
-                accessToken: alice.access, refreshToken: alice.refresh, receivedAt: AuthToken.systemNow(),
-                lifetime: 3600),
-            userID: "alice")
-        let bob = await backend.login("bob")
-        try await other.signIn(
-            with: AuthToken(
-                accessToken: bob.access, refreshToken: bob.refresh, receivedAt: AuthToken.systemNow(), lifetime: 3600),
-            userID: "bob")
+        try await rig.signIn("alice", into: this)
+        let bob = try await rig.signIn("bob", into: other)
         await backend.expireAccess(of: "alice")
 
         let api = AuthenticatedClient(
             transport: transport, tokenProvider: this,
             configuration: .init(allowedOrigins: [HTTPOrigin(TwoUserBackend.baseURL)!]))
-        await #expect(throws: TokenRefreshError.sessionChanged) {
-            try await api.executeWithAutoRetry(
-                HTTPRequest(method: .post, scheme: "https", authority: "api.fitiq.test", path: "/api/v1/uploads"),
-                body: Data("alice's steps".utf8))
-        }
+        await #expect(throws: TokenRefreshError.sessionChanged) { try await rig.upload(through: api) }
         #expect(await backend.uploads.isEmpty, "nothing of Alice's was stored in anyone's account")
         #expect(transport.requests.filter { $0.bearerToken == bob.access }.isEmpty)
     }

@@ -93,16 +93,22 @@ import TokenKitTesting
         #expect(AsyncHTTPClientTransport.mapped(NetworkRetryError.bodyTooLarge) as? NetworkRetryError == .bodyTooLarge)
     }
 
-    @Test func aTokenRequestRedirectedWith307NeverCarriesItsRefreshTokenToAnotherServer() async throws {
+    /// A token endpoint that answers 307 to a collecting server on another port, and a refresh request to it.
+    private static func redirectingEndpoint() throws -> (
+        endpoint: LoopbackServer, target: LoopbackServer, request: HTTPRequest, form: Data
+    ) {
         let target = try LoopbackServer { _, _ in .init(status: 200, body: Data(#"{"access_token": "x"}"#.utf8)) }
-        defer { target.stop() }
         let endpoint = try LoopbackServer { _, _ in
             .init(status: 307, headers: [("Location", "http://127.0.0.1:\(target.port)/collect")])
         }
-        defer { endpoint.stop() }
         let request = HTTPRequest(
             method: .post, scheme: "http", authority: "127.0.0.1:\(endpoint.port)", path: "/oauth/token")
-        let form = Data("grant_type=refresh_token&refresh_token=rt-held-by-the-app".utf8)
+        return (endpoint, target, request, Data("grant_type=refresh_token&refresh_token=rt-held-by-the-app".utf8))
+    }
+
+    @Test func aTokenRequestRedirectedWith307NeverCarriesItsRefreshTokenToAnotherServer() async throws {
+        let (endpoint, target, request, form) = try Self.redirectingEndpoint()
+        defer { endpoint.stop(); target.stop() }
         let (response, _) = try await AsyncHTTPClientTransport(logger: Self.traceLogger).send(request, body: form)
         #expect(response.status.code == 307)
         #expect(endpoint.received.count == 1)
@@ -112,15 +118,8 @@ import TokenKitTesting
     /// A client that follows redirects (AsyncHTTPClient's default) would send a token request's body again to a 307
     /// target on another server: the transport refuses it and sends nothing.
     @Test func aClientThatFollowsRedirectsIsRefusedAndNothingIsSent() async throws {
-        let target = try LoopbackServer { _, _ in .init(status: 200, body: Data(#"{"access_token": "x"}"#.utf8)) }
-        defer { target.stop() }
-        let endpoint = try LoopbackServer { _, _ in
-            .init(status: 307, headers: [("Location", "http://127.0.0.1:\(target.port)/collect")])
-        }
-        defer { endpoint.stop() }
-        let request = HTTPRequest(
-            method: .post, scheme: "http", authority: "127.0.0.1:\(endpoint.port)", path: "/oauth/token")
-        let form = Data("grant_type=refresh_token&refresh_token=rt-held-by-the-app".utf8)
+        let (endpoint, target, request, form) = try Self.redirectingEndpoint()
+        defer { endpoint.stop(); target.stop() }
         try await withHTTPClient(configuration: .init(), logger: Self.traceLogger) { http in
             let transport = AsyncHTTPClientTransport(client: http, logger: Self.traceLogger)
             #expect(transport.clientFollowsRedirects)

@@ -10,6 +10,8 @@ import Synchronization
 import Testing
 import TokenKitLogCheck
 import TokenKitPostgres
+import TokenKitTesting
+import TokenRefresh
 
 /// The PostgreSQL server the tests use: `TOKENKIT_POSTGRES_URL`, for example
 /// `postgres://postgres@127.0.0.1:5432/tokenkit_test` (`.ci/postgres` starts one and sets it).
@@ -128,6 +130,19 @@ actor DatabaseAccess {
         waitingReaders = []
         for reader in readers { reader.resume() }
     }
+}
+
+/// A manual clock, a simulated token server reading it, and the server's token endpoint: what the replica tests
+/// refresh against.
+func simulatedEndpoint(
+    _ configuration: SimulatedTokenServer.Configuration
+) -> (clock: ManualClock, server: SimulatedTokenServer, endpoint: TokenEndpoint) {
+    let clock = ManualClock()
+    let server = SimulatedTokenServer(configuration: configuration, now: clock.wallClock)
+    let endpoint = TokenEndpoint(
+        url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server,
+        now: clock.wallClock)
+    return (clock, server, endpoint)
 }
 
 /// A table name of this test's own, dropped by ``dropTable(_:client:)``.

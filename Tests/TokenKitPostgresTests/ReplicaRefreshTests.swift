@@ -14,12 +14,8 @@ import TokenRefresh
 struct ReplicaRefreshTests {
     @Test func twoReplicasRefreshAnExpiredSessionOnce() async throws {
         let table = uniqueTable()
-        let clock = ManualClock()
-        let server = SimulatedTokenServer(
-            configuration: .init(rotatesRefreshTokens: true, detectsReuse: true, graceWindow: 0), now: clock.wallClock)
-        let endpoint = TokenEndpoint(
-            url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server,
-            now: clock.wallClock)
+        let (clock, server, endpoint) = simulatedEndpoint(
+            .init(rotatesRefreshTokens: true, detectsReuse: true, graceWindow: 0))
         try await withClient { first in
             try await withClient { second in
                 let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
@@ -59,11 +55,7 @@ struct ReplicaRefreshTests {
 
     @Test func aReplicaThatCannotGetTheLockInTimeUsesTheTokenTheHolderStored() async throws {
         let table = uniqueTable()
-        let clock = ManualClock()
-        let server = SimulatedTokenServer(configuration: .init(detectsReuse: true), now: clock.wallClock)
-        let endpoint = TokenEndpoint(
-            url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server,
-            now: clock.wallClock)
+        let (clock, server, endpoint) = simulatedEndpoint(.init(detectsReuse: true))
         try await withClient { first in
             try await withClient { second in
                 let holderStore = PostgresTokenStore(
@@ -108,11 +100,7 @@ struct ReplicaRefreshTests {
 
     @Test func twoRegistriesOverOneTableRefreshEachAccountOnce() async throws {
         let table = uniqueTable()
-        let clock = ManualClock()
-        let server = SimulatedTokenServer(configuration: .init(detectsReuse: true), now: clock.wallClock)
-        let endpoint = TokenEndpoint(
-            url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server,
-            now: clock.wallClock)
+        let (clock, server, endpoint) = simulatedEndpoint(.init(detectsReuse: true))
         let accounts = (0..<25).map { "account-\($0)" }
         try await withClient { first in
             try await withClient { second in

@@ -17,12 +17,8 @@ import TokenRefresh
 struct SessionIdentityReplicaTests {
     @Test func aReplicaHoldingTheEndedSessionLeavesTheNextSessionAlone() async throws {
         let table = uniqueTable()
-        let clock = ManualClock()
-        let server = SimulatedTokenServer(
-            configuration: .init(rotatesRefreshTokens: true, detectsReuse: true, graceWindow: 0), now: clock.wallClock)
-        let endpoint = TokenEndpoint(
-            url: URL(string: "https://127.0.0.1/oauth/token")!, client: OAuthClient(id: "app"), transport: server,
-            now: clock.wallClock)
+        let (clock, server, endpoint) = simulatedEndpoint(
+            .init(rotatesRefreshTokens: true, detectsReuse: true, graceWindow: 0))
         try await withClient { first in
             try await withClient { second in
                 let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))

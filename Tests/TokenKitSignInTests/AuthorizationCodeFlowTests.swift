@@ -208,13 +208,7 @@ struct AuthorizationCodeFlowTests {
         // The ID token's `exp` (10 minutes) has passed at the next launch; it is checked as of its arrival.
         clock.advance(by: .seconds(1200))
 
-        let relaunched = TokenRefreshClient(
-            strategy: OAuthRefreshStrategy(endpoint: rig.endpoint), store: rig.store, clock: clock,
-            now: clock.wallClock)
-        let flow = AuthorizationCodeFlow(
-            server: rig.provider.server, client: OAuthClient(id: FakeOpenIDProvider.clientID),
-            configuration: .init(redirectURI: rig.redirectURI), tokens: relaunched, transport: rig.provider,
-            idTokenStore: rig.store, now: clock.wallClock)
+        let (relaunched, flow) = Self.relaunch(rig, clock: clock)
         #expect(await flow.restoreSession() == .signedIn(userID: "user-ada"))
         #expect(relaunched.currentUser?.email == "ada@example.com")
     }
