@@ -372,18 +372,23 @@ private struct FixedTokenProvider: TokenProvider {
 
     // MARK: - Another host
 
+    /// An `AuthenticatedClient` for `origin` over `transport`, handing out `accessToken` (registered as a secret).
+    static func api(over transport: any HTTPTransport, accessToken: String, origin: String) -> AuthenticatedClient {
+        TestSecrets.shared.register(accessToken, as: .accessToken)
+        return AuthenticatedClient(
+            transport: transport,
+            tokenProvider: FixedTokenProvider(
+                token: AuthToken(accessToken: accessToken, receivedAt: AuthToken.systemNow(), lifetime: 3600)),
+            configuration: .init(allowedOrigins: [HTTPOrigin(string: origin)!]))
+    }
+
     static let authorityRewritingPaths = ["@evil.example/x", ".evil.example/x", "@127.0.0.1:18082/x", "x", ""]
 
     /// The path is pasted after the authority by naive URL building: `https://api.example.com@evil.example/x`.
     @Test(arguments: authorityRewritingPaths)
     func aPathThatRewritesTheAuthorityIsRefusedBeforeSending(path: String) async throws {
         let transport = MockTransport(script: [.response(status: .ok)])
-        let api = AuthenticatedClient(
-            transport: transport,
-            tokenProvider: FixedTokenProvider(
-                token: AuthToken(accessToken: "path-attack-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
-            configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
-        TestSecrets.shared.register("path-attack-access", as: .accessToken)
+        let api = Self.api(over: transport, accessToken: "path-attack-access", origin: "https://api.example.com")
         await #expect(throws: NetworkRetryError.invalidRequest) {
             try await api.executeWithAutoRetry(
                 HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: path))
@@ -394,12 +399,7 @@ private struct FixedTokenProvider: TokenProvider {
     /// `*` is a request target for `OPTIONS` only.
     @Test func anAsteriskPathIsSentOnlyForOptions() async throws {
         let transport = MockTransport(script: [.response(status: .ok)])
-        let api = AuthenticatedClient(
-            transport: transport,
-            tokenProvider: FixedTokenProvider(
-                token: AuthToken(accessToken: "asterisk-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
-            configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
-        TestSecrets.shared.register("asterisk-access", as: .accessToken)
+        let api = Self.api(over: transport, accessToken: "asterisk-access", origin: "https://api.example.com")
         await #expect(throws: NetworkRetryError.invalidRequest) {
             try await api.executeWithAutoRetry(
                 HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "*"))
@@ -419,12 +419,8 @@ private struct FixedTokenProvider: TokenProvider {
             other.stop()
         }
         let transport = URLSessionTransport()
-        let api = AuthenticatedClient(
-            transport: transport,
-            tokenProvider: FixedTokenProvider(
-                token: AuthToken(accessToken: "port-attack-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
-            configuration: .init(allowedOrigins: [HTTPOrigin(string: "http://127.0.0.1:\(allowed.port)")!]))
-        TestSecrets.shared.register("port-attack-access", as: .accessToken)
+        let api = Self.api(
+            over: transport, accessToken: "port-attack-access", origin: "http://127.0.0.1:\(allowed.port)")
         let request = HTTPRequest(
             method: .get, scheme: "http", authority: "127.0.0.1:\(allowed.port)", path: "@127.0.0.1:\(other.port)/x")
         await #expect(throws: NetworkRetryError.invalidRequest) { try await api.executeWithAutoRetry(request) }
@@ -456,12 +452,7 @@ private struct FixedTokenProvider: TokenProvider {
             .response(status: .found, headers: [.location: "https://cdn.evil.example/file"]),
             .response(status: .ok),
         ])
-        let api = AuthenticatedClient(
-            transport: transport,
-            tokenProvider: FixedTokenProvider(
-                token: AuthToken(accessToken: "redirect-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
-            configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
-        TestSecrets.shared.register("redirect-access", as: .accessToken)
+        let api = Self.api(over: transport, accessToken: "redirect-access", origin: "https://api.example.com")
         TestSecrets.shared.register("redirect-api-key-value", as: .credential)
         var request = HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/v1/file")
         request.headerFields[HTTPField.Name("X-API-Key")!] = "redirect-api-key-value"
@@ -479,12 +470,7 @@ private struct FixedTokenProvider: TokenProvider {
             .response(status: status, headers: [.location: "https://evil.example/collect"]),
             .response(status: .ok),
         ])
-        let api = AuthenticatedClient(
-            transport: transport,
-            tokenProvider: FixedTokenProvider(
-                token: AuthToken(accessToken: "replay-access", receivedAt: AuthToken.systemNow(), lifetime: 3600)),
-            configuration: .init(allowedOrigins: [HTTPOrigin(string: "https://api.example.com")!]))
-        TestSecrets.shared.register("replay-access", as: .accessToken)
+        let api = Self.api(over: transport, accessToken: "replay-access", origin: "https://api.example.com")
         TestSecrets.shared.register("replayed password", as: .password)
         let body = Data(#"{"username":"alice","password":"replayed password"}"#.utf8)
         let (response, _) = try await api.executeWithAutoRetry(

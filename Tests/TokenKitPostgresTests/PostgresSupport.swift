@@ -145,6 +145,22 @@ func simulatedEndpoint(
     return (clock, server, endpoint)
 }
 
+/// Runs `body` with two stores over `table`, each on a client of its own as two replicas have, and the first client.
+func withTwoReplicaStores<T: Sendable>(
+    table: String, _ body: ([PostgresTokenStore], PostgresClient) async throws -> T
+) async throws -> T {
+    try await withClient { first in
+        try await withClient { second in
+            let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
+            let stores = [
+                PostgresTokenStore(client: first, configuration: configuration),
+                PostgresTokenStore(client: second, configuration: configuration),
+            ]
+            return try await body(stores, first)
+        }
+    }
+}
+
 /// A table name of this test's own, dropped by ``dropTable(_:client:)``.
 func uniqueTable() -> String {
     "tokenkit_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")

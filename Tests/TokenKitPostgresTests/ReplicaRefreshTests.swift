@@ -16,40 +16,33 @@ struct ReplicaRefreshTests {
         let table = uniqueTable()
         let (clock, server, endpoint) = simulatedEndpoint(
             .init(rotatesRefreshTokens: true, detectsReuse: true, graceWindow: 0))
-        try await withClient { first in
-            try await withClient { second in
-                let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
-                let stores = [
-                    PostgresTokenStore(client: first, configuration: configuration),
-                    PostgresTokenStore(client: second, configuration: configuration),
-                ]
-                let initial = await server.issueSession(
-                    userID: "user-1", receivedAt: clock.date.addingTimeInterval(-7200))
-                try await stores[0].save(
-                    StoredSession(token: initial, userID: "user-1", generation: 1), account: "alice",
-                    condition: .always)
-                let clients = stores.map { store in
-                    TokenRefreshClient(
-                        strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
-                        configuration: .init(account: "alice"), clock: clock, now: clock.wallClock)
-                }
-                let tokens = try await withThrowingTaskGroup(of: String.self) { group in
-                    for client in clients {
-                        for _ in 0..<20 {
-                            group.addTask { try await client.validToken().accessToken }
-                        }
-                    }
-                    return try await group.reduce(into: Set<String>()) { $0.insert($1) }
-                }
-                #expect(await server.refreshCount == 1)
-                #expect(await server.reuseDetections == 0)
-                #expect(tokens.count == 1)
-                #expect(!tokens.contains(initial.accessToken))
-                let saved = await stored(stores[1], account: "alice")
-                #expect(saved.map { tokens.contains($0.token.accessToken) } == true)
-                #expect(saved?.generation ?? 0 > 1)
-                try await dropTable(table, client: first)
+        try await withTwoReplicaStores(table: table) { stores, first in
+            let initial = await server.issueSession(
+                userID: "user-1", receivedAt: clock.date.addingTimeInterval(-7200))
+            try await stores[0].save(
+                StoredSession(token: initial, userID: "user-1", generation: 1), account: "alice",
+                condition: .always)
+            let clients = stores.map { store in
+                TokenRefreshClient(
+                    strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
+                    configuration: .init(account: "alice"), clock: clock, now: clock.wallClock)
             }
+            let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+                for client in clients {
+                    for _ in 0..<20 {
+                        group.addTask { try await client.validToken().accessToken }
+                    }
+                }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+            #expect(await server.refreshCount == 1)
+            #expect(await server.reuseDetections == 0)
+            #expect(tokens.count == 1)
+            #expect(!tokens.contains(initial.accessToken))
+            let saved = await stored(stores[1], account: "alice")
+            #expect(saved.map { tokens.contains($0.token.accessToken) } == true)
+            #expect(saved?.generation ?? 0 > 1)
+            try await dropTable(table, client: first)
         }
     }
 
@@ -102,40 +95,33 @@ struct ReplicaRefreshTests {
         let table = uniqueTable()
         let (clock, server, endpoint) = simulatedEndpoint(.init(detectsReuse: true))
         let accounts = (0..<25).map { "account-\($0)" }
-        try await withClient { first in
-            try await withClient { second in
-                let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
-                let stores = [
-                    PostgresTokenStore(client: first, configuration: configuration),
-                    PostgresTokenStore(client: second, configuration: configuration),
-                ]
-                for account in accounts {
-                    let expired = await server.issueSession(
-                        userID: account, receivedAt: clock.date.addingTimeInterval(-7200))
-                    try await stores[0].save(
-                        StoredSession(token: expired, userID: account, generation: 1), account: account,
-                        condition: .always)
+        try await withTwoReplicaStores(table: table) { stores, first in
+            for account in accounts {
+                let expired = await server.issueSession(
+                    userID: account, receivedAt: clock.date.addingTimeInterval(-7200))
+                try await stores[0].save(
+                    StoredSession(token: expired, userID: account, generation: 1), account: account,
+                    condition: .always)
+            }
+            let registries = stores.map { store in
+                TokenSessionRegistry(store: store, clock: clock, now: clock.wallClock) { _ in
+                    OAuthRefreshStrategy(endpoint: endpoint)
                 }
-                let registries = stores.map { store in
-                    TokenSessionRegistry(store: store, clock: clock, now: clock.wallClock) { _ in
-                        OAuthRefreshStrategy(endpoint: endpoint)
-                    }
-                }
-                let tokens = try await withThrowingTaskGroup(of: (String, String).self) { group in
-                    for registry in registries {
-                        for account in accounts {
-                            for _ in 0..<4 {
-                                group.addTask { (account, try await registry.validToken(for: account).accessToken) }
-                            }
+            }
+            let tokens = try await withThrowingTaskGroup(of: (String, String).self) { group in
+                for registry in registries {
+                    for account in accounts {
+                        for _ in 0..<4 {
+                            group.addTask { (account, try await registry.validToken(for: account).accessToken) }
                         }
                     }
-                    return try await group.reduce(into: [String: Set<String>]()) { $0[$1.0, default: []].insert($1.1) }
                 }
-                #expect(await server.refreshCount == accounts.count)
-                #expect(await server.reuseDetections == 0)
-                #expect(tokens.values.allSatisfy { $0.count == 1 })
-                try await dropTable(table, client: first)
+                return try await group.reduce(into: [String: Set<String>]()) { $0[$1.0, default: []].insert($1.1) }
             }
+            #expect(await server.refreshCount == accounts.count)
+            #expect(await server.reuseDetections == 0)
+            #expect(tokens.values.allSatisfy { $0.count == 1 })
+            try await dropTable(table, client: first)
         }
     }
 }

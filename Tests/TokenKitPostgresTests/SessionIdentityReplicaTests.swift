@@ -19,35 +19,28 @@ struct SessionIdentityReplicaTests {
         let table = uniqueTable()
         let (clock, server, endpoint) = simulatedEndpoint(
             .init(rotatesRefreshTokens: true, detectsReuse: true, graceWindow: 0))
-        try await withClient { first in
-            try await withClient { second in
-                let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
-                let stores = [
-                    PostgresTokenStore(client: first, configuration: configuration),
-                    PostgresTokenStore(client: second, configuration: configuration),
-                ]
-                let replicas = stores.map { store in
-                    TokenRefreshClient(
-                        strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
-                        configuration: .init(account: "shared"), clock: clock, now: clock.wallClock)
-                }
-                let alice = await server.issueSession(userID: "alice", receivedAt: clock.date)
-                _ = try await replicas[0].signIn(with: alice, userID: "alice")
-                #expect(await replicas[1].restoreSession() == .signedIn(userID: "alice"))
-
-                try await replicas[0].signOut()
-                let bob = await server.issueSession(userID: "bob", receivedAt: clock.date)
-                _ = try await replicas[0].signIn(with: bob, userID: "bob")
-                // The other replica's request with Alice's token is refused; it refreshes.
-                _ = try? await replicas[1].refreshToken(afterRejectionOf: alice.accessToken)
-
-                #expect(await server.refreshCount == 0, "Alice's refresh token was presented after her sign-out")
-                let saved = try #require(await stored(stores[0], account: "shared"), "Bob's row was removed")
-                #expect(saved.userID == "bob", "Alice's session was written over Bob's row")
-                #expect(saved.token.refreshToken == bob.refreshToken)
-                #expect(replicas[1].currentState == .signedIn(userID: "bob"))
-                try await dropTable(table, client: first)
+        try await withTwoReplicaStores(table: table) { stores, first in
+            let replicas = stores.map { store in
+                TokenRefreshClient(
+                    strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
+                    configuration: .init(account: "shared"), clock: clock, now: clock.wallClock)
             }
+            let alice = await server.issueSession(userID: "alice", receivedAt: clock.date)
+            _ = try await replicas[0].signIn(with: alice, userID: "alice")
+            #expect(await replicas[1].restoreSession() == .signedIn(userID: "alice"))
+
+            try await replicas[0].signOut()
+            let bob = await server.issueSession(userID: "bob", receivedAt: clock.date)
+            _ = try await replicas[0].signIn(with: bob, userID: "bob")
+            // The other replica's request with Alice's token is refused; it refreshes.
+            _ = try? await replicas[1].refreshToken(afterRejectionOf: alice.accessToken)
+
+            #expect(await server.refreshCount == 0, "Alice's refresh token was presented after her sign-out")
+            let saved = try #require(await stored(stores[0], account: "shared"), "Bob's row was removed")
+            #expect(saved.userID == "bob", "Alice's session was written over Bob's row")
+            #expect(saved.token.refreshToken == bob.refreshToken)
+            #expect(replicas[1].currentState == .signedIn(userID: "bob"))
+            try await dropTable(table, client: first)
         }
     }
 
