@@ -296,6 +296,19 @@ func loop(_ kind: String, _ count: Int) async {
     }
 }
 
+/// Runs `loop` on the global executor while the main thread waits on a semaphore and exits once it is done. Under
+/// valgrind 3.19 the process is killed when the main thread parks in libdispatch's main queue (`_dispatch_sigsuspend`),
+/// where an `await` here would leave it; a semaphore wait does not park it there.
+func loopBlocking(_ kind: String, _ count: Int) {
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        await loop(kind, count)
+        done.signal()
+    }
+    done.wait()
+    exit(0)
+}
+
 let arguments = CommandLine.arguments
 if arguments.count == 3, arguments[1] == "--only", arguments[2] == "snapshot" {
     await Task.detached {
@@ -304,7 +317,7 @@ if arguments.count == 3, arguments[1] == "--only", arguments[2] == "snapshot" {
         snapshotVersusMutex(client)
     }.value
 } else if arguments.count == 4, arguments[1] == "--loop", let count = Int(arguments[3]) {
-    await Task.detached { await loop(arguments[2], count) }.value
+    loopBlocking(arguments[2], count)
 } else {
     try await Task.detached { try await run() }.value
 }
