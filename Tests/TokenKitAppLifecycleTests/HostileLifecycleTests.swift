@@ -241,33 +241,123 @@ import TokenRefresh
         figures.report("refresh timer 6 h late")
     }
 
-    @Test func aProcessSuspendedMidRefreshAndResumedAfterExpiryRefreshesOnceAndKeepsTheSession() async throws {
-        // The monotonic clock stops while the process is suspended; the wall clock does not.
-        let clock = ManualClock()
-        let wall = Locked(clock.date)
-        let now: @Sendable () -> Date = { wall.withLock { $0 } }
-        let server = SimulatedTokenServer(now: now)
-        let (client, endpoint) = Self.client(server, store: InMemoryTokenStore(), clock: clock, now: now)
-        let signedIn = try await client.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+    /// An API whose first request is held at `gate`; it refuses any token but the client's current one.
+    final class StaleAPI: HTTPTransport, Sendable {
+        let gate = HoldGate()
+        let client: TokenRefreshClient
+        private let calls = Locked(0)
 
-        wall.withLock { $0 = $0.addingTimeInterval(3400) }  // due
-        await server.enqueue(.hold)
-        let refresh = Task { try await client.validToken() }
-        await server.waitForHeldRequests(count: 1)
-        // Suspended here for two hours: the token expires; on resume the request goes on.
-        wall.withLock { $0 = $0.addingTimeInterval(7200) }
-        let expiredCaller = Task { try await client.validToken() }
-        await server.releaseHeldRequests()
-        let token = try await refresh.value
-        let joined = try await expiredCaller.value
-        let stale = try await client.refreshToken(afterRejectionOf: signedIn.accessToken)
+        init(client: TokenRefreshClient) { self.client = client }
+
+        func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+            if calls.withLock({
+                $0 += 1; return $0
+            }) == 1 {
+                await gate.wait()
+            }
+            let current = client.currentToken.map { "Bearer \($0.accessToken)" }
+            let accepted = current != nil && request.headerFields[.authorization] == current
+            return (HTTPResponse(status: accepted ? .ok : .unauthorized), Data())
+        }
+    }
+
+    @Test func aRequestRefusedAfterTheLateRefreshWithTheTokenItReplacedKeepsTheSession() async throws {
+        let clock = ManualClock()
+        let server = SimulatedTokenServer(now: clock.wallClock)
+        let (client, endpoint) = Self.client(server, store: InMemoryTokenStore(), clock: clock)
+        try await client.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+        let transport = StaleAPI(client: client)
+        let api = AuthenticatedClient(
+            transport: transport, tokenProvider: client,
+            configuration: .init(
+                allowedOrigins: [HTTPOrigin(string: "https://api.example.com")].compactMap { $0 },
+                endsSessionWhenRefreshDoesNotHelp: true))
+        let request = HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/v1/me")
+
+        // The request leaves with the signed-in token, and the process is suspended for six hours before its answer.
+        let sent = Task { try await api.executeWithAutoRetry(request) }
+        await transport.gate.waitForArrivals(1)
+        clock.advance(by: .seconds(6 * 3600))
+        _ = try await client.validToken()  // the starved timer fires on resume: a refresh
+        transport.gate.open()  // the answer to the old request: 401 for the token just replaced
+        let (response, _) = try await sent.value
+
         var figures = Figures()
         figures.refreshes = await server.refreshCount
         figures.sessionsLost = client.currentState.hasSession ? 0 : 1
+        #expect(response.status == .ok)
         #expect(figures.refreshes == 1)
-        #expect(joined.accessToken == token.accessToken && stale.accessToken == token.accessToken)
         #expect(client.currentState.hasSession)
-        figures.report("suspended mid-refresh, resumed after expiry")
+        figures.report("a 401 for a token already replaced")
+    }
+
+    /// The token server behind a connection whose answers wait at `gate` while `holdsAnswers` is set: the server has
+    /// handled the request (and rotated), and the answer sits in the socket while the process is suspended.
+    final class HeldAnswers: HTTPTransport, Sendable {
+        let server: SimulatedTokenServer
+        let gate = HoldGate()
+        let holdsAnswers = Locked(false)
+
+        init(_ server: SimulatedTokenServer) { self.server = server }
+
+        func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+            let answer = try await server.send(request, body: body)
+            if holdsAnswers.withLock({ $0 }) { await gate.wait() }
+            return answer
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func aProcessSuspendedMidRefreshAndResumedAfterExpiryRefreshesOnceAndKeepsTheSession(
+        monotonicClockJumps: Bool
+    ) async throws {
+        // The wall clock jumps by the suspension; the monotonic clock stops (a suspending clock) or jumps with it (a
+        // continuous clock, the default, whose jump wakes the refresh timeout of the request in flight).
+        let clock = ManualClock()
+        let wall = Locked(clock.date)
+        let deviceWall: @Sendable () -> Date = { wall.withLock { $0 } }
+        let now = monotonicClockJumps ? clock.wallClock : deviceWall
+        let suspend: @Sendable (Duration) -> Void = { duration in
+            if monotonicClockJumps {
+                clock.advance(by: duration)
+            } else {
+                wall.withLock { $0 = $0.addingTimeInterval(Double(duration.components.seconds)) }
+            }
+        }
+        let server = SimulatedTokenServer(now: now)
+        let connection = HeldAnswers(server)
+        let (client, endpoint) = Self.client(connection, store: InMemoryTokenStore(), clock: clock, now: now)
+        let signedIn = try await client.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+
+        suspend(.seconds(3400))  // due
+        connection.holdsAnswers.withLock { $0 = true }
+        let refresh = Task { try await client.validToken() }
+        await connection.gate.waitForArrivals(1)
+        // Suspended here for two hours, the answer unread: the token expires. On resume the answer is read.
+        suspend(.seconds(7200))
+        var yields = 0
+        while monotonicClockJumps && clock.sleeperCount == 0 && yields < 1000 {
+            await Task.yield()  // the woken refresh timeout runs first
+            yields += 1
+        }
+        let expiredCaller = Task { try await client.validToken() }
+        connection.gate.open()
+        let took = await Self.driving(clock) { _ = try? await refresh.value }
+        var figures = Figures()
+        figures.usableAfter = took
+        figures.refreshes = await server.refreshCount
+        let token = try? await refresh.value
+        let joined = try? await expiredCaller.value
+        let stale = try? await client.refreshToken(afterRejectionOf: signedIn.accessToken)
+        figures.sessionsLost = client.currentState.hasSession ? 0 : 1
+        figures.failedRequests = [token, joined, stale].filter { $0 == nil }.count
+        #expect(figures.refreshes == 1)
+        #expect(figures.failedRequests == 0)
+        #expect(joined?.accessToken == token?.accessToken && stale?.accessToken == token?.accessToken)
+        #expect(await server.reuseDetections == 0)
+        #expect(client.currentState.hasSession)
+        figures.report(
+            "suspended mid-refresh, resumed after expiry (monotonic clock \(monotonicClockJumps ? "jumps" : "stops"))")
     }
 
     // MARK: - A device clock an hour off
