@@ -516,6 +516,25 @@ extension HostileLifecycleTests {
         #expect(try await store.loadSignOutQueue(account: "default") == nil)
     }
 
+    @Test func aNotifyingStoreKeepsPendingSignOutsInTheKeychainItWraps() async throws {
+        struct Silent: SessionChangeNotifier {
+            func post() {}
+            func changes() -> AsyncStream<Void> { AsyncStream { $0.finish() } }
+        }
+        let keychain = KeychainSimulator()
+        let store = KeychainTokenStore(configuration: .init(service: "com.example.tokens"), keychain: keychain)
+        let notifying = NotifyingTokenStore(store, Silent())
+        try await notifying.saveSignOutQueue(Data("pending".utf8), account: "default")
+        #expect(try await store.loadSignOutQueue(account: "default") == Data("pending".utf8))
+        keychain.reboot()
+        await #expect(throws: PersistenceError.unavailable) {
+            _ = try await notifying.loadSignOutQueue(account: "default")
+        }
+        let inMemory = NotifyingTokenStore(StubbornStore(), Silent())
+        try await inMemory.saveSignOutQueue(Data("kept".utf8), account: "default")
+        #expect(try await inMemory.loadSignOutQueue(account: "default") == Data("kept".utf8))
+    }
+
     @Test func theSessionJournalShowsTheServerTimeOffset() async throws {
         let clock = ManualClock()
         let server = SimulatedTokenServer(configuration: .init(omitsLifetime: true), now: clock.wallClock)
