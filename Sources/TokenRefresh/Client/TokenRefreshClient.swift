@@ -134,7 +134,7 @@ public actor TokenRefreshClient: TokenProvider {
         self.externallyWritten = store as? any ExternallyWrittenTokenStore
         self.configuration = configuration
         self.clock = ClockHandle(clock)
-        self.now = configuration.serverClock?.wallClock ?? now
+        self.now = configuration.wallClock(otherwise: now)
         self.signOuts = SignOutQueue(
             configuration: configuration, sessionStore: store, clock: ClockHandle(clock), logger: logger)
         self.random = random
@@ -404,7 +404,7 @@ public actor TokenRefreshClient: TokenProvider {
             break
         }
         endWrite(write)
-        if outcome.failure == nil { await signOuts.removalLanded() }
+        await signOuts.removalEnded(landed: outcome.failure == nil)
         await signOuts.send(waitingAtMost: configuration.pendingSignOuts.signOutWait)
         try outcome.get()
     }

@@ -108,6 +108,13 @@ actor SignOutQueue {
         await write(new)
     }
 
+    /// The sign-out's removal ended: when it `landed` (or there was nothing to remove), nothing is left to remove;
+    /// otherwise it stays written down for the next launch.
+    func removalEnded(landed: Bool) async {
+        guard landed else { return }
+        await removalLanded()
+    }
+
     /// The sign-out's removal landed (or there was nothing to remove).
     func removalLanded() async {
         var new = await current()
