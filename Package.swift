@@ -325,6 +325,8 @@ let package = Package(
             dependencies: [
                 "TokenKitTestSupport", "AuthToken", "Persistence", "PersistenceKeychain", "TokenRefresh",
                 "TokenKitAppLifecycle", "TokenKitKeychainTesting", "TokenKitTesting", "TokenKitLogCheck",
+                "NetworkRetry",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .testTarget(

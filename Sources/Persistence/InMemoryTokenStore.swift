@@ -1,10 +1,13 @@
+public import Foundation
+
 /// A token store that keeps sessions in memory, for tests and for processes that need nothing durable.
 ///
 /// It takes no lock in ``withExclusiveAccess(account:_:)``: it is meant for one client, whose own single flight is
 /// enough. Clients sharing one instance do not exclude each other, as processes sharing a store without a lock
 /// would not; to test clients that coordinate, share a ``FileTokenStore`` on a temporary directory instead.
-public actor InMemoryTokenStore: TokenStore {
+public actor InMemoryTokenStore: TokenStore, SignOutQueueStore {
     private var sessions: [String: StoredSession]
+    private var signOutQueues: [String: Data] = [:]
 
     /// Creates a store, optionally with sessions already in it.
     ///
@@ -44,5 +47,20 @@ public actor InMemoryTokenStore: TokenStore {
     public func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {
         guard condition.allows(stored: sessions[account]) else { throw .conflict }
         sessions[account] = nil
+    }
+
+    /// Reads the pending sign-outs of `account` (see ``SignOutQueueStore``).
+    ///
+    /// - Parameter account: The account key.
+    /// - Returns: The blob, or `nil`.
+    public func loadSignOutQueue(account: String) async throws(PersistenceError) -> Data? { signOutQueues[account] }
+
+    /// Replaces the pending sign-outs of `account` (see ``SignOutQueueStore``).
+    ///
+    /// - Parameters:
+    ///   - data: The new blob, or `nil` to remove it.
+    ///   - account: The account key.
+    public func saveSignOutQueue(_ data: Data?, account: String) async throws(PersistenceError) {
+        signOutQueues[account] = data
     }
 }

@@ -48,4 +48,14 @@ public protocol KeychainBackend: Sendable {
     /// - Parameter query: The item's class and primary key.
     /// - Returns: `success`, `itemNotFound`, or another status.
     func delete(_ query: [KeychainAttribute]) -> KeychainStatus
+
+    /// Whether protected data is available now, when the backend knows (`UIApplication.isProtectedDataAvailable`):
+    /// while it is `false`, a read that finds nothing is "unavailable", never "absent" (during prewarming the
+    /// Keychain has been seen to answer "not found" for an item that is there). `nil` when the backend cannot tell.
+    var protectedDataAvailability: Bool? { get }
+}
+
+extension KeychainBackend {
+    /// `nil`: the backend cannot tell (``KeychainTokenStore/Configuration/isProtectedDataAvailable`` can).
+    public var protectedDataAvailability: Bool? { nil }
 }

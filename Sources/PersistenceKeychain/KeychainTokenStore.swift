@@ -40,8 +40,9 @@ public struct KeychainTokenStore: TokenStore {
         /// Whether protected data is available now, such as a flag your app keeps from
         /// `UIApplication.isProtectedDataAvailable` and its notifications. When it says no, a read that finds
         /// nothing is ``/Persistence/PersistenceError/unavailable`` instead of absent: during prewarming the
-        /// Keychain has been seen to answer "not found" for an item that is there. `nil` (the default) trusts the
-        /// Keychain's answer.
+        /// Keychain has been seen to answer "not found" for an item that is there. `nil` (the default) asks the
+        /// backend (``KeychainBackend/protectedDataAvailability``), and trusts the Keychain's answer when it cannot
+        /// tell.
         public var isProtectedDataAvailable: (@Sendable () -> Bool)?
         /// The longest wait for the account's lock file in ``sharedContainer`` while another process holds it (an
         /// extension's refresh, say, or an extension suspended mid-refresh) before an operation gives up with
@@ -82,8 +83,8 @@ public struct KeychainTokenStore: TokenStore {
 
     /// The store's options.
     public let configuration: Configuration
-    private let keychain: any KeychainBackend
-    private let queries: KeychainQueryBuilder
+    let keychain: any KeychainBackend
+    let queries: KeychainQueryBuilder
     private let timer: StoreClock
 
     /// Creates a store over a Keychain backend.
@@ -292,13 +293,19 @@ public struct KeychainTokenStore: TokenStore {
         }
     }
 
+    /// Whether protected data is known to be unavailable now: the configured flag, else the backend's.
+    var isProtectedDataUnavailable: Bool {
+        let available = configuration.isProtectedDataAvailable?() ?? keychain.protectedDataAvailability
+        return available == false
+    }
+
     private func read(account: String) -> Result<StoredSession?, PersistenceError> {
         let (status, data) = keychain.copyMatching(queries.readQuery(account: account))
         switch KeychainStatusMapping.read(status, data: data, accessGroup: configuration.accessGroup) {
         case .failure(let error):
             return .failure(error)
         case .success(nil):
-            if let available = configuration.isProtectedDataAvailable, !available() {
+            if isProtectedDataUnavailable {
                 return .failure(
                     PersistenceError.unavailable.with(
                         detail: "\(KeychainStatus.itemNotFound) while protected data is unavailable"))

@@ -1,3 +1,4 @@
+import AuthToken
 public import Foundation
 public import NetworkRetry
 public import Persistence
@@ -22,14 +23,19 @@ extension AuthClient {
     ///     backups) and a ``/Persistence/FileTokenStore`` in the platform's usual place elsewhere.
     ///   - transport: How requests are sent; a `URLSessionTransport` by default.
     ///   - configuration: The refresh client's options.
+    ///   - serverTime: Whether expiry and proactive refresh are judged by the server's clock, learned from the
+    ///     `Date` of its answers (see ``/TokenRefresh/ServerClock``); `false` by default. The clock is
+    ///     ``/TokenRefresh/TokenRefreshClient/Configuration/serverClock`` (one is made when it is `nil`).
     /// - Returns: The client; call ``/TokenRefresh/AuthClient/signIn(username:password:scope:)`` or ``/TokenRefresh/AuthClient/restoreSession()`` next.
     public static func oauth(
         tokenURL: URL, clientID: String, clientSecret: String? = nil, apiURL: URL, appName: String,
         store: (any TokenStore)? = nil, transport: any HTTPTransport = URLSessionTransport(),
-        configuration: TokenRefreshClient.Configuration = TokenRefreshClient.Configuration()
+        configuration: TokenRefreshClient.Configuration = TokenRefreshClient.Configuration(), serverTime: Bool = false
     ) -> AuthClient {
+        let (transport, configuration) = timed(transport, configuration, serverTime: serverTime)
         let endpoint = TokenEndpoint(
-            url: tokenURL, client: OAuthClient(id: clientID, secret: clientSecret), transport: transport)
+            url: tokenURL, client: OAuthClient(id: clientID, secret: clientSecret), transport: transport,
+            now: configuration.serverClock?.wallClock ?? AuthToken.systemNow)
         let tokens = TokenRefreshClient(
             strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store ?? defaultStore(appName: appName),
             configuration: configuration)
@@ -52,15 +58,20 @@ extension AuthClient {
     ///     default.
     ///   - transport: How requests are sent; a `URLSessionTransport` by default.
     ///   - configuration: The refresh client's options.
+    ///   - serverTime: Whether expiry and proactive refresh are judged by the server's clock (see
+    ///     ``oauth(tokenURL:clientID:clientSecret:apiURL:appName:store:transport:configuration:serverTime:)``);
+    ///     `false` by default.
     /// - Returns: The client; call ``/TokenRefresh/AuthClient/signIn(username:password:scope:)`` or ``/TokenRefresh/AuthClient/restoreSession()`` next.
     public static func fitIQ(
         baseURL: URL, apiKey: String, appName: String, loginPath: String = "/api/v1/auth/login",
         refreshPath: String = "/api/v1/auth/refresh", store: (any TokenStore)? = nil,
         transport: any HTTPTransport = URLSessionTransport(),
-        configuration: TokenRefreshClient.Configuration = TokenRefreshClient.Configuration()
+        configuration: TokenRefreshClient.Configuration = TokenRefreshClient.Configuration(), serverTime: Bool = false
     ) -> AuthClient {
+        let (transport, configuration) = timed(transport, configuration, serverTime: serverTime)
         let strategy = JSONEndpointRefreshStrategy(
-            baseURL: baseURL, path: refreshPath, apiKey: apiKey, transport: transport)
+            baseURL: baseURL, path: refreshPath, apiKey: apiKey, transport: transport,
+            now: configuration.serverClock?.wallClock ?? AuthToken.systemNow)
         let tokens = TokenRefreshClient(
             strategy: strategy, store: store ?? defaultStore(appName: appName), configuration: configuration)
         var base = baseURL.absoluteString
@@ -100,6 +111,17 @@ extension AuthClient {
         return AuthClient(
             tokens: tokens, api: apiClient(apiURL, transport: transport, tokens: tokens), apiURL: apiURL,
             signIn: .none)
+    }
+
+    /// With server time on (or a server clock configured), the transport that feeds the server clock and the
+    /// configuration that holds it; otherwise both as given.
+    package static func timed(
+        _ transport: any HTTPTransport, _ configuration: TokenRefreshClient.Configuration, serverTime: Bool
+    ) -> (any HTTPTransport, TokenRefreshClient.Configuration) {
+        var configuration = configuration
+        if serverTime && configuration.serverClock == nil { configuration.serverClock = ServerClock() }
+        guard let clock = configuration.serverClock else { return (transport, configuration) }
+        return (ServerClockTransport(transport, clock: clock), configuration)
     }
 
     /// The store the factories use when none is given: on Apple platforms the Keychain (as the apps it replaces used;

@@ -1,3 +1,4 @@
+public import Foundation
 public import Persistence
 
 /// A token store that posts a ``SessionChangeNotifier`` notification after each save and removal it makes, so
@@ -6,9 +7,12 @@ public import Persistence
 /// ```swift
 /// let store = NotifyingTokenStore(KeychainTokenStore(configuration: configuration, keychain: keychain), notifier)
 /// ```
-public struct NotifyingTokenStore: TokenStore {
+public struct NotifyingTokenStore: TokenStore, SignOutQueueStore {
     private let base: any TokenStore
     private let notifier: any SessionChangeNotifier
+    /// Where the client's pending sign-outs go: the wrapped store when it keeps them (a `KeychainTokenStore`), else
+    /// memory.
+    private let signOutQueue: any SignOutQueueStore
 
     /// Wraps `base`.
     ///
@@ -18,6 +22,7 @@ public struct NotifyingTokenStore: TokenStore {
     public init(_ base: any TokenStore, _ notifier: any SessionChangeNotifier) {
         self.base = base
         self.notifier = notifier
+        self.signOutQueue = base as? any SignOutQueueStore ?? InMemorySignOutQueueStore()
     }
 
     /// Reads through the wrapped store.
@@ -64,5 +69,25 @@ public struct NotifyingTokenStore: TokenStore {
         account: String, _ body: @Sendable () async throws -> T
     ) async throws -> T {
         try await base.withExclusiveAccess(account: account, body)
+    }
+
+    /// Reads the pending sign-outs through the wrapped store when it keeps them (see
+    /// ``/Persistence/SignOutQueueStore``).
+    ///
+    /// - Parameter account: The account key.
+    /// - Returns: The blob, or `nil`.
+    /// - Throws: What the wrapped store throws.
+    public func loadSignOutQueue(account: String) async throws(PersistenceError) -> Data? {
+        try await signOutQueue.loadSignOutQueue(account: account)
+    }
+
+    /// Writes the pending sign-outs through the wrapped store when it keeps them; nothing is posted.
+    ///
+    /// - Parameters:
+    ///   - data: The blob, or `nil` to remove it.
+    ///   - account: The account key.
+    /// - Throws: What the wrapped store throws.
+    public func saveSignOutQueue(_ data: Data?, account: String) async throws(PersistenceError) {
+        try await signOutQueue.saveSignOutQueue(data, account: account)
     }
 }

@@ -117,6 +117,11 @@ public final class KeychainSimulator: KeychainBackend, @unchecked Sendable {
         return available
     }
 
+    /// ``isProtectedDataAvailable``, for ``/PersistenceKeychain/KeychainTokenStore``: a read that finds nothing
+    /// while protected data is unavailable is "unavailable" (see
+    /// ``Configuration/readsBeforeFirstUnlockAnswerNotFound``).
+    public var protectedDataAvailability: Bool? { isProtectedDataAvailable }
+
     /// Restarts the device: protected data stays unavailable until ``unlock()``.
     public func reboot() {
         mutateState {

@@ -259,12 +259,28 @@ final class RacingKeychain: KeychainBackend, @unchecked Sendable {
 
 /// A Keychain that answers "not found" while the app is prewarmed before the first unlock.
 @Suite(.logLeakCheck()) struct KeychainPrewarmTests {
-    static func rig(guarded: Bool) async throws -> (KeychainSimulator, KeychainTokenStore) {
+    /// A backend that cannot tell whether protected data is available (the simulator's calls, not its flag).
+    struct Unaware: KeychainBackend {
+        let base: KeychainSimulator
+        func add(_ attributes: [KeychainAttribute]) -> KeychainStatus { base.add(attributes) }
+        func copyMatching(_ query: [KeychainAttribute]) -> (status: KeychainStatus, data: Data?) {
+            base.copyMatching(query)
+        }
+        func update(_ query: [KeychainAttribute], with changes: [KeychainAttribute]) -> KeychainStatus {
+            base.update(query, with: changes)
+        }
+        func delete(_ query: [KeychainAttribute]) -> KeychainStatus { base.delete(query) }
+    }
+
+    /// A store over a simulator whose reads before the first unlock answer "not found": guarded by the
+    /// configuration's flag, by the backend's own (`backendKnows`), or by neither.
+    static func rig(guarded: Bool, backendKnows: Bool = false) async throws -> (KeychainSimulator, KeychainTokenStore) {
         let keychain = KeychainSimulator(
             configuration: .init(accessGroups: ["TEAM.app"], readsBeforeFirstUnlockAnswerNotFound: true))
         var configuration = KeychainTokenStore.Configuration(service: "com.example.tokens")
         if guarded { configuration.isProtectedDataAvailable = { keychain.isProtectedDataAvailable } }
-        let store = KeychainTokenStore(configuration: configuration, keychain: keychain)
+        let backend: any KeychainBackend = backendKnows ? keychain : Unaware(base: keychain)
+        let store = KeychainTokenStore(configuration: configuration, keychain: backend)
         try await store.save(keychainTestSession("pre", generation: 1), account: "default", condition: .always)
         keychain.reboot()
         return (keychain, store)
@@ -280,5 +296,12 @@ final class RacingKeychain: KeychainBackend, @unchecked Sendable {
     @Test func withoutTheProtectedDataCheckThePrewarmedReadLooksSignedOut() async throws {
         let (_, store) = try await Self.rig(guarded: false)
         #expect(await store.load(account: "default").isAbsent, "what the check exists for")
+    }
+
+    @Test func aBackendThatKnowsProtectedDataIsUnavailableMakesANotFoundUnavailable() async throws {
+        let (keychain, store) = try await Self.rig(guarded: false, backendKnows: true)
+        #expect(await store.load(account: "default").error == .unavailable)
+        keychain.unlock()
+        #expect(await store.load(account: "default").session?.generation == 1)
     }
 }

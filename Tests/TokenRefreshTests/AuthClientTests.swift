@@ -49,6 +49,38 @@ import TokenRefresh
         #expect(client.tokens.currentState == .signedIn(userID: "alice"))
     }
 
+    @Test func serverTimeOnLearnsTheServersClockFromTheTokenEndpoint() async throws {
+        let clock = ManualClock()
+        let router = Router(
+            server: SimulatedTokenServer(configuration: .init(omitsLifetime: true), now: clock.wallClock))
+        let serverClock = ServerClock(deviceNow: { clock.date.addingTimeInterval(3600) })
+        let client = AuthClient.oauth(
+            tokenURL: URL(string: "https://auth.example.com/oauth/token")!, clientID: "app",
+            apiURL: URL(string: "https://api.example.com")!, appName: "AuthClientTests",
+            store: InMemoryTokenStore(), transport: router, configuration: .init(serverClock: serverClock),
+            serverTime: true)
+        try await client.signIn(username: "alice", password: "correct horse")
+        #expect(abs(serverClock.offset + 3600) <= 1, "offset \(serverClock.offset)")
+        #expect(client.tokens.configuration.serverClock === serverClock)
+        // The token's only expiry is its exp, an hour from now by the server's clock: fresh, not expired.
+        #expect(client.tokens.currentState == .signedIn(userID: "alice"))
+        #expect(client.tokens.freshToken() != nil)
+        let offset = try #require(client.tokens.sessionJournal().last?.serverTimeOffset)
+        #expect(abs(offset + 3600) <= 1)
+    }
+
+    @Test func serverTimeIsOffUnlessAskedFor() {
+        let made = { (serverTime: Bool) in
+            AuthClient.oauth(
+                tokenURL: URL(string: "https://auth.example.com/oauth/token")!, clientID: "app",
+                apiURL: URL(string: "https://api.example.com")!, appName: "AuthClientTests",
+                store: InMemoryTokenStore(), transport: MockTransport(script: []), serverTime: serverTime)
+        }
+        #expect(made(false).tokens.configuration.serverClock == nil)
+        #expect(made(true).tokens.configuration.serverClock != nil)
+        #expect(made(false).tokens.sessionJournal().allSatisfy { $0.serverTimeOffset == nil })
+    }
+
     @Test func aFitIQAppSignsInWithJSONAndRefreshesAtTheJSONEndpoint() async throws {
         let mock = MockTransport { request, _ in
             switch request.path {

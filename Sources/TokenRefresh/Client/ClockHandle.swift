@@ -19,6 +19,10 @@ struct ClockHandle: Sendable {
 
     /// Runs `body`, failing with ``TokenRefreshError/timeout`` if it takes longer than `timeout`. `body` is
     /// cancelled on timeout; it must honour cancellation for the timeout to take effect.
+    ///
+    /// A timer that wakes much later than asked (by more than the timeout and a minute) slept through a suspension
+    /// of the process, which a continuous clock counts: `body` gets its time again from the resume, so an answer
+    /// that arrived while the process was suspended is read, not dropped for a retry.
     func withTimeout<T: Sendable>(
         _ timeout: Duration?, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
@@ -26,7 +30,12 @@ struct ClockHandle: Sendable {
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await body() }
             group.addTask {
-                try await self.sleep(for: timeout)
+                var slept = Duration.zero
+                repeat {
+                    let start = self.elapsed
+                    try await self.sleep(for: timeout)
+                    slept = self.elapsed - start
+                } while slept > timeout + max(timeout, .seconds(60))
                 return nil
             }
             defer { group.cancelAll() }

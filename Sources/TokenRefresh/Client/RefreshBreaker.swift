@@ -14,12 +14,20 @@ extension SessionMachine {
         private(set) var retryNotBefore: Duration?
         private(set) var lastTransientError: TokenRefreshError?
         private(set) var consecutiveTransientFailures = 0
+        /// When recent attempts that a server answered with a transient failure started (see
+        /// ``TokenRefreshClient/Backoff/failureBudget``), and the instant before which the spent budget holds
+        /// attempts back (`networkRestored()` does not clear it: the server failed, not the network).
+        private(set) var serverFailureTimes: [Duration] = []
+        private(set) var budgetHoldsUntil: Duration?
 
         /// The error that holds a new attempt back at `elapsed`, if any: backoff, `Retry-After`, or (for an attempt
         /// the window `counting`s) `maximum` attempts already in the `window` before it.
         func blocked(
             at elapsed: Duration, maximum: Int, window: Duration, counting: Bool = true
         ) -> TokenRefreshError? {
+            if let budgetHoldsUntil, elapsed < budgetHoldsUntil {
+                return (lastTransientError ?? .transient).with(retryAfter: budgetHoldsUntil - elapsed)
+            }
             if let retryNotBefore, elapsed < retryNotBefore {
                 return (lastTransientError ?? .transient).with(retryAfter: retryNotBefore - elapsed)
             }
@@ -57,6 +65,8 @@ extension SessionMachine {
 
         mutating func recordSuccess() {
             consecutiveTransientFailures = 0
+            serverFailureTimes = []
+            budgetHoldsUntil = nil
             clearBackoff()
         }
 
@@ -67,6 +77,17 @@ extension SessionMachine {
             let delay = failure.retryAfter ?? backoff.delay(attempt: consecutiveTransientFailures, random: random)
             consecutiveTransientFailures += 1
             return delay
+        }
+
+        /// A server answered the attempt at `elapsed` with a transient failure: returns whether that spent the
+        /// failure budget (attempts are then held back until the oldest of them leaves the budget's window).
+        mutating func recordServerFailure(at elapsed: Duration, backoff: TokenRefreshClient.Backoff) -> Bool {
+            serverFailureTimes.removeAll { elapsed - $0 >= backoff.failureBudgetWindow }
+            serverFailureTimes.append(elapsed)
+            guard serverFailureTimes.count >= max(1, backoff.failureBudget), let oldest = serverFailureTimes.first
+            else { return false }
+            budgetHoldsUntil = oldest + backoff.failureBudgetWindow
+            return true
         }
 
         /// No retry now: hold attempts back until `until`.

@@ -18,13 +18,18 @@ public struct SessionJournalEntry: Sendable, Hashable, CustomStringConvertible {
     /// The fingerprint of the token the entry is about: the new one for a refresh or sign-in, the last one the
     /// session held for a sign-out.
     public let tokenFingerprint: String?
+    /// The server's clock minus the device's, in seconds, when expiry is judged by server time (a
+    /// ``TokenRefreshClient/Configuration/serverClock``); `nil` otherwise.
+    public var serverTimeOffset: TimeInterval? = nil
 
-    /// One line: the time (ISO 8601), the kind, and the reason, error class and fingerprint when present.
+    /// One line: the time (ISO 8601), the kind, and the reason, error class, fingerprint and server time offset when
+    /// present.
     public var description: String {
         var parts = [time.formatted(.iso8601), "\(kind)"]
         if let reason { parts.append("reason=\(reason)") }
         if let errorClass { parts.append("error=\(errorClass)") }
         if let tokenFingerprint { parts.append("token=\(tokenFingerprint)") }
+        if let serverTimeOffset { parts.append("serverTimeOffset=\(Int(serverTimeOffset.rounded()))s") }
         return parts.joined(separator: " ")
     }
 }
@@ -38,14 +43,14 @@ struct SessionJournal: Sendable {
     /// The fingerprint of the last token an entry named, for the sign-out that ends it.
     private var lastFingerprint: String?
 
-    /// Records `event` at `time`.
-    mutating func record(_ event: AuthEvent, at time: Date) {
+    /// Records `event` at `time`, with the server time offset when one is known.
+    mutating func record(_ event: AuthEvent, at time: Date, serverTimeOffset: TimeInterval? = nil) {
         let fingerprint = event.tokenFingerprint ?? (event.kind == .signedOut ? lastFingerprint : nil)
         if let named = event.tokenFingerprint { lastFingerprint = named }
         if event.kind == .signedOut { lastFingerprint = nil }
         let entry = SessionJournalEntry(
             time: time, kind: event.kind, reason: event.reason, errorClass: event.error.map(Self.errorClass),
-            tokenFingerprint: fingerprint)
+            tokenFingerprint: fingerprint, serverTimeOffset: serverTimeOffset)
         if entries.count == Self.capacity { entries.removeFirst() }
         entries.append(entry)
     }

@@ -438,8 +438,9 @@ struct SessionMachine: Sendable {
     ) -> RetryAction {
         let backoff = configuration.backoff
         let delay = breaker.recordTransientFailure(failure, backoff: backoff, random: random)
+        let budgetSpent = failure.status != nil && breaker.recordServerFailure(at: elapsed, backoff: backoff)
         let waitInside = failure.retryAfter.map { $0 <= backoff.maximumRetryAfterWait } ?? true
-        if retry < backoff.retries && waitInside { return .retry(after: delay) }
+        if retry < backoff.retries && waitInside && !budgetSpent { return .retry(after: delay) }
         breaker.holdBack(until: elapsed + delay, after: failure)
         isOffline = failure.isConnectivityFailure
         noteExpiredIfOffline(now: now)

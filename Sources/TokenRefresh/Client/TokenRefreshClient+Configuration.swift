@@ -24,13 +24,19 @@ extension TokenRefreshClient {
         public var revocation: TokenRevocation?
         /// How often a token pair that failed to persist is written again (on the next call after this).
         public var persistRetryInterval: Duration
-        /// How long sign-out waits for the revocation before giving up on it.
+        /// How long one send of the revocation may take before it counts as failed (it is then sent again later, see
+        /// ``PendingSignOuts``).
         public var revocationTimeout: Duration
         /// Whether a sign-in whose session could not be written to the store still succeeds, with the session
         /// kept in memory and the write retried. `false` by default: such a sign-in throws
         /// ``TokenRefreshError/storageUnavailable`` (its ``TokenRefreshError/underlying`` says why), because a
         /// session that is never stored is lost at the next launch. An ``/Persistence/InMemoryTokenStore`` needs no opt-in.
         public var allowsMemoryOnlySessions: Bool
+        /// Where unfinished sign-outs are kept and how they are finished (see ``PendingSignOuts``).
+        public var pendingSignOuts: PendingSignOuts
+        /// The server's clock, when expiry is judged by server time: the client's wall clock is then its
+        /// ``ServerClock/now()``, and the session journal shows its offset (see ``ServerClock``).
+        public var serverClock: ServerClock?
 
         /// Creates a configuration.
         ///
@@ -43,9 +49,12 @@ extension TokenRefreshClient {
         ///   - backoff: Retries and backoff.
         ///   - revocation: The revocation at sign-out, if any.
         ///   - persistRetryInterval: The pause between write retries; 5 s by default.
-        ///   - revocationTimeout: The limit for the revocation; 10 s by default.
+        ///   - revocationTimeout: The limit for one send of the revocation; 10 s by default.
         ///   - allowsMemoryOnlySessions: Whether a sign-in that could not be stored still succeeds; `false` by
         ///     default.
+        ///   - pendingSignOuts: Where unfinished sign-outs are kept and how they are sent again; by default in the
+        ///     client's store when it can keep them.
+        ///   - serverClock: The server's clock, to judge expiry by server time; `nil` (the device's clock) by default.
         public init(
             account: String = "default",
             expiryPolicy: ExpiryPolicy = .default,
@@ -56,7 +65,9 @@ extension TokenRefreshClient {
             revocation: TokenRevocation? = nil,
             persistRetryInterval: Duration = .seconds(5),
             revocationTimeout: Duration = .seconds(10),
-            allowsMemoryOnlySessions: Bool = false
+            allowsMemoryOnlySessions: Bool = false,
+            pendingSignOuts: PendingSignOuts = PendingSignOuts(),
+            serverClock: ServerClock? = nil
         ) {
             self.account = account
             self.expiryPolicy = expiryPolicy
@@ -68,6 +79,8 @@ extension TokenRefreshClient {
             self.persistRetryInterval = persistRetryInterval
             self.revocationTimeout = revocationTimeout
             self.allowsMemoryOnlySessions = allowsMemoryOnlySessions
+            self.pendingSignOuts = pendingSignOuts
+            self.serverClock = serverClock
         }
     }
 
@@ -89,6 +102,12 @@ extension TokenRefreshClient {
         /// The longest `Retry-After` waited for inside a refresh; longer ones end the refresh at once and
         /// hold back the next one.
         public var maximumRetryAfterWait: Duration
+        /// At most this many attempts that a server answered with a transient failure (5xx, 429) per
+        /// ``failureBudgetWindow``: past it, refreshes are held back until the oldest leaves the window, so a token
+        /// endpoint failing for an hour gets a dozen requests, not thousands. A success starts afresh.
+        public var failureBudget: Int = 12
+        /// The window of ``failureBudget``; one hour by default.
+        public var failureBudgetWindow: Duration = .seconds(3600)
 
         /// Creates a backoff.
         ///

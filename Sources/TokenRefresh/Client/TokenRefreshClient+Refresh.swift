@@ -66,7 +66,7 @@ extension TokenRefreshClient {
         let action = machine.loadStarting()
         switch action {
         case .readStore:
-            let read = await store.load(account: configuration.account)
+            let read = await signOuts.load(from: store)  // makes a removal an unfinished sign-out left first
             try await carryOut(machine.storeRead(atLoad: read, now: now()))
         case .proceed:
             break

@@ -126,6 +126,7 @@ extension TokenRefreshClient {
     /// - Returns: The state afterwards.
     @discardableResult
     public func networkRestored() async -> AuthState {
+        await signOuts.startSending()  // revocations an offline sign-out left
         let action = machine.networkRestored(checksWithServer: strategy.checksSessionWithServer)
         await check(action)
         return state

@@ -87,6 +87,8 @@ public actor TokenRefreshClient: TokenProvider {
     var stateless = StatelessRefreshes()
     /// This client's store writes in progress, so that sign-out and sign-in land after every older write.
     var writeFence = StoreWriteFence()
+    /// The sign-outs not finished yet: revocations to send, a removal to make (see ``PendingSignOuts``).
+    let signOuts: SignOutQueue
 
     /// The session held in memory.
     var session: SessionMachine.Session? { machine.session }
@@ -100,7 +102,8 @@ public actor TokenRefreshClient: TokenProvider {
     ///   - store: Where the session is kept; an ``/Persistence/InMemoryTokenStore`` by default.
     ///   - configuration: The options.
     ///   - clock: The clock for timeouts, backoff and the breaker; `ContinuousClock()` by default.
-    ///   - now: The wall clock for token expiry; ``/AuthToken/AuthToken/systemNow`` by default.
+    ///   - now: The wall clock for token expiry; ``/AuthToken/AuthToken/systemNow`` by default. A
+    ///     ``Configuration/serverClock`` takes its place.
     ///   - random: Numbers in `0..<1` for backoff jitter; the system generator by default.
     ///   - logger: Where debug lines go (fingerprints only, never token text).
     ///   - metricsFactory: Where refresh counts, failures by class, breaker trips and lock waits go (see the
@@ -131,7 +134,9 @@ public actor TokenRefreshClient: TokenProvider {
         self.externallyWritten = store as? any ExternallyWrittenTokenStore
         self.configuration = configuration
         self.clock = ClockHandle(clock)
-        self.now = now
+        self.now = configuration.wallClock(otherwise: now)
+        self.signOuts = SignOutQueue(
+            configuration: configuration, sessionStore: store, clock: ClockHandle(clock), logger: logger)
         self.random = random
         self.logger = logger
         self.metrics = metrics
@@ -363,7 +368,9 @@ public actor TokenRefreshClient: TokenProvider {
 
     /// Ends the session: clears memory and the store, fails waiting callers with
     /// ``TokenRefreshError/signedOut``, publishes ``AuthEvent/Kind/signedOut``, and revokes the refresh token
-    /// when a revocation is configured (best effort). A refresh still running writes nothing.
+    /// when a revocation is configured. A refresh still running writes nothing. The sign-out is local: it waits at
+    /// most ``PendingSignOuts/signOutWait`` for the revocation, which goes on in the background and, when it fails,
+    /// is sent again later (see ``PendingSignOuts``).
     ///
     /// A write of the session that is still on its way to a slow store (a sign-in's save, a refresh's save) lands
     /// first and is then removed, so a signed-out session is never restored at the next launch. A removal that
@@ -382,6 +389,9 @@ public actor TokenRefreshClient: TokenProvider {
         publish(.signedOut(reason: reason, userID: ended?.userID))
         logger.debug("signed out", metadata: ["reason": "\(reason)"])
         var outcome: Result<Void, TokenRefreshError> = .success(())
+        // Written down before the removal, so a process killed before it lands removes the session at its next launch.
+        await signOuts.signingOut(
+            refreshToken: ended?.token.refreshToken, sessionID: ended?.sessionID, generation: ended?.generation)
         let write = await beginWrite(epoch: epoch)
         let action = machine.signOutWriteTurn(epoch: epoch)
         switch action {
@@ -394,7 +404,8 @@ public actor TokenRefreshClient: TokenProvider {
             break
         }
         endWrite(write)
-        await revoke(machine.revocation(of: ended))
+        await signOuts.removalEnded(landed: outcome.failure == nil)
+        await signOuts.send(waitingAtMost: configuration.pendingSignOuts.signOutWait)
         try outcome.get()
     }
 
@@ -419,7 +430,7 @@ public actor TokenRefreshClient: TokenProvider {
     func publish(_ event: AuthEvent) {
         let time = now()
         let continuations = subscribers.withLock { subscribers in
-            subscribers.journal.record(event, at: time)
+            subscribers.journal.record(event, at: time, serverTimeOffset: configuration.serverClock?.offset)
             return Array(subscribers.continuations.values)
         }
         for continuation in continuations { continuation.yield(event) }

@@ -152,3 +152,10 @@ public final class ServerClock: Sendable {
         return sorted.count.isMultiple(of: 2) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[middle]
     }
 }
+
+extension TokenRefreshClient.Configuration {
+    /// The client's wall clock: the ``serverClock``'s time when one is set, else `now`.
+    func wallClock(otherwise now: @escaping @Sendable () -> Date) -> @Sendable () -> Date {
+        serverClock?.wallClock ?? now
+    }
+}
