@@ -106,12 +106,17 @@ import TokenKitTesting
         let store = Self.store(temporary, clock: clock)
         let holder = try ForeignHolder(store, account: "a", naming: getpid())
         let started = clock.now
-        let waiter = Task { try await store.withExclusiveAccess(account: "a") { "ran" } }
+        let ended = Locked(false)
+        let waiter = Task {
+            defer { ended.withLock { $0 = true } }
+            return try await store.withExclusiveAccess(account: "a") { "ran" }
+        }
         // Move the store's clock past its lock timeout while the holder keeps the lock, then let go of it.
-        while started.duration(to: clock.now) < .seconds(1) {
-            while clock.sleeperCount == 0 { await Task.yield() }
+        while started.duration(to: clock.now) < .seconds(1) && !ended.withLock({ $0 }) {
+            while clock.sleeperCount == 0 && !ended.withLock({ $0 }) { await Task.yield() }
             clock.advance(by: .milliseconds(50))
         }
+        #expect(!ended.withLock { $0 }, "the waiter gave up while the holder was running")
         holder.release()
         let (result, _) = await FileTokenStoreProcessTests.advancing(clock, by: .milliseconds(50)) {
             try await waiter.value
