@@ -13,9 +13,9 @@ import TokenKitTesting
     import Darwin
 #endif
 
-/// A waiter for a lock file another holder has: the holder's recorded process ID decides how long it waits. The
-/// other holder is a second open file description of the lock file in this process (`flock` locks belong to one),
-/// written by the test; the waits are measured on a manual clock the test moves.
+/// A waiter for a lock file another holder has: the holder's recorded process ID and heartbeat decide how long it
+/// waits. The other holder is a second open file description of the lock file in this process (`flock` locks belong
+/// to one), written by the test; the waits are measured on a manual clock the test moves.
 @Suite(.serialized, .logLeakCheck()) struct FileLockHolderTests {
     /// A `flock` on `account`'s lock file taken outside the store, naming `holder` (or nobody) in the file.
     final class ForeignHolder: Sendable {
@@ -31,6 +31,15 @@ import TokenKitTesting
                 let text = Array("\(holder)\n".utf8)
                 _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
             }
+        }
+
+        /// Sets the lock file's modification time (its holder's heartbeat) `seconds` into the past.
+        func ageHeartbeat(by seconds: Int) {
+            var times = [timespec](repeating: timespec(), count: 2)
+            let then = time(nil) - seconds
+            times[0].tv_sec = then
+            times[1].tv_sec = then
+            _ = futimens(descriptor, times)
         }
 
         func release() {
@@ -77,6 +86,22 @@ import TokenKitTesting
         let store = Self.store(temporary, clock: clock)
         let holder = try ForeignHolder(store, account: "a", naming: try Self.endedProcessID())
         defer { holder.release() }
+        let (result, waited) = await FileTokenStoreProcessTests.advancing(clock, by: .milliseconds(50)) {
+            try await store.withExclusiveAccess(account: "a") { "ran" }
+        }
+        #expect(throws: PersistenceError.lockTimedOut) { try result.get() }
+        #expect(waited == .milliseconds(300))
+    }
+
+    /// A holder whose process runs but no longer touches its lock file (suspended, say) is not at work.
+    @Test func aRunningHolderWhoseHeartbeatStoppedIsWaitedForTheLockTimeoutOnly() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let clock = ManualClock()
+        let store = Self.store(temporary, clock: clock)
+        let holder = try ForeignHolder(store, account: "a", naming: getpid())
+        defer { holder.release() }
+        holder.ageHeartbeat(by: 60)
         let (result, waited) = await FileTokenStoreProcessTests.advancing(clock, by: .milliseconds(50)) {
             try await store.withExclusiveAccess(account: "a") { "ran" }
         }

@@ -258,9 +258,11 @@ func run() async throws {
     // and cancel out of (101 callers - 1 caller). Rounds alternate; the verdict is the median.
     var coldAdded: [Double] = []
     for _ in 0..<201 {
-        let tokenKit = await waiters(101, inTaskGroup: true) - (await waiters(1, inTaskGroup: true))
-        let bare = await bareHops(101, inTaskGroup: true) - (await bareHops(1, inTaskGroup: true))
-        coldAdded.append((tokenKit - bare) / 100)
+        let many = await waiters(101, inTaskGroup: true)
+        let one = await waiters(1, inTaskGroup: true)
+        let bareMany = await bareHops(101, inTaskGroup: true)
+        let bareOne = await bareHops(1, inTaskGroup: true)
+        coldAdded.append(((many - one) - (bareMany - bareOne)) / 100)
     }
     let coldStart = Harness.median(coldAdded)
     Harness.report(

@@ -155,6 +155,8 @@ package final class ProcessLocalLocks: Sendable {
 struct HeldFileLock: Sendable {
     let key: String
     let descriptor: Int32
+    /// Touches the lock file while the lock is held (see ``LockHolder``); `nil` for a lock not taken yet.
+    var heartbeat: LockHolder.Heartbeat?
 
     /// Takes the process-local lock for `key`, then an exclusive `flock` on the file `lockName` in `directory`
     /// (which must belong to `expectedOwner`), waiting at most `timeout` for both (`nil`: no limit), measured and
@@ -228,6 +230,7 @@ struct HeldFileLock: Sendable {
 
     /// Releases the `flock` (closing the descriptor) and then the process-local lock.
     func release() {
+        heartbeat?.stop()
         LockHolder.clear(descriptor)
         POSIX.unlock(descriptor)
         _ = POSIX.closeChecked(descriptor)
