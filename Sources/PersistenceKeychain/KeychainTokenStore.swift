@@ -51,10 +51,11 @@ public struct KeychainTokenStore: TokenStore {
         /// A `TokenRefreshClient` that times out re-reads the store and uses a token another process saved if it
         /// is still valid; it never refreshes without the lock.
         public var lockTimeout: Duration?
-        /// The longest wait for the lock file in ``sharedContainer`` while the process holding it is running and
-        /// recorded its ID there (its refresh in flight), when that is longer than ``lockTimeout``: a token endpoint
-        /// slower than the lock timeout is waited for, and the waiter reads the pair the holder stored. 30 s by
-        /// default, the `TokenRefreshClient`'s default refresh timeout.
+        /// The longest wait for the lock file in ``sharedContainer`` while the process holding it is at work (running,
+        /// its ID recorded there, the file touched within the last few seconds: its refresh in flight), when that is
+        /// longer than ``lockTimeout``: a token endpoint slower than the lock timeout is waited for, and the waiter
+        /// reads the pair the holder stored. A suspended extension stops touching the file, and is waited for
+        /// ``lockTimeout`` only. 30 s by default, the `TokenRefreshClient`'s default refresh timeout.
         public var liveHolderTimeout: Duration = .seconds(30)
 
         /// Creates a configuration.

@@ -38,7 +38,8 @@ public struct FileTokenStore: TokenStore {
         /// A holder seen alive is waited for up to ``liveHolderTimeout`` instead, when that is longer.
         public var lockTimeout: Duration?
         /// The longest wait for the account's lock while its holder is seen alive: another task of this process, or
-        /// a running process that recorded its ID in the lock file (a refresh in flight). 30 s by default, the
+        /// a running process that recorded its ID in the lock file and touched the file within the last few seconds
+        /// (a refresh in flight; a suspended process stops touching it). 30 s by default, the
         /// `TokenRefreshClient`'s default refresh timeout: a token endpoint slower than ``lockTimeout`` is waited
         /// for, and the waiter then reads the pair the holder stored instead of failing. Keep it at least the
         /// refresh timeout of the clients sharing the store. It has no effect when ``lockTimeout`` is `nil`.
