@@ -93,6 +93,25 @@ import TokenKitTesting
         #expect(waited == .milliseconds(300))
     }
 
+    /// A task of this process is a holder at work: it is waited for up to the live holder's bound, not the lock
+    /// timeout.
+    @Test func aTaskOfThisProcessHoldingTheLockIsWaitedForUpToTheLiveHolderTimeout() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let clock = ManualClock()
+        let store = Self.store(temporary, clock: clock)
+        let release = HoldGate()
+        let holder = Task { try await store.withExclusiveAccess(account: "a") { await release.wait() } }
+        await release.waitForArrivals(1)
+        let (result, waited) = await FileTokenStoreProcessTests.advancing(clock, by: .milliseconds(50)) {
+            try await store.withExclusiveAccess(account: "a") { "ran" }
+        }
+        #expect(throws: PersistenceError.lockTimedOut) { try result.get() }
+        #expect(waited == .seconds(2))
+        release.open()
+        try await holder.value
+    }
+
     /// A holder whose process runs but no longer touches its lock file (suspended, say) is not at work.
     @Test func aRunningHolderWhoseHeartbeatStoppedIsWaitedForTheLockTimeoutOnly() async throws {
         let temporary = try TemporaryDirectory()
