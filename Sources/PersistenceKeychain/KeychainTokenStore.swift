@@ -52,6 +52,12 @@ public struct KeychainTokenStore: TokenStore {
         /// A `TokenRefreshClient` that times out re-reads the store and uses a token another process saved if it
         /// is still valid; it never refreshes without the lock.
         public var lockTimeout: Duration?
+        /// The longest wait for the lock file in ``sharedContainer`` while the process holding it is at work (running,
+        /// its ID recorded there, the file touched within the last few seconds: its refresh in flight), when that is
+        /// longer than ``lockTimeout``: a token endpoint slower than the lock timeout is waited for, and the waiter
+        /// reads the pair the holder stored. A suspended extension stops touching the file, and is waited for
+        /// ``lockTimeout`` only. 30 s by default, the `TokenRefreshClient`'s default refresh timeout.
+        public var liveHolderTimeout: Duration = .seconds(30)
 
         /// Creates a configuration.
         ///
@@ -226,7 +232,8 @@ public struct KeychainTokenStore: TokenStore {
                 .withExclusiveAccess(account: lockName(account)) { try await body() }
         }
         // A zero lock timeout makes the file store try the lock once and answer `lockTimedOut` when it is held.
-        let tryOnce = FileTokenStore(directory: locks, configuration: .init(lockTimeout: .zero))
+        let tryOnce = FileTokenStore(
+            directory: locks, configuration: .init(lockTimeout: .zero, liveHolderTimeout: .zero))
         var pause = Duration.milliseconds(1)
         while true {
             let entered = LockedValue(false)
@@ -238,9 +245,21 @@ public struct KeychainTokenStore: TokenStore {
             } catch let error as PersistenceError where error == .lockTimedOut && !entered.withLock({ $0 }) {
                 let left = timeout - (timer.elapsed() - started)
                 guard left > .zero else {
+                    // A holder still running is waited for longer: its refresh's answer is what this waiter needs.
+                    var live = FileTokenStore.Configuration(
+                        lockTimeout: .zero,
+                        liveHolderTimeout: max(.zero, configuration.liveHolderTimeout - (timer.elapsed() - started)))
+                    live.clock = timer
+                    do {
+                        return try await FileTokenStore(directory: locks, configuration: live)
+                            .withExclusiveAccess(account: lockName(account)) {
+                                entered.withLock { $0 = true }
+                                return try await body()
+                            }
+                    } catch let error as PersistenceError where error == .lockTimedOut && !entered.withLock({ $0 }) {}
                     throw PersistenceError.lockTimedOut.with(
                         detail: "another process (the app or an extension) held the lock file in the shared container "
-                            + "for longer than the lock timeout (\(timeout))")
+                            + "for longer than the lock timeout (\(timeout)), or than the wait for a running holder")
                 }
                 do {
                     try await timer.sleep(min(pause, left))

@@ -150,8 +150,9 @@ import TokenRefresh
         #expect(session.token.scope == expected)
     }
 
-    /// One process whose token request hangs holds the store's lock; another process
-    /// answers within its lock timeout instead of waiting behind it, and never refreshes without the lock.
+    /// One process whose token request hangs holds the store's lock; another process waits for it as a running
+    /// holder, up to its wait for a live holder (longer than its lock timeout), then answers instead of waiting
+    /// behind it for ever, and never refreshes without the lock.
     @Test(.timeLimit(.minutes(10))) func aHungRefreshInAnotherProcessDoesNotBlockThisOne() async throws {
         let probe = try Self.probeURL()
         let temporary = try TemporaryDirectory()
@@ -179,10 +180,11 @@ import TokenRefresh
 
         let attempts = Locked(0)
         // The lock waits are measured on the store's clock, which the test moves 50 ms (the longest pause between
-        // two tries of the lock) at a time whenever the store waits on it: each wait ends when its 0.3 s have passed
-        // on that clock, however slowly a loaded machine runs the tries.
+        // two tries of the lock) at a time whenever the store waits on it: each wait ends when its 0.6 s for a live
+        // holder have passed on that clock, however slowly a loaded machine runs the tries.
         let clock = ManualClock()
-        var configuration = FileTokenStore.Configuration(lockTimeout: .milliseconds(300))
+        var configuration = FileTokenStore.Configuration(
+            lockTimeout: .milliseconds(300), liveHolderTimeout: .milliseconds(600))
         configuration.clock = StoreClock(clock)
         let store = FileTokenStore(directory: temporary.storeDirectory, configuration: configuration)
         let client = TokenRefreshClient(
@@ -203,9 +205,10 @@ import TokenRefresh
         let error = #expect(throws: TokenRefreshError.self) { try forced.get() }
         #expect(error?.isTransient == true)
         #expect((error?.underlying as? PersistenceError) == .lockTimedOut)
-        // One wait of 0.3 s each; the other process's refresh never ends, so without the bound this would hang.
-        #expect(firstWait == .milliseconds(300), "the token was answered after \(firstWait) of the store's clock")
-        #expect(secondWait == .milliseconds(300), "the forced refresh failed after \(secondWait) of the store's clock")
+        // One wait of 0.6 s each (the holder is running: past the 0.3-s lock timeout); the other process's refresh
+        // never ends, so without the bound this would hang.
+        #expect(firstWait == .milliseconds(600), "the token was answered after \(firstWait) of the store's clock")
+        #expect(secondWait == .milliseconds(600), "the forced refresh failed after \(secondWait) of the store's clock")
         #expect(attempts.withLock { $0 } == 0, "never refreshes without the lock")
         #expect(client.currentState == .signedIn(userID: "user-1"))
         #expect(process.isRunning, "the other process still holds the lock")

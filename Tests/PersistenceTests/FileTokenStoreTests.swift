@@ -324,7 +324,8 @@ import TokenKitTesting
         let temporary = try TemporaryDirectory()
         defer { temporary.remove() }
         let store = FileTokenStore(
-            directory: temporary.storeDirectory, configuration: .init(lockTimeout: .milliseconds(50)))
+            directory: temporary.storeDirectory,
+            configuration: .init(lockTimeout: .milliseconds(50), liveHolderTimeout: .milliseconds(50)))
         let release = HoldGate()
         let holder = Task { try await store.withExclusiveAccess(account: "a") { await release.wait() } }
         await release.waitForArrivals(1)

@@ -155,19 +155,29 @@ package final class ProcessLocalLocks: Sendable {
 struct HeldFileLock: Sendable {
     let key: String
     let descriptor: Int32
+    /// Touches the lock file while the lock is held (see ``LockHolder``); `nil` for a lock not taken yet.
+    var heartbeat: LockHolder.Heartbeat?
 
     /// Takes the process-local lock for `key`, then an exclusive `flock` on the file `lockName` in `directory`
     /// (which must belong to `expectedOwner`), waiting at most `timeout` for both (`nil`: no limit), measured and
-    /// paced on `clock`.
+    /// paced on `clock`; a holder seen alive (a task of this process, or a running process whose ID is in the lock
+    /// file) is waited for up to `liveHolderTimeout` instead, when that is longer. `contended` runs once when
+    /// another process holds the lock file.
     static func acquire(
         key: String, in directory: DirectoryHandle, lockName: String, expectedOwner: UInt32, faults: FileFaults,
-        timeout: Duration?, clock: StoreClock
+        timeout: Duration?, liveHolderTimeout: Duration = .zero, clock: StoreClock,
+        contended: (@Sendable () -> Void)? = nil
     ) async throws(PersistenceError) -> HeldFileLock {
-        let deadline = timeout.map { clock.elapsed() + $0 }
+        let started = clock.elapsed()
+        let deadline = timeout.map { started + $0 }
+        // A task of this process is alive by definition: it is waited for as a live holder.
+        let liveTimeout = timeout.map { max($0, liveHolderTimeout) }
+        let liveDeadline = liveTimeout.map { started + $0 }
         do {
-            try await ProcessLocalLocks.shared.acquire(key, timeout: timeout, sleep: clock.sleep)
+            try await ProcessLocalLocks.shared.acquire(key, timeout: liveTimeout, sleep: clock.sleep)
         } catch is ProcessLocalLocks.TimedOut {
-            throw PersistenceError.lockTimedOut.with(detail: "another task of this process held it for \(timeout!)")
+            throw PersistenceError.lockTimedOut.with(
+                detail: "another task of this process held it for \(liveTimeout!)")
         } catch {
             throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
         }
@@ -187,25 +197,27 @@ struct HeldFileLock: Sendable {
             }
             switch POSIX.tryExclusiveLock(descriptor) {
             case .success(true):
-                return HeldFileLock(key: key, descriptor: descriptor)
+                return HeldFileLock(taken: key, descriptor: descriptor)
             case .success(false):
-                if let deadline {
+                contended?()
+                if let deadline, let liveDeadline {
                     // Another process holds it: poll until the deadline, so a process stuck in a refresh
-                    // cannot hold every other one hostage.
+                    // cannot hold every other one hostage; a holder still running is waited for longer, up to the
+                    // refresh's own bound, because its answer is what this waiter needs.
                     do throws(PersistenceError) {
-                        try await pollLock(descriptor, until: deadline, clock: clock)
+                        try await pollLock(descriptor, until: deadline, whileAliveUntil: liveDeadline, clock: clock)
                     } catch {
                         _ = POSIX.closeChecked(descriptor)
                         throw error
                     }
-                    return HeldFileLock(key: key, descriptor: descriptor)
+                    return HeldFileLock(taken: key, descriptor: descriptor)
                 }
                 // No limit: wait on a thread of our own, not on one of the cooperative pool.
                 if let code = await blockingLockOnThread(descriptor) {
                     _ = POSIX.closeChecked(descriptor)
                     throw PersistenceError.lockFailed.with(detail: "flock: \(code)")
                 }
-                return HeldFileLock(key: key, descriptor: descriptor)
+                return HeldFileLock(taken: key, descriptor: descriptor)
             case .failure(let code):
                 _ = POSIX.closeChecked(descriptor)
                 throw PersistenceError.lockFailed.with(detail: "flock: \(code)")
@@ -218,24 +230,33 @@ struct HeldFileLock: Sendable {
 
     /// Releases the `flock` (closing the descriptor) and then the process-local lock.
     func release() {
+        heartbeat?.stop()
+        LockHolder.clear(descriptor)
         POSIX.unlock(descriptor)
         _ = POSIX.closeChecked(descriptor)
         ProcessLocalLocks.shared.release(key)
     }
 
     /// Tries the `flock` again after growing pauses (1 ms to 50 ms) until it is taken or `deadline` (a time since
-    /// `clock`'s start) passes.
+    /// `clock`'s start) passes; past it, goes on while the lock file names a running process, until `liveDeadline`.
     private static func pollLock(
-        _ descriptor: Int32, until deadline: Duration, clock: StoreClock
+        _ descriptor: Int32, until deadline: Duration, whileAliveUntil liveDeadline: Duration, clock: StoreClock
     ) async throws(PersistenceError) {
         var pause = Duration.milliseconds(1)
         while true {
             let now = clock.elapsed()
-            guard now < deadline else {
-                throw PersistenceError.lockTimedOut.with(detail: "another process held the lock file")
+            var limit = deadline
+            if now >= deadline {
+                guard now < liveDeadline, LockHolder.isAlive(descriptor) else {
+                    throw PersistenceError.lockTimedOut.with(
+                        detail: now < liveDeadline
+                            ? "another process held the lock file, and it names no running process"
+                            : "another process held the lock file past the wait for a live holder's refresh")
+                }
+                limit = liveDeadline
             }
             do {
-                try await clock.sleep(min(pause, deadline - now))
+                try await clock.sleep(min(pause, limit - now))
             } catch {
                 throw PersistenceError.lockFailed.with(detail: "cancelled while waiting")
             }

@@ -34,7 +34,18 @@ public struct FileTokenStore: TokenStore {
         ///
         /// A `TokenRefreshClient` that times out re-reads the store and uses a token another process saved if
         /// it is still valid; it never refreshes without the lock.
+        ///
+        /// A holder seen alive is waited for up to ``liveHolderTimeout`` instead, when that is longer.
         public var lockTimeout: Duration?
+        /// The longest wait for the account's lock while its holder is seen alive: another task of this process, or
+        /// a running process that recorded its ID in the lock file and touched the file within the last few seconds
+        /// (a refresh in flight; a suspended process stops touching it). 30 s by default, the
+        /// `TokenRefreshClient`'s default refresh timeout: a token endpoint slower than ``lockTimeout`` is waited
+        /// for, and the waiter then reads the pair the holder stored instead of failing. Keep it at least the
+        /// refresh timeout of the clients sharing the store. It has no effect when ``lockTimeout`` is `nil`.
+        public var liveHolderTimeout: Duration
+        /// Runs when another process holds the account's lock file as an operation starts waiting for it: for tests.
+        package var lockContended: (@Sendable () -> Void)?
         /// Failures to inject into file-system steps, for tests.
         package var faults: FileFaults = .none
         /// The user ID that must own the directory and the files; the process's effective user ID when `nil`.
@@ -48,12 +59,15 @@ public struct FileTokenStore: TokenStore {
         /// - Parameters:
         ///   - encryptionKey: A key to seal sessions with, or `nil` for plain JSON.
         ///   - lockTimeout: The longest wait for the account's lock; 5 s by default.
+        ///   - liveHolderTimeout: The longest wait for a holder seen alive; 30 s by default.
         public init(
             encryptionKey: SymmetricKey? = nil,
-            lockTimeout: Duration? = .seconds(5)
+            lockTimeout: Duration? = .seconds(5),
+            liveHolderTimeout: Duration = .seconds(30)
         ) {
             self.encryptionKey = encryptionKey
             self.lockTimeout = lockTimeout
+            self.liveHolderTimeout = liveHolderTimeout
         }
     }
 
@@ -242,7 +256,9 @@ public struct FileTokenStore: TokenStore {
         if ProcessLocalLocks.heldKeys.contains(key) { return try await body() }
         let lock = try await HeldFileLock.acquire(
             key: key, in: directory, lockName: files.lockName, expectedOwner: files.expectedOwner,
-            faults: configuration.faults, timeout: configuration.lockTimeout, clock: configuration.clock)
+            faults: configuration.faults, timeout: configuration.lockTimeout,
+            liveHolderTimeout: configuration.liveHolderTimeout, clock: configuration.clock,
+            contended: configuration.lockContended)
         logger.trace("lock taken", metadata: ["file": "\(files.fileName)"])
         defer {
             lock.release()
@@ -334,7 +350,9 @@ public struct FileTokenStore: TokenStore {
         if ProcessLocalLocks.heldKeys.contains(key) { return try operation(directory) }
         let lock = try await HeldFileLock.acquire(
             key: key, in: directory, lockName: files.lockName, expectedOwner: files.expectedOwner,
-            faults: configuration.faults, timeout: configuration.lockTimeout, clock: configuration.clock)
+            faults: configuration.faults, timeout: configuration.lockTimeout,
+            liveHolderTimeout: configuration.liveHolderTimeout, clock: configuration.clock,
+            contended: configuration.lockContended)
         defer { lock.release() }
         return try operation(directory)
     }

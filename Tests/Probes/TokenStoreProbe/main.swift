@@ -12,6 +12,12 @@
 //       A TokenRefreshClient over the store restores the session and prints "restored"; after a line on standard
 //       input, it refreshes as after a 401 of its token. Its token server answers any refresh token `<r>` with the
 //       pair `<r>-next`, printing "presented <r>". Prints "answered" or "failed <error>", then "held <access token>".
+//   TokenStoreProbe callers <directory> <account> <count> <gated|open>
+//       A TokenRefreshClient over the store (a lock timeout of zero, so any wait for another process's lock outlasts
+//       it; the wait for a running holder is the default) makes <count> concurrent validToken() calls. Its token
+//       server answers any refresh token `<r>` with the pair `<r>-next`; when gated, it prints "refreshing" and
+//       answers only after a line on standard input. Prints "contended" when the store finds another process
+//       holding the lock, then "done ok <n> failed <n> refreshes <n>" and, for the first failure, "error <error>".
 //   TokenStoreProbe messages
 //       Prints the localizedDescription of a few TokenKit errors, one a line, in the language the environment
 //       (LANGUAGE, LC_ALL, LC_MESSAGES, LANG) asks for: the localization tests run it under each locale.
@@ -129,9 +135,55 @@ func runProbe(_ arguments: [String]) async {
             say("failed \(error)")
         }
         say("held \(client.currentToken?.accessToken ?? "nothing")")
+    case "callers":
+        guard arguments.count >= 6 else { fail("callers needs gated or open") }
+        await runCallers(directory: arguments[2], account: account, count: Int(number), gated: arguments[5] == "gated")
     default:
         fail("unknown mode \(arguments[1])")
     }
+}
+
+/// The `callers` mode: `count` concurrent callers of one client, whose refresh may wait for a line on standard input.
+func runCallers(directory: String, account: String, count: Int, gated: Bool) async {
+    var configuration = FileTokenStore.Configuration(lockTimeout: .zero)
+    configuration.lockContended = { say("contended") }
+    let store = FileTokenStore(directory: URL(fileURLWithPath: directory), configuration: configuration)
+    let refreshes = LockedValue(0)
+    let client = TokenRefreshClient(
+        strategy: ClosureRefreshStrategy(requiresRefreshToken: true) { refreshToken in
+            refreshes.withLock { $0 += 1 }
+            let presented = refreshToken ?? ""
+            if gated {
+                say("refreshing")
+                // Blocks a thread of its own until the test opens the gate.
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    Thread {
+                        _ = readLine()
+                        done.resume()
+                    }.start()
+                }
+            }
+            return TokenResponse(
+                accessToken: "\(presented)-next-access", refreshToken: "\(presented)-next", expiresIn: 3600)
+        },
+        store: store, configuration: .init(account: account))
+    let errors = await withTaskGroup(of: String?.self) { group in
+        for _ in 0..<count {
+            group.addTask {
+                do {
+                    _ = try await client.validToken()
+                    return nil
+                } catch {
+                    return "\(error)"
+                }
+            }
+        }
+        var errors: [String] = []
+        for await error in group { if let error { errors.append(error) } }
+        return errors
+    }
+    say("done ok \(count - errors.count) failed \(errors.count) refreshes \(refreshes.withLock { $0 })")
+    if let first = errors.first { say("error \(first)") }
 }
 
 if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == "messages" {
