@@ -344,7 +344,7 @@ struct CrossWorld {
         switch clients[client].machine.decide(.validToken, now: now, elapsed: elapsed) {
         case .startRefresh(let seed, let forced):
             let flight = RefreshFlight()
-            let epoch = clients[client].machine.beginFlight(flight, seed: seed, forced: forced).epoch
+            let epoch = clients[client].machine.beginFlight(flight, seed: seed, forced: forced)
             clients[client].flight = flight
             clients[client].answered = false
             clients[client].lastRead = .none
@@ -354,6 +354,8 @@ struct CrossWorld {
             return true
         case .token, .fail, .join, .refreshStatelessly, .endSessionThenFail:
             return false
+        case .readStore, .retryRemoval, .retryPersist, .run:
+            return false  // callerArrived's steps around decide: decide never answers them
         }
     }
 

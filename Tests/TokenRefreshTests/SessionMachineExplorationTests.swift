@@ -463,7 +463,7 @@ struct World {
             if mutation == .failedSignInForgetsTheLockedStore, machine.session == nil {
                 machine.authState = .signedOut  // the bug: nothing held taken as nothing stored
             } else {
-                machine.failedSignInSettled(previous: start.previous, failing: .signInRejected)
+                machine.failedSignInSettled(previous: start.previous)
             }
         }
     }
@@ -525,6 +525,8 @@ struct World {
         switch machine.decide(request, now: now, elapsed: elapsed) {
         case .token, .fail, .refreshStatelessly:
             break
+        case .readStore, .retryRemoval, .retryPersist, .run:
+            break  // callerArrived's steps around decide: decide never answers them
         case .join(let flight):
             if let index = flights.firstIndex(where: { $0.flight === flight }) { flights[index].waiters += 1 }
         case .endSessionThenFail(let error):
@@ -532,7 +534,7 @@ struct World {
         case .startRefresh(let seed, let forced):
             let flight = RefreshFlight()
             let followsRefusal = if case .afterRejection = request { true } else { false }
-            let epoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal).epoch
+            let epoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal)
             flights.append(FlightRecord(flight: flight))
             procedures.append(Procedure(flight: flights.count - 1, epoch: epoch, seed: seed))
             if procedures.count == 1 { run(machine.lockTaken(epoch: epoch, seed: seed)) }

@@ -42,7 +42,7 @@ import TokenKitTesting
             throw CancellationError()
         }
         let flight = RefreshFlight()
-        return (flight, machine.beginFlight(flight, seed: seed, forced: forced).epoch)
+        return (flight, machine.beginFlight(flight, seed: seed, forced: forced))
     }
 
     /// One refresh of the session, driven through the machine's events as the actor drives it: the store still holds
@@ -52,7 +52,7 @@ import TokenKitTesting
         _ machine: inout SessionMachine, answering token: AuthToken, persisted: Bool, elapsed: Duration
     ) {
         let flight = RefreshFlight()
-        let epoch = machine.beginFlight(flight, seed: nil, forced: true).epoch
+        let epoch = machine.beginFlight(flight, seed: nil, forced: true)
         _ = machine.lockTaken(epoch: epoch, seed: nil)
         let held = machine.session.map { StoredSession(token: $0.token, userID: $0.userID, generation: $0.generation) }
         let read = machine.storeRead(held.map(TokenStoreRead.found) ?? .absent, epoch: epoch, now: start)
@@ -406,7 +406,7 @@ import TokenKitTesting
         }
         #expect(error == .signInRejected)
         _ = machine.storeRead(atLoad: .unavailable(.unavailable), now: Self.start)  // still locked
-        machine.failedSignInSettled(previous: start.previous, failing: .signInRejected)
+        machine.failedSignInSettled(previous: start.previous)
         #expect(machine.authState == .unavailable)
     }
 
@@ -414,11 +414,11 @@ import TokenKitTesting
         var empty = SessionMachine(configuration: .init(), requiresRefreshToken: true)
         _ = empty.storeRead(atLoad: .absent, now: Self.start)
         let emptyStart = empty.signInStarting()
-        empty.failedSignInSettled(previous: emptyStart.previous, failing: .signInRejected)
+        empty.failedSignInSettled(previous: emptyStart.previous)
         #expect(empty.authState == .signedOut)
         var held = Self.machine()
         let heldStart = held.signInStarting()
-        held.failedSignInSettled(previous: heldStart.previous, failing: .signInRejected)
+        held.failedSignInSettled(previous: heldStart.previous)
         #expect(held.authState == .signedIn(userID: "user-1"))
     }
 

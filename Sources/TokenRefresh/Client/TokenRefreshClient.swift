@@ -337,10 +337,8 @@ public actor TokenRefreshClient: TokenProvider {
             // The state says what is true: the session that was there before (read from the store if it was never
             // read), `unavailable` when the store cannot be read, or signed out. Never `loading`.
             try? await ensureLoaded()
-            let action = machine.failedSignInSettled(previous: previous, failing: error)
-            switch action {
-            case .fail(let error): throw error
-            }
+            machine.failedSignInSettled(previous: previous)
+            throw error
         case .fail(let error):
             // Another sign-in or a sign-out came meanwhile: it has set the state.
             throw error

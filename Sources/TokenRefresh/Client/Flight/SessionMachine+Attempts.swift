@@ -146,26 +146,13 @@ extension SessionMachine {
             counting: counting)
     }
 
-    /// What the actor does after a stateless refresh failed.
-    enum StatelessFailureAction: Sendable, Equatable {
-        /// Answer the callers with this error (nothing is published: the session is not involved).
-        case fail(TokenRefreshError)
-
-        /// The error to answer with.
-        var error: TokenRefreshError {
-            switch self {
-            case .fail(let error): error
-            }
-        }
-    }
-
     /// A stateless refresh of `refreshToken`, counted by the breaker at `started`, failed with `failure`: a rejected
-    /// refresh token is never sent again, and an attempt that could not reach the server no longer counts.
+    /// refresh token is never sent again, and an attempt that could not reach the server no longer counts. The
+    /// callers then fail with `failure` (nothing is published: the session is not involved).
     mutating func statelessAttemptFailed(
         _ failure: TokenRefreshError, refreshToken: String, startedAt started: Duration? = nil
-    ) -> StatelessFailureAction {
+    ) {
         if let started, ErrorClassification.sentNothing(failure) { breaker.forgetAttempt(startedAt: started) }
         if failure == .refreshTokenRejected { rejected.insert(refreshToken) }
-        return .fail(failure)
     }
 }

@@ -12,36 +12,47 @@ extension TokenRefreshClient {
 
     // MARK: - Deciding what a caller does
 
-    /// The actor half of ``validToken()`` and the forced refreshes: reads the store if needed, writes a pending
-    /// pair if due, then does what ``SessionMachine/decide(_:now:elapsed:)`` says.
+    /// The actor half of ``validToken()`` and the forced refreshes: one round trip into the machine
+    /// (``SessionMachine/callerArrived(_:pairedAccessToken:now:elapsed:refreshedStatelessly:)``), then what it says.
+    /// Only a store never read, or a write to make again, brings the caller back for another.
     ///
     /// `pairedAccessToken` is the access token a caller held with a seed: when the seed starts a session, it counts
     /// as one of that session's (a request that carried it may then be retried with the new token).
     func prepare(
         _ request: SessionMachine.Request, pairedAccessToken: String? = nil
     ) async throws(TokenRefreshError) -> Next {
-        try await ensureLoaded()
-        await retryPendingRemovalIfDue()
-        await retryPendingPersistIfDue()
-        let stateless = self.stateless
-        let action = machine.decide(request, now: now(), elapsed: clock.elapsed) {
-            stateless.newest(after: $0) != nil || stateless.flight(for: $0) != nil
-        }
-        switch action {
-        case .token(let token):
-            return .token(token)
-        case .join(let flight):
-            return .wait(flight)
-        case .startRefresh(let seed, let forced):
-            return .wait(startFlight(for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken))
-        case .refreshStatelessly(let refreshToken):
-            return refreshStatelessly(refreshToken)
-        case .fail(let error):
-            metrics.recordIfBlocked(error)
-            throw error
-        case .endSessionThenFail(let error):
-            await endSession(reason: .expired, error: error)
-            throw error
+        while true {
+            let stateless = self.stateless
+            let action = machine.callerArrived(
+                request, pairedAccessToken: pairedAccessToken, now: now(), elapsed: clock.elapsed
+            ) { stateless.newest(after: $0) != nil || stateless.flight(for: $0) != nil }
+            switch action {
+            case .readStore:
+                let read = await store.load(account: configuration.account)
+                try await carryOut(machine.storeRead(atLoad: read, now: now()))
+            case .retryRemoval(let epoch, let condition):
+                await retryRemoval(epoch: epoch, condition: condition)
+            case .retryPersist(let pending, let epoch):
+                await retryPersist(pending, epoch: epoch)
+            case .token(let token):
+                return .token(token)
+            case .join(let flight):
+                return .wait(flight)
+            case .run(let flight, let epoch, let seed):
+                run(flight, epoch: epoch, seed: seed)
+                return .wait(flight)
+            case .startRefresh(let seed, let forced):
+                let flight = startFlight(for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
+                return .wait(flight)
+            case .refreshStatelessly(let refreshToken):
+                return refreshStatelessly(refreshToken)
+            case .fail(let error):
+                metrics.recordIfBlocked(error)
+                throw error
+            case .endSessionThenFail(let error):
+                await endSession(reason: .expired, error: error)
+                throw error
+            }
         }
     }
 
@@ -96,12 +107,17 @@ extension TokenRefreshClient {
         for request: SessionMachine.Request, seed: String?, forced: Bool, pairedAccessToken: String?
     ) -> RefreshFlight {
         let flight = RefreshFlight()
-        let action = machine.beginFlight(
+        let epoch = machine.beginFlight(
             flight, for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
-        let task = Task { await self.runFlight(flight, epoch: action.epoch, seed: seed) }
+        run(flight, epoch: epoch, seed: seed)
+        return flight
+    }
+
+    /// Runs the refresh `flight`, recorded as started under `epoch`, in its own task.
+    func run(_ flight: RefreshFlight, epoch: UInt64, seed: String?) {
+        let task = Task { await self.runFlight(flight, epoch: epoch, seed: seed) }
         flightTask = task
         lastFlightTask = task
-        return flight
     }
 
     /// Waits until the most recent refresh task has ended, abandoned or not (for tests).
@@ -494,6 +510,7 @@ extension TokenRefreshClient {
             failure = Self.classify(error)
             metrics.recordFailure(failure, after: clock.elapsed - started)
         }
-        return .failure(machine.statelessAttemptFailed(failure, refreshToken: refreshToken, startedAt: admitted).error)
+        machine.statelessAttemptFailed(failure, refreshToken: refreshToken, startedAt: admitted)
+        return .failure(failure)
     }
 }

@@ -80,6 +80,15 @@ struct SessionMachine: Sendable {
         /// Refresh this refresh token, which the session never held, without touching the session (the seed's
         /// stateless `refreshToken(_:)`; see ``StatelessRefreshes``).
         case refreshStatelessly(String)
+        /// Read the store (it never was), hand its answer to ``storeRead(atLoad:now:)``, then ask again.
+        case readStore
+        /// Remove the ended session of `epoch` again under `condition` (see ``removalRetryStarting(elapsed:)``), then
+        /// ask again.
+        case retryRemoval(epoch: UInt64, condition: WriteCondition)
+        /// Write the session's pending pair again (see ``persistRetryStarting(elapsed:)``), then ask again.
+        case retryPersist(Session, epoch: UInt64)
+        /// Run this refresh, recorded as started under `epoch` (from `seed`, without a session), then wait for it.
+        case run(RefreshFlight, epoch: UInt64, seed: String?)
     }
 
     /// The refresh in flight.
@@ -265,6 +274,28 @@ struct SessionMachine: Sendable {
 
     // MARK: - Deciding what a caller does
 
+    /// A caller needs a token for `request`: the one round trip of the slow path. The store is read first if it never
+    /// was, an ended session's removal and a pending pair's write are made again when due, and then the caller does
+    /// what ``decide(_:now:elapsed:refreshedStatelessly:)`` says; a refresh it starts is recorded here
+    /// (``beginFlight(_:for:seed:forced:pairedAccessToken:)``). After a store action the actor asks again.
+    mutating func callerArrived(
+        _ request: Request, pairedAccessToken: String? = nil, now: Date, elapsed: Duration,
+        refreshedStatelessly: (String) -> Bool = { _ in false }
+    ) -> CallerAction {
+        guard loaded else { return .readStore }
+        if case .remove(let epoch, let condition) = removalRetryStarting(elapsed: elapsed) {
+            return .retryRemoval(epoch: epoch, condition: condition)
+        }
+        if case .write(let pending, let epoch) = persistRetryStarting(elapsed: elapsed) {
+            return .retryPersist(pending, epoch: epoch)
+        }
+        let action = decide(request, now: now, elapsed: elapsed, refreshedStatelessly: refreshedStatelessly)
+        guard case .startRefresh(let seed, let forced) = action else { return action }
+        let flight = RefreshFlight()
+        let epoch = beginFlight(flight, for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
+        return .run(flight, epoch: epoch, seed: seed)
+    }
+
     /// What a caller who needs a token does, at wall time `now` and injected-clock time `elapsed`. The store
     /// must have been read (``loaded``).
     ///
@@ -376,25 +407,18 @@ struct SessionMachine: Sendable {
 
     // MARK: - The flight
 
-    /// What the actor does once a refresh is recorded as started (``beginFlight(_:seed:forced:followsRefusal:pairedAccessToken:)``).
-    struct FlightStartAction: Sendable, Equatable {
-        /// Run the refresh in its own task under this epoch.
-        let epoch: UInt64
-    }
-
     /// Records the refresh `flight` as started; the actor runs it under the returned epoch. Its attempts count against
     /// the breaker when they send a refresh request (`sendsRefreshRequest`; by default, when `forced` or the strategy
     /// never answers from a cache).
-    @discardableResult
     mutating func beginFlight(
         _ flight: RefreshFlight, seed: String?, forced: Bool, followsRefusal: Bool = false,
         pairedAccessToken: String? = nil, sendsRefreshRequest: Bool? = nil
-    ) -> FlightStartAction {
+    ) -> UInt64 {
         self.flight = Flight(
             flight: flight, epoch: epoch, seed: seed, forced: forced, followsRefusal: followsRefusal,
             pairedAccessToken: pairedAccessToken,
             sendsRefreshRequest: sendsRefreshRequest ?? (forced || !mayAnswerFromCache))
-        return FlightStartAction(epoch: epoch)
+        return epoch
     }
 
     /// Records the refresh `flight` that `request` started (see ``beginFlight(_:seed:forced:followsRefusal:pairedAccessToken:)``).
@@ -402,7 +426,7 @@ struct SessionMachine: Sendable {
     /// held with a seed) counts only for a refresh that starts a session from a seed.
     mutating func beginFlight(
         _ flight: RefreshFlight, for request: Request, seed: String?, forced: Bool, pairedAccessToken: String?
-    ) -> FlightStartAction {
+    ) -> UInt64 {
         let followsRefusal = if case .afterRejection = request { true } else { false }
         return beginFlight(
             flight, seed: seed, forced: forced, followsRefusal: followsRefusal,
@@ -418,17 +442,9 @@ struct SessionMachine: Sendable {
 
     // MARK: - Attempts
 
-    /// What the actor does once the strategy answered.
-    enum AttemptSuccessAction: Sendable, Equatable {
-        /// Take the answer to the refresh under the store's lock (``strategyAnswered``).
-        case takeAnswer
-    }
-
     /// The strategy answered: the breaker forgets the transient failures before it.
-    @discardableResult
-    mutating func attemptSucceeded() -> AttemptSuccessAction {
+    mutating func attemptSucceeded() {
         breaker.recordSuccess()
-        return .takeAnswer
     }
 
     /// The strategy failed transiently on attempt `retry`: retry after a delay, or give up (then attempts are
@@ -504,20 +520,12 @@ struct SessionMachine: Sendable {
         return .restored(stored)
     }
 
-    /// What the actor does once the sign-in's save was placed.
-    enum SignInPlacedAction: Sendable, Equatable {
-        /// Finish the sign-in with the save's outcome (``signInWriteFinished(_:_:elapsed:)``).
-        case finish
-    }
-
     /// The sign-in's save placed the session at `generation` (above one stored elsewhere meanwhile), or failed
     /// (`nil`): the session held under `epoch` takes that generation, so its next write is fenced by it.
-    @discardableResult
-    mutating func signInPlaced(at generation: UInt64?, epoch: UInt64) -> SignInPlacedAction {
-        guard let generation, isCurrent(epoch), var session, generation > session.generation else { return .finish }
+    mutating func signInPlaced(at generation: UInt64?, epoch: UInt64) {
+        guard let generation, isCurrent(epoch), var session, generation > session.generation else { return }
         session.generation = generation
         state = state.entering(session)
-        return .finish
     }
 
     // MARK: - Removing an ended session again
