@@ -188,7 +188,8 @@ import TokenKitTesting
         #expect(started.flight === flight)
         #expect(!machine.isCurrent(epoch))
         #expect(machine.isCurrent(started.epoch))
-        let stillCurrent = machine.flightFinished(flight) == .forgetTask
+        let stillCurrent =
+            machine.flightEnded(.failure(.sessionChanged), flight, epoch: epoch) == .finish(forgetTask: true)
         #expect(!stillCurrent)
         #expect(machine.session?.generation == 2)
         #expect(machine.session?.persisted == false)
@@ -205,7 +206,7 @@ import TokenKitTesting
         #expect(machine.session == nil)
         #expect(machine.loaded)
         #expect(machine.authState == .signedOut)
-        #expect(machine.flightAttemptEnded(.failure(.transient), epoch: epoch) == .finish)
+        #expect(machine.flightEnded(.failure(.transient), flight, epoch: epoch) == .finish(forgetTask: false))
     }
 
     @Test func aSignInThatCannotBeStoredRollsBackToThePreviousSession() {

@@ -146,26 +146,27 @@ extension TokenRefreshClient {
             }
             // A transient failure with retries left: wait with the lock released (other processes need not
             // wait behind the backoff), then take it again and re-read the store before the next attempt.
-            let action = machine.flightAttemptEnded(result, epoch: startEpoch)
+            var action = machine.flightEnded(result, flight, epoch: startEpoch)
             switch action {
-            case .finish:
-                break attempts
             case .retry(let delay, let next):
                 retry = next
                 do {
                     try await clock.sleep(for: delay)
+                    continue attempts
                 } catch {
                     result = .failure(.cancelled)
-                    break attempts
+                    action = .finish(forgetTask: machine.flightFinished(flight))
                 }
+            case .finish:
+                break
             }
+            switch action {
+            case .finish(forgetTask: true): flightTask = nil
+            case .finish(forgetTask: false), .retry: break
+            }
+            flight.finish(result)
+            return
         }
-        let action = machine.flightFinished(flight)
-        switch action {
-        case .forgetTask: flightTask = nil
-        case .keepTask: break
-        }
-        flight.finish(result)
     }
 
     /// The refresh proper, under the store's exclusive access: carries out what the machine asks
@@ -267,8 +268,7 @@ extension TokenRefreshClient {
                     try await strategy.refresh(using: refreshToken, forced: forced)
                 }
                 metrics.recordSuccess(after: clock.elapsed - started)
-                machine.attemptSucceeded()
-                return response
+                return response  // the breaker forgets the failures before it in strategyEnded(_:receivedAt:epoch:)
             } catch {
                 failure = Self.classify(error)
                 metrics.recordFailure(failure, after: clock.elapsed - started)
