@@ -400,12 +400,13 @@ public actor TokenRefreshClient: TokenProvider {
     func revoke(_ action: SessionMachine.RevocationAction) async {
         switch action {
         case .revoke(let refreshToken, let revocation):
-            do {
-                try await clock.withTimeout(configuration.revocationTimeout) {
-                    try await revocation.revoke(refreshToken)
-                }
-            } catch {
-                logger.debug("revocation failed", metadata: ["error": "\(Self.classify(error))"])
+            let timeout = configuration.revocationTimeout
+            let revoked = await Result<Void, any Error>.of {
+                try await clock.withTimeout(timeout) { try await revocation.revoke(refreshToken) }
+            }
+            switch revoked {
+            case .success: break
+            case .failure(let error): logger.debug("revocation failed", metadata: ["error": "\(Self.classify(error))"])
             }
         case .none:
             break

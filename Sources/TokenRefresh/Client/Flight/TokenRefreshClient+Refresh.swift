@@ -132,14 +132,16 @@ extension TokenRefreshClient {
         // the store's lock is taken, cannot block it.
         await drainWrites(before: startEpoch)
         attempts: while true {
-            do {
-                let attempt = retry
-                let asked = clock.elapsed
-                let token = try await store.withExclusiveAccess(account: configuration.account) {
+            let (attempt, asked) = (retry, clock.elapsed)
+            let locked = await Result<AuthToken, any Error>.of {
+                try await store.withExclusiveAccess(account: configuration.account) {
                     try await self.refreshLocked(epoch: startEpoch, seed: seed, retry: attempt, askedForLockAt: asked)
                 }
+            }
+            switch locked {
+            case .success(let token):
                 result = .success(token)
-            } catch {
+            case .failure(let error):
                 logger.debug("the refresh under the store's lock failed", metadata: ["error": "\(error)"])
                 let action = machine.exclusiveAccessFailed(error, epoch: startEpoch)
                 result = await carryOut(action, epoch: startEpoch, retry: 0)
@@ -150,10 +152,10 @@ extension TokenRefreshClient {
             switch action {
             case .retry(let delay, let next):
                 retry = next
-                do {
-                    try await clock.sleep(for: delay)
+                switch await Result<Void, any Error>.of({ try await clock.sleep(for: delay) }) {
+                case .success:
                     continue attempts
-                } catch {
+                case .failure:
                     result = .failure(.cancelled)
                     action = .finish(forgetTask: machine.flightFinished(flight))
                 }
@@ -261,17 +263,12 @@ extension TokenRefreshClient {
                     throw blocked
                 }
             }
-            let strategy = self.strategy
             let failure: TokenRefreshError
-            do {
-                let response = try await clock.withTimeout(configuration.refreshTimeout) {
-                    try await strategy.refresh(using: refreshToken, forced: forced)
-                }
-                metrics.recordSuccess(after: clock.elapsed - started)
+            switch await callStrategy(refreshToken, forced: forced, startedAt: started) {
+            case .success(let response):
                 return response  // the breaker forgets the failures before it in strategyEnded(_:receivedAt:epoch:)
-            } catch {
-                failure = Self.classify(error)
-                metrics.recordFailure(failure, after: clock.elapsed - started)
+            case .failure(let error):
+                failure = error
             }
             logger.debug("refresh attempt failed", metadata: ["error": "\(failure)", "retry": "\(retry)"])
             let action = machine.strategyCallFailed(
@@ -283,13 +280,26 @@ extension TokenRefreshClient {
                 throw error
             case .retry(let delay, let next):
                 retry = next
-                do {
-                    try await clock.sleep(for: delay)
-                } catch {
-                    throw .cancelled
-                }
+                let slept = await Result<Void, any Error>.of { try await clock.sleep(for: delay) }
+                try slept.mapError { _ in TokenRefreshError.cancelled }.get()
             }
         }
+    }
+
+    /// One call of the strategy with `refreshToken` (`forced`: skipping its cache), started at `started`, under the
+    /// refresh timeout: its answer, or its failure classified. Both are measured.
+    func callStrategy(
+        _ refreshToken: String?, forced: Bool, startedAt started: Duration
+    ) async -> Result<TokenResponse, TokenRefreshError> {
+        let (strategy, timeout) = (self.strategy, configuration.refreshTimeout)
+        let outcome = await Result<TokenResponse, any Error>.of {
+            try await clock.withTimeout(timeout) { try await strategy.refresh(using: refreshToken, forced: forced) }
+        }.mapError(Self.classify)
+        switch outcome {
+        case .success: metrics.recordSuccess(after: clock.elapsed - started)
+        case .failure(let failure): metrics.recordFailure(failure, after: clock.elapsed - started)
+        }
+        return outcome
     }
 
     /// Whether `token`, a refresh's answer, is another user's than `previous` (see
@@ -341,7 +351,7 @@ extension TokenRefreshClient {
         publish(ending.event)
         // The reason and the error, never the event's description: it names the user (often an e-mail address).
         var metadata: Logger.Metadata = ["reason": "\(ending.event.reason.map { "\($0)" } ?? "none")"]
-        if let error = ending.event.error { metadata["error"] = "\(error)" }
+        metadata["error"] = ending.event.error.map { "\($0)" }
         logger.debug("session ended", metadata: metadata)
     }
 
@@ -497,20 +507,12 @@ extension TokenRefreshClient {
             metrics.recordBlocked(blocked)
             return .failure(blocked)
         }
-        let strategy = self.strategy
-        let started = clock.elapsed
-        let failure: TokenRefreshError
-        do {
-            let response = try await clock.withTimeout(configuration.refreshTimeout) {
-                try await strategy.refresh(using: refreshToken, forced: false)
-            }
-            metrics.recordSuccess(after: clock.elapsed - started)
+        switch await callStrategy(refreshToken, forced: false, startedAt: clock.elapsed) {
+        case .success(let response):
             return .success(response.token(receivedAt: now(), keeping: refreshToken))
-        } catch {
-            failure = Self.classify(error)
-            metrics.recordFailure(failure, after: clock.elapsed - started)
+        case .failure(let failure):
+            machine.statelessAttemptFailed(failure, refreshToken: refreshToken, startedAt: admitted)
+            return .failure(failure)
         }
-        machine.statelessAttemptFailed(failure, refreshToken: refreshToken, startedAt: admitted)
-        return .failure(failure)
     }
 }
