@@ -51,7 +51,7 @@ extension SessionMachine {
             return .fail(failure, events: quiet ? [] : [event])
         }
         let plan = attemptFailed(failure, retry: retry, random: random(), now: now, elapsed: elapsed)
-        guard case .retry(let delay) = plan else { return .fail(failure, events: [event]) }
+        guard let delay = plan else { return .fail(failure, events: [event]) }
         guard sleepsUnderLock else {
             flight?.retryOutsideLock = (retry + 1, delay)  // see flightAttemptEnded(_:epoch:)
             return .fail(failure, events: [])

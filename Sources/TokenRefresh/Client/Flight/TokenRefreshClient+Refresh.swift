@@ -423,15 +423,6 @@ extension TokenRefreshClient {
         }
     }
 
-    /// Writes a pair that failed to persist earlier, at most once per ``Configuration/persistRetryInterval``.
-    func retryPendingPersistIfDue() async {
-        let action = machine.persistRetryStarting(elapsed: clock.elapsed)
-        switch action {
-        case .write(let pending, let startEpoch): await retryPersist(pending, epoch: startEpoch)
-        case .nothing: break
-        }
-    }
-
     /// Writes `pending` again once older writes have landed, and carries out what the machine makes of the outcome.
     func retryPersist(_ pending: SessionMachine.Session, epoch startEpoch: UInt64) async {
         let write = await beginWrite(epoch: startEpoch)

@@ -34,7 +34,7 @@ extension SessionMachine {
     ) -> SignInAction {
         let (replaced, epoch, flight) = beginSession(
             token, userID: userID, stateBefore: stateBefore, sessionID: sessionID)
-        if let profile { profileSupplied(profile) }
+        if let profile { _ = profileSupplied(profile) }
         let stored = StoredSession(
             token: token, userID: userID, generation: session?.generation ?? 0, sessionID: sessionID)
         return SignInAction(flight: flight, stored: stored, epoch: epoch, replaced: replaced)

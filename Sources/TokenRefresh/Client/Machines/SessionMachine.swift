@@ -117,14 +117,6 @@ struct SessionMachine: Sendable {
         var countedAttemptStart: Duration?
     }
 
-    /// What happens after a transient failure.
-    enum RetryAction: Sendable, Equatable {
-        /// Try again after this delay.
-        case retry(after: Duration)
-        /// Give up for now: fail the callers (the session is kept).
-        case giveUp
-    }
-
     /// What the actor does with the store's answer at load time.
     enum LoadAction: Sendable, Equatable {
         /// A session was restored.
@@ -447,19 +439,20 @@ struct SessionMachine: Sendable {
         breaker.recordSuccess()
     }
 
-    /// The strategy failed transiently on attempt `retry`: retry after a delay, or give up (then attempts are
-    /// held back, the client is offline if it could not connect, and an expired session reads `expired`).
+    /// The strategy failed transiently on attempt `retry`: the delay to retry after, or `nil` to give up (then
+    /// attempts are held back, the client is offline if it could not connect, and an expired session reads
+    /// `expired`).
     mutating func attemptFailed(
         _ failure: TokenRefreshError, retry: Int, random: Double, now: Date, elapsed: Duration
-    ) -> RetryAction {
+    ) -> Duration? {
         let backoff = configuration.backoff
         let delay = breaker.recordTransientFailure(failure, backoff: backoff, random: random)
         let waitInside = failure.retryAfter.map { $0 <= backoff.maximumRetryAfterWait } ?? true
-        if retry < backoff.retries && waitInside { return .retry(after: delay) }
+        if retry < backoff.retries && waitInside { return delay }
         breaker.holdBack(until: elapsed + delay, after: failure)
         isOffline = failure.isConnectivityFailure
         noteExpiredIfOffline(now: now)
-        return .giveUp
+        return nil
     }
 
     /// The network is back: forget the backoff so the next refresh runs at once, and check the session with the
@@ -572,26 +565,14 @@ struct SessionMachine: Sendable {
         }
     }
 
-    /// What the app's profile did (``profileSupplied(_:)``).
-    enum ProfileAction: Sendable, Equatable {
-        /// It was taken for the session's user.
-        case taken
-        /// There is no session, or it is another user's: nothing changed.
-        case refused
-
-        /// Whether it was taken, as ``TokenRefreshClient/setProfile(_:)`` answers.
-        var taken: Bool { self == .taken }
-    }
-
     /// The app (or the provider, at sign-in) supplied `newProfile` (``TokenRefreshClient/setProfile(_:)``): taken for
-    /// the session's user; refused (and what it had is kept) without a session or for another user.
-    @discardableResult
-    mutating func profileSupplied(_ newProfile: AuthUser) -> ProfileAction {
-        guard let session else { return .refused }
+    /// the session's user (`true`); refused (and what it had is kept) without a session or for another user.
+    mutating func profileSupplied(_ newProfile: AuthUser) -> Bool {
+        guard let session else { return false }
         let userID = session.userID ?? session.token.claims?.subject
-        guard userID == nil || userID == newProfile.id else { return .refused }
+        guard userID == nil || userID == newProfile.id else { return false }
         profile = newProfile
-        return .taken
+        return true
     }
 
     // MARK: - Writing a pending pair again
