@@ -328,7 +328,7 @@ struct CrossWorld {
             sessionID: identityless ? nil : "session-\(number)")
         clients[client].machine = machine
         resolve(client, signIn.flight, .failure(.sessionChanged))
-        guard case .save(var stored) = clients[client].machine.signInWriteTurn(signIn) else { return }
+        guard case .saveAboveStored(var stored) = clients[client].machine.signInWriteTurn(signIn) else { return }
         var generation = stored.generation
         if let current = store { generation = max(generation, current.generation + 1) }
         if mutation == .mergeWithoutUserIDs { generation = max(generation, highestGeneration + 1) }

@@ -660,7 +660,7 @@ struct World {
                 _ = machine.signOutRemovalFinished(nil, epoch: epoch, elapsed: elapsed)
             case .save(let signIn):
                 // The actor's sign-in save: skipped when a sign-out or another sign-in came first.
-                guard case .save(let stored) = machine.signInWriteTurn(signIn) else {
+                guard case .saveAboveStored(let stored) = machine.signInWriteTurn(signIn) else {
                     _ = machine.signInWriteFinished(.success(false), signIn, elapsed: elapsed)
                     continue
                 }

@@ -381,14 +381,10 @@ public actor TokenRefreshClient: TokenProvider {
         logger.debug("signed out", metadata: ["reason": "\(reason)"])
         var outcome: Result<Void, TokenRefreshError> = .success(())
         let write = await beginWrite(epoch: epoch)
-        let action = machine.signOutWriteTurn(epoch: epoch)
-        switch action {
-        case .remove(let condition):
-            let removed = await Result.of { () async throws(PersistenceError) in
-                try await store.remove(account: configuration.account, condition: condition)
-            }
+        switch await perform(machine.signOutWriteTurn(epoch: epoch)) {
+        case .some(let removed):
             outcome = machine.signOutRemovalFinished(removed.failure, epoch: epoch, elapsed: clock.elapsed).outcome
-        case .skip:
+        case .none:
             break
         }
         endWrite(write)

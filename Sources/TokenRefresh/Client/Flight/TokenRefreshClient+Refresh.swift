@@ -409,16 +409,13 @@ extension TokenRefreshClient {
     /// Saves a new session once older writes have landed, unless a sign-out or another sign-in came first:
     /// `.success(true)` when it landed, `.success(false)` when it was skipped, else the store's error.
     func save(_ signIn: SessionMachine.SignInAction) async -> Result<Bool, PersistenceError> {
-        let action = machine.signInWriteTurn(signIn)
-        switch action {
-        case .save(let stored):
-            let (store, account) = (self.store, configuration.account)
-            let placed = await Result.of { () async throws(PersistenceError) in
-                try await store.saveAboveStored(stored, account: account)
-            }
-            machine.signInPlaced(at: try? placed.get().generation, epoch: signIn.epoch)
-            return placed.map { _ in true }
-        case .skip:
+        switch await perform(machine.signInWriteTurn(signIn)) {
+        case .some(.success(let generation)):
+            machine.signInPlaced(at: generation, epoch: signIn.epoch)
+            return .success(true)
+        case .some(.failure(let error)):
+            return .failure(error)
+        case .none:
             return .success(false)
         }
     }
@@ -427,15 +424,11 @@ extension TokenRefreshClient {
     func retryPersist(_ pending: SessionMachine.Session, epoch startEpoch: UInt64) async {
         let write = await beginWrite(epoch: startEpoch)
         defer { endWrite(write) }
-        let action = machine.persistRetryTurn(pending, epoch: startEpoch)
-        switch action {
-        case .save(let stored, let condition):
-            let saved = await Result.of { () async throws(PersistenceError) in
-                try await store.save(stored, account: configuration.account, condition: condition)
-            }
-            await carryOut(
-                machine.persistRetryWriteEnded(pending, epoch: startEpoch, saved), pending, epoch: startEpoch)
-        case .drop:
+        switch await perform(machine.persistRetryTurn(pending, epoch: startEpoch)) {
+        case .some(let saved):
+            let ended = machine.persistRetryWriteEnded(pending, epoch: startEpoch, saved.map { _ in () })
+            await carryOut(ended, pending, epoch: startEpoch)
+        case .none:
             break
         }
     }

@@ -138,16 +138,9 @@ extension SessionMachine {
     /// A sign-in or sign-out is starting.
     func sessionChangeStarting() -> SessionChangeAction { loaded ? .proceed : .readStore }
 
-    /// What a sign-out does with the store once older writes have landed.
-    enum SignOutWriteAction: Sendable, Equatable {
-        /// Remove the ended session under this condition.
-        case remove(WriteCondition)
-        /// A new session has begun meanwhile: its save overwrites the ended one.
-        case skip
-    }
-
-    /// The sign-out that ended the session under `epoch` may now write.
-    func signOutWriteTurn(epoch: UInt64) -> SignOutWriteAction { isCurrent(epoch) ? .remove(.always) : .skip }
+    /// The sign-out that ended the session under `epoch` may now write: remove what is stored, unless a new session
+    /// has begun meanwhile (its save overwrites the ended one).
+    func signOutWriteTurn(epoch: UInt64) -> WriteTurnAction { isCurrent(epoch) ? .remove(.always) : .skip }
 
     /// What follows a sign-out's removal.
     enum SignOutRemovalAction: Sendable, Equatable {

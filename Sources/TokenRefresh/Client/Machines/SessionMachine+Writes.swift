@@ -12,12 +12,17 @@ extension SessionMachine {
         case nothing
     }
 
-    /// What the actor does once older writes have landed.
-    enum PersistRetryWriteAction: Sendable {
+    /// What the actor writes once every older write of this client has landed (a sign-in's save, a sign-out's
+    /// removal, and the retries of both wait their turn).
+    enum WriteTurnAction: Sendable, Equatable {
+        /// Save this pair above the generation stored (a sign-in: whatever is stored is replaced).
+        case saveAboveStored(StoredSession)
         /// Save this pair under this condition.
         case save(StoredSession, WriteCondition)
-        /// A sign-out or a new session came meanwhile: nothing is written.
-        case drop
+        /// Remove the stored session under this condition.
+        case remove(WriteCondition)
+        /// A sign-out or a new session came meanwhile: nothing is written (its own write decides what is stored).
+        case skip
     }
 
     /// What follows the write of a pending pair.
@@ -38,14 +43,6 @@ extension SessionMachine {
         case remove(epoch: UInt64, condition: WriteCondition)
         /// Nothing is pending, a retry is running, or the last try was too recent.
         case nothing
-    }
-
-    /// What the actor does once older writes have landed.
-    enum RemovalRetryWriteAction: Sendable, Equatable {
-        /// Remove it.
-        case remove
-        /// A new session began meanwhile: its save overwrites the ended one.
-        case drop
     }
 
     /// What follows a retried removal.

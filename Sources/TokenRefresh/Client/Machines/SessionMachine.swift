@@ -539,14 +539,15 @@ struct SessionMachine: Sendable {
     }
 
     /// Older writes have landed for the removal retry (``removalRetryStarting(elapsed:)``) of the session ended under
-    /// `epoch`: remove it, or drop it when a new session began meanwhile (its save overwrites the ended one).
-    mutating func removalRetryTurn(epoch: UInt64) -> RemovalRetryWriteAction {
+    /// `epoch`: remove it under `condition`, or drop it when a new session began meanwhile (its save overwrites the
+    /// ended one).
+    mutating func removalRetryTurn(epoch: UInt64, condition: WriteCondition) -> WriteTurnAction {
         guard isCurrent(epoch) else {
             removalInProgress = false
             pendingRemoval = nil
-            return .drop
+            return .skip
         }
-        return .remove
+        return .remove(condition)
     }
 
     /// The retried removal ended with `outcome`: nothing is left to remove once it landed or a newer session is
@@ -591,10 +592,10 @@ struct SessionMachine: Sendable {
 
     /// Older writes have landed for the retry (``persistRetryStarting(elapsed:)``) of `pending` under `epoch`: save it
     /// conditional on the generation stored, or drop it when a sign-out or a new session came meanwhile.
-    mutating func persistRetryTurn(_ pending: Session, epoch: UInt64) -> PersistRetryWriteAction {
+    mutating func persistRetryTurn(_ pending: Session, epoch: UInt64) -> WriteTurnAction {
         guard isCurrent(epoch) else {
             persistInProgress = false
-            return .drop
+            return .skip
         }
         let stored = StoredSession(
             token: pending.token, userID: pending.userID, generation: pending.generation, sessionID: pending.sessionID)
