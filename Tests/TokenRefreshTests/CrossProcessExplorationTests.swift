@@ -392,7 +392,7 @@ struct CrossWorld {
     mutating func persistRetry(_ client: Int) -> Bool {
         guard clients[client].waiting == nil, !clients.contains(where: { $0.waiting != nil }) else { return false }
         var machine = clients[client].machine
-        guard case .write(let pending, let epoch) = machine.persistRetryStarting(elapsed: elapsed) else {
+        guard case .some((let pending, let epoch)) = machine.persistRetryStarting(elapsed: elapsed) else {
             return false
         }
         guard case .save(let stored, let condition) = machine.persistRetryTurn(pending, epoch: epoch) else {

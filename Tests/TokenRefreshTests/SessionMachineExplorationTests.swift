@@ -473,7 +473,9 @@ struct World {
     /// writes are sequential here).
     mutating func persistRetry() -> Bool {
         guard procedures.isEmpty else { return false }
-        guard case .write(let pending, let epoch) = machine.persistRetryStarting(elapsed: elapsed) else { return false }
+        guard case .some((let pending, let epoch)) = machine.persistRetryStarting(elapsed: elapsed) else {
+            return false
+        }
         guard case .save(let stored, let condition) = machine.persistRetryTurn(pending, epoch: epoch) else {
             return true
         }

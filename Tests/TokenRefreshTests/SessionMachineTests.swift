@@ -320,12 +320,12 @@ import TokenKitTesting
         Self.refresh(&machine, answering: token, persisted: false, elapsed: .seconds(10))
         #expect(machine.snapshot().needsActor)
         #expect(!machine.isEvictable)
-        let tooSoon = machine.persistRetryStarting(elapsed: .seconds(14)).due
+        let tooSoon = machine.persistRetryStarting(elapsed: .seconds(14))
         #expect(tooSoon == nil)
-        let dueNow = machine.persistRetryStarting(elapsed: .seconds(15)).due
+        let dueNow = machine.persistRetryStarting(elapsed: .seconds(15))
         let due = try #require(dueNow)
         #expect(due.pending.generation == 2)
-        let whileWriting = machine.persistRetryStarting(elapsed: .seconds(30)).due
+        let whileWriting = machine.persistRetryStarting(elapsed: .seconds(30))
         #expect(whileWriting == nil)  // one write at a time
         let stored = machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())) == .recovered
         #expect(stored)
@@ -339,7 +339,7 @@ import TokenKitTesting
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
         Self.refresh(&machine, answering: token, persisted: false, elapsed: .zero)
-        let dueNow = machine.persistRetryStarting(elapsed: .seconds(5)).due
+        let dueNow = machine.persistRetryStarting(elapsed: .seconds(5))
         let due = try #require(dueNow)
         _ = machine.signingOut()
         let marked = machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())) == .recovered
@@ -354,16 +354,16 @@ import TokenKitTesting
         _ = machine.signingOut()
         _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .seconds(10))
         #expect(!machine.isEvictable)
-        #expect(machine.removalRetryStarting(elapsed: .seconds(14)) == .nothing)
-        let dueNow = machine.removalRetryStarting(elapsed: .seconds(15)).due
+        #expect(machine.removalRetryStarting(elapsed: .seconds(14)) == nil)
+        let dueNow = machine.removalRetryStarting(elapsed: .seconds(15))
         let due = try #require(dueNow)
         #expect(due.condition == .always)
-        let whileRemoving = machine.removalRetryStarting(elapsed: .seconds(30)).due
+        let whileRemoving = machine.removalRetryStarting(elapsed: .seconds(30))
         #expect(whileRemoving == nil)  // one removal at a time
         _ = machine.removalRetryWriteEnded(.failure(.unavailable))
-        let tooSoon = machine.removalRetryStarting(elapsed: .seconds(19)).due
+        let tooSoon = machine.removalRetryStarting(elapsed: .seconds(19))
         #expect(tooSoon == nil)
-        let again = machine.removalRetryStarting(elapsed: .seconds(20)).due
+        let again = machine.removalRetryStarting(elapsed: .seconds(20))
         #expect(again != nil)
         _ = machine.removalRetryWriteEnded(.success(()))
         #expect(machine.pendingRemoval == nil)
@@ -376,7 +376,7 @@ import TokenKitTesting
         _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
         _ = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
-        let due = machine.removalRetryStarting(elapsed: .seconds(60)).due
+        let due = machine.removalRetryStarting(elapsed: .seconds(60))
         #expect(due == nil)
         #expect(machine.pendingRemoval == nil)
     }
@@ -388,7 +388,7 @@ import TokenKitTesting
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
         let signIn = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
         _ = machine.signInWriteFinished(.failure(.writeFailed), signIn, elapsed: .zero)
-        let due = machine.removalRetryStarting(elapsed: .seconds(5)).due
+        let due = machine.removalRetryStarting(elapsed: .seconds(5))
         #expect(due != nil)
     }
 
@@ -756,21 +756,5 @@ import TokenKitTesting
         let changed = TokenRefreshClient.subjectChanged(
             from: previous, to: token, responseUserID: subject.responseUserID)
         #expect(changed == subject.switched)
-    }
-}
-
-/// The pending pair and epoch a ``SessionMachine/PersistRetryAction`` writes, or `nil` for nothing.
-extension SessionMachine.PersistRetryAction {
-    var due: (pending: SessionMachine.Session, epoch: UInt64)? {
-        guard case .write(let pending, let epoch) = self else { return nil }
-        return (pending, epoch)
-    }
-}
-
-/// The epoch and condition a ``SessionMachine/RemovalRetryAction`` removes under, or `nil` for nothing.
-extension SessionMachine.RemovalRetryAction {
-    var due: (epoch: UInt64, condition: WriteCondition)? {
-        guard case .remove(let epoch, let condition) = self else { return nil }
-        return (epoch, condition)
     }
 }

@@ -383,7 +383,7 @@ public actor TokenRefreshClient: TokenProvider {
         let write = await beginWrite(epoch: epoch)
         switch await perform(machine.signOutWriteTurn(epoch: epoch)) {
         case .some(let removed):
-            outcome = machine.signOutRemovalFinished(removed.failure, epoch: epoch, elapsed: clock.elapsed).outcome
+            outcome = machine.signOutRemovalFinished(removed.failure, epoch: epoch, elapsed: clock.elapsed)
         case .none:
             break
         }
@@ -393,9 +393,9 @@ public actor TokenRefreshClient: TokenProvider {
     }
 
     /// Revokes the ended session's refresh token, as `action` says (best effort).
-    func revoke(_ action: SessionMachine.RevocationAction) async {
-        switch action {
-        case .revoke(let refreshToken, let revocation):
+    func revoke(_ due: (refreshToken: String, revocation: TokenRevocation)?) async {
+        switch due {
+        case .some(let (refreshToken, revocation)):
             let timeout = configuration.revocationTimeout
             let revoked = await Result<Void, any Error>.of {
                 try await clock.withTimeout(timeout) { try await revocation.revoke(refreshToken) }

@@ -142,49 +142,27 @@ extension SessionMachine {
     /// has begun meanwhile (its save overwrites the ended one).
     func signOutWriteTurn(epoch: UInt64) -> WriteTurnAction { isCurrent(epoch) ? .remove(.always) : .skip }
 
-    /// What follows a sign-out's removal.
-    enum SignOutRemovalAction: Sendable, Equatable {
-        /// The store is cleared.
-        case cleared
-        /// The store could not be cleared (memory is): the removal is retried later (unless a new session began),
-        /// and the sign-out throws this error.
-        case failed(TokenRefreshError)
-
-        /// What the sign-out returns.
-        var outcome: Result<Void, TokenRefreshError> {
-            switch self {
-            case .cleared: .success(())
-            case .failed(let error): .failure(error)
-            }
-        }
-    }
-
-    /// The sign-out's removal under `epoch` finished (`failure` when it did not happen) at `elapsed`.
+    /// The sign-out's removal under `epoch` finished (`failure` when it did not happen) at `elapsed`: what the
+    /// sign-out returns. A store that could not be cleared (memory is) has the removal retried later (unless a new
+    /// session began), and the sign-out throws.
     mutating func signOutRemovalFinished(
         _ failure: PersistenceError?, epoch: UInt64, elapsed: Duration
-    ) -> SignOutRemovalAction {
+    ) -> Result<Void, TokenRefreshError> {
         guard let failure else {
             noteStored(nil)
             pendingRemoval = nil
-            return .cleared
+            return .success(())
         }
         if isCurrent(epoch) { pendingRemoval = PendingRemoval(epoch: epoch, condition: .always, lastAttempt: elapsed) }
-        return .failed(TokenRefreshError.storageUnavailable.with(underlying: failure))
+        return .failure(TokenRefreshError.storageUnavailable.with(underlying: failure))
     }
 
-    /// What a sign-out revokes.
-    enum RevocationAction: Sendable {
-        /// Revoke this refresh token with this revocation (best effort).
-        case revoke(String, TokenRevocation)
-        /// Nothing to revoke, or no revocation configured.
-        case none
-    }
-
-    /// The revocation for the `ended` session.
-    func revocation(of ended: Session?) -> RevocationAction {
+    /// What a sign-out revokes for the `ended` session (best effort): its refresh token with the revocation
+    /// configured, or `nil` for nothing.
+    func revocation(of ended: Session?) -> (refreshToken: String, revocation: TokenRevocation)? {
         guard let refreshToken = ended?.token.refreshToken, let revocation = configuration.revocation else {
-            return .none
+            return nil
         }
-        return .revoke(refreshToken, revocation)
+        return (refreshToken, revocation)
     }
 }

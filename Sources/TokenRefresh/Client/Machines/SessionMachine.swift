@@ -275,12 +275,10 @@ struct SessionMachine: Sendable {
         refreshedStatelessly: (String) -> Bool = { _ in false }
     ) -> CallerAction {
         guard loaded else { return .readStore }
-        if case .remove(let epoch, let condition) = removalRetryStarting(elapsed: elapsed) {
-            return .retryRemoval(epoch: epoch, condition: condition)
+        if let due = removalRetryStarting(elapsed: elapsed) {
+            return .retryRemoval(epoch: due.epoch, condition: due.condition)
         }
-        if case .write(let pending, let epoch) = persistRetryStarting(elapsed: elapsed) {
-            return .retryPersist(pending, epoch: epoch)
-        }
+        if let due = persistRetryStarting(elapsed: elapsed) { return .retryPersist(due.pending, epoch: due.epoch) }
         let action = decide(request, now: now, elapsed: elapsed, refreshedStatelessly: refreshedStatelessly)
         guard case .startRefresh(let seed, let forced) = action else { return action }
         let flight = RefreshFlight()
@@ -523,19 +521,19 @@ struct SessionMachine: Sendable {
 
     // MARK: - Removing an ended session again
 
-    /// A call at `elapsed` may remove the ended session again: remove it under its epoch and condition (and the retry
-    /// is marked running), or nothing when none is pending, a retry runs, or the last try was too recent. A removal
+    /// A call at `elapsed` may remove the ended session again: the epoch and condition to remove it under (and the
+    /// retry is marked running), or `nil` when none is pending, a retry runs, or the last try was too recent. A removal
     /// whose session has been followed by a new one is dropped.
-    mutating func removalRetryStarting(elapsed: Duration) -> RemovalRetryAction {
-        guard let pending = pendingRemoval, !removalInProgress else { return .nothing }
+    mutating func removalRetryStarting(elapsed: Duration) -> (epoch: UInt64, condition: WriteCondition)? {
+        guard let pending = pendingRemoval, !removalInProgress else { return nil }
         guard isCurrent(pending.epoch) else {
             pendingRemoval = nil
-            return .nothing
+            return nil
         }
-        guard elapsed - pending.lastAttempt >= configuration.persistRetryInterval else { return .nothing }
+        guard elapsed - pending.lastAttempt >= configuration.persistRetryInterval else { return nil }
         removalInProgress = true
         pendingRemoval?.lastAttempt = elapsed
-        return .remove(epoch: pending.epoch, condition: pending.condition)
+        return (pending.epoch, pending.condition)
     }
 
     /// Older writes have landed for the removal retry (``removalRetryStarting(elapsed:)``) of the session ended under
@@ -578,16 +576,16 @@ struct SessionMachine: Sendable {
 
     // MARK: - Writing a pending pair again
 
-    /// A call at `elapsed` may write the session's pending pair again: write it (and the write is marked as running),
-    /// or nothing when the pair is stored, a write is running, or the last try was too recent.
-    mutating func persistRetryStarting(elapsed: Duration) -> PersistRetryAction {
-        guard let pending = session, !pending.persisted, !persistInProgress else { return .nothing }
+    /// A call at `elapsed` may write the session's pending pair again: the pair and its epoch (and the write is marked
+    /// as running), or `nil` when the pair is stored, a write is running, or the last try was too recent.
+    mutating func persistRetryStarting(elapsed: Duration) -> (pending: Session, epoch: UInt64)? {
+        guard let pending = session, !pending.persisted, !persistInProgress else { return nil }
         if let lastPersistAttempt, elapsed - lastPersistAttempt < configuration.persistRetryInterval {
-            return .nothing
+            return nil
         }
         persistInProgress = true
         lastPersistAttempt = elapsed
-        return .write(pending, epoch: epoch)
+        return (pending, epoch)
     }
 
     /// Older writes have landed for the retry (``persistRetryStarting(elapsed:)``) of `pending` under `epoch`: save it

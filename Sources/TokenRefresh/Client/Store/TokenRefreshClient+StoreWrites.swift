@@ -34,10 +34,9 @@ extension TokenRefreshClient {
     /// older write may have overtaken, at most once per ``Configuration/persistRetryInterval``, unless a new
     /// session has started since.
     func retryPendingRemovalIfDue() async {
-        let action = machine.removalRetryStarting(elapsed: clock.elapsed)
-        switch action {
-        case .remove(let epoch, let condition): await retryRemoval(epoch: epoch, condition: condition)
-        case .nothing: break
+        switch machine.removalRetryStarting(elapsed: clock.elapsed) {
+        case .some(let due): await retryRemoval(epoch: due.epoch, condition: due.condition)
+        case .none: break
         }
     }
 
