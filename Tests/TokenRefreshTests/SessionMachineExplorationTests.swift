@@ -468,9 +468,9 @@ struct World {
         }
     }
 
-    /// The actor's `retryPendingPersistIfDue`: the pending pair is written under its own session only (conditional
-    /// on the generation stored), and a newer pair it lost to is adopted. Taken between refreshes (the store's
-    /// writes are sequential here).
+    /// The actor's write of a pending pair (`callerArrived` answering `retryPersist`): the pending pair is written
+    /// under its own session only (conditional on the generation stored), and a newer pair it lost to is adopted.
+    /// Taken between refreshes (the store's writes are sequential here).
     mutating func persistRetry() -> Bool {
         guard procedures.isEmpty else { return false }
         guard case .some((let pending, let epoch)) = machine.persistRetryStarting(elapsed: elapsed) else {

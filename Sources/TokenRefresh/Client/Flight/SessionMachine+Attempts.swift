@@ -35,7 +35,7 @@ extension SessionMachine {
 
     /// The strategy failed with `failure` on attempt `retry` of the flight started under `epoch`. A transient failure
     /// is retried (under the lock, or with it released when `sleepsUnderLock` is false: the plan is then left in the
-    /// flight, see ``flightAttemptEnded(_:epoch:)``) or given up; `random` is drawn only for a transient failure.
+    /// flight, see ``flightEnded(_:_:epoch:)``) or given up; `random` is drawn only for a transient failure.
     mutating func strategyCallFailed(
         _ failure: TokenRefreshError, epoch: UInt64, retry: Int, sleepsUnderLock: Bool, random: () -> Double,
         now: Date, elapsed: Duration
@@ -53,7 +53,7 @@ extension SessionMachine {
         let plan = attemptFailed(failure, retry: retry, random: random(), now: now, elapsed: elapsed)
         guard let delay = plan else { return .fail(failure, events: [event]) }
         guard sleepsUnderLock else {
-            flight?.retryOutsideLock = (retry + 1, delay)  // see flightAttemptEnded(_:epoch:)
+            flight?.retryOutsideLock = (retry + 1, delay)  // see flightEnded(_:_:epoch:)
             return .fail(failure, events: [])
         }
         return .retry(after: delay, retry: retry + 1)
