@@ -328,7 +328,7 @@ struct CrossWorld {
             sessionID: identityless ? nil : "session-\(number)")
         clients[client].machine = machine
         resolve(client, signIn.flight, .failure(.sessionChanged))
-        guard case .save(var stored) = clients[client].machine.signInWriteTurn(signIn) else { return }
+        guard case .saveAboveStored(var stored) = clients[client].machine.signInWriteTurn(signIn) else { return }
         var generation = stored.generation
         if let current = store { generation = max(generation, current.generation + 1) }
         if mutation == .mergeWithoutUserIDs { generation = max(generation, highestGeneration + 1) }
@@ -344,7 +344,7 @@ struct CrossWorld {
         switch clients[client].machine.decide(.validToken, now: now, elapsed: elapsed) {
         case .startRefresh(let seed, let forced):
             let flight = RefreshFlight()
-            let epoch = clients[client].machine.beginFlight(flight, seed: seed, forced: forced).epoch
+            let epoch = clients[client].machine.beginFlight(flight, seed: seed, forced: forced)
             clients[client].flight = flight
             clients[client].answered = false
             clients[client].lastRead = .none
@@ -354,6 +354,8 @@ struct CrossWorld {
             return true
         case .token, .fail, .join, .refreshStatelessly, .endSessionThenFail:
             return false
+        case .readStore, .retryRemoval, .retryPersist, .run:
+            return false  // callerArrived's steps around decide: decide never answers them
         }
     }
 
@@ -390,7 +392,7 @@ struct CrossWorld {
     mutating func persistRetry(_ client: Int) -> Bool {
         guard clients[client].waiting == nil, !clients.contains(where: { $0.waiting != nil }) else { return false }
         var machine = clients[client].machine
-        guard case .write(let pending, let epoch) = machine.persistRetryStarting(elapsed: elapsed) else {
+        guard case .some((let pending, let epoch)) = machine.persistRetryStarting(elapsed: elapsed) else {
             return false
         }
         guard case .save(let stored, let condition) = machine.persistRetryTurn(pending, epoch: epoch) else {

@@ -463,17 +463,19 @@ struct World {
             if mutation == .failedSignInForgetsTheLockedStore, machine.session == nil {
                 machine.authState = .signedOut  // the bug: nothing held taken as nothing stored
             } else {
-                machine.failedSignInSettled(previous: start.previous, failing: .signInRejected)
+                machine.failedSignInSettled(previous: start.previous)
             }
         }
     }
 
-    /// The actor's `retryPendingPersistIfDue`: the pending pair is written under its own session only (conditional
-    /// on the generation stored), and a newer pair it lost to is adopted. Taken between refreshes (the store's
-    /// writes are sequential here).
+    /// The actor's write of a pending pair (`callerArrived` answering `retryPersist`): the pending pair is written
+    /// under its own session only (conditional on the generation stored), and a newer pair it lost to is adopted.
+    /// Taken between refreshes (the store's writes are sequential here).
     mutating func persistRetry() -> Bool {
         guard procedures.isEmpty else { return false }
-        guard case .write(let pending, let epoch) = machine.persistRetryStarting(elapsed: elapsed) else { return false }
+        guard case .some((let pending, let epoch)) = machine.persistRetryStarting(elapsed: elapsed) else {
+            return false
+        }
         guard case .save(let stored, let condition) = machine.persistRetryTurn(pending, epoch: epoch) else {
             return true
         }
@@ -525,6 +527,8 @@ struct World {
         switch machine.decide(request, now: now, elapsed: elapsed) {
         case .token, .fail, .refreshStatelessly:
             break
+        case .readStore, .retryRemoval, .retryPersist, .run:
+            break  // callerArrived's steps around decide: decide never answers them
         case .join(let flight):
             if let index = flights.firstIndex(where: { $0.flight === flight }) { flights[index].waiters += 1 }
         case .endSessionThenFail(let error):
@@ -532,7 +536,7 @@ struct World {
         case .startRefresh(let seed, let forced):
             let flight = RefreshFlight()
             let followsRefusal = if case .afterRejection = request { true } else { false }
-            let epoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal).epoch
+            let epoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal)
             flights.append(FlightRecord(flight: flight))
             procedures.append(Procedure(flight: flights.count - 1, epoch: epoch, seed: seed))
             if procedures.count == 1 { run(machine.lockTaken(epoch: epoch, seed: seed)) }
@@ -658,7 +662,7 @@ struct World {
                 _ = machine.signOutRemovalFinished(nil, epoch: epoch, elapsed: elapsed)
             case .save(let signIn):
                 // The actor's sign-in save: skipped when a sign-out or another sign-in came first.
-                guard case .save(let stored) = machine.signInWriteTurn(signIn) else {
+                guard case .saveAboveStored(let stored) = machine.signInWriteTurn(signIn) else {
                     _ = machine.signInWriteFinished(.success(false), signIn, elapsed: elapsed)
                     continue
                 }

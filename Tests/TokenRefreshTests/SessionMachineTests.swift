@@ -42,7 +42,7 @@ import TokenKitTesting
             throw CancellationError()
         }
         let flight = RefreshFlight()
-        return (flight, machine.beginFlight(flight, seed: seed, forced: forced).epoch)
+        return (flight, machine.beginFlight(flight, seed: seed, forced: forced))
     }
 
     /// One refresh of the session, driven through the machine's events as the actor drives it: the store still holds
@@ -52,7 +52,7 @@ import TokenKitTesting
         _ machine: inout SessionMachine, answering token: AuthToken, persisted: Bool, elapsed: Duration
     ) {
         let flight = RefreshFlight()
-        let epoch = machine.beginFlight(flight, seed: nil, forced: true).epoch
+        let epoch = machine.beginFlight(flight, seed: nil, forced: true)
         _ = machine.lockTaken(epoch: epoch, seed: nil)
         let held = machine.session.map { StoredSession(token: $0.token, userID: $0.userID, generation: $0.generation) }
         let read = machine.storeRead(held.map(TokenStoreRead.found) ?? .absent, epoch: epoch, now: start)
@@ -188,7 +188,8 @@ import TokenKitTesting
         #expect(started.flight === flight)
         #expect(!machine.isCurrent(epoch))
         #expect(machine.isCurrent(started.epoch))
-        let stillCurrent = machine.flightFinished(flight) == .forgetTask
+        let stillCurrent =
+            machine.flightEnded(.failure(.sessionChanged), flight, epoch: epoch) == .finish(forgetTask: true)
         #expect(!stillCurrent)
         #expect(machine.session?.generation == 2)
         #expect(machine.session?.persisted == false)
@@ -205,7 +206,7 @@ import TokenKitTesting
         #expect(machine.session == nil)
         #expect(machine.loaded)
         #expect(machine.authState == .signedOut)
-        #expect(machine.flightAttemptEnded(.failure(.transient), epoch: epoch) == .finish)
+        #expect(machine.flightEnded(.failure(.transient), flight, epoch: epoch) == .finish(forgetTask: false))
     }
 
     @Test func aSignInThatCannotBeStoredRollsBackToThePreviousSession() {
@@ -250,9 +251,9 @@ import TokenKitTesting
         var machine = Self.machine(configuration: .init(backoff: backoff))
         let failure = TokenRefreshError.transient
         let first = machine.attemptFailed(failure, retry: 0, random: 0, now: Self.due, elapsed: .zero)
-        #expect(first == .retry(after: .milliseconds(500)))
+        #expect(first == .milliseconds(500))
         let second = machine.attemptFailed(failure, retry: 1, random: 0, now: Self.due, elapsed: .seconds(1))
-        #expect(second == .giveUp)
+        #expect(second == nil)
         let duringBackoff = machine.blockedError(at: .seconds(1))
         #expect(duringBackoff == .transient)
         let afterBackoff = machine.blockedError(at: .seconds(2))
@@ -265,7 +266,7 @@ import TokenKitTesting
         var machine = Self.machine(configuration: .init(backoff: .init(retries: 3, maximumRetryAfterWait: .seconds(5))))
         let failure = TokenRefreshError.transient.with(retryAfter: .seconds(120))
         let plan = machine.attemptFailed(failure, retry: 0, random: 0, now: Self.due, elapsed: .zero)
-        #expect(plan == .giveUp)
+        #expect(plan == nil)
         let nearTheEnd = machine.blockedError(at: .seconds(119))
         #expect(nearTheEnd?.retryAfter == .seconds(1))
     }
@@ -289,7 +290,7 @@ import TokenKitTesting
         var machine = Self.machine()
         let failure = TokenRefreshError.transient.with(connectivityFailure: true)
         let plan = machine.attemptFailed(failure, retry: 0, random: 0, now: Self.expired, elapsed: .zero)
-        #expect(plan == .giveUp)
+        #expect(plan == nil)
         #expect(machine.isOffline)
         #expect(machine.snapshot().isOffline)
         #expect(machine.authState == .expired(lastUserID: "user-1"))
@@ -319,12 +320,12 @@ import TokenKitTesting
         Self.refresh(&machine, answering: token, persisted: false, elapsed: .seconds(10))
         #expect(machine.snapshot().needsActor)
         #expect(!machine.isEvictable)
-        let tooSoon = machine.persistRetryStarting(elapsed: .seconds(14)).due
+        let tooSoon = machine.persistRetryStarting(elapsed: .seconds(14))
         #expect(tooSoon == nil)
-        let dueNow = machine.persistRetryStarting(elapsed: .seconds(15)).due
+        let dueNow = machine.persistRetryStarting(elapsed: .seconds(15))
         let due = try #require(dueNow)
         #expect(due.pending.generation == 2)
-        let whileWriting = machine.persistRetryStarting(elapsed: .seconds(30)).due
+        let whileWriting = machine.persistRetryStarting(elapsed: .seconds(30))
         #expect(whileWriting == nil)  // one write at a time
         let stored = machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())) == .recovered
         #expect(stored)
@@ -338,7 +339,7 @@ import TokenKitTesting
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
         Self.refresh(&machine, answering: token, persisted: false, elapsed: .zero)
-        let dueNow = machine.persistRetryStarting(elapsed: .seconds(5)).due
+        let dueNow = machine.persistRetryStarting(elapsed: .seconds(5))
         let due = try #require(dueNow)
         _ = machine.signingOut()
         let marked = machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())) == .recovered
@@ -353,16 +354,16 @@ import TokenKitTesting
         _ = machine.signingOut()
         _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .seconds(10))
         #expect(!machine.isEvictable)
-        #expect(machine.removalRetryStarting(elapsed: .seconds(14)) == .nothing)
-        let dueNow = machine.removalRetryStarting(elapsed: .seconds(15)).due
+        #expect(machine.removalRetryStarting(elapsed: .seconds(14)) == nil)
+        let dueNow = machine.removalRetryStarting(elapsed: .seconds(15))
         let due = try #require(dueNow)
         #expect(due.condition == .always)
-        let whileRemoving = machine.removalRetryStarting(elapsed: .seconds(30)).due
+        let whileRemoving = machine.removalRetryStarting(elapsed: .seconds(30))
         #expect(whileRemoving == nil)  // one removal at a time
         _ = machine.removalRetryWriteEnded(.failure(.unavailable))
-        let tooSoon = machine.removalRetryStarting(elapsed: .seconds(19)).due
+        let tooSoon = machine.removalRetryStarting(elapsed: .seconds(19))
         #expect(tooSoon == nil)
-        let again = machine.removalRetryStarting(elapsed: .seconds(20)).due
+        let again = machine.removalRetryStarting(elapsed: .seconds(20))
         #expect(again != nil)
         _ = machine.removalRetryWriteEnded(.success(()))
         #expect(machine.pendingRemoval == nil)
@@ -375,7 +376,7 @@ import TokenKitTesting
         _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
         _ = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
-        let due = machine.removalRetryStarting(elapsed: .seconds(60)).due
+        let due = machine.removalRetryStarting(elapsed: .seconds(60))
         #expect(due == nil)
         #expect(machine.pendingRemoval == nil)
     }
@@ -387,7 +388,7 @@ import TokenKitTesting
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
         let signIn = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
         _ = machine.signInWriteFinished(.failure(.writeFailed), signIn, elapsed: .zero)
-        let due = machine.removalRetryStarting(elapsed: .seconds(5)).due
+        let due = machine.removalRetryStarting(elapsed: .seconds(5))
         #expect(due != nil)
     }
 
@@ -406,7 +407,7 @@ import TokenKitTesting
         }
         #expect(error == .signInRejected)
         _ = machine.storeRead(atLoad: .unavailable(.unavailable), now: Self.start)  // still locked
-        machine.failedSignInSettled(previous: start.previous, failing: .signInRejected)
+        machine.failedSignInSettled(previous: start.previous)
         #expect(machine.authState == .unavailable)
     }
 
@@ -414,11 +415,11 @@ import TokenKitTesting
         var empty = SessionMachine(configuration: .init(), requiresRefreshToken: true)
         _ = empty.storeRead(atLoad: .absent, now: Self.start)
         let emptyStart = empty.signInStarting()
-        empty.failedSignInSettled(previous: emptyStart.previous, failing: .signInRejected)
+        empty.failedSignInSettled(previous: emptyStart.previous)
         #expect(empty.authState == .signedOut)
         var held = Self.machine()
         let heldStart = held.signInStarting()
-        held.failedSignInSettled(previous: heldStart.previous, failing: .signInRejected)
+        held.failedSignInSettled(previous: heldStart.previous)
         #expect(held.authState == .signedIn(userID: "user-1"))
     }
 
@@ -538,7 +539,7 @@ import TokenKitTesting
     /// Alice's profile is set; Bob's sign-in cannot be stored and is rolled back.
     @Test func aRolledBackSignInKeepsThePreviousUsersProfile() {
         var machine = Self.machine()
-        let taken = machine.profileSupplied(AuthUser(id: "user-1", firstName: "Alice")).taken
+        let taken = machine.profileSupplied(AuthUser(id: "user-1", firstName: "Alice"))
         #expect(taken)
         let bob = AuthToken(
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
@@ -755,21 +756,5 @@ import TokenKitTesting
         let changed = TokenRefreshClient.subjectChanged(
             from: previous, to: token, responseUserID: subject.responseUserID)
         #expect(changed == subject.switched)
-    }
-}
-
-/// The pending pair and epoch a ``SessionMachine/PersistRetryAction`` writes, or `nil` for nothing.
-extension SessionMachine.PersistRetryAction {
-    var due: (pending: SessionMachine.Session, epoch: UInt64)? {
-        guard case .write(let pending, let epoch) = self else { return nil }
-        return (pending, epoch)
-    }
-}
-
-/// The epoch and condition a ``SessionMachine/RemovalRetryAction`` removes under, or `nil` for nothing.
-extension SessionMachine.RemovalRetryAction {
-    var due: (epoch: UInt64, condition: WriteCondition)? {
-        guard case .remove(let epoch, let condition) = self else { return nil }
-        return (epoch, condition)
     }
 }

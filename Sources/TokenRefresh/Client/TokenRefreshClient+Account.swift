@@ -49,13 +49,12 @@ extension TokenRefreshClient {
         _ request: HTTPRequest, body: Data?, through client: AuthenticatedClient, reason: AuthEvent.SignOutReason
     ) async throws -> (HTTPResponse, Data) {
         let (response, data) = try await client.executeWithAutoRetry(request, body: body)
-        let action = SessionMachine.serverAnswered(endingSession: response.status.code)
-        switch action {
-        case .endSession:
+        switch SessionMachine.serverAnswered(endingSession: response.status.code) {
+        case .success:
             // The server has ended the session; a local store that cannot be cleared must not undo that.
             try? await signOut(reason: reason)
             return (response, data)
-        case .refused(let error):
+        case .failure(let error):
             logger.debug("the server refused", metadata: ["status": "\(response.status.code)", "reason": "\(reason)"])
             throw error
         }

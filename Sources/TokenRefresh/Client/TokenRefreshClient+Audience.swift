@@ -47,7 +47,7 @@ extension TokenRefreshClient {
         for (key, strategy) in strategies {
             var audienceLogger = logger
             audienceLogger[metadataKey: "audience"] = "\(key)"
-            let slot = audienceSlot(key, strategy)
+            let slot = AudienceTokenStore.slot(key, strategy)
             let client = TokenRefreshClient(
                 strategy: strategy, store: AudienceTokenStore(hub: hub, key: slot, now: now),
                 configuration: configuration, clock: clock, now: now, random: random, logger: audienceLogger,
@@ -56,17 +56,6 @@ extension TokenRefreshClient {
             clients[key] = client
         }
         return clients
-    }
-
-    /// Where the access token of `strategy`, the app's API `key`, is kept in the shared session: by the key and, for
-    /// an OAuth strategy, the resource, audience and scope it asks for (scopes in any order). A client that asks for
-    /// another API or scope under the same key (in another process, or another version of the app) never reads it.
-    static func audienceSlot(_ key: String, _ strategy: any RefreshStrategy) -> String {
-        guard let oauth = strategy as? OAuthRefreshStrategy else { return key }
-        let scope = oauth.scope.map { $0.split(separator: " ").map(String.init).sorted().joined(separator: " ") }
-        let parts = [key, oauth.resource?.absoluteString ?? "", oauth.audience ?? "", scope ?? ""]
-        guard let encoded = try? JSONEncoder().encode(parts) else { return key }
-        return String(decoding: encoded, as: UTF8.self)
     }
 
     /// Another audience's client stored a new session: take it up (its token for this audience is refreshed at the

@@ -28,7 +28,7 @@ extension TokenRefreshClient {
     /// - Returns: Whether it was taken: `false` without a session, or for another user.
     @discardableResult
     public func setProfile(_ profile: AuthUser) -> Bool {
-        machine.profileSupplied(profile).taken
+        machine.profileSupplied(profile)
     }
 
     /// The session as a root view switches over it, signed out or signed in with the user, then every change

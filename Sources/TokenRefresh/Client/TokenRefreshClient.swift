@@ -342,10 +342,8 @@ public actor TokenRefreshClient: TokenProvider {
             // The state says what is true: the session that was there before (read from the store if it was never
             // read), `unavailable` when the store cannot be read, or signed out. Never `loading`.
             try? await ensureLoaded()
-            let action = machine.failedSignInSettled(previous: previous, failing: error)
-            switch action {
-            case .fail(let error): throw error
-            }
+            machine.failedSignInSettled(previous: previous)
+            throw error
         case .fail(let error):
             // Another sign-in or a sign-out came meanwhile: it has set the state.
             throw error
@@ -393,14 +391,10 @@ public actor TokenRefreshClient: TokenProvider {
         await signOuts.signingOut(
             refreshToken: ended?.token.refreshToken, sessionID: ended?.sessionID, generation: ended?.generation)
         let write = await beginWrite(epoch: epoch)
-        let action = machine.signOutWriteTurn(epoch: epoch)
-        switch action {
-        case .remove(let condition):
-            let removed = await Result.of { () async throws(PersistenceError) in
-                try await store.remove(account: configuration.account, condition: condition)
-            }
-            outcome = machine.signOutRemovalFinished(removed.failure, epoch: epoch, elapsed: clock.elapsed).outcome
-        case .skip:
+        switch await perform(machine.signOutWriteTurn(epoch: epoch)) {
+        case .some(let removed):
+            outcome = machine.signOutRemovalFinished(removed.failure, epoch: epoch, elapsed: clock.elapsed)
+        case .none:
             break
         }
         endWrite(write)
@@ -410,15 +404,16 @@ public actor TokenRefreshClient: TokenProvider {
     }
 
     /// Revokes the ended session's refresh token, as `action` says (best effort).
-    func revoke(_ action: SessionMachine.RevocationAction) async {
-        switch action {
-        case .revoke(let refreshToken, let revocation):
-            do {
-                try await clock.withTimeout(configuration.revocationTimeout) {
-                    try await revocation.revoke(refreshToken)
-                }
-            } catch {
-                logger.debug("revocation failed", metadata: ["error": "\(Self.classify(error))"])
+    func revoke(_ due: (refreshToken: String, revocation: TokenRevocation)?) async {
+        switch due {
+        case .some(let (refreshToken, revocation)):
+            let timeout = configuration.revocationTimeout
+            let revoked = await Result<Void, any Error>.of {
+                try await clock.withTimeout(timeout) { try await revocation.revoke(refreshToken) }
+            }
+            switch revoked {
+            case .success: break
+            case .failure(let error): logger.debug("revocation failed", metadata: ["error": "\(Self.classify(error))"])
             }
         case .none:
             break

@@ -52,70 +52,56 @@ extension TokenRefreshClient {
         guard let storedRefresh = try persistence.fetchRefreshToken(), !storedRefresh.isEmpty else {
             throw persistence.noRefreshToken()
         }
-        let storedAccess = try persistence.fetchAccessToken()
-        if let rejected, let storedAccess, !storedAccess.isEmpty, storedAccess != rejected {
-            // The pair changed since the request was built. A stale rejection only if both tokens are this session's
-            // (another caller refreshed and saved); otherwise the app switched sessions while it was under way.
-            guard await sessionHolds(accessTokens: rejected, storedAccess) else {
-                throw TokenRefreshError.sessionChanged
+        let pair = SessionMachine.AppPair(
+            rejected: rejected, access: try persistence.fetchAccessToken(), refresh: storedRefresh)
+        var action = await appPairAsked(pair)
+        while true {
+            switch action {
+            case .token(let token):
+                return token
+            case .fail(let error):
+                logger.debug("no token for the app's retry", metadata: ["error": "\(error)"])
+                throw error
+            case .adopt:
+                action = .fail(.sessionChanged)  // carried out by appPairAsked(_:), on the actor
+            case .refresh(let request, let pairedAccessToken):
+                // The refresh took a while: the app may have signed out, or signed another user in, through its own
+                // code meanwhile (see SessionMachine.appPairRefreshed(_:from:storedNow:)).
+                let token = try await prepare(request, pairedAccessToken: pairedAccessToken).token()
+                let storedNow = try persistence.fetchRefreshToken()
+                action = await appPairRefreshed(token, from: pair, storedNow: storedNow)
+            case .save(let token, let refreshToken):
+                try persistence.save(token.accessToken, refreshToken)
+                return token
             }
-            // Only the access token is used (for the retry's header), so its claims are not parsed.
-            return AuthToken(accessToken: storedAccess, refreshToken: storedRefresh, receivedAt: now())
         }
-        let token = try await refreshForRetry(
-            rejected: rejected, storedAccess: storedAccess, storedRefresh: storedRefresh)
-        // The refresh took a while: if the app logged out, or logged another user in, through its own code meanwhile,
-        // its persistence no longer holds the refresh token this refresh started from, and the answer is neither
-        // saved over what is there now nor used for the retry. A pair of this session that another caller of the same
-        // refresh saved first is kept as it is.
-        let refreshToSave = token.refreshToken ?? storedRefresh
-        switch try persistence.fetchRefreshToken() {
-        case storedRefresh:
-            try persistence.save(token.accessToken, refreshToSave)
-        case .some(let current) where current == refreshToSave:
-            break
-        case .some(let current) where await sessionHolds(refreshToken: current):
-            break
-        default:
-            logger.debug(
-                "the app's stored pair changed during the refresh; not saved",
-                metadata: ["token": "\(token.fingerprint)"])
-            throw TokenRefreshError.sessionChanged
-        }
-        return token
     }
 
-    /// Whether every one of `accessTokens` is a token of the session held now.
-    func sessionHolds(accessTokens: String...) async -> Bool {
-        try? await ensureLoaded()
-        guard session != nil else { return false }
-        return accessTokens.allSatisfy { machine.lineage.contains(accessToken: $0) }
-    }
-
-    /// Whether the session held now has held `refreshToken` (this one or an earlier pair of it).
-    func sessionHolds(refreshToken: String) -> Bool {
-        session != nil && machine.lineage.contains(refreshToken: refreshToken)
-    }
-
-    /// The refresh behind ``tokenForRetry(rejecting:persistence:)`` for the pair the app's persistence holds.
-    func refreshForRetry(rejected: String?, storedAccess: String?, storedRefresh: String) async throws -> AuthToken {
-        try await ensureLoaded()
-        if machine.rejected.contains(storedRefresh) { throw TokenRefreshError.refreshTokenRejected }
-        if let session, session.token.refreshToken != storedRefresh,
-            !machine.lineage.contains(refreshToken: storedRefresh)
-        {
-            // The app signed in anew through its own code: its persistence holds a pair this client never held, and
-            // that pair is the session now. Runs on the actor, and the session is replaced before the first
-            // suspension, so concurrent callers adopt it once; a refresh in flight for the old session fails.
-            let token = AuthToken.withParsedExpiration(
-                accessToken: storedAccess ?? rejected ?? "", refreshToken: storedRefresh)
+    /// Reads the store if needed, and asks the machine about the app's `pair`; a pair the app stored by itself is
+    /// made the session here, before the actor suspends.
+    func appPairAsked(_ pair: SessionMachine.AppPair) async -> SessionMachine.AppPairAction {
+        let loading = await Result.of { () async throws(TokenRefreshError) in try await ensureLoaded() }
+        let action = machine.appPairAsked(pair, loadFailure: loading.failure, now: now())
+        switch action {
+        case .adopt(let token, let next):
             logger.debug("adopting a pair the app stored", metadata: ["token": "\(token.fingerprint)"])
-            _ = try await startSession(token, userID: token.claims?.subject, previousState: state)
+            let adopted = await Result.of { () async throws(TokenRefreshError) in
+                try await startSession(token, userID: token.claims?.subject, previousState: state)
+            }
+            switch adopted {
+            case .success: return next
+            case .failure(let error): return .fail(error)
+            }
+        case .token, .fail, .refresh, .save:
+            return action
         }
-        if session != nil, let rejected { return try await refreshToken(afterRejectionOf: rejected) }
-        switch try await prepare(.seed(storedRefresh), pairedAccessToken: rejected ?? storedAccess) {
-        case .token(let token): return token
-        case .wait(let flight): return try await flight.wait()
-        }
+    }
+
+    /// The machine's answer once the refresh for the app's `pair` answered `token` (see
+    /// ``SessionMachine/appPairRefreshed(_:from:storedNow:)``).
+    func appPairRefreshed(
+        _ token: AuthToken, from pair: SessionMachine.AppPair, storedNow: String?
+    ) -> SessionMachine.AppPairAction {
+        machine.appPairRefreshed(token, from: pair, storedNow: storedNow)
     }
 }

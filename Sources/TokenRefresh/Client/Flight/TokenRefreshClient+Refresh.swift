@@ -12,36 +12,47 @@ extension TokenRefreshClient {
 
     // MARK: - Deciding what a caller does
 
-    /// The actor half of ``validToken()`` and the forced refreshes: reads the store if needed, writes a pending
-    /// pair if due, then does what ``SessionMachine/decide(_:now:elapsed:)`` says.
+    /// The actor half of ``validToken()`` and the forced refreshes: one round trip into the machine
+    /// (``SessionMachine/callerArrived(_:pairedAccessToken:now:elapsed:refreshedStatelessly:)``), then what it says.
+    /// Only a store never read, or a write to make again, brings the caller back for another.
     ///
     /// `pairedAccessToken` is the access token a caller held with a seed: when the seed starts a session, it counts
     /// as one of that session's (a request that carried it may then be retried with the new token).
     func prepare(
         _ request: SessionMachine.Request, pairedAccessToken: String? = nil
     ) async throws(TokenRefreshError) -> Next {
-        try await ensureLoaded()
-        await retryPendingRemovalIfDue()
-        await retryPendingPersistIfDue()
-        let stateless = self.stateless
-        let action = machine.decide(request, now: now(), elapsed: clock.elapsed) {
-            stateless.newest(after: $0) != nil || stateless.flight(for: $0) != nil
-        }
-        switch action {
-        case .token(let token):
-            return .token(token)
-        case .join(let flight):
-            return .wait(flight)
-        case .startRefresh(let seed, let forced):
-            return .wait(startFlight(for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken))
-        case .refreshStatelessly(let refreshToken):
-            return refreshStatelessly(refreshToken)
-        case .fail(let error):
-            metrics.recordIfBlocked(error)
-            throw error
-        case .endSessionThenFail(let error):
-            await endSession(reason: .expired, error: error)
-            throw error
+        while true {
+            let stateless = self.stateless
+            let action = machine.callerArrived(
+                request, pairedAccessToken: pairedAccessToken, now: now(), elapsed: clock.elapsed
+            ) { stateless.newest(after: $0) != nil || stateless.flight(for: $0) != nil }
+            switch action {
+            case .readStore:
+                let read = await store.load(account: configuration.account)
+                try await carryOut(machine.storeRead(atLoad: read, now: now()))
+            case .retryRemoval(let epoch, let condition):
+                await retryRemoval(epoch: epoch, condition: condition)
+            case .retryPersist(let pending, let epoch):
+                await retryPersist(pending, epoch: epoch)
+            case .token(let token):
+                return .token(token)
+            case .join(let flight):
+                return .wait(flight)
+            case .run(let flight, let epoch, let seed):
+                run(flight, epoch: epoch, seed: seed)
+                return .wait(flight)
+            case .startRefresh(let seed, let forced):
+                let flight = startFlight(for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
+                return .wait(flight)
+            case .refreshStatelessly(let refreshToken):
+                return refreshStatelessly(refreshToken)
+            case .fail(let error):
+                metrics.recordIfBlocked(error)
+                throw error
+            case .endSessionThenFail(let error):
+                await endSession(reason: .expired, error: error)
+                throw error
+            }
         }
     }
 
@@ -96,12 +107,17 @@ extension TokenRefreshClient {
         for request: SessionMachine.Request, seed: String?, forced: Bool, pairedAccessToken: String?
     ) -> RefreshFlight {
         let flight = RefreshFlight()
-        let action = machine.beginFlight(
+        let epoch = machine.beginFlight(
             flight, for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
-        let task = Task { await self.runFlight(flight, epoch: action.epoch, seed: seed) }
+        run(flight, epoch: epoch, seed: seed)
+        return flight
+    }
+
+    /// Runs the refresh `flight`, recorded as started under `epoch`, in its own task.
+    func run(_ flight: RefreshFlight, epoch: UInt64, seed: String?) {
+        let task = Task { await self.runFlight(flight, epoch: epoch, seed: seed) }
         flightTask = task
         lastFlightTask = task
-        return flight
     }
 
     /// Waits until the most recent refresh task has ended, abandoned or not (for tests).
@@ -116,40 +132,43 @@ extension TokenRefreshClient {
         // the store's lock is taken, cannot block it.
         await drainWrites(before: startEpoch)
         attempts: while true {
-            do {
-                let attempt = retry
-                let asked = clock.elapsed
-                let token = try await store.withExclusiveAccess(account: configuration.account) {
+            let (attempt, asked) = (retry, clock.elapsed)
+            let locked = await Result<AuthToken, any Error>.of {
+                try await store.withExclusiveAccess(account: configuration.account) {
                     try await self.refreshLocked(epoch: startEpoch, seed: seed, retry: attempt, askedForLockAt: asked)
                 }
+            }
+            switch locked {
+            case .success(let token):
                 result = .success(token)
-            } catch {
+            case .failure(let error):
                 logger.debug("the refresh under the store's lock failed", metadata: ["error": "\(error)"])
                 let action = machine.exclusiveAccessFailed(error, epoch: startEpoch)
                 result = await carryOut(action, epoch: startEpoch, retry: 0)
             }
             // A transient failure with retries left: wait with the lock released (other processes need not
             // wait behind the backoff), then take it again and re-read the store before the next attempt.
-            let action = machine.flightAttemptEnded(result, epoch: startEpoch)
+            var action = machine.flightEnded(result, flight, epoch: startEpoch)
             switch action {
-            case .finish:
-                break attempts
             case .retry(let delay, let next):
                 retry = next
-                do {
-                    try await clock.sleep(for: delay)
-                } catch {
+                switch await Result<Void, any Error>.of({ try await clock.sleep(for: delay) }) {
+                case .success:
+                    continue attempts
+                case .failure:
                     result = .failure(.cancelled)
-                    break attempts
+                    action = .finish(forgetTask: machine.flightFinished(flight))
                 }
+            case .finish:
+                break
             }
+            switch action {
+            case .finish(forgetTask: true): flightTask = nil
+            case .finish(forgetTask: false), .retry: break
+            }
+            flight.finish(result)
+            return
         }
-        let action = machine.flightFinished(flight)
-        switch action {
-        case .forgetTask: flightTask = nil
-        case .keepTask: break
-        }
-        flight.finish(result)
     }
 
     /// The refresh proper, under the store's exclusive access: carries out what the machine asks
@@ -244,18 +263,12 @@ extension TokenRefreshClient {
                     throw blocked
                 }
             }
-            let strategy = self.strategy
             let failure: TokenRefreshError
-            do {
-                let response = try await clock.withTimeout(configuration.refreshTimeout) {
-                    try await strategy.refresh(using: refreshToken, forced: forced)
-                }
-                metrics.recordSuccess(after: clock.elapsed - started)
-                machine.attemptSucceeded()
-                return response
-            } catch {
-                failure = Self.classify(error)
-                metrics.recordFailure(failure, after: clock.elapsed - started)
+            switch await callStrategy(refreshToken, forced: forced, startedAt: started) {
+            case .success(let response):
+                return response  // the breaker forgets the failures before it in strategyEnded(_:receivedAt:epoch:)
+            case .failure(let error):
+                failure = error
             }
             logger.debug("refresh attempt failed", metadata: ["error": "\(failure)", "retry": "\(retry)"])
             let action = machine.strategyCallFailed(
@@ -267,13 +280,26 @@ extension TokenRefreshClient {
                 throw error
             case .retry(let delay, let next):
                 retry = next
-                do {
-                    try await clock.sleep(for: delay)
-                } catch {
-                    throw .cancelled
-                }
+                let slept = await Result<Void, any Error>.of { try await clock.sleep(for: delay) }
+                try slept.mapError { _ in TokenRefreshError.cancelled }.get()
             }
         }
+    }
+
+    /// One call of the strategy with `refreshToken` (`forced`: skipping its cache), started at `started`, under the
+    /// refresh timeout: its answer, or its failure classified. Both are measured.
+    func callStrategy(
+        _ refreshToken: String?, forced: Bool, startedAt started: Duration
+    ) async -> Result<TokenResponse, TokenRefreshError> {
+        let (strategy, timeout) = (self.strategy, configuration.refreshTimeout)
+        let outcome = await Result<TokenResponse, any Error>.of {
+            try await clock.withTimeout(timeout) { try await strategy.refresh(using: refreshToken, forced: forced) }
+        }.mapError(Self.classify)
+        switch outcome {
+        case .success: metrics.recordSuccess(after: clock.elapsed - started)
+        case .failure(let failure): metrics.recordFailure(failure, after: clock.elapsed - started)
+        }
+        return outcome
     }
 
     /// Whether `token`, a refresh's answer, is another user's than `previous` (see
@@ -325,7 +351,7 @@ extension TokenRefreshClient {
         publish(ending.event)
         // The reason and the error, never the event's description: it names the user (often an e-mail address).
         var metadata: Logger.Metadata = ["reason": "\(ending.event.reason.map { "\($0)" } ?? "none")"]
-        if let error = ending.event.error { metadata["error"] = "\(error)" }
+        metadata["error"] = ending.event.error.map { "\($0)" }
         logger.debug("session ended", metadata: metadata)
     }
 
@@ -383,26 +409,14 @@ extension TokenRefreshClient {
     /// Saves a new session once older writes have landed, unless a sign-out or another sign-in came first:
     /// `.success(true)` when it landed, `.success(false)` when it was skipped, else the store's error.
     func save(_ signIn: SessionMachine.SignInAction) async -> Result<Bool, PersistenceError> {
-        let action = machine.signInWriteTurn(signIn)
-        switch action {
-        case .save(let stored):
-            let (store, account) = (self.store, configuration.account)
-            let placed = await Result.of { () async throws(PersistenceError) in
-                try await store.saveAboveStored(stored, account: account)
-            }
-            machine.signInPlaced(at: try? placed.get().generation, epoch: signIn.epoch)
-            return placed.map { _ in true }
-        case .skip:
+        switch await perform(machine.signInWriteTurn(signIn)) {
+        case .some(.success(let generation)):
+            machine.signInPlaced(at: generation, epoch: signIn.epoch)
+            return .success(true)
+        case .some(.failure(let error)):
+            return .failure(error)
+        case .none:
             return .success(false)
-        }
-    }
-
-    /// Writes a pair that failed to persist earlier, at most once per ``Configuration/persistRetryInterval``.
-    func retryPendingPersistIfDue() async {
-        let action = machine.persistRetryStarting(elapsed: clock.elapsed)
-        switch action {
-        case .write(let pending, let startEpoch): await retryPersist(pending, epoch: startEpoch)
-        case .nothing: break
         }
     }
 
@@ -410,15 +424,11 @@ extension TokenRefreshClient {
     func retryPersist(_ pending: SessionMachine.Session, epoch startEpoch: UInt64) async {
         let write = await beginWrite(epoch: startEpoch)
         defer { endWrite(write) }
-        let action = machine.persistRetryTurn(pending, epoch: startEpoch)
-        switch action {
-        case .save(let stored, let condition):
-            let saved = await Result.of { () async throws(PersistenceError) in
-                try await store.save(stored, account: configuration.account, condition: condition)
-            }
-            await carryOut(
-                machine.persistRetryWriteEnded(pending, epoch: startEpoch, saved), pending, epoch: startEpoch)
-        case .drop:
+        switch await perform(machine.persistRetryTurn(pending, epoch: startEpoch)) {
+        case .some(let saved):
+            let ended = machine.persistRetryWriteEnded(pending, epoch: startEpoch, saved.map { _ in () })
+            await carryOut(ended, pending, epoch: startEpoch)
+        case .none:
             break
         }
     }
@@ -481,19 +491,12 @@ extension TokenRefreshClient {
             metrics.recordBlocked(blocked)
             return .failure(blocked)
         }
-        let strategy = self.strategy
-        let started = clock.elapsed
-        let failure: TokenRefreshError
-        do {
-            let response = try await clock.withTimeout(configuration.refreshTimeout) {
-                try await strategy.refresh(using: refreshToken, forced: false)
-            }
-            metrics.recordSuccess(after: clock.elapsed - started)
+        switch await callStrategy(refreshToken, forced: false, startedAt: clock.elapsed) {
+        case .success(let response):
             return .success(response.token(receivedAt: now(), keeping: refreshToken))
-        } catch {
-            failure = Self.classify(error)
-            metrics.recordFailure(failure, after: clock.elapsed - started)
+        case .failure(let failure):
+            machine.statelessAttemptFailed(failure, refreshToken: refreshToken, startedAt: admitted)
+            return .failure(failure)
         }
-        return .failure(machine.statelessAttemptFailed(failure, refreshToken: refreshToken, startedAt: admitted).error)
     }
 }

@@ -32,37 +32,17 @@ extension SessionMachine {
         return providerCheck(checksWithServer: checksWithServer)
     }
 
-    /// What follows a check that failed.
-    enum ProviderCheckFailureAction: Sendable, Equatable {
-        /// The session is kept as it is (a rejection has ended it already).
-        case kept
-        /// The provider could not be reached and the token has expired (or the server was asked): the session reads
-        /// `expired` (offline).
-        case keptExpired
-    }
-
-    /// The check `check` failed with `error` at wall time `now`. An SDK that cannot be reached says nothing about a
-    /// token that is still fresh.
-    @discardableResult
-    mutating func providerCheckFailed(
-        _ error: any Error, check: ProviderCheckAction, now: Date
-    ) -> ProviderCheckFailureAction {
-        guard let error = error as? TokenRefreshError, error.isConnectivityFailure, let session else { return .kept }
-        let asksProvider = check == .ask(.providerCheck, asksProvider: true)
-        guard !asksProvider || session.token.isExpired(at: now, policy: configuration.expiryPolicy) else {
-            return .kept
+    /// The check `check` ended with `outcome` at wall time `now`. The session is kept as it is (a rejection has ended
+    /// it already), except that a provider that could not be reached over an expired token (or a server that was
+    /// asked) leaves it reading `expired` (offline). An SDK that cannot be reached says nothing about a token that is
+    /// still fresh.
+    mutating func providerCheckEnded(_ outcome: Result<Void, any Error>, check: ProviderCheckAction, now: Date) {
+        guard case .failure(let error as TokenRefreshError) = outcome, error.isConnectivityFailure, let session else {
+            return
         }
+        let asksProvider = check == .ask(.providerCheck, asksProvider: true)
+        guard !asksProvider || session.token.isExpired(at: now, policy: configuration.expiryPolicy) else { return }
         authState = .expired(lastUserID: session.userID)
-        return .keptExpired
-    }
-
-    /// The check `check` ended with `outcome` at wall time `now` (see ``providerCheckFailed(_:check:now:)``).
-    @discardableResult
-    mutating func providerCheckEnded(
-        _ outcome: Result<Void, any Error>, check: ProviderCheckAction, now: Date
-    ) -> ProviderCheckFailureAction {
-        guard case .failure(let error) = outcome else { return .kept }
-        return providerCheckFailed(error, check: check, now: now)
     }
 
     /// What the actor carries through a sign-in with a grant (``signInStarting()``).
@@ -102,29 +82,20 @@ extension SessionMachine {
             let userID = userID ?? response.userID ?? token.claims?.subject ?? response.user?.id
             return .startSession(token, userID: userID, profile: response.user)
         case .failure(let error):
+            // A sign-in that is still the current one settles the state; another sign-in or a sign-out that came
+            // meanwhile has set it.
             let failure = ErrorClassification.classify(error)
-            switch signInFailed(epoch: epoch) {
-            case .settle: return .settleThenFail(failure)
-            case .leave: return .fail(failure)
-            }
+            return isCurrent(epoch) ? .settleThenFail(failure) : .fail(failure)
         }
     }
 
     /// The user ID of a session started with `token`: the app's (`userID`), else the token's subject.
     static func userID(_ userID: String?, token: AuthToken) -> String? { userID ?? token.claims?.subject }
 
-    /// What the actor does once a failed sign-in has settled the state.
-    enum SignInSettledAction: Sendable, Equatable {
-        /// Fail the sign-in with this error.
-        case fail(TokenRefreshError)
-    }
-
-    /// A sign-in failed with `error` and the store has been read if it could be: the state says what is true
-    /// (``stateAfterFailedSignIn(previous:)``), and the sign-in fails.
-    @discardableResult
-    mutating func failedSignInSettled(previous: AuthState, failing error: TokenRefreshError) -> SignInSettledAction {
+    /// A sign-in failed and the store has been read if it could be: the state says what is true
+    /// (``stateAfterFailedSignIn(previous:)``); the sign-in then fails.
+    mutating func failedSignInSettled(previous: AuthState) {
         authState = stateAfterFailedSignIn(previous: previous)
-        return .fail(error)
     }
 
     /// After a proactive refresh failed with `error`: the `current` token if it is still valid at `now` and the
@@ -137,19 +108,6 @@ extension SessionMachine {
         else { return .failure(error) }
         guard let token = current(), !token.isExpired(at: now(), policy: policy) else { return .failure(failure) }
         return .success(token)
-    }
-
-    /// What the actor does after a sign-in's grant failed.
-    enum SignInFailureAction: Sendable, Equatable {
-        /// Read the store if it never was, then settle the state (``stateAfterFailedSignIn(previous:)``).
-        case settle
-        /// Another sign-in or a sign-out came meanwhile: it has set the state.
-        case leave
-    }
-
-    /// The grant of a sign-in started under `epoch` failed.
-    func signInFailed(epoch: UInt64) -> SignInFailureAction {
-        isCurrent(epoch) ? .settle : .leave
     }
 
     /// After a failed sign-in, the state says what is true: the session that was there before (`previous`, or signed
@@ -180,60 +138,31 @@ extension SessionMachine {
     /// A sign-in or sign-out is starting.
     func sessionChangeStarting() -> SessionChangeAction { loaded ? .proceed : .readStore }
 
-    /// What a sign-out does with the store once older writes have landed.
-    enum SignOutWriteAction: Sendable, Equatable {
-        /// Remove the ended session under this condition.
-        case remove(WriteCondition)
-        /// A new session has begun meanwhile: its save overwrites the ended one.
-        case skip
-    }
+    /// The sign-out that ended the session under `epoch` may now write: remove what is stored, unless a new session
+    /// has begun meanwhile (its save overwrites the ended one).
+    func signOutWriteTurn(epoch: UInt64) -> WriteTurnAction { isCurrent(epoch) ? .remove(.always) : .skip }
 
-    /// The sign-out that ended the session under `epoch` may now write.
-    func signOutWriteTurn(epoch: UInt64) -> SignOutWriteAction { isCurrent(epoch) ? .remove(.always) : .skip }
-
-    /// What follows a sign-out's removal.
-    enum SignOutRemovalAction: Sendable, Equatable {
-        /// The store is cleared.
-        case cleared
-        /// The store could not be cleared (memory is): the removal is retried later (unless a new session began),
-        /// and the sign-out throws this error.
-        case failed(TokenRefreshError)
-
-        /// What the sign-out returns.
-        var outcome: Result<Void, TokenRefreshError> {
-            switch self {
-            case .cleared: .success(())
-            case .failed(let error): .failure(error)
-            }
-        }
-    }
-
-    /// The sign-out's removal under `epoch` finished (`failure` when it did not happen) at `elapsed`.
+    /// The sign-out's removal under `epoch` finished (`failure` when it did not happen) at `elapsed`: what the
+    /// sign-out returns. A store that could not be cleared (memory is) has the removal retried later (unless a new
+    /// session began), and the sign-out throws.
     mutating func signOutRemovalFinished(
         _ failure: PersistenceError?, epoch: UInt64, elapsed: Duration
-    ) -> SignOutRemovalAction {
+    ) -> Result<Void, TokenRefreshError> {
         guard let failure else {
             noteStored(nil)
             pendingRemoval = nil
-            return .cleared
+            return .success(())
         }
         if isCurrent(epoch) { pendingRemoval = PendingRemoval(epoch: epoch, condition: .always, lastAttempt: elapsed) }
-        return .failed(TokenRefreshError.storageUnavailable.with(underlying: failure))
+        return .failure(TokenRefreshError.storageUnavailable.with(underlying: failure))
     }
 
-    /// What a sign-out revokes.
-    enum RevocationAction: Sendable {
-        /// Revoke this refresh token with this revocation (best effort).
-        case revoke(String, TokenRevocation)
-        /// Nothing to revoke, or no revocation configured.
-        case none
-    }
-
-    /// The revocation for the `ended` session.
-    func revocation(of ended: Session?) -> RevocationAction {
+    /// What a sign-out revokes for the `ended` session (best effort): its refresh token with the revocation
+    /// configured, or `nil` for nothing.
+    func revocation(of ended: Session?) -> (refreshToken: String, revocation: TokenRevocation)? {
         guard let refreshToken = ended?.token.refreshToken, let revocation = configuration.revocation else {
-            return .none
+            return nil
         }
-        return .revoke(refreshToken, revocation)
+        return (refreshToken, revocation)
     }
 }

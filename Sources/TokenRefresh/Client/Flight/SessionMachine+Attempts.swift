@@ -35,7 +35,7 @@ extension SessionMachine {
 
     /// The strategy failed with `failure` on attempt `retry` of the flight started under `epoch`. A transient failure
     /// is retried (under the lock, or with it released when `sleepsUnderLock` is false: the plan is then left in the
-    /// flight, see ``flightAttemptEnded(_:epoch:)``) or given up; `random` is drawn only for a transient failure.
+    /// flight, see ``flightEnded(_:_:epoch:)``) or given up; `random` is drawn only for a transient failure.
     mutating func strategyCallFailed(
         _ failure: TokenRefreshError, epoch: UInt64, retry: Int, sleepsUnderLock: Bool, random: () -> Double,
         now: Date, elapsed: Duration
@@ -51,9 +51,9 @@ extension SessionMachine {
             return .fail(failure, events: quiet ? [] : [event])
         }
         let plan = attemptFailed(failure, retry: retry, random: random(), now: now, elapsed: elapsed)
-        guard case .retry(let delay) = plan else { return .fail(failure, events: [event]) }
+        guard let delay = plan else { return .fail(failure, events: [event]) }
         guard sleepsUnderLock else {
-            flight?.retryOutsideLock = (retry + 1, delay)  // see flightAttemptEnded(_:epoch:)
+            flight?.retryOutsideLock = (retry + 1, delay)  // see flightEnded(_:_:epoch:)
             return .fail(failure, events: [])
         }
         return .retry(after: delay, retry: retry + 1)
@@ -61,20 +61,13 @@ extension SessionMachine {
 
     // MARK: - The flight's attempts under the store's lock
 
-    /// What the actor does after one attempt of the flight under the store's lock.
-    enum FlightAttemptAction: Sendable, Equatable {
-        /// Answer the callers with the result.
-        case finish
+    /// What the actor does once an attempt of the flight under the store's lock has ended.
+    enum FlightEndAction: Sendable, Equatable {
         /// Wait `after` with the lock released, then take it again for attempt `retry`.
         case retry(after: Duration, retry: Int)
-    }
-
-    /// What the actor does with the task of a flight that has ended.
-    enum FlightEndAction: Sendable, Equatable {
-        /// It was the current flight: forget its task.
-        case forgetTask
-        /// A newer flight (or none) is current: its task is not this one's.
-        case keepTask
+        /// Answer the callers with the result; `forgetTask` when it was the current flight (its task is forgotten),
+        /// not when a newer flight (or none) is current.
+        case finish(forgetTask: Bool)
     }
 
     /// Taking the store's exclusive access (or the refresh under it) for the flight started under `epoch` failed
@@ -87,23 +80,26 @@ extension SessionMachine {
         return lockTimedOut(persistence, epoch: epoch)
     }
 
-    /// An attempt of the flight started under `epoch` ended with `result`: a transient failure planned for a retry
-    /// with the lock released (by ``strategyCallFailed(_:epoch:retry:sleepsUnderLock:random:now:elapsed:)``, taken
-    /// and cleared here) is retried if the flight is still current; anything else answers the callers.
-    mutating func flightAttemptEnded(
-        _ result: Result<AuthToken, TokenRefreshError>, epoch: UInt64
-    ) -> FlightAttemptAction {
-        guard case .failure = result else { return .finish }
-        defer { flight?.retryOutsideLock = nil }
-        guard isCurrent(epoch), flight?.epoch == epoch, let pending = flight?.retryOutsideLock else { return .finish }
-        return .retry(after: pending.delay, retry: pending.retry)
+    /// An attempt of the refresh `flight`, started under `epoch`, ended with `result`; the epoch guard is checked once,
+    /// here. A transient failure planned for a retry with the lock released (by
+    /// ``strategyCallFailed(_:epoch:retry:sleepsUnderLock:random:now:elapsed:)``, taken and cleared here) is retried
+    /// while the flight is current; anything else ends the flight (``flightFinished(_:)``) and answers the callers.
+    mutating func flightEnded(
+        _ result: Result<AuthToken, TokenRefreshError>, _ flight: RefreshFlight, epoch: UInt64
+    ) -> FlightEndAction {
+        let pending = self.flight?.retryOutsideLock
+        if case .failure = result { self.flight?.retryOutsideLock = nil }
+        if case .failure = result, isCurrent(epoch), self.flight?.epoch == epoch, let pending {
+            return .retry(after: pending.delay, retry: pending.retry)
+        }
+        return .finish(forgetTask: flightFinished(flight))
     }
 
-    /// The refresh `flight` has ended: cleared if it was still the current one.
-    mutating func flightFinished(_ flight: RefreshFlight) -> FlightEndAction {
-        guard self.flight?.flight === flight else { return .keepTask }
+    /// The refresh `flight` has ended: cleared if it was still the current one (then `true`: its task is forgotten).
+    mutating func flightFinished(_ flight: RefreshFlight) -> Bool {
+        guard self.flight?.flight === flight else { return false }
         self.flight = nil
-        return .forgetTask
+        return true
     }
 
     // MARK: - Refresh tokens that are not the session's
@@ -146,26 +142,13 @@ extension SessionMachine {
             counting: counting)
     }
 
-    /// What the actor does after a stateless refresh failed.
-    enum StatelessFailureAction: Sendable, Equatable {
-        /// Answer the callers with this error (nothing is published: the session is not involved).
-        case fail(TokenRefreshError)
-
-        /// The error to answer with.
-        var error: TokenRefreshError {
-            switch self {
-            case .fail(let error): error
-            }
-        }
-    }
-
     /// A stateless refresh of `refreshToken`, counted by the breaker at `started`, failed with `failure`: a rejected
-    /// refresh token is never sent again, and an attempt that could not reach the server no longer counts.
+    /// refresh token is never sent again, and an attempt that could not reach the server no longer counts. The
+    /// callers then fail with `failure` (nothing is published: the session is not involved).
     mutating func statelessAttemptFailed(
         _ failure: TokenRefreshError, refreshToken: String, startedAt started: Duration? = nil
-    ) -> StatelessFailureAction {
+    ) {
         if let started, ErrorClassification.sentNothing(failure) { breaker.forgetAttempt(startedAt: started) }
         if failure == .refreshTokenRejected { rejected.insert(refreshToken) }
-        return .fail(failure)
     }
 }

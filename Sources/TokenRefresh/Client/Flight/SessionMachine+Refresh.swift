@@ -151,13 +151,17 @@ extension SessionMachine {
     }
 
     /// The strategy's call for the flight started under `epoch` ended with `outcome` (its answer received at
-    /// `receivedAt`): ``strategyAnswered(_:receivedAt:epoch:)`` or ``strategyFailed(_:epoch:)``.
+    /// `receivedAt`): ``strategyAnswered(_:receivedAt:epoch:)`` (the breaker forgets the transient failures before
+    /// it, ``attemptSucceeded()``) or ``strategyFailed(_:epoch:)``.
     mutating func strategyEnded(
         _ outcome: Result<TokenResponse, TokenRefreshError>, receivedAt: Date, epoch: UInt64
     ) -> RefreshAction {
         switch outcome {
-        case .success(let response): strategyAnswered(response, receivedAt: receivedAt, epoch: epoch)
-        case .failure(let failure): strategyFailed(failure, epoch: epoch)
+        case .success(let response):
+            attemptSucceeded()
+            return strategyAnswered(response, receivedAt: receivedAt, epoch: epoch)
+        case .failure(let failure):
+            return strategyFailed(failure, epoch: epoch)
         }
     }
 

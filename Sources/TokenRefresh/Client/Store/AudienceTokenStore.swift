@@ -327,3 +327,16 @@ struct AudienceTokenStore: TokenStore {
         for sibling in hub.siblings(of: key) { await sibling.adoptAudienceSession(in: hub) }
     }
 }
+
+extension AudienceTokenStore {
+    /// Where the access token of `strategy`, the app's API `key`, is kept in the shared session: by the key and, for
+    /// an OAuth strategy, the resource, audience and scope it asks for (scopes in any order). A client that asks for
+    /// another API or scope under the same key (in another process, or another version of the app) never reads it.
+    static func slot(_ key: String, _ strategy: any RefreshStrategy) -> String {
+        guard let oauth = strategy as? OAuthRefreshStrategy else { return key }
+        let scope = oauth.scope.map { $0.split(separator: " ").map(String.init).sorted().joined(separator: " ") }
+        let parts = [key, oauth.resource?.absoluteString ?? "", oauth.audience ?? "", scope ?? ""]
+        guard let encoded = try? JSONEncoder().encode(parts) else { return key }
+        return String(decoding: encoded, as: UTF8.self)
+    }
+}

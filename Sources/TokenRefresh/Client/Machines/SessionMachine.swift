@@ -80,6 +80,15 @@ struct SessionMachine: Sendable {
         /// Refresh this refresh token, which the session never held, without touching the session (the seed's
         /// stateless `refreshToken(_:)`; see ``StatelessRefreshes``).
         case refreshStatelessly(String)
+        /// Read the store (it never was), hand its answer to ``storeRead(atLoad:now:)``, then ask again.
+        case readStore
+        /// Remove the ended session of `epoch` again under `condition` (see ``removalRetryStarting(elapsed:)``), then
+        /// ask again.
+        case retryRemoval(epoch: UInt64, condition: WriteCondition)
+        /// Write the session's pending pair again (see ``persistRetryStarting(elapsed:)``), then ask again.
+        case retryPersist(Session, epoch: UInt64)
+        /// Run this refresh, recorded as started under `epoch` (from `seed`, without a session), then wait for it.
+        case run(RefreshFlight, epoch: UInt64, seed: String?)
     }
 
     /// The refresh in flight.
@@ -106,14 +115,6 @@ struct SessionMachine: Sendable {
         var sendsRefreshRequest = true
         /// When the attempt under way was counted by the breaker, if it was: forgotten again if it sends nothing.
         var countedAttemptStart: Duration?
-    }
-
-    /// What happens after a transient failure.
-    enum RetryAction: Sendable, Equatable {
-        /// Try again after this delay.
-        case retry(after: Duration)
-        /// Give up for now: fail the callers (the session is kept).
-        case giveUp
     }
 
     /// What the actor does with the store's answer at load time.
@@ -265,6 +266,26 @@ struct SessionMachine: Sendable {
 
     // MARK: - Deciding what a caller does
 
+    /// A caller needs a token for `request`: the one round trip of the slow path. The store is read first if it never
+    /// was, an ended session's removal and a pending pair's write are made again when due, and then the caller does
+    /// what ``decide(_:now:elapsed:refreshedStatelessly:)`` says; a refresh it starts is recorded here
+    /// (``beginFlight(_:for:seed:forced:pairedAccessToken:)``). After a store action the actor asks again.
+    mutating func callerArrived(
+        _ request: Request, pairedAccessToken: String? = nil, now: Date, elapsed: Duration,
+        refreshedStatelessly: (String) -> Bool = { _ in false }
+    ) -> CallerAction {
+        guard loaded else { return .readStore }
+        if let due = removalRetryStarting(elapsed: elapsed) {
+            return .retryRemoval(epoch: due.epoch, condition: due.condition)
+        }
+        if let due = persistRetryStarting(elapsed: elapsed) { return .retryPersist(due.pending, epoch: due.epoch) }
+        let action = decide(request, now: now, elapsed: elapsed, refreshedStatelessly: refreshedStatelessly)
+        guard case .startRefresh(let seed, let forced) = action else { return action }
+        let flight = RefreshFlight()
+        let epoch = beginFlight(flight, for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
+        return .run(flight, epoch: epoch, seed: seed)
+    }
+
     /// What a caller who needs a token does, at wall time `now` and injected-clock time `elapsed`. The store
     /// must have been read (``loaded``).
     ///
@@ -376,25 +397,18 @@ struct SessionMachine: Sendable {
 
     // MARK: - The flight
 
-    /// What the actor does once a refresh is recorded as started (``beginFlight(_:seed:forced:followsRefusal:pairedAccessToken:)``).
-    struct FlightStartAction: Sendable, Equatable {
-        /// Run the refresh in its own task under this epoch.
-        let epoch: UInt64
-    }
-
     /// Records the refresh `flight` as started; the actor runs it under the returned epoch. Its attempts count against
     /// the breaker when they send a refresh request (`sendsRefreshRequest`; by default, when `forced` or the strategy
     /// never answers from a cache).
-    @discardableResult
     mutating func beginFlight(
         _ flight: RefreshFlight, seed: String?, forced: Bool, followsRefusal: Bool = false,
         pairedAccessToken: String? = nil, sendsRefreshRequest: Bool? = nil
-    ) -> FlightStartAction {
+    ) -> UInt64 {
         self.flight = Flight(
             flight: flight, epoch: epoch, seed: seed, forced: forced, followsRefusal: followsRefusal,
             pairedAccessToken: pairedAccessToken,
             sendsRefreshRequest: sendsRefreshRequest ?? (forced || !mayAnswerFromCache))
-        return FlightStartAction(epoch: epoch)
+        return epoch
     }
 
     /// Records the refresh `flight` that `request` started (see ``beginFlight(_:seed:forced:followsRefusal:pairedAccessToken:)``).
@@ -402,7 +416,7 @@ struct SessionMachine: Sendable {
     /// held with a seed) counts only for a refresh that starts a session from a seed.
     mutating func beginFlight(
         _ flight: RefreshFlight, for request: Request, seed: String?, forced: Bool, pairedAccessToken: String?
-    ) -> FlightStartAction {
+    ) -> UInt64 {
         let followsRefusal = if case .afterRejection = request { true } else { false }
         return beginFlight(
             flight, seed: seed, forced: forced, followsRefusal: followsRefusal,
@@ -418,33 +432,26 @@ struct SessionMachine: Sendable {
 
     // MARK: - Attempts
 
-    /// What the actor does once the strategy answered.
-    enum AttemptSuccessAction: Sendable, Equatable {
-        /// Take the answer to the refresh under the store's lock (``strategyAnswered``).
-        case takeAnswer
-    }
-
     /// The strategy answered: the breaker forgets the transient failures before it.
-    @discardableResult
-    mutating func attemptSucceeded() -> AttemptSuccessAction {
+    mutating func attemptSucceeded() {
         breaker.recordSuccess()
-        return .takeAnswer
     }
 
-    /// The strategy failed transiently on attempt `retry`: retry after a delay, or give up (then attempts are
-    /// held back, the client is offline if it could not connect, and an expired session reads `expired`).
+    /// The strategy failed transiently on attempt `retry`: the delay to retry after, or `nil` to give up (then
+    /// attempts are held back, the client is offline if it could not connect, and an expired session reads
+    /// `expired`).
     mutating func attemptFailed(
         _ failure: TokenRefreshError, retry: Int, random: Double, now: Date, elapsed: Duration
-    ) -> RetryAction {
+    ) -> Duration? {
         let backoff = configuration.backoff
         let delay = breaker.recordTransientFailure(failure, backoff: backoff, random: random)
         let budgetSpent = failure.status != nil && breaker.recordServerFailure(at: elapsed, backoff: backoff)
         let waitInside = failure.retryAfter.map { $0 <= backoff.maximumRetryAfterWait } ?? true
-        if retry < backoff.retries && waitInside && !budgetSpent { return .retry(after: delay) }
+        if retry < backoff.retries && waitInside && !budgetSpent { return delay }
         breaker.holdBack(until: elapsed + delay, after: failure)
         isOffline = failure.isConnectivityFailure
         noteExpiredIfOffline(now: now)
-        return .giveUp
+        return nil
     }
 
     /// The network is back: forget the backoff so the next refresh runs at once, and check the session with the
@@ -505,48 +512,41 @@ struct SessionMachine: Sendable {
         return .restored(stored)
     }
 
-    /// What the actor does once the sign-in's save was placed.
-    enum SignInPlacedAction: Sendable, Equatable {
-        /// Finish the sign-in with the save's outcome (``signInWriteFinished(_:_:elapsed:)``).
-        case finish
-    }
-
     /// The sign-in's save placed the session at `generation` (above one stored elsewhere meanwhile), or failed
     /// (`nil`): the session held under `epoch` takes that generation, so its next write is fenced by it.
-    @discardableResult
-    mutating func signInPlaced(at generation: UInt64?, epoch: UInt64) -> SignInPlacedAction {
-        guard let generation, isCurrent(epoch), var session, generation > session.generation else { return .finish }
+    mutating func signInPlaced(at generation: UInt64?, epoch: UInt64) {
+        guard let generation, isCurrent(epoch), var session, generation > session.generation else { return }
         session.generation = generation
         state = state.entering(session)
-        return .finish
     }
 
     // MARK: - Removing an ended session again
 
-    /// A call at `elapsed` may remove the ended session again: remove it under its epoch and condition (and the retry
-    /// is marked running), or nothing when none is pending, a retry runs, or the last try was too recent. A removal
+    /// A call at `elapsed` may remove the ended session again: the epoch and condition to remove it under (and the
+    /// retry is marked running), or `nil` when none is pending, a retry runs, or the last try was too recent. A removal
     /// whose session has been followed by a new one is dropped.
-    mutating func removalRetryStarting(elapsed: Duration) -> RemovalRetryAction {
-        guard let pending = pendingRemoval, !removalInProgress else { return .nothing }
+    mutating func removalRetryStarting(elapsed: Duration) -> (epoch: UInt64, condition: WriteCondition)? {
+        guard let pending = pendingRemoval, !removalInProgress else { return nil }
         guard isCurrent(pending.epoch) else {
             pendingRemoval = nil
-            return .nothing
+            return nil
         }
-        guard elapsed - pending.lastAttempt >= configuration.persistRetryInterval else { return .nothing }
+        guard elapsed - pending.lastAttempt >= configuration.persistRetryInterval else { return nil }
         removalInProgress = true
         pendingRemoval?.lastAttempt = elapsed
-        return .remove(epoch: pending.epoch, condition: pending.condition)
+        return (pending.epoch, pending.condition)
     }
 
     /// Older writes have landed for the removal retry (``removalRetryStarting(elapsed:)``) of the session ended under
-    /// `epoch`: remove it, or drop it when a new session began meanwhile (its save overwrites the ended one).
-    mutating func removalRetryTurn(epoch: UInt64) -> RemovalRetryWriteAction {
+    /// `epoch`: remove it under `condition`, or drop it when a new session began meanwhile (its save overwrites the
+    /// ended one).
+    mutating func removalRetryTurn(epoch: UInt64, condition: WriteCondition) -> WriteTurnAction {
         guard isCurrent(epoch) else {
             removalInProgress = false
             pendingRemoval = nil
-            return .drop
+            return .skip
         }
-        return .remove
+        return .remove(condition)
     }
 
     /// The retried removal ended with `outcome`: nothing is left to remove once it landed or a newer session is
@@ -565,48 +565,36 @@ struct SessionMachine: Sendable {
         }
     }
 
-    /// What the app's profile did (``profileSupplied(_:)``).
-    enum ProfileAction: Sendable, Equatable {
-        /// It was taken for the session's user.
-        case taken
-        /// There is no session, or it is another user's: nothing changed.
-        case refused
-
-        /// Whether it was taken, as ``TokenRefreshClient/setProfile(_:)`` answers.
-        var taken: Bool { self == .taken }
-    }
-
     /// The app (or the provider, at sign-in) supplied `newProfile` (``TokenRefreshClient/setProfile(_:)``): taken for
-    /// the session's user; refused (and what it had is kept) without a session or for another user.
-    @discardableResult
-    mutating func profileSupplied(_ newProfile: AuthUser) -> ProfileAction {
-        guard let session else { return .refused }
+    /// the session's user (`true`); refused (and what it had is kept) without a session or for another user.
+    mutating func profileSupplied(_ newProfile: AuthUser) -> Bool {
+        guard let session else { return false }
         let userID = session.userID ?? session.token.claims?.subject
-        guard userID == nil || userID == newProfile.id else { return .refused }
+        guard userID == nil || userID == newProfile.id else { return false }
         profile = newProfile
-        return .taken
+        return true
     }
 
     // MARK: - Writing a pending pair again
 
-    /// A call at `elapsed` may write the session's pending pair again: write it (and the write is marked as running),
-    /// or nothing when the pair is stored, a write is running, or the last try was too recent.
-    mutating func persistRetryStarting(elapsed: Duration) -> PersistRetryAction {
-        guard let pending = session, !pending.persisted, !persistInProgress else { return .nothing }
+    /// A call at `elapsed` may write the session's pending pair again: the pair and its epoch (and the write is marked
+    /// as running), or `nil` when the pair is stored, a write is running, or the last try was too recent.
+    mutating func persistRetryStarting(elapsed: Duration) -> (pending: Session, epoch: UInt64)? {
+        guard let pending = session, !pending.persisted, !persistInProgress else { return nil }
         if let lastPersistAttempt, elapsed - lastPersistAttempt < configuration.persistRetryInterval {
-            return .nothing
+            return nil
         }
         persistInProgress = true
         lastPersistAttempt = elapsed
-        return .write(pending, epoch: epoch)
+        return (pending, epoch)
     }
 
     /// Older writes have landed for the retry (``persistRetryStarting(elapsed:)``) of `pending` under `epoch`: save it
     /// conditional on the generation stored, or drop it when a sign-out or a new session came meanwhile.
-    mutating func persistRetryTurn(_ pending: Session, epoch: UInt64) -> PersistRetryWriteAction {
+    mutating func persistRetryTurn(_ pending: Session, epoch: UInt64) -> WriteTurnAction {
         guard isCurrent(epoch) else {
             persistInProgress = false
-            return .drop
+            return .skip
         }
         let stored = StoredSession(
             token: pending.token, userID: pending.userID, generation: pending.generation, sessionID: pending.sessionID)

@@ -4,20 +4,17 @@ import Persistence
 /// Writing a pending pair again, removing an ended session again, and the end of a removal: each event returns the
 /// one action the actor carries out.
 extension SessionMachine {
-    /// What the actor does about a pair that failed to persist earlier.
-    enum PersistRetryAction: Sendable {
-        /// Write this pending pair of the session under `epoch` again (once older writes have landed).
-        case write(Session, epoch: UInt64)
-        /// The pair is stored, a write is running, or the last try was too recent.
-        case nothing
-    }
-
-    /// What the actor does once older writes have landed.
-    enum PersistRetryWriteAction: Sendable {
+    /// What the actor writes once every older write of this client has landed (a sign-in's save, a sign-out's
+    /// removal, and the retries of both wait their turn).
+    enum WriteTurnAction: Sendable, Equatable {
+        /// Save this pair above the generation stored (a sign-in: whatever is stored is replaced).
+        case saveAboveStored(StoredSession)
         /// Save this pair under this condition.
         case save(StoredSession, WriteCondition)
-        /// A sign-out or a new session came meanwhile: nothing is written.
-        case drop
+        /// Remove the stored session under this condition.
+        case remove(WriteCondition)
+        /// A sign-out or a new session came meanwhile: nothing is written (its own write decides what is stored).
+        case skip
     }
 
     /// What follows the write of a pending pair.
@@ -30,22 +27,6 @@ extension SessionMachine {
         case failedAgain
         /// The session changed meanwhile: nothing to do.
         case nothing
-    }
-
-    /// What the actor does about an ended session's removal still to be made.
-    enum RemovalRetryAction: Sendable, Equatable {
-        /// Remove the ended session of `epoch` under `condition` (once older writes have landed).
-        case remove(epoch: UInt64, condition: WriteCondition)
-        /// Nothing is pending, a retry is running, or the last try was too recent.
-        case nothing
-    }
-
-    /// What the actor does once older writes have landed.
-    enum RemovalRetryWriteAction: Sendable, Equatable {
-        /// Remove it.
-        case remove
-        /// A new session began meanwhile: its save overwrites the ended one.
-        case drop
     }
 
     /// What follows a retried removal.
@@ -92,20 +73,12 @@ extension SessionMachine {
         }
     }
 
-    /// What the actor does with the server's answer to a request that ends the session there (account deletion,
-    /// sign-out everywhere).
-    enum ServerEndAction: Sendable, Equatable {
-        /// The server ended the session: end it here too.
-        case endSession
-        /// The server refused (not 2xx): keep the session and fail with this error.
-        case refused(TokenRefreshError)
-    }
-
-    /// The server answered `status` to a request that ends the session there.
-    static func serverAnswered(endingSession status: Int) -> ServerEndAction {
+    /// The server answered `status` to a request that ends the session there (account deletion, sign-out
+    /// everywhere): a success ends the session here too; a refusal (not 2xx) keeps it, and fails with this error.
+    static func serverAnswered(endingSession status: Int) -> Result<Void, TokenRefreshError> {
         guard (200..<300).contains(status) else {
-            return .refused(TokenRefreshError.serverRefused.with(status: status))
+            return .failure(TokenRefreshError.serverRefused.with(status: status))
         }
-        return .endSession
+        return .success(())
     }
 }

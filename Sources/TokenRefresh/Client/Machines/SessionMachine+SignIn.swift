@@ -34,24 +34,16 @@ extension SessionMachine {
     ) -> SignInAction {
         let (replaced, epoch, flight) = beginSession(
             token, userID: userID, stateBefore: stateBefore, sessionID: sessionID)
-        if let profile { profileSupplied(profile) }
+        if let profile { _ = profileSupplied(profile) }
         let stored = StoredSession(
             token: token, userID: userID, generation: session?.generation ?? 0, sessionID: sessionID)
         return SignInAction(flight: flight, stored: stored, epoch: epoch, replaced: replaced)
     }
 
-    /// What the actor does with the store once the sign-in's older writes have landed.
-    enum SignInWriteAction: Sendable {
-        /// Save this pair (unconditionally).
-        case save(StoredSession)
-        /// A sign-out or another sign-in came first: its own write decides what is stored.
-        case skip
-    }
-
-    /// Older writes have landed for `signIn` (see ``signInWrite(_:)``).
-    func signInWriteTurn(_ signIn: SignInAction) -> SignInWriteAction {
+    /// Older writes have landed for `signIn`: save its pair above what is stored (see ``signInWrite(_:)``), or skip.
+    func signInWriteTurn(_ signIn: SignInAction) -> WriteTurnAction {
         guard let stored = signInWrite(signIn) else { return .skip }
-        return .save(stored)
+        return .saveAboveStored(stored)
     }
 
     /// Older writes have landed: the pair to save, or `nil` when a sign-out or another sign-in came first (its own

@@ -34,10 +34,9 @@ extension TokenRefreshClient {
     /// older write may have overtaken, at most once per ``Configuration/persistRetryInterval``, unless a new
     /// session has started since.
     func retryPendingRemovalIfDue() async {
-        let action = machine.removalRetryStarting(elapsed: clock.elapsed)
-        switch action {
-        case .remove(let epoch, let condition): await retryRemoval(epoch: epoch, condition: condition)
-        case .nothing: break
+        switch machine.removalRetryStarting(elapsed: clock.elapsed) {
+        case .some(let due): await retryRemoval(epoch: due.epoch, condition: due.condition)
+        case .none: break
         }
     }
 
@@ -45,15 +44,33 @@ extension TokenRefreshClient {
     func retryRemoval(epoch: UInt64, condition: WriteCondition) async {
         let write = await beginWrite(epoch: epoch)
         defer { endWrite(write) }
-        let action = machine.removalRetryTurn(epoch: epoch)
-        switch action {
-        case .remove:
-            let removed = await Result.of { () async throws(PersistenceError) in
-                try await store.remove(account: configuration.account, condition: condition)
+        switch await perform(machine.removalRetryTurn(epoch: epoch, condition: condition)) {
+        case .some(let removed): log(machine.removalRetryWriteEnded(removed.map { _ in () }))
+        case .none: break
+        }
+    }
+
+    /// Makes the write `turn` asks for, once older writes have landed: its outcome (the generation a save above the
+    /// stored one took, `nil` for any other write), or `nil` when nothing is written.
+    func perform(_ turn: SessionMachine.WriteTurnAction) async -> Result<UInt64?, PersistenceError>? {
+        let (store, account) = (self.store, configuration.account)
+        switch turn {
+        case .saveAboveStored(let stored):
+            return await Result.of { () async throws(PersistenceError) in
+                try await store.saveAboveStored(stored, account: account).generation
             }
-            log(machine.removalRetryWriteEnded(removed))
-        case .drop:
-            break
+        case .save(let stored, let condition):
+            return await Result.of { () async throws(PersistenceError) in
+                try await store.save(stored, account: account, condition: condition)
+                return nil
+            }
+        case .remove(let condition):
+            return await Result.of { () async throws(PersistenceError) in
+                try await store.remove(account: account, condition: condition)
+                return nil
+            }
+        case .skip:
+            return nil
         }
     }
 
