@@ -78,7 +78,8 @@ struct PostgresDPoPReplayCacheTests {
     /// next, including proofs at both edges of the iat window.
     @Test func aProofReplayedToAnotherReplicaIsRefused() async throws {
         try await withReplicas(4) { replicas in
-            let now = Date()
+            // Whole seconds, as a proof's iat is: the window's edges are then exact.
+            let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
             let verifiers = replicas.clients.map { client in
                 DPoPVerifier(
                     replayCache: PostgresDPoPReplayCache(
