@@ -161,6 +161,25 @@ import _CryptoExtras
         #expect(cache.spendCount == 0)
     }
 
+    @Test func aKnownHeaderStillNeedsAValidSignatureAndClaims() async throws {
+        let clock = ManualClock()
+        let authenticator = DPoPFixture.authenticator(clock: clock)
+        let token = client.accessToken()
+        let first = await authenticator.authenticate(
+            authorization: "DPoP " + token, proofs: [client.proof(token: token)], method: "GET",
+            uri: DPoPTestClient.uri)
+        #expect(first.proof != nil)
+        // The same header text, now remembered: a forged signature and a wrong htu are refused all the same.
+        let forged = await authenticator.authenticate(
+            authorization: "DPoP " + token, proofs: [client.proof(token: token, signer: P256.Signing.PrivateKey())],
+            method: "GET", uri: DPoPTestClient.uri)
+        #expect(forged.error == .invalidDPoPProof("signature"))
+        let elsewhere = await authenticator.authenticate(
+            authorization: "DPoP " + token, proofs: [client.proof(htu: "https://api.example.com/x", token: token)],
+            method: "GET", uri: DPoPTestClient.uri)
+        #expect(elsewhere.error == .invalidDPoPProof("htu"))
+    }
+
     @Test func theWindowEdgesAreInclusiveAndAReplayAtTheEdgeIsRefused() async throws {
         let clock = ManualClock()
         let authenticator = DPoPFixture.authenticator(clock: clock)

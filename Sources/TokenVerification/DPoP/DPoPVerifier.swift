@@ -67,6 +67,7 @@ public struct DPoPVerifier: Sendable {
     let algorithmNames: String
     private let maximumAgeSeconds: Double
     private let leewaySeconds: Double
+    private let headers = ProofHeaderCache(capacity: 1_024)
 
     /// A verifier.
     ///
@@ -135,15 +136,15 @@ public struct DPoPVerifier: Sendable {
         guard !proof.isEmpty, proof.utf8.count <= configuration.maximumProofLength else {
             throw .invalidDPoPProof("proof")
         }
-        let parsed: Result<CompactJWS, TokenVerificationError> = proof.withUTF8 { bytes in
+        let split: Result<ProofParts, TokenVerificationError> = proof.withUTF8 { bytes in
             do throws(TokenVerificationError) {
-                return .success(try CompactJWS(bytes))
+                return .success(try ProofParts(bytes))
             } catch {
                 return .failure(error)
             }
         }
-        guard case .success(let jws) = parsed else { throw .invalidDPoPProof("proof") }
-        let (algorithm, key) = try checkHeader(jws.header)
+        let jws = try split.get()
+        let (algorithm, key) = try checkHeader(segment: jws.headerSegment)
         guard algorithm.signatureLengths.contains(jws.signature.count) else { throw .invalidDPoPProof("signature") }
         let claims = jws.claims
 
@@ -191,6 +192,24 @@ public struct DPoPVerifier: Sendable {
     /// The JWK members that only a private key has (RFC 7518 section 6): a header carrying one is refused.
     private static let privateMembers: Set<String> = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"]
 
+    /// The header's algorithm and key: from the cache when this exact header passed before (a client sends the same
+    /// header with every proof), else checked and then remembered.
+    private func checkHeader(segment: [UInt8]) throws(TokenVerificationError) -> (JWSAlgorithm, JWK) {
+        if let known = headers.entry(for: segment) { return known }
+        guard let json = Base64URL.decode(segment) else { throw .invalidDPoPProof("proof") }
+        let parsed: Result<JSONValue, JSONParser.Failure> = json.withUnsafeBufferPointer { buffer in
+            do throws(JSONParser.Failure) {
+                return .success(try JSONParser.parse(buffer, rejectingDuplicateNames: true))
+            } catch {
+                return .failure(error)
+            }
+        }
+        guard case .success(.object(let header)) = parsed else { throw .invalidDPoPProof("proof") }
+        let checked = try checkHeader(header)
+        headers.insert(checked, for: segment)
+        return checked
+    }
+
     /// `typ`, `alg`, `crit` and the embedded `jwk`.
     private func checkHeader(
         _ header: [String: JSONValue]
@@ -221,6 +240,36 @@ public struct DPoPVerifier: Sendable {
     /// - Returns: Its hash as a proof names it.
     public static func accessTokenHash(_ accessToken: String) -> String {
         Base64URL.encode(SHA256.hash(data: Array(accessToken.utf8)))
+    }
+
+    /// A proof split at its two dots: the header segment as sent, the decoded claims and signature, and the length of
+    /// the signing input.
+    private struct ProofParts {
+        let headerSegment: [UInt8]
+        let claims: [String: JSONValue]
+        let signature: [UInt8]
+        let signingInputCount: Int
+
+        init(_ bytes: UnsafeBufferPointer<UInt8>) throws(TokenVerificationError) {
+            let dot = UInt8(ascii: ".")
+            guard let first = bytes.firstIndex(of: dot), first > 0,
+                let second = bytes[(first + 1)...].firstIndex(of: dot), second > first + 1,
+                let payload = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second])),
+                let signature = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[(second + 1)...]))
+            else { throw .invalidDPoPProof("proof") }
+            let parsed: Result<JSONValue, JSONParser.Failure> = payload.withUnsafeBufferPointer { buffer in
+                do throws(JSONParser.Failure) {
+                    return .success(try JSONParser.parse(buffer, rejectingDuplicateNames: true))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            guard case .success(.object(let claims)) = parsed else { throw .invalidDPoPProof("proof") }
+            headerSegment = Array(bytes[..<first])
+            self.claims = claims
+            self.signature = signature
+            signingInputCount = second
+        }
     }
 
     private static func seconds(_ duration: Duration) -> Double {
