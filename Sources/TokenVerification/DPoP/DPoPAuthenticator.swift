@@ -63,18 +63,18 @@ public struct DPoPAuthenticator: Sendable {
     ///   - uri: The request's absolute URI as the client addressed it (the public origin and the path).
     /// - Returns: The claims and proof, or the answer to send.
     public func authenticate(
-        authorization: String?, proofs proofHeaders: [String], method: String, uri: String
+        authorization: String?, proofs: [String], method: String, uri: String
     ) async -> Outcome {
         if let token = BearerAuthenticator.credential(authorization, scheme: "dpop") {
-            let now = proofs.now()
+            let now = self.proofs.now()
             do throws(TokenVerificationError) {
-                guard proofHeaders.count == 1 else { throw .invalidDPoPProof("proof") }
-                let proof = try proofs.check(
-                    proof: proofHeaders[0], method: method, uri: uri, accessToken: token, now: now)
+                guard proofs.count == 1 else { throw .invalidDPoPProof("proof") }
+                let proof = try self.proofs.check(
+                    proof: proofs[0], method: method, uri: uri, accessToken: token, now: now)
                 let claims = try await tokens.verify(token: token)
                 guard let bound = claims.confirmationKeyThumbprint else { throw .dpopTokenNotBound }
                 guard bound == proof.keyThumbprint else { throw .dpopKeyMismatch }
-                try await proofs.spend(proof, now: now)
+                try await self.proofs.spend(proof, now: now)
                 return .authenticated(claims, proof: proof)
             } catch {
                 return .rejected(rejection(error))
