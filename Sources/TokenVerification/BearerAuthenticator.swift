@@ -165,7 +165,7 @@ public struct BearerAuthenticator: Sendable {
     }
 
     /// The credential of a header value with `scheme` (given in lowercase letters, compared without letter case),
-    /// or `nil`.
+    /// or `nil`. Spaces around the credential are dropped; the bytes are read once, not as characters.
     static func credential(_ authorization: String?, scheme: String) -> String? {
         guard let authorization else { return nil }
         let utf8 = authorization.utf8
@@ -174,9 +174,11 @@ public struct BearerAuthenticator: Sendable {
             utf8.prefix(length).elementsEqual(scheme.utf8, by: { $0 | 0x20 == $1 }),
             utf8.dropFirst(length).first == UInt8(ascii: " ")
         else { return nil }
-        let token = authorization.dropFirst(length + 1).drop { $0 == " " }
-        let trimmed = token.reversed().drop { $0 == " " }
-        guard !trimmed.isEmpty else { return nil }
-        return String(token.prefix(trimmed.count))
+        let space = UInt8(ascii: " ")
+        let rest = utf8.dropFirst(length + 1)
+        guard let start = rest.firstIndex(where: { $0 != space }),
+            let last = rest.lastIndex(where: { $0 != space })
+        else { return nil }
+        return String(Substring(utf8[start...last]))
     }
 }

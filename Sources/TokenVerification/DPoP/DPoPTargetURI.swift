@@ -65,8 +65,11 @@ enum DPoPTargetURI {
 
     /// Whether `normalize(a)` and `normalize(b)` are the same URI (`false` when either is not one).
     static func matches(_ a: String, _ b: String) -> Bool {
-        guard let a = normalize(a), let b = normalize(b) else { return false }
-        return a == b
+        guard let normalizedB = normalize(b) else { return false }
+        // The same text is the same URI: the usual case, a client that sends the URI as it requested it.
+        if a == b { return true }
+        guard let normalizedA = normalize(a) else { return false }
+        return normalizedA == normalizedB
     }
 
     private static func isDelimiter(_ byte: UInt8) -> Bool {

@@ -194,7 +194,7 @@ public struct DPoPVerifier: Sendable {
 
     /// The header's algorithm and key: from the cache when this exact header passed before (a client sends the same
     /// header with every proof), else checked and then remembered.
-    private func checkHeader(segment: [UInt8]) throws(TokenVerificationError) -> (JWSAlgorithm, JWK) {
+    private func checkHeader(segment: String) throws(TokenVerificationError) -> (JWSAlgorithm, JWK) {
         if let known = headers.entry(for: segment) { return known }
         guard let json = Base64URL.decode(segment) else { throw .invalidDPoPProof("proof") }
         let parsed: Result<JSONValue, JSONParser.Failure> = json.withUnsafeBufferPointer { buffer in
@@ -239,13 +239,15 @@ public struct DPoPVerifier: Sendable {
     /// - Parameter accessToken: The access token.
     /// - Returns: Its hash as a proof names it.
     public static func accessTokenHash(_ accessToken: String) -> String {
-        Base64URL.encode(SHA256.hash(data: Array(accessToken.utf8)))
+        var accessToken = accessToken
+        // Hashed in place: a native string's UTF-8 is contiguous.
+        return Base64URL.encode(accessToken.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) })
     }
 
     /// A proof split at its two dots: the header segment as sent, the decoded claims and signature, and the length of
     /// the signing input.
     private struct ProofParts {
-        let headerSegment: [UInt8]
+        let headerSegment: String
         let claims: [String: JSONValue]
         let signature: [UInt8]
         let signingInputCount: Int
@@ -265,7 +267,7 @@ public struct DPoPVerifier: Sendable {
                 }
             }
             guard case .success(.object(let claims)) = parsed else { throw .invalidDPoPProof("proof") }
-            headerSegment = Array(bytes[..<first])
+            headerSegment = String(decoding: UnsafeBufferPointer(rebasing: bytes[..<first]), as: UTF8.self)
             self.claims = claims
             self.signature = signature
             signingInputCount = second

@@ -5,17 +5,17 @@ import AuthToken
 /// full, it starts over.
 final class ProofHeaderCache: Sendable {
     private let capacity: Int
-    private let entries = LockedValue([[UInt8]: (JWSAlgorithm, JWK)]())
+    private let entries = LockedValue([String: (JWSAlgorithm, JWK)]())
 
     init(capacity: Int) {
         self.capacity = capacity
     }
 
-    func entry(for segment: [UInt8]) -> (JWSAlgorithm, JWK)? {
+    func entry(for segment: String) -> (JWSAlgorithm, JWK)? {
         entries.withLock { $0[segment] }
     }
 
-    func insert(_ entry: (JWSAlgorithm, JWK), for segment: [UInt8]) {
+    func insert(_ entry: (JWSAlgorithm, JWK), for segment: String) {
         entries.withLock { entries in
             if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
             entries[segment] = entry
