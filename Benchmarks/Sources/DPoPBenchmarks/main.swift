@@ -57,7 +57,8 @@ func accessToken(jkt: String, now: Int) throws -> (token: String, keys: JWKSet) 
         + #""e":"\#(base64URL(primitives.publicExponent))"}]}"#
     let payload =
         #"{"iss":"\#(issuer)","sub":"user_bench","iat":\#(now),"exp":\#(now + 3600),"cnf":{"jkt":"\#(jkt)"}}"#
-    let input = base64URL(Array(#"{"alg":"RS256","typ":"at+jwt","kid":"k1"}"#.utf8)) + "." + base64URL(Array(payload.utf8))
+    let input =
+        base64URL(Array(#"{"alg":"RS256","typ":"at+jwt","kid":"k1"}"#.utf8)) + "." + base64URL(Array(payload.utf8))
     let signature = try key.signature(for: Array(input.utf8), padding: .insecurePKCS1v1_5)
     return (input + "." + base64URL(signature.rawRepresentation), try JWKSet(json: Data(jwks.utf8)))
 }
@@ -95,8 +96,9 @@ final class Box<T>: @unchecked Sendable {
         let dpop = try await Harness.nanosecondsPerOperation(samples: 3, iterations: iterations) {
             let proof = proofs[next.value].proof
             next.value += 1
-            guard case .authenticated = await authenticator.authenticate(
-                authorization: authorization, proofs: [proof], method: "GET", uri: uri)
+            guard
+                case .authenticated = await authenticator.authenticate(
+                    authorization: authorization, proofs: [proof], method: "GET", uri: uri)
             else { throw Refused() }
         }
         let cache = InMemoryDPoPReplayCache()
