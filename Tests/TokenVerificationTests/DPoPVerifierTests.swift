@@ -161,6 +161,40 @@ import _CryptoExtras
         #expect(cache.spendCount == 0)
     }
 
+    @Test func anOpaqueTokenIsBoundByTheCnfOfItsIntrospectionAnswer() async throws {
+        let (endpoint, clock) = (FakeIntrospectionEndpoint(), ManualClock())
+        let token = IntrospectionVerifierTests.token()
+        endpoint.answer(
+            token, IntrospectionVerifierTests.active(clock, extra: #", "cnf": {"jkt": "\#(client.thumbprint)"}"#))
+        let authenticator = DPoPAuthenticator(
+            tokens: BearerAuthenticator(introspection: IntrospectionVerifierTests.verifier(endpoint, clock: clock)),
+            proofs: DPoPVerifier(replayCache: InMemoryDPoPReplayCache(), now: clock.wallClock), allowsBearer: true)
+        let accepted = await authenticator.authenticate(
+            authorization: "DPoP " + token, proofs: [client.proof(token: token)], method: "GET",
+            uri: DPoPTestClient.uri)
+        guard case .authenticated(let claims, let proof?) = accepted else {
+            Issue.record("refused: \(String(describing: accepted.error))")
+            return
+        }
+        #expect(claims.isIntrospected)
+        #expect(claims.confirmationKeyThumbprint == proof.keyThumbprint)
+        let stranger = await authenticator.authenticate(
+            authorization: "DPoP " + token, proofs: [DPoPTestClient().proof(token: token)], method: "GET",
+            uri: DPoPTestClient.uri)
+        #expect(stranger.error == .dpopKeyMismatch)
+        let bearer = await authenticator.authenticate(
+            authorization: "Bearer " + token, proofs: [], method: "GET", uri: DPoPTestClient.uri)
+        #expect(bearer.error == .dpopBoundTokenAsBearer)
+    }
+
+    @Test func withBearerAllowedAMissingCredentialIsChallengedForBoth() async throws {
+        let authenticator = DPoPFixture.authenticator(clock: ManualClock(), allowsBearer: true)
+        let outcome = await authenticator.authenticate(
+            authorization: nil, proofs: [], method: "GET", uri: DPoPTestClient.uri)
+        #expect(outcome.rejection?.wwwAuthenticate == #"Bearer, DPoP algs="ES256 ES384 EdDSA PS256 RS256""#)
+        #expect(outcome.error == .missingAuthorization)
+    }
+
     @Test func aKnownHeaderStillNeedsAValidSignatureAndClaims() async throws {
         let clock = ManualClock()
         let authenticator = DPoPFixture.authenticator(clock: clock)
