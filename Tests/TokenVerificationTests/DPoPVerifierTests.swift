@@ -229,6 +229,26 @@ import _CryptoExtras
         }
     }
 
+    @Test func aNegativeWindowIsTakenAsZeroAndItsEntryNeverExpiresBeforeNow() async throws {
+        let clock = ManualClock()
+        let verifier = DPoPVerifier(
+            configuration: .init(maximumAge: .seconds(-30), leeway: .seconds(-30)),
+            replayCache: InMemoryDPoPReplayCache(), now: clock.wallClock)
+        let proof = client.proof(token: nil)
+        let accepted = try await verifier.verify(
+            proof: proof, method: "GET", uri: DPoPTestClient.uri, accessToken: nil, boundKeyThumbprint: nil)
+        #expect(accepted.expiry == clock.date)
+        await #expect(throws: TokenVerificationError.dpopProofReplayed) {
+            _ = try await verifier.verify(
+                proof: proof, method: "GET", uri: DPoPTestClient.uri, accessToken: nil, boundKeyThumbprint: nil)
+        }
+        await #expect(throws: TokenVerificationError.invalidDPoPProof("iat")) {
+            _ = try await verifier.verify(
+                proof: client.proof(iatOffset: -1, token: nil), method: "GET", uri: DPoPTestClient.uri,
+                accessToken: nil, boundKeyThumbprint: nil)
+        }
+    }
+
     @Test func aSpentProofStaysSpentUntilItCouldNoLongerBeAccepted() async throws {
         let clock = ManualClock()
         let cache = InMemoryDPoPReplayCache()

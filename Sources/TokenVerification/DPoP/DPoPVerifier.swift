@@ -25,10 +25,11 @@ public struct DPoPVerifier: Sendable {
         /// The accepted signing algorithms; HMAC algorithms are ignored (a proof's key is public). Default ES256,
         /// ES384, EdDSA, PS256 and RS256.
         public var algorithms: Set<JWSAlgorithm>
-        /// How long after its `iat` a proof is accepted (before the leeway). Default 60 seconds.
+        /// How long after its `iat` a proof is accepted (before the leeway); a negative value counts as zero.
+        /// Default 60 seconds.
         public var maximumAge: Duration
         /// The tolerated clock difference, both ways: an `iat` this far in the future is accepted, and a proof this
-        /// much older than ``maximumAge``. Default 5 seconds.
+        /// much older than ``maximumAge``; a negative value counts as zero. Default 5 seconds.
         public var leeway: Duration
         /// The server nonces every proof must carry, or `nil` (the default) to require none.
         public var nonces: DPoPNonces?
@@ -85,8 +86,9 @@ public struct DPoPVerifier: Sendable {
         self.now = now
         algorithms = configuration.algorithms.filter { $0.family != .hmac && $0.family != .introspection }
         algorithmNames = algorithms.map(\.name).sorted().joined(separator: " ")
-        maximumAgeSeconds = Self.seconds(configuration.maximumAge)
-        leewaySeconds = Self.seconds(configuration.leeway)
+        // A negative age or leeway is taken as zero: the window never turns inside out.
+        maximumAgeSeconds = max(0, Self.seconds(configuration.maximumAge))
+        leewaySeconds = max(0, Self.seconds(configuration.leeway))
     }
 
     /// The nonce to send in `DPoP-Nonce` now, or `nil` without ``Configuration/nonces``.
