@@ -415,7 +415,7 @@ let package = Package(
         .target(
             name: "TokenKitPostgres",
             dependencies: [
-                "Persistence", "AuthToken",
+                "Persistence", "AuthToken", "TokenVerification",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "NIOCore", package: "swift-nio", condition: postgres),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -454,6 +454,7 @@ let package = Package(
             name: "TokenKitPostgresTests",
             dependencies: [
                 "TokenKitPostgres", "Persistence", "AuthToken", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
+                "TokenVerification",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "NIOCore", package: "swift-nio", condition: postgres),
                 .product(name: "NIOPosix", package: "swift-nio", condition: postgres),

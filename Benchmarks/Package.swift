@@ -100,6 +100,18 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
+        // DPoP on the resource server; its PostgreSQL figures only through `.ci/postgres --run`.
+        .executableTarget(
+            name: "DPoPBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "TokenVerification", package: "TokenKit"),
+                .product(name: "TokenKitPostgres", package: "TokenKit"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // Run through `.ci/postgres --run` (a throwaway PostgreSQL on loopback); without one it says so and exits 0.
         .executableTarget(
             name: "PostgresRefreshBenchmarks",

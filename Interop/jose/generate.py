@@ -7,6 +7,7 @@ token must yield, and tokens that must be refused with a given reason.
 
 Every key is made fresh on each run; nothing secret is checked in. The directory holds:
 - jwks.json: the public keys of both libraries, each exported by the library that made it;
+- dpop.json: DPoP proofs and the access tokens bound to their keys (see dpop.py);
 - manifest.json: the issuer, the audience, the authorized party, the HMAC secret (base64url), the library
   versions, and the tokens: {name, library, alg, token, expect: "valid" or a TokenVerificationError reason,
   and for a valid token the claims it must yield}.
@@ -27,6 +28,8 @@ from jwcrypto import jwk as cjwk
 from jwcrypto import jws as cjws
 from jwcrypto import jwt as cjwt
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
+
+import dpop
 
 ISSUER = "https://issuer.jose-interop.test"
 AUDIENCE = "tokenkit-backend"
@@ -257,6 +260,7 @@ def main() -> None:
         json.dump({"keys": jwks}, f, indent=1)
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1, ensure_ascii=False)
+    dpop.generate(out, now)
     valid = sum(1 for t in tokens if t["expect"] == "valid")
     print(f"jose: {len(jwks)} keys, {valid} valid and {len(tokens) - valid} invalid tokens in {out} "
           f"(PyJWT {pyjwt.__version__}, jwcrypto {version('jwcrypto')})", file=sys.stderr)

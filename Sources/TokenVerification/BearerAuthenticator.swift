@@ -35,12 +35,27 @@ public struct BearerAuthenticator: Sendable {
         public let wwwAuthenticate: String?
         /// Why: safe to log.
         public let error: TokenVerificationError
+        /// The `DPoP-Nonce` value to send (RFC 9449 section 8), when a ``DPoPAuthenticator`` with server nonces
+        /// refused the request; `nil` otherwise.
+        public let dpopNonce: String?
 
-        /// The response headers: `Content-Type` and, for a 401, `WWW-Authenticate`.
+        /// The response headers: `Content-Type`, for a 401 `WWW-Authenticate`, and `DPoP-Nonce` when due.
         public var headers: [(name: String, value: String)] {
             var headers = [(name: "Content-Type", value: "application/json")]
             if let wwwAuthenticate { headers.append((name: "WWW-Authenticate", value: wwwAuthenticate)) }
+            if let dpopNonce { headers.append((name: "DPoP-Nonce", value: dpopNonce)) }
             return headers
+        }
+
+        /// An answer with its parts chosen by the caller (the DPoP authenticator's challenges).
+        package init(
+            status: Int, body: String, wwwAuthenticate: String?, error: TokenVerificationError, dpopNonce: String?
+        ) {
+            self.status = status
+            self.body = body
+            self.wwwAuthenticate = wwwAuthenticate
+            self.error = error
+            self.dpopNonce = dpopNonce
         }
 
         package init(_ error: TokenVerificationError) {
@@ -56,6 +71,7 @@ public struct BearerAuthenticator: Sendable {
                 body = #"{"error": "Token verification unavailable"}"#
             }
             wwwAuthenticate = error.wwwAuthenticate
+            dpopNonce = nil
         }
     }
 
@@ -119,16 +135,21 @@ public struct BearerAuthenticator: Sendable {
             return .rejected(Rejection(.missingAuthorization))
         }
         do {
-            switch verification {
-            case .single(let verifier): return .authenticated(try await verifier.verify(token))
-            case .routed(let router): return .authenticated(try await router.verify(token))
-            case .introspection(let introspection): return .authenticated(try await introspection.verify(token))
-            case .jwtOrIntrospection(let verifier, let introspection):
-                if Self.looksLikeJWT(token) { return .authenticated(try await verifier.verify(token)) }
-                return .authenticated(try await introspection.verify(token))
-            }
+            return .authenticated(try await verify(token: token))
         } catch {
             return .rejected(Rejection(error))
+        }
+    }
+
+    /// Verifies a token taken from its header by whichever verifier this authenticator holds.
+    package func verify(token: String) async throws(TokenVerificationError) -> VerifiedClaims {
+        switch verification {
+        case .single(let verifier): return try await verifier.verify(token)
+        case .routed(let router): return try await router.verify(token)
+        case .introspection(let introspection): return try await introspection.verify(token)
+        case .jwtOrIntrospection(let verifier, let introspection):
+            if Self.looksLikeJWT(token) { return try await verifier.verify(token) }
+            return try await introspection.verify(token)
         }
     }
 
@@ -140,14 +161,24 @@ public struct BearerAuthenticator: Sendable {
 
     /// The credential of a `Bearer` header value (scheme without letter case, RFC 7235), or `nil`.
     static func bearerToken(_ authorization: String?) -> String? {
+        credential(authorization, scheme: "bearer")
+    }
+
+    /// The credential of a header value with `scheme` (given in lowercase letters, compared without letter case),
+    /// or `nil`. Spaces around the credential are dropped; the bytes are read once, not as characters.
+    static func credential(_ authorization: String?, scheme: String) -> String? {
         guard let authorization else { return nil }
         let utf8 = authorization.utf8
-        guard utf8.count > 7, utf8.prefix(6).elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 }),
-            utf8.dropFirst(6).first == UInt8(ascii: " ")
+        let length = scheme.utf8.count
+        guard utf8.count > length + 1,
+            utf8.prefix(length).elementsEqual(scheme.utf8, by: { $0 | 0x20 == $1 }),
+            utf8.dropFirst(length).first == UInt8(ascii: " ")
         else { return nil }
-        let token = authorization.dropFirst(7).drop { $0 == " " }
-        let trimmed = token.reversed().drop { $0 == " " }
-        guard !trimmed.isEmpty else { return nil }
-        return String(token.prefix(trimmed.count))
+        let space = UInt8(ascii: " ")
+        let rest = utf8.dropFirst(length + 1)
+        guard let start = rest.firstIndex(where: { $0 != space }),
+            let last = rest.lastIndex(where: { $0 != space })
+        else { return nil }
+        return String(Substring(utf8[start...last]))
     }
 }

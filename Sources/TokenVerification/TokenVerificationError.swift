@@ -19,6 +19,9 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
         case missingAuthorization
         // RFC 7662 introspection (see IntrospectionVerifier).
         case tokenInactive, introspectionUnavailable, introspectionClientRejected, insecureIntrospectionURL
+        // RFC 9449 DPoP (see DPoPVerifier and DPoPAuthenticator).
+        case invalidDPoPProof, dpopProofReplayed, useDPoPNonce, dpopKeyMismatch, dpopTokenNotBound
+        case dpopBoundTokenAsBearer, dpopReplayCacheUnavailable
     }
     private let code: Code
     /// For ``missingClaim(_:)`` and ``invalidClaim(_:)``: the claim's name (never its value).
@@ -126,6 +129,44 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
     /// sent (``IntrospectionVerifier/Configuration/dangerouslyAllowsPlainHTTP`` turns this off).
     public static let insecureIntrospectionURL = TokenVerificationError(.insecureIntrospectionURL)
 
+    /// The `DPoP` proof is not acceptable (RFC 9449 section 4.3); ``claim`` names the part that failed, never its
+    /// value: `proof` (missing, repeated, too long or not a JWS), `typ`, `alg`, `jwk`, `crit`, `signature`, `jti`,
+    /// `htm`, `htu`, `iat` or `ath`. Answered with `WWW-Authenticate: DPoP error="invalid_dpop_proof"`.
+    ///
+    /// - Parameter part: The header member, claim or part that failed.
+    /// - Returns: The error.
+    public static func invalidDPoPProof(_ part: String) -> TokenVerificationError {
+        TokenVerificationError(.invalidDPoPProof, claim: part)
+    }
+    /// The proof's `jti` was already spent for its key: a replayed proof (`invalid_dpop_proof`).
+    public static let dpopProofReplayed = TokenVerificationError(.dpopProofReplayed)
+    /// The proof carries no `nonce`, or one this server did not issue or that is too old: the client must retry
+    /// with the nonce of the answer's `DPoP-Nonce` header (`use_dpop_nonce`, RFC 9449 section 9).
+    public static let useDPoPNonce = TokenVerificationError(.useDPoPNonce)
+    /// The proof was signed with a key other than the one the access token is bound to (its `cnf.jkt`)
+    /// (`invalid_dpop_proof`).
+    public static let dpopKeyMismatch = TokenVerificationError(.dpopKeyMismatch)
+    /// The token came with the `DPoP` scheme but is bound to no key (no `cnf.jkt`) (`invalid_token`).
+    public static let dpopTokenNotBound = TokenVerificationError(.dpopTokenNotBound)
+    /// A DPoP-bound token (one with `cnf.jkt`) came with the `Bearer` scheme, or the `Bearer` scheme is not
+    /// accepted here (`invalid_token`, RFC 9449 section 7.2).
+    public static let dpopBoundTokenAsBearer = TokenVerificationError(.dpopBoundTokenAsBearer)
+    /// The replay cache could not answer, so the proof's `jti` could not be spent: the request is refused (fail
+    /// closed) as a problem of the server, not of the proof (a 503, as for an unavailable key set).
+    public static let dpopReplayCacheUnavailable = TokenVerificationError(.dpopReplayCacheUnavailable)
+
+    /// The RFC 9449 section 7.1 `error` for a DPoP failure: `invalid_dpop_proof`, `use_dpop_nonce` or
+    /// `invalid_token`; `nil` for an error that is no DPoP failure of the request.
+    package var dpopErrorCode: String? {
+        switch code {
+        case .invalidDPoPProof, .dpopProofReplayed, .dpopKeyMismatch: "invalid_dpop_proof"
+        case .useDPoPNonce: "use_dpop_nonce"
+        case .dpopTokenNotBound, .dpopBoundTokenAsBearer: "invalid_token"
+        case .dpopReplayCacheUnavailable, .missingAuthorization: nil
+        default: isTokenProblem ? "invalid_token" : nil
+        }
+    }
+
     /// One error of each code, for the tests that check every code has its messages.
     package static var everyCode: [TokenVerificationError] { Code.allCases.map { TokenVerificationError($0) } }
     /// The key of the error's message in the translations: `TokenVerificationError.<code>`.
@@ -141,6 +182,7 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
         case .keySetUnavailable, .keySetInvalid, .keySetTooLarge, .tooManyKeys, .fetchTimedOut, .insecureKeySetURL:
             false
         case .introspectionUnavailable, .introspectionClientRejected, .insecureIntrospectionURL: false
+        case .dpopReplayCacheUnavailable: false
         default: true
         }
     }
@@ -178,14 +220,28 @@ public struct TokenVerificationError: Error, Sendable, Hashable, CustomStringCon
         case .tokenInactive: "The token is not active"
         case .introspectionUnavailable, .introspectionClientRejected, .insecureIntrospectionURL:
             "Token introspection is unavailable"
+        case .invalidDPoPProof: "The DPoP proof is invalid"
+        case .dpopProofReplayed: "The DPoP proof was already used"
+        case .useDPoPNonce: "The DPoP proof needs the server nonce"
+        case .dpopKeyMismatch: "The DPoP proof key does not match the token"
+        case .dpopTokenNotBound: "The token is not bound to a DPoP key"
+        case .dpopBoundTokenAsBearer: "The token must be sent with the DPoP scheme"
+        case .dpopReplayCacheUnavailable: "DPoP replay checking is unavailable"
         }
     }
 
     /// The RFC 6750 challenge for a 401: `Bearer error="invalid_token", error_description="..."`, or a bare
     /// `Bearer` for a request without a credential (section 3.1); `nil` for a problem of the key set or the
-    /// introspection endpoint.
+    /// introspection endpoint. A DPoP failure gets RFC 9449's `DPoP error="...", error_description="..."` (a
+    /// ``DPoPAuthenticator`` adds the accepted `algs`).
     public var wwwAuthenticate: String? {
         if code == .missingAuthorization { return "Bearer" }
+        switch code {
+        case .invalidDPoPProof, .dpopProofReplayed, .useDPoPNonce, .dpopKeyMismatch, .dpopTokenNotBound,
+            .dpopBoundTokenAsBearer:
+            return #"DPoP error="\#(dpopErrorCode ?? "invalid_token")", error_description="\#(safeDescription)""#
+        default: break
+        }
         guard isTokenProblem else { return nil }
         return #"Bearer error="invalid_token", error_description="\#(safeDescription)""#
     }
