@@ -100,6 +100,16 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
+        // A DPoP proof against a bare P-256 sign (synchronous, so callgrind can run it: `Benchmarks/callgrind dpop`).
+        .executableTarget(
+            name: "DPoPBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "NetworkRetry", package: "TokenKit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
         // Run through `.ci/postgres --run` (a throwaway PostgreSQL on loopback); without one it says so and exits 0.
         .executableTarget(
             name: "PostgresRefreshBenchmarks",

@@ -1,7 +1,7 @@
 public import AuthToken
 package import Crypto
 public import Foundation
-package import HTTPTypes
+public import HTTPTypes
 
 /// Mints DPoP proofs (RFC 9449) with one session's key, and keeps the nonces each server asked for.
 ///
@@ -126,8 +126,15 @@ public final class DPoPProver: Sendable, CustomStringConvertible {
         return try proof(method: method, origin: origin, path: path, accessToken: accessToken)
     }
 
-    /// A proof for `request` (its method, scheme, authority and path).
-    package func proof(for request: HTTPRequest, accessToken: String?) throws -> String {
+    /// A proof for `request`: its method, and its scheme, authority and path as `htu`.
+    ///
+    /// - Parameters:
+    ///   - request: The request, with an absolute `http(s)` URL.
+    ///   - accessToken: The access token the request presents (for `ath`); `nil` on token requests.
+    /// - Returns: The proof, for the `DPoP` header field.
+    /// - Throws: ``NetworkRetryError/invalidRequest`` for a request without an `http(s)` origin; the key's error
+    ///   when it cannot sign.
+    public func proof(for request: HTTPRequest, accessToken: String?) throws -> String {
         guard let origin = HTTPOrigin(request) else { throw NetworkRetryError.invalidRequest }
         return try proof(
             method: request.method.rawValue, origin: origin, path: request.path ?? "/",
