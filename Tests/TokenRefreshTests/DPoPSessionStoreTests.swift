@@ -131,3 +131,43 @@ import TokenRefresh
         #expect(saved.dpopKey?.thumbprint == prover.thumbprint)
     }
 }
+
+@Suite(.logLeakCheck()) struct DPoPServerTimeTests {
+    /// The `iat` of a proof, read without verifying it.
+    static func issuedAt(_ proof: String) -> Int? {
+        let parts = proof.split(separator: ".")
+        guard parts.count == 3 else { return nil }
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64),
+            let payload = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return payload["iat"] as? Int
+    }
+
+    /// A device clock an hour off either way: once one token endpoint answer taught the server clock, proofs are
+    /// stamped within Keycloak's limits (15 s ahead, 25 s behind the server's time).
+    @Test(arguments: [3600.0, -3600.0])
+    func proofsCarryTheServersTimeOnADeviceWhoseClockIsOff(skew: TimeInterval) async throws {
+        let serverTime = Date(timeIntervalSince1970: 1_800_000_000)
+        let serverClock = ServerClock(deviceNow: { serverTime.addingTimeInterval(skew) })
+        let prover = DPoPProver(key: SoftwareDPoPKey(), now: serverClock.wallClock)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let server = MockTransport(script: [
+            .response(status: .badRequest, headers: [.date: formatter.string(from: serverTime)])
+        ])
+        let transport = DPoPTransport(ServerClockTransport(server, clock: serverClock), prover: prover)
+        let request = HTTPRequest(method: .post, scheme: "https", authority: "auth.example.com", path: "/token")
+        _ = try await transport.send(request, body: nil)
+        // The first proof went out before any answer: it carries the device's time.
+        let first = try #require(server.requests.first?.request.headerFields[HTTPField.Name("DPoP")!])
+        #expect(Self.issuedAt(first) == Int(serverTime.timeIntervalSince1970 + skew))
+        let proof = try prover.proof(method: "GET", url: URL(string: "https://api.example.com/v1/me")!)
+        let iat = try #require(Self.issuedAt(proof))
+        let serverSeconds = Int(serverTime.timeIntervalSince1970)
+        #expect(iat - serverSeconds <= 15 && serverSeconds - iat <= 25, "iat off by \(iat - serverSeconds) s")
+    }
+}
