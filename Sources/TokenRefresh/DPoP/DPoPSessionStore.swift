@@ -198,8 +198,9 @@ public struct DPoPKeys: Sendable {
 
     #if canImport(CryptoKit) && canImport(Security)
         /// Secure Enclave keys where the device has one; software keys elsewhere.
-        public static let secureEnclaveWhereAvailable = DPoPKeys {
-            SecureEnclaveDPoPKey.isAvailable ? try SecureEnclaveDPoPKey() : SoftwareDPoPKey()
+        public static let secureEnclaveWhereAvailable = DPoPKeys { () throws -> any DPoPKey in
+            guard SecureEnclaveDPoPKey.isAvailable else { return SoftwareDPoPKey() }
+            return try SecureEnclaveDPoPKey()
         }
     #endif
 
