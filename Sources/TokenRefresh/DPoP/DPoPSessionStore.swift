@@ -33,6 +33,14 @@ public struct DPoPSessionStore: TokenStore {
     /// How new keys are made and stored keys restored.
     public let keys: DPoPKeys
     private let states = LockedValue([String: DPoPRestoreState]())
+    /// The record and access token last found usable, by account: a store read again (another process's change
+    /// check) does not parse the key again.
+    private let verified = LockedValue([String: Verified]())
+
+    private struct Verified: Equatable {
+        let record: DPoPKeyRecord
+        let accessToken: String
+    }
 
     /// Wraps `base`.
     ///
@@ -76,7 +84,7 @@ public struct DPoPSessionStore: TokenStore {
             if case .absent = read { record(.noSession, account: account) }
             return read
         }
-        let state = check(session)
+        let state = check(session, account: account)
         record(state, account: account)
         guard case .keyLost = state else { return read }
         // The record holds a refresh token no request may use: remove it (only this very session).
@@ -129,9 +137,13 @@ public struct DPoPSessionStore: TokenStore {
     }
 
     /// Judges a stored session, restoring its key into the prover when it is usable.
-    private func check(_ session: StoredSession) -> DPoPRestoreState {
+    private func check(_ session: StoredSession, account: String) -> DPoPRestoreState {
         guard isDPoPTokenType(session.token.tokenType) else { return .bearerSession }
         guard let record = session.dpopKey else { return .keyLost(.missing) }
+        let seen = Verified(record: record, accessToken: session.token.accessToken)
+        if verified.withLock({ $0[account] == seen }), prover.thumbprint == record.thumbprint {
+            return .restored(record.thumbprint)
+        }
         let key: any DPoPKey
         do {
             key = try keys.restore(record)
@@ -143,6 +155,7 @@ public struct DPoPSessionStore: TokenStore {
             return .keyLost(.mismatch)
         }
         if prover.thumbprint != thumbprint { prover.use(key) }
+        verified.withLock { $0[account] = seen }
         return .restored(thumbprint)
     }
 
