@@ -105,6 +105,7 @@ let package = Package(
             name: "DPoPBenchmarks",
             dependencies: [
                 "BenchmarkSupport",
+                .product(name: "AuthToken", package: "TokenKit"),
                 .product(name: "NetworkRetry", package: "TokenKit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -175,7 +175,7 @@ public final class DPoPProver: Sendable, CustomStringConvertible {
         DPoPBase64URL.append(payload.utf8, to: &signingInput)
         let signature = try signing.key.signature(for: Data(signingInput))
         signingInput.append(UInt8(ascii: "."))
-        DPoPBase64URL.append(signature, to: &signingInput)
+        signature.withUnsafeBytes { DPoPBase64URL.append($0, to: &signingInput) }
         return String(decoding: signingInput, as: UTF8.self)
     }
 
@@ -359,27 +359,47 @@ package enum DPoPBase64URL {
 
     /// Appends the encoding of `bytes` to `out`.
     package static func append(_ bytes: some Sequence<UInt8>, to out: inout [UInt8]) {
-        var buffer: UInt32 = 0
-        var count = 0
-        for byte in bytes {
-            buffer = buffer << 8 | UInt32(byte)
-            count += 1
-            if count == 3 {
-                out.append(alphabet[Int(buffer >> 18 & 63)])
-                out.append(alphabet[Int(buffer >> 12 & 63)])
-                out.append(alphabet[Int(buffer >> 6 & 63)])
-                out.append(alphabet[Int(buffer & 63)])
-                buffer = 0
-                count = 0
-            }
+        let appended: Bool? = bytes.withContiguousStorageIfAvailable { buffer in
+            append(UnsafeRawBufferPointer(buffer), to: &out)
+            return true
         }
-        if count == 1 {
-            out.append(alphabet[Int(buffer >> 2 & 63)])
-            out.append(alphabet[Int(buffer << 4 & 63)])
-        } else if count == 2 {
-            out.append(alphabet[Int(buffer >> 10 & 63)])
-            out.append(alphabet[Int(buffer >> 4 & 63)])
-            out.append(alphabet[Int(buffer << 2 & 63)])
+        if appended == nil { append(Array(bytes), to: &out) }
+    }
+
+    /// Appends the encoding of `bytes` to `out`, three bytes at a time, into space reserved at once.
+    package static func append(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        let count = bytes.count
+        let whole = count / 3
+        let produced = whole * 4 + [0, 2, 3][count % 3]
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: produced))
+        alphabet.withUnsafeBufferPointer { table in
+            out.withUnsafeMutableBufferPointer { buffer in
+                var target = start
+                for group in 0..<whole {
+                    let index = group * 3
+                    let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                    buffer[target] = table[Int(value >> 18 & 63)]
+                    buffer[target + 1] = table[Int(value >> 12 & 63)]
+                    buffer[target + 2] = table[Int(value >> 6 & 63)]
+                    buffer[target + 3] = table[Int(value & 63)]
+                    target += 4
+                }
+                let index = whole * 3
+                switch count - index {
+                case 1:
+                    let value = UInt32(bytes[index]) << 16
+                    buffer[target] = table[Int(value >> 18 & 63)]
+                    buffer[target + 1] = table[Int(value >> 12 & 63)]
+                case 2:
+                    let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+                    buffer[target] = table[Int(value >> 18 & 63)]
+                    buffer[target + 1] = table[Int(value >> 12 & 63)]
+                    buffer[target + 2] = table[Int(value >> 6 & 63)]
+                default:
+                    break
+                }
+            }
         }
     }
 }
