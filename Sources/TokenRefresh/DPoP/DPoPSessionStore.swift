@@ -6,8 +6,8 @@ public import Persistence
 /// A token store that keeps a session's DPoP key (RFC 9449) in the same record as its refresh token, so the two are
 /// written, rotated, shared and deleted together, with the same protection.
 ///
-/// Wrap the session's store in it, and give its ``prover`` to the token endpoint's ``DPoPTransport`` and to the
-/// `AuthenticatedClient`:
+/// Wrap the session's store in it, and give its ``prover`` to the token endpoint's
+/// ``/NetworkRetry/DPoPTransport`` and to the `AuthenticatedClient`:
 ///
 /// ```swift
 /// let prover = DPoPProver(key: SoftwareDPoPKey(), now: serverClock.wallClock)
