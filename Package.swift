@@ -154,6 +154,8 @@ let package = Package(
             name: "NetworkRetry",
             dependencies: [
                 "AuthToken",
+                // DPoP proofs (ES256 with a P-256 key).
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -296,6 +298,7 @@ let package = Package(
             dependencies: [
                 "TokenKitTestSupport",
                 "AuthToken", "NetworkRetry", "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),

@@ -112,6 +112,17 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // A DPoP proof against a bare P-256 sign (synchronous, so callgrind can run it: `Benchmarks/callgrind dpop`).
+        .executableTarget(
+            name: "DPoPProofBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "AuthToken", package: "TokenKit"),
+                .product(name: "NetworkRetry", package: "TokenKit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
         // Run through `.ci/postgres --run` (a throwaway PostgreSQL on loopback); without one it says so and exits 0.
         .executableTarget(
             name: "PostgresRefreshBenchmarks",

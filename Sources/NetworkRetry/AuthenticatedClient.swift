@@ -37,6 +37,10 @@ public struct AuthenticatedClient: HTTPTransport {
         /// and `Proxy-Authorization`, from every hop after a redirect has left the origin.
         /// ``defaultSecretHeaderFields`` by default; add the app's own.
         public var secretHeaderFields: Set<HTTPField.Name>
+        /// The session's DPoP prover (RFC 9449), for tokens of type `DPoP`: such a token goes as
+        /// `Authorization: DPoP <token>` with a proof, and a nonce challenge is answered within the call's one retry.
+        /// `nil` by default: a `DPoP` token is then never sent (``NetworkRetryError/dpopKeyUnavailable``).
+        public var dpop: DPoPProver?
 
         /// `X-API-Key`, `API-Key`, `X-Auth-Token`, `X-Access-Token`, `X-Refresh-Token`, `X-Session-Token`,
         /// `X-CSRF-Token` and `X-XSRF-Token`.
@@ -57,11 +61,13 @@ public struct AuthenticatedClient: HTTPTransport {
         ///   - credentialPresentation: How the credential travels; `Authorization: Bearer` by default.
         ///   - secretHeaderFields: Header fields removed once a redirect leaves the origin;
         ///     ``defaultSecretHeaderFields`` by default.
+        ///   - dpop: The session's DPoP prover, for tokens of type `DPoP`; `nil` by default.
         public init(
             allowedOrigins: some Sequence<HTTPOrigin>, followsRedirects: Bool = true, maximumRedirects: Int = 5,
             endsSessionWhenRefreshDoesNotHelp: Bool = false, credentialPresentation: CredentialPresentation = .bearer,
-            secretHeaderFields: Set<HTTPField.Name> = Configuration.defaultSecretHeaderFields
+            secretHeaderFields: Set<HTTPField.Name> = Configuration.defaultSecretHeaderFields, dpop: DPoPProver? = nil
         ) {
+            self.dpop = dpop
             self.allowedOrigins = Set(allowedOrigins)
             self.followsRedirects = followsRedirects
             self.maximumRedirects = max(0, maximumRedirects)
@@ -136,7 +142,7 @@ public struct AuthenticatedClient: HTTPTransport {
         let origin = try checkedOrigin(of: request)
 
         var token = try await tokenProvider.validToken()
-        var refreshed = false
+        var attempts = RequestRetryMachine()
         var redirects = 0
         var hop = request
         var hopBody = body
@@ -146,7 +152,16 @@ public struct AuthenticatedClient: HTTPTransport {
             var outgoing = hop
             // A scoped cookie goes only where its own Domain, Path and Secure allow, even on an allowed origin.
             let attaches = onOrigin && configuration.credentialPresentation.applies(to: hop)
-            if attaches {
+            let dpop = attaches && isDPoPTokenType(token.tokenType) ? configuration.dpop : nil
+            if attaches && isDPoPTokenType(token.tokenType) {
+                // A token bound to a key goes only with a proof of that key, never as a Bearer token.
+                guard let dpop else { throw NetworkRetryError.dpopKeyUnavailable }
+                try dpop.checkBinding(of: token.accessToken)
+                outgoing.headerFields[.authorization] = nil
+                outgoing.headerFields.append(dpop.authorizationField(for: token.accessToken))
+                outgoing.headerFields[.dpop] = try dpop.proof(
+                    method: hop.method.rawValue, origin: origin, path: hop.path ?? "/", accessToken: token.accessToken)
+            } else if attaches {
                 let field = authorizationCache.field(for: token.accessToken)
                 if field.name == .authorization {
                     if outgoing.headerFields[.authorization] != nil { outgoing.headerFields[.authorization] = nil }
@@ -167,21 +182,40 @@ public struct AuthenticatedClient: HTTPTransport {
             }
             let (response, data) = try await exchange(outgoing, body: hopBody, token: attaches ? token : nil)
             let code = response.status.code
+            // Every answer from the origin may carry the server's next nonce, 200s included.
+            let learnedNonce =
+                onOrigin ? configuration.dpop?.learnNonce(from: response, origin: origin) ?? false : false
 
-            switch RetryDecision(
-                code: code, response: response, requestCarriedToken: attaches, alreadyRefreshed: refreshed)
-            {
-            case .fail(let error):
+            let rejection: RequestRetryMachine.Rejection
+            if let dpop, code == 401 {
+                rejection = Self.dpopRejection(
+                    response, code: code, token: token, learnedNonce: learnedNonce, now: dpop.now)
+            } else {
+                switch RetryDecision(
+                    code: code, response: response, requestCarriedToken: attaches,
+                    alreadyRefreshed: attempts.hasRefreshed)
+                {
+                case .fail(let error): rejection = .final(error)
+                case .refreshAndRetry: rejection = .tokenRejected
+                case .deliver: rejection = .none
+                }
+            }
+            switch attempts.answered(rejection) {
+            case .fail(var error):
+                if error.status == nil { error = error.with(status: code, challenge: error.challenge) }
                 logger.trace("request rejected", metadata: ["error": "\(error)"])
                 if error == .unauthorizedAfterRefresh {
                     await tokenProvider.sessionRejected(
                         afterRefreshOf: token.accessToken, endSession: configuration.endsSessionWhenRefreshDoesNotHelp)
                 }
                 throw error
-            case .refreshAndRetry:
-                logger.trace("refreshing after 401", metadata: ["token": "\(token.fingerprint)"])
-                token = try await tokenProvider.refreshToken(afterRejectionOf: token.accessToken)
-                refreshed = true
+            case .retry(let refreshingFirst):
+                if refreshingFirst {
+                    logger.trace("refreshing after 401", metadata: ["token": "\(token.fingerprint)"])
+                    token = try await tokenProvider.refreshToken(afterRejectionOf: token.accessToken)
+                } else {
+                    logger.trace("retrying with the server's DPoP nonce", metadata: ["token": "\(token.fingerprint)"])
+                }
                 continue
             case .deliver:
                 break
@@ -207,6 +241,46 @@ public struct AuthenticatedClient: HTTPTransport {
             logger.trace(
                 "following redirect", metadata: ["status": "\(code)", "sameOrigin": "\(onOrigin)"])
         }
+    }
+
+    /// How a 401 to a request that carried a `DPoP` token reads (RFC 9449 sections 7.1 and 9).
+    ///
+    /// - Parameters:
+    ///   - learnedNonce: Whether the answer carried a nonce other than the one the request used.
+    ///   - now: The prover's clock, to judge whether the token has expired.
+    static func dpopRejection(
+        _ response: HTTPResponse, code: Int, token: AuthToken, learnedNonce: Bool, now: @Sendable () -> Date
+    ) -> RequestRetryMachine.Rejection {
+        var challenges: [AuthenticationChallenge] = []
+        for value in response.headerFields[values: .wwwAuthenticate] {
+            challenges += AuthenticationChallenge.parse(value) ?? []
+        }
+        let errors = Set(challenges.filter { $0.isScheme("DPoP") }.map { $0[parameter: "error"] ?? "" })
+        guard !errors.isEmpty else {
+            // No DPoP challenge: the Bearer rules (no challenge at all: refresh and retry).
+            switch RetryDecision(code: code, response: response, requestCarriedToken: true, alreadyRefreshed: false) {
+            case .fail(let error): return .final(error)
+            case .refreshAndRetry: return .tokenRejected
+            case .deliver: return .none
+            }
+        }
+        if errors.contains("use_dpop_nonce") {
+            // A challenge without a new nonce cannot be answered: sending again would repeat the same proof.
+            guard learnedNonce else {
+                return .final(NetworkRetryError.dpopProofRejected.with(status: code, challenge: nil))
+            }
+            return .nonceChallenge(tokenStale: errors.contains("invalid_token") || token.isExpired(at: now()))
+        }
+        if errors.contains("invalid_dpop_proof") {
+            return .final(NetworkRetryError.dpopProofRejected.with(status: code, challenge: nil))
+        }
+        if errors.contains("insufficient_scope") {
+            return .final(NetworkRetryError.insufficientScope.with(status: code, challenge: nil))
+        }
+        if errors.contains("invalid_request") {
+            return .final(NetworkRetryError.unauthorized.with(status: code, challenge: nil))
+        }
+        return .tokenRejected
     }
 
     /// The request's origin, if a token may go there; otherwise the error that says why not.

@@ -28,6 +28,8 @@ extension NetworkRetryError: LocalizedError {
             "The server redirected the request too often or to an invalid address."
         case .bodyTooLarge, .responseTooLarge: "The server's answer was too large."
         case .bodyNotReplayable: "The request could not be sent again."
+        case .dpopKeyUnavailable: "Your session cannot be used on this device. Please sign in again."
+        case .dpopProofRejected: "The server did not accept this device's proof of sign-in. Please try again."
         default: nil
         }
     }

@@ -9,6 +9,7 @@ public struct NetworkRetryError: Error, Sendable, Hashable, CustomStringConverti
         case insecureTransport, originNotAllowed, invalidRequest, noToken
         case tooManyRedirects, invalidRedirect, bodyTooLarge, bodyNotReplayable
         case responseTooLarge, clientFollowsRedirects
+        case dpopKeyUnavailable, dpopProofRejected
     }
     private let code: Code
     /// For ``transport``, ``timedOut`` and ``cannotConnect``: the error the HTTP client threw, if kept.
@@ -72,6 +73,12 @@ public struct NetworkRetryError: Error, Sendable, Hashable, CustomStringConverti
     /// `redirectConfiguration: .disallow`): it would send a request's body and credentials on to wherever a redirect
     /// points, so nothing was sent.
     public static let clientFollowsRedirects = NetworkRetryError(.clientFollowsRedirects)
+    /// The token is bound to a DPoP key (RFC 9449) that this client does not hold: no prover is configured, or the
+    /// token names another key. Nothing was sent.
+    public static let dpopKeyUnavailable = NetworkRetryError(.dpopKeyUnavailable)
+    /// The server rejected the request's DPoP proof (`invalid_dpop_proof`), or asked for a nonce again after the
+    /// call's one retry.
+    public static let dpopProofRejected = NetworkRetryError(.dpopProofRejected)
 
     /// Wraps an error thrown by an HTTP client as ``transport``.
     ///

@@ -13,6 +13,9 @@ public struct StoredSession: Sendable, Hashable, Codable {
     /// reused. A stored session with another identity is another session, whatever its generation. `nil` for a
     /// session stored before identities existed.
     public let sessionID: String?
+    /// The session's DPoP key (RFC 9449), kept in the same record as the refresh token, if the session's tokens are
+    /// bound to one.
+    public let dpopKey: DPoPKeyRecord?
 
     /// Creates a stored session.
     ///
@@ -22,10 +25,26 @@ public struct StoredSession: Sendable, Hashable, Codable {
     ///   - generation: The generation of this write.
     ///   - sessionID: The session's identity (``newSessionID()`` at sign-in, the same for its refreshes).
     public init(token: AuthToken, userID: String? = nil, generation: UInt64, sessionID: String? = nil) {
+        self.init(token: token, userID: userID, generation: generation, sessionID: sessionID, dpopKey: nil)
+    }
+
+    /// Creates a stored session whose tokens are bound to a DPoP key.
+    ///
+    /// - Parameters:
+    ///   - token: The token pair.
+    ///   - userID: The user profile ID, if known.
+    ///   - generation: The generation of this write.
+    ///   - sessionID: The session's identity.
+    ///   - dpopKey: The session's DPoP key, if its tokens are bound to one.
+    public init(
+        token: AuthToken, userID: String? = nil, generation: UInt64, sessionID: String? = nil,
+        dpopKey: DPoPKeyRecord?
+    ) {
         self.token = token
         self.userID = userID
         self.generation = generation
         self.sessionID = sessionID
+        self.dpopKey = dpopKey
     }
 
     /// A new session identity: 128 bits from the system's secure random generator, as 32 hex digits.
@@ -40,7 +59,12 @@ public struct StoredSession: Sendable, Hashable, Codable {
 
     /// This session with another generation (its identity kept).
     package func with(generation: UInt64) -> StoredSession {
-        StoredSession(token: token, userID: userID, generation: generation, sessionID: sessionID)
+        StoredSession(token: token, userID: userID, generation: generation, sessionID: sessionID, dpopKey: dpopKey)
+    }
+
+    /// This session with `dpopKey` as its DPoP key (everything else kept).
+    package func with(dpopKey: DPoPKeyRecord?) -> StoredSession {
+        StoredSession(token: token, userID: userID, generation: generation, sessionID: sessionID, dpopKey: dpopKey)
     }
 }
 

@@ -84,7 +84,9 @@ struct SessionRowFormat: Sendable {
             return .unavailable(PersistenceError.corrupt.with(detail: "payload does not match its row"))
         }
         return .found(
-            StoredSession(token: session.token, userID: session.userID, generation: generation, sessionID: sessionID))
+            StoredSession(
+                token: session.token, userID: session.userID, generation: generation, sessionID: sessionID,
+                dpopKey: session.dpopKey))
     }
 
     /// What a sealed payload is authenticated with: the account and, from version 2, the generation and identity.

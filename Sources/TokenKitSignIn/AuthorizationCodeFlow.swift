@@ -44,6 +44,9 @@ public actor AuthorizationCodeFlow {
         public var usesPushedAuthorization: Bool
         /// How long a started sign-in waits for its redirect. Default 10 minutes.
         public var flightLifetime: TimeInterval
+        /// The session's DPoP prover (RFC 9449), to bind the tokens to its key: the authorization request (and the
+        /// pushed one) carries its thumbprint as `dpop_jkt`, and the code exchange a proof. `nil` by default.
+        public var dpop: DPoPProver?
 
         /// A configuration.
         ///
@@ -54,11 +57,13 @@ public actor AuthorizationCodeFlow {
         ///   - postLogoutRedirectURI: The post-logout redirect URI, if any.
         ///   - usesPushedAuthorization: Whether to use pushed authorization requests when offered.
         ///   - flightLifetime: How long a sign-in waits for its redirect, in seconds.
+        ///   - dpop: The session's DPoP prover, to bind the tokens to its key; `nil` by default.
         public init(
             redirectURI: URL, scopes: [String] = ["openid", "profile", "email"],
             additionalParameters: [String: String] = [:], postLogoutRedirectURI: URL? = nil,
-            usesPushedAuthorization: Bool = true, flightLifetime: TimeInterval = 600
+            usesPushedAuthorization: Bool = true, flightLifetime: TimeInterval = 600, dpop: DPoPProver? = nil
         ) {
+            self.dpop = dpop
             self.redirectURI = redirectURI
             self.scopes = scopes
             self.additionalParameters = additionalParameters
@@ -106,7 +111,10 @@ public actor AuthorizationCodeFlow {
         self.configuration = configuration
         self.tokens = tokens
         self.now = now
-        endpoint = TokenEndpoint(url: server.tokenEndpoint, client: client, transport: transport, now: now)
+        // With DPoP, every request to the token endpoint (the code exchange, a pushed request) carries a proof.
+        let tokenTransport: any HTTPTransport =
+            configuration.dpop.map { DPoPTransport(transport, prover: $0) } ?? transport
+        endpoint = TokenEndpoint(url: server.tokenEndpoint, client: client, transport: tokenTransport, now: now)
         let keys: (any JWKSSource)? =
             keySource
             ?? server.jwksURI.map { url in
@@ -169,6 +177,8 @@ public actor AuthorizationCodeFlow {
         if let nonce { parameters.append(("nonce", nonce)) }
         if let prompt { parameters.append(("prompt", prompt)) }
         if let loginHint { parameters.append(("login_hint", loginHint)) }
+        // RFC 9449 section 10: the code is bound to the key, so only its holder can exchange it.
+        if let dpop = configuration.dpop { parameters.append(("dpop_jkt", dpop.thumbprint)) }
         let reserved = Set(parameters.map(\.0)).union(["request_uri", "request"])
         for (name, value) in configuration.additionalParameters.sorted(by: { $0.key < $1.key })
         where !reserved.contains(name) {
