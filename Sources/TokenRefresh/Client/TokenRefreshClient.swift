@@ -48,6 +48,9 @@ public actor TokenRefreshClient: TokenProvider {
     /// The store, when code other than its clients writes to it too (an app's own persistence): checked before a
     /// token is handed out from memory.
     nonisolated let externallyWritten: (any ExternallyWrittenTokenStore)?
+    /// Whether ``externallyWritten`` is set: ``validToken()``'s fast path tests this flag, so a store that only its
+    /// clients write costs no copy of the existential.
+    @usableFromInline nonisolated let checksExternalWrites: Bool
     /// The options this client was made with.
     public nonisolated let configuration: Configuration
     let clock: ClockHandle
@@ -132,6 +135,7 @@ public actor TokenRefreshClient: TokenProvider {
         self.strategy = strategy
         self.store = store
         self.externallyWritten = store as? any ExternallyWrittenTokenStore
+        self.checksExternalWrites = externallyWritten != nil
         self.configuration = configuration
         self.clock = ClockHandle(clock)
         self.now = configuration.wallClock(otherwise: now)
@@ -196,9 +200,13 @@ public actor TokenRefreshClient: TokenProvider {
 
     /// ``validToken()``'s fast path, synchronous: the token when it is not due for a refresh and nothing needs the
     /// actor, else `nil`. One clock read and one lock.
-    package nonisolated func freshToken() -> AuthToken? {
+    @usableFromInline package nonisolated func freshToken() -> AuthToken? {
         let time = now()
-        return snapshot.withLock { $0.freshToken(at: time) }
+        // Checked inside the lock and copied out once, as the token itself (not as an optional).
+        return snapshot.withLock { snapshot -> AuthToken? in
+            guard !snapshot.needsActor, time < snapshot.refreshDue, let token = snapshot.token else { return nil }
+            return token
+        }
     }
 
     /// Returns an access token that is valid now, refreshing ahead of expiry when needed (shared with every
@@ -210,23 +218,33 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Returns: The access token.
     /// - Throws: ``TokenRefreshError/signedOut`` without a session; ``TokenRefreshError/refreshTokenRejected``
     ///   when the session ended; a transient error (the session is kept); ``TokenRefreshError/cancelled``.
-    public nonisolated(nonsending) func validToken() async throws -> AuthToken {
+    @inlinable public final nonisolated(nonsending) func validToken() async throws -> AuthToken {
         // The fast path is one clock read and one lock: no actor hop while the token is fresh, and none to
-        // join a refresh already in flight.
+        // join a refresh already in flight. It is inlined into the caller, so a fresh token costs no async call
+        // (no task allocation, no executor check on return).
         if let fresh = freshToken() {
-            guard let externallyWritten, externallyWritten.mayHaveChanged(account: configuration.account) else {
-                return fresh
-            }
-            // The app wrote its own persistence: the stored session is taken up (another one ends this one).
-            await adoptExternalWrite()
-            if let fresh = freshToken() { return fresh }
+            guard checksExternalWrites else { return fresh }
+            return try await validToken(checkingExternalWritesBefore: fresh)
         }
+        return try await validTokenAfterFastPath()
+    }
+
+    /// ``validToken()`` for a store the app writes too, with the fresh token `fresh` in memory: `fresh` unless the
+    /// app wrote its own persistence since, whose stored session is then taken up (another one ends this one).
+    @usableFromInline nonisolated(nonsending) func validToken(
+        checkingExternalWritesBefore fresh: AuthToken
+    ) async throws -> AuthToken {
+        guard let externallyWritten, externallyWritten.mayHaveChanged(account: configuration.account) else {
+            return fresh
+        }
+        await adoptExternalWrite()
+        if let fresh = freshToken() { return fresh }
         return try await validTokenAfterFastPath()
     }
 
     /// The rest of ``validToken()`` when the token is not fresh: join the refresh in flight without an actor hop,
     /// or start one.
-    nonisolated(nonsending) func validTokenAfterFastPath() async throws -> AuthToken {
+    @usableFromInline nonisolated(nonsending) func validTokenAfterFastPath() async throws -> AuthToken {
         let next: Next
         if let joined = snapshot.withLock({ $0.joinableFlight }) {
             next = .wait(joined)

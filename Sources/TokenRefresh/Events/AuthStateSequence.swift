@@ -37,10 +37,8 @@ public struct AuthStateSequence: AsyncSequence, AsyncIteratorProtocol, Sendable 
     /// The next state, or `nil` once the client has gone away (or the task was cancelled).
     @inlinable public nonisolated(nonsending) mutating func next() async -> AuthState? {
         // The first element is answered here, inlined into the caller: no stream, no async call.
-        if let state = first {
-            first = nil
-            return state
-        }
+        // `take()` moves the state out: no copy, and nothing left to destroy.
+        if let state = first.take() { return state }
         return await nextChange()
     }
 

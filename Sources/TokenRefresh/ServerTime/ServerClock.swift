@@ -156,6 +156,8 @@ public final class ServerClock: Sendable {
 extension TokenRefreshClient.Configuration {
     /// The client's wall clock: the ``serverClock``'s time when one is set, else `now`.
     func wallClock(otherwise now: @escaping @Sendable () -> Date) -> @Sendable () -> Date {
-        serverClock?.wallClock ?? now
+        // Not `??`: its generic result wrapped `now` in two reabstraction thunks, paid on every clock read.
+        if let serverClock { return serverClock.wallClock }
+        return now
     }
 }

@@ -15,13 +15,6 @@ extension TokenRefreshClient {
         /// The profile the provider or the app supplied for the session's user.
         var profile: AuthUser?
 
-        /// The token for the fast path at wall time `time`: the token when it is not due for a refresh and nothing
-        /// needs the actor, else `nil`.
-        @inline(__always)
-        func freshToken(at time: Date) -> AuthToken? {
-            !needsActor && time < refreshDue ? token : nil
-        }
-
         /// The refresh in flight that a caller may join without the actor, if any.
         var joinableFlight: RefreshFlight? { needsActor || token == nil ? nil : flight }
 

@@ -52,7 +52,7 @@ final class PublishedState: @unchecked Sendable {
 
         /// The last state sent to the ``TokenRefreshClient/states()`` subscribers and how many were sent, read
         /// without a lock; `nil` where atomics are not available.
-        var sentState: (state: AuthState, count: UInt64)? {
+        @inline(__always) var sentState: (state: AuthState, count: UInt64)? {
             while true {
                 let before = sequence.load(ordering: .acquiring)
                 guard before & 1 == 0 else { continue }
@@ -90,8 +90,11 @@ final class PublishedState: @unchecked Sendable {
         /// The state last published.
         var state: AuthState {
             let address = current.load(ordering: .acquiring)
-            // The box is a shared one or in this object's chain, which lives as long as this object.
-            return Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: address)!).takeUnretainedValue().state
+            // The box is a shared one or in this object's chain, which lives as long as this object (so it is read
+            // without a retain).
+            return Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: address)!)._withUnsafeGuaranteedRef {
+                $0.state
+            }
         }
 
         /// How many boxes this client made (for tests).
