@@ -12,10 +12,6 @@ public import Persistence
 /// ```swift
 /// let prover = DPoPProver(key: SoftwareDPoPKey(), now: serverClock.wallClock)
 /// let store = DPoPSessionStore(InMemoryTokenStore(), prover: prover)
-/// switch await store.restore(account: "default") {
-/// case .keyLost: break  // show the sign-in screen: the stored session cannot be used on this device
-/// default: break
-/// }
 /// ```
 ///
 /// - Saving a session whose token type is `DPoP` records the prover's key with it (the key that signed the proofs

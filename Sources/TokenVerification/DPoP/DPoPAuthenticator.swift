@@ -1,14 +1,5 @@
 /// A framework-neutral front for DPoP-bound access tokens (RFC 9449 section 7): the `Authorization` and `DPoP`
-/// headers in, verified claims or the HTTP answer out.
-///
-/// ```swift
-/// let authenticator = DPoPAuthenticator(
-///     tokens: BearerAuthenticator(verifier: verifier),
-///     proofs: DPoPVerifier(replayCache: InMemoryDPoPReplayCache()))
-/// let outcome = await authenticator.authenticate(
-///     authorization: authorizationHeader, proofs: dpopHeaders, method: "GET",
-///     uri: "https://api.example.com/orders")
-/// ```
+/// headers in, verified claims or the HTTP answer out. The article "Accepting DPoP-bound tokens" sets one up.
 ///
 /// `Authorization: DPoP <token>` with exactly one `DPoP` header is accepted when the token verifies, is bound to a
 /// key (`cnf.jkt` in its claims or introspection answer), and the proof checks out with that key; the proof's

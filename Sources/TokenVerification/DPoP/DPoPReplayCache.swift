@@ -6,9 +6,7 @@ public import Foundation
 /// must be atomic: of two calls with the same pair, whichever replica makes them, exactly one returns `true`. An
 /// entry must be kept at least until `expiry` (the last moment the proof's `iat` is still accepted).
 ///
-/// TokenKit ships ``InMemoryDPoPReplayCache`` for one process and, with the `PostgresStore` trait,
-/// `PostgresDPoPReplayCache` for replicas. A conformance over a store of your own:
-///
+/// TokenKit ships ``InMemoryDPoPReplayCache`` and, with the `PostgresStore` trait, `PostgresDPoPReplayCache`. Your own:
 /// ```swift
 /// actor DictionaryReplayCache: DPoPReplayCache {
 ///     private var spent: [String: Date] = [:]
