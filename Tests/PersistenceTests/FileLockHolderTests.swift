@@ -48,6 +48,15 @@ import TokenKitTesting
         }
     }
 
+    /// A waiter asking for account "a"'s lock while `clock` moves 50 ms at a time: what it got, and how long it waited.
+    static func waitForTheLock(
+        _ store: FileTokenStore, clock: ManualClock
+    ) async -> (Result<String, any Error>, Duration) {
+        await FileTokenStoreProcessTests.advancing(clock, by: .milliseconds(50)) {
+            try await store.withExclusiveAccess(account: "a") { "ran" }
+        }
+    }
+
     static func store(_ temporary: TemporaryDirectory, clock: ManualClock) -> FileTokenStore {
         var configuration = FileTokenStore.Configuration(
             lockTimeout: .milliseconds(300), liveHolderTimeout: .seconds(2))
@@ -72,9 +81,7 @@ import TokenKitTesting
         let store = Self.store(temporary, clock: clock)
         let holder = try ForeignHolder(store, account: "a", naming: nil)
         defer { holder.release() }
-        let (result, waited) = await FileTokenStoreProcessTests.advancing(clock, by: .milliseconds(50)) {
-            try await store.withExclusiveAccess(account: "a") { "ran" }
-        }
+        let (result, waited) = await Self.waitForTheLock(store, clock: clock)
         #expect(throws: PersistenceError.lockTimedOut) { try result.get() }
         #expect(waited == .milliseconds(300))
     }
@@ -86,9 +93,7 @@ import TokenKitTesting
         let store = Self.store(temporary, clock: clock)
         let holder = try ForeignHolder(store, account: "a", naming: try Self.endedProcessID())
         defer { holder.release() }
-        let (result, waited) = await FileTokenStoreProcessTests.advancing(clock, by: .milliseconds(50)) {
-            try await store.withExclusiveAccess(account: "a") { "ran" }
-        }
+        let (result, waited) = await Self.waitForTheLock(store, clock: clock)
         #expect(throws: PersistenceError.lockTimedOut) { try result.get() }
         #expect(waited == .milliseconds(300))
     }
@@ -103,9 +108,7 @@ import TokenKitTesting
         let release = HoldGate()
         let holder = Task { try await store.withExclusiveAccess(account: "a") { await release.wait() } }
         await release.waitForArrivals(1)
-        let (result, waited) = await FileTokenStoreProcessTests.advancing(clock, by: .milliseconds(50)) {
-            try await store.withExclusiveAccess(account: "a") { "ran" }
-        }
+        let (result, waited) = await Self.waitForTheLock(store, clock: clock)
         #expect(throws: PersistenceError.lockTimedOut) { try result.get() }
         #expect(waited == .seconds(2))
         release.open()
@@ -121,9 +124,7 @@ import TokenKitTesting
         let holder = try ForeignHolder(store, account: "a", naming: getpid())
         defer { holder.release() }
         holder.ageHeartbeat(by: 60)
-        let (result, waited) = await FileTokenStoreProcessTests.advancing(clock, by: .milliseconds(50)) {
-            try await store.withExclusiveAccess(account: "a") { "ran" }
-        }
+        let (result, waited) = await Self.waitForTheLock(store, clock: clock)
         #expect(throws: PersistenceError.lockTimedOut) { try result.get() }
         #expect(waited == .milliseconds(300))
     }
@@ -135,9 +136,7 @@ import TokenKitTesting
         let store = Self.store(temporary, clock: clock)
         let holder = try ForeignHolder(store, account: "a", naming: getpid())
         defer { holder.release() }
-        let (result, waited) = await FileTokenStoreProcessTests.advancing(clock, by: .milliseconds(50)) {
-            try await store.withExclusiveAccess(account: "a") { "ran" }
-        }
+        let (result, waited) = await Self.waitForTheLock(store, clock: clock)
         let error = #expect(throws: PersistenceError.lockTimedOut) { try result.get() }
         #expect(error?.detail?.contains("live holder") == true, "\(String(describing: error))")
         #expect(waited == .seconds(2))
