@@ -1,6 +1,9 @@
 // Compiled only with the `PostgresStore` package trait.
 #if PostgresStore
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import NIOCore
 import NIOPosix
@@ -37,19 +40,84 @@ enum TestDatabase {
     }()
 }
 
-/// Runs `body` with a running client (its own pool) for `configuration`, then stops the client.
-func withClient<T: Sendable>(
-    _ configuration: PostgresClient.Configuration? = TestDatabase.configuration,
-    _ body: (PostgresClient) async throws -> T
+/// Runs `body` with a running client (its own pool) for the test database, sharing the server with the other tests
+/// (see ``DatabaseAccess``), then stops the client.
+func withClient<T: Sendable>(_ body: (PostgresClient) async throws -> T) async throws -> T {
+    let configuration = try #require(TestDatabase.configuration)
+    return try await DatabaseAccess.shared.sharing { try await running(configuration, body) }
+}
+
+/// Runs `body` with a running client for a database that is down (a port on 127.0.0.1 that is bound and not
+/// listening, held until `body` returns), then cancels the client without waiting for it to stop: a client whose
+/// every connection attempt was refused takes about 15 s to stop after it is cancelled, and the test is over. It
+/// takes no share of the test database either: a share held that long would keep every test that needs the server
+/// to itself, and every test queued behind those, waiting.
+func withUnreachableClient<T: Sendable>(_ body: (PostgresClient) async throws -> T) async throws -> T {
+    let port = try RefusingPort()
+    defer { withExtendedLifetime(port) {} }
+    let client = PostgresClient(
+        configuration: .init(
+            host: "127.0.0.1", port: port.number, username: "nobody", password: nil, database: "none",
+            tls: .disable))
+    let running = Task { await client.run() }
+    defer { running.cancel() }
+    return try await body(client)
+}
+
+/// A TCP port on 127.0.0.1 bound by this process and never listened on: a connection to it is refused, and no
+/// other server can take the port while it is held (a port bound and closed again could be handed to the next
+/// server that asks for any free port, and a client would then wait on that server's silence).
+final class RefusingPort: Sendable {
+    let number: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
+            }
+        }
+        guard bound else {
+            Glibc.close(descriptor)
+            throw POSIXError(.EADDRINUSE)
+        }
+        self.descriptor = descriptor
+        self.number = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { Glibc.close(descriptor) }
+}
+
+private func running<T: Sendable>(
+    _ configuration: PostgresClient.Configuration, _ body: (PostgresClient) async throws -> T
 ) async throws -> T {
-    let client = PostgresClient(configuration: try #require(configuration))
-    return try await DatabaseAccess.shared.sharing {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
+    let client = PostgresClient(configuration: configuration)
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { await client.run() }
+        defer { group.cancelAll() }
+        do {
             return try await body(client)
+        } catch let error as PSQLError {
+            // PSQLError's description hides everything; a failure needs at least what the server said.
+            print("database error: \(databaseErrorSummary(error))")
+            throw error
         }
     }
+}
+
+/// A database error's code, SQLSTATE and the server's message (never its query, binds or detail, which may hold
+/// a test's token).
+func databaseErrorSummary(_ error: PSQLError) -> String {
+    var parts = ["\(error.code)"]
+    if let state = error.serverInfo?[.sqlState] { parts.append("SQLSTATE \(state)") }
+    if let message = error.serverInfo?[.message] { parts.append(message) }
+    return parts.joined(separator: ", ")
 }
 
 /// Tests that stop or restart the server have it to themselves; every other test shares it (tests of all suites
@@ -194,15 +262,6 @@ func withReplicas<T: Sendable>(
         return result
     }
     return try await nest([])
-}
-
-/// A port on 127.0.0.1 that nothing listens on (bound once by this process, then closed).
-func closedPort() async throws -> Int {
-    let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-        .bind(host: "127.0.0.1", port: 0).get()
-    let port = try #require(channel.localAddress?.port)
-    try await channel.close().get()
-    return port
 }
 
 /// The session stored, or `nil`.

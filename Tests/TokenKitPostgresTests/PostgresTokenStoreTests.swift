@@ -185,10 +185,7 @@ struct PostgresTokenStoreTests {
     // store ends (a query left waiting for a connection) shows no time on that clock, and lasts until the database
     // client gives up by itself, about a minute: the time limit is only a guard against a hang.
     @Test(.timeLimit(.minutes(1))) func anUnreachableDatabaseIsUnavailableNotAbsent() async throws {
-        let configuration = PostgresClient.Configuration(
-            host: "127.0.0.1", port: try await closedPort(), username: "nobody", password: nil, database: "none",
-            tls: .disable)
-        try await withClient(configuration) { client in
+        try await withUnreachableClient { client in
             let clock = ElapsingClock()
             let store = PostgresTokenStore(
                 client: client,
