@@ -270,7 +270,8 @@ let package = Package(
         // target, never a product.
         // TokenKitSignIn: the loopback listener's socket code, shared with the test servers (package access).
         .target(
-            name: "TokenKitTestSupport", dependencies: ["Persistence", "TokenKitTesting", "TokenKitSignIn"],
+            name: "TokenKitTestSupport",
+            dependencies: ["Persistence", "TokenKitTesting", "TokenKitSignIn", "NetworkRetry", "AuthToken", "TokenKitLogCheck"],
             path: "Tests/TokenKitTestSupport"),
         // The doors: one factory per kind of app, through `import TokenKit` as an app writes it.
         .testTarget(
@@ -439,17 +440,22 @@ let package = Package(
         // Their tests, also inside `#if`: a plain `swift test` compiles them empty, and .ci/postgres runs them with
         // `--traits ServerAdapters` against a real PostgreSQL.
         .testTarget(
-            name: "TokenKitIntegrationsTests",
+            name: "TokenKitAsyncHTTPClientTests",
             dependencies: [
-                "TokenKitTestSupport",
-                "TokenKitAsyncHTTPClient", "TokenKitOpenAPI", "NetworkRetry", "TokenVerification", "AuthToken",
+                "TokenKitTestSupport", "TokenKitAsyncHTTPClient", "NetworkRetry", "TokenVerification", "AuthToken",
                 "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: ahc),
                 .product(name: "NIOCore", package: "swift-nio", condition: ahc),
                 .product(name: "NIOPosix", package: "swift-nio", condition: ahc),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: ahc),
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: openAPI),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "TokenKitOpenAPITests",
+            dependencies: [
+                "TokenKitTestSupport", "TokenKitOpenAPI", "NetworkRetry", "AuthToken", "TokenKitLogCheck",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: openAPI),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),

@@ -13,7 +13,7 @@ import TokenKitTesting
 /// The URLSession key-set fetch and introspection send against a hostile server that streams a 64 MiB answer: the
 /// read fails clearly at the documented bound and keeps nothing past it, instead of handing over the whole stream.
 /// (`URLSession` reads ahead of its delegate, so how much the server got to write is not bounded here; the
-/// AsyncHTTPClient fetch and send, with back-pressure, are held to that in TokenKitIntegrationsTests.)
+/// AsyncHTTPClient fetch and send, with back-pressure, are held to that in TokenKitAsyncHTTPClientTests.)
 @Suite(.logLeakCheck()) struct BoundedBodyReadTests {
     /// The introspection request for `token` to `server`, with the default bound (64 KiB).
     static func request(_ server: EndlessBodyServer) -> IntrospectionVerifier.Request {

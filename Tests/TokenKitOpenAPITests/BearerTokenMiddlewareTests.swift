@@ -8,6 +8,7 @@ import OpenAPIRuntime
 import Testing
 import TokenKitLogCheck
 import TokenKitOpenAPI
+import TokenKitTestSupport
 
 @Suite(.logLeakCheck()) struct BearerTokenMiddlewareTests {
     struct Boom: Error {}

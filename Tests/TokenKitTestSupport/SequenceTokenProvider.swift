@@ -1,6 +1,4 @@
-// Compiled only with the `AsyncHTTPClientTransport` and `OpenAPIMiddleware` package traits.
-#if AsyncHTTPClientTransport && OpenAPIMiddleware
-import AuthToken
+package import AuthToken
 import Foundation
 import NetworkRetry
 import TokenKitLogCheck
@@ -8,17 +6,17 @@ import TokenKitLogCheck
 /// Hands out `current`; a rejection of the current token moves to the next of `refreshed` (one refresh).
 ///
 /// Every token it may hand out is registered in `TestSecrets.shared`, so the log check searches for it.
-actor SequenceTokenProvider: TokenProvider {
+package actor SequenceTokenProvider: TokenProvider {
     /// The token handed out first by default: the server in the tests rejects it.
-    static let expired = "expired-access-token"
+    package static let expired = "expired-access-token"
     /// The token a refresh hands out by default.
-    static let fresh = "fresh-access-token"
+    package static let fresh = "fresh-access-token"
 
-    private(set) var current: String
+    package private(set) var current: String
     private var refreshed: [String]
-    private(set) var refreshCount = 0
+    package private(set) var refreshCount = 0
 
-    init(current: String = SequenceTokenProvider.expired, refreshed: [String] = [SequenceTokenProvider.fresh]) {
+    package init(current: String = SequenceTokenProvider.expired, refreshed: [String] = [SequenceTokenProvider.fresh]) {
         for token in [current] + refreshed {
             TestSecrets.shared.register(token, as: .accessToken, origin: "SequenceTokenProvider")
         }
@@ -26,13 +24,13 @@ actor SequenceTokenProvider: TokenProvider {
         self.refreshed = refreshed
     }
 
-    static func token(_ text: String) -> AuthToken {
+    package static func token(_ text: String) -> AuthToken {
         AuthToken(accessToken: text, receivedAt: Date(timeIntervalSince1970: 0))
     }
 
-    func validToken() async throws -> AuthToken { Self.token(current) }
+    package func validToken() async throws -> AuthToken { Self.token(current) }
 
-    func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken {
+    package func refreshToken(afterRejectionOf accessToken: String) async throws -> AuthToken {
         if accessToken == current, !refreshed.isEmpty {
             refreshCount += 1
             current = refreshed.removeFirst()
@@ -40,4 +38,3 @@ actor SequenceTokenProvider: TokenProvider {
         return Self.token(current)
     }
 }
-#endif
