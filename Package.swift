@@ -271,7 +271,9 @@ let package = Package(
         // TokenKitSignIn: the loopback listener's socket code, shared with the test servers (package access).
         .target(
             name: "TokenKitTestSupport",
-            dependencies: ["Persistence", "TokenKitTesting", "TokenKitSignIn", "NetworkRetry", "AuthToken", "TokenKitLogCheck"],
+            dependencies: [
+                "Persistence", "TokenKitTesting", "TokenKitSignIn", "NetworkRetry", "AuthToken", "TokenKitLogCheck",
+            ],
             path: "Tests/TokenKitTestSupport"),
         // The doors: one factory per kind of app, through `import TokenKit` as an app writes it.
         .testTarget(
