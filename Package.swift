@@ -442,6 +442,10 @@ let package = Package(
         // Their tests, also inside `#if`: a plain `swift test` compiles them empty, and .ci/postgres runs them with
         // `--traits ServerAdapters` against a real PostgreSQL.
         .testTarget(
+            name: "TokenKitKeychainTestingTests",
+            dependencies: ["TokenKitKeychainTesting", "PersistenceKeychain", "TokenKitLogCheck"]
+        ),
+        .testTarget(
             name: "TokenKitAsyncHTTPClientTests",
             dependencies: [
                 "TokenKitTestSupport", "TokenKitAsyncHTTPClient", "NetworkRetry", "TokenVerification", "AuthToken",
