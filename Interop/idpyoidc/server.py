@@ -171,7 +171,11 @@ class Fixture:
         }
         self.lock = threading.Lock()
         self.spent_jtis = set()
-        self.stats = {"token_ok": 0, "token_refused": 0, "resource_ok": 0, "resource_refused": 0, "refusals": []}
+        # Counters, and the thumbprint of each proof the token endpoint accepted, by grant type (public values only).
+        self.stats = {
+            "token_ok": 0, "token_refused": 0, "resource_ok": 0, "resource_refused": 0, "refusals": [],
+            "bound": {"authorization_code": [], "refresh_token": []},
+        }
 
     def count(self, key, reason=None):
         with self.lock:
@@ -201,6 +205,8 @@ class Fixture:
             return self.token_error(400, result["error"], result.get("error_description", ""))
         response = endpoint.do_response(request=parsed, **result)
         self.count("token_ok")
+        with self.lock:
+            self.stats["bound"].setdefault(parsed.get("grant_type", "?"), []).append(parsed.get("dpop_jkt"))
         return 200, {"Content-Type": "application/json", "Cache-Control": "no-store"}, response["response"]
 
     def token_error(self, status, error, description):
@@ -294,6 +300,17 @@ class Fixture:
             return "accepted"
         except Exception as err:
             return f"refused: {err}"
+
+    def revoke(self, body):
+        """`POST /debug/revoke` with `token=<access token>`: idpyoidc's record of it is revoked (the JWT is unchanged),
+        so the resource answers `invalid_token` and the client has to refresh."""
+        token = dict(parse_qsl(body)).get("token", "")
+        try:
+            info = self.context.session_manager.get_session_info_by_token(token, handler_key="access_token")
+            self.context.session_manager.find_token(info["branch_id"], token).revoke()
+        except Exception as err:
+            return 400, {"Content-Type": "application/json"}, json.dumps({"error": type(err).__name__})
+        return 200, {"Content-Type": "application/json"}, json.dumps({"revoked": True})
 
     def challenge(self, error, reason):
         self.count("resource_refused", f"resource: {reason}")
@@ -397,6 +414,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send(*fixture.token(self.headers_dict(), body))
         elif url.path == "/resource":
             self.send(*fixture.resource(method, url.path, self.headers_dict()))
+        elif url.path == "/debug/revoke" and method == "POST":
+            self.send(*fixture.revoke(body))
         elif url.path == "/debug/stats":
             with fixture.lock:
                 self.send(200, {"Content-Type": "application/json"}, json.dumps(fixture.stats))
