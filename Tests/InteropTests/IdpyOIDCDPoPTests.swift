@@ -196,8 +196,11 @@ struct IdpyOIDCDPoPTests {
         // What idpyoidc saw: one code exchange and one refresh, each with a proof by the session's key; two resource
         // calls accepted and the one refused (the revoked token).
         let after = try await server.stats()
-        #expect(after.bound["authorization_code", default: []].dropFirst(before.bound["authorization_code", default: []].count) == [thumbprint])
-        #expect(after.bound["refresh_token", default: []].dropFirst(before.bound["refresh_token", default: []].count) == [thumbprint])
+        func newlyBound(_ grantType: String) -> [String?] {
+            Array(after.bound[grantType, default: []].dropFirst(before.bound[grantType, default: []].count))
+        }
+        #expect(newlyBound("authorization_code") == [thumbprint])
+        #expect(newlyBound("refresh_token") == [thumbprint])
         #expect(after.tokenRefused == before.tokenRefused)
         #expect(after.resourceOk - before.resourceOk == 2)
         #expect(after.resourceRefused - before.resourceRefused == 1)
@@ -245,19 +248,41 @@ struct IdpyOIDCDPoPTests {
             _ = try await strangerAPI.executeWithAutoRetry(server.request(.get, "/resource"))
         }
 
-        // At the token endpoint, idpyoidc's add-on refuses a refresh without a proof, and one for another URL.
+        // At the token endpoint, idpyoidc's add-on refuses a refresh without a proof, and one whose proof (by the
+        // session's key) is for another URL.
         let refreshToken = try #require(session.token.refreshToken)
-        let plain = TokenEndpoint(
-            url: server.baseURL.appending(path: "token"), client: OAuthClient(id: IdpyOIDCServer.clientID),
-            transport: server.transport)
-        await #expect(throws: TokenRefreshError.self) {
-            _ = try await plain.requestToken([("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
-        }
+        let refresh = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
+        let client = OAuthClient(id: IdpyOIDCServer.clientID)
+        let tokenURL = server.baseURL.appending(path: "token")
+        let plain = TokenEndpoint(url: tokenURL, client: client, transport: server.transport)
+        await #expect(throws: TokenRefreshError.self) { _ = try await plain.requestToken(refresh) }
+        let misdirected = TokenEndpoint(
+            url: tokenURL, client: client,
+            transport: ProofForAnotherURL(
+                base: server.transport, prover: session.prover, url: server.baseURL.appending(path: "other")))
+        await #expect(throws: TokenRefreshError.self) { _ = try await misdirected.requestToken(refresh) }
 
         let after = try await server.stats()
         #expect(after.resourceOk == before.resourceOk)
         #expect(after.resourceRefused - before.resourceRefused == 3)
         let tokenRefusals = after.refusals.dropFirst(before.refusals.count).filter { $0.hasPrefix("token: ") }
-        #expect(tokenRefusals == ["token: invalid_dpop_proof: idpyoidc refused the proof: ValueError: Expected DPoP header, none found"])
+        #expect(
+            tokenRefusals == [
+                "token: invalid_dpop_proof: idpyoidc refused the proof: ValueError: Expected DPoP header, none found",
+                "token: invalid_dpop_proof: idpyoidc refused the proof: ValueError: htu in DPoP does not match the HTTP URI",
+            ])
+    }
+}
+
+/// Adds a proof by `prover` for `POST url` to every request, whatever the request's own URL.
+struct ProofForAnotherURL: HTTPTransport {
+    let base: any HTTPTransport
+    let prover: DPoPProver
+    let url: URL
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        var request = request
+        request.headerFields[HTTPField.Name("DPoP")!] = try prover.proof(method: "POST", url: url)
+        return try await base.send(request, body: body)
     }
 }
