@@ -170,6 +170,7 @@ class Fixture:
             "allowed_scopes": ["read", "write", "offline_access"],
         }
         self.lock = threading.Lock()
+        self.serial = threading.Lock()
         self.spent_jtis = set()
         # Counters, and the thumbprint of each proof the token endpoint accepted, by grant type (public values only).
         self.stats = {
@@ -393,7 +394,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self, method):
         try:
-            self.route(method)
+            # One request at a time through idpyoidc: its session manager is not written for threads.
+            with self.fixture.serial:
+                self.route(method)
         except Exception as err:  # a bug here, not a refusal: the type and the stack (no values) go to stderr
             traceback.print_exc(file=sys.stderr)
             self.send(500, {"Content-Type": "application/json"}, json.dumps(
