@@ -67,7 +67,7 @@ def configuration(base_url, state_dir):
             # JWT access tokens, so `cnf.jkt` is visible to whoever holds the token.
             "token": {
                 "class": "idpyoidc.server.token.jwt_token.JWTToken",
-                "kwargs": {"lifetime": 3600, "aud": [base_url + "/resource"]},
+                "kwargs": {"lifetime": 3600},
             },
             "refresh": {"kwargs": {"lifetime": 86400}},
         },
