@@ -31,7 +31,7 @@ public struct BearerTokenAuthenticator<Context: AuthRequestContext>: Authenticat
     public typealias Identity = Context.Identity
 
     /// The framework-neutral authenticator that verifies the token.
-    public let authenticator: BearerAuthenticator
+    package let authenticator: BearerAuthenticator
     private let identify: @Sendable (BearerIdentity, Request, Context) async throws -> Context.Identity?
 
     /// An authenticator that maps a verified token to the app's own identity type.

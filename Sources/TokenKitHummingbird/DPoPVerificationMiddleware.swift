@@ -27,9 +27,9 @@ public import TokenVerification
 /// `DPoP-Nonce`. The reason of a refusal is logged at debug level; token and proof text never are.
 public struct DPoPVerificationMiddleware<Context: BearerAuthRequestContext>: RouterMiddleware {
     /// The framework-neutral authenticator that does the work.
-    public let authenticator: DPoPAuthenticator
+    package let authenticator: DPoPAuthenticator
     /// The scheme, host and port clients address this server by, without a trailing `/`.
-    public let origin: String
+    package let origin: String
 
     /// Middleware over an authenticator.
     ///

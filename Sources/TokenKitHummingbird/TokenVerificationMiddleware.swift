@@ -25,7 +25,7 @@ public import TokenVerification
 /// logged at debug level on the request's logger; token text never is.
 public struct TokenVerificationMiddleware<Context: BearerAuthRequestContext>: RouterMiddleware {
     /// The framework-neutral authenticator that does the work.
-    public let authenticator: BearerAuthenticator
+    package let authenticator: BearerAuthenticator
 
     /// Middleware over an authenticator.
     ///

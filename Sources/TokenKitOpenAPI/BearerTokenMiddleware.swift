@@ -22,9 +22,9 @@ public import OpenAPIRuntime
 /// replayed, and whose business redirects are: <doc:BearerTokenMiddlewareBodiesAndRedirects>.
 public struct BearerTokenMiddleware: ClientMiddleware {
     /// Where tokens come from.
-    public let tokenProvider: any TokenProvider
+    package let tokenProvider: any TokenProvider
     /// The origins a token may be sent to.
-    public let allowedOrigins: Set<HTTPOrigin>
+    package let allowedOrigins: Set<HTTPOrigin>
     /// The largest single-pass request body collected for a replay.
     public let maximumBufferedBodySize: Int
 

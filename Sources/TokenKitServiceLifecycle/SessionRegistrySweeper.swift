@@ -15,7 +15,7 @@
     /// ```
     public struct SessionRegistrySweeper: Service {
         /// The registry swept.
-        public let registry: TokenSessionRegistry
+        package let registry: TokenSessionRegistry
         /// The time between sweeps.
         public let interval: Duration
         private let clock: any Clock<Duration>

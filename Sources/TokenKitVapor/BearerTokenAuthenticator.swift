@@ -24,7 +24,7 @@
     /// both, write `TokenVerification.BearerAuthenticator`.
     public struct BearerTokenAuthenticator: AsyncRequestAuthenticator {
         /// The framework-neutral authenticator that verifies the token.
-        public let authenticator: TokenVerification.BearerAuthenticator
+        package let authenticator: TokenVerification.BearerAuthenticator
 
         /// An authenticator over TokenVerification's authenticator.
         ///

@@ -22,9 +22,9 @@
     /// response carries the current `DPoP-Nonce`. The reason is logged at debug level; token and proof text never are.
     public struct DPoPVerificationMiddleware: AsyncMiddleware {
         /// The framework-neutral authenticator that does the work.
-        public let authenticator: DPoPAuthenticator
+        package let authenticator: DPoPAuthenticator
         /// The scheme, host and port clients address this server by, without a trailing `/`.
-        public let origin: String
+        package let origin: String
 
         /// Middleware over an authenticator.
         ///

@@ -21,7 +21,7 @@
     /// first `Authorization` field is read. The reason is logged at debug level; token text never is.
     public struct TokenVerificationMiddleware: AsyncMiddleware {
         /// The framework-neutral authenticator that does the work.
-        public let authenticator: TokenVerification.BearerAuthenticator
+        package let authenticator: TokenVerification.BearerAuthenticator
 
         /// Middleware over TokenVerification's authenticator.
         ///

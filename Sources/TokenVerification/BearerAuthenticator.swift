@@ -37,7 +37,7 @@ public struct BearerAuthenticator: Sendable {
         public let error: TokenVerificationError
         /// The `DPoP-Nonce` value to send (RFC 9449 section 8), when a ``DPoPAuthenticator`` with server nonces
         /// refused the request; `nil` otherwise.
-        public let dpopNonce: String?
+        package let dpopNonce: String?
 
         /// The response headers: `Content-Type`, for a 401 `WWW-Authenticate`, and `DPoP-Nonce` when due.
         public var headers: [(name: String, value: String)] {
@@ -76,7 +76,7 @@ public struct BearerAuthenticator: Sendable {
     }
 
     /// The JWT verifier, or `nil` for an authenticator over an ``IssuerRouter`` or introspection alone.
-    public var verifier: TokenVerifier? {
+    package var verifier: TokenVerifier? {
         switch verification {
         case .single(let verifier), .jwtOrIntrospection(let verifier, _): verifier
         case .routed, .introspection: nil

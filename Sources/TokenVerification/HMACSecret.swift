@@ -1,5 +1,5 @@
 public import Crypto
-public import Foundation
+package import Foundation
 
 /// A shared secret for `HS256`, `HS384` or `HS512` tokens, bound to the `kid` it was issued under.
 ///
@@ -38,7 +38,7 @@ public struct HMACSecret: Sendable, CustomStringConvertible, CustomReflectable {
     /// - Parameters:
     ///   - keyID: The `kid` it was issued under, or `nil`.
     ///   - data: The secret's bytes.
-    public init(keyID: String?, data: Data) {
+    package init(keyID: String?, data: Data) {
         self.init(keyID: keyID, bytes: Array(data))
     }
 
@@ -72,7 +72,7 @@ public struct HMACSecret: Sendable, CustomStringConvertible, CustomReflectable {
     }
 
     /// The secret's length in bits.
-    public var bitCount: Int { key.bitCount }
+    package var bitCount: Int { key.bitCount }
 
     /// `HMACSecret(kid: <kid>, bits: <n>)`: never the secret.
     public var description: String { "HMACSecret(kid: \(keyID ?? "none"), bits: \(key.bitCount))" }

@@ -21,7 +21,7 @@ import AuthToken
 /// another issuer's keys ("Several issuers" in ``TokenVerification``).
 public struct IssuerRouter: Sendable {
     /// The verifiers by their configured issuer.
-    public let verifiers: [String: TokenVerifier]
+    package let verifiers: [String: TokenVerifier]
     /// The longest token any verifier accepts: longer ones are refused before they are parsed.
     private let maximumTokenLength: Int
 

@@ -24,7 +24,7 @@ public struct JWK: Sendable {
     /// The key's own `alg`, if it names one: the key then verifies that algorithm only.
     public let algorithm: JWSAlgorithm?
     /// The key type: `RSA`, `EC`, `OKP` or `oct`.
-    public let keyType: String
+    package let keyType: String
     /// The RFC 7638 thumbprint (SHA-256, base64url): identifies the key material whatever its `kid`.
     public let thumbprint: String
     let material: Material

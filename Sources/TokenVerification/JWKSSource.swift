@@ -45,7 +45,7 @@ public protocol JWKSSource: Sendable {
 /// A source that serves a fixed key set, for tests and for keys configured with the application.
 public struct StaticJWKSSource: JWKSSource {
     /// The key set.
-    public let keySet: JWKSet
+    package let keySet: JWKSet
 
     /// A source serving `keySet`.
     ///

@@ -35,9 +35,9 @@ public struct TokenVerifier: Sendable {
     ///   ``oneOf(_:)`` with your API's identifier (an ID token's `aud` is the client ID).
     public struct AudienceRule: Sendable, Hashable, CustomStringConvertible {
         /// The accepted `aud` values; `nil` when `aud` is not checked.
-        public let audiences: Set<String>?
+        package let audiences: Set<String>?
         /// Why `aud` is not checked, as the configuration says; `nil` when it is.
-        public let reasonNotChecked: String?
+        package let reasonNotChecked: String?
 
         /// `aud` must be present and name at least one of `audiences` (an empty set accepts no token).
         ///
@@ -152,11 +152,11 @@ public struct TokenVerifier: Sendable {
     }
 
     /// The checks.
-    public let configuration: Configuration
+    package let configuration: Configuration
     /// Where keys come from.
-    public let keySource: any JWKSSource
+    package let keySource: any JWKSSource
     /// The wall clock for `exp`, `nbf` and `iat`.
-    public let now: @Sendable () -> Date
+    package let now: @Sendable () -> Date
     let cache: VerifiedTokenCache?
     let cacheHits: Counter
     let cacheMisses: Counter
@@ -199,7 +199,7 @@ public struct TokenVerifier: Sendable {
     }
 
     /// How many verified tokens the cache holds.
-    public var cachedTokenCount: Int { cache?.count ?? 0 }
+    package var cachedTokenCount: Int { cache?.count ?? 0 }
 
     /// Verifies a token and returns its claims.
     ///

@@ -17,9 +17,9 @@ public import HTTPTypes
 /// ```
 public struct DPoPTransport: HTTPTransport {
     /// The transport that sends the requests.
-    public let base: any HTTPTransport
+    package let base: any HTTPTransport
     /// The prover that signs the proofs and keeps the nonces.
-    public let prover: DPoPProver
+    package let prover: DPoPProver
 
     /// Creates a transport that sends through `base` with proofs from `prover`.
     ///
@@ -37,8 +37,8 @@ public struct DPoPTransport: HTTPTransport {
     ///   - request: The request, with an absolute URL.
     ///   - body: Its body.
     /// - Returns: The answer.
-    /// - Throws: ``NetworkRetryError/invalidRequest`` for a request without an `http(s)` origin; what ``base``
-    ///   throws.
+    /// - Throws: ``NetworkRetryError/invalidRequest`` for a request without an `http(s)` origin; what the wrapped
+    ///   transport throws.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         guard let origin = HTTPOrigin(request) else { throw NetworkRetryError.invalidRequest }
         var outgoing = request

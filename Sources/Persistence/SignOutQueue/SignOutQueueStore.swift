@@ -60,5 +60,5 @@ public actor InMemorySignOutQueueStore: SignOutQueueStore {
     ///
     /// - Parameter account: The account key.
     /// - Returns: `true` when one is kept.
-    public func holdsQueue(account: String) -> Bool { blobs[account] != nil }
+    package func holdsQueue(account: String) -> Bool { blobs[account] != nil }
 }

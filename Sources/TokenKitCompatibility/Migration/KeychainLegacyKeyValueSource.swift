@@ -14,9 +14,9 @@ public import PersistenceKeychain
 /// "no value", so a migration at a locked launch keeps the items and completes at the next one.
 public struct KeychainLegacyKeyValueSource: LegacyKeyValueSource {
     /// The `kSecAttrService` the old app used.
-    public let service: String
+    package let service: String
     /// The access group the old app used, if any.
-    public let accessGroup: String?
+    package let accessGroup: String?
     private let keychain: any KeychainBackend
     private let queries: KeychainQueryBuilder
 

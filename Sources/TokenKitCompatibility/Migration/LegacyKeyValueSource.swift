@@ -125,7 +125,7 @@ public struct ClosureLegacyKeyValueSource: LegacyKeyValueSource {
 /// A `Data` value is read as it is and a `String` value as its UTF-8.
 public struct UserDefaultsLegacyKeyValueSource: LegacyKeyValueSource {
     /// The suite name, or `nil` for `UserDefaults.standard`.
-    public let suiteName: String?
+    package let suiteName: String?
 
     /// Creates a source over a `UserDefaults` suite.
     ///

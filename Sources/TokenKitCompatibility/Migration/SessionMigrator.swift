@@ -29,13 +29,13 @@ public struct SessionMigrator: Sendable {
     }
 
     /// The legacy layout.
-    public let layout: LegacySessionLayout
+    package let layout: LegacySessionLayout
     /// Where the legacy values are.
-    public let source: any LegacyKeyValueSource
+    package let source: any LegacyKeyValueSource
     /// The store to move the session into.
-    public let store: any TokenStore
+    package let store: any TokenStore
     /// The account to store the session under.
-    public let account: String
+    package let account: String
     private let now: @Sendable () -> Date
     private let logger: Logger
 

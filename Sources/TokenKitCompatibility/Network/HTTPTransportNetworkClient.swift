@@ -10,7 +10,7 @@ public import NetworkRetry
 /// transport): a 401 throws ``APIError/unauthorized``; every other status is returned as it is.
 public struct HTTPTransportNetworkClient: NetworkClientProtocol {
     /// The transport.
-    public let transport: any HTTPTransport
+    package let transport: any HTTPTransport
 
     /// Creates the client.
     ///

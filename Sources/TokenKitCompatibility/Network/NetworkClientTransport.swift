@@ -14,7 +14,7 @@ public import NetworkRetry
 /// an empty body, so the refresh strategy classifies them; other errors are passed on.
 public struct NetworkClientTransport: HTTPTransport {
     /// The app's network client.
-    public let networkClient: any NetworkClientProtocol
+    package let networkClient: any NetworkClientProtocol
 
     /// Creates the transport.
     ///

@@ -22,7 +22,7 @@ public final class AuthTokenPersistenceStore: TokenStore, ExternallyWrittenToken
     }
 
     /// The app's persistence.
-    public let persistence: any AuthTokenPersistenceProtocol
+    package let persistence: any AuthTokenPersistenceProtocol
     /// The account whose session the app's persistence keeps.
     public let account: String
     /// Guarded by the mutex; every call into the app's persistence is made while holding it.

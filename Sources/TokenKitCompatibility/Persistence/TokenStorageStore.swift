@@ -11,7 +11,7 @@ public import Persistence
 /// `TokenRefreshClient` writes one at a time).
 public actor TokenStorageStore: TokenStore {
     /// The storage.
-    public let storage: any TokenStorageProtocol
+    package let storage: any TokenStorageProtocol
     private var generation: UInt64 = 0
     /// The identity of the session this adapter last saved, while that save is what it wrote last.
     private var sessionID: String?

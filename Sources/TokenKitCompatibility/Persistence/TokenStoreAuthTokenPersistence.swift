@@ -22,9 +22,9 @@ public final class TokenStoreAuthTokenPersistence: AuthTokenPersistenceProtocol 
     }
 
     /// The store.
-    public let store: any TokenStore
+    package let store: any TokenStore
     /// The account key the session is kept under.
-    public let account: String
+    package let account: String
     /// The session as last written, the write chain and its first failure.
     private let state = LockedValue(State())
 

@@ -8,9 +8,9 @@ public import Persistence
 /// ```
 public struct TokenStoreTokenStorage: TokenStorageProtocol {
     /// The store.
-    public let store: any TokenStore
+    package let store: any TokenStore
     /// The account key the token is kept under.
-    public let account: String
+    package let account: String
 
     /// Creates the adapter.
     ///

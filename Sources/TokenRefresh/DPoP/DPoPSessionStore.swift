@@ -23,11 +23,11 @@ public import Persistence
 /// - Removing the session (a sign-out) gives the prover a fresh key for the next session.
 public struct DPoPSessionStore: TokenStore {
     /// The wrapped store.
-    public let base: any TokenStore
+    package let base: any TokenStore
     /// The prover whose key travels with the session.
     public let prover: DPoPProver
     /// How new keys are made and stored keys restored.
-    public let keys: DPoPKeys
+    package let keys: DPoPKeys
     private let states = LockedValue([String: DPoPRestoreState]())
     /// The record and access token last found usable, by account: a store read again (another process's change
     /// check) does not parse the key again.
@@ -193,7 +193,7 @@ public enum DPoPRestoreState: Sendable, Hashable {
 /// How DPoP keys are made for new sessions and restored from stored records.
 public struct DPoPKeys: Sendable {
     /// Makes a key for a new session.
-    public let make: @Sendable () throws -> any DPoPKey
+    package let make: @Sendable () throws -> any DPoPKey
 
     /// Keys made with `make`.
     ///

@@ -75,7 +75,7 @@ public final class ServerClock: Sendable {
     }
 
     /// How samples become an offset.
-    public let configuration: Configuration
+    package let configuration: Configuration
     /// The device's wall clock.
     let deviceNow: @Sendable () -> Date
     /// The samples and the applied offset; every access holds the lock.

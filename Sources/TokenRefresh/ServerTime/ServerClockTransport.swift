@@ -10,9 +10,9 @@ public import NetworkRetry
 /// and errors are rethrown as they are.
 public struct ServerClockTransport: HTTPTransport {
     /// The transport that sends the requests.
-    public let base: any HTTPTransport
+    package let base: any HTTPTransport
     /// The clock that learns from the answers.
-    public let clock: ServerClock
+    package let clock: ServerClock
 
     /// Creates a transport that sends through `base` and feeds `clock`.
     ///
@@ -24,13 +24,13 @@ public struct ServerClockTransport: HTTPTransport {
         self.clock = clock
     }
 
-    /// Sends `request` through ``base`` and records the answer's time in ``clock``.
+    /// Sends `request` through the wrapped transport and records the answer's time in the server clock.
     ///
     /// - Parameters:
     ///   - request: The request.
     ///   - body: Its body.
     /// - Returns: The answer, unchanged.
-    /// - Throws: Whatever ``base`` throws.
+    /// - Throws: Whatever the wrapped transport throws.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         let (response, data) = try await base.send(request, body: body)
         clock.record(

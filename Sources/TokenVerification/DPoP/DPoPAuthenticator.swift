@@ -23,11 +23,11 @@ public struct DPoPAuthenticator: Sendable {
     }
 
     /// Verifies the access tokens.
-    public let tokens: BearerAuthenticator
+    package let tokens: BearerAuthenticator
     /// Verifies the proofs.
-    public let proofs: DPoPVerifier
+    package let proofs: DPoPVerifier
     /// Whether an access token bound to no key is accepted with the `Bearer` scheme.
-    public let allowsBearer: Bool
+    package let allowsBearer: Bool
 
     /// An authenticator.
     ///

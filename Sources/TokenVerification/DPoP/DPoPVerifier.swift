@@ -58,11 +58,11 @@ public struct DPoPVerifier: Sendable {
     }
 
     /// The checks.
-    public let configuration: Configuration
+    package let configuration: Configuration
     /// Where each `jti` is spent.
-    public let replayCache: any DPoPReplayCache
+    package let replayCache: any DPoPReplayCache
     /// The server's wall clock, for `iat` and nonces.
-    public let now: @Sendable () -> Date
+    package let now: @Sendable () -> Date
     /// The accepted asymmetric algorithms, and their names as the `algs` of a challenge.
     let algorithms: Set<JWSAlgorithm>
     let algorithmNames: String
@@ -240,7 +240,7 @@ public struct DPoPVerifier: Sendable {
     ///
     /// - Parameter accessToken: The access token.
     /// - Returns: Its hash as a proof names it.
-    public static func accessTokenHash(_ accessToken: String) -> String {
+    package static func accessTokenHash(_ accessToken: String) -> String {
         var accessToken = accessToken
         // Hashed in place: a native string's UTF-8 is contiguous.
         return Base64URL.encode(accessToken.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) })

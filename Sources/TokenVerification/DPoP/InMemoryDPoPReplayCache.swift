@@ -35,7 +35,7 @@ public final class InMemoryDPoPReplayCache: DPoPReplayCache {
     }
 
     /// How many proofs are held (expired ones until the next spend prunes them).
-    public var count: Int { state.withLock { $0.expiries.count } }
+    package var count: Int { state.withLock { $0.expiries.count } }
 
     /// Spends the proof unless it is held already; prunes expired entries first.
     ///

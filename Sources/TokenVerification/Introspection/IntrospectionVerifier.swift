@@ -182,7 +182,7 @@ public final class IntrospectionVerifier: Sendable {
     }
 
     /// The checks and bounds.
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let send: Send
     private let logger: Logger
     private let now: @Sendable () -> Date

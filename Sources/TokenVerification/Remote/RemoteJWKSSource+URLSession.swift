@@ -49,7 +49,7 @@ extension RemoteJWKSSource {
         message:
             "Use urlSessionFetch(configuration:); on Linux a session of your own follows a redirect to another host"
     )
-    public static func urlSessionFetch(_ session: URLSession) -> Fetch {
+    package static func urlSessionFetch(_ session: URLSession) -> Fetch {
         { url in try await fetch(url, session: session, taskDelegate: SameOriginRedirects()) }
     }
 
@@ -75,7 +75,7 @@ extension RemoteJWKSSource {
     ///
     /// - Parameter cacheControl: The header value.
     /// - Returns: The lifetime it allows, or `nil`.
-    public static func maxAge(cacheControl: String?) -> Duration? {
+    package static func maxAge(cacheControl: String?) -> Duration? {
         guard let cacheControl else { return nil }
         var result: Duration?
         for directive in cacheControl.split(separator: ",") {

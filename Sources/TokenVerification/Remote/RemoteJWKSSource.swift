@@ -141,9 +141,9 @@ public actor RemoteJWKSSource: JWKSSource {
     }
 
     /// Where the set is.
-    public nonisolated let location: Location
+    package nonisolated let location: Location
     /// The bounds.
-    public nonisolated let configuration: Configuration
+    package nonisolated let configuration: Configuration
     private nonisolated let fetch: Fetch
     private nonisolated let logger: Logger
     private nonisolated let elapsed: @Sendable () -> Duration
@@ -204,7 +204,7 @@ public actor RemoteJWKSSource: JWKSSource {
     public nonisolated var fetchCount: Int { state.withLock { $0.fetchCount } }
 
     /// The current key set, if one is usable.
-    public nonisolated var currentKeySet: JWKSet? {
+    package nonisolated var currentKeySet: JWKSet? {
         let now = elapsed()
         return state.withLock { $0.keySet != nil && now < $0.usableUntil ? $0.keySet : nil }
     }
