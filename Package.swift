@@ -147,7 +147,12 @@ let package = Package(
         .target(name: "PersistenceKeychain", dependencies: ["AuthToken", "Persistence"]),
         // A child process for the Persistence crash and lock tests (not a product), kept next to them.
         .executableTarget(
-            name: "TokenStoreProbe", dependencies: ["AuthToken", "Persistence", "TokenRefresh"],
+            name: "TokenStoreProbe",
+            dependencies: [
+                "AuthToken", "NetworkRetry", "Persistence", "TokenKitTesting", "TokenRefresh", "TokenKitPostgres",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
+            ],
             path: "Tests/Probes/TokenStoreProbe"
         ),
         .target(

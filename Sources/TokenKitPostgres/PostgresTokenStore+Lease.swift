@@ -232,6 +232,17 @@ extension PostgresTokenStore {
         return .noRow
     }
 
+    /// Whether `account`'s row carries a live lease of another owner: its holder renews it while its refresh runs.
+    func hasLiveLease(account: String, on connection: PostgresConnection) async throws -> Bool {
+        let rows = try await connection.query(
+            """
+            SELECT 1 FROM \(unescaped: table)
+            WHERE account = \(account) AND lease_owner IS NOT NULL AND lease_expires_at > now()
+            """, logger: queryLogger)
+        for try await _ in rows { return true }
+        return false
+    }
+
     /// Renews `lease`'s take `take`, waiting at most `bound`; `false` when the row no longer carries it.
     private func renewLease(_ lease: ActiveLease, take: LeaseTake, within bound: Duration) async throws -> Bool {
         let milliseconds = leaseMilliseconds

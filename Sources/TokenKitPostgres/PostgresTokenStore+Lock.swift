@@ -37,6 +37,9 @@ extension PostgresTokenStore {
         var lastError: String?
         // Whether another holder was seen: a wait that ends then timed out, even if its last attempt failed.
         var sawHolder = false
+        // Whether the last attempt found the holder at work (its lease live): then the wait lasts up to the
+        // live-holder timeout instead of the lock timeout, when that is longer.
+        var holderAtWork = false
         while true {
             // An attempt (a connection, the lock, the lease) gets the operation timeout, as any other operation;
             // without one, what is left of the wait.
@@ -66,31 +69,34 @@ extension PostgresTokenStore {
                 case .acquired(let grant):
                     configuration.testHooks.lockAttempt?(.acquired)
                     return try await holding(grant, account: account, body)
-                case .busy:
+                case .busy, .busyAtWork:
                     configuration.testHooks.lockAttempt?(.busy)
                     sawHolder = true
+                    holderAtWork = offer.isAtWork
                     pause = pollInterval
                 case .leaseHeld(let left):
                     configuration.testHooks.lockAttempt?(.leaseHeld)
                     sawHolder = true
+                    holderAtWork = true
                     logger.debug("another replica's live lease on the session; waiting")
                     pause = min(pollInterval, max(left, .milliseconds(1)))
                 }
                 pollInterval = min(pollInterval * 2, configuration.lockRetryInterval)
             }
             let elapsed = timer.elapsed() - started
+            let waitBound = holderAtWork ? lockTimeout.map { max($0, configuration.liveHolderTimeout) } : lockTimeout
             if let lastError, !sawHolder {
                 if let bound = errorBound, elapsed >= bound {
                     throw PersistenceError.lockFailed.with(detail: "\(lastError); retried for \(elapsed)")
                 }
-            } else if let lockTimeout, elapsed >= lockTimeout {
+            } else if let waitBound, elapsed >= waitBound {
                 logger.debug("lock wait timed out", metadata: ["waited": "\(elapsed)"])
                 let last = lastError.map { "; last attempt: \($0)" } ?? ""
                 throw PersistenceError.lockTimedOut.with(
                     detail: "waited \(elapsed) for the account's lock and lease\(last)")
             }
             var sleep = pause
-            if let bound = lastError == nil ? lockTimeout : errorBound {
+            if let bound = lastError == nil ? waitBound : errorBound {
                 sleep = min(sleep, max(bound - elapsed, .zero))
             }
             do {
@@ -138,7 +144,8 @@ extension PostgresTokenStore {
                         self.schema.markDone()
                     }
                     guard try await self.tryLock(key, on: connection) else {
-                        _ = handoff.offer(.success(.busy))
+                        let atWork = try await self.hasLiveLease(account: account, on: connection)
+                        _ = handoff.offer(.success(atWork ? .busyAtWork : .busy))
                         return
                     }
                     let lease: LeaseTaking
@@ -243,10 +250,18 @@ extension PostgresTokenStore {
 enum LockOffer: Sendable {
     /// Another connection holds the advisory lock.
     case busy
+    /// Another connection holds the advisory lock, and its owner's lease is live: a refresh at work.
+    case busyAtWork
     /// Another owner's lease is live for about this long.
     case leaseHeld(Duration)
     /// The lock (and the lease, when the account has a row) is this caller's.
     case acquired(LockGrant)
+
+    /// Whether the holder was seen at work.
+    var isAtWork: Bool {
+        if case .busyAtWork = self { return true }
+        return false
+    }
 }
 
 /// A lock attempt's outcome as a test sees it.

@@ -35,6 +35,13 @@ public struct PostgresTokenStore: TokenStore {
         /// `nil` waits without limit. Database errors meanwhile are retried until it has passed (then
         /// ``/Persistence/PersistenceError/lockFailed``), so a restart shorter than this fails no refresh.
         public var lockTimeout: Duration?
+        /// The longest wait for the account's lock while its holder is seen at work: another replica whose refresh
+        /// lease is live (renewed by its heartbeat, so its refresh is in flight). 30 s by default, the
+        /// `TokenRefreshClient`'s default refresh timeout: a token endpoint slower than ``lockTimeout`` is waited for,
+        /// and the waiter then reads the pair the holder stored instead of failing. A holder whose lease has lapsed
+        /// (its process stopped) is waited for ``lockTimeout`` only. It has no effect when ``lockTimeout`` is `nil`
+        /// or longer.
+        public var liveHolderTimeout: Duration
         /// How often (at most) a waiter asks PostgreSQL for the lock and the lease again.
         public var lockRetryInterval: Duration
         /// The longest an operation waits for the database (a pooled connection and the query) before a read
@@ -78,6 +85,7 @@ public struct PostgresTokenStore: TokenStore {
         ///   - leaseDuration: How long a refresh lease lasts without renewal; 3 s by default (renewed every 1 s, so a
         ///     database outage of up to 2 s is survived, and a dead holder is taken over within 3 s, inside the
         ///     default 5-s lock wait).
+        ///   - liveHolderTimeout: The longest wait for a holder whose lease is live; 30 s by default.
         public init(
             tableName: String = "tokenkit_sessions",
             encryptionKey: SymmetricKey? = nil,
@@ -86,7 +94,8 @@ public struct PostgresTokenStore: TokenStore {
             operationTimeout: Duration? = .seconds(5),
             migratesAutomatically: Bool = true,
             lockKeySecret: SymmetricKey? = nil,
-            leaseDuration: Duration = .seconds(3)
+            leaseDuration: Duration = .seconds(3),
+            liveHolderTimeout: Duration = .seconds(30)
         ) {
             self.tableName = tableName
             self.encryptionKey = encryptionKey
@@ -96,6 +105,7 @@ public struct PostgresTokenStore: TokenStore {
             self.migratesAutomatically = migratesAutomatically
             self.lockKeySecret = lockKeySecret
             self.leaseDuration = max(leaseDuration, .milliseconds(3))
+            self.liveHolderTimeout = liveHolderTimeout
         }
     }
 

@@ -123,6 +123,45 @@ struct AdvisoryLockTests {
         }
     }
 
+    /// A holder whose lease is live (a refresh at work, its heartbeat renewing the lease) is waited for past the
+    /// lock timeout, up to the live-holder timeout: a token endpoint slower than the lock timeout fails no waiter.
+    /// The holder lets go only once the waiter has kept asking for three times its lock timeout.
+    @Test(.timeLimit(.minutes(1))) func aHolderAtWorkIsWaitedForPastTheLockTimeout() async throws {
+        let attempts = AsyncStream<LockAttemptOutcome>.makeStream()
+        try await withReplicas(
+            lockTimeout: .milliseconds(100), secondReplicasAttempts: { attempts.continuation.yield($0) }
+        ) { one, two, _ in
+            // A row, so that the holder takes the account's lease with the lock.
+            try await one.save(StoredSession(token: counterToken, generation: 1), account: "alice", condition: .always)
+            let holding = AsyncStream<Void>.makeStream()
+            let release = AsyncStream<Void>.makeStream()
+            let holder = Task {
+                try await one.withExclusiveAccess(account: "alice") {
+                    holding.continuation.yield()
+                    for await _ in release.stream { break }
+                    return "held"
+                }
+            }
+            for await _ in holding.stream { break }
+            let started = ContinuousClock.now
+            let ended = TestFlag()
+            let waiter = Task {
+                defer {
+                    ended.set()
+                    attempts.continuation.finish()
+                }
+                return try await two.withExclusiveAccess(account: "alice") { "taken" }
+            }
+            for await outcome in attempts.stream where outcome == .busy {
+                if started.duration(to: .now) >= .milliseconds(300) { break }
+            }
+            #expect(!ended.isSet, "the waiter gave up while the holder was at work")
+            release.continuation.yield()
+            #expect(try await holder.value == "held")
+            #expect(try await waiter.value == "taken")
+        }
+    }
+
     @Test func aNestedCallRunsUnderTheLockAlreadyHeld() async throws {
         try await withReplicas(lockTimeout: .milliseconds(500)) { one, _, _ in
             let value = try await one.withExclusiveAccess(account: "alice") {

@@ -18,6 +18,8 @@
 //       server answers any refresh token `<r>` with the pair `<r>-next`; when gated, it prints "refreshing" and
 //       answers only after a line on standard input. Prints "contended" when the store finds another process
 //       holding the lock, then "done ok <n> failed <n> refreshes <n>" and, for the first failure, "error <error>".
+//   TokenStoreProbe lifecycle <directory> <account> <true-time> <skew>
+//       An app process of the hostile-lifecycle tests, driven by commands on standard input (see Lifecycle.swift).
 //   TokenStoreProbe messages
 //       Prints the localizedDescription of a few TokenKit errors, one a line, in the language the environment
 //       (LANGUAGE, LC_ALL, LC_MESSAGES, LANG) asks for: the localization tests run it under each locale.
@@ -191,6 +193,13 @@ if CommandLine.arguments.count == 2 && CommandLine.arguments[1] == "messages" {
         AuthTokenError.expired, PersistenceError.unavailable, TokenRefreshError.refreshTokenRejected,
     ]
     for error in errors { say(error.localizedDescription) }
+    exit(0)
+}
+if CommandLine.arguments.count == 6 && CommandLine.arguments[1] == "lifecycle" {
+    guard let truth = TimeInterval(CommandLine.arguments[4]), let skew = TimeInterval(CommandLine.arguments[5]) else {
+        fail("lifecycle needs the true time and the skew in seconds")
+    }
+    await runLifecycle(directory: CommandLine.arguments[2], account: CommandLine.arguments[3], truth: truth, skew: skew)
     exit(0)
 }
 await runProbe(CommandLine.arguments)
