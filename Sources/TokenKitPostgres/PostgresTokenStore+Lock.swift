@@ -40,6 +40,9 @@ extension PostgresTokenStore {
         // Whether the last attempt found the holder at work (its lease live): then the wait lasts up to the
         // live-holder timeout instead of the lock timeout, when that is longer.
         var holderAtWork = false
+        // When an attempt last found the holder at work: a holder that stops working (its lease given back an
+        // instant before its lock, as every refresh ends) is waited for the lock timeout from then.
+        var lastSeenAtWork: Duration?
         while true {
             // An attempt (a connection, the lock, the lease) gets the operation timeout, as any other operation;
             // without one, what is left of the wait.
@@ -73,18 +76,23 @@ extension PostgresTokenStore {
                     configuration.testHooks.lockAttempt?(.busy)
                     sawHolder = true
                     holderAtWork = offer.isAtWork
+                    if holderAtWork { lastSeenAtWork = timer.elapsed() - started }
                     pause = pollInterval
                 case .leaseHeld(let left):
                     configuration.testHooks.lockAttempt?(.leaseHeld)
                     sawHolder = true
                     holderAtWork = true
+                    lastSeenAtWork = timer.elapsed() - started
                     logger.debug("another replica's live lease on the session; waiting")
                     pause = min(pollInterval, max(left, .milliseconds(1)))
                 }
                 pollInterval = min(pollInterval * 2, configuration.lockRetryInterval)
             }
             let elapsed = timer.elapsed() - started
-            let waitBound = holderAtWork ? lockTimeout.map { max($0, configuration.liveHolderTimeout) } : lockTimeout
+            let waitBound = lockTimeout.map { timeout in
+                if holderAtWork { return max(timeout, configuration.liveHolderTimeout) }
+                return max(timeout, (lastSeenAtWork ?? .zero) + timeout)
+            }
             if let lastError, !sawHolder {
                 if let bound = errorBound, elapsed >= bound {
                     throw PersistenceError.lockFailed.with(detail: "\(lastError); retried for \(elapsed)")

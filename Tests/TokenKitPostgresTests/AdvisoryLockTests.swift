@@ -162,6 +162,50 @@ struct AdvisoryLockTests {
         }
     }
 
+    /// A holder seen at work that stops working (its lease given back, its lock not yet: the moment a refresh ends)
+    /// is waited for the lock timeout from then, not from the start of the wait: a waiter that has waited past its
+    /// lock timeout for the refresh does not give up an instant before the lock is free. The test gives the lease
+    /// back itself while the holder keeps the lock, then lets the holder go.
+    @Test(.timeLimit(.minutes(1))) func aHolderThatStopsWorkingIsWaitedForTheLockTimeoutFromThen() async throws {
+        let attempts = AsyncStream<LockAttemptOutcome>.makeStream()
+        try await withReplicas(
+            lockTimeout: .milliseconds(400), secondReplicasAttempts: { attempts.continuation.yield($0) }
+        ) { one, two, admin in
+            try await one.save(StoredSession(token: counterToken, generation: 1), account: "alice", condition: .always)
+            let holding = AsyncStream<Void>.makeStream()
+            let release = AsyncStream<Void>.makeStream()
+            let holder = Task {
+                try await one.withExclusiveAccess(account: "alice") {
+                    holding.continuation.yield()
+                    for await _ in release.stream { break }
+                    return "held"
+                }
+            }
+            for await _ in holding.stream { break }
+            let started = ContinuousClock.now
+            let ended = TestFlag()
+            let waiter = Task {
+                defer {
+                    ended.set()
+                    attempts.continuation.finish()
+                }
+                return try await two.withExclusiveAccess(account: "alice") { "taken" }
+            }
+            // At work past the lock timeout (three times over)...
+            for await outcome in attempts.stream where outcome == .busy {
+                if started.duration(to: .now) >= .milliseconds(1200) { break }
+            }
+            // ...then the lease goes while the lock stays: the next attempt finds a holder not at work.
+            try await admin.query(
+                "UPDATE \(unescaped: one.configuration.tableName) SET lease_owner = NULL, lease_expires_at = NULL")
+            for await outcome in attempts.stream where outcome == .busy { break }
+            #expect(!ended.isSet, "the waiter gave up as the holder stopped working")
+            release.continuation.yield()
+            #expect(try await holder.value == "held")
+            #expect(try await waiter.value == "taken")
+        }
+    }
+
     @Test func aNestedCallRunsUnderTheLockAlreadyHeld() async throws {
         try await withReplicas(lockTimeout: .milliseconds(500)) { one, _, _ in
             let value = try await one.withExclusiveAccess(account: "alice") {
