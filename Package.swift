@@ -266,11 +266,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Helpers only TokenKit's own tests use (a loopback HTTP server, the probe launcher, scratch directories): a
-        // target, never a product.
+        // Helpers only TokenKit's own tests use (a loopback HTTP server, the probe launcher, scratch directories, a
+        // token issuer and a DPoP client for the server adapters): a target, never a product.
         // TokenKitSignIn: the loopback listener's socket code, shared with the test servers (package access).
         .target(
-            name: "TokenKitTestSupport", dependencies: ["Persistence", "TokenKitTesting", "TokenKitSignIn"],
+            name: "TokenKitTestSupport",
+            dependencies: [
+                "Persistence", "TokenKitTesting", "TokenKitSignIn", "NetworkRetry", "TokenKitLogCheck",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             path: "Tests/TokenKitTestSupport"),
         // The doors: one factory per kind of app, through `import TokenKit` as an app writes it.
         .testTarget(

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Testing
+import TokenKitTestSupport
 
 @testable import AuthToken
 @testable import NetworkRetry
@@ -221,33 +222,11 @@ struct DPoPWorld {
     /// A call's retry rules: the client's own, or the planted bug.
     struct Rules {
         var machine = RequestRetryMachine()
-        var separate: SeparateRetries?
+        var separate: SeparateNonceAndRefreshRetries?
 
         mutating func answered(_ rejection: RequestRetryMachine.Rejection) -> RequestRetryMachine.Action {
             if separate != nil { return separate!.answered(rejection) }
             return machine.answered(rejection)
-        }
-    }
-
-    /// The planted bug: a nonce retry and a refresh retry, each allowed once on its own.
-    struct SeparateRetries {
-        var nonceRetried = false
-        var refreshed = false
-
-        mutating func answered(_ rejection: RequestRetryMachine.Rejection) -> RequestRetryMachine.Action {
-            switch rejection {
-            case .none: return .deliver
-            case .final(let error): return .fail(error)
-            case .tokenRejected:
-                guard !refreshed else { return .fail(.unauthorizedAfterRefresh) }
-                refreshed = true
-                return .retry(refreshingFirst: true)
-            case .nonceChallenge(let stale):
-                guard !nonceRetried else { return .fail(.dpopProofRejected) }
-                nonceRetried = true
-                if stale { refreshed = true }
-                return .retry(refreshingFirst: stale)
-            }
         }
     }
 
@@ -292,7 +271,8 @@ struct DPoPWorld {
         case .call:
             guard calls.count < Self.maximumCalls else { return false }
             session.seconds += 1
-            let rules = Rules(separate: mutation == .retriesTheNonceAndTheRefreshSeparately ? SeparateRetries() : nil)
+            let rules = Rules(
+                separate: mutation == .retriesTheNonceAndTheRefreshSeparately ? SeparateNonceAndRefreshRetries() : nil)
             calls.append(Call(phase: .finished("not started"), rules: rules))
             ask(.validToken, for: calls.count - 1)
         case .answer(let index, let answer):
