@@ -475,6 +475,7 @@ let package = Package(
             name: "TokenKitHummingbirdTests",
             dependencies: [
                 "TokenKitHummingbird", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
+                "TokenKitTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: hummingbird),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth", condition: hummingbird),
@@ -497,6 +498,7 @@ let package = Package(
             name: "TokenKitVaporTests",
             dependencies: [
                 "TokenKitVapor", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
+                "TokenKitTestSupport",
                 .product(name: "Vapor", package: "vapor", condition: vapor),
                 .product(name: "VaporTesting", package: "vapor", condition: vapor),
                 .product(name: "Crypto", package: "swift-crypto"),
