@@ -271,13 +271,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Helpers only TokenKit's own tests use (a loopback HTTP server, the probe launcher, scratch directories): a
-        // target, never a product.
+        // Helpers only TokenKit's own tests use (a loopback HTTP server, the probe launcher, scratch directories, a
+        // token issuer and a DPoP client for the server adapters): a target, never a product.
         // TokenKitSignIn: the loopback listener's socket code, shared with the test servers (package access).
         .target(
             name: "TokenKitTestSupport",
             dependencies: [
                 "Persistence", "TokenKitTesting", "TokenKitSignIn", "NetworkRetry", "AuthToken", "TokenKitLogCheck",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Tests/TokenKitTestSupport"),
         // The doors: one factory per kind of app, through `import TokenKit` as an app writes it.
@@ -486,6 +489,7 @@ let package = Package(
             name: "TokenKitHummingbirdTests",
             dependencies: [
                 "TokenKitHummingbird", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
+                "TokenKitTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: hummingbird),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: hummingbird),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth", condition: hummingbird),
@@ -508,6 +512,7 @@ let package = Package(
             name: "TokenKitVaporTests",
             dependencies: [
                 "TokenKitVapor", "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
+                "TokenKitTestSupport",
                 .product(name: "Vapor", package: "vapor", condition: vapor),
                 .product(name: "VaporTesting", package: "vapor", condition: vapor),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 
 @testable import NetworkRetry
@@ -117,30 +118,8 @@ import TokenKitTesting
         #expect(Self.sequences(length: 4).count == 20_736)
     }
 
-    /// The composition as a client with one nonce retry and, separately, one refresh retry would write it.
-    struct PlantedBug: RetryRules {
-        var nonceRetried = false
-        var refreshed = false
-        init() {}
-        mutating func answered(_ rejection: RequestRetryMachine.Rejection) -> RequestRetryMachine.Action {
-            switch rejection {
-            case .none: return .deliver
-            case .final(let error): return .fail(error)
-            case .tokenRejected:
-                guard !refreshed else { return .fail(.unauthorizedAfterRefresh) }
-                refreshed = true
-                return .retry(refreshingFirst: true)
-            case .nonceChallenge(let stale):
-                guard !nonceRetried else { return .fail(.dpopProofRejected) }
-                nonceRetried = true
-                if stale { refreshed = true }
-                return .retry(refreshingFirst: stale)
-            }
-        }
-    }
-
     @Test func theExplorationCatchesAPlantedBug() {
-        let found = Self.violations(PlantedBug.self)
+        let found = Self.violations(SeparateNonceAndRefreshRetries.self)
         #expect(!found.isEmpty)
         // The shortest counterexample: a nonce challenge, then a rejected token: three sends.
         let shortest = found.min { $0.0.count < $1.0.count || ($0.0.count == $1.0.count && $0.2.sends > $1.2.sends) }
@@ -181,3 +160,6 @@ import TokenKitTesting
 }
 
 extension RequestRetryMachine: DPoPRetryExplorationTests.RetryRules {}
+
+/// The planted bug: a nonce retry and a refresh retry, each on its own.
+extension SeparateNonceAndRefreshRetries: DPoPRetryExplorationTests.RetryRules {}

@@ -64,7 +64,7 @@ import TokenKitLogCheck
 /// Runs `work` on a thread of its own and returns its result. The exploration computes for seconds without a
 /// suspension point; run as a test's body it would hold one of the few threads that every async test of the process
 /// shares (two on a two-core machine), and tests bounded by real timeouts would then miss them.
-private func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         let thread = Thread { continuation.resume(returning: work()) }
         thread.stackSize = 16 << 20
@@ -236,6 +236,8 @@ struct World {
         var waiters = 1
         var resolved = false
         var died = false
+        /// The token its waiters were answered with (nil until answered, and after a failure).
+        var answered: AuthToken?
     }
 
     enum Deferred {
@@ -521,10 +523,12 @@ struct World {
         }
     }
 
-    mutating func request(_ request: SessionMachine.Request) {
+    @discardableResult
+    mutating func request(_ request: SessionMachine.Request) -> SessionMachine.CallerAction {
         restore()
-        guard machine.loaded else { return }  // the caller fails with `storageUnavailable`
-        switch machine.decide(request, now: now, elapsed: elapsed) {
+        guard machine.loaded else { return .fail(.storageUnavailable) }
+        let decided = machine.decide(request, now: now, elapsed: elapsed)
+        switch decided {
         case .token, .fail, .refreshStatelessly:
             break
         case .readStore, .retryRemoval, .retryPersist, .run:
@@ -541,6 +545,7 @@ struct World {
             procedures.append(Procedure(flight: flights.count - 1, epoch: epoch, seed: seed))
             if procedures.count == 1 { run(machine.lockTaken(epoch: epoch, seed: seed)) }
         }
+        return decided
     }
 
     // MARK: - Carrying out the machine's actions, as the actor does
@@ -623,6 +628,7 @@ struct World {
         guard let flight, let index = flights.firstIndex(where: { $0.flight === flight }) else { return }
         guard !flights[index].resolved else { return }
         flights[index].resolved = true
+        if case .success(let token) = result { flights[index].answered = token }
         if case .success(let token) = result, issued.contains(token.accessToken),
             !finishedWrites.contains(token.accessToken)
         {
