@@ -78,7 +78,8 @@ struct SessionMachine: Sendable {
         /// End the session as expired (nothing can renew it), then fail with this error.
         case endSessionThenFail(TokenRefreshError)
         /// Refresh this refresh token, which the session never held, without touching the session (the seed's
-        /// stateless `refreshToken(_:)`; see ``StatelessRefreshes``).
+        /// stateless `refreshToken(_:)`; see ``StatelessRefreshes``): the newest of its chain refreshed here, and no
+        /// refresh of it is in flight (``token(_:)`` or ``join(_:)`` answer those).
         case refreshStatelessly(String)
         /// Read the store (it never was), hand its answer to ``storeRead(atLoad:now:)``, then ask again.
         case readStore
@@ -117,19 +118,35 @@ struct SessionMachine: Sendable {
         var countedAttemptStart: Duration?
     }
 
-    /// What the actor does with the store's answer at load time.
+    /// What the actor does to take up what the store holds: before a call that needs it (``loadStarting()``,
+    /// ``sessionChangeStarting()``), with its answer at load time (``storeRead(atLoad:now:)``), and with a read made
+    /// because another writer stored a session (``audienceSessionRead(_:epoch:overtaken:now:)``).
     enum LoadAction: Sendable, Equatable {
+        /// The store was never read: read it, hand the answer to ``storeRead(atLoad:now:)``, and carry that out.
+        case readStore
+        /// The store was never read before a sign-in or sign-out: read it and hand the answer to
+        /// ``storeReadBeforeSessionChange(_:)``.
+        case readStoreBeforeSessionChange
         /// A session was restored.
         case restored(StoredSession)
         /// The stored pair's refresh token was rejected before: remove it (conditional on its identity and generation).
         case discard(WriteCondition)
         /// Nothing stored.
         case absent
-        /// Already loaded meanwhile (a sign-in or another reader got there first).
+        /// Already loaded (meanwhile: a sign-in or another reader got there first).
         case alreadyLoaded
         /// The store cannot be read now: publish ``AuthEvent/Kind/storageUnavailable`` and fail with this error.
         /// Nothing was loaded; the next call reads again.
         case unavailable(TokenRefreshError)
+        /// A read made because another writer stored a session is out of date (the session changed again here, or
+        /// with another audience's client, before it was back), or found nothing newer: nothing to do.
+        case drop
+        /// The stored session was taken up (none was held): publish ``AuthEvent/Kind/sessionRestored``.
+        case adopted(StoredSession)
+        /// The stored session replaced the one held, which ended here: forget the refresh task, fail `failing` (its
+        /// callers asked for the ended session's token) with ``TokenRefreshError/sessionChanged``, and publish
+        /// ``AuthEvent/Kind/sessionRestored``.
+        case replaced(StoredSession, failing: RefreshFlight?)
     }
 
     let configuration: TokenRefreshClient.Configuration
@@ -272,14 +289,14 @@ struct SessionMachine: Sendable {
     /// (``beginFlight(_:for:seed:forced:pairedAccessToken:)``). After a store action the actor asks again.
     mutating func callerArrived(
         _ request: Request, pairedAccessToken: String? = nil, now: Date, elapsed: Duration,
-        refreshedStatelessly: (String) -> Bool = { _ in false }
+        stateless: StatelessRefreshes = StatelessRefreshes()
     ) -> CallerAction {
         guard loaded else { return .readStore }
         if let due = removalRetryStarting(elapsed: elapsed) {
             return .retryRemoval(epoch: due.epoch, condition: due.condition)
         }
         if let due = persistRetryStarting(elapsed: elapsed) { return .retryPersist(due.pending, epoch: due.epoch) }
-        let action = decide(request, now: now, elapsed: elapsed, refreshedStatelessly: refreshedStatelessly)
+        let action = decide(request, now: now, elapsed: elapsed, stateless: stateless)
         guard case .startRefresh(let seed, let forced) = action else { return action }
         let flight = RefreshFlight()
         let epoch = beginFlight(flight, for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
@@ -294,15 +311,23 @@ struct SessionMachine: Sendable {
     /// held fails with ``TokenRefreshError/sessionChanged``; a seed it never held is refreshed on its own
     /// (``CallerAction/refreshStatelessly(_:)``).
     ///
-    /// `refreshedStatelessly` says whether a refresh token was refreshed on its own before (``StatelessRefreshes``,
-    /// kept by the actor): without a session such a seed goes the stateless way again, so a consumed refresh token is
-    /// never presented twice.
+    /// `stateless` holds the refresh tokens refreshed on its own before (kept by the actor): without a session such a
+    /// seed goes the stateless way again, so a consumed refresh token is never presented twice. A stateless refresh
+    /// is answered from it too (``decideStateless(_:stateless:now:)``).
     mutating func decide(
-        _ request: Request, now: Date, elapsed: Duration, refreshedStatelessly: (String) -> Bool = { _ in false }
+        _ request: Request, now: Date, elapsed: Duration, stateless: StatelessRefreshes = StatelessRefreshes()
     ) -> CallerAction {
         if case .seed(let seed) = request, rejected.contains(seed) { return .fail(.refreshTokenRejected) }
+        let action = decideWithStateless(request, now: now, elapsed: elapsed, stateless: stateless)
+        guard case .refreshStatelessly(let refreshToken) = action else { return action }
+        return decideStateless(refreshToken, stateless: stateless, now: now)
+    }
+
+    private mutating func decideWithStateless(
+        _ request: Request, now: Date, elapsed: Duration, stateless: StatelessRefreshes
+    ) -> CallerAction {
         guard let session else {
-            if case .seed(let seed) = request, !seed.isEmpty, refreshedStatelessly(seed) {
+            if case .seed(let seed) = request, !seed.isEmpty, stateless.refreshed(seed) {
                 return .refreshStatelessly(seed)
             }
             return decideWithoutSession(request, elapsed: elapsed)
@@ -464,14 +489,12 @@ struct SessionMachine: Sendable {
     /// The store's answer before a sign-in or sign-out over a store never read: a stored session is kept as the
     /// session, so that a sign-in that cannot be stored falls back to it and a sign-out knows whom it signs out;
     /// nothing else changes. Then the call goes ahead.
-    @discardableResult
-    mutating func storeReadBeforeSessionChange(_ read: TokenStoreRead) -> SessionChangeAction {
-        guard case .found(let stored) = read, !loaded else { return .proceed }
+    mutating func storeReadBeforeSessionChange(_ read: TokenStoreRead) {
+        guard case .found(let stored) = read, !loaded else { return }
         noteStored(stored)
         state = state.entering(Session(stored, persisted: true))
         lineage.reset()
         lineage.record(stored.token)
-        return .proceed
     }
 
     // MARK: - Sessions
@@ -550,18 +573,12 @@ struct SessionMachine: Sendable {
     }
 
     /// The retried removal ended with `outcome`: nothing is left to remove once it landed or a newer session is
-    /// stored; a failure leaves it pending, retried later.
-    mutating func removalRetryWriteEnded(_ outcome: Result<Void, PersistenceError>) -> RemovalRetryEndAction {
+    /// stored; a failure leaves it pending, retried later. It only records.
+    mutating func removalRetryWriteEnded(_ outcome: Result<Void, PersistenceError>) {
         removalInProgress = false
         switch outcome {
-        case .success:
-            pendingRemoval = nil
-            return .removed
-        case .failure(.conflict):
-            pendingRemoval = nil
-            return .replaced
-        case .failure(let error):
-            return .failedAgain(error)
+        case .success, .failure(.conflict): pendingRemoval = nil
+        case .failure: break
         }
     }
 
