@@ -752,7 +752,7 @@ import TokenKitTesting
             token: AuthToken(accessToken: subject.previousAccess, receivedAt: Self.start, lifetime: 3600),
             userID: subject.previousUserID, generation: 1, persisted: true)
         let token = AuthToken(accessToken: subject.newAccess, receivedAt: Self.start, lifetime: 3600)
-        let changed = TokenRefreshClient.subjectChanged(
+        let changed = SessionMachine.subjectChanged(
             from: previous, to: token, responseUserID: subject.responseUserID)
         #expect(changed == subject.switched)
     }

@@ -322,7 +322,6 @@ extension SessionMachine {
     /// answer with it, nor write anything: ``epoch`` is bumped and the flight is taken away (returned, for the actor
     /// to fail with ``TokenRefreshError/sessionChanged``). A pair with the held session's identity is that session,
     /// rotated elsewhere.
-    @discardableResult
     private mutating func adopt(
         _ stored: StoredSession, replacing: Bool = false
     ) -> (switchedUser: Bool, flight: RefreshFlight?) {
@@ -456,7 +455,7 @@ extension SessionMachine {
             stored.generation != session?.generation || stored.sessionID != session?.sessionID
         else { return .drop }
         guard session != nil else {
-            adopt(stored)
+            _ = adopt(stored)
             return .adopted(stored)
         }
         return .replaced(stored, failing: adopt(stored, replacing: true).flight)

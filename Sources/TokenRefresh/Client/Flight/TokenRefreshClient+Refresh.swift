@@ -294,14 +294,6 @@ extension TokenRefreshClient {
         return outcome
     }
 
-    /// Whether `token`, a refresh's answer, is another user's than `previous` (see
-    /// ``SessionMachine/subjectChanged(from:to:responseUserID:)``).
-    static func subjectChanged(
-        from previous: SessionMachine.Session?, to token: AuthToken, responseUserID: String?
-    ) -> Bool {
-        SessionMachine.subjectChanged(from: previous, to: token, responseUserID: responseUserID)
-    }
-
     /// A pair another process saved was adopted instead of refreshing: say so, apart from a refresh.
     func noteAdopted(_ stored: StoredSession) {
         metrics.recordAdoption()

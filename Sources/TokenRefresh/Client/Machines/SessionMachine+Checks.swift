@@ -45,17 +45,10 @@ extension SessionMachine {
         authState = .expired(lastUserID: session.userID)
     }
 
-    /// What the actor carries through a sign-in with a grant (``signInStarting()``).
-    struct SignInStartAction: Sendable, Equatable {
-        /// The state before, to settle on if the grant fails.
-        let previous: AuthState
-        /// The epoch the sign-in started under.
-        let epoch: UInt64
-    }
-
-    /// A sign-in with a grant starts: the state reads `loading` until it ends.
-    mutating func signInStarting() -> SignInStartAction {
-        let start = SignInStartAction(previous: authState, epoch: epoch)
+    /// A sign-in with a grant starts: the state reads `loading` until it ends. Returns the state before (to settle on
+    /// if the grant fails) and the epoch the sign-in started under.
+    mutating func signInStarting() -> (previous: AuthState, epoch: UInt64) {
+        let start = (previous: authState, epoch: epoch)
         authState = .loading
         return start
     }
