@@ -134,7 +134,7 @@ extension SessionMachine {
         case (.rereadingAfterRejection, _):
             return endAfterRejection()
         case (.rereadingAfterConflict, .found(let stored)):
-            return adopt(stored).switchedUser ? .fail(.sessionChanged) : .answerAdopted(stored)
+            return answer(adopting: stored)
         case (.rereadingAfterConflict, .absent):
             return .endSession(reason: .removedElsewhere, error: nil, failure: .signedOut)
         case (.rereadingAfterConflict, .unavailable(let error)):
@@ -143,8 +143,7 @@ extension SessionMachine {
             guard shouldAdopt(stored), !stored.token.isExpired(at: now, policy: configuration.expiryPolicy) else {
                 return .publish(.refreshFailed(failure, userID: session?.userID), then: .fail(failure))
             }
-            // Another user's pair is never the answer to a refresh made for this one.
-            return adopt(stored).switchedUser ? .fail(.sessionChanged) : .answerAdopted(stored)
+            return answer(adopting: stored)
         case (.rereadingAfterLockTimeout(let failure), _):
             // The session is kept; while its token is still valid, validToken() callers get it.
             return .publish(.refreshFailed(failure, userID: session?.userID), then: .fail(failure))
@@ -284,13 +283,19 @@ extension SessionMachine {
         return .present(sent, retriesOutsideLock: !afterRejection)
     }
 
+    /// Adopts `stored` (saved by another process) and answers with it. Another user's pair is never the answer to a
+    /// refresh made for this one.
+    private mutating func answer(adopting stored: StoredSession) -> RefreshAction {
+        adopt(stored).switchedUser ? .fail(.sessionChanged) : .answerAdopted(stored)
+    }
+
     /// Adopts `stored` (saved by another process): answers with it while it is fresh, else presents its refresh
     /// token (`presenting`, after a rejection) or goes on with the refresh. Another user's pair is never the answer
     /// to a refresh made for this one.
     private mutating func adoptOrPresent(_ stored: StoredSession, now: Date, presenting: String? = nil) -> RefreshAction
     {
+        if !stored.token.willExpireSoon(at: now, policy: configuration.expiryPolicy) { return answer(adopting: stored) }
         if adopt(stored).switchedUser { return .fail(.sessionChanged) }
-        if !stored.token.willExpireSoon(at: now, policy: configuration.expiryPolicy) { return .answerAdopted(stored) }
         guard let presenting else { return present(seed: nil, afterRejection: false) }
         let adopted = session
         flight?.step = .presenting(sent: presenting, previous: adopted, seed: nil, afterRejection: true)

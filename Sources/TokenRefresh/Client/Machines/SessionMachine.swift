@@ -318,19 +318,8 @@ struct SessionMachine: Sendable {
         _ request: Request, now: Date, elapsed: Duration, stateless: StatelessRefreshes = StatelessRefreshes()
     ) -> CallerAction {
         if case .seed(let seed) = request, rejected.contains(seed) { return .fail(.refreshTokenRejected) }
-        let action = decideWithStateless(request, now: now, elapsed: elapsed, stateless: stateless)
-        guard case .refreshStatelessly(let refreshToken) = action else { return action }
-        return decideStateless(refreshToken, stateless: stateless, now: now)
-    }
-
-    private mutating func decideWithStateless(
-        _ request: Request, now: Date, elapsed: Duration, stateless: StatelessRefreshes
-    ) -> CallerAction {
         guard let session else {
-            if case .seed(let seed) = request, !seed.isEmpty, stateless.refreshed(seed) {
-                return .refreshStatelessly(seed)
-            }
-            return decideWithoutSession(request, elapsed: elapsed)
+            return decideWithoutSession(request, now: now, elapsed: elapsed, stateless: stateless)
         }
         var forcedBy = request
         switch request {
@@ -342,7 +331,9 @@ struct SessionMachine: Sendable {
         case .seed(let seed) where seed != session.token.refreshToken:
             // A refresh token this session held before: a caller that read it before the new pair was saved. One it
             // never held is another session's, refreshed on its own.
-            guard lineage.contains(refreshToken: seed) else { return .refreshStatelessly(seed) }
+            guard lineage.contains(refreshToken: seed) else {
+                return decideStateless(seed, stateless: stateless, now: now)
+            }
             forcedBy = .validToken
         default: break
         }
@@ -380,7 +371,11 @@ struct SessionMachine: Sendable {
         }
     }
 
-    private mutating func decideWithoutSession(_ request: Request, elapsed: Duration) -> CallerAction {
+    /// ``decide(_:now:elapsed:stateless:)`` without a session. A seed refreshed on its own before goes the stateless way
+    /// again, so a consumed refresh token is never presented twice.
+    private mutating func decideWithoutSession(
+        _ request: Request, now: Date, elapsed: Duration, stateless: StatelessRefreshes
+    ) -> CallerAction {
         var seed: String?
         switch request {
         case .validToken, .providerCheck:
@@ -390,12 +385,13 @@ struct SessionMachine: Sendable {
             return .fail(.signedOut)
         case .seed(let value):
             guard !value.isEmpty else { return .fail(.signedOut) }
+            if stateless.refreshed(value) { return decideStateless(value, stateless: stateless, now: now) }
             seed = value
         }
         if let flight {
             // Only a refresh of the same refresh token is shared: a seed of another (another user's, when the app
             // switched users while this one ran) is refreshed on its own and never answered with this flight's pair.
-            if let seed, flight.seed != seed { return .refreshStatelessly(seed) }
+            if let seed, flight.seed != seed { return decideStateless(seed, stateless: stateless, now: now) }
             return .join(flight.flight)
         }
         if let blocked = blockedError(at: elapsed, counting: sendsRefreshRequest(request, forced: false)) {
