@@ -13,7 +13,7 @@ extension TokenRefreshClient {
     // MARK: - Deciding what a caller does
 
     /// The actor half of ``validToken()`` and the forced refreshes: one round trip into the machine
-    /// (``SessionMachine/callerArrived(_:pairedAccessToken:now:elapsed:refreshedStatelessly:)``), then what it says.
+    /// (``SessionMachine/callerArrived(_:pairedAccessToken:now:elapsed:stateless:)``), then what it says.
     /// Only a store never read, or a write to make again, brings the caller back for another.
     ///
     /// `pairedAccessToken` is the access token a caller held with a seed: when the seed starts a session, it counts

@@ -10,7 +10,7 @@ import Persistence
 /// or a task (see `SessionMachineTests`):
 /// - **Single flight**: a caller who needs a refresh while one runs joins it (``decide(_:now:elapsed:)``).
 /// - **Generation guard**: a new session (``signingIn(_:userID:stateBefore:profile:)``) and an ended one
-///   (``endingSession(reason:error:)``, ``signingOut()``) bump ``epoch``; a refresh started under an older epoch
+///   (``endingSession(reason:error:)``, ``signingOut(reason:)``) bump ``epoch``; a refresh started under an older epoch
 ///   changes nothing (``isCurrent(_:)``).
 /// - **Breaker**: backoff after transient failures, `Retry-After`, and at most
 ///   ``TokenRefreshClient/Configuration/maximumRefreshes`` refresh requests sent to a server per window (``Breaker``;
@@ -285,7 +285,7 @@ struct SessionMachine: Sendable {
 
     /// A caller needs a token for `request`: the one round trip of the slow path. The store is read first if it never
     /// was, an ended session's removal and a pending pair's write are made again when due, and then the caller does
-    /// what ``decide(_:now:elapsed:refreshedStatelessly:)`` says; a refresh it starts is recorded here
+    /// what ``decide(_:now:elapsed:stateless:)`` says; a refresh it starts is recorded here
     /// (``beginFlight(_:for:seed:forced:pairedAccessToken:)``). After a store action the actor asks again.
     mutating func callerArrived(
         _ request: Request, pairedAccessToken: String? = nil, now: Date, elapsed: Duration,
@@ -408,7 +408,7 @@ struct SessionMachine: Sendable {
             counting: counting)
     }
 
-    /// A session whose token has expired while refreshes fail reads `expired` (a step of ``decide(_:now:elapsed:refreshedStatelessly:)``
+    /// A session whose token has expired while refreshes fail reads `expired` (a step of ``decide(_:now:elapsed:stateless:)``
     /// and ``attemptFailed(_:retry:random:now:elapsed:)``).
     private mutating func noteExpiredIfOffline(now: Date) {
         guard let session, session.token.isExpired(at: now, policy: configuration.expiryPolicy) else { return }
