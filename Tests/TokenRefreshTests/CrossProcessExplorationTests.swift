@@ -404,13 +404,13 @@ struct CrossWorld {
         switch machine.persistRetryWriteEnded(pending, epoch: epoch, landed ? .success(()) : .failure(.conflict)) {
         case .adoptAfterConflict:
             switch machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch) {
-            case .switchedUser(let flight):
+            case .failTakenFlight(let flight, let failure):
                 clients[client].machine = machine
-                resolve(client, flight, .failure(.sessionChanged))
-            case .removedElsewhere:
+                resolve(client, flight, .failure(failure))
+            case .endSession(let reason, let error, _):
                 clients[client].machine = machine
-                endSession(client, reason: .removedElsewhere, error: nil)
-            case .adopted, .fail:
+                endSession(client, reason: reason, error: error)
+            default:
                 clients[client].machine = machine
             }
         default:
@@ -445,10 +445,10 @@ struct CrossWorld {
                 case .call:
                     clients[client].waiting = .present(sent)
                     return
-                case .void:
-                    action = clients[client].machine.strategyFailed(.signedOut, epoch: clients[client].epoch)
-                case .blocked(let blocked):
-                    action = clients[client].machine.strategyFailed(blocked, epoch: clients[client].epoch)
+                case .fail(let error, _), .blocked(let error):
+                    action = clients[client].machine.strategyFailed(error, epoch: clients[client].epoch)
+                case .retry:
+                    return violations.append("a retry was planned before any attempt")
                 }
             case .persist(let stored, let condition):
                 clients[client].waiting = .persist(stored, condition)
@@ -469,6 +469,9 @@ struct CrossWorld {
                 return endRefresh(client, .failure(failure))
             case .fail(let error):
                 return endRefresh(client, .failure(error))
+            case .failTakenFlight(let taken, let failure):
+                resolve(client, taken, .failure(failure))
+                return endRefresh(client, .failure(failure))
             }
         }
     }
@@ -502,7 +505,7 @@ struct CrossWorld {
         guard let removal = ending.removal else { return }
         let landed = removal.condition.allows(stored: store)
         if landed { store = nil }
-        _ = clients[client].machine.removalEnded(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)
+        clients[client].machine.removalEnded(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)
     }
 
     // MARK: - Invariants

@@ -446,6 +446,7 @@ struct World {
         switch action {
         case .fail(let error, _): run(machine.strategyEnded(.failure(error), receivedAt: now, epoch: epoch))
         case .retry: violations.append("a retry was planned with no retries configured")
+        case .call, .blocked: violations.append("a failed call was answered as a start")
         }
     }
 
@@ -491,9 +492,9 @@ struct World {
         switch machine.persistRetryWriteEnded(pending, epoch: epoch, outcome) {
         case .adoptAfterConflict:
             switch machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch) {
-            case .switchedUser(let flight): resolve(flight, with: .failure(.sessionChanged))
-            case .removedElsewhere: endSession(reason: .removedElsewhere)
-            case .adopted, .fail: break
+            case .failTakenFlight(let flight, let failure): resolve(flight, with: .failure(failure))
+            case .endSession(let reason, _, _): endSession(reason: reason)
+            default: break
             }
         case .recovered:
             if store != stored { violations.append("a pending pair reported stored was not in the store") }
@@ -518,7 +519,8 @@ struct World {
         switch machine.storeRead(atLoad: read, now: now) {
         case .discard(let condition):
             if condition.allows(stored: store) { store = nil }
-        case .restored, .absent, .alreadyLoaded, .unavailable:
+        case .restored, .absent, .alreadyLoaded, .unavailable, .readStore, .readStoreBeforeSessionChange, .drop,
+            .adopted, .replaced:
             break
         }
     }
@@ -577,10 +579,10 @@ struct World {
                 case .call:
                     procedures[0].waiting = .present(sent)
                     return
-                case .void:
-                    action = machine.strategyFailed(TokenRefreshError.signedOut, epoch: procedures[0].epoch)
-                case .blocked(let blocked):
-                    action = machine.strategyFailed(blocked, epoch: procedures[0].epoch)
+                case .fail(let error, _), .blocked(let error):
+                    action = machine.strategyFailed(error, epoch: procedures[0].epoch)
+                case .retry:
+                    return violations.append("a retry was planned before any attempt")
                 }
             case .persist(let stored, let condition):
                 if !machine.isCurrent(procedures[0].epoch) {
@@ -605,6 +607,9 @@ struct World {
                 return endProcedure(.failure(failure))
             case .fail(let error):
                 return endProcedure(.failure(error))
+            case .failTakenFlight(let taken, let failure):
+                resolve(taken, with: .failure(failure))
+                return endProcedure(.failure(failure))
             }
         }
     }
@@ -646,8 +651,8 @@ struct World {
         guard let removal = ending.removal else { return }
         let landed = removal.condition.allows(stored: store)
         if landed { store = nil }
-        let action = machine.removalEnded(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)
-        if landed != (action == .done) { violations.append("a removal's end was misreported") }
+        machine.removalEnded(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)
+        if landed && machine.storedGeneration != nil { violations.append("a removal's end was misreported") }
     }
 
     /// A sign-in's save or a sign-out's removal lands after every write of an older session (the write fence).

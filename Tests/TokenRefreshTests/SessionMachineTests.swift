@@ -73,8 +73,7 @@ import TokenKitTesting
 
     /// The error an attempt of the strategy at `elapsed` is held back with, or `nil` when it is made (and counted).
     static func attemptBlocked(_ machine: inout SessionMachine, at elapsed: Duration) -> TokenRefreshError? {
-        guard case .blocked(let error) = machine.statelessAttemptStarting(at: elapsed) else { return nil }
-        return error
+        machine.statelessAttemptStarting(at: elapsed)
     }
 
     // MARK: - Single flight
@@ -360,12 +359,12 @@ import TokenKitTesting
         #expect(due.condition == .always)
         let whileRemoving = machine.removalRetryStarting(elapsed: .seconds(30))
         #expect(whileRemoving == nil)  // one removal at a time
-        _ = machine.removalRetryWriteEnded(.failure(.unavailable))
+        machine.removalRetryWriteEnded(.failure(.unavailable))
         let tooSoon = machine.removalRetryStarting(elapsed: .seconds(19))
         #expect(tooSoon == nil)
         let again = machine.removalRetryStarting(elapsed: .seconds(20))
         #expect(again != nil)
-        _ = machine.removalRetryWriteEnded(.success(()))
+        machine.removalRetryWriteEnded(.success(()))
         #expect(machine.pendingRemoval == nil)
         #expect(machine.isEvictable)
     }
@@ -561,7 +560,7 @@ import TokenKitTesting
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
         let read = TokenStoreRead.found(StoredSession(token: bob, userID: "user-2", generation: 5))
-        guard case .switchedUser(let taken) = machine.conflictRead(read, epoch: epoch) else {
+        guard case .failTakenFlight(let taken, .sessionChanged) = machine.conflictRead(read, epoch: epoch) else {
             Issue.record("expected another user's pair to switch the session")
             return
         }
@@ -683,7 +682,7 @@ import TokenKitTesting
         let stored = Self.storedSession(generation: 1)
         let action = machine.audienceSessionRead(
             .found(stored), epoch: machine.epoch, overtaken: false, now: Self.fresh)
-        guard case .load(.restored(stored)) = action else {
+        guard case .restored(stored) = action else {
             Issue.record("expected a load from this read, got \(action)")
             return
         }
@@ -753,7 +752,7 @@ import TokenKitTesting
             token: AuthToken(accessToken: subject.previousAccess, receivedAt: Self.start, lifetime: 3600),
             userID: subject.previousUserID, generation: 1, persisted: true)
         let token = AuthToken(accessToken: subject.newAccess, receivedAt: Self.start, lifetime: 3600)
-        let changed = TokenRefreshClient.subjectChanged(
+        let changed = SessionMachine.subjectChanged(
             from: previous, to: token, responseUserID: subject.responseUserID)
         #expect(changed == subject.switched)
     }

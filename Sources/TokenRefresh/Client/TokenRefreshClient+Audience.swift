@@ -72,7 +72,7 @@ extension TokenRefreshClient {
     func adoptAudienceSession(in hub: AudienceHub) async {
         let (epoch, changes) = (machine.epoch, hub.sessionChanges)
         let read = await store.load(account: configuration.account)
-        await carryOut(
+        try? await carryOut(
             machine.audienceSessionRead(read, epoch: epoch, overtaken: hub.sessionChanges != changes, now: now()))
     }
 
@@ -87,23 +87,7 @@ extension TokenRefreshClient {
             await carryOut(ending)
             return
         }
-        await carryOut(machine.audienceSessionRead(read, epoch: epoch, overtaken: false, now: now()))
-    }
-
-    /// Carries out what the machine decided about a session another writer stored.
-    private func carryOut(_ action: SessionMachine.AudienceReadAction) async {
-        switch action {
-        case .drop:
-            break
-        case .load(let load):
-            try? await carryOut(load)
-        case .adopted(let stored):
-            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
-        case .replaced(let stored, let flight):
-            flightTask = nil
-            flight?.finish(.failure(.sessionChanged))
-            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
-        }
+        try? await carryOut(machine.audienceSessionRead(read, epoch: epoch, overtaken: false, now: now()))
     }
 
     /// Another audience's client removed the session (a sign-out, a revocation): end it here too, without touching

@@ -129,3 +129,8 @@ extension TokenRefreshClient.Next {
         }
     }
 }
+
+extension RefreshFlight: Equatable {
+    /// Whether both are the same flight (a flight is equal only to itself).
+    static func == (lhs: RefreshFlight, rhs: RefreshFlight) -> Bool { lhs === rhs }
+}

@@ -5,28 +5,24 @@ import Persistence
 /// The decisions around one call of the strategy, a refresh token refreshed on its own, and a conflicting write:
 /// each event returns the one action the actor carries out.
 extension SessionMachine {
-    /// What the actor does before calling the strategy.
-    enum AttemptStartAction: Sendable, Equatable {
+    /// What the actor does around one call of the strategy: before it (``attemptStarting(epoch:at:)``), and after it
+    /// failed (``strategyCallFailed(_:epoch:retry:sleepsUnderLock:random:now:elapsed:)``).
+    enum AttemptAction: Sendable, Equatable {
         /// Call the strategy (`forced`: it should skip its cache).
         case call(forced: Bool)
-        /// The session changed since the refresh started: it is void and touches nothing.
-        case void
+        /// Sleep for `delay` under the store's lock, then ask again for attempt `retry`.
+        case retry(after: Duration, retry: Int)
         /// Attempts are held back (backoff, `Retry-After`, the breaker): record it and fail with this error.
         case blocked(TokenRefreshError)
-    }
-
-    /// What the actor does after the strategy failed.
-    enum AttemptFailureAction: Sendable, Equatable {
-        /// Publish `events`, then fail with `error`.
+        /// Publish `events`, then fail with `error` (``TokenRefreshError/signedOut``, with nothing published, when
+        /// the session changed since the refresh started: it is void and touches nothing).
         case fail(TokenRefreshError, events: [AuthEvent])
-        /// Sleep for `delay` under the store's lock, then make attempt `retry`.
-        case retry(after: Duration, retry: Int)
     }
 
     /// A call of the strategy for the flight started under `epoch` is about to start at `elapsed`: made, or held
     /// back. Only an attempt that sends a refresh request to a server is counted (``Flight/sendsRefreshRequest``).
-    mutating func attemptStarting(epoch: UInt64, at elapsed: Duration) -> AttemptStartAction {
-        guard isCurrent(epoch) else { return .void }
+    mutating func attemptStarting(epoch: UInt64, at elapsed: Duration) -> AttemptAction {
+        guard isCurrent(epoch) else { return .fail(.signedOut, events: []) }
         let counted = flight?.sendsRefreshRequest ?? true
         if let blocked = admitAttempt(at: elapsed, counting: counted) { return .blocked(blocked) }
         flight?.countedAttemptStart = counted ? elapsed : nil
@@ -39,7 +35,7 @@ extension SessionMachine {
     mutating func strategyCallFailed(
         _ failure: TokenRefreshError, epoch: UInt64, retry: Int, sleepsUnderLock: Bool, random: () -> Double,
         now: Date, elapsed: Duration
-    ) -> AttemptFailureAction {
+    ) -> AttemptAction {
         guard isCurrent(epoch) else { return .fail(.signedOut, events: []) }
         if let started = flight?.countedAttemptStart, ErrorClassification.sentNothing(failure) {
             breaker.forgetAttempt(startedAt: started)  // the server was never reached
@@ -104,34 +100,24 @@ extension SessionMachine {
 
     // MARK: - Refresh tokens that are not the session's
 
-    /// What a caller of the stateless `refreshToken(_:)` does.
-    enum StatelessAction: Sendable {
-        /// Use this token (the chain's newest, still fresh).
-        case token(AuthToken)
-        /// Wait for the refresh of the same refresh token in flight.
-        case join(RefreshFlight)
-        /// Start a refresh of this refresh token (the chain's newest).
-        case start(String)
-    }
-
-    /// What a caller of a refresh token the session never held does, given the actor's `stateless` refreshes.
-    static func decideStateless(
-        _ refreshToken: String, stateless: StatelessRefreshes, now: Date, policy: ExpiryPolicy
-    ) -> StatelessAction {
+    /// What a caller of a refresh token the session never held does, given the actor's `stateless` refreshes: the
+    /// chain's newest pair while it is fresh, the refresh of the chain's newest refresh token in flight, or a refresh
+    /// of it.
+    func decideStateless(_ refreshToken: String, stateless: StatelessRefreshes, now: Date) -> CallerAction {
         var presented = refreshToken
         if let newest = stateless.newest(after: refreshToken) {
             // Refreshed here before and rotated: the chain's newest pair, or a refresh of its newest refresh token.
-            if !newest.willExpireSoon(at: now, policy: policy) { return .token(newest) }
+            if !newest.willExpireSoon(at: now, policy: configuration.expiryPolicy) { return .token(newest) }
             if let rotated = newest.refreshToken { presented = rotated }
         }
         if let flight = stateless.flight(for: presented) { return .join(flight) }
-        return .start(presented)
+        return .refreshStatelessly(presented)
     }
 
-    /// What the actor does for a stateless refresh before calling the strategy at `elapsed`.
-    mutating func statelessAttemptStarting(at elapsed: Duration) -> AttemptStartAction {
-        if let blocked = admitAttempt(at: elapsed) { return .blocked(blocked) }
-        return .call(forced: false)
+    /// A stateless refresh is about to call the strategy at `elapsed`: the error that holds it back, or `nil` when it
+    /// is made (and counted by the breaker).
+    mutating func statelessAttemptStarting(at elapsed: Duration) -> TokenRefreshError? {
+        admitAttempt(at: elapsed)
     }
 
     /// Before calling the strategy at `elapsed`: the error that holds the attempt back, or `nil` (and the breaker

@@ -42,6 +42,9 @@ extension SessionMachine {
         case endSessionIfHeld(reason: AuthEvent.SignOutReason, failure: TokenRefreshError)
         /// Fail the callers with this error; the session is kept (or already ended).
         case fail(TokenRefreshError)
+        /// Another user's pair was adopted outside a flight: forget the refresh task, fail `flight` (its callers asked
+        /// for the old user's token) with `failure`, then fail with it.
+        case failTakenFlight(RefreshFlight?, failure: TokenRefreshError)
     }
 
     /// Where the refresh under the lock stands (kept in the ``Flight``).
@@ -131,7 +134,7 @@ extension SessionMachine {
         case (.rereadingAfterRejection, _):
             return endAfterRejection()
         case (.rereadingAfterConflict, .found(let stored)):
-            return adopt(stored).switchedUser ? .fail(.sessionChanged) : .answerAdopted(stored)
+            return answer(adopting: stored)
         case (.rereadingAfterConflict, .absent):
             return .endSession(reason: .removedElsewhere, error: nil, failure: .signedOut)
         case (.rereadingAfterConflict, .unavailable(let error)):
@@ -140,8 +143,7 @@ extension SessionMachine {
             guard shouldAdopt(stored), !stored.token.isExpired(at: now, policy: configuration.expiryPolicy) else {
                 return .publish(.refreshFailed(failure, userID: session?.userID), then: .fail(failure))
             }
-            // Another user's pair is never the answer to a refresh made for this one.
-            return adopt(stored).switchedUser ? .fail(.sessionChanged) : .answerAdopted(stored)
+            return answer(adopting: stored)
         case (.rereadingAfterLockTimeout(let failure), _):
             // The session is kept; while its token is still valid, validToken() callers get it.
             return .publish(.refreshFailed(failure, userID: session?.userID), then: .fail(failure))
@@ -281,13 +283,19 @@ extension SessionMachine {
         return .present(sent, retriesOutsideLock: !afterRejection)
     }
 
+    /// Adopts `stored` (saved by another process) and answers with it. Another user's pair is never the answer to a
+    /// refresh made for this one.
+    private mutating func answer(adopting stored: StoredSession) -> RefreshAction {
+        adopt(stored).switchedUser ? .fail(.sessionChanged) : .answerAdopted(stored)
+    }
+
     /// Adopts `stored` (saved by another process): answers with it while it is fresh, else presents its refresh
     /// token (`presenting`, after a rejection) or goes on with the refresh. Another user's pair is never the answer
     /// to a refresh made for this one.
     private mutating func adoptOrPresent(_ stored: StoredSession, now: Date, presenting: String? = nil) -> RefreshAction
     {
+        if !stored.token.willExpireSoon(at: now, policy: configuration.expiryPolicy) { return answer(adopting: stored) }
         if adopt(stored).switchedUser { return .fail(.sessionChanged) }
-        if !stored.token.willExpireSoon(at: now, policy: configuration.expiryPolicy) { return .answerAdopted(stored) }
         guard let presenting else { return present(seed: nil, afterRejection: false) }
         let adopted = session
         flight?.step = .presenting(sent: presenting, previous: adopted, seed: nil, afterRejection: true)
@@ -319,7 +327,6 @@ extension SessionMachine {
     /// answer with it, nor write anything: ``epoch`` is bumped and the flight is taken away (returned, for the actor
     /// to fail with ``TokenRefreshError/sessionChanged``). A pair with the held session's identity is that session,
     /// rotated elsewhere.
-    @discardableResult
     private mutating func adopt(
         _ stored: StoredSession, replacing: Bool = false
     ) -> (switchedUser: Bool, flight: RefreshFlight?) {
@@ -422,29 +429,18 @@ extension SessionMachine {
 
     // MARK: - A write that met a newer pair
 
-    /// What the actor does with the store's answer after a write of the flight started under `epoch` met a newer
-    /// pair.
-    enum ConflictAction: Sendable {
-        /// The session is void (signed out or another session meanwhile); fail with this error.
-        case fail(TokenRefreshError)
-        /// Another user's pair was adopted: fail the old flight's callers with `sessionChanged`.
-        case switchedUser(RefreshFlight?)
-        /// The pair was adopted: say so, and answer with it.
-        case adopted(StoredSession)
-        /// The session was removed elsewhere: end it, then fail with `signedOut`.
-        case removedElsewhere
-    }
-
-    /// The store's answer (`read`) after a write of the flight started under `epoch` met a newer pair.
-    mutating func conflictRead(_ read: TokenStoreRead, epoch: UInt64) -> ConflictAction {
+    /// The store's answer (`read`) after a retried write of the session of `epoch` met a newer pair: adopt it (another
+    /// user's pair takes the flight away: ``RefreshAction/failTakenFlight(_:failure:)``), or end the session removed
+    /// elsewhere.
+    mutating func conflictRead(_ read: TokenStoreRead, epoch: UInt64) -> RefreshAction {
         guard isCurrent(epoch) else { return .fail(.signedOut) }
         switch read {
         case .found(let stored):
             // Another user's pair is never the answer to a refresh made for this one.
             let (switchedUser, flight) = adopt(stored)
-            return switchedUser ? .switchedUser(flight) : .adopted(stored)
+            return switchedUser ? .failTakenFlight(flight, failure: .sessionChanged) : .answerAdopted(stored)
         case .absent:
-            return .removedElsewhere
+            return .endSession(reason: .removedElsewhere, error: nil, failure: .signedOut)
         case .unavailable(let error):
             return .fail(TokenRefreshError.storageUnavailable.with(underlying: error))
         }
@@ -452,34 +448,19 @@ extension SessionMachine {
 
     // MARK: - Another audience's session
 
-    /// What the actor does with a read of the store made because another audience's client stored a new session.
-    enum AudienceReadAction: Sendable {
-        /// The session changed again (here, or with another audience's client) before the read was back, or the read
-        /// found nothing newer: nothing to do.
-        case drop
-        /// The store had not been read: carry out this load, which takes the read's answer.
-        case load(LoadAction)
-        /// The stored session was taken up (none was held): publish ``AuthEvent/Kind/sessionRestored``.
-        case adopted(StoredSession)
-        /// The stored session replaced the one held, which ended here: forget the refresh task, fail `flight` (its
-        /// callers asked for the ended session's token) with ``TokenRefreshError/sessionChanged``, and publish
-        /// ``AuthEvent/Kind/sessionRestored``.
-        case replaced(StoredSession, failing: RefreshFlight?)
-    }
-
     /// Another audience's client stored a new session; the store answered `read`, asked under `epoch`. `overtaken`:
     /// another audience's client started or ended a session since the read was asked. A session held here ends
     /// first (nothing of it carries over) and the stored one starts.
     mutating func audienceSessionRead(
         _ read: TokenStoreRead, epoch: UInt64, overtaken: Bool, now: Date
-    ) -> AudienceReadAction {
+    ) -> LoadAction {
         guard isCurrent(epoch), !overtaken else { return .drop }
-        guard loaded else { return .load(storeRead(atLoad: read, now: now)) }
+        guard loaded else { return storeRead(atLoad: read, now: now) }
         guard case .found(let stored) = read,
             stored.generation != session?.generation || stored.sessionID != session?.sessionID
         else { return .drop }
         guard session != nil else {
-            adopt(stored)
+            _ = adopt(stored)
             return .adopted(stored)
         }
         return .replaced(stored, failing: adopt(stored, replacing: true).flight)

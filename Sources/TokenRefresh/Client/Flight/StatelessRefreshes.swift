@@ -32,6 +32,11 @@ struct StatelessRefreshes: Sendable, CustomReflectable {
         return newest
     }
 
+    /// Whether `refreshToken` was refreshed here: it is in flight, or its chain has an answer.
+    func refreshed(_ refreshToken: String) -> Bool {
+        newest(after: refreshToken) != nil || flight(for: refreshToken) != nil
+    }
+
     /// The refresh of `refreshToken` in flight, if any.
     func flight(for refreshToken: String) -> RefreshFlight? { flights[digest(refreshToken)] }
 

@@ -13,7 +13,7 @@ extension TokenRefreshClient {
     // MARK: - Deciding what a caller does
 
     /// The actor half of ``validToken()`` and the forced refreshes: one round trip into the machine
-    /// (``SessionMachine/callerArrived(_:pairedAccessToken:now:elapsed:refreshedStatelessly:)``), then what it says.
+    /// (``SessionMachine/callerArrived(_:pairedAccessToken:now:elapsed:stateless:)``), then what it says.
     /// Only a store never read, or a write to make again, brings the caller back for another.
     ///
     /// `pairedAccessToken` is the access token a caller held with a seed: when the seed starts a session, it counts
@@ -22,10 +22,8 @@ extension TokenRefreshClient {
         _ request: SessionMachine.Request, pairedAccessToken: String? = nil
     ) async throws(TokenRefreshError) -> Next {
         while true {
-            let stateless = self.stateless
             let action = machine.callerArrived(
-                request, pairedAccessToken: pairedAccessToken, now: now(), elapsed: clock.elapsed
-            ) { stateless.newest(after: $0) != nil || stateless.flight(for: $0) != nil }
+                request, pairedAccessToken: pairedAccessToken, now: now(), elapsed: clock.elapsed, stateless: stateless)
             switch action {
             case .readStore:
                 let read = await store.load(account: configuration.account)
@@ -61,32 +59,23 @@ extension TokenRefreshClient {
     /// Before a sign-in or sign-out over a store never read: keeps what is stored as the session (see
     /// ``SessionMachine/storeReadBeforeSessionChange(_:)``).
     func noteStoredSessionIfUnread() async {
-        let action = machine.sessionChangeStarting()
-        switch action {
-        case .readStore:
-            let read = await store.load(account: configuration.account)
-            machine.storeReadBeforeSessionChange(read)
-        case .proceed:
-            break
-        }
+        try? await carryOut(machine.sessionChangeStarting())
     }
 
     /// Reads the stored session once. Throws ``TokenRefreshError/storageUnavailable`` while the store cannot
     /// be read and nothing is held in memory.
     func ensureLoaded() async throws(TokenRefreshError) {
-        let action = machine.loadStarting()
+        try await carryOut(machine.loadStarting())
+    }
+
+    /// Carries out what the machine says about what the store holds: a read to make, or what it made of an answer.
+    func carryOut(_ action: SessionMachine.LoadAction) async throws(TokenRefreshError) {
         switch action {
         case .readStore:
             let read = await signOuts.load(from: store)  // makes a removal an unfinished sign-out left first
             try await carryOut(machine.storeRead(atLoad: read, now: now()))
-        case .proceed:
-            break
-        }
-    }
-
-    /// Carries out what the machine made of the store's answer at load time.
-    func carryOut(_ action: SessionMachine.LoadAction) async throws(TokenRefreshError) {
-        switch action {
+        case .readStoreBeforeSessionChange:
+            machine.storeReadBeforeSessionChange(await store.load(account: configuration.account))
         case .restored(let stored):
             publish(.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
             logger.debug("session restored", metadata: ["token": "\(stored.token.fingerprint)"])
@@ -95,7 +84,13 @@ extension TokenRefreshClient {
         case .unavailable(let failure):
             publish(.storageUnavailable(failure))
             throw failure
-        case .absent, .alreadyLoaded:
+        case .adopted(let stored):
+            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
+        case .replaced(let stored, let flight):
+            flightTask = nil
+            flight?.finish(.failure(.sessionChanged))
+            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
+        case .absent, .alreadyLoaded, .drop:
             break
         }
     }
@@ -223,6 +218,11 @@ extension TokenRefreshClient {
                 return .failure(failure)
             case .fail(let error):
                 return .failure(error)
+            case .failTakenFlight(let flight, let failure):
+                // The refresh in flight (made for the old user) is void: its callers fail too.
+                flightTask = nil
+                flight?.finish(.failure(failure))
+                return .failure(failure)
             }
         }
     }
@@ -236,7 +236,8 @@ extension TokenRefreshClient {
         }
     }
 
-    /// Calls the strategy, retrying transient failures with jittered backoff and `Retry-After`.
+    /// Calls the strategy, retrying transient failures with jittered backoff and `Retry-After`: one loop over what
+    /// the machine says before each call and after each failure (``SessionMachine/AttemptAction``).
     ///
     /// With `sleepsUnderLock` false, a failure that is to be retried is thrown at once with the plan left in the
     /// machine's flight: ``runFlight(_:epoch:seed:)`` waits with the store's lock released and comes back with
@@ -247,41 +248,32 @@ extension TokenRefreshClient {
         -> TokenResponse
     {
         var retry = startRetry
+        var started = clock.elapsed
+        var action = machine.attemptStarting(epoch: startEpoch, at: started)
         while true {
-            let started = clock.elapsed
-            let forced: Bool
-            do {
-                let action = machine.attemptStarting(epoch: startEpoch, at: started)
-                switch action {
-                case .call(let forcedCall):
-                    forced = forcedCall
-                case .void:
-                    // Signed out or a new session meanwhile: this refresh is void and touches nothing.
-                    throw .signedOut
-                case .blocked(let blocked):
-                    metrics.recordBlocked(blocked)
-                    throw blocked
-                }
-            }
-            let failure: TokenRefreshError
-            switch await callStrategy(refreshToken, forced: forced, startedAt: started) {
-            case .success(let response):
-                return response  // the breaker forgets the failures before it in strategyEnded(_:receivedAt:epoch:)
-            case .failure(let error):
-                failure = error
-            }
-            logger.debug("refresh attempt failed", metadata: ["error": "\(failure)", "retry": "\(retry)"])
-            let action = machine.strategyCallFailed(
-                failure, epoch: startEpoch, retry: retry, sleepsUnderLock: sleepsUnderLock, random: random, now: now(),
-                elapsed: clock.elapsed)
             switch action {
-            case .fail(let error, let events):
-                for event in events { publish(event) }
-                throw error
+            case .call(let forced):
+                switch await callStrategy(refreshToken, forced: forced, startedAt: started) {
+                case .success(let response):
+                    return response  // the breaker forgets the failures before it in strategyEnded(_:receivedAt:epoch:)
+                case .failure(let failure):
+                    logger.debug("refresh attempt failed", metadata: ["error": "\(failure)", "retry": "\(retry)"])
+                    action = machine.strategyCallFailed(
+                        failure, epoch: startEpoch, retry: retry, sleepsUnderLock: sleepsUnderLock, random: random,
+                        now: now(), elapsed: clock.elapsed)
+                }
             case .retry(let delay, let next):
                 retry = next
                 let slept = await Result<Void, any Error>.of { try await clock.sleep(for: delay) }
                 try slept.mapError { _ in TokenRefreshError.cancelled }.get()
+                started = clock.elapsed
+                action = machine.attemptStarting(epoch: startEpoch, at: started)
+            case .blocked(let blocked):
+                metrics.recordBlocked(blocked)
+                throw blocked
+            case .fail(let error, let events):
+                for event in events { publish(event) }
+                throw error
             }
         }
     }
@@ -302,14 +294,6 @@ extension TokenRefreshClient {
         return outcome
     }
 
-    /// Whether `token`, a refresh's answer, is another user's than `previous` (see
-    /// ``SessionMachine/subjectChanged(from:to:responseUserID:)``).
-    static func subjectChanged(
-        from previous: SessionMachine.Session?, to token: AuthToken, responseUserID: String?
-    ) -> Bool {
-        SessionMachine.subjectChanged(from: previous, to: token, responseUserID: responseUserID)
-    }
-
     /// A pair another process saved was adopted instead of refreshing: say so, apart from a refresh.
     func noteAdopted(_ stored: StoredSession) {
         metrics.recordAdoption()
@@ -317,24 +301,10 @@ extension TokenRefreshClient {
         publish(.tokenAdopted(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
     }
 
-    func adoptAfterConflict(epoch startEpoch: UInt64) async throws(TokenRefreshError) -> AuthToken {
+    /// A retried write of the session of `epoch` met a newer pair: read it, and carry out what the machine makes of it.
+    func adoptAfterConflict(epoch startEpoch: UInt64) async {
         let read = await store.load(account: configuration.account)
-        let action = machine.conflictRead(read, epoch: startEpoch)
-        switch action {
-        case .fail(let error):
-            throw error
-        case .switchedUser(let flight):
-            // The refresh in flight (made for the old user) is void: its callers fail with `sessionChanged`.
-            flightTask = nil
-            flight?.finish(.failure(.sessionChanged))
-            throw .sessionChanged
-        case .adopted(let stored):
-            noteAdopted(stored)
-            return stored.token
-        case .removedElsewhere:
-            await endSession(reason: .removedElsewhere, error: nil)
-            throw .signedOut
-        }
+        _ = await carryOut(machine.conflictRead(read, epoch: startEpoch), epoch: startEpoch, retry: 0)
     }
 
     /// Ends the session in memory and in the store (conditional on the generation), and says so. The flight in
@@ -367,10 +337,10 @@ extension TokenRefreshClient {
             let removed = await Result.of { () async throws(PersistenceError) in
                 try await store.remove(account: configuration.account, condition: removal.condition)
             }
-            let action = machine.removalEnded(removed.failure, removal, overtaken: overtaken, elapsed: clock.elapsed)
-            switch action {
-            case .done: break
-            case .failed(let error):
+            machine.removalEnded(removed.failure, removal, overtaken: overtaken, elapsed: clock.elapsed)
+            switch removed {
+            case .success: break
+            case .failure(let error):
                 logger.debug("clearing the ended session did not happen", metadata: ["error": "\(error)"])
             }
             endWrite(write)
@@ -441,7 +411,7 @@ extension TokenRefreshClient {
         case .recovered:
             publish(.persistenceRecovered(tokenFingerprint: pending.token.fingerprint))
         case .adoptAfterConflict:
-            _ = try? await adoptAfterConflict(epoch: startEpoch)
+            await adoptAfterConflict(epoch: startEpoch)
         case .failedAgain:
             logger.debug(
                 "persisting the pending pair failed again", metadata: ["token": "\(pending.token.fingerprint)"])
@@ -456,15 +426,7 @@ extension TokenRefreshClient {
 
     /// The seed's stateless `refreshToken(_:)` for a refresh token the session never held: one shared refresh per
     /// refresh token, whose pair is neither stored nor made the session (see ``StatelessRefreshes``).
-    func refreshStatelessly(_ refreshToken: String) -> Next {
-        let action = SessionMachine.decideStateless(
-            refreshToken, stateless: stateless, now: now(), policy: configuration.expiryPolicy)
-        let presented: String
-        switch action {
-        case .token(let token): return .token(token)
-        case .join(let flight): return .wait(flight)
-        case .start(let refreshToken): presented = refreshToken
-        }
+    func refreshStatelessly(_ presented: String) -> Next {
         let flight = RefreshFlight()
         stateless.begin(flight, for: presented)
         logger.debug(
@@ -483,13 +445,12 @@ extension TokenRefreshClient {
     /// One call of the strategy for a refresh token the session never held.
     func statelessAttempt(_ refreshToken: String) async -> Result<AuthToken, TokenRefreshError> {
         let admitted = clock.elapsed
-        let action = machine.statelessAttemptStarting(at: admitted)
-        switch action {
-        case .call, .void:
-            break
-        case .blocked(let blocked):
+        switch machine.statelessAttemptStarting(at: admitted) {
+        case .some(let blocked):
             metrics.recordBlocked(blocked)
             return .failure(blocked)
+        case .none:
+            break
         }
         switch await callStrategy(refreshToken, forced: false, startedAt: clock.elapsed) {
         case .success(let response):

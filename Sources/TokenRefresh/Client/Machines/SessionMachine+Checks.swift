@@ -45,17 +45,10 @@ extension SessionMachine {
         authState = .expired(lastUserID: session.userID)
     }
 
-    /// What the actor carries through a sign-in with a grant (``signInStarting()``).
-    struct SignInStartAction: Sendable, Equatable {
-        /// The state before, to settle on if the grant fails.
-        let previous: AuthState
-        /// The epoch the sign-in started under.
-        let epoch: UInt64
-    }
-
-    /// A sign-in with a grant starts: the state reads `loading` until it ends.
-    mutating func signInStarting() -> SignInStartAction {
-        let start = SignInStartAction(previous: authState, epoch: epoch)
+    /// A sign-in with a grant starts: the state reads `loading` until it ends. Returns the state before (to settle on
+    /// if the grant fails) and the epoch the sign-in started under.
+    mutating func signInStarting() -> (previous: AuthState, epoch: UInt64) {
+        let start = (previous: authState, epoch: epoch)
         authState = .loading
         return start
     }
@@ -124,19 +117,11 @@ extension SessionMachine {
 
 /// The decisions of a sign-out and of a session change over a store never read.
 extension SessionMachine {
-    /// What the actor does before a sign-in or sign-out.
-    enum SessionChangeAction: Sendable, Equatable {
-        /// The store was never read: read it first (``storeReadBeforeSessionChange(_:)``).
-        case readStore
-        /// Go ahead.
-        case proceed
-    }
-
     /// A call that needs the stored session is starting: read the store if it never was.
-    func loadStarting() -> SessionChangeAction { loaded ? .proceed : .readStore }
+    func loadStarting() -> LoadAction { loaded ? .alreadyLoaded : .readStore }
 
-    /// A sign-in or sign-out is starting.
-    func sessionChangeStarting() -> SessionChangeAction { loaded ? .proceed : .readStore }
+    /// A sign-in or sign-out is starting: read the store first if it never was.
+    func sessionChangeStarting() -> LoadAction { loaded ? .alreadyLoaded : .readStoreBeforeSessionChange }
 
     /// The sign-out that ended the session under `epoch` may now write: remove what is stored, unless a new session
     /// has begun meanwhile (its save overwrites the ended one).

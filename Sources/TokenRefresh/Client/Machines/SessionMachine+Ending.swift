@@ -5,15 +5,20 @@ import Persistence
 /// Ending a session inside the client (a rejection, a provider that signed out, an expiry nothing can renew, a
 /// removal elsewhere), as an event that returns one action, and the end of the store's removal as another.
 extension SessionMachine {
-    /// What the actor does to end a session (``endingSession(reason:error:)``).
+    /// What the actor does to end a session (``endingSession(reason:error:)``, ``signingOut(reason:)``): fail the
+    /// callers' flight, remove the session from the store, and say so.
     struct EndSessionAction: Sendable {
         /// The flight to fail with ``failure`` (its callers asked for the ended session's token).
         let flight: RefreshFlight?
         let failure: TokenRefreshError
         /// The store's removal to make, or `nil` when the session was removed elsewhere.
         let removal: Removal?
-        /// The event to publish once the removal is over.
+        /// The event to publish (once the removal is over, except for a sign-out, which says so at once).
         let event: AuthEvent
+        /// The session that ended, if one was held.
+        let ended: Session?
+        /// The epoch after the end, under which the removal runs.
+        let epoch: UInt64
     }
 
     /// A removal of an ended session from the store.
@@ -39,7 +44,7 @@ extension SessionMachine {
                 endedSession: ended.map { .session($0.sessionID, generation: $0.generation) })
         return EndSessionAction(
             flight: flight, failure: error ?? .signedOut, removal: removal,
-            event: .signedOut(reason: reason, userID: ended?.userID, error: error))
+            event: .signedOut(reason: reason, userID: ended?.userID, error: error), ended: ended, epoch: epoch)
     }
 
     /// As ``endingSession(reason:error:)`` when a session is held; otherwise the state just reads signed out and
@@ -69,20 +74,13 @@ extension SessionMachine {
 
     // MARK: - Signing out
 
-    /// What the actor carries through a sign-out (``signingOut()``).
-    struct SignOutAction: Sendable {
-        /// The session that ended, if one was held.
-        let ended: Session?
-        /// The flight to fail with ``TokenRefreshError/signedOut``.
-        let flight: RefreshFlight?
-        /// The epoch after the sign-out, under which its removal runs.
-        let epoch: UInt64
-    }
-
-    /// The app signs out: the one reset of an ended session (``endSession()``).
-    mutating func signingOut() -> SignOutAction {
+    /// The app signs out with `reason`: the one reset of an ended session (``endSession()``). Its removal waits for
+    /// every older write (``signOutWriteTurn(epoch:)``).
+    mutating func signingOut(reason: AuthEvent.SignOutReason = .userAction) -> EndSessionAction {
         let (ended, flight) = endSession()
-        return SignOutAction(ended: ended, flight: flight, epoch: epoch)
+        return EndSessionAction(
+            flight: flight, failure: .signedOut, removal: Removal(condition: .always, epoch: epoch, endedSession: nil),
+            event: .signedOut(reason: reason, userID: ended?.userID), ended: ended, epoch: epoch)
     }
 
     // MARK: - Another audience's sign-out

@@ -40,16 +40,10 @@ extension SessionMachine {
         return SignInAction(flight: flight, stored: stored, epoch: epoch, replaced: replaced)
     }
 
-    /// Older writes have landed for `signIn`: save its pair above what is stored (see ``signInWrite(_:)``), or skip.
+    /// Older writes have landed for `signIn`: save its pair above what is stored, or skip it when a sign-out or
+    /// another sign-in came first (its own write then decides what is stored).
     func signInWriteTurn(_ signIn: SignInAction) -> WriteTurnAction {
-        guard let stored = signInWrite(signIn) else { return .skip }
-        return .saveAboveStored(stored)
-    }
-
-    /// Older writes have landed: the pair to save, or `nil` when a sign-out or another sign-in came first (its own
-    /// write then decides what is stored).
-    func signInWrite(_ signIn: SignInAction) -> StoredSession? {
-        isCurrent(signIn.epoch) ? signIn.stored : nil
+        isCurrent(signIn.epoch) ? .saveAboveStored(signIn.stored) : .skip
     }
 
     /// The sign-in's save ended: `.success(true)` when it landed, `.success(false)` when it was skipped, else the

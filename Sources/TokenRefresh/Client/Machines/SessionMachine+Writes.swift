@@ -29,47 +29,26 @@ extension SessionMachine {
         case nothing
     }
 
-    /// What follows a retried removal.
-    enum RemovalRetryEndAction: Sendable, Equatable {
-        /// The ended session is gone from the store.
-        case removed
-        /// A newer session is stored (by another process): nothing of the ended one is left to remove.
-        case replaced
-        /// It failed again, with this error; it is retried later.
-        case failedAgain(PersistenceError)
-    }
-
-    /// What follows an ended session's removal.
-    enum RemovalEndAction: Sendable, Equatable {
-        /// It landed.
-        case done
-        /// It did not, with this error.
-        case failed(PersistenceError)
-    }
-
     /// An ended session's removal ended (`error`: `nil` when it landed). `overtaken` says whether an older write of
     /// this client was still on its way when the removal started (it may land after it): the removal is then made
     /// again at the next call. A removal that failed is retried after
-    /// ``TokenRefreshClient/Configuration/persistRetryInterval``; one that lost to a newer session is left.
-    mutating func removalEnded(
-        _ error: PersistenceError?, _ removal: Removal, overtaken: Bool, elapsed: Duration
-    ) -> RemovalEndAction {
+    /// ``TokenRefreshClient/Configuration/persistRetryInterval``; one that lost to a newer session is left. It only
+    /// records: the actor says how the removal ended from its own outcome.
+    mutating func removalEnded(_ error: PersistenceError?, _ removal: Removal, overtaken: Bool, elapsed: Duration) {
         switch error {
         case nil:
             noteStored(nil)
             pendingRemoval = nil
-            guard overtaken, let ended = removal.endedSession, isCurrent(removal.epoch) else { return .done }
+            guard overtaken, let ended = removal.endedSession, isCurrent(removal.epoch) else { return }
             pendingRemoval = PendingRemoval(
                 epoch: epoch, condition: ended,
                 lastAttempt: elapsed - configuration.persistRetryInterval)
-            return .done
         case .conflict?:
-            return .failed(.conflict)  // The ended session was replaced in the store meanwhile: left there.
-        case let error?:
+            break  // The ended session was replaced in the store meanwhile: left there.
+        case _?:
             if isCurrent(removal.epoch) {
                 pendingRemoval = PendingRemoval(epoch: epoch, condition: removal.condition, lastAttempt: elapsed)
             }
-            return .failed(error)
         }
     }
 

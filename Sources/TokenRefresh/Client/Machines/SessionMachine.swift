@@ -10,7 +10,7 @@ import Persistence
 /// or a task (see `SessionMachineTests`):
 /// - **Single flight**: a caller who needs a refresh while one runs joins it (``decide(_:now:elapsed:)``).
 /// - **Generation guard**: a new session (``signingIn(_:userID:stateBefore:profile:)``) and an ended one
-///   (``endingSession(reason:error:)``, ``signingOut()``) bump ``epoch``; a refresh started under an older epoch
+///   (``endingSession(reason:error:)``, ``signingOut(reason:)``) bump ``epoch``; a refresh started under an older epoch
 ///   changes nothing (``isCurrent(_:)``).
 /// - **Breaker**: backoff after transient failures, `Retry-After`, and at most
 ///   ``TokenRefreshClient/Configuration/maximumRefreshes`` refresh requests sent to a server per window (``Breaker``;
@@ -78,7 +78,8 @@ struct SessionMachine: Sendable {
         /// End the session as expired (nothing can renew it), then fail with this error.
         case endSessionThenFail(TokenRefreshError)
         /// Refresh this refresh token, which the session never held, without touching the session (the seed's
-        /// stateless `refreshToken(_:)`; see ``StatelessRefreshes``).
+        /// stateless `refreshToken(_:)`; see ``StatelessRefreshes``): the newest of its chain refreshed here, and no
+        /// refresh of it is in flight (``token(_:)`` or ``join(_:)`` answer those).
         case refreshStatelessly(String)
         /// Read the store (it never was), hand its answer to ``storeRead(atLoad:now:)``, then ask again.
         case readStore
@@ -117,19 +118,35 @@ struct SessionMachine: Sendable {
         var countedAttemptStart: Duration?
     }
 
-    /// What the actor does with the store's answer at load time.
+    /// What the actor does to take up what the store holds: before a call that needs it (``loadStarting()``,
+    /// ``sessionChangeStarting()``), with its answer at load time (``storeRead(atLoad:now:)``), and with a read made
+    /// because another writer stored a session (``audienceSessionRead(_:epoch:overtaken:now:)``).
     enum LoadAction: Sendable, Equatable {
+        /// The store was never read: read it, hand the answer to ``storeRead(atLoad:now:)``, and carry that out.
+        case readStore
+        /// The store was never read before a sign-in or sign-out: read it and hand the answer to
+        /// ``storeReadBeforeSessionChange(_:)``.
+        case readStoreBeforeSessionChange
         /// A session was restored.
         case restored(StoredSession)
         /// The stored pair's refresh token was rejected before: remove it (conditional on its identity and generation).
         case discard(WriteCondition)
         /// Nothing stored.
         case absent
-        /// Already loaded meanwhile (a sign-in or another reader got there first).
+        /// Already loaded (meanwhile: a sign-in or another reader got there first).
         case alreadyLoaded
         /// The store cannot be read now: publish ``AuthEvent/Kind/storageUnavailable`` and fail with this error.
         /// Nothing was loaded; the next call reads again.
         case unavailable(TokenRefreshError)
+        /// A read made because another writer stored a session is out of date (the session changed again here, or
+        /// with another audience's client, before it was back), or found nothing newer: nothing to do.
+        case drop
+        /// The stored session was taken up (none was held): publish ``AuthEvent/Kind/sessionRestored``.
+        case adopted(StoredSession)
+        /// The stored session replaced the one held, which ended here: forget the refresh task, fail `failing` (its
+        /// callers asked for the ended session's token) with ``TokenRefreshError/sessionChanged``, and publish
+        /// ``AuthEvent/Kind/sessionRestored``.
+        case replaced(StoredSession, failing: RefreshFlight?)
     }
 
     let configuration: TokenRefreshClient.Configuration
@@ -268,18 +285,18 @@ struct SessionMachine: Sendable {
 
     /// A caller needs a token for `request`: the one round trip of the slow path. The store is read first if it never
     /// was, an ended session's removal and a pending pair's write are made again when due, and then the caller does
-    /// what ``decide(_:now:elapsed:refreshedStatelessly:)`` says; a refresh it starts is recorded here
+    /// what ``decide(_:now:elapsed:stateless:)`` says; a refresh it starts is recorded here
     /// (``beginFlight(_:for:seed:forced:pairedAccessToken:)``). After a store action the actor asks again.
     mutating func callerArrived(
         _ request: Request, pairedAccessToken: String? = nil, now: Date, elapsed: Duration,
-        refreshedStatelessly: (String) -> Bool = { _ in false }
+        stateless: StatelessRefreshes = StatelessRefreshes()
     ) -> CallerAction {
         guard loaded else { return .readStore }
         if let due = removalRetryStarting(elapsed: elapsed) {
             return .retryRemoval(epoch: due.epoch, condition: due.condition)
         }
         if let due = persistRetryStarting(elapsed: elapsed) { return .retryPersist(due.pending, epoch: due.epoch) }
-        let action = decide(request, now: now, elapsed: elapsed, refreshedStatelessly: refreshedStatelessly)
+        let action = decide(request, now: now, elapsed: elapsed, stateless: stateless)
         guard case .startRefresh(let seed, let forced) = action else { return action }
         let flight = RefreshFlight()
         let epoch = beginFlight(flight, for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
@@ -294,18 +311,15 @@ struct SessionMachine: Sendable {
     /// held fails with ``TokenRefreshError/sessionChanged``; a seed it never held is refreshed on its own
     /// (``CallerAction/refreshStatelessly(_:)``).
     ///
-    /// `refreshedStatelessly` says whether a refresh token was refreshed on its own before (``StatelessRefreshes``,
-    /// kept by the actor): without a session such a seed goes the stateless way again, so a consumed refresh token is
-    /// never presented twice.
+    /// `stateless` holds the refresh tokens refreshed on its own before (kept by the actor): without a session such a
+    /// seed goes the stateless way again, so a consumed refresh token is never presented twice. A stateless refresh
+    /// is answered from it too (``decideStateless(_:stateless:now:)``).
     mutating func decide(
-        _ request: Request, now: Date, elapsed: Duration, refreshedStatelessly: (String) -> Bool = { _ in false }
+        _ request: Request, now: Date, elapsed: Duration, stateless: StatelessRefreshes = StatelessRefreshes()
     ) -> CallerAction {
         if case .seed(let seed) = request, rejected.contains(seed) { return .fail(.refreshTokenRejected) }
         guard let session else {
-            if case .seed(let seed) = request, !seed.isEmpty, refreshedStatelessly(seed) {
-                return .refreshStatelessly(seed)
-            }
-            return decideWithoutSession(request, elapsed: elapsed)
+            return decideWithoutSession(request, now: now, elapsed: elapsed, stateless: stateless)
         }
         var forcedBy = request
         switch request {
@@ -317,7 +331,9 @@ struct SessionMachine: Sendable {
         case .seed(let seed) where seed != session.token.refreshToken:
             // A refresh token this session held before: a caller that read it before the new pair was saved. One it
             // never held is another session's, refreshed on its own.
-            guard lineage.contains(refreshToken: seed) else { return .refreshStatelessly(seed) }
+            guard lineage.contains(refreshToken: seed) else {
+                return decideStateless(seed, stateless: stateless, now: now)
+            }
             forcedBy = .validToken
         default: break
         }
@@ -355,7 +371,11 @@ struct SessionMachine: Sendable {
         }
     }
 
-    private mutating func decideWithoutSession(_ request: Request, elapsed: Duration) -> CallerAction {
+    /// ``decide(_:now:elapsed:stateless:)`` without a session. A seed refreshed on its own before goes the stateless way
+    /// again, so a consumed refresh token is never presented twice.
+    private mutating func decideWithoutSession(
+        _ request: Request, now: Date, elapsed: Duration, stateless: StatelessRefreshes
+    ) -> CallerAction {
         var seed: String?
         switch request {
         case .validToken, .providerCheck:
@@ -365,12 +385,13 @@ struct SessionMachine: Sendable {
             return .fail(.signedOut)
         case .seed(let value):
             guard !value.isEmpty else { return .fail(.signedOut) }
+            if stateless.refreshed(value) { return decideStateless(value, stateless: stateless, now: now) }
             seed = value
         }
         if let flight {
             // Only a refresh of the same refresh token is shared: a seed of another (another user's, when the app
             // switched users while this one ran) is refreshed on its own and never answered with this flight's pair.
-            if let seed, flight.seed != seed { return .refreshStatelessly(seed) }
+            if let seed, flight.seed != seed { return decideStateless(seed, stateless: stateless, now: now) }
             return .join(flight.flight)
         }
         if let blocked = blockedError(at: elapsed, counting: sendsRefreshRequest(request, forced: false)) {
@@ -387,7 +408,7 @@ struct SessionMachine: Sendable {
             counting: counting)
     }
 
-    /// A session whose token has expired while refreshes fail reads `expired` (a step of ``decide(_:now:elapsed:refreshedStatelessly:)``
+    /// A session whose token has expired while refreshes fail reads `expired` (a step of ``decide(_:now:elapsed:stateless:)``
     /// and ``attemptFailed(_:retry:random:now:elapsed:)``).
     private mutating func noteExpiredIfOffline(now: Date) {
         guard let session, session.token.isExpired(at: now, policy: configuration.expiryPolicy) else { return }
@@ -464,14 +485,12 @@ struct SessionMachine: Sendable {
     /// The store's answer before a sign-in or sign-out over a store never read: a stored session is kept as the
     /// session, so that a sign-in that cannot be stored falls back to it and a sign-out knows whom it signs out;
     /// nothing else changes. Then the call goes ahead.
-    @discardableResult
-    mutating func storeReadBeforeSessionChange(_ read: TokenStoreRead) -> SessionChangeAction {
-        guard case .found(let stored) = read, !loaded else { return .proceed }
+    mutating func storeReadBeforeSessionChange(_ read: TokenStoreRead) {
+        guard case .found(let stored) = read, !loaded else { return }
         noteStored(stored)
         state = state.entering(Session(stored, persisted: true))
         lineage.reset()
         lineage.record(stored.token)
-        return .proceed
     }
 
     // MARK: - Sessions
@@ -550,18 +569,12 @@ struct SessionMachine: Sendable {
     }
 
     /// The retried removal ended with `outcome`: nothing is left to remove once it landed or a newer session is
-    /// stored; a failure leaves it pending, retried later.
-    mutating func removalRetryWriteEnded(_ outcome: Result<Void, PersistenceError>) -> RemovalRetryEndAction {
+    /// stored; a failure leaves it pending, retried later. It only records.
+    mutating func removalRetryWriteEnded(_ outcome: Result<Void, PersistenceError>) {
         removalInProgress = false
         switch outcome {
-        case .success:
-            pendingRemoval = nil
-            return .removed
-        case .failure(.conflict):
-            pendingRemoval = nil
-            return .replaced
-        case .failure(let error):
-            return .failedAgain(error)
+        case .success, .failure(.conflict): pendingRemoval = nil
+        case .failure: break
         }
     }
 

@@ -45,7 +45,9 @@ extension TokenRefreshClient {
         let write = await beginWrite(epoch: epoch)
         defer { endWrite(write) }
         switch await perform(machine.removalRetryTurn(epoch: epoch, condition: condition)) {
-        case .some(let removed): log(machine.removalRetryWriteEnded(removed.map { _ in () }))
+        case .some(let removed):
+            machine.removalRetryWriteEnded(removed.map { _ in () })
+            logRemovalRetry(removed)
         case .none: break
         }
     }
@@ -75,13 +77,13 @@ extension TokenRefreshClient {
     }
 
     /// Says how a retried removal ended.
-    func log(_ action: SessionMachine.RemovalRetryEndAction) {
-        switch action {
-        case .removed:
+    func logRemovalRetry(_ removed: Result<UInt64?, PersistenceError>) {
+        switch removed {
+        case .success:
             logger.debug("removed the ended session from the store on a retry")
-        case .replaced:
+        case .failure(.conflict):
             break  // A newer session is stored (by another process): there is nothing of the ended one to remove.
-        case .failedAgain(let error):
+        case .failure(let error):
             logger.debug("removing the ended session failed again", metadata: ["error": "\(error)"])
         }
     }
