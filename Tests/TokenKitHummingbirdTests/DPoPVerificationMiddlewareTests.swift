@@ -12,12 +12,14 @@ import TokenKitTestSupport
 import TokenVerification
 
 @Suite(.logLeakCheck()) struct DPoPVerificationMiddlewareTests {
+    /// The one instant of every proof and of the verifier: a proof is never judged old, however slowly the test runs.
+    static let now = Date()
     static let origin = "https://api.hummingbird.example.com"
     static let issuer = TestTokenIssuer(url: "https://clerk.hummingbird.example.com", keyID: "hb-dpop-1")
 
     /// A client with a new key and a token of the issuer bound to it.
     static func client() -> BoundTokenClient {
-        BoundTokenClient(origin: origin, issuer: issuer, subject: "user_2hbDPOP")
+        BoundTokenClient(origin: origin, issuer: issuer, subject: "user_2hbDPOP", now: { Self.now })
     }
 
     static func application(nonces: DPoPNonces? = nil) -> some ApplicationProtocol {
@@ -27,7 +29,8 @@ import TokenVerification
             keySource: StaticJWKSSource(try! JWKSet(json: Self.issuer.keySetJSON)))
         let authenticator = DPoPAuthenticator(
             tokens: BearerAuthenticator(verifier: verifier),
-            proofs: DPoPVerifier(configuration: .init(nonces: nonces), replayCache: InMemoryDPoPReplayCache()))
+            proofs: DPoPVerifier(
+                configuration: .init(nonces: nonces), replayCache: InMemoryDPoPReplayCache(), now: { Self.now }))
         let router = Router(context: BasicBearerAuthRequestContext.self)
         router.group("orders")
             .add(middleware: DPoPVerificationMiddleware(authenticator: authenticator, origin: Self.origin + "/"))

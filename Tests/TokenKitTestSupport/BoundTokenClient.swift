@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import HTTPTypes
 public import NetworkRetry
 import TokenKitLogCheck
@@ -9,14 +9,19 @@ public struct BoundTokenClient: Sendable {
     /// The origin the client sends its requests to (scheme and authority), for `htu`.
     public let origin: String
     /// The prover, with the server nonces it has learned.
-    public let prover = DPoPProver(key: SoftwareDPoPKey())
+    public let prover: DPoPProver
 
     /// The access token, bound to the prover's key.
     public let token: String
 
-    /// A client of `origin`, such as `https://api.example.com`, with a token of `issuer` for `subject`.
-    public init(origin: String, issuer: TestTokenIssuer, subject: String) {
+    /// A client of `origin`, such as `https://api.example.com`, with a token of `issuer` for `subject`, whose
+    /// proofs carry the `iat` of `now` (give the server's verifier the same clock: a proof is then never judged old
+    /// however slowly a loaded machine runs the test).
+    public init(
+        origin: String, issuer: TestTokenIssuer, subject: String, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.origin = origin
+        self.prover = DPoPProver(key: SoftwareDPoPKey(), now: now)
         self.token = issuer.accessToken(subject: subject, boundTo: prover.thumbprint)
     }
 

@@ -10,12 +10,14 @@
     import VaporTesting
 
     @Suite(.logLeakCheck()) struct DPoPVerificationMiddlewareTests {
+        /// The one instant of every proof and of the verifier: a proof is never judged old, however slowly the test runs.
+        static let now = Date()
         static let origin = "https://api.vapor.example.com"
         static let issuer = TestTokenIssuer(url: "https://clerk.vapor.example.com", keyID: "v-dpop-1")
 
         /// A client with a new key and a token of the issuer bound to it.
         static func client() -> BoundTokenClient {
-            BoundTokenClient(origin: origin, issuer: issuer, subject: "user_2vpDPOP")
+            BoundTokenClient(origin: origin, issuer: issuer, subject: "user_2vpDPOP", now: { Self.now })
         }
 
         static func withOrdersApp(nonces: DPoPNonces? = nil, _ body: (Application) async throws -> Void) async throws {
@@ -25,7 +27,8 @@
                         configuration: .init(
                             issuer: issuer.url, audience: .notChecked(reason: "test tokens carry no aud")),
                         keySource: StaticJWKSSource(try JWKSet(json: issuer.keySetJSON)))),
-                proofs: DPoPVerifier(configuration: .init(nonces: nonces), replayCache: InMemoryDPoPReplayCache()))
+                proofs: DPoPVerifier(
+                    configuration: .init(nonces: nonces), replayCache: InMemoryDPoPReplayCache(), now: { Self.now }))
             try await withApp(
                 configure: { app in
                     app.grouped(DPoPVerificationMiddleware(authenticator: authenticator, origin: origin))

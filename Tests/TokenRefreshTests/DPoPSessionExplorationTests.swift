@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Testing
+import TokenKitLogCheck
 import TokenKitTestSupport
 
 @testable import AuthToken
@@ -14,7 +15,7 @@ import TokenKitTestSupport
 /// events (time, other callers, the refresh's store and server answers, sign-out, another process) interleave. After
 /// every event, the session's invariants hold and no call has asked for a refresh twice or sent its request three
 /// times; run to its end, every call has finished.
-extension SessionMachineExplorationTests {
+@Suite(.logLeakCheck()) struct DPoPSessionExplorationTests {
     /// Every world reachable in eight events, two calls at most (about 25 s of CPU in a debug build). The floors are
     /// the figures of the first run: a key that merges worlds explores fewer.
     @Test func dpopCallsNeverRefreshTwiceOrSendThreeTimes() async {
