@@ -127,10 +127,30 @@ struct AdvisoryLockTests {
     /// lock timeout, up to the live-holder timeout: a token endpoint slower than the lock timeout fails no waiter.
     /// The holder lets go only once the waiter has kept asking for three times its lock timeout.
     @Test(.timeLimit(.minutes(1))) func aHolderAtWorkIsWaitedForPastTheLockTimeout() async throws {
+        try await waiterOfAHolderAtWork(lockTimeout: .milliseconds(100)) { _, _ in }
+    }
+
+    /// A holder seen at work that stops working (its lease given back, its lock not yet: the moment a refresh ends)
+    /// is waited for the lock timeout from then, not from the start of the wait: a waiter that has waited past its
+    /// lock timeout for the refresh does not give up an instant before the lock is free. The test gives the lease
+    /// back itself while the holder keeps the lock (the next attempt finds a holder not at work), then lets the
+    /// holder go.
+    @Test(.timeLimit(.minutes(1))) func aHolderThatStopsWorkingIsWaitedForTheLockTimeoutFromThen() async throws {
+        try await waiterOfAHolderAtWork(lockTimeout: .milliseconds(400)) { table, admin in
+            try await admin.query("UPDATE \(unescaped: table) SET lease_owner = NULL, lease_expires_at = NULL")
+        }
+    }
+
+    /// A holder takes alice's lock and lease and keeps them while another replica waits, at work for three times
+    /// the waiter's lock timeout; then `beforeRelease` runs (given the table and an admin client) and the waiter
+    /// asks once more; the waiter must still be waiting, and gets the lock once the holder lets go.
+    private func waiterOfAHolderAtWork(
+        lockTimeout: Duration, beforeRelease: (String, PostgresClient) async throws -> Void
+    ) async throws {
         let attempts = AsyncStream<LockAttemptOutcome>.makeStream()
         try await withReplicas(
-            lockTimeout: .milliseconds(100), secondReplicasAttempts: { attempts.continuation.yield($0) }
-        ) { one, two, _ in
+            lockTimeout: lockTimeout, secondReplicasAttempts: { attempts.continuation.yield($0) }
+        ) { one, two, admin in
             // A row, so that the holder takes the account's lease with the lock.
             try await one.save(StoredSession(token: counterToken, generation: 1), account: "alice", condition: .always)
             let holding = AsyncStream<Void>.makeStream()
@@ -153,53 +173,11 @@ struct AdvisoryLockTests {
                 return try await two.withExclusiveAccess(account: "alice") { "taken" }
             }
             for await outcome in attempts.stream where outcome == .busy {
-                if started.duration(to: .now) >= .milliseconds(300) { break }
+                if started.duration(to: .now) >= lockTimeout * 3 { break }
             }
-            #expect(!ended.isSet, "the waiter gave up while the holder was at work")
-            release.continuation.yield()
-            #expect(try await holder.value == "held")
-            #expect(try await waiter.value == "taken")
-        }
-    }
-
-    /// A holder seen at work that stops working (its lease given back, its lock not yet: the moment a refresh ends)
-    /// is waited for the lock timeout from then, not from the start of the wait: a waiter that has waited past its
-    /// lock timeout for the refresh does not give up an instant before the lock is free. The test gives the lease
-    /// back itself while the holder keeps the lock, then lets the holder go.
-    @Test(.timeLimit(.minutes(1))) func aHolderThatStopsWorkingIsWaitedForTheLockTimeoutFromThen() async throws {
-        let attempts = AsyncStream<LockAttemptOutcome>.makeStream()
-        try await withReplicas(
-            lockTimeout: .milliseconds(400), secondReplicasAttempts: { attempts.continuation.yield($0) }
-        ) { one, two, admin in
-            try await one.save(StoredSession(token: counterToken, generation: 1), account: "alice", condition: .always)
-            let holding = AsyncStream<Void>.makeStream()
-            let release = AsyncStream<Void>.makeStream()
-            let holder = Task {
-                try await one.withExclusiveAccess(account: "alice") {
-                    holding.continuation.yield()
-                    for await _ in release.stream { break }
-                    return "held"
-                }
-            }
-            for await _ in holding.stream { break }
-            let started = ContinuousClock.now
-            let ended = TestFlag()
-            let waiter = Task {
-                defer {
-                    ended.set()
-                    attempts.continuation.finish()
-                }
-                return try await two.withExclusiveAccess(account: "alice") { "taken" }
-            }
-            // At work past the lock timeout (three times over)...
-            for await outcome in attempts.stream where outcome == .busy {
-                if started.duration(to: .now) >= .milliseconds(1200) { break }
-            }
-            // ...then the lease goes while the lock stays: the next attempt finds a holder not at work.
-            try await admin.query(
-                "UPDATE \(unescaped: one.configuration.tableName) SET lease_owner = NULL, lease_expires_at = NULL")
+            try await beforeRelease(one.configuration.tableName, admin)
             for await outcome in attempts.stream where outcome == .busy { break }
-            #expect(!ended.isSet, "the waiter gave up as the holder stopped working")
+            #expect(!ended.isSet, "the waiter gave up before the holder let go")
             release.continuation.yield()
             #expect(try await holder.value == "held")
             #expect(try await waiter.value == "taken")
