@@ -60,6 +60,16 @@ extension Interop {
             #expect(await restarted.client.restoreSession() == .signedOut)
         }
 
+        /// `configuration` with a sign-out that waits for its revocation (by default it waits 50 ms and leaves the
+        /// rest to the background): the server's count is final when `signOut()` returns, however slowly it answers.
+        static func waitingForTheRevocation(
+            _ configuration: TokenRefreshClient.Configuration
+        ) -> TokenRefreshClient.Configuration {
+            var configuration = configuration
+            configuration.pendingSignOuts.signOutWait = .seconds(30)
+            return configuration
+        }
+
         /// Sign-out with an RFC 7009 revocation configured: TokenKit revokes the refresh token with the session's
         /// own client authentication, and DOT then refuses both the refresh token and its access token.
         @Test(arguments: Login.clients.map(\.name))
@@ -67,8 +77,8 @@ extension Interop {
             let oauthClient = try #require(Login.clients.first { $0.name == clientName }?.client)
             let server = try await InteropServer.prepared()
             let endpoint = server.endpoint(oauthClient)
-            let configuration = TokenRefreshClient.Configuration(
-                revocation: .rfc7009(url: server.revokeURL, using: endpoint))
+            let configuration = Self.waitingForTheRevocation(
+                TokenRefreshClient.Configuration(revocation: .rfc7009(url: server.revokeURL, using: endpoint)))
             let session = InteropSession(server, oauthClient: oauthClient, configuration: configuration)
             let events = session.client.events()
             let token = try await session.signIn()
@@ -128,8 +138,8 @@ extension Interop {
             defer { directory.remove() }
             let store = FileTokenStore(directory: directory.storeDirectory)
             let endpoint = server.endpoint(Credentials.confidentialBasic)
-            let configuration = TokenRefreshClient.Configuration(
-                revocation: .rfc7009(url: server.revokeURL, using: endpoint))
+            let configuration = Self.waitingForTheRevocation(
+                TokenRefreshClient.Configuration(revocation: .rfc7009(url: server.revokeURL, using: endpoint)))
             let leaving = InteropSession(server, store: store, configuration: configuration)
             try await leaving.signIn()
             let staying = InteropSession(server, store: store, configuration: configuration)
