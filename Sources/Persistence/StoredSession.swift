@@ -1,4 +1,5 @@
 public import AuthToken
+public import Foundation
 
 /// A session as a store keeps it: the token pair, the user it belongs to, and its generation.
 public struct StoredSession: Sendable, Hashable, Codable {
@@ -16,6 +17,10 @@ public struct StoredSession: Sendable, Hashable, Codable {
     /// The session's DPoP key (RFC 9449), kept in the same record as the refresh token, if the session's tokens are
     /// bound to one.
     public let dpopKey: DPoPKeyRecord?
+    /// The token server's clock minus the device's, in seconds, as the client that wrote the session had learned it
+    /// (`nil` when it had learned none). A process that restores the session judges expiry by the server's time from
+    /// its first read, before it talks to the token server. It holds no secret.
+    public let serverTimeOffset: TimeInterval?
 
     /// Creates a stored session.
     ///
@@ -36,15 +41,17 @@ public struct StoredSession: Sendable, Hashable, Codable {
     ///   - generation: The generation of this write.
     ///   - sessionID: The session's identity.
     ///   - dpopKey: The session's DPoP key, if its tokens are bound to one.
+    ///   - serverTimeOffset: The token server's clock minus the device's (seconds), if the writer had learned it.
     public init(
         token: AuthToken, userID: String? = nil, generation: UInt64, sessionID: String? = nil,
-        dpopKey: DPoPKeyRecord?
+        dpopKey: DPoPKeyRecord?, serverTimeOffset: TimeInterval? = nil
     ) {
         self.token = token
         self.userID = userID
         self.generation = generation
         self.sessionID = sessionID
         self.dpopKey = dpopKey
+        self.serverTimeOffset = serverTimeOffset
     }
 
     /// A new session identity: 128 bits from the system's secure random generator, as 32 hex digits.
@@ -59,12 +66,23 @@ public struct StoredSession: Sendable, Hashable, Codable {
 
     /// This session with another generation (its identity kept).
     package func with(generation: UInt64) -> StoredSession {
-        StoredSession(token: token, userID: userID, generation: generation, sessionID: sessionID, dpopKey: dpopKey)
+        StoredSession(
+            token: token, userID: userID, generation: generation, sessionID: sessionID, dpopKey: dpopKey,
+            serverTimeOffset: serverTimeOffset)
     }
 
     /// This session with `dpopKey` as its DPoP key (everything else kept).
     package func with(dpopKey: DPoPKeyRecord?) -> StoredSession {
-        StoredSession(token: token, userID: userID, generation: generation, sessionID: sessionID, dpopKey: dpopKey)
+        StoredSession(
+            token: token, userID: userID, generation: generation, sessionID: sessionID, dpopKey: dpopKey,
+            serverTimeOffset: serverTimeOffset)
+    }
+
+    /// This session with `serverTimeOffset` as the server's clock offset (everything else kept).
+    package func with(serverTimeOffset: TimeInterval?) -> StoredSession {
+        StoredSession(
+            token: token, userID: userID, generation: generation, sessionID: sessionID, dpopKey: dpopKey,
+            serverTimeOffset: serverTimeOffset)
     }
 }
 

@@ -86,7 +86,7 @@ struct SessionRowFormat: Sendable {
         return .found(
             StoredSession(
                 token: session.token, userID: session.userID, generation: generation, sessionID: sessionID,
-                dpopKey: session.dpopKey))
+                dpopKey: session.dpopKey, serverTimeOffset: session.serverTimeOffset))
     }
 
     /// What a sealed payload is authenticated with: the account and, from version 2, the generation and identity.

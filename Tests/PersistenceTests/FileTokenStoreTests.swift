@@ -28,6 +28,19 @@ import TokenKitTesting
         #expect(await reopened.load(account: "bob").isAbsent)
     }
 
+    @Test func aServerTimeOffsetIsKeptWithTheSessionAndARecordWithoutOneLoads() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        let session = sampleSession(generation: 3).with(serverTimeOffset: -3600)
+        try await store.save(session, account: "alice", condition: .absent)
+        let reopened = FileTokenStore(directory: temporary.storeDirectory)
+        #expect(await reopened.load(account: "alice").session?.serverTimeOffset == -3600)
+        try await store.save(sampleSession(generation: 4), account: "alice", condition: .generation(3))
+        let loaded = await reopened.load(account: "alice").session
+        #expect(loaded?.generation == 4 && loaded?.serverTimeOffset == nil)
+    }
+
     @Test func aMissingDirectoryIsAbsentNotAnError() async {
         let store = FileTokenStore(directory: URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)/sessions"))
         #expect(await store.load(account: "alice").isAbsent)

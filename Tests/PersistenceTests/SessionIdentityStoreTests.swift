@@ -87,6 +87,7 @@ import TokenRefresh
         #expect(loaded.token.refreshToken == "legacy-refresh-m1")
         #expect(loaded.token.receivedAt == Date(timeIntervalSinceReferenceDate: 800_000_000))
         #expect(loaded.token.lifetime == 3600)
+        #expect(loaded.serverTimeOffset == nil)
         // A session of the previous format encodes as it did: nothing is added for the missing identity.
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

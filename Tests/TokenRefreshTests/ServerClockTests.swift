@@ -5,6 +5,7 @@ import NetworkRetry
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 import TokenRefresh
 
@@ -57,6 +58,77 @@ import TokenRefresh
         #expect(run.tokenRequests == 3, "token requests (sign-in included): \(run.tokenRequests)")
         #expect(run.leastRemaining >= 250, "least time left on a returned token: \(run.leastRemaining) s")
         #expect(abs(run.offset + skew) <= 1, "learned offset \(run.offset) s for a device \(skew) s ahead")
+    }
+
+    /// A session signed in by one process (whose sign-in taught it the server's time), restored by another on the same
+    /// device that has not talked to the token server yet: it judges the token by the server's time stored with the
+    /// session, so it neither reads it as expired (device ahead) nor hands it out past its refresh time (behind).
+    @Test(arguments: [3600.0, -3600.0])
+    func aRestoredSessionIsJudgedByTheServerTimeStoredWithIt(skew: TimeInterval) async throws {
+        let clock = ManualClock()
+        let server = SimulatedTokenServer(configuration: .init(omitsLifetime: true), now: clock.wallClock)
+        let store = InMemoryTokenStore()
+        func process() -> (TokenRefreshClient, ServerClock, TokenEndpoint) {
+            let serverClock = ServerClock(deviceNow: { clock.date.addingTimeInterval(skew) })
+            let endpoint = TokenEndpoint(
+                url: tokenURL, client: OAuthClient(id: "app"),
+                transport: ServerClockTransport(server, clock: serverClock), now: serverClock.wallClock)
+            let client = TokenRefreshClient(
+                strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
+                configuration: .init(serverClock: serverClock), clock: clock, now: serverClock.wallClock,
+                random: { 0.5 })
+            return (client, serverClock, endpoint)
+        }
+        let (first, _, endpoint) = process()
+        try await first.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+        let stored = try #require(await store.load(account: "default").session)
+        #expect(
+            abs((stored.serverTimeOffset ?? 0) + skew) <= 1,
+            "stored offset: \(String(describing: stored.serverTimeOffset))")
+
+        let (second, secondClock, _) = process()
+        #expect(
+            await second.restoreSession() == .signedIn(userID: stored.userID), "restored with the device \(skew) s off")
+        #expect(abs(secondClock.offset + skew) <= 1, "the restoring process's offset: \(secondClock.offset)")
+        clock.advance(by: .seconds(3500))  // 100 s left by the server's clock: due
+        let token = try await second.validToken()
+        let expiry = try #require(try JWT(parsing: token.accessToken).claims.expiration)
+        #expect(expiry.timeIntervalSince(clock.date) >= 250, "time left: \(expiry.timeIntervalSince(clock.date)) s")
+        #expect(await server.refreshCount == 1)
+    }
+
+    @Test func aStoredOffsetSeedsOnlyAClockThatLearnedNoneItself() {
+        let clock = ServerClock(deviceNow: { Date(timeIntervalSince1970: 1_800_000_000) })
+        #expect(clock.learnedOffset == nil)
+        clock.seed(storedOffset: -3600)
+        #expect(clock.offset == -3600 && clock.learnedOffset == -3600)
+        clock.seed(storedOffset: -1800)  // a later read of a session another process stored: a seed replaces a seed
+        #expect(clock.offset == -1800)
+        for unusable in [TimeInterval.nan, .infinity, 2 * 86_400] {
+            clock.seed(storedOffset: unusable)
+            #expect(clock.offset == -1800)
+        }
+
+        let learned = ServerClock(deviceNow: { Date(timeIntervalSince1970: 1_800_000_000) })
+        learned.record(
+            serverTime: Date(timeIntervalSince1970: 1_799_996_400),
+            deviceTime: Date(timeIntervalSince1970: 1_800_000_000))
+        learned.seed(storedOffset: 600)
+        #expect(learned.offset == -3600, "a stored offset replaced one the clock learned: \(learned.offset)")
+
+        learned.reset()  // the device's clock was changed: an offset stored before may be stale
+        learned.seed(storedOffset: -3600)
+        #expect(learned.offset == 0 && learned.learnedOffset == nil)
+    }
+
+    @Test func oneWildDateAfterASeedDoesNotMoveTheOffset() async throws {
+        let estimate = Estimate()
+        estimate.clock.seed(storedOffset: -3600)
+        try await estimate.answer(date: Self.httpDate(estimate.serverNow.addingTimeInterval(3 * 3600)))
+        #expect(abs(estimate.clock.offset + 3600) <= 1, "offset after a wild first Date: \(estimate.clock.offset)")
+        try await estimate.answer()
+        #expect(abs(estimate.clock.offset + 3600) <= 1)
+        #expect(abs(estimate.clock.now().timeIntervalSince(estimate.serverNow)) <= 1)
     }
 
     // MARK: - The estimate

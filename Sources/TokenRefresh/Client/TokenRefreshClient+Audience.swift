@@ -71,7 +71,7 @@ extension TokenRefreshClient {
     /// and the newer change has set this client's session already.
     func adoptAudienceSession(in hub: AudienceHub) async {
         let (epoch, changes) = (machine.epoch, hub.sessionChanges)
-        let read = await store.load(account: configuration.account)
+        let read = await loadSession()
         try? await carryOut(
             machine.audienceSessionRead(read, epoch: epoch, overtaken: hub.sessionChanges != changes, now: now()))
     }
@@ -81,7 +81,7 @@ extension TokenRefreshClient {
     /// waiting callers fail with ``TokenRefreshError/sessionChanged``), or end the session when none is stored.
     func adoptExternalWrite() async {
         let epoch = machine.epoch
-        let read = await store.load(account: configuration.account)
+        let read = await loadSession()
         if case .absent = read {
             guard machine.isCurrent(epoch), let ending = machine.audienceSessionRemoved(now: now()) else { return }
             await carryOut(ending)

@@ -34,9 +34,13 @@ public import Foundation
 /// - an offset smaller than ``Configuration/minimumOffset`` counts as none (a `Date` has a resolution of one
 ///   second).
 ///
-/// Until the first sample, the offset is zero and ``now()`` is the device's clock. After the user changes the
-/// device's clock, call ``reset()`` (on Apple platforms, on `NSSystemClockDidChange`): otherwise the new offset is
-/// taken only once most recent samples show it.
+/// Until the first sample, the offset is zero and ``now()`` is the device's clock. A ``TokenRefreshClient`` whose
+/// ``TokenRefreshClient/Configuration/serverClock`` this is keeps the learned offset with the session it stores
+/// (``/Persistence/StoredSession/serverTimeOffset``), and seeds the clock with it whenever it reads the session,
+/// while the clock has no sample of its own: a process that restores a session judges its expiry by the server's
+/// time before its first token request. The seed counts as one sample, so one wild `Date` after it does not move the
+/// offset either. After the user changes the device's clock, call ``reset()`` (on Apple platforms, on
+/// `NSSystemClockDidChange`): otherwise the new offset is taken only once most recent samples show it.
 ///
 /// It is safe to share between tasks: the samples and the offset are kept behind a lock.
 public final class ServerClock: Sendable {
@@ -72,6 +76,10 @@ public final class ServerClock: Sendable {
     private struct State {
         var samples: [TimeInterval] = []
         var offset: TimeInterval = 0
+        /// Whether `samples` holds only a seed (an offset read with a stored session), no sample of this clock's own.
+        var seededOnly = false
+        /// Whether seeds are ignored: after ``reset()``, a stored offset may predate the change of the device's clock.
+        var ignoresSeeds = false
     }
 
     /// How samples become an offset.
@@ -117,9 +125,30 @@ public final class ServerClock: Sendable {
         record(offsets: [serverTime.timeIntervalSince(deviceTime)])
     }
 
-    /// Forgets every sample and the offset (after the device's clock was changed).
+    /// Forgets every sample and the offset (after the device's clock was changed). An offset stored with a session
+    /// before is not taken up again by this clock: only new samples set it.
     public func reset() {
-        state.withLock { $0 = State() }
+        state.withLock { $0 = State(ignoresSeeds: true) }
+    }
+
+    /// The offset to store with a session: the applied one once the clock has a sample (its own or a seed), else
+    /// `nil`.
+    package var learnedOffset: TimeInterval? {
+        state.withLock { $0.samples.isEmpty ? nil : $0.offset }
+    }
+
+    /// Takes up `offset`, read with a stored session, unless the clock has learned an offset itself: it replaces an
+    /// earlier seed and counts as one sample (so a wild first `Date` after it does not move the offset). An offset
+    /// that is not finite or is beyond ``Configuration/maximumOffset`` is ignored.
+    package func seed(storedOffset offset: TimeInterval) {
+        let configuration = self.configuration
+        guard offset.isFinite, abs(offset) <= configuration.maximumOffset else { return }
+        state.withLock { state in
+            guard !state.ignoresSeeds, state.samples.isEmpty || state.seededOnly else { return }
+            state.samples = [offset]
+            state.seededOnly = true
+            state.offset = abs(offset) < configuration.minimumOffset ? 0 : offset
+        }
     }
 
     /// Adds `offsets` (seconds, one per sample) and recomputes the applied offset.
@@ -128,6 +157,7 @@ public final class ServerClock: Sendable {
         let usable = offsets.filter { $0.isFinite && abs($0) <= configuration.maximumOffset }
         guard !usable.isEmpty else { return }
         state.withLock { state in
+            state.seededOnly = false
             state.samples.append(contentsOf: usable)
             if state.samples.count > configuration.sampleCount {
                 state.samples.removeFirst(state.samples.count - configuration.sampleCount)

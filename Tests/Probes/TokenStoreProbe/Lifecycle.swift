@@ -8,6 +8,8 @@
 // moves only when the test says so. Commands come on standard input, one a line, `<id> <verb> [argument]`; each is
 // answered by one line `<id> <answer>`, in the order they finish (commands run concurrently):
 //   seed <refresh token> stores the session every run starts from (due in an hour); answers `ok` or `failed`
+//   signin <refresh token> as `seed`, but by a sign-in of this process's client, whose token answer taught it the
+//                       server's time (as a real sign-in's `Date` header does); answers `ok` or `failed`
 //   stored              answers `refresh <the stored refresh token>`, `absent` or `unavailable`
 //   restore             restoreSession(); answers `state <signedIn|signedOut|other>`
 //   token               validToken(), the client's clock driven (10 ms steps) while it sleeps (backoff);
@@ -211,7 +213,8 @@ func runLifecycle(directory: String, account: String, truth: TimeInterval, skew:
         account: account, refreshTimeout: nil,
         revocation: .rfc7009(url: URL(string: "https://auth.example.com/oauth/revoke")!, using: endpoint),
         pendingSignOuts: PendingSignOuts(
-            store: FileSignOutQueueStore(directory: root.appendingPathComponent("sign-outs", isDirectory: true))))
+            store: FileSignOutQueueStore(directory: root.appendingPathComponent("sign-outs", isDirectory: true))),
+        serverClock: serverClock)
     let client = TokenRefreshClient(
         strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store, configuration: configuration,
         clock: world.clock, now: serverClock.wallClock, random: { 0.5 })
@@ -230,6 +233,11 @@ func runLifecycle(directory: String, account: String, truth: TimeInterval, skew:
                 accessToken: "hostile-access-0", refreshToken: argument, receivedAt: world.trueNow, lifetime: 3600)
             let session = StoredSession(token: token, userID: "user-1", generation: 1)
             return (try? await store.save(session, account: account, condition: .always)) != nil ? "ok" : "failed"
+        case "signin":
+            serverClock.record(serverTime: world.trueNow, deviceTime: world.deviceNow)
+            let token = AuthToken(
+                accessToken: "hostile-access-0", refreshToken: argument, receivedAt: world.trueNow, lifetime: 3600)
+            return (try? await client.signIn(with: token, userID: "user-1")) != nil ? "ok" : "failed"
         case "stored":
             switch await store.load(account: account) {
             case .found(let session): return "refresh \(session.token.refreshToken ?? "none")"

@@ -26,7 +26,7 @@ extension TokenRefreshClient {
                 request, pairedAccessToken: pairedAccessToken, now: now(), elapsed: clock.elapsed, stateless: stateless)
             switch action {
             case .readStore:
-                let read = await store.load(account: configuration.account)
+                let read = await loadSession()
                 try await carryOut(machine.storeRead(atLoad: read, now: now()))
             case .retryRemoval(let epoch, let condition):
                 await retryRemoval(epoch: epoch, condition: condition)
@@ -72,10 +72,11 @@ extension TokenRefreshClient {
     func carryOut(_ action: SessionMachine.LoadAction) async throws(TokenRefreshError) {
         switch action {
         case .readStore:
-            let read = await signOuts.load(from: store)  // makes a removal an unfinished sign-out left first
+            // A removal an unfinished sign-out left is made first.
+            let read = noteServerTime(in: await signOuts.load(from: store))
             try await carryOut(machine.storeRead(atLoad: read, now: now()))
         case .readStoreBeforeSessionChange:
-            machine.storeReadBeforeSessionChange(await store.load(account: configuration.account))
+            machine.storeReadBeforeSessionChange(await loadSession())
         case .restored(let stored):
             publish(.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
             logger.debug("session restored", metadata: ["token": "\(stored.token.fingerprint)"])
@@ -185,7 +186,7 @@ extension TokenRefreshClient {
         while true {
             switch action {
             case .readStore:
-                let read = await store.load(account: configuration.account)
+                let read = await loadSession()
                 action = machine.storeRead(read, epoch: startEpoch, now: now())
             case .present(let sent, let retriesOutsideLock):
                 let first = SessionMachine.firstRetry(after: retry, retriesOutsideLock: retriesOutsideLock)
@@ -197,7 +198,8 @@ extension TokenRefreshClient {
             case .persist(let stored, let condition):
                 let write = recordWrite(epoch: startEpoch)
                 let saved = await Result.of { () async throws(PersistenceError) in
-                    try await store.save(stored, account: configuration.account, condition: condition)
+                    try await store.save(
+                        stampingServerTime(stored), account: configuration.account, condition: condition)
                 }
                 endWrite(write)
                 action = machine.writeFinished(saved.failure, epoch: startEpoch, elapsed: clock.elapsed)
@@ -303,7 +305,7 @@ extension TokenRefreshClient {
 
     /// A retried write of the session of `epoch` met a newer pair: read it, and carry out what the machine makes of it.
     func adoptAfterConflict(epoch startEpoch: UInt64) async {
-        let read = await store.load(account: configuration.account)
+        let read = await loadSession()
         _ = await carryOut(machine.conflictRead(read, epoch: startEpoch), epoch: startEpoch, retry: 0)
     }
 

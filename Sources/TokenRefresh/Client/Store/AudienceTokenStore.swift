@@ -47,7 +47,8 @@ struct AudienceBundle: Codable, Sendable, Equatable {
             accessToken: Self.marker + data.base64EncodedString(), refreshToken: session.token.refreshToken,
             receivedAt: session.token.receivedAt, lifetime: 0)
         return StoredSession(
-            token: token, userID: session.userID, generation: generation, sessionID: session.sessionID)
+            token: token, userID: session.userID, generation: generation, sessionID: session.sessionID, dpopKey: nil,
+            serverTimeOffset: session.serverTimeOffset)
     }
 }
 
@@ -194,7 +195,8 @@ struct AudienceTokenStore: TokenStore {
             ?? AuthToken(accessToken: "", refreshToken: refreshToken, receivedAt: .distantPast, lifetime: 0)
         return .found(
             StoredSession(
-                token: token, userID: stored.userID, generation: stored.generation, sessionID: stored.sessionID))
+                token: token, userID: stored.userID, generation: stored.generation, sessionID: stored.sessionID,
+                dpopKey: nil, serverTimeOffset: stored.serverTimeOffset))
     }
 
     func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {

@@ -58,12 +58,14 @@ extension TokenRefreshClient {
         let (store, account) = (self.store, configuration.account)
         switch turn {
         case .saveAboveStored(let stored):
+            let stamped = stampingServerTime(stored)
             return await Result.of { () async throws(PersistenceError) in
-                try await store.saveAboveStored(stored, account: account).generation
+                try await store.saveAboveStored(stamped, account: account).generation
             }
         case .save(let stored, let condition):
+            let stamped = stampingServerTime(stored)
             return await Result.of { () async throws(PersistenceError) in
-                try await store.save(stored, account: account, condition: condition)
+                try await store.save(stamped, account: account, condition: condition)
                 return nil
             }
         case .remove(let condition):
@@ -74,6 +76,26 @@ extension TokenRefreshClient {
         case .skip:
             return nil
         }
+    }
+
+    /// Reads this client's session from the store; an offset stored with it seeds ``Configuration/serverClock``.
+    func loadSession() async -> TokenStoreRead {
+        noteServerTime(in: await store.load(account: configuration.account))
+    }
+
+    /// Seeds ``Configuration/serverClock`` with the offset stored with the session `read` found (unless the clock has
+    /// learned one itself), and returns `read`.
+    func noteServerTime(in read: TokenStoreRead) -> TokenStoreRead {
+        if case .found(let stored) = read, let offset = stored.serverTimeOffset {
+            configuration.serverClock?.seed(storedOffset: offset)
+        }
+        return read
+    }
+
+    /// `stored` with the offset ``Configuration/serverClock`` has learned, for a write of the session.
+    func stampingServerTime(_ stored: StoredSession) -> StoredSession {
+        guard let offset = configuration.serverClock?.learnedOffset else { return stored }
+        return stored.with(serverTimeOffset: offset)
     }
 
     /// Says how a retried removal ended.
