@@ -215,11 +215,13 @@ func simulatedEndpoint(
 
 /// Runs `body` with two stores over `table`, each on a client of its own as two replicas have, and the first client.
 func withTwoReplicaStores<T: Sendable>(
-    table: String, _ body: ([PostgresTokenStore], PostgresClient) async throws -> T
+    table: String, operationTimeout: Duration? = .seconds(5),
+    _ body: ([PostgresTokenStore], PostgresClient) async throws -> T
 ) async throws -> T {
     try await withClient { first in
         try await withClient { second in
-            let configuration = PostgresTokenStore.Configuration(tableName: table, lockTimeout: .seconds(30))
+            let configuration = PostgresTokenStore.Configuration(
+                tableName: table, lockTimeout: .seconds(30), operationTimeout: operationTimeout)
             let stores = [
                 PostgresTokenStore(client: first, configuration: configuration),
                 PostgresTokenStore(client: second, configuration: configuration),

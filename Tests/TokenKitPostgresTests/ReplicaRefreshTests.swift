@@ -91,11 +91,14 @@ struct ReplicaRefreshTests {
         }
     }
 
+    /// 200 calls over 25 accounts at once: each account refreshed once across the two replicas. The calls queue for
+    /// two pools' connections, which on a loaded machine takes longer than the default 5-s operation timeout; the
+    /// test is about the refresh count, so its bound is only a guard against a hang.
     @Test func twoRegistriesOverOneTableRefreshEachAccountOnce() async throws {
         let table = uniqueTable()
         let (clock, server, endpoint) = simulatedEndpoint(.init(detectsReuse: true))
         let accounts = (0..<25).map { "account-\($0)" }
-        try await withTwoReplicaStores(table: table) { stores, first in
+        try await withTwoReplicaStores(table: table, operationTimeout: .seconds(50)) { stores, first in
             for account in accounts {
                 let expired = await server.issueSession(
                     userID: account, receivedAt: clock.date.addingTimeInterval(-7200))
