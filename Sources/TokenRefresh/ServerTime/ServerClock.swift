@@ -1,5 +1,6 @@
 public import AuthToken
 public import Foundation
+package import Persistence
 
 /// The token server's clock as this device sees it: the device's wall clock plus an offset learned from the
 /// server's answers.
@@ -189,5 +190,20 @@ extension TokenRefreshClient.Configuration {
         // Not `??`: its generic result wrapped `now` in two reabstraction thunks, paid on every clock read.
         if let serverClock { return serverClock.wallClock }
         return now
+    }
+}
+
+extension ServerClock {
+    /// Seeds `clock` (when there is one) with the offset stored with the session `read` found, if any.
+    package static func seed(_ clock: ServerClock?, from read: TokenStoreRead) {
+        guard let clock, case .found(let stored) = read, let offset = stored.serverTimeOffset else { return }
+        clock.seed(storedOffset: offset)
+    }
+
+    /// `stored` with the offset `clock` has learned, for a write of the session; `stored` itself when there is no
+    /// clock or it has learned nothing yet.
+    package static func stamp(_ stored: StoredSession, with clock: ServerClock?) -> StoredSession {
+        guard let offset = clock?.learnedOffset else { return stored }
+        return stored.with(serverTimeOffset: offset)
     }
 }

@@ -86,16 +86,13 @@ extension TokenRefreshClient {
     /// Seeds ``Configuration/serverClock`` with the offset stored with the session `read` found (unless the clock has
     /// learned one itself), and returns `read`.
     func noteServerTime(in read: TokenStoreRead) -> TokenStoreRead {
-        if case .found(let stored) = read, let offset = stored.serverTimeOffset {
-            configuration.serverClock?.seed(storedOffset: offset)
-        }
+        ServerClock.seed(configuration.serverClock, from: read)
         return read
     }
 
     /// `stored` with the offset ``Configuration/serverClock`` has learned, for a write of the session.
     func stampingServerTime(_ stored: StoredSession) -> StoredSession {
-        guard let offset = configuration.serverClock?.learnedOffset else { return stored }
-        return stored.with(serverTimeOffset: offset)
+        ServerClock.stamp(stored, with: configuration.serverClock)
     }
 
     /// Says how a retried removal ended.
