@@ -84,16 +84,7 @@ struct AdvisoryLockTests {
             lockTimeout: .milliseconds(300), secondReplicasClock: clock,
             secondReplicasAttempts: { attempts.continuation.yield($0) }
         ) { one, two, _ in
-            let holding = AsyncStream<Void>.makeStream()
-            let release = AsyncStream<Void>.makeStream()
-            let holder = Task {
-                try await one.withExclusiveAccess(account: "alice") {
-                    holding.continuation.yield()
-                    for await _ in release.stream { break }
-                    return "held"
-                }
-            }
-            for await _ in holding.stream { break }
+            let (holder, release) = await holdAlicesLock(one)
             let started = clock.now
             let ended = TestFlag()
             let waiter = Task {
@@ -115,7 +106,7 @@ struct AdvisoryLockTests {
             // Another account is not blocked.
             let bob = try await two.withExclusiveAccess(account: "bob") { "bob" }
             #expect(bob == "bob")
-            release.continuation.yield()
+            release.yield()
             let held = try await holder.value
             #expect(held == "held")
             let taken = try await two.withExclusiveAccess(account: "alice") { "taken" }
@@ -153,16 +144,7 @@ struct AdvisoryLockTests {
         ) { one, two, admin in
             // A row, so that the holder takes the account's lease with the lock.
             try await one.save(StoredSession(token: counterToken, generation: 1), account: "alice", condition: .always)
-            let holding = AsyncStream<Void>.makeStream()
-            let release = AsyncStream<Void>.makeStream()
-            let holder = Task {
-                try await one.withExclusiveAccess(account: "alice") {
-                    holding.continuation.yield()
-                    for await _ in release.stream { break }
-                    return "held"
-                }
-            }
-            for await _ in holding.stream { break }
+            let (holder, release) = await holdAlicesLock(one)
             let started = ContinuousClock.now
             let ended = TestFlag()
             let waiter = Task {
@@ -178,10 +160,28 @@ struct AdvisoryLockTests {
             try await beforeRelease(one.configuration.tableName, admin)
             for await outcome in attempts.stream where outcome == .busy { break }
             #expect(!ended.isSet, "the waiter gave up before the holder let go")
-            release.continuation.yield()
+            release.yield()
             #expect(try await holder.value == "held")
             #expect(try await waiter.value == "taken")
         }
+    }
+
+    /// Takes alice's lock (and lease, when her row exists) through `store` and keeps it until `release` yields;
+    /// returns once it is held, with the holder's task (its value is "held").
+    private func holdAlicesLock(
+        _ store: PostgresTokenStore
+    ) async -> (holder: Task<String, any Error>, release: AsyncStream<Void>.Continuation) {
+        let holding = AsyncStream<Void>.makeStream()
+        let release = AsyncStream<Void>.makeStream()
+        let holder = Task {
+            try await store.withExclusiveAccess(account: "alice") {
+                holding.continuation.yield()
+                for await _ in release.stream { break }
+                return "held"
+            }
+        }
+        for await _ in holding.stream { break }
+        return (holder, release.continuation)
     }
 
     @Test func aNestedCallRunsUnderTheLockAlreadyHeld() async throws {
