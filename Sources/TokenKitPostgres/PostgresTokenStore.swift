@@ -296,7 +296,8 @@ public struct PostgresTokenStore: TokenStore {
         logger.debug("session removed")
     }
 
-    /// Creates the table if it does not exist, and adds the lease columns to a table an earlier version made.
+    /// Creates the table (and the pending sign-outs' table beside it, `<table>_sign_outs`) if it does not exist, and
+    /// adds the lease columns to a table an earlier version made.
     /// Idempotent, and safe to run from several replicas at once.
     ///
     /// - Throws: ``/Persistence/PersistenceError/unavailable`` when the database cannot be reached or refuses
@@ -561,7 +562,8 @@ public struct PostgresTokenStore: TokenStore {
         try await client.withConnection { connection in try await self.createTable(on: connection) }
     }
 
-    /// Creates the table, or adds the lease columns to a table made by an earlier version.
+    /// Creates the table (and the pending sign-outs' table beside it), or adds the lease columns to a table made by
+    /// an earlier version.
     func createTable(on connection: PostgresConnection) async throws {
         let lockKey = SessionRowFormat.lockKey(
             table: table, account: "\u{0}schema", secret: configuration.lockKeySecret)
@@ -582,6 +584,7 @@ public struct PostgresTokenStore: TokenStore {
                     session_id text
                 )
                 """, logger: queryLogger)
+            try await self.createSignOutTable(on: connection)
             // ALTER TABLE locks the whole table even when it changes nothing: only when a column is missing.
             let rows = try await connection.query(
                 """

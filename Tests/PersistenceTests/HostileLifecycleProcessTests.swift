@@ -368,9 +368,10 @@ import TokenKitTesting
 
     /// One process signs out while offline and is killed before the network comes back; at its relaunch the session
     /// stays gone, and once the network is back the four processes, all sending pending sign-outs at once, revoke the
-    /// refresh token once. Files only: a PostgresTokenStore keeps no pending sign-outs (a replica keeps them in memory).
-    @Test(.timeLimit(.minutes(2))) func anOfflineSignOutIsRevokedOnceByFourProcessesAfterARelaunch() async throws {
-        var world = try await World(.files)
+    /// refresh token once. Replicas keep the pending sign-outs in a table beside the sessions'.
+    @Test(.timeLimit(.minutes(2)), arguments: Self.modes)
+    func anOfflineSignOutIsRevokedOnceByFourProcessesAfterARelaunch(mode: Mode) async throws {
+        var world = try await World(mode)
         defer { world.finish() }
         #expect(await world.all("restore") == Array(repeating: "state signedIn", count: 4))
         _ = await world.all("net down")

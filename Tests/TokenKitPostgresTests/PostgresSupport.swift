@@ -237,7 +237,7 @@ func uniqueTable() -> String {
 }
 
 func dropTable(_ table: String, client: PostgresClient) async throws {
-    try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
+    try await client.query("DROP TABLE IF EXISTS \(unescaped: table), \(unescaped: table)_sign_outs")
 }
 
 /// Replicas of a backend sharing one table of the test's own: each client is a replica's own pool.

@@ -238,7 +238,7 @@ struct PostgresTokenStoreTests {
 }
 /// A clock on which every sleep returns at once, having moved the clock's time to its deadline (when that is later).
 /// The time it shows is the latest deadline any wait reached.
-private final class ElapsingClock: Clock, Sendable {
+final class ElapsingClock: Clock, Sendable {
     struct Instant: InstantProtocol {
         var offset: Duration
         func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }

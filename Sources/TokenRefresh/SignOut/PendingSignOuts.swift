@@ -16,7 +16,8 @@ public import Persistence
 /// ```
 public struct PendingSignOuts: Sendable {
     /// Where the pending sign-outs are kept. `nil` (the default): in the client's token store when it can keep them
-    /// (a `KeychainTokenStore` keeps them beside the session, an ``/Persistence/InMemoryTokenStore`` in memory), else
+    /// (a `KeychainTokenStore` keeps them beside the session, a `PostgresTokenStore` in a table beside the sessions',
+    /// an ``/Persistence/InMemoryTokenStore`` in memory), else
     /// in memory for the life of the client, and then nothing survives a relaunch.
     public var store: (any SignOutQueueStore)?
     /// How many times one revocation is sent before it is dropped; at least 1.

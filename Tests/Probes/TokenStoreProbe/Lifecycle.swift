@@ -212,8 +212,11 @@ func runLifecycle(directory: String, account: String, truth: TimeInterval, skew:
     let configuration = TokenRefreshClient.Configuration(
         account: account, refreshTimeout: nil,
         revocation: .rfc7009(url: URL(string: "https://auth.example.com/oauth/revoke")!, using: endpoint),
-        pendingSignOuts: PendingSignOuts(
-            store: FileSignOutQueueStore(directory: root.appendingPathComponent("sign-outs", isDirectory: true))),
+        // Processes on one disk share a queue file; replicas share no disk and keep the default (the store's own).
+        pendingSignOuts: store is FileTokenStore
+            ? PendingSignOuts(
+                store: FileSignOutQueueStore(directory: root.appendingPathComponent("sign-outs", isDirectory: true)))
+            : PendingSignOuts(),
         serverClock: serverClock)
     let client = TokenRefreshClient(
         strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store, configuration: configuration,
