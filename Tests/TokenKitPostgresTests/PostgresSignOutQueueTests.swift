@@ -21,8 +21,12 @@ struct PostgresSignOutQueueTests {
         try await withClient { client in
             let table = uniqueTable()
             let store = PostgresTokenStore(client: client, configuration: .init(tableName: table, encryptionKey: key))
-            defer { Task { try? await dropTable(table, client: client) } }
-            try await body(store, client, table)
+            do {
+                try await body(store, client, table)
+            } catch {
+                try? await dropTable(table, client: client)
+                throw error
+            }
             try await dropTable(table, client: client)
         }
     }
