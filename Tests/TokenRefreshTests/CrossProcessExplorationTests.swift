@@ -259,9 +259,12 @@ struct CrossWorld {
             guard !writing(client), clients[client].machine.session != nil else { return false }
             if let held = session(of: clients[client].machine.session?.token.accessToken) { signedOut.insert(held) }
             let signOut = clients[client].machine.signingOut()
-            resolve(client, signOut.flight, .failure(.signedOut))
+            if case .failFlight(let flight, let failure) = signOut.callers {
+                resolve(client, flight, .failure(failure))
+            }
             store = nil
-            _ = clients[client].machine.signOutRemovalFinished(nil, epoch: signOut.epoch, elapsed: elapsed)
+            let epoch = clients[client].machine.epoch
+            _ = clients[client].machine.signOutRemovalFinished(nil, epoch: epoch, elapsed: elapsed)
         case .caller(let client):
             guard clients[client].flight == nil, !clients.contains(where: { $0.waiting != nil }) else { return false }
             return request(client)
@@ -328,7 +331,7 @@ struct CrossWorld {
             sessionID: identityless ? nil : "session-\(number)")
         clients[client].machine = machine
         resolve(client, signIn.flight, .failure(.sessionChanged))
-        guard case .saveAboveStored(var stored) = clients[client].machine.signInWriteTurn(signIn) else { return }
+        guard case .saveAboveStored(var stored) = clients[client].machine.signInWriteTurn(signIn).store else { return }
         var generation = stored.generation
         if let current = store { generation = max(generation, current.generation + 1) }
         if mutation == .mergeWithoutUserIDs { generation = max(generation, highestGeneration + 1) }
@@ -382,11 +385,8 @@ struct CrossWorld {
         let epoch = clients[client].epoch
         let action = clients[client].machine.strategyCallFailed(
             failure, epoch: epoch, retry: 0, sleepsUnderLock: true, random: { 0.5 }, now: now, elapsed: elapsed)
-        guard case .fail(let error, _) = action else {
-            violations.append("a retry was planned with no retries configured")
-            return
-        }
-        run(client, clients[client].machine.strategyEnded(.failure(error), receivedAt: now, epoch: epoch))
+        if case .sleep = action { return violations.append("a retry was planned with no retries configured") }
+        run(client, action)
     }
 
     mutating func persistRetry(_ client: Int) -> Bool {
@@ -395,14 +395,15 @@ struct CrossWorld {
         guard case .some((let pending, let epoch)) = machine.persistRetryStarting(elapsed: elapsed) else {
             return false
         }
-        guard case .save(let stored, let condition) = machine.persistRetryTurn(pending, epoch: epoch) else {
+        guard case .save(let stored, let condition) = machine.persistRetryTurn(pending, epoch: epoch).store else {
             clients[client].machine = machine
             return true
         }
         let landed = condition.allows(stored: store)
         if landed { place(stored) }
-        switch machine.persistRetryWriteEnded(pending, epoch: epoch, landed ? .success(()) : .failure(.conflict)) {
-        case .adoptAfterConflict:
+        switch machine.persistRetryWriteEnded(pending, epoch: epoch, landed ? .success(()) : .failure(.conflict)).store
+        {
+        case .readAfterConflict:
             switch machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch) {
             case .failTakenFlight(let flight, let failure):
                 clients[client].machine = machine
@@ -441,15 +442,15 @@ struct CrossWorld {
                 if let flightUser = user(clients[client].flightSession), user(session(of: sent)) != flightUser {
                     violations.append("a token of one user was presented for another")
                 }
-                switch clients[client].machine.attemptStarting(epoch: clients[client].epoch, at: elapsed) {
-                case .call:
-                    clients[client].waiting = .present(sent)
-                    return
-                case .fail(let error, _), .blocked(let error):
-                    action = clients[client].machine.strategyFailed(error, epoch: clients[client].epoch)
-                case .retry:
-                    return violations.append("a retry was planned before any attempt")
-                }
+                action = clients[client].machine.attemptStarting(epoch: clients[client].epoch, at: elapsed)
+            case .call(let sent, _):
+                guard let sent else { return endRefresh(client, .failure(.signedOut)) }
+                clients[client].waiting = .present(sent)
+                return
+            case .blocked(let error):
+                action = clients[client].machine.strategyFailed(error, epoch: clients[client].epoch)
+            case .sleep:
+                return violations.append("a retry was planned before any attempt")
             case .persist(let stored, let condition):
                 clients[client].waiting = .persist(stored, condition)
                 return
@@ -463,9 +464,7 @@ struct CrossWorld {
                 endSession(client, reason: reason, error: error)
                 return endRefresh(client, .failure(failure))
             case .endSessionIfHeld(let reason, let failure):
-                if let ending = clients[client].machine.endingSessionIfHeld(reason: reason, error: failure) {
-                    carryOut(client, ending)
-                }
+                carryOut(client, clients[client].machine.endingSessionIfHeld(reason: reason, error: failure))
                 return endRefresh(client, .failure(failure))
             case .fail(let error):
                 return endRefresh(client, .failure(error))
@@ -500,9 +499,9 @@ struct CrossWorld {
         carryOut(client, clients[client].machine.endingSession(reason: reason, error: error))
     }
 
-    mutating func carryOut(_ client: Int, _ ending: SessionMachine.EndSessionAction) {
-        resolve(client, ending.flight, .failure(ending.failure))
-        guard let removal = ending.removal else { return }
+    mutating func carryOut(_ client: Int, _ ending: SessionMachine.Action) {
+        if case .failFlight(let flight, let failure) = ending.callers { resolve(client, flight, .failure(failure)) }
+        guard case .removeEnded(let removal) = ending.store else { return }
         let landed = removal.condition.allows(stored: store)
         if landed { store = nil }
         clients[client].machine.removalEnded(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)

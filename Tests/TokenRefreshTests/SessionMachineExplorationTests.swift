@@ -102,6 +102,9 @@ struct Explorer {
         /// A sign-out leaves the state showing the ended session as expired (the state set by hand, apart from the
         /// session it describes).
         case signOutShowsTheSessionExpired
+        /// A session action (`SessionMachine.Action`) is carried out without its callers' part: the store step and
+        /// the events are, but a flight made void is not failed and a flight that ended is not answered.
+        case dropsTheCallersPart
 
         var description: String { rawValue }
 
@@ -115,6 +118,7 @@ struct Explorer {
             case .unavailableReadsAsSignedOut: "a locked store read as signed out"
             case .failedSignInForgetsTheLockedStore: "a locked store read as signed out"
             case .signOutShowsTheSessionExpired: "the state shown disagrees with the session held"
+            case .dropsTheCallersPart: "a waiter was never resolved"
             }
         }
     }
@@ -329,12 +333,13 @@ struct World {
             resolve(signIn.flight, with: .failure(.sessionChanged))
             writeLater(.save(signIn))
         case .signOut:
+            let ended = machine.session
             let signOut = machine.signingOut()
-            if mutation == .signOutShowsTheSessionExpired, let ended = signOut.ended {
+            if mutation == .signOutShowsTheSessionExpired, let ended {
                 machine.authState = .expired(lastUserID: ended.userID)  // the bug: a state apart from the session
             }
-            resolve(signOut.flight, with: .failure(.signedOut))
-            writeLater(.removal(epoch: signOut.epoch))
+            carryOutCallers(signOut)
+            writeLater(.removal(epoch: machine.epoch))
         case .signInFails:
             signInFails()
         case .persistRetry:
@@ -439,15 +444,12 @@ struct World {
         return true
     }
 
-    /// The actor's `attemptWithRetries` after the strategy failed (no retries are configured), then `carryOut`.
+    /// The actor's `carryOut` after the strategy failed (no retries are configured).
     mutating func callFailed(_ failure: TokenRefreshError, epoch: UInt64) {
         let action = machine.strategyCallFailed(
             failure, epoch: epoch, retry: 0, sleepsUnderLock: true, random: { 0.5 }, now: now, elapsed: elapsed)
-        switch action {
-        case .fail(let error, _): run(machine.strategyEnded(.failure(error), receivedAt: now, epoch: epoch))
-        case .retry: violations.append("a retry was planned with no retries configured")
-        case .call, .blocked: violations.append("a failed call was answered as a start")
-        }
+        if case .sleep = action { return violations.append("a retry was planned with no retries configured") }
+        run(action)
     }
 
     /// The actor's `signIn(_:)` with a grant the server refuses: the state settles once the store has been read (if it
@@ -479,7 +481,7 @@ struct World {
         guard case .some((let pending, let epoch)) = machine.persistRetryStarting(elapsed: elapsed) else {
             return false
         }
-        guard case .save(let stored, let condition) = machine.persistRetryTurn(pending, epoch: epoch) else {
+        guard case .save(let stored, let condition) = machine.persistRetryTurn(pending, epoch: epoch).store else {
             return true
         }
         if !machine.isCurrent(epoch) { violations.append("wrote after sign-out or a newer session") }
@@ -489,17 +491,19 @@ struct World {
             finishedWrites.insert(stored.token.accessToken)
         }
         let outcome: Result<Void, PersistenceError> = landed ? .success(()) : .failure(.conflict)
-        switch machine.persistRetryWriteEnded(pending, epoch: epoch, outcome) {
-        case .adoptAfterConflict:
+        let ended = machine.persistRetryWriteEnded(pending, epoch: epoch, outcome)
+        switch ended.store {
+        case .readAfterConflict(let epoch):
             switch machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch) {
             case .failTakenFlight(let flight, let failure): resolve(flight, with: .failure(failure))
             case .endSession(let reason, _, _): endSession(reason: reason)
             default: break
             }
-        case .recovered:
-            if store != stored { violations.append("a pending pair reported stored was not in the store") }
-        case .failedAgain, .nothing:
+        default:
             break
+        }
+        if !ended.events.isEmpty, store != stored {
+            violations.append("a pending pair reported stored was not in the store")
         }
         return true
     }
@@ -516,12 +520,10 @@ struct World {
         if mutation == .unavailableReadsAsSignedOut, locked {
             read = .absent  // the bug: "interaction not allowed" taken as "no item"
         }
-        switch machine.storeRead(atLoad: read, now: now) {
-        case .discard(let condition):
-            if condition.allows(stored: store) { store = nil }
-        case .restored, .absent, .alreadyLoaded, .unavailable, .readStore, .readStoreBeforeSessionChange, .drop,
-            .adopted, .replaced:
-            break
+        if case .discard(let condition) = machine.storeRead(atLoad: read, now: now).store,
+            condition.allows(stored: store)
+        {
+            store = nil
         }
     }
 
@@ -575,15 +577,14 @@ struct World {
                     violations.append("presented a consumed refresh token")
                 }
                 presented += 1
-                switch machine.attemptStarting(epoch: procedures[0].epoch, at: elapsed) {
-                case .call:
-                    procedures[0].waiting = .present(sent)
-                    return
-                case .fail(let error, _), .blocked(let error):
-                    action = machine.strategyFailed(error, epoch: procedures[0].epoch)
-                case .retry:
-                    return violations.append("a retry was planned before any attempt")
-                }
+                action = machine.attemptStarting(epoch: procedures[0].epoch, at: elapsed)
+            case .call(let sent, _):
+                procedures[0].waiting = .present(sent)
+                return
+            case .blocked(let error):
+                action = machine.strategyFailed(error, epoch: procedures[0].epoch)
+            case .sleep:
+                return violations.append("a retry was planned before any attempt")
             case .persist(let stored, let condition):
                 if !machine.isCurrent(procedures[0].epoch) {
                     violations.append("wrote after sign-out or a newer session")
@@ -603,7 +604,7 @@ struct World {
                 endSession(reason: reason, error: error)
                 return endProcedure(.failure(failure))
             case .endSessionIfHeld(let reason, let failure):
-                if let ending = machine.endingSessionIfHeld(reason: reason, error: failure) { carryOut(ending) }
+                carryOut(machine.endingSessionIfHeld(reason: reason, error: failure))
                 return endProcedure(.failure(failure))
             case .fail(let error):
                 return endProcedure(.failure(error))
@@ -617,12 +618,16 @@ struct World {
     /// The refresh at the head of the lock ends: its flight is answered, and the next refresh takes the lock.
     mutating func endProcedure(_ result: Result<AuthToken, TokenRefreshError>) {
         let ended = procedures.removeFirst()
-        let flight = flights[ended.flight].flight
-        _ = machine.flightFinished(flight)
-        if mutation == .failureLeavesWaiters, case .failure = result {
-            // The bug: an error path that returns without answering the flight.
-        } else {
+        let end = machine.flightEnded(result, flights[ended.flight].flight, epoch: ended.epoch)
+        switch end.callers {
+        case .finish(_, .failure, _) where mutation == .failureLeavesWaiters:
+            break  // The bug: an error path that returns without answering the flight.
+        case .finish where mutation == .dropsTheCallersPart:
+            break  // The bug: the callers' part is dropped.
+        case .finish(let flight, let result, _):
             resolve(flight, with: result)
+        default:
+            violations.append("a flight's end was not answered as its end")
         }
         runDeferred()
         guard let next = procedures.first, case .none = next.waiting else { return }
@@ -646,13 +651,21 @@ struct World {
         carryOut(machine.endingSession(reason: reason, error: error))
     }
 
-    mutating func carryOut(_ ending: SessionMachine.EndSessionAction) {
-        resolve(ending.flight, with: .failure(ending.failure))
-        guard let removal = ending.removal else { return }
+    mutating func carryOut(_ ending: SessionMachine.Action) {
+        carryOutCallers(ending)
+        guard case .removeEnded(let removal) = ending.store else { return }
         let landed = removal.condition.allows(stored: store)
         if landed { store = nil }
         machine.removalEnded(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)
         if landed && machine.storedGeneration != nil { violations.append("a removal's end was misreported") }
+    }
+
+    /// The callers' part of a session action: a flight made void fails.
+    mutating func carryOutCallers(_ action: SessionMachine.Action) {
+        guard mutation != .dropsTheCallersPart, case .failFlight(let flight, let failure) = action.callers else {
+            return
+        }
+        resolve(flight, with: .failure(failure))
     }
 
     /// A sign-in's save or a sign-out's removal lands after every write of an older session (the write fence).
@@ -673,7 +686,7 @@ struct World {
                 _ = machine.signOutRemovalFinished(nil, epoch: epoch, elapsed: elapsed)
             case .save(let signIn):
                 // The actor's sign-in save: skipped when a sign-out or another sign-in came first.
-                guard case .saveAboveStored(let stored) = machine.signInWriteTurn(signIn) else {
+                guard case .saveAboveStored(let stored) = machine.signInWriteTurn(signIn).store else {
                     _ = machine.signInWriteFinished(.success(false), signIn, elapsed: elapsed)
                     continue
                 }

@@ -167,8 +167,8 @@ import TokenKitTesting
             return
         }
         _ = machine.beginFlight(RefreshFlight(), seed: nil, forced: true)
-        #expect(machine.flightIsForced)
-        #expect(!machine.flightFollowsRefusal)
+        #expect(machine.flight?.forced == true)
+        #expect(machine.flight?.followsRefusal == false)
         var signedOut = SessionMachine(configuration: .init(), requiresRefreshToken: false)
         _ = signedOut.loaded(nil, now: Self.start)
         guard case .fail(.signedOut) = signedOut.decide(.sessionCheck, now: Self.start, elapsed: .zero) else {
@@ -188,7 +188,8 @@ import TokenKitTesting
         #expect(!machine.isCurrent(epoch))
         #expect(machine.isCurrent(started.epoch))
         let stillCurrent =
-            machine.flightEnded(.failure(.sessionChanged), flight, epoch: epoch) == .finish(forgetTask: true)
+            machine.flightEnded(.failure(.sessionChanged), flight, epoch: epoch).callers
+            == .finish(flight, .failure(.sessionChanged), forgetTask: true)
         #expect(!stillCurrent)
         #expect(machine.session?.generation == 2)
         #expect(machine.session?.persisted == false)
@@ -199,13 +200,14 @@ import TokenKitTesting
         var machine = Self.machine()
         let (flight, epoch) = try startedFlight(&machine)
         let ended = machine.signingOut()
-        #expect(ended.flight === flight)
-        #expect(ended.ended?.userID == "user-1")
+        #expect(ended.callers == .failFlight(flight, .signedOut))
+        #expect(ended.events.map(\.userID) == ["user-1"])
         #expect(!machine.isCurrent(epoch))
         #expect(machine.session == nil)
         #expect(machine.loaded)
         #expect(machine.authState == .signedOut)
-        #expect(machine.flightEnded(.failure(.transient), flight, epoch: epoch) == .finish(forgetTask: false))
+        let flightEnd = machine.flightEnded(.failure(.transient), flight, epoch: epoch)
+        #expect(flightEnd.callers == .finish(flight, .failure(.transient), forgetTask: false))
     }
 
     @Test func aSignInThatCannotBeStoredRollsBackToThePreviousSession() {
@@ -213,7 +215,7 @@ import TokenKitTesting
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.fresh, lifetime: 3600)
         let started = machine.signingIn(token, userID: "user-2", stateBefore: machine.authState, profile: nil)
         let finished = machine.signInWriteFinished(.failure(.writeFailed), started, elapsed: .zero)
-        guard case .fail(.storageUnavailable, _) = finished else {
+        guard case .fail(.storageUnavailable) = finished.callers else {
             Issue.record("expected the sign-in to fail, got \(finished)")
             return
         }
@@ -326,7 +328,7 @@ import TokenKitTesting
         #expect(due.pending.generation == 2)
         let whileWriting = machine.persistRetryStarting(elapsed: .seconds(30))
         #expect(whileWriting == nil)  // one write at a time
-        let stored = machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())) == .recovered
+        let stored = !machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())).events.isEmpty
         #expect(stored)
         #expect(machine.session?.persisted == true)
         #expect(machine.storedGeneration == 2)
@@ -341,7 +343,7 @@ import TokenKitTesting
         let dueNow = machine.persistRetryStarting(elapsed: .seconds(5))
         let due = try #require(dueNow)
         _ = machine.signingOut()
-        let marked = machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())) == .recovered
+        let marked = !machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())).events.isEmpty
         #expect(!marked)
         #expect(machine.storedGeneration == 1)
     }
@@ -456,7 +458,7 @@ import TokenKitTesting
         var fresh = SessionMachine(configuration: .init(), requiresRefreshToken: true)
         fresh.rejected.insert("refresh-token-machine-one")
         let outcome = fresh.loaded(stored, now: Self.start)
-        #expect(outcome == .discard(.session(nil, generation: 7)))
+        #expect(outcome == SessionMachine.Action(store: .discard(.session(nil, generation: 7))))
         #expect(fresh.authState == .signedOut)
     }
 
@@ -501,10 +503,11 @@ import TokenKitTesting
         let token = AuthToken(accessToken: "access-token-machine-one", receivedAt: Self.start, lifetime: 60)
         let stored = StoredSession(token: token, userID: "user-1", generation: 3)
         let outcome = machine.loaded(stored, now: Self.expired)
-        #expect(outcome == .restored(stored))
+        let restored = AuthEvent.sessionRestored(userID: "user-1", tokenFingerprint: token.fingerprint)
+        #expect(outcome == SessionMachine.Action(events: [restored]))
         #expect(machine.authState == .expired(lastUserID: "user-1"))
         let again = machine.loaded(nil, now: Self.expired)
-        #expect(again == .alreadyLoaded)
+        #expect(again == SessionMachine.Action())
     }
 
     // MARK: - Another user's refresh token
@@ -606,11 +609,11 @@ import TokenKitTesting
             lifetime: 3600)
         let stored = StoredSession(token: bob, userID: "user-2", generation: 5)
         let action = machine.audienceSessionRead(.found(stored), epoch: asked, overtaken: false, now: Self.fresh)
-        guard case .replaced(let taken, let failing) = action else {
+        guard case .failFlight(let failing, .sessionChanged) = action.callers else {
             Issue.record("expected the held session to be replaced, got \(action)")
             return
         }
-        #expect(taken == stored)
+        #expect(action.events == [.sessionRestored(userID: "user-2", tokenFingerprint: nil)])
         #expect(failing === flight, "taken, for the actor to fail with sessionChanged")
         #expect(!machine.isCurrent(flightEpoch), "the refresh started for Alice writes nothing")
         #expect(machine.flight == nil)
@@ -635,7 +638,7 @@ import TokenKitTesting
             receivedAt: Self.start, lifetime: 3600)
         let stored = StoredSession(token: again, userID: "user-1", generation: 3)
         let action = machine.audienceSessionRead(.found(stored), epoch: flightEpoch, overtaken: false, now: Self.fresh)
-        guard case .replaced(_, let failing) = action else {
+        guard case .failFlight(let failing, .sessionChanged) = action.callers else {
             Issue.record("expected the held session to be replaced, got \(action)")
             return
         }
@@ -654,22 +657,22 @@ import TokenKitTesting
             .found(stored), epoch: machine.epoch, overtaken: true, now: Self.fresh)
         let endedMeanwhile = machine.audienceSessionRead(
             .found(stored), epoch: machine.epoch &+ 1, overtaken: false, now: Self.fresh)
-        guard case .drop = overtaken, case .drop = endedMeanwhile else {
+        guard overtaken == SessionMachine.Action(), endedMeanwhile == SessionMachine.Action() else {
             Issue.record("expected stale reads to be dropped, got \(overtaken) and \(endedMeanwhile)")
             return
         }
         #expect(machine.session == nil)
         let epoch = machine.epoch
-        guard
-            case .adopted(stored) = machine.audienceSessionRead(
-                .found(stored), epoch: epoch, overtaken: false, now: Self.fresh)
+        let adopted = machine.audienceSessionRead(.found(stored), epoch: epoch, overtaken: false, now: Self.fresh)
+        guard adopted == SessionMachine.Action(events: [.sessionRestored(userID: "user-1", tokenFingerprint: nil)])
         else {
             Issue.record("expected the stored session to be taken up")
             return
         }
         #expect(machine.isCurrent(epoch), "nothing was held, so nothing in progress is voided")
         #expect(machine.authState == .signedIn(userID: "user-1"))
-        guard case .drop = machine.audienceSessionRead(.found(stored), epoch: epoch, overtaken: false, now: Self.fresh)
+        guard
+            machine.audienceSessionRead(.found(stored), epoch: epoch, overtaken: false, now: Self.fresh).events.isEmpty
         else {
             Issue.record("the session held already is not taken up again")
             return
@@ -682,7 +685,8 @@ import TokenKitTesting
         let stored = Self.storedSession(generation: 1)
         let action = machine.audienceSessionRead(
             .found(stored), epoch: machine.epoch, overtaken: false, now: Self.fresh)
-        guard case .restored(stored) = action else {
+        let restored = AuthEvent.sessionRestored(userID: "user-1", tokenFingerprint: stored.token.fingerprint)
+        guard action == SessionMachine.Action(events: [restored]) else {
             Issue.record("expected a load from this read, got \(action)")
             return
         }
@@ -695,19 +699,17 @@ import TokenKitTesting
     @Test func anotherAudiencesSignOutEndsTheSessionWithoutARemoval() throws {
         var machine = Self.machine()
         let (flight, epoch) = try startedFlight(&machine)
-        let action = machine.audienceSessionRemoved(now: Self.fresh)
-        let ending = try #require(action)
-        #expect(ending.removal == nil, "the other audience's client removed it")
-        #expect(ending.flight === flight)
-        #expect(ending.failure == .signedOut)
-        #expect(ending.event.reason == .removedElsewhere)
-        #expect(ending.event.userID == "user-1")
+        let ending = machine.audienceSessionRemoved(now: Self.fresh)
+        #expect(ending.store == .none, "the other audience's client removed it")
+        #expect(ending.callers == .failFlight(flight, .signedOut))
+        #expect(ending.events.map(\.reason) == [.removedElsewhere])
+        #expect(ending.events.map(\.userID) == ["user-1"])
         #expect(!machine.isCurrent(epoch))
         #expect(machine.session == nil)
         #expect(machine.authState == .signedOut)
 
         var unread = SessionMachine(configuration: .init(), requiresRefreshToken: true)
-        let nothingHeld = unread.audienceSessionRemoved(now: Self.fresh) == nil
+        let nothingHeld = unread.audienceSessionRemoved(now: Self.fresh) == SessionMachine.Action()
         #expect(nothingHeld)
         #expect(unread.loaded)
         #expect(unread.authState == .signedOut)

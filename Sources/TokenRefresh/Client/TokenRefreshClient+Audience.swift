@@ -83,8 +83,8 @@ extension TokenRefreshClient {
         let epoch = machine.epoch
         let read = await loadSession()
         if case .absent = read {
-            guard machine.isCurrent(epoch), let ending = machine.audienceSessionRemoved(now: now()) else { return }
-            await carryOut(ending)
+            guard machine.isCurrent(epoch) else { return }
+            await carryOut(ending: machine.audienceSessionRemoved(now: now()))
             return
         }
         try? await carryOut(machine.audienceSessionRead(read, epoch: epoch, overtaken: false, now: now()))
@@ -94,10 +94,6 @@ extension TokenRefreshClient {
     /// the store again. A client that has not read the store yet reads as signed out from now on, so a read it
     /// started before (which may have found the removed session) is dropped.
     func endAudienceSession() async {
-        let action = machine.audienceSessionRemoved(now: now())
-        switch action {
-        case .some(let ending): await carryOut(ending)
-        case .none: break
-        }
+        await carryOut(ending: machine.audienceSessionRemoved(now: now()))
     }
 }

@@ -397,12 +397,11 @@ public actor TokenRefreshClient: TokenProvider {
     /// - Throws: ``TokenRefreshError/storageUnavailable`` when the store could not be cleared (memory is).
     public func signOut(reason: AuthEvent.SignOutReason = .userAction) async throws {
         await noteStoredSessionIfUnread()
+        let ended = machine.session
         let signOut = machine.signingOut(reason: reason)
-        let (ended, epoch) = (signOut.ended, signOut.epoch)
+        let epoch = machine.epoch
         flightTask?.cancel()
-        flightTask = nil
-        signOut.flight?.finish(.failure(signOut.failure))
-        publish(signOut.event)
+        try? await carryOut(signOut)
         logger.debug("signed out", metadata: ["reason": "\(reason)"])
         var outcome: Result<Void, TokenRefreshError> = .success(())
         // Written down before the removal, so a process killed before it lands removes the session at its next launch.

@@ -5,38 +5,28 @@ import Persistence
 /// The decisions around one call of the strategy, a refresh token refreshed on its own, and a conflicting write:
 /// each event returns the one action the actor carries out.
 extension SessionMachine {
-    /// What the actor does around one call of the strategy: before it (``attemptStarting(epoch:at:)``), and after it
-    /// failed (``strategyCallFailed(_:epoch:retry:sleepsUnderLock:random:now:elapsed:)``).
-    enum AttemptAction: Sendable, Equatable {
-        /// Call the strategy (`forced`: it should skip its cache).
-        case call(forced: Bool)
-        /// Sleep for `delay` under the store's lock, then ask again for attempt `retry`.
-        case retry(after: Duration, retry: Int)
-        /// Attempts are held back (backoff, `Retry-After`, the breaker): record it and fail with this error.
-        case blocked(TokenRefreshError)
-        /// Publish `events`, then fail with `error` (``TokenRefreshError/signedOut``, with nothing published, when
-        /// the session changed since the refresh started: it is void and touches nothing).
-        case fail(TokenRefreshError, events: [AuthEvent])
-    }
-
-    /// A call of the strategy for the flight started under `epoch` is about to start at `elapsed`: made, or held
-    /// back. Only an attempt that sends a refresh request to a server is counted (``Flight/sendsRefreshRequest``).
-    mutating func attemptStarting(epoch: UInt64, at elapsed: Duration) -> AttemptAction {
-        guard isCurrent(epoch) else { return .fail(.signedOut, events: []) }
-        let counted = flight?.sendsRefreshRequest ?? true
+    /// A call of the strategy for the flight started under `epoch` is about to start at `elapsed`: made with the
+    /// refresh token presented, or held back. Only an attempt that sends a refresh request to a server is counted
+    /// (``Flight/sendsRefreshRequest``).
+    mutating func attemptStarting(epoch: UInt64, at elapsed: Duration) -> RefreshAction {
+        guard isCurrent(epoch), let running = flight, case .presenting(let sent, _, _, _) = running.step else {
+            return .fail(.signedOut)
+        }
+        let counted = running.sendsRefreshRequest
         if let blocked = admitAttempt(at: elapsed, counting: counted) { return .blocked(blocked) }
         flight?.countedAttemptStart = counted ? elapsed : nil
-        return .call(forced: flightIsForced)
+        return .call(sent, forced: running.forced)
     }
 
     /// The strategy failed with `failure` on attempt `retry` of the flight started under `epoch`. A transient failure
     /// is retried (under the lock, or with it released when `sleepsUnderLock` is false: the plan is then left in the
-    /// flight, see ``flightEnded(_:_:epoch:)``) or given up; `random` is drawn only for a transient failure.
+    /// flight, see ``flightEnded(_:_:epoch:)``) or given up; `random` is drawn only for a transient failure. A failure
+    /// given up is published (unless quiet: a rejection, a cancellation) and decided by ``strategyFailed(_:epoch:)``.
     mutating func strategyCallFailed(
         _ failure: TokenRefreshError, epoch: UInt64, retry: Int, sleepsUnderLock: Bool, random: () -> Double,
         now: Date, elapsed: Duration
-    ) -> AttemptAction {
-        guard isCurrent(epoch) else { return .fail(.signedOut, events: []) }
+    ) -> RefreshAction {
+        guard isCurrent(epoch) else { return .fail(.signedOut) }
         if let started = flight?.countedAttemptStart, ErrorClassification.sentNothing(failure) {
             breaker.forgetAttempt(startedAt: started)  // the server was never reached
         }
@@ -44,27 +34,19 @@ extension SessionMachine {
         let event = AuthEvent.refreshFailed(failure, userID: session?.userID)
         guard failure.isTransient else {
             let quiet = failure == .refreshTokenRejected || failure == .cancelled
-            return .fail(failure, events: quiet ? [] : [event])
+            if quiet { return strategyFailed(failure, epoch: epoch) }
+            return .publish(event, then: strategyFailed(failure, epoch: epoch))
         }
         let plan = attemptFailed(failure, retry: retry, random: random(), now: now, elapsed: elapsed)
-        guard let delay = plan else { return .fail(failure, events: [event]) }
+        guard let delay = plan else { return .publish(event, then: strategyFailed(failure, epoch: epoch)) }
         guard sleepsUnderLock else {
             flight?.retryOutsideLock = (retry + 1, delay)  // see flightEnded(_:_:epoch:)
-            return .fail(failure, events: [])
+            return strategyFailed(failure, epoch: epoch)
         }
-        return .retry(after: delay, retry: retry + 1)
+        return .sleep(delay, retry: retry + 1)
     }
 
     // MARK: - The flight's attempts under the store's lock
-
-    /// What the actor does once an attempt of the flight under the store's lock has ended.
-    enum FlightEndAction: Sendable, Equatable {
-        /// Wait `after` with the lock released, then take it again for attempt `retry`.
-        case retry(after: Duration, retry: Int)
-        /// Answer the callers with the result; `forgetTask` when it was the current flight (its task is forgotten),
-        /// not when a newer flight (or none) is current.
-        case finish(forgetTask: Bool)
-    }
 
     /// Taking the store's exclusive access (or the refresh under it) for the flight started under `epoch` failed
     /// with `error`. A lock that was not free in time is handled by ``lockTimedOut(_:epoch:)``; any other error fails
@@ -82,13 +64,13 @@ extension SessionMachine {
     /// while the flight is current; anything else ends the flight (``flightFinished(_:)``) and answers the callers.
     mutating func flightEnded(
         _ result: Result<AuthToken, TokenRefreshError>, _ flight: RefreshFlight, epoch: UInt64
-    ) -> FlightEndAction {
+    ) -> Action {
         let pending = self.flight?.retryOutsideLock
         if case .failure = result { self.flight?.retryOutsideLock = nil }
         if case .failure = result, isCurrent(epoch), self.flight?.epoch == epoch, let pending {
-            return .retry(after: pending.delay, retry: pending.retry)
+            return Action(callers: .retry(after: pending.delay, retry: pending.retry))
         }
-        return .finish(forgetTask: flightFinished(flight))
+        return Action(callers: .finish(flight, result, forgetTask: flightFinished(flight)))
     }
 
     /// The refresh `flight` has ended: cleared if it was still the current one (then `true`: its task is forgotten).

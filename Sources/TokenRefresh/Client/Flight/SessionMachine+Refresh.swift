@@ -22,10 +22,21 @@ extension SessionMachine {
     indirect enum RefreshAction: Sendable {
         /// Read the store, then call ``storeRead(_:epoch:now:)``.
         case readStore
-        /// Present this refresh token to the strategy (`nil` for a strategy without refresh tokens), then call
-        /// ``strategyAnswered(_:receivedAt:epoch:)`` or ``strategyFailed(_:epoch:)``. `retriesOutsideLock`: a retry
-        /// after a transient failure waits with the store's lock released (the first attempt of a flight).
+        /// Present this refresh token to the strategy (`nil` for a strategy without refresh tokens): start the attempts
+        /// at ``firstRetry(after:retriesOutsideLock:)`` and call ``attemptStarting(epoch:at:)``. `retriesOutsideLock`: a
+        /// retry after a transient failure waits with the store's lock released (the first attempt of a flight).
         case present(String?, retriesOutsideLock: Bool)
+        /// Call the strategy once with this refresh token (`forced`: it should skip its cache), then hand its answer to
+        /// ``strategyEnded(_:receivedAt:epoch:)``, or its failure to
+        /// ``strategyCallFailed(_:epoch:retry:sleepsUnderLock:random:now:elapsed:)``.
+        case call(String?, forced: Bool)
+        /// Sleep for this delay under the store's lock, then call ``attemptStarting(epoch:at:)`` for attempt `retry` (a
+        /// sleep cut short ends the attempts: ``strategyEnded(_:receivedAt:epoch:)`` with
+        /// ``TokenRefreshError/cancelled``).
+        case sleep(Duration, retry: Int)
+        /// Attempts are held back (backoff, `Retry-After`, the breaker): record it, then hand this failure to
+        /// ``strategyEnded(_:receivedAt:epoch:)``.
+        case blocked(TokenRefreshError)
         /// Write `session` under `condition`, then call ``writeFinished(_:epoch:)``.
         case persist(StoredSession, WriteCondition)
         /// Publish `event`, then carry out `then`.
@@ -196,9 +207,9 @@ extension SessionMachine {
 
     /// The strategy failed with `failure` (after its retries).
     mutating func strategyFailed(_ failure: TokenRefreshError, epoch: UInt64) -> RefreshAction {
-        guard case .presenting(let sent, _, let seed, let afterRejection) = flight?.step, flight?.epoch == epoch else {
-            return .fail(failure)
-        }
+        guard let running = flight, case .presenting(let sent, _, let seed, let afterRejection) = running.step,
+            running.epoch == epoch
+        else { return .fail(failure) }
         let current = isCurrent(epoch)
         switch failure {
         case .refreshTokenRejected where afterRejection:
@@ -220,7 +231,7 @@ extension SessionMachine {
             // The server says the session is gone: after a refused request it expired in use; at a launch or
             // on-demand check it was found invalid.
             if let sent { rejected.insert(sent) }
-            let reason: AuthEvent.SignOutReason = flightFollowsRefusal ? .sessionExpired : .invalidatedOnServer
+            let reason: AuthEvent.SignOutReason = running.followsRefusal ? .sessionExpired : .invalidatedOnServer
             return .endSessionIfHeld(reason: reason, failure: .sessionInvalidated)
         case .signedOut where sent == nil && current && !afterRejection:
             // The token provider (an SDK) reports that it has no session.
@@ -451,18 +462,24 @@ extension SessionMachine {
     /// Another audience's client stored a new session; the store answered `read`, asked under `epoch`. `overtaken`:
     /// another audience's client started or ended a session since the read was asked. A session held here ends
     /// first (nothing of it carries over) and the stored one starts.
+    ///
+    /// A read out of date, or that found nothing newer, does nothing. A stored session taken up is announced
+    /// (``AuthEvent/Kind/sessionRestored``); one that replaced the session held also makes its refresh void (its
+    /// callers asked for the ended session's token: they fail with ``TokenRefreshError/sessionChanged``).
     mutating func audienceSessionRead(
         _ read: TokenStoreRead, epoch: UInt64, overtaken: Bool, now: Date
-    ) -> LoadAction {
-        guard isCurrent(epoch), !overtaken else { return .drop }
+    ) -> Action {
+        guard isCurrent(epoch), !overtaken else { return Action() }
         guard loaded else { return storeRead(atLoad: read, now: now) }
         guard case .found(let stored) = read,
             stored.generation != session?.generation || stored.sessionID != session?.sessionID
-        else { return .drop }
+        else { return Action() }
+        let restored = AuthEvent.sessionRestored(userID: stored.userID, tokenFingerprint: nil)
         guard session != nil else {
             _ = adopt(stored)
-            return .adopted(stored)
+            return Action(events: [restored])
         }
-        return .replaced(stored, failing: adopt(stored, replacing: true).flight)
+        let voided = adopt(stored, replacing: true).flight
+        return Action(callers: .failFlight(voided, .sessionChanged), events: [restored])
     }
 }

@@ -68,31 +68,40 @@ extension TokenRefreshClient {
         try await carryOut(machine.loadStarting())
     }
 
-    /// Carries out what the machine says about what the store holds: a read to make, or what it made of an answer.
-    func carryOut(_ action: SessionMachine.LoadAction) async throws(TokenRefreshError) {
-        switch action {
-        case .readStore:
+    /// Carries out a session action (``SessionMachine/Action``): a refresh made void fails first, then the store step
+    /// is taken (a write waits for its turn: ``perform(_:)``), the events are published, and the call answers.
+    func carryOut(_ action: SessionMachine.Action) async throws(TokenRefreshError) {
+        switch action.callers {
+        case .failFlight(let flight, let error):
+            flightTask = nil
+            flight?.finish(.failure(error))
+        case .goOn, .fail, .finish, .retry:
+            break
+        }
+        switch action.store {
+        case .readAtLoad:
             // A removal an unfinished sign-out left is made first.
             let read = noteServerTime(in: await signOuts.load(from: store))
             try await carryOut(machine.storeRead(atLoad: read, now: now()))
-        case .readStoreBeforeSessionChange:
+        case .readBeforeSessionChange:
             machine.storeReadBeforeSessionChange(await loadSession())
-        case .restored(let stored):
-            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint))
-            logger.debug("session restored", metadata: ["token": "\(stored.token.fingerprint)"])
+        case .readAfterConflict(let epoch):
+            await adoptAfterConflict(epoch: epoch)
         case .discard(let condition):
             try? await store.remove(account: configuration.account, condition: condition)
-        case .unavailable(let failure):
-            publish(.storageUnavailable(failure))
-            throw failure
-        case .adopted(let stored):
-            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
-        case .replaced(let stored, let flight):
-            flightTask = nil
-            flight?.finish(.failure(.sessionChanged))
-            publish(.sessionRestored(userID: stored.userID, tokenFingerprint: nil))
-        case .absent, .alreadyLoaded, .drop:
+        case .removeEnded(let removal):
+            await remove(removal)
+        case .none, .saveAboveStored, .save, .remove:
             break
+        }
+        for event in action.events { publish(event) }
+        switch action.callers {
+        case .fail(let error): throw error
+        case .finish(let flight, let result, forgetTask: true):
+            flightTask = nil
+            flight.finish(result)
+        case .finish(let flight, let result, forgetTask: false): flight.finish(result)
+        case .goOn, .failFlight, .retry: break
         }
     }
 
@@ -145,24 +154,17 @@ extension TokenRefreshClient {
             // A transient failure with retries left: wait with the lock released (other processes need not
             // wait behind the backoff), then take it again and re-read the store before the next attempt.
             var action = machine.flightEnded(result, flight, epoch: startEpoch)
-            switch action {
+            switch action.callers {
             case .retry(let delay, let next):
                 retry = next
                 switch await Result<Void, any Error>.of({ try await clock.sleep(for: delay) }) {
-                case .success:
-                    continue attempts
-                case .failure:
-                    result = .failure(.cancelled)
-                    action = .finish(forgetTask: machine.flightFinished(flight))
+                case .success: continue attempts
+                case .failure: action = machine.flightEnded(.failure(.cancelled), flight, epoch: startEpoch)
                 }
-            case .finish:
+            case .goOn, .fail, .failFlight, .finish:
                 break
             }
-            switch action {
-            case .finish(forgetTask: true): flightTask = nil
-            case .finish(forgetTask: false), .retry: break
-            }
-            flight.finish(result)
+            try? await carryOut(action)
             return
         }
     }
@@ -180,21 +182,42 @@ extension TokenRefreshClient {
     /// Carries out `first` and every action the machine answers with, until the callers are answered: the actor's
     /// whole part of the shared refresh.
     func carryOut(
-        _ first: SessionMachine.RefreshAction, epoch startEpoch: UInt64, retry: Int
+        _ first: SessionMachine.RefreshAction, epoch startEpoch: UInt64, retry flightRetry: Int
     ) async -> Result<AuthToken, TokenRefreshError> {
         var action = first
+        var (retry, sleepsUnderLock, started) = (0, true, clock.elapsed)
         while true {
             switch action {
             case .readStore:
                 let read = await loadSession()
                 action = machine.storeRead(read, epoch: startEpoch, now: now())
-            case .present(let sent, let retriesOutsideLock):
-                let first = SessionMachine.firstRetry(after: retry, retriesOutsideLock: retriesOutsideLock)
-                let outcome = await Result.of { () async throws(TokenRefreshError) in
-                    try await attemptWithRetries(
-                        sent, epoch: startEpoch, retry: first, sleepsUnderLock: !retriesOutsideLock)
+            case .present(_, let retriesOutsideLock):
+                retry = SessionMachine.firstRetry(after: flightRetry, retriesOutsideLock: retriesOutsideLock)
+                (sleepsUnderLock, started) = (!retriesOutsideLock, clock.elapsed)
+                action = machine.attemptStarting(epoch: startEpoch, at: started)
+            case .call(let sent, let forced):
+                switch await callStrategy(sent, forced: forced, startedAt: started) {
+                case .success(let response):
+                    // The breaker forgets the failures before it in strategyEnded(_:receivedAt:epoch:).
+                    action = machine.strategyEnded(.success(response), receivedAt: now(), epoch: startEpoch)
+                case .failure(let failure):
+                    logger.debug("refresh attempt failed", metadata: ["error": "\(failure)", "retry": "\(retry)"])
+                    action = machine.strategyCallFailed(
+                        failure, epoch: startEpoch, retry: retry, sleepsUnderLock: sleepsUnderLock, random: random,
+                        now: now(), elapsed: clock.elapsed)
                 }
-                action = machine.strategyEnded(outcome, receivedAt: now(), epoch: startEpoch)
+            case .sleep(let delay, let next):
+                retry = next
+                switch await Result<Void, any Error>.of({ try await clock.sleep(for: delay) }) {
+                case .success:
+                    started = clock.elapsed
+                    action = machine.attemptStarting(epoch: startEpoch, at: started)
+                case .failure:
+                    action = machine.strategyEnded(.failure(.cancelled), receivedAt: now(), epoch: startEpoch)
+                }
+            case .blocked(let blocked):
+                metrics.recordBlocked(blocked)
+                action = machine.strategyEnded(.failure(blocked), receivedAt: now(), epoch: startEpoch)
             case .persist(let stored, let condition):
                 let write = recordWrite(epoch: startEpoch)
                 let saved = await Result.of { () async throws(PersistenceError) in
@@ -231,53 +254,7 @@ extension TokenRefreshClient {
 
     /// Ends the session with `reason` if there is one; otherwise just reads signed out.
     func endSessionOnce(reason: AuthEvent.SignOutReason, error: TokenRefreshError) async {
-        let action = machine.endingSessionIfHeld(reason: reason, error: error)
-        switch action {
-        case .some(let ending): await carryOut(ending)
-        case .none: break
-        }
-    }
-
-    /// Calls the strategy, retrying transient failures with jittered backoff and `Retry-After`: one loop over what
-    /// the machine says before each call and after each failure (``SessionMachine/AttemptAction``).
-    ///
-    /// With `sleepsUnderLock` false, a failure that is to be retried is thrown at once with the plan left in the
-    /// machine's flight: ``runFlight(_:epoch:seed:)`` waits with the store's lock released and comes back with
-    /// `retry`.
-    func attemptWithRetries(
-        _ refreshToken: String?, epoch startEpoch: UInt64, retry startRetry: Int = 0, sleepsUnderLock: Bool = true
-    ) async throws(TokenRefreshError)
-        -> TokenResponse
-    {
-        var retry = startRetry
-        var started = clock.elapsed
-        var action = machine.attemptStarting(epoch: startEpoch, at: started)
-        while true {
-            switch action {
-            case .call(let forced):
-                switch await callStrategy(refreshToken, forced: forced, startedAt: started) {
-                case .success(let response):
-                    return response  // the breaker forgets the failures before it in strategyEnded(_:receivedAt:epoch:)
-                case .failure(let failure):
-                    logger.debug("refresh attempt failed", metadata: ["error": "\(failure)", "retry": "\(retry)"])
-                    action = machine.strategyCallFailed(
-                        failure, epoch: startEpoch, retry: retry, sleepsUnderLock: sleepsUnderLock, random: random,
-                        now: now(), elapsed: clock.elapsed)
-                }
-            case .retry(let delay, let next):
-                retry = next
-                let slept = await Result<Void, any Error>.of { try await clock.sleep(for: delay) }
-                try slept.mapError { _ in TokenRefreshError.cancelled }.get()
-                started = clock.elapsed
-                action = machine.attemptStarting(epoch: startEpoch, at: started)
-            case .blocked(let blocked):
-                metrics.recordBlocked(blocked)
-                throw blocked
-            case .fail(let error, let events):
-                for event in events { publish(event) }
-                throw error
-            }
-        }
+        await carryOut(ending: machine.endingSessionIfHeld(reason: reason, error: error))
     }
 
     /// One call of the strategy with `refreshToken` (`forced`: skipping its cache), started at `started`, under the
@@ -312,43 +289,38 @@ extension TokenRefreshClient {
     /// Ends the session in memory and in the store (conditional on the generation), and says so. The flight in
     /// progress (if this is not it) resolves with `error`.
     func endSession(reason: AuthEvent.SignOutReason, error: TokenRefreshError?) async {
-        await carryOut(machine.endingSession(reason: reason, error: error))
+        await carryOut(ending: machine.endingSession(reason: reason, error: error))
     }
 
-    /// Carries out the end of a session: fail the flight, remove the session from the store, say so.
-    func carryOut(_ ending: SessionMachine.EndSessionAction) async {
-        flightTask = nil
-        ending.flight?.finish(.failure(ending.failure))
-        await remove(ending.removal)
-        publish(ending.event)
-        // The reason and the error, never the event's description: it names the user (often an e-mail address).
-        var metadata: Logger.Metadata = ["reason": "\(ending.event.reason.map { "\($0)" } ?? "none")"]
-        metadata["error"] = ending.event.error.map { "\($0)" }
-        logger.debug("session ended", metadata: metadata)
+    /// Carries out the end of a session (``SessionMachine/Action``): fail the flight, remove the session from the
+    /// store, say so.
+    func carryOut(ending: SessionMachine.Action) async {
+        try? await carryOut(ending)
+        for event in ending.events {
+            // The reason and the error, never the event's description: it names the user (often an e-mail address).
+            var metadata: Logger.Metadata = ["reason": "\(event.reason.map { "\($0)" } ?? "none")"]
+            metadata["error"] = event.error.map { "\($0)" }
+            logger.debug("session ended", metadata: metadata)
+        }
     }
 
-    /// Removes an ended session from the store when the machine asks for it (`nil`: it was removed elsewhere).
+    /// Removes an ended session from the store when the machine asks for it.
     ///
     /// This may run under the store's lock, so it does not wait for older writes; one still landing (a sign-in's
     /// save) could land after this removal, which is then made again once it has.
-    func remove(_ action: SessionMachine.Removal?) async {
-        switch action {
-        case .some(let removal):
-            let overtaken = writeFence.hasWrites(before: removal.epoch)
-            let write = recordWrite(epoch: removal.epoch)
-            let removed = await Result.of { () async throws(PersistenceError) in
-                try await store.remove(account: configuration.account, condition: removal.condition)
-            }
-            machine.removalEnded(removed.failure, removal, overtaken: overtaken, elapsed: clock.elapsed)
-            switch removed {
-            case .success: break
-            case .failure(let error):
-                logger.debug("clearing the ended session did not happen", metadata: ["error": "\(error)"])
-            }
-            endWrite(write)
-        case .none:
-            break
+    func remove(_ removal: SessionMachine.Removal) async {
+        let overtaken = writeFence.hasWrites(before: removal.epoch)
+        let write = recordWrite(epoch: removal.epoch)
+        let removed = await Result.of { () async throws(PersistenceError) in
+            try await store.remove(account: configuration.account, condition: removal.condition)
         }
+        machine.removalEnded(removed.failure, removal, overtaken: overtaken, elapsed: clock.elapsed)
+        switch removed {
+        case .success: break
+        case .failure(let error):
+            logger.debug("clearing the ended session did not happen", metadata: ["error": "\(error)"])
+        }
+        endWrite(write)
     }
 
     // MARK: - Sessions
@@ -366,13 +338,11 @@ extension TokenRefreshClient {
         let written = await save(signIn)
         endWrite(write)
         let action = machine.signInWriteFinished(written, signIn, elapsed: clock.elapsed)
-        switch action {
-        case .answer(let events):
-            for event in events { publish(event) }
+        switch await Result.of({ () async throws(TokenRefreshError) in try await carryOut(action) }) {
+        case .success:
             logger.debug("signed in", metadata: ["token": "\(token.fingerprint)"])
             return token
-        case .fail(let error, let events):
-            for event in events { publish(event) }
+        case .failure(let error):
             logger.debug("sign-in not kept", metadata: ["token": "\(token.fingerprint)", "error": "\(error)"])
             throw error
         }
@@ -398,27 +368,22 @@ extension TokenRefreshClient {
         defer { endWrite(write) }
         switch await perform(machine.persistRetryTurn(pending, epoch: startEpoch)) {
         case .some(let saved):
-            let ended = machine.persistRetryWriteEnded(pending, epoch: startEpoch, saved.map { _ in () })
-            await carryOut(ended, pending, epoch: startEpoch)
+            let outcome = saved.map { _ in () }
+            logPersistRetry(outcome, pending)
+            try? await carryOut(machine.persistRetryWriteEnded(pending, epoch: startEpoch, outcome))
         case .none:
             break
         }
     }
 
-    /// Carries out the end of a pending pair's write.
-    func carryOut(
-        _ action: SessionMachine.PersistRetryEndAction, _ pending: SessionMachine.Session, epoch startEpoch: UInt64
-    ) async {
-        switch action {
-        case .recovered:
-            publish(.persistenceRecovered(tokenFingerprint: pending.token.fingerprint))
-        case .adoptAfterConflict:
-            await adoptAfterConflict(epoch: startEpoch)
-        case .failedAgain:
+    /// Says when a pending pair's write failed again (it is retried later).
+    func logPersistRetry(_ outcome: Result<Void, PersistenceError>, _ pending: SessionMachine.Session) {
+        switch outcome {
+        case .success, .failure(.conflict):
+            break
+        case .failure:
             logger.debug(
                 "persisting the pending pair failed again", metadata: ["token": "\(pending.token.fingerprint)"])
-        case .nothing:
-            break
         }
     }
 }

@@ -118,14 +118,14 @@ extension SessionMachine {
 /// The decisions of a sign-out and of a session change over a store never read.
 extension SessionMachine {
     /// A call that needs the stored session is starting: read the store if it never was.
-    func loadStarting() -> LoadAction { loaded ? .alreadyLoaded : .readStore }
+    func loadStarting() -> Action { Action(store: loaded ? .none : .readAtLoad) }
 
     /// A sign-in or sign-out is starting: read the store first if it never was.
-    func sessionChangeStarting() -> LoadAction { loaded ? .alreadyLoaded : .readStoreBeforeSessionChange }
+    func sessionChangeStarting() -> Action { Action(store: loaded ? .none : .readBeforeSessionChange) }
 
     /// The sign-out that ended the session under `epoch` may now write: remove what is stored, unless a new session
     /// has begun meanwhile (its save overwrites the ended one).
-    func signOutWriteTurn(epoch: UInt64) -> WriteTurnAction { isCurrent(epoch) ? .remove(.always) : .skip }
+    func signOutWriteTurn(epoch: UInt64) -> Action { Action(store: isCurrent(epoch) ? .remove(.always) : .none) }
 
     /// The sign-out's removal under `epoch` finished (`failure` when it did not happen) at `elapsed`: what the
     /// sign-out returns. A store that could not be cleared (memory is) has the removal retried later (unless a new

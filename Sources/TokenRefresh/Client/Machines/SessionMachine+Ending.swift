@@ -5,24 +5,8 @@ import Persistence
 /// Ending a session inside the client (a rejection, a provider that signed out, an expiry nothing can renew, a
 /// removal elsewhere), as an event that returns one action, and the end of the store's removal as another.
 extension SessionMachine {
-    /// What the actor does to end a session (``endingSession(reason:error:)``, ``signingOut(reason:)``): fail the
-    /// callers' flight, remove the session from the store, and say so.
-    struct EndSessionAction: Sendable {
-        /// The flight to fail with ``failure`` (its callers asked for the ended session's token).
-        let flight: RefreshFlight?
-        let failure: TokenRefreshError
-        /// The store's removal to make, or `nil` when the session was removed elsewhere.
-        let removal: Removal?
-        /// The event to publish (once the removal is over, except for a sign-out, which says so at once).
-        let event: AuthEvent
-        /// The session that ended, if one was held.
-        let ended: Session?
-        /// The epoch after the end, under which the removal runs.
-        let epoch: UInt64
-    }
-
     /// A removal of an ended session from the store.
-    struct Removal: Sendable {
+    struct Removal: Sendable, Equatable {
         /// Conditional on the generation stored, so a newer session saved meanwhile is never removed.
         let condition: WriteCondition
         /// The epoch the session ended in.
@@ -32,27 +16,26 @@ extension SessionMachine {
     }
 
     /// The session ends with `reason`; the callers in flight fail with `error` (``TokenRefreshError/signedOut`` when
-    /// `nil`). The one reset of an ended session (``endSession()``) runs here.
-    mutating func endingSession(reason: AuthEvent.SignOutReason, error: TokenRefreshError?) -> EndSessionAction {
+    /// `nil`). The one reset of an ended session (``endSession()``) runs here. The store's removal is conditional on
+    /// the generation stored (none when it was removed elsewhere), and the end is published once it is over.
+    mutating func endingSession(reason: AuthEvent.SignOutReason, error: TokenRefreshError?) -> Action {
         let condition: WriteCondition = storedGeneration.map { .session(storedSessionID, generation: $0) } ?? .always
         let (ended, flight) = endSession()
-        let removal =
-            reason == .removedElsewhere
-            ? nil
-            : Removal(
-                condition: condition, epoch: epoch,
-                endedSession: ended.map { .session($0.sessionID, generation: $0.generation) })
-        return EndSessionAction(
-            flight: flight, failure: error ?? .signedOut, removal: removal,
-            event: .signedOut(reason: reason, userID: ended?.userID, error: error), ended: ended, epoch: epoch)
+        let removal = Removal(
+            condition: condition, epoch: epoch,
+            endedSession: ended.map { .session($0.sessionID, generation: $0.generation) })
+        return Action(
+            store: reason == .removedElsewhere ? .none : .removeEnded(removal),
+            callers: .failFlight(flight, error ?? .signedOut),
+            events: [.signedOut(reason: reason, userID: ended?.userID, error: error)])
     }
 
     /// As ``endingSession(reason:error:)`` when a session is held; otherwise the state just reads signed out and
-    /// nothing is to be done (`nil`).
-    mutating func endingSessionIfHeld(reason: AuthEvent.SignOutReason, error: TokenRefreshError) -> EndSessionAction? {
+    /// nothing is to be done.
+    mutating func endingSessionIfHeld(reason: AuthEvent.SignOutReason, error: TokenRefreshError) -> Action {
         guard session == nil && !authState.hasSession else { return endingSession(reason: reason, error: error) }
         if authState != .signedOut { authState = .signedOut }
-        return nil
+        return Action()
     }
 
     // MARK: - The one reset of an ended session
@@ -74,13 +57,12 @@ extension SessionMachine {
 
     // MARK: - Signing out
 
-    /// The app signs out with `reason`: the one reset of an ended session (``endSession()``). Its removal waits for
-    /// every older write (``signOutWriteTurn(epoch:)``).
-    mutating func signingOut(reason: AuthEvent.SignOutReason = .userAction) -> EndSessionAction {
+    /// The app signs out with `reason`: the one reset of an ended session (``endSession()``), said at once. Its removal
+    /// waits for every older write (``signOutWriteTurn(epoch:)``).
+    mutating func signingOut(reason: AuthEvent.SignOutReason = .userAction) -> Action {
         let (ended, flight) = endSession()
-        return EndSessionAction(
-            flight: flight, failure: .signedOut, removal: Removal(condition: .always, epoch: epoch, endedSession: nil),
-            event: .signedOut(reason: reason, userID: ended?.userID), ended: ended, epoch: epoch)
+        return Action(
+            callers: .failFlight(flight, .signedOut), events: [.signedOut(reason: reason, userID: ended?.userID)])
     }
 
     // MARK: - Another audience's sign-out
@@ -89,7 +71,7 @@ extension SessionMachine {
     /// the store again (``endingSessionIfHeld(reason:error:)`` with ``AuthEvent/SignOutReason/removedElsewhere``). A
     /// store never read reads as signed out from now on, so a read started before (which may have found the removed
     /// session) is dropped.
-    mutating func audienceSessionRemoved(now: Date) -> EndSessionAction? {
+    mutating func audienceSessionRemoved(now: Date) -> Action {
         if !loaded { _ = storeRead(atLoad: .absent, now: now) }
         return endingSessionIfHeld(reason: .removedElsewhere, error: .signedOut)
     }

@@ -16,14 +16,6 @@ extension SessionMachine {
         let replaced: Replaced
     }
 
-    /// What the actor does once the sign-in's save is over.
-    enum SignedInAction: Sendable {
-        /// Publish these events and answer with the new token.
-        case answer(publishing: [AuthEvent])
-        /// Publish these events and fail with the error.
-        case fail(TokenRefreshError, publishing: [AuthEvent])
-    }
-
     /// A session starts with `token`: the one reset for a new session (``beginSession(_:userID:stateBefore:)``), and
     /// the profile the provider supplied, if any.
     ///
@@ -42,25 +34,25 @@ extension SessionMachine {
 
     /// Older writes have landed for `signIn`: save its pair above what is stored, or skip it when a sign-out or
     /// another sign-in came first (its own write then decides what is stored).
-    func signInWriteTurn(_ signIn: SignInAction) -> WriteTurnAction {
-        isCurrent(signIn.epoch) ? .saveAboveStored(signIn.stored) : .skip
+    func signInWriteTurn(_ signIn: SignInAction) -> Action {
+        Action(store: isCurrent(signIn.epoch) ? .saveAboveStored(signIn.stored) : .none)
     }
 
     /// The sign-in's save ended: `.success(true)` when it landed, `.success(false)` when it was skipped, else the
-    /// store's error.
+    /// store's error. The action's events are published, and the sign-in answers with the new token or fails.
     mutating func signInWriteFinished(
         _ written: Result<Bool, PersistenceError>, _ signIn: SignInAction, elapsed: Duration
-    ) -> SignedInAction {
+    ) -> Action {
         let fingerprint = signIn.stored.token.fingerprint
         let signedIn = AuthEvent.signedIn(userID: signIn.stored.userID, tokenFingerprint: fingerprint)
         switch written {
         case .success(true) where isCurrent(signIn.epoch):
             sessionStored(epoch: signIn.epoch)
-            return .answer(publishing: [signedIn])
+            return Action(events: [signedIn])
         case .success:
             // Signed out (or signed in again) before this session was stored, or while its write was landing: the
             // later call's removal or save comes after it, so the session is over and this sign-in says so.
-            return .fail(.signedOut, publishing: [])
+            return Action(callers: .fail(.signedOut))
         case .failure(let error):
             let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
             let persistenceFailed = AuthEvent.persistenceFailed(failure, tokenFingerprint: fingerprint)
@@ -68,10 +60,10 @@ extension SessionMachine {
                 // A session that is never stored is lost at the next launch: say so now, and keep what was there
                 // before (the previous session, still in the store, or none).
                 rollBack(signIn.replaced)
-                return .fail(failure, publishing: [persistenceFailed])
+                return Action(callers: .fail(failure), events: [persistenceFailed])
             }
             lastPersistAttempt = elapsed  // written again after the persist retry interval
-            return .answer(publishing: [persistenceFailed, signedIn])
+            return Action(events: [persistenceFailed, signedIn])
         }
     }
 

@@ -4,31 +4,6 @@ import Persistence
 /// Writing a pending pair again, removing an ended session again, and the end of a removal: each event returns the
 /// one action the actor carries out.
 extension SessionMachine {
-    /// What the actor writes once every older write of this client has landed (a sign-in's save, a sign-out's
-    /// removal, and the retries of both wait their turn).
-    enum WriteTurnAction: Sendable, Equatable {
-        /// Save this pair above the generation stored (a sign-in: whatever is stored is replaced).
-        case saveAboveStored(StoredSession)
-        /// Save this pair under this condition.
-        case save(StoredSession, WriteCondition)
-        /// Remove the stored session under this condition.
-        case remove(WriteCondition)
-        /// A sign-out or a new session came meanwhile: nothing is written (its own write decides what is stored).
-        case skip
-    }
-
-    /// What follows the write of a pending pair.
-    enum PersistRetryEndAction: Sendable, Equatable {
-        /// The pair is stored now: publish ``AuthEvent/Kind/persistenceRecovered``.
-        case recovered
-        /// A newer pair is in the store: read and adopt it (``conflictRead(_:epoch:)``).
-        case adoptAfterConflict
-        /// The write failed again; it is retried later.
-        case failedAgain
-        /// The session changed meanwhile: nothing to do.
-        case nothing
-    }
-
     /// An ended session's removal ended (`error`: `nil` when it landed). `overtaken` says whether an older write of
     /// this client was still on its way when the removal started (it may land after it): the removal is then made
     /// again at the next call. A removal that failed is retried after

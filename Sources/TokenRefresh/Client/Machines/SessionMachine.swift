@@ -118,37 +118,6 @@ struct SessionMachine: Sendable {
         var countedAttemptStart: Duration?
     }
 
-    /// What the actor does to take up what the store holds: before a call that needs it (``loadStarting()``,
-    /// ``sessionChangeStarting()``), with its answer at load time (``storeRead(atLoad:now:)``), and with a read made
-    /// because another writer stored a session (``audienceSessionRead(_:epoch:overtaken:now:)``).
-    enum LoadAction: Sendable, Equatable {
-        /// The store was never read: read it, hand the answer to ``storeRead(atLoad:now:)``, and carry that out.
-        case readStore
-        /// The store was never read before a sign-in or sign-out: read it and hand the answer to
-        /// ``storeReadBeforeSessionChange(_:)``.
-        case readStoreBeforeSessionChange
-        /// A session was restored.
-        case restored(StoredSession)
-        /// The stored pair's refresh token was rejected before: remove it (conditional on its identity and generation).
-        case discard(WriteCondition)
-        /// Nothing stored.
-        case absent
-        /// Already loaded (meanwhile: a sign-in or another reader got there first).
-        case alreadyLoaded
-        /// The store cannot be read now: publish ``AuthEvent/Kind/storageUnavailable`` and fail with this error.
-        /// Nothing was loaded; the next call reads again.
-        case unavailable(TokenRefreshError)
-        /// A read made because another writer stored a session is out of date (the session changed again here, or
-        /// with another audience's client, before it was back), or found nothing newer: nothing to do.
-        case drop
-        /// The stored session was taken up (none was held): publish ``AuthEvent/Kind/sessionRestored``.
-        case adopted(StoredSession)
-        /// The stored session replaced the one held, which ended here: forget the refresh task, fail `failing` (its
-        /// callers asked for the ended session's token) with ``TokenRefreshError/sessionChanged``, and publish
-        /// ``AuthEvent/Kind/sessionRestored``.
-        case replaced(StoredSession, failing: RefreshFlight?)
-    }
-
     let configuration: TokenRefreshClient.Configuration
     /// Whether the strategy needs a refresh token (an SDK or client credentials do not).
     let requiresRefreshToken: Bool
@@ -445,12 +414,6 @@ struct SessionMachine: Sendable {
             sendsRefreshRequest: sendsRefreshRequest(request, forced: forced))
     }
 
-    /// Whether the refresh in flight follows a rejection by the server.
-    var flightIsForced: Bool { flight?.forced ?? false }
-
-    /// Whether the refresh in flight follows a refused request.
-    var flightFollowsRefusal: Bool { flight?.followsRefusal ?? false }
-
     // MARK: - Attempts
 
     /// The strategy answered: the breaker forgets the transient failures before it.
@@ -497,38 +460,40 @@ struct SessionMachine: Sendable {
 
     /// The store's answer (`read`) at load time. A store that cannot be read leaves the machine unloaded and
     /// reads `unavailable`, never signed out: the stored session is kept, and the next read that succeeds shows it.
-    mutating func storeRead(atLoad read: TokenStoreRead, now: Date) -> LoadAction {
+    mutating func storeRead(atLoad read: TokenStoreRead, now: Date) -> Action {
         switch read {
         case .found(let stored): return loaded(stored, now: now)
         case .absent: return loaded(nil, now: now)
         case .unavailable(let error):
-            guard !loaded else { return .alreadyLoaded }
+            guard !loaded else { return Action() }
             authState = .unavailable
-            return .unavailable(TokenRefreshError.storageUnavailable.with(underlying: error))
+            let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
+            return Action(callers: .fail(failure), events: [.storageUnavailable(failure)])
         }
     }
 
-    /// The store's answer at load time.
-    mutating func loaded(_ stored: StoredSession?, now: Date) -> LoadAction {
-        guard !loaded else { return .alreadyLoaded }
+    /// The store's answer at load time: a session restored is announced; a stored pair whose refresh token was
+    /// rejected before is removed (conditional on its identity and generation).
+    mutating func loaded(_ stored: StoredSession?, now: Date) -> Action {
+        guard !loaded else { return Action() }
         lineage.reset()
         guard let stored else {
             state = state.entering(nil)
             authState = .signedOut
-            return .absent
+            return Action()
         }
         noteStored(stored)
         if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) {
             state = state.entering(nil)
             authState = .signedOut
-            return .discard(.session(stored.sessionID, generation: stored.generation))
+            return Action(store: .discard(.session(stored.sessionID, generation: stored.generation)))
         }
         state = state.entering(Session(stored, persisted: true))
         lineage.record(stored.token)
         // A token that expired while the app was closed reads as expired until a refresh renews it.
         let expired = stored.token.isExpired(at: now, policy: configuration.expiryPolicy)
         authState = expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID)
-        return .restored(stored)
+        return Action(events: [.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint)])
     }
 
     /// The sign-in's save placed the session at `generation` (above one stored elsewhere meanwhile), or failed
@@ -559,13 +524,13 @@ struct SessionMachine: Sendable {
     /// Older writes have landed for the removal retry (``removalRetryStarting(elapsed:)``) of the session ended under
     /// `epoch`: remove it under `condition`, or drop it when a new session began meanwhile (its save overwrites the
     /// ended one).
-    mutating func removalRetryTurn(epoch: UInt64, condition: WriteCondition) -> WriteTurnAction {
+    mutating func removalRetryTurn(epoch: UInt64, condition: WriteCondition) -> Action {
         guard isCurrent(epoch) else {
             removalInProgress = false
             pendingRemoval = nil
-            return .skip
+            return Action()
         }
-        return .remove(condition)
+        return Action(store: .remove(condition))
     }
 
     /// The retried removal ended with `outcome`: nothing is left to remove once it landed or a newer session is
@@ -604,33 +569,35 @@ struct SessionMachine: Sendable {
 
     /// Older writes have landed for the retry (``persistRetryStarting(elapsed:)``) of `pending` under `epoch`: save it
     /// conditional on the generation stored, or drop it when a sign-out or a new session came meanwhile.
-    mutating func persistRetryTurn(_ pending: Session, epoch: UInt64) -> WriteTurnAction {
+    mutating func persistRetryTurn(_ pending: Session, epoch: UInt64) -> Action {
         guard isCurrent(epoch) else {
             persistInProgress = false
-            return .skip
+            return Action()
         }
         let stored = StoredSession(
             token: pending.token, userID: pending.userID, generation: pending.generation, sessionID: pending.sessionID)
-        return .save(stored, writeCondition)
+        return Action(store: .save(stored, writeCondition))
     }
 
-    /// The write of `pending` under `epoch` ended with `outcome`: the pair is stored if it is still the session's.
+    /// The write of `pending` under `epoch` ended with `outcome`: the pair is stored if it is still the session's
+    /// (``AuthEvent/Kind/persistenceRecovered``); a newer pair it lost to is read and adopted; a failure is retried
+    /// later.
     mutating func persistRetryWriteEnded(
         _ pending: Session, epoch: UInt64, _ outcome: Result<Void, PersistenceError>
-    ) -> PersistRetryEndAction {
+    ) -> Action {
         persistInProgress = false
         switch outcome {
         case .success:
-            guard isCurrent(epoch), var session, session.generation == pending.generation else { return .nothing }
+            guard isCurrent(epoch), var session, session.generation == pending.generation else { return Action() }
             session.persisted = true
             state = state.entering(session)
             storedGeneration = pending.generation
             storedSessionID = pending.sessionID
-            return .recovered
+            return Action(events: [.persistenceRecovered(tokenFingerprint: pending.token.fingerprint)])
         case .failure(.conflict):
-            return isCurrent(epoch) ? .adoptAfterConflict : .nothing
+            return isCurrent(epoch) ? Action(store: .readAfterConflict(epoch: epoch)) : Action()
         case .failure:
-            return .failedAgain
+            return Action()
         }
     }
 

@@ -52,11 +52,12 @@ extension TokenRefreshClient {
         }
     }
 
-    /// Makes the write `turn` asks for, once older writes have landed: its outcome (the generation a save above the
-    /// stored one took, `nil` for any other write), or `nil` when nothing is written.
-    func perform(_ turn: SessionMachine.WriteTurnAction) async -> Result<UInt64?, PersistenceError>? {
+    /// Makes the write the store step of `turn` asks for, once older writes have landed: its outcome (the generation a
+    /// save above the stored one took, `nil` for any other write), or `nil` when nothing is written. A turn's action
+    /// holds nothing but its write.
+    func perform(_ turn: SessionMachine.Action) async -> Result<UInt64?, PersistenceError>? {
         let (store, account) = (self.store, configuration.account)
-        switch turn {
+        switch turn.store {
         case .saveAboveStored(let stored):
             let stamped = stampingServerTime(stored)
             return await Result.of { () async throws(PersistenceError) in
@@ -73,8 +74,8 @@ extension TokenRefreshClient {
                 try await store.remove(account: account, condition: condition)
                 return nil
             }
-        case .skip:
-            return nil
+        case .none, .readAtLoad, .readBeforeSessionChange, .readAfterConflict, .discard, .removeEnded:
+            return nil  // not a write's turn: carryOut(_:) takes these steps
         }
     }
 
