@@ -2,6 +2,7 @@ import AuthToken
 import Foundation
 import Persistence
 import Testing
+import TokenKitCompatibility
 import TokenKitLogCheck
 import TokenKitTesting
 
@@ -131,8 +132,14 @@ import TokenKitTesting
     @Test func aRecordOfAnotherSessionAnAbsurdOneAndOldFailuresAreNotCounted() {
         let now = Self.start.addingTimeInterval(8000)
         let cases: [(String, StoredSession)] = [
-            ("older than the window", Self.stored(failures: (0..<3).map { now.addingTimeInterval(-3700 - Double($0)) })),
-            ("an hour ahead of the clock", Self.stored(failures: (0..<3).map { now.addingTimeInterval(3600 + Double($0)) })),
+            (
+                "older than the window",
+                Self.stored(failures: (0..<3).map { now.addingTimeInterval(-3700 - Double($0)) })
+            ),
+            (
+                "an hour ahead of the clock",
+                Self.stored(failures: (0..<3).map { now.addingTimeInterval(3600 + Double($0)) })
+            ),
             (
                 "another session's",
                 StoredSession(
@@ -285,5 +292,45 @@ import TokenKitTesting
         }
         #expect(after.sessionID == before.sessionID && after.generation == before.generation + 1)
         #expect(after.recentServerFailures == nil, "a success clears the record")
+    }
+
+    // MARK: - Stores that cannot keep the record
+
+    /// The FitIQ and Lume adapters keep the pair alone: a failed refresh's record write changes nothing there, so
+    /// the generation the client knows stays the stored one, and the sign-out that follows removes the session.
+    @Test(arguments: ["FitIQ", "Lume"])
+    func aStoreThatCannotKeepTheRecordKeepsItsGenerationAndTheSignOutRemovesTheSession(kind: String) async throws {
+        let backing = InMemoryTokenStore()
+        let store: any TokenStore =
+            kind == "FitIQ"
+            ? AuthTokenPersistenceStore(try await TokenStoreAuthTokenPersistence(store: backing))
+            : TokenStorageStore(TokenStoreTokenStorage(store: backing))
+        let clock = ManualClock(startDate: Self.start)
+        let client = TokenRefreshClient(
+            strategy: Outage(), store: store,
+            configuration: .init(refreshTimeout: nil, backoff: .init(retries: 0)), clock: clock,
+            now: clock.wallClock, random: { 0.5 })
+        let signedIn = AuthToken(
+            accessToken: "access-token-budget-1", refreshToken: "refresh-token-budget-1", receivedAt: Self.start,
+            lifetime: 3600)
+        _ = try await client.signIn(with: signedIn, userID: nil)
+        guard case .found(let before) = await store.load(account: "default") else {
+            Issue.record("the session was not stored")
+            return
+        }
+        clock.advance(by: .seconds(3600))  // expired
+        let failed = try? await client.validToken()
+        #expect(failed == nil)
+        guard case .found(let after) = await store.load(account: "default") else {
+            Issue.record("the session was lost")
+            return
+        }
+        #expect(after.generation == before.generation, "the record's write moved the generation")
+        try await client.signOut()
+        let left = await store.load(account: "default")
+        guard case .absent = left else {
+            Issue.record("the sign-out left the session stored: \(left)")
+            return
+        }
     }
 }

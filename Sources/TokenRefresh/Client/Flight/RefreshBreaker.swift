@@ -135,9 +135,9 @@ extension SessionMachine {
 
         /// Until when `failures` hold attempts back at `elapsed`: `failureBudget` of them or more in the window hold
         /// them back until enough of them have left it; `nil` when fewer are in it.
-        static func hold(of failures: [Duration], at elapsed: Duration, backoff: TokenRefreshClient.Backoff)
-            -> Duration?
-        {
+        static func hold(
+            of failures: [Duration], at elapsed: Duration, backoff: TokenRefreshClient.Backoff
+        ) -> Duration? {
             let budget = max(1, backoff.failureBudget)
             let recent = failures.filter { elapsed - $0 < backoff.failureBudgetWindow }.sorted()
             guard recent.count >= budget else { return nil }
