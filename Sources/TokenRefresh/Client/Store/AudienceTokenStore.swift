@@ -309,6 +309,7 @@ struct AudienceTokenStore: TokenStore {
             && current.userID == session.userID
             && current.token.refreshToken == session.token.refreshToken
             && AudienceBundle.decode(current)?.tokens[key]?.accessToken == session.token.accessToken
+            && current.recentServerFailures == session.recentServerFailures
     }
 
     /// Whether `session` is another user's than `stored` (both user IDs known and different).
