@@ -21,6 +21,13 @@ public struct StoredSession: Sendable, Hashable, Codable {
     /// (`nil` when it had learned none). A process that restores the session judges expiry by the server's time from
     /// its first read, before it talks to the token server. It holds no secret.
     public let serverTimeOffset: TimeInterval?
+    /// When this session's most recent token requests that a server answered with a transient failure (a 5xx, a 429)
+    /// were made, oldest first, by the writer's wall clock (the server's time when it had learned it); `nil` when none
+    /// since the session's last refresh. Every process and replica sharing the session counts them in its failure
+    /// budget (`TokenRefreshClient.Backoff.failureBudget`), so the budget is the session's, not each process's.
+    /// TokenRefreshClient keeps it bounded (at most the budget's size, none older than its window) and checks it on
+    /// read: a record that cannot be decoded loads as `nil`, and the session with it. It holds no secret.
+    public let recentServerFailures: [Date]?
 
     /// Creates a stored session.
     ///
@@ -42,9 +49,11 @@ public struct StoredSession: Sendable, Hashable, Codable {
     ///   - sessionID: The session's identity.
     ///   - dpopKey: The session's DPoP key, if its tokens are bound to one.
     ///   - serverTimeOffset: The token server's clock minus the device's (seconds), if the writer had learned it.
+    ///   - recentServerFailures: When the session's recent token requests that a server answered with a transient
+    ///     failure were made, oldest first, if any.
     public init(
         token: AuthToken, userID: String? = nil, generation: UInt64, sessionID: String? = nil,
-        dpopKey: DPoPKeyRecord?, serverTimeOffset: TimeInterval? = nil
+        dpopKey: DPoPKeyRecord?, serverTimeOffset: TimeInterval? = nil, recentServerFailures: [Date]? = nil
     ) {
         self.token = token
         self.userID = userID
@@ -52,6 +61,24 @@ public struct StoredSession: Sendable, Hashable, Codable {
         self.sessionID = sessionID
         self.dpopKey = dpopKey
         self.serverTimeOffset = serverTimeOffset
+        self.recentServerFailures = recentServerFailures
+    }
+
+    /// Decodes a stored session. A record of server failures that does not decode is read as none: the session
+    /// loads all the same.
+    ///
+    /// - Parameter decoder: The decoder to read from.
+    /// - Throws: `DecodingError` when the session itself does not decode.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            token: try container.decode(AuthToken.self, forKey: .token),
+            userID: try container.decodeIfPresent(String.self, forKey: .userID),
+            generation: try container.decode(UInt64.self, forKey: .generation),
+            sessionID: try container.decodeIfPresent(String.self, forKey: .sessionID),
+            dpopKey: try container.decodeIfPresent(DPoPKeyRecord.self, forKey: .dpopKey),
+            serverTimeOffset: try container.decodeIfPresent(TimeInterval.self, forKey: .serverTimeOffset),
+            recentServerFailures: (try? container.decodeIfPresent([Date].self, forKey: .recentServerFailures)) ?? nil)
     }
 
     /// A new session identity: 128 bits from the system's secure random generator, as 32 hex digits.
@@ -68,21 +95,28 @@ public struct StoredSession: Sendable, Hashable, Codable {
     package func with(generation: UInt64) -> StoredSession {
         StoredSession(
             token: token, userID: userID, generation: generation, sessionID: sessionID, dpopKey: dpopKey,
-            serverTimeOffset: serverTimeOffset)
+            serverTimeOffset: serverTimeOffset, recentServerFailures: recentServerFailures)
     }
 
     /// This session with `dpopKey` as its DPoP key (everything else kept).
     package func with(dpopKey: DPoPKeyRecord?) -> StoredSession {
         StoredSession(
             token: token, userID: userID, generation: generation, sessionID: sessionID, dpopKey: dpopKey,
-            serverTimeOffset: serverTimeOffset)
+            serverTimeOffset: serverTimeOffset, recentServerFailures: recentServerFailures)
     }
 
     /// This session with `serverTimeOffset` as the server's clock offset (everything else kept).
     package func with(serverTimeOffset: TimeInterval?) -> StoredSession {
         StoredSession(
             token: token, userID: userID, generation: generation, sessionID: sessionID, dpopKey: dpopKey,
-            serverTimeOffset: serverTimeOffset)
+            serverTimeOffset: serverTimeOffset, recentServerFailures: recentServerFailures)
+    }
+
+    /// This session with `recentServerFailures` as its record of server failures (everything else kept).
+    package func with(recentServerFailures: [Date]?) -> StoredSession {
+        StoredSession(
+            token: token, userID: userID, generation: generation, sessionID: sessionID, dpopKey: dpopKey,
+            serverTimeOffset: serverTimeOffset, recentServerFailures: recentServerFailures)
     }
 }
 

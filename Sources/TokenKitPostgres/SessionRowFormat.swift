@@ -86,7 +86,8 @@ struct SessionRowFormat: Sendable {
         return .found(
             StoredSession(
                 token: session.token, userID: session.userID, generation: generation, sessionID: sessionID,
-                dpopKey: session.dpopKey, serverTimeOffset: session.serverTimeOffset))
+                dpopKey: session.dpopKey, serverTimeOffset: session.serverTimeOffset,
+                recentServerFailures: session.recentServerFailures))
     }
 
     /// What a sealed payload is authenticated with: the account and, from version 2, the generation and identity.

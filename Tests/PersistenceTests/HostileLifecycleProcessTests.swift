@@ -489,7 +489,8 @@ import TokenKitTesting
             world.mode, "token endpoint answering 500 for an hour", refreshes: refused, lost: lost, failed: failed,
             usable: "\(usable.max() ?? -1) s after the recovery (injected clock)",
             extra: " | token requests refused per process \(refusedByProcess.map(String.init).joined(separator: "/"))")
-        #expect(refusedByProcess.allSatisfy { $0 <= 12 }, "token requests refused: \(refusedByProcess)")
+        // The failure budget is the session's, shared through the store: 12 token requests for all four processes.
+        #expect(refused <= 12, "token requests refused: \(refused) (per process \(refusedByProcess))")
         #expect(usable.allSatisfy { $0 >= 0 && $0 <= 60 }, "usable after the recovery (s): \(usable)")
         #expect(world.refreshes.count == 1 && world.refreshes.reused == 0)
         #expect(lost == 0)

@@ -76,6 +76,14 @@ public final class AuthTokenPersistenceStore: TokenStore, ExternallyWrittenToken
             guard condition.allows(generation: current.token == nil ? nil : seen.generation, sessionID: seen.sessionID)
             else { throw .conflict }
             let profileID = session.userID.flatMap(UUID.init(uuidString:))
+            // The session as stored (its pair, profile ID, generation and identity): the write carries only what the
+            // app's persistence cannot keep (a server-time offset, a record of server failures). Nothing is written,
+            // and the generation stays, as the writer expects.
+            if session.generation == seen.generation, session.sessionID == seen.sessionID, current.token != nil,
+                Self.digest(token: session.token, profileID: profileID) == seen.digest
+            {
+                return
+            }
             do {
                 if current.profileID != nil && current.profileID != profileID {
                     try persistence.deleteUserProfileID()

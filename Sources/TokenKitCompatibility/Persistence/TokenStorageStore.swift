@@ -6,7 +6,9 @@ public import Persistence
 ///
 /// Lume's storage keeps no generation, user ID or session identity: the user ID is the access token's JWT `sub`, and
 /// this adapter counts its own writes for conditional writes and remembers the identity of the session it last saved
-/// (a session it finds without having saved it, as at launch, has none).
+/// (a session it finds without having saved it, as at launch, has none). It keeps no server-time offset and no record
+/// of server failures either: a client over it learns the server's time again after a launch, and its failure budget
+/// counts its own failures only.
 /// The check and the write are two calls to the storage, so the condition is exact for one writer at a time (a
 /// `TokenRefreshClient` writes one at a time).
 public actor TokenStorageStore: TokenStore {
@@ -49,6 +51,14 @@ public actor TokenStorageStore: TokenStore {
         _ session: StoredSession, account: String, condition: WriteCondition
     ) async throws(PersistenceError) {
         try await check(condition)
+        // The session as stored (its token, generation and identity): the write carries only what Lume's storage
+        // cannot keep (a server-time offset, a record of server failures). Nothing is written, and the generation
+        // stays, as the writer expects.
+        if session.generation == generation, session.sessionID == sessionID,
+            (try? await storage.getToken()) == session.token
+        {
+            return
+        }
         do {
             try await storage.saveToken(session.token)
         } catch {

@@ -104,7 +104,9 @@ extension TokenRefreshClient {
         public var maximumRetryAfterWait: Duration
         /// At most this many attempts that a server answered with a transient failure (5xx, 429) per
         /// ``failureBudgetWindow``: past it, refreshes are held back until the oldest leaves the window, so a token
-        /// endpoint failing for an hour gets a dozen requests, not thousands. A success starts afresh.
+        /// endpoint failing for an hour gets a dozen requests, not thousands. A success starts afresh. The budget is
+        /// the session's: clients in other processes or replicas sharing the store count the same failures
+        /// (``/Persistence/StoredSession/recentServerFailures``).
         public var failureBudget: Int = 12
         /// The window of ``failureBudget``; one hour by default.
         public var failureBudgetWindow: Duration = .seconds(3600)

@@ -175,8 +175,18 @@ extension TokenRefreshClient {
         epoch startEpoch: UInt64, seed: String?, retry: Int, askedForLockAt asked: Duration
     ) async throws(TokenRefreshError) -> AuthToken {
         metrics.recordLockWait(clock.elapsed - asked)
-        return try await carryOut(machine.lockTaken(epoch: startEpoch, seed: seed), epoch: startEpoch, retry: retry)
-            .get()
+        let result = await carryOut(machine.lockTaken(epoch: startEpoch, seed: seed), epoch: startEpoch, retry: retry)
+        await storeServerFailures(epoch: startEpoch)
+        return try result.get()
+    }
+
+    /// Records the server failures this hold of the store's lock met with the session, before the lock is released
+    /// (``SessionMachine/serverFailuresWrite(now:elapsed:)``): every process and replica of the session counts them.
+    func storeServerFailures(epoch startEpoch: UInt64) async {
+        let write = recordWrite(epoch: startEpoch)
+        let outcome = await perform(machine.serverFailuresWrite(now: now(), elapsed: clock.elapsed))
+        endWrite(write)
+        machine.serverFailuresWriteEnded(outcome)
     }
 
     /// Carries out `first` and every action the machine answers with, until the callers are answered: the actor's
@@ -191,6 +201,7 @@ extension TokenRefreshClient {
             case .readStore:
                 let read = await loadSession()
                 action = machine.storeRead(read, epoch: startEpoch, now: now())
+                machine.storedFailuresRead(read, now: now(), elapsed: clock.elapsed)
             case .present(_, let retriesOutsideLock):
                 retry = SessionMachine.firstRetry(after: flightRetry, retriesOutsideLock: retriesOutsideLock)
                 (sleepsUnderLock, started) = (!retriesOutsideLock, clock.elapsed)

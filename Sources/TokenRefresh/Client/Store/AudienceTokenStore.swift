@@ -48,7 +48,7 @@ struct AudienceBundle: Codable, Sendable, Equatable {
             receivedAt: session.token.receivedAt, lifetime: 0)
         return StoredSession(
             token: token, userID: session.userID, generation: generation, sessionID: session.sessionID, dpopKey: nil,
-            serverTimeOffset: session.serverTimeOffset)
+            serverTimeOffset: session.serverTimeOffset, recentServerFailures: session.recentServerFailures)
     }
 }
 
@@ -196,7 +196,8 @@ struct AudienceTokenStore: TokenStore {
         return .found(
             StoredSession(
                 token: token, userID: stored.userID, generation: stored.generation, sessionID: stored.sessionID,
-                dpopKey: nil, serverTimeOffset: stored.serverTimeOffset))
+                dpopKey: nil, serverTimeOffset: stored.serverTimeOffset,
+                recentServerFailures: stored.recentServerFailures))
     }
 
     func save(_ session: StoredSession, account: String, condition: WriteCondition) async throws(PersistenceError) {
@@ -308,6 +309,7 @@ struct AudienceTokenStore: TokenStore {
             && current.userID == session.userID
             && current.token.refreshToken == session.token.refreshToken
             && AudienceBundle.decode(current)?.tokens[key]?.accessToken == session.token.accessToken
+            && current.recentServerFailures == session.recentServerFailures
     }
 
     /// Whether `session` is another user's than `stored` (both user IDs known and different).
