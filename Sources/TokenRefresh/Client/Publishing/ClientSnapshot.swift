@@ -12,8 +12,15 @@ extension TokenRefreshClient {
         var refreshDue = Date.distantPast
         var isOffline = false
         var flight: RefreshFlight?
+        /// The profile the provider or the app supplied for the session's user, boxed: most sessions have none, and
+        /// an `AuthUser?` in place made every client 104 bytes larger.
+        private var profileBox: ProfileBox?
+
         /// The profile the provider or the app supplied for the session's user.
-        var profile: AuthUser?
+        var profile: AuthUser? {
+            get { profileBox?.profile }
+            set { profileBox = newValue.map(ProfileBox.init) }
+        }
 
         /// The refresh in flight that a caller may join without the actor, if any.
         var joinableFlight: RefreshFlight? { needsActor || token == nil ? nil : flight }
@@ -23,5 +30,11 @@ extension TokenRefreshClient {
 
         /// The token's redacted description, for `dump`.
         var tokenDescription: String { token.map { "\($0)" } ?? "none" }
+
+        /// A profile, held by reference.
+        private final class ProfileBox: Sendable {
+            let profile: AuthUser
+            init(_ profile: AuthUser) { self.profile = profile }
+        }
     }
 }
