@@ -44,6 +44,8 @@ public actor TokenRefreshClient: TokenProvider {
         var journal = SessionJournal()
         var states = StateSubscribers()
         var sessionStates = SessionStateSubscribers()
+        /// What the lock-free readers see (see ``TokenRefreshClient/snapshot``), under the same lock.
+        var snapshot = Snapshot()
     }
 
     let strategy: any RefreshStrategy
@@ -62,9 +64,10 @@ public actor TokenRefreshClient: TokenProvider {
     package nonisolated let logger: Logger
     let metrics: RefreshMetrics
 
-    nonisolated let snapshot = LockedValue(Snapshot())
-    /// Every subscriber and the journal, behind one lock (one lock each cost every client 100 bytes more).
+    /// Every subscriber, the journal and the snapshot, behind one lock (one lock each cost every client 100 bytes
+    /// more).
     @usableFromInline nonisolated let subscribers = LockedValue(Subscribers())
+    nonisolated var snapshot: SnapshotLock { SnapshotLock(subscribers: subscribers) }
     nonisolated var stateSubscribers: SubscribersPart<StateSubscribers> { SubscribersPart(subscribers, \.states) }
     nonisolated var sessionStateSubscribers: SubscribersPart<SessionStateSubscribers> {
         SubscribersPart(subscribers, \.sessionStates)
