@@ -132,7 +132,7 @@ func run() async throws {
     let cached = CachedTokenActor(token: fresh)
     let client = TokenRefreshClient(strategy: ClosureRefreshStrategy { _ in TokenResponse(accessToken: "unused") })
     // Signed in as "user-1", so its state is the value the Mutex baselines below hold: the copies compared are of
-    // the same value (a user ID of nil copied through a retain of a null pointer that a short string does not make).
+    // the same value.
     try! await client.signIn(with: fresh, userID: "user-1")
     let fixedNow = Date()
     let clockless = TokenRefreshClient(
