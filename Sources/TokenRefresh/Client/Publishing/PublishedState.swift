@@ -2,6 +2,8 @@
     // `public`: the lock-free read inlined into ``TokenRefreshClient/states()``'s callers names the atomics' types.
     // No public declaration comes with it.
     public import Synchronization
+#else
+    import AuthToken  // LockedValue
 #endif
 
 /// The session state behind ``TokenRefreshClient/currentState``: written by the actor, read from any thread.
