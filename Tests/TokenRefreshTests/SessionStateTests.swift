@@ -146,6 +146,28 @@ import TokenKitTesting
     }
 
     // A lost state would leave the reader waiting: the limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1))) func aSequenceMadeAfterTheFirstStartsAtTheStateThenAtTheChangesAfterIt()
+        async throws
+    {
+        let rig = try await Rig.make(expired: false)
+        _ = rig.client.states()  // from the first call on, the subscribers keep the recent states
+        #expect(await rig.client.restoreSession() == .signedIn(userID: "user-1"))
+        // Made after two states were sent since: read without the subscribers' lock where atomics allow.
+        let sequence = rig.client.states()
+        try await rig.client.signOut()
+        let second = AuthToken(
+            accessToken: "second-access-token", refreshToken: "second-refresh-token", receivedAt: rig.clock.date,
+            lifetime: 3600)
+        _ = try await rig.client.signIn(with: second, userID: "user-2")
+        var states = sequence.makeAsyncIterator()
+        #expect(await states.next() == .signedIn(userID: "user-1"))
+        #expect(await states.next() == .signedOut)
+        var next = await states.next()
+        if next == .loading { next = await states.next() }
+        #expect(next == .signedIn(userID: "user-2"))
+    }
+
+    // A lost state would leave the reader waiting: the limit turns that into a failure.
     @Test(.timeLimit(.minutes(1))) func theStatesEndWhenTheClientGoesAwayAfterDeliveringWhatWasSent() async throws {
         var client: TokenRefreshClient? = sdkClient().0
         var states = try #require(client).states().makeAsyncIterator()

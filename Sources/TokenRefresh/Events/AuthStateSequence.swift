@@ -1,4 +1,4 @@
-import AuthToken
+public import AuthToken
 
 /// The session states of one ``TokenRefreshClient``, as ``TokenRefreshClient/states()`` returns them: the state when
 /// `states()` was called, then every change, equal consecutive states once. It ends when the client goes away.
@@ -9,30 +9,31 @@ import AuthToken
 /// own; iterate one that has gone further from one task at a time.
 public struct AuthStateSequence: AsyncSequence, AsyncIteratorProtocol, Sendable {
     /// The client's subscribers (not the client: a reader does not keep it alive).
-    private let subscribers: LockedValue<TokenRefreshClient.StateSubscribers>
+    @usableFromInline let subscribers: LockedValue<TokenRefreshClient.Subscribers>
     /// The state when `states()` was called, until it is read.
     @usableFromInline var first: AuthState?
     /// How many states the client had sent when `states()` was called.
-    private let version: UInt64
+    @usableFromInline let version: UInt64
     /// The changes, from the second element on (`nil` before).
-    private var changes: Changes?
+    @usableFromInline var changes: Changes?
 
     /// The stream of changes, in a class of this module: a field of the standard library's `AsyncStream` (a type
     /// whose layout other modules do not see) made every copy and destruction of the sequence go through its
     /// value witnesses, a third of the first element's cost.
-    private final class Changes: Sendable {
+    @usableFromInline final class Changes: Sendable {
         let stream: AsyncStream<AuthState>
         init(_ stream: AsyncStream<AuthState>) { self.stream = stream }
     }
 
-    init(subscribers: LockedValue<TokenRefreshClient.StateSubscribers>, first: AuthState, version: UInt64) {
+    /// Inlinable, as ``TokenRefreshClient/states()``'s fast path, which makes it in its caller.
+    @inlinable init(subscribers: LockedValue<TokenRefreshClient.Subscribers>, first: AuthState, version: UInt64) {
         self.subscribers = subscribers
         self.first = first
         self.version = version
     }
 
     /// Returns the sequence itself: each copy iterates on its own from where it stands.
-    public consuming func makeAsyncIterator() -> AuthStateSequence { self }
+    @inlinable public consuming func makeAsyncIterator() -> AuthStateSequence { self }
 
     /// The next state, or `nil` once the client has gone away (or the task was cancelled).
     @inlinable public nonisolated(nonsending) mutating func next() async -> AuthState? {

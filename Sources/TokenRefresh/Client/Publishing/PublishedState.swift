@@ -1,5 +1,9 @@
 #if os(Linux) || os(Android)
-    import Synchronization
+    // `public`: the lock-free read inlined into ``TokenRefreshClient/states()``'s callers names the atomics' types.
+    // No public declaration comes with it.
+    public import Synchronization
+#else
+    import AuthToken  // LockedValue
 #endif
 
 /// The session state behind ``TokenRefreshClient/currentState``: written by the actor, read from any thread.
@@ -14,10 +18,12 @@
 /// `@unchecked Sendable`: `newest` is read and written only by ``publish(_:)`` and ``noteSent(_:count:)``, which
 /// only the client's actor calls (from its `machine` observer); readers touch only the atomic values and immutable
 /// boxes.
-final class PublishedState: @unchecked Sendable {
+///
+/// `@usableFromInline`: ``TokenRefreshClient/states()`` reads ``watchedSentState`` inlined into its caller.
+@usableFromInline final class PublishedState: @unchecked Sendable {
     #if os(Linux) || os(Android)
-        private final class Box: Sendable {
-            let state: AuthState
+        @usableFromInline final class Box: Sendable {
+            @usableFromInline let state: AuthState
             /// The box made before this one: the chain keeps every box of the client alive.
             let older: Box?
 
@@ -37,12 +43,13 @@ final class PublishedState: @unchecked Sendable {
         private var newest: Box?
 
         /// The last state sent to the ``TokenRefreshClient/states()`` subscribers and how many were sent, for
-        /// ``sentState``: a sequence lock (`sequence` is odd while they change) over the box's address and the count.
-        private let sequence = Atomic<UInt64>(0)
-        private let sentBox: Atomic<UInt>
-        private let sentCount = Atomic<UInt64>(0)
-        /// Whether ``TokenRefreshClient/states()`` has been called (the subscribers keep recent states from then on).
-        private let watched = Atomic<Bool>(false)
+        /// ``watchedSentState``: a sequence lock over the box's address. `sequence` is odd while they change, counts
+        /// the states sent in its bits 1 to 62 (each send adds 2), and has ``watchedBit`` set once
+        /// ``TokenRefreshClient/states()`` has been called. Both are written under the subscribers' lock only.
+        @usableFromInline let sequence = Atomic<UInt64>(0)
+        @usableFromInline let sentBox: Atomic<UInt>
+        /// Set in ``sequence`` once the subscribers keep recent states (see ``markWatched()``).
+        @inlinable static var watchedBit: UInt64 { 1 << 63 }
 
         init(_ state: AuthState) {
             current = Atomic(0)
@@ -51,41 +58,41 @@ final class PublishedState: @unchecked Sendable {
         }
 
         /// The last state sent to the ``TokenRefreshClient/states()`` subscribers and how many were sent, read
-        /// without a lock; `nil` where atomics are not available.
-        @inline(__always) var sentState: (state: AuthState, count: UInt64)? {
+        /// without a lock once ``markWatched()`` has been called; `nil` before, and where atomics are not available.
+        @inlinable @inline(__always) var watchedSentState: (state: AuthState, count: UInt64)? {
             while true {
                 let before = sequence.load(ordering: .acquiring)
+                guard before & Self.watchedBit != 0 else { return nil }
                 guard before & 1 == 0 else { continue }
                 // Acquiring (free on x86): the box's contents happen before, also for the thread sanitizer, which does
                 // not model fences.
                 let address = sentBox.load(ordering: .acquiring)
-                let count = sentCount.load(ordering: .relaxed)
                 atomicMemoryFence(ordering: .acquiring)
                 guard sequence.load(ordering: .relaxed) == before else { continue }
                 // The box is a shared one or in this object's chain, which lives as long as this object (so it is
                 // read without a retain).
-                let box = Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: address)!)
-                return (box._withUnsafeGuaranteedRef { $0.state }, count)
+                let box = Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: address).unsafelyUnwrapped)
+                return (box._withUnsafeGuaranteedRef { $0.state }, (before & ~Self.watchedBit) >> 1)
             }
         }
 
         /// Records the `count`-th state sent to the subscribers. Only the client's actor calls this, under the
-        /// subscribers' lock.
+        /// subscribers' lock, once per state sent (so `count` is always one more than the last).
         func noteSent(_ state: AuthState, count: UInt64) {
             let address = UInt(bitPattern: Unmanaged.passUnretained(box(for: state)).toOpaque())
             let before = sequence.load(ordering: .relaxed)
+            assert((before & ~Self.watchedBit) >> 1 == count - 1, "a state sent was not noted")
             sequence.store(before &+ 1, ordering: .relaxed)
             atomicMemoryFence(ordering: .releasing)
             sentBox.store(address, ordering: .releasing)
-            sentCount.store(count, ordering: .relaxed)
             sequence.store(before &+ 2, ordering: .releasing)
         }
 
-        /// Whether ``markWatched()`` was called.
-        var isWatched: Bool { watched.load(ordering: .acquiring) }
-
-        /// Records that ``TokenRefreshClient/states()`` has been called, after the subscribers were told so.
-        func markWatched() { watched.store(true, ordering: .releasing) }
+        /// Records that ``TokenRefreshClient/states()`` has been called. Called under the subscribers' lock, after
+        /// they were told so.
+        func markWatched() {
+            sequence.store(sequence.load(ordering: .relaxed) | Self.watchedBit, ordering: .releasing)
+        }
 
         /// The state last published.
         var state: AuthState {
@@ -141,13 +148,10 @@ final class PublishedState: @unchecked Sendable {
         func publish(_ state: AuthState) { value.withLock { $0 = state } }
 
         /// `nil`: without atomics the subscribers' lock is read instead.
-        var sentState: (state: AuthState, count: UInt64)? { nil }
+        @inlinable var watchedSentState: (state: AuthState, count: UInt64)? { nil }
 
         /// Nothing to record without atomics.
         func noteSent(_ state: AuthState, count: UInt64) {}
-
-        /// `false`: without atomics the subscribers' lock is read instead.
-        var isWatched: Bool { false }
 
         /// Nothing to record without atomics.
         func markWatched() {}

@@ -23,6 +23,23 @@ extension TokenRefreshClient {
         }
     }
 
+    /// One kind of the client's subscribers (``StateSubscribers``, ``SessionStateSubscribers``), behind the one lock
+    /// of ``TokenRefreshClient/subscribers``: a lock of its own cost every client 100 bytes more.
+    struct SubscribersPart<Part>: Sendable {
+        let subscribers: LockedValue<Subscribers>
+        let part: any WritableKeyPath<Subscribers, Part> & Sendable
+
+        init(_ subscribers: LockedValue<Subscribers>, _ part: any WritableKeyPath<Subscribers, Part> & Sendable) {
+            self.subscribers = subscribers
+            self.part = part
+        }
+
+        /// Runs `body` with this part, holding the subscribers' lock.
+        func withLock<Result>(_ body: (inout Part) -> Result) -> Result {
+            subscribers.withLock { body(&$0[keyPath: part]) }
+        }
+    }
+
     /// The session state now, then every change, for a UI loop:
     ///
     /// ```swift
@@ -41,45 +58,52 @@ extension TokenRefreshClient {
     /// are sent once. The sequence ends when the client goes away. Use ``events()`` for what happened and why.
     ///
     /// - Returns: The states; the changes that reach a slow reader are the newest 64.
-    public nonisolated func states() -> AuthStateSequence {
-        // The first element is the state now; the stream for the changes is made at the second `next()`. Where
-        // atomics allow, the state and its count are read without the subscribers' lock once they keep recent states.
-        if publishedState.isWatched, let (state, count) = publishedState.sentState {
-            return AuthStateSequence(subscribers: stateSubscribers, first: state, version: count)
+    @inlinable public nonisolated func states() -> AuthStateSequence {
+        // The first element is the state now; the stream for the changes is made at the second `next()`. Once
+        // `states()` has been called, the state and its count are read without a lock where atomics allow, inlined
+        // into the caller: no call, no lock.
+        if let (state, count) = publishedState.watchedSentState {
+            return AuthStateSequence(subscribers: subscribers, first: state, version: count)
         }
-        let (state, version) = stateSubscribers.withLock { subscribers in
-            if !subscribers.isWatched {
-                subscribers.isWatched = true
-                subscribers.client = self
+        return statesReadUnderLock()
+    }
+
+    /// ``states()`` the first time (and every time where atomics are not available): the state and its count read
+    /// under the subscribers' lock, which from now on keep the recent states for the sequences.
+    @usableFromInline nonisolated func statesReadUnderLock() -> AuthStateSequence {
+        let (state, version) = subscribers.withLock { subscribers in
+            if !subscribers.states.isWatched {
+                subscribers.states.isWatched = true
+                subscribers.states.client = self
+                publishedState.markWatched()
             }
-            return (subscribers.last, subscribers.sent)
+            return (subscribers.states.last, subscribers.states.sent)
         }
-        publishedState.markWatched()
-        return AuthStateSequence(subscribers: stateSubscribers, first: state, version: version)
+        return AuthStateSequence(subscribers: subscribers, first: state, version: version)
     }
 
     /// A stream of the states sent after the `version`-th (the newest 64 of those already sent first), then of
     /// every change, until the client goes away.
     nonisolated static func stateChanges(
-        of stateSubscribers: LockedValue<StateSubscribers>, after version: UInt64
+        of allSubscribers: LockedValue<Subscribers>, after version: UInt64
     ) -> AsyncStream<AuthState> {
         // Held strongly until the subscription is made, outside the lock: the client's deinit takes the lock.
-        let client = stateSubscribers.withLock { $0.client }
+        let client = allSubscribers.withLock { $0.states.client }
         let (stream, continuation) = AsyncStream.makeStream(of: AuthState.self, bufferingPolicy: .bufferingNewest(64))
-        let id: UInt64? = stateSubscribers.withLock { subscribers in
-            let missed = subscribers.sent(after: version)
+        let id: UInt64? = allSubscribers.withLock { all in
+            let missed = all.states.sent(after: version)
             for state in missed { continuation.yield(state) }
             guard client != nil else { return nil }  // gone: its deinit ended every stream, or is ending them
-            subscribers.next += 1
-            subscribers.continuations[subscribers.next] = continuation
-            return subscribers.next
+            all.states.next += 1
+            all.states.continuations[all.states.next] = continuation
+            return all.states.next
         }
         guard let id else {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak stateSubscribers] _ in
-            _ = stateSubscribers?.withLock { $0.continuations.removeValue(forKey: id) }
+        continuation.onTermination = { [weak allSubscribers] _ in
+            _ = allSubscribers?.withLock { $0.states.continuations.removeValue(forKey: id) }
         }
         return withExtendedLifetime(client) { stream }
     }
