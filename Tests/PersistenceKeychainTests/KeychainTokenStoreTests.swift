@@ -69,6 +69,19 @@ import TokenKitTesting
         }
     }
 
+    @Test func aRecordOfServerFailuresIsKeptWithTheSessionAtTheSameGeneration() async throws {
+        let keychain = Self.simulator()
+        let store = Self.store(keychain)
+        let session = keychainTestSession("failures", generation: 5)
+        try await store.save(session, account: "default", condition: .always)
+        let failures = [Date(timeIntervalSince1970: 1_800_000_000)]
+        try await store.save(
+            session.with(recentServerFailures: failures), account: "default",
+            condition: .session(session.sessionID, generation: 5))
+        let loaded = await Self.store(keychain).load(account: "default").session
+        #expect(loaded?.recentServerFailures == failures && loaded?.generation == 5 && loaded?.token == session.token)
+    }
+
     @Test func aReadBeforeTheFirstUnlockIsUnavailableNeverAbsent() async throws {
         let keychain = Self.simulator()
         let store = Self.store(keychain)

@@ -41,6 +41,25 @@ import TokenKitTesting
         #expect(loaded?.generation == 4 && loaded?.serverTimeOffset == nil)
     }
 
+    @Test func aRecordOfServerFailuresIsKeptAtTheSameGenerationAndASuccessClearsIt() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = FileTokenStore(directory: temporary.storeDirectory)
+        let session = sampleSession(generation: 3)
+        try await store.save(session, account: "alice", condition: .absent)
+        // The record is written with the session as stored: the same generation, conditional on it.
+        let failures = [Date(timeIntervalSince1970: 1_800_000_000), Date(timeIntervalSince1970: 1_800_000_030)]
+        try await store.save(
+            session.with(recentServerFailures: failures), account: "alice",
+            condition: .session(session.sessionID, generation: 3))
+        let reopened = FileTokenStore(directory: temporary.storeDirectory)
+        let loaded = await reopened.load(account: "alice").session
+        #expect(loaded?.recentServerFailures == failures && loaded?.generation == 3)
+        #expect(loaded?.token == session.token && loaded?.sessionID == session.sessionID)
+        try await store.save(sampleSession(generation: 4), account: "alice", condition: .generation(3))
+        #expect(await reopened.load(account: "alice").session?.recentServerFailures == nil)
+    }
+
     @Test func aMissingDirectoryIsAbsentNotAnError() async {
         let store = FileTokenStore(directory: URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)/sessions"))
         #expect(await store.load(account: "alice").isAbsent)
