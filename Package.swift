@@ -318,7 +318,7 @@ let package = Package(
             dependencies: [
                 "TokenKitTestSupport", "TokenKitCompatibility",
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
-                "TokenVerification", "TokenKitScreens", "TokenKit",
+                "TokenVerification", "TokenKitScreens",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
