@@ -15,12 +15,8 @@ public import TokenRefresh
 /// let (response, body) = try await client.get("/v1/me")
 /// ```
 ///
-/// Make one with a factory:
-/// ``oauth(tokenURL:clientID:clientSecret:apiURL:appName:store:transport:configuration:serverTime:)``,
-/// ``fitIQ(baseURL:apiKey:appName:loginPath:refreshPath:store:transport:configuration:serverTime:)``,
-/// ``clientCredentials(tokenURL:clientID:clientSecret:scope:apiURL:store:transport:configuration:)``,
-/// ``sdk(apiURL:transport:configuration:token:user:)`` or
-/// ``cookieSession(baseURL:appName:signInPath:usernameField:cookieName:sessionPath:store:transport:configuration:)``.
+/// Make one with a factory, such as
+/// ``oauth(tokenURL:clientID:clientSecret:apiURL:appName:store:transport:configuration:serverTime:)``.
 ///
 /// It is built from the same types as the full composition, and exposes them (``tokens``, ``api``), so an
 /// app can start here and take over any part later: pass its own `store:` or `transport:`, or build the
