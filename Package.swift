@@ -47,28 +47,28 @@ let package = Package(
         .library(name: "NetworkRetry", targets: ["NetworkRetry"]),
         .library(name: "TokenRefresh", targets: ["TokenRefresh"]),
         .library(name: "TokenVerification", targets: ["TokenVerification"]),
-        // App add-ons. The FitIQ and Lume apps' API shapes and the migration of their stored sessions, and what an
-        // app's screens show (user messages in English and Japanese, sign-up field rules, the `@Observable` session
-        // model): the `TokenKit` umbrella re-exports both. Browser sign-in (authorization code + PKCE, OpenID
-        // Connect), logout at the provider, the device grant. One session shared by an app and its extensions, and
-        // lifecycle hooks.
-        .library(name: "TokenKitCompatibility", targets: ["TokenKitCompatibility"]),
-        .library(name: "TokenKitScreens", targets: ["TokenKitScreens"]),
+        // App add-ons, in the README's order. Browser sign-in (authorization code + PKCE, OpenID Connect), logout at
+        // the provider, the device grant. What an app's screens show (user messages in English and Japanese, sign-up
+        // field rules, the `@Observable` session model). One session shared by an app and its extensions, and
+        // lifecycle hooks. The FitIQ and Lume apps' API shapes and the migration of their stored sessions. The
+        // `TokenKit` umbrella re-exports the screens and the FitIQ and Lume shapes.
         .library(name: "TokenKitSignIn", targets: ["TokenKitSignIn"]),
+        .library(name: "TokenKitScreens", targets: ["TokenKitScreens"]),
         .library(name: "TokenKitAppLifecycle", targets: ["TokenKitAppLifecycle"]),
+        .library(name: "TokenKitCompatibility", targets: ["TokenKitCompatibility"]),
         // Server adapters. Each compiles to an empty module unless its package trait is on, and the packages it needs
         // are resolved only when it is: an app that adds TokenKit alone never clones or builds NIO.
         .library(name: "TokenKitAsyncHTTPClient", targets: ["TokenKitAsyncHTTPClient"]),
         .library(name: "TokenKitHummingbird", targets: ["TokenKitHummingbird"]),
-        .library(name: "TokenKitPostgres", targets: ["TokenKitPostgres"]),
-        .library(name: "TokenKitOpenAPI", targets: ["TokenKitOpenAPI"]),
         .library(name: "TokenKitVapor", targets: ["TokenKitVapor"]),
         .library(name: "TokenKitServiceLifecycle", targets: ["TokenKitServiceLifecycle"]),
+        .library(name: "TokenKitPostgres", targets: ["TokenKitPostgres"]),
+        .library(name: "TokenKitOpenAPI", targets: ["TokenKitOpenAPI"]),
         // Test kits, for an app's own tests: doubles (transport, clock, token server, a vendor auth SDK's session),
-        // the log leak check, and a Keychain simulator for tests on any platform.
+        // a Keychain simulator for tests on any platform, and the log leak check.
         .library(name: "TokenKitTesting", targets: ["TokenKitTesting"]),
-        .library(name: "TokenKitLogCheck", targets: ["TokenKitLogCheck"]),
         .library(name: "TokenKitKeychainTesting", targets: ["TokenKitKeychainTesting"]),
+        .library(name: "TokenKitLogCheck", targets: ["TokenKitLogCheck"]),
     ],
     traits: [
         .trait(
@@ -217,7 +217,7 @@ let package = Package(
         .target(
             name: "SignInTestSupport",
             dependencies: [
-                "TokenKitSignIn", "NetworkRetry", "TokenRefresh", "TokenKitLogCheck",
+                "TokenKitSignIn", "NetworkRetry", "Persistence", "TokenRefresh", "TokenKitLogCheck",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
@@ -227,8 +227,7 @@ let package = Package(
             name: "TokenKitSignInTests",
             dependencies: [
                 "TokenKitSignIn", "SignInTestSupport", "AuthToken", "NetworkRetry", "Persistence", "TokenRefresh",
-                "TokenVerification", "TokenKitTesting", "TokenKitLogCheck",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
@@ -301,7 +300,8 @@ let package = Package(
             dependencies: [
                 "TokenKitTestSupport",
                 "AuthToken", "Persistence", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
-                "TokenKitCompatibility",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -318,14 +318,18 @@ let package = Package(
             dependencies: [
                 "TokenKitTestSupport", "TokenKitCompatibility",
                 "AuthToken", "Persistence", "NetworkRetry", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
-                "TokenVerification", "TokenKitScreens", "TokenKit",
+                "TokenVerification", "TokenKitScreens",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         .testTarget(
             name: "TokenKitScreensTests",
-            dependencies: ["NetworkRetry", "TokenRefresh", "TokenKitScreens", "TokenKitLogCheck"]
+            dependencies: [
+                "NetworkRetry", "TokenRefresh", "TokenKitScreens", "TokenKitTesting", "TokenKitLogCheck",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
         ),
         .testTarget(
             name: "TokenKitCompatibilityTests",
@@ -387,6 +391,7 @@ let package = Package(
                 "NetworkRetry", "TokenRefresh", "TokenKitCompatibility",
                 "PersistenceKeychain", "TokenKitAppLifecycle", "TokenKitKeychainTesting",
                 "TokenKitSignIn", "TokenKitScreens",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
@@ -403,6 +408,8 @@ let package = Package(
                 "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The server adapters (see `traits`): every file is inside `#if` of its trait.
@@ -460,8 +467,7 @@ let package = Package(
                 "TokenKitTesting", "TokenKitLogCheck",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: ahc),
                 .product(name: "NIOCore", package: "swift-nio", condition: ahc),
-                .product(name: "NIOPosix", package: "swift-nio", condition: ahc),
-                .product(name: "NIOHTTP1", package: "swift-nio", condition: ahc),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -476,8 +482,9 @@ let package = Package(
         .testTarget(
             name: "TokenKitPostgresTests",
             dependencies: [
-                "TokenKitPostgres", "Persistence", "AuthToken", "TokenRefresh", "TokenKitTesting", "TokenKitLogCheck",
-                "TokenVerification",
+                "TokenKitPostgres", "Persistence", "AuthToken", "NetworkRetry", "TokenRefresh", "TokenKitTesting",
+                "TokenKitLogCheck", "TokenVerification",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: postgres),
                 .product(name: "NIOCore", package: "swift-nio", condition: postgres),
                 .product(name: "NIOPosix", package: "swift-nio", condition: postgres),
@@ -530,8 +537,8 @@ let package = Package(
         .testTarget(
             name: "TokenKitServiceLifecycleTests",
             dependencies: [
-                "TokenKitServiceLifecycle", "TokenVerification", "TokenRefresh", "AuthToken", "Persistence",
-                "TokenKitTesting", "TokenKitLogCheck",
+                "TokenKitServiceLifecycle", "TokenVerification", "TokenRefresh", "Persistence", "TokenKitTesting",
+                "TokenKitLogCheck",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: lifecycle),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -584,10 +591,7 @@ let package = Package(
         // TOKENKIT_JOSE_FIXTURES.
         .testTarget(
             name: "JOSEIssuerTests",
-            dependencies: [
-                "TokenVerification", "TokenKitLogCheck",
-                .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            dependencies: ["TokenVerification", "TokenKitLogCheck"]
         ),
         // Against the django-oauth-toolkit server of Interop/ (run by .ci/interop); skipped without
         // TOKENKIT_INTEROP_URL.

@@ -12,8 +12,8 @@ extension AuthClient {
     /// An app whose SDK owns the session (Clerk, Firebase): TokenKit asks the SDK for its token, once for all
     /// concurrent callers, skips the SDK's cache after a 401, and reports the session's state (<doc:SDKSessions>).
     ///
-    /// There is no ``/TokenRefresh/AuthClient/signIn(username:password:scope:)``: the SDK signs the user in. The token is kept in memory
-    /// (the SDK keeps the session). At launch, ``/TokenRefresh/AuthClient/tokens``'s `restoreSession(validatingWithProvider: true)` asks the
+    /// There is no ``signIn(username:password:scope:)``: the SDK signs the user in. The token is kept in memory
+    /// (the SDK keeps the session). At launch, ``tokens``'s `restoreSession(validatingWithProvider: true)` asks the
     /// SDK whether its session is still there.
     ///
     /// - Parameters:
@@ -23,7 +23,7 @@ extension AuthClient {
     ///   - token: Returns the SDK's current token, or `nil` without a session; skips the SDK's cache when its
     ///     argument is `true`.
     ///   - user: Returns the signed-in user's profile from the SDK, if it has one; `nil` by default.
-    /// - Returns: The client; send requests with ``/TokenRefresh/AuthClient/get(_:)`` or ``/TokenRefresh/AuthClient/send(_:body:)`` right away.
+    /// - Returns: The client; send requests with ``get(_:)`` or ``send(_:body:)`` right away.
     public static func sdk(
         apiURL: URL, transport: any HTTPTransport = URLSessionTransport(),
         configuration: TokenRefreshClient.Configuration = TokenRefreshClient.Configuration(),
@@ -41,13 +41,13 @@ extension AuthClient {
     /// cookie from `Set-Cookie`, the store keeps it, and every request to the server's origin carries it as
     /// `Cookie`, within the cookie's scope (<doc:CookieSessions>).
     ///
-    /// The session is checked with the server at launch (call ``/TokenRefresh/AuthClient/restoreSession()``).
+    /// The session is checked with the server at launch (call ``restoreSession()``).
     ///
     /// - Parameters:
     ///   - baseURL: The server's base URL (https, or http to loopback); the API is on the same origin.
     ///   - appName: Names the default store (the Keychain service `<appName>.tokens` on Apple platforms, the file
     ///     store's directory elsewhere).
-    ///   - signInPath: Where ``/TokenRefresh/AuthClient/signIn(username:password:scope:)`` posts; BetterAuth's username sign-in by default.
+    ///   - signInPath: Where ``signIn(username:password:scope:)`` posts; BetterAuth's username sign-in by default.
     ///   - usernameField: The JSON field of the user name (`"email"` for BetterAuth's `/sign-in/email`).
     ///   - cookieName: The session cookie's name; BetterAuth's by default.
     ///   - sessionPath: The session check's path; BetterAuth's by default.
@@ -56,7 +56,7 @@ extension AuthClient {
     ///   - transport: How requests are sent; a `URLSessionTransport` (which keeps cookies out of URLSession's own
     ///     jar) by default.
     ///   - configuration: The refresh client's options.
-    /// - Returns: The client; call ``/TokenRefresh/AuthClient/signIn(username:password:scope:)`` or ``/TokenRefresh/AuthClient/restoreSession()`` next.
+    /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``restoreSession()`` next.
     public static func cookieSession(
         baseURL: URL, appName: String, signInPath: String = "/api/auth/sign-in/username",
         usernameField: String = "username", cookieName: String = "better-auth.session_token",
@@ -101,7 +101,8 @@ extension AuthClient {
         return Accounts(registry: registry, apiURL: apiURL, transport: transport)
     }
 
-    /// Many users' sessions in one process, and the API they are used for: ``AuthClient/accounts(tokenURL:clientID:clientSecret:apiURL:store:transport:configuration:)``.
+    /// Many users' sessions in one process, and the API they are used for:
+    /// ``accounts(tokenURL:clientID:clientSecret:apiURL:store:transport:configuration:)``.
     public struct Accounts: Sendable {
         /// The sessions, one refresh client per account.
         public let registry: TokenSessionRegistry
@@ -131,14 +132,10 @@ extension AuthClient {
         ///   - path: The path (and query), appended to ``apiURL``'s path.
         ///   - account: The account.
         /// - Returns: The response and its body; never a 401 the account's session could fix.
-        /// - Throws: `NetworkRetryError` or `TokenRefreshError` (``/TokenRefresh/TokenRefreshError/signedOut`` when the account has
-        ///   no stored session).
+        /// - Throws: `NetworkRetryError` or `TokenRefreshError` (``/TokenRefresh/TokenRefreshError/signedOut`` when
+        ///   the account has no stored session).
         public func get(_ path: String, for account: String) async throws -> (HTTPResponse, Data) {
-            var base = apiURL.absoluteString
-            while base.hasSuffix("/") { base.removeLast() }
-            guard let url = URL(string: base + (path.hasPrefix("/") ? path : "/" + path)) else {
-                throw NetworkRetryError.invalidRequest
-            }
+            guard let url = AuthClient.url(apiURL, path) else { throw NetworkRetryError.invalidRequest }
             return try await api(for: account).executeWithAutoRetry(HTTPRequest(method: .get, url: url))
         }
     }

@@ -26,7 +26,7 @@ extension AuthClient {
     ///   - serverTime: Whether expiry and proactive refresh are judged by the server's clock, learned from the
     ///     `Date` of its answers (see ``/TokenRefresh/ServerClock``); `false` by default. The clock is
     ///     ``/TokenRefresh/TokenRefreshClient/Configuration/serverClock`` (one is made when it is `nil`).
-    /// - Returns: The client; call ``/TokenRefresh/AuthClient/signIn(username:password:scope:)`` or ``/TokenRefresh/AuthClient/restoreSession()`` next.
+    /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``restoreSession()`` next.
     public static func oauth(
         tokenURL: URL, clientID: String, clientSecret: String? = nil, apiURL: URL, appName: String,
         store: (any TokenStore)? = nil, transport: any HTTPTransport = URLSessionTransport(),
@@ -54,14 +54,14 @@ extension AuthClient {
     ///   - appName: Names the default store (the Keychain service `<appName>.tokens`, or the file store's directory).
     ///   - loginPath: The login path.
     ///   - refreshPath: The refresh path.
-    ///   - store: Where the session is kept; the Keychain on Apple platforms and a ``/Persistence/FileTokenStore`` elsewhere by
-    ///     default.
+    ///   - store: Where the session is kept; the Keychain on Apple platforms and a ``/Persistence/FileTokenStore``
+    ///     elsewhere by default.
     ///   - transport: How requests are sent; a `URLSessionTransport` by default.
     ///   - configuration: The refresh client's options.
     ///   - serverTime: Whether expiry and proactive refresh are judged by the server's clock (see
     ///     ``oauth(tokenURL:clientID:clientSecret:apiURL:appName:store:transport:configuration:serverTime:)``);
     ///     `false` by default.
-    /// - Returns: The client; call ``/TokenRefresh/AuthClient/signIn(username:password:scope:)`` or ``/TokenRefresh/AuthClient/restoreSession()`` next.
+    /// - Returns: The client; call ``signIn(username:password:scope:)`` or ``restoreSession()`` next.
     public static func fitIQ(
         baseURL: URL, apiKey: String, appName: String, loginPath: String = "/api/v1/auth/login",
         refreshPath: String = "/api/v1/auth/refresh", store: (any TokenStore)? = nil,
@@ -74,12 +74,10 @@ extension AuthClient {
             now: configuration.serverClock?.wallClock ?? AuthToken.systemNow)
         let tokens = TokenRefreshClient(
             strategy: strategy, store: store ?? defaultStore(appName: appName), configuration: configuration)
-        var base = baseURL.absoluteString
-        while base.hasSuffix("/") { base.removeLast() }
-        let loginURL = URL(string: base + (loginPath.hasPrefix("/") ? loginPath : "/" + loginPath)) ?? baseURL
+        let loginURL = url(baseURL, loginPath) ?? baseURL
         return AuthClient(
             tokens: tokens, api: apiClient(baseURL, transport: transport, tokens: tokens), apiURL: baseURL,
-            signIn: .json(url: loginURL, apiKey: apiKey, transport: transport))
+            signIn: .json(strategy, loginURL: loginURL))
     }
 
     /// A backend that calls an API with its own credentials (the client-credentials grant, RFC 6749 section 4.4):
@@ -97,7 +95,7 @@ extension AuthClient {
     ///   - store: Where the token is kept; an ``/Persistence/InMemoryTokenStore`` by default.
     ///   - transport: How requests are sent; a `URLSessionTransport` by default.
     ///   - configuration: The refresh client's options.
-    /// - Returns: The client; send requests with ``/TokenRefresh/AuthClient/get(_:)`` or ``/TokenRefresh/AuthClient/send(_:body:)`` right away.
+    /// - Returns: The client; send requests with ``get(_:)`` or ``send(_:body:)`` right away.
     public static func clientCredentials(
         tokenURL: URL, clientID: String, clientSecret: String, scope: String? = nil, apiURL: URL,
         store: any TokenStore = InMemoryTokenStore(), transport: any HTTPTransport = URLSessionTransport(),
@@ -115,7 +113,7 @@ extension AuthClient {
 
     /// With server time on (or a server clock configured), the transport that feeds the server clock and the
     /// configuration that holds it; otherwise both as given.
-    package static func timed(
+    static func timed(
         _ transport: any HTTPTransport, _ configuration: TokenRefreshClient.Configuration, serverTime: Bool
     ) -> (any HTTPTransport, TokenRefreshClient.Configuration) {
         var configuration = configuration
@@ -125,8 +123,9 @@ extension AuthClient {
     }
 
     /// The store the factories use when none is given: on Apple platforms the Keychain (as the apps it replaces used;
-    /// items stay on this device and out of backups), elsewhere a ``/Persistence/FileTokenStore`` in the platform's usual place.
-    package static func defaultStore(appName: String) -> any TokenStore {
+    /// items stay on this device and out of backups), elsewhere a ``/Persistence/FileTokenStore`` in the platform's
+    /// usual place.
+    static func defaultStore(appName: String) -> any TokenStore {
         #if canImport(Security)
             KeychainTokenStore(configuration: .init(service: appName + ".tokens"))
         #else
@@ -135,7 +134,7 @@ extension AuthClient {
     }
 
     /// An `AuthenticatedClient` that sends tokens to `apiURL`'s origin only.
-    package static func apiClient(
+    static func apiClient(
         _ apiURL: URL, transport: any HTTPTransport, tokens: any TokenProvider,
         presentation: CredentialPresentation = .bearer
     )

@@ -378,17 +378,13 @@ public actor AuthorizationCodeFlow {
     static func url(_ base: URL, _ parameters: [(String, String)]) throws(SignInError) -> URL {
         // Spaces as %20, not `+`: many servers read a URL query by RFC 3986 rules (Hummingbird's, for one) and keep
         // a `+` as a plus sign. A literal `+` is %2B either way.
-        let query = parameters.map { queryEncode($0.0) + "=" + queryEncode($0.1) }.joined(separator: "&")
+        let query = parameters.map { FormEncoding.basicEncode($0.0) + "=" + FormEncoding.basicEncode($0.1) }
+            .joined(separator: "&")
         let text = base.absoluteString
         let joined = text + (base.query(percentEncoded: true) == nil ? "?" : "&") + query
         guard let url = URL(string: joined), let origin = HTTPOrigin(url) else { throw .insecureURL }
         guard origin.allowsCredentials else { throw .insecureURL }
         return url
-    }
-
-    /// Form encoding with spaces as %20.
-    static func queryEncode(_ text: String) -> String {
-        FormEncoding.encode(text).replacingOccurrences(of: "+", with: "%20")
     }
 
     /// A key set fetch over `transport`.

@@ -4,6 +4,7 @@ import HTTPTypes
 import NetworkRetry
 import Persistence
 import TokenKitLogCheck
+import TokenKitTesting
 import TokenRefresh
 
 /// A token server with resource indicators (RFC 8707) and multi-resource refresh tokens: one rotating refresh token

@@ -11,39 +11,12 @@ package import Persistence
 /// endpoint's transport in a ``ServerClockTransport``: expiry and proactive refresh are then judged by the
 /// server's time.
 ///
-/// ```swift
-/// import TokenKit
-///
-/// let serverClock = ServerClock()
-/// let endpoint = TokenEndpoint(
-///     url: URL(string: "https://auth.example.com/oauth/token")!, client: OAuthClient(id: "my-app"),
-///     transport: ServerClockTransport(URLSessionTransport(), clock: serverClock), now: serverClock.wallClock)
-/// let tokens = TokenRefreshClient(
-///     strategy: OAuthRefreshStrategy(endpoint: endpoint), now: serverClock.wallClock)
-/// ```
-///
-/// The estimate is robust and bounded:
-/// - each answer with a `Date` header gives one sample, the server's time minus the device's when the answer
-///   arrived; a sample further off than ``Configuration/maximumOffset`` is dropped, and an answer that came from a
-///   cache (it has an `Age` header) gives none;
-/// - the `iat` of a JWT access token in the answer counts as a second sample when it agrees with that answer's
-///   `Date` (a server may hand out a token it issued earlier, so an `iat` alone is never trusted);
-/// - the first sample is taken as it is; after that, the offset is the median of the last
-///   ``Configuration/sampleCount`` samples, and it changes only when a strict majority of them, and at least two,
-///   agree with that median within ``Configuration/tolerance``. One wild `Date` among sane ones does not move it,
-///   and a wild first one is replaced as soon as two others agree;
-/// - an offset smaller than ``Configuration/minimumOffset`` counts as none (a `Date` has a resolution of one
-///   second).
-///
-/// Until the first sample, the offset is zero and ``now()`` is the device's clock. A ``TokenRefreshClient`` whose
-/// ``TokenRefreshClient/Configuration/serverClock`` this is keeps the learned offset with the session it stores
-/// (``/Persistence/StoredSession/serverTimeOffset``), and seeds the clock with it whenever it reads the session,
-/// while the clock has no sample of its own: a process that restores a session judges its expiry by the server's
-/// time before its first token request. The seed counts as one sample, so one wild `Date` after it does not move the
-/// offset either. After the user changes the device's clock, call ``reset()`` (on Apple platforms, on
-/// `NSSystemClockDidChange`): otherwise the new offset is taken only once most recent samples show it.
-///
-/// It is safe to share between tasks: the samples and the offset are kept behind a lock.
+/// One wild `Date` does not move the offset: after the first sample, it is the median of the last
+/// ``Configuration/sampleCount`` samples and changes only when most of them agree. Until the first sample, ``now()``
+/// is the device's clock. After the user changes the device's clock, call ``reset()``. A client whose
+/// ``TokenRefreshClient/Configuration/serverClock`` this is stores the offset with the session and seeds the clock
+/// with it when it reads the session. The clock is safe to share between tasks (its state is behind a lock). The
+/// article "Judging expiry by the server's clock" in the TokenKit documentation explains the estimate.
 public final class ServerClock: Sendable {
     /// How samples become an offset.
     public struct Configuration: Sendable, Hashable {

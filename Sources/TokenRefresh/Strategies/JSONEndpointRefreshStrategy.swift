@@ -66,13 +66,7 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
     /// - Throws: ``TokenRefreshError/missingRefreshToken`` without one; otherwise the classified answer.
     public func refresh(using refreshToken: String?) async throws -> TokenResponse {
         guard let refreshToken, !refreshToken.isEmpty else { throw TokenRefreshError.missingRefreshToken }
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        headers[.accept] = "application/json"
-        if let apiKey { headers[JSONEndpointRefreshStrategy.apiKeyField] = apiKey }
-        let request = try HTTPRequest.post(url, headers: headers, allowingPlainHTTP: dangerouslyAllowsPlainHTTP)
-        let body = try JSONEncoder().encode([refreshTokenKey: refreshToken])
-        let (response, data) = try await TokenEndpoint.send(request, body: body, via: transport)
+        let (response, data) = try await post([refreshTokenKey: refreshToken], to: url)
         if response.status.code == 403 && TokenResponse.oauthErrorCode(data) == nil {
             throw TokenRefreshError.configuration.with(status: 403)
         }
@@ -80,6 +74,28 @@ public struct JSONEndpointRefreshStrategy: RefreshStrategy {
             response, body: data, isSignIn: false, now: now, rejectionWithoutCode: .refreshTokenRejected)
     }
 
-    /// The `X-API-Key` header field name.
-    static let apiKeyField = HTTPField.Name("X-API-Key")!
+    /// The FitIQ-style login: `POST` of `{"email", "password"}` to `loginURL`, with the same headers as a refresh.
+    ///
+    /// - Parameters:
+    ///   - loginURL: The login endpoint.
+    ///   - email: The user's email.
+    ///   - password: The password: sent once, never kept or logged.
+    /// - Returns: The grant; it throws ``TokenRefreshError/signInRejected`` for a 401 without an OAuth error code.
+    package func signIn(at loginURL: URL, email: String, password: String) -> SignInGrant {
+        .custom {
+            let (response, data) = try await post(["email": email, "password": password], to: loginURL)
+            return try TokenEndpoint.interpret(
+                response, body: data, isSignIn: true, now: now, rejectionWithoutCode: .signInRejected)
+        }
+    }
+
+    /// Posts `fields` as a JSON object to `target`, with `X-API-Key` when there is a key.
+    private func post(_ fields: [String: String], to target: URL) async throws -> (HTTPResponse, Data) {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        headers[.accept] = "application/json"
+        if let apiKey { headers[HTTPField.Name("X-API-Key")!] = apiKey }
+        let request = try HTTPRequest.post(target, headers: headers, allowingPlainHTTP: dangerouslyAllowsPlainHTTP)
+        return try await TokenEndpoint.send(request, body: try JSONEncoder().encode(fields), via: transport)
+    }
 }

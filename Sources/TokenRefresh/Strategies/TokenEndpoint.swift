@@ -193,9 +193,9 @@ package enum FormEncoding {
         pairs.map { encode($0.0) + "=" + encode($0.1) }.joined(separator: "&")
     }
 
-    /// Encodes an ID or secret for HTTP Basic client authentication (RFC 6749 section 2.3.1): form encoding with a
-    /// space as `%20`, which form decoding reads as a space too, while servers that decode the pair by RFC 3986
-    /// rules would keep a `+` and refuse the secret. A literal `+` is `%2B` either way.
+    /// Encodes an ID or secret for HTTP Basic client authentication (RFC 6749 section 2.3.1), or a URL query's name
+    /// or value: form encoding with a space as `%20`, which form decoding reads as a space too, while servers that
+    /// decode by RFC 3986 rules would keep a `+` (and refuse the secret). A literal `+` is `%2B` either way.
     package static func basicEncode(_ text: String) -> String {
         encode(text).replacingOccurrences(of: "+", with: "%20")
     }
@@ -220,22 +220,5 @@ package enum FormEncoding {
             }
         }
         return result
-    }
-
-    /// Decodes a form body into pairs; `nil` when it is not valid.
-    package static func decode(_ body: String) -> [(String, String)]? {
-        var pairs: [(String, String)] = []
-        for part in body.split(separator: "&", omittingEmptySubsequences: true) {
-            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = decodeComponent(pieces[0]) else { return nil }
-            let value = pieces.count > 1 ? decodeComponent(pieces[1]) : ""
-            guard let value else { return nil }
-            pairs.append((name, value))
-        }
-        return pairs
-    }
-
-    private static func decodeComponent(_ text: Substring) -> String? {
-        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
     }
 }

@@ -15,8 +15,7 @@ public import Foundation
 /// secret.
 public struct DPoPNonces: Sendable, CustomStringConvertible {
     private let key: SymmetricKey
-    /// How long one window lasts.
-    public let lifetime: Duration
+    /// How long one window lasts, in seconds.
     private let lifetimeSeconds: Int64
 
     /// Nonces under `secret`, each window `lifetime` long.
@@ -28,7 +27,6 @@ public struct DPoPNonces: Sendable, CustomStringConvertible {
     public init?(secret: [UInt8], lifetime: Duration = .seconds(300)) {
         guard secret.count >= 32, lifetime >= .seconds(1) else { return nil }
         key = SymmetricKey(data: secret)
-        self.lifetime = lifetime
         lifetimeSeconds = lifetime.components.seconds
     }
 
@@ -59,7 +57,7 @@ public struct DPoPNonces: Sendable, CustomStringConvertible {
     }
 
     /// `DPoPNonces(lifetime: ...)`: never the secret.
-    public var description: String { "DPoPNonces(lifetime: \(lifetime))" }
+    public var description: String { "DPoPNonces(lifetime: \(Duration.seconds(lifetimeSeconds)))" }
 
     private func window(of date: Date) -> Int64 {
         let seconds = date.timeIntervalSince1970

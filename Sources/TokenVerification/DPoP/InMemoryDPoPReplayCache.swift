@@ -1,14 +1,14 @@
 import AuthToken
 public import Foundation
 
-/// A ``DPoPReplayCache`` for one process: spent proofs in memory, each until its expiry, at most ``capacity`` at a
+/// A ``DPoPReplayCache`` for one process: spent proofs in memory, each until its expiry, at most its capacity at a
 /// time.
 ///
 /// Replicas behind a load balancer need a shared cache (`PostgresDPoPReplayCache`): with one of these each, a
 /// proof replayed to another replica is accepted there. When the cache is full of unexpired entries, a new proof
 /// is refused (the cache throws ``Full``) rather than an entry forgotten early, so a replay is never let through.
 public final class InMemoryDPoPReplayCache: DPoPReplayCache {
-    /// The cache holds ``capacity`` unexpired proofs and cannot take another.
+    /// The cache holds as many unexpired proofs as its capacity and cannot take another.
     public struct Full: Error, CustomStringConvertible {
         /// `InMemoryDPoPReplayCache.Full`.
         public var description: String { "InMemoryDPoPReplayCache.Full" }
@@ -23,7 +23,7 @@ public final class InMemoryDPoPReplayCache: DPoPReplayCache {
     }
 
     /// The most unexpired proofs held at once.
-    public let capacity: Int
+    let capacity: Int
     private let state = LockedValue(State())
 
     /// An empty cache.
@@ -45,7 +45,7 @@ public final class InMemoryDPoPReplayCache: DPoPReplayCache {
     ///   - expiry: How long to hold it.
     ///   - now: The current time.
     /// - Returns: `true` the first time, `false` for a replay.
-    /// - Throws: ``Full`` when ``capacity`` unexpired proofs are held.
+    /// - Throws: ``Full`` when the cache is at its capacity of unexpired proofs.
     public func spend(keyThumbprint: String, jwtID: String, until expiry: Date, now: Date) throws -> Bool {
         let key = keyThumbprint + "." + jwtID
         return try state.withLock { (state: inout State) throws(Full) -> Bool in

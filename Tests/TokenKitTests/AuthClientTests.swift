@@ -1,14 +1,9 @@
-import AuthToken
 import Foundation
 import HTTPTypes
-import NetworkRetry
-import Persistence
 import Testing
 import TokenKit
 import TokenKitLogCheck
-import TokenKitScreens
 import TokenKitTesting
-import TokenRefresh
 
 /// The one-screen setup: each kind of app gets to its first authenticated request in two calls, over the same
 /// types as the full composition.

@@ -2,8 +2,9 @@ public import AuthToken
 public import Foundation
 public import HTTPTypes
 public import NetworkRetry
+public import TokenRefresh
 
-/// The common setup in one value: a ``TokenRefreshClient`` and an `AuthenticatedClient` for one API, with
+/// The common setup in one value: a ``/TokenRefresh/TokenRefreshClient`` and an `AuthenticatedClient` for one API, with
 /// URLSession and a file store in the platform's usual place by default.
 ///
 /// ```swift
@@ -14,19 +15,19 @@ public import NetworkRetry
 /// let (response, body) = try await client.get("/v1/me")
 /// ```
 ///
-/// The factories (`AuthClient.oauth`, `.fitIQ`, `.clientCredentials`, `.sdk`, `.cookieSession`) come with
-/// `import TokenKit`.
+/// Make one with a factory, such as
+/// ``oauth(tokenURL:clientID:clientSecret:apiURL:appName:store:transport:configuration:serverTime:)``.
 ///
 /// It is built from the same types as the full composition, and exposes them (``tokens``, ``api``), so an
 /// app can start here and take over any part later: pass its own `store:` or `transport:`, or build the
 /// pieces itself as the "Getting started" article shows.
 public struct AuthClient: Sendable {
     /// How ``signIn(username:password:scope:)`` signs in.
-    package enum SignIn: Sendable {
+    enum SignIn: Sendable {
         /// The OAuth 2.0 password grant and authorization-code exchange at this endpoint.
         case oauth(TokenEndpoint)
-        /// A FitIQ-style JSON login: `POST <base>/<path>` with `{"email", "password"}` and `X-API-Key`.
-        case json(url: URL, apiKey: String?, transport: any HTTPTransport)
+        /// A FitIQ-style JSON login: `POST <loginURL>` with `{"email", "password"}` and the strategy's `X-API-Key`.
+        case json(JSONEndpointRefreshStrategy, loginURL: URL)
         /// A cookie session's JSON sign-in: `POST <path>` with `{"<usernameField>", "password"}`; the session
         /// cookie comes back in `Set-Cookie`.
         case cookie(CookieSessionStrategy, path: String, usernameField: String)
@@ -42,7 +43,7 @@ public struct AuthClient: Sendable {
     public let apiURL: URL
     let signInMethod: SignIn
 
-    package init(tokens: TokenRefreshClient, api: AuthenticatedClient, apiURL: URL, signIn: SignIn) {
+    init(tokens: TokenRefreshClient, api: AuthenticatedClient, apiURL: URL, signIn: SignIn) {
         self.tokens = tokens
         self.api = api
         self.apiURL = apiURL
@@ -60,28 +61,17 @@ public struct AuthClient: Sendable {
     ///   - password: The password.
     ///   - scope: The scope to ask for (OAuth only), if any.
     /// - Returns: The new token.
-    /// - Throws: ``TokenRefreshError/signInRejected`` for wrong credentials, a transient error when the server
-    ///   cannot be reached, ``TokenRefreshError/invalidArgument`` for a client-credentials client.
+    /// - Throws: ``/TokenRefresh/TokenRefreshError/signInRejected`` for wrong credentials, a transient error when
+    ///   the server cannot be reached, ``/TokenRefresh/TokenRefreshError/invalidArgument`` for a client-credentials
+    ///   client.
     @discardableResult
     public func signIn(username: String, password: String, scope: String? = nil) async throws -> AuthToken {
         switch signInMethod {
         case .oauth(let endpoint):
             return try await tokens.signIn(
                 .password(username: username, password: password, scope: scope, at: endpoint))
-        case .json(let url, let apiKey, let transport):
-            let now = tokens.now
-            return try await tokens.signIn(
-                .custom {
-                    var headers = HTTPFields()
-                    headers[.contentType] = "application/json"
-                    headers[.accept] = "application/json"
-                    if let apiKey { headers[JSONEndpointRefreshStrategy.apiKeyField] = apiKey }
-                    let request = try HTTPRequest.post(url, headers: headers)
-                    let body = try JSONEncoder().encode(["email": username, "password": password])
-                    let (response, data) = try await TokenEndpoint.send(request, body: body, via: transport)
-                    return try TokenEndpoint.interpret(
-                        response, body: data, isSignIn: true, now: now, rejectionWithoutCode: .signInRejected)
-                })
+        case .json(let strategy, let loginURL):
+            return try await tokens.signIn(strategy.signIn(at: loginURL, email: username, password: password))
         case .cookie(let strategy, let path, let usernameField):
             let body = try JSONEncoder().encode([usernameField: username, "password": password])
             return try await tokens.signIn(strategy.signIn(path: path, body: body))
@@ -97,8 +87,8 @@ public struct AuthClient: Sendable {
     ///   - redirectURI: The redirect URI of the authorization request.
     ///   - pkce: The PKCE pair whose challenge went with the authorization request.
     /// - Returns: The new token.
-    /// - Throws: As ``signIn(username:password:scope:)``; ``TokenRefreshError/invalidArgument`` unless this is
-    ///   an OAuth client.
+    /// - Throws: As ``signIn(username:password:scope:)``; ``/TokenRefresh/TokenRefreshError/invalidArgument``
+    ///   unless this is an OAuth client.
     @discardableResult
     public func signIn(authorizationCode code: String, redirectURI: URL, pkce: PKCE) async throws -> AuthToken {
         guard case .oauth(let endpoint) = signInMethod else { throw TokenRefreshError.invalidArgument }
@@ -117,7 +107,8 @@ public struct AuthClient: Sendable {
     ///   - request: The request, with an absolute URL on ``apiURL``'s origin.
     ///   - body: The body, replayed on the retry.
     /// - Returns: The response and its body; never a 401.
-    /// - Throws: `NetworkRetryError` or ``TokenRefreshError``; both have user-facing `localizedDescription`s.
+    /// - Throws: `NetworkRetryError` or ``/TokenRefresh/TokenRefreshError``; both have user-facing
+    ///   `localizedDescription`s.
     public func send(_ request: HTTPRequest, body: Data? = nil) async throws -> (HTTPResponse, Data) {
         try await api.executeWithAutoRetry(request, body: body)
     }
@@ -139,12 +130,15 @@ public struct AuthClient: Sendable {
     /// - Returns: The request.
     /// - Throws: `NetworkRetryError.invalidRequest` for a path that makes no URL.
     public func request(_ method: HTTPRequest.Method, _ path: String) throws -> HTTPRequest {
-        var base = apiURL.absoluteString
-        while base.hasSuffix("/") { base.removeLast() }
-        guard let url = URL(string: base + (path.hasPrefix("/") ? path : "/" + path)) else {
-            throw NetworkRetryError.invalidRequest
-        }
+        guard let url = Self.url(apiURL, path) else { throw NetworkRetryError.invalidRequest }
         return HTTPRequest(method: method, url: url)
+    }
+
+    /// `path` appended to `base`'s path, with one `/` between them; `nil` when that makes no URL.
+    static func url(_ base: URL, _ path: String) -> URL? {
+        var text = base.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        return URL(string: text + (path.hasPrefix("/") ? path : "/" + path))
     }
 
     /// Ends the session here: the stored session is removed, and ``tokens`` publishes `signedOut`.
