@@ -127,21 +127,6 @@ extension SessionMachine {
     /// has begun meanwhile (its save overwrites the ended one).
     func signOutWriteTurn(epoch: UInt64) -> Action { Action(store: isCurrent(epoch) ? .remove(.always) : .none) }
 
-    /// The sign-out's removal under `epoch` finished (`failure` when it did not happen) at `elapsed`: what the
-    /// sign-out returns. A store that could not be cleared (memory is) has the removal retried later (unless a new
-    /// session began), and the sign-out throws.
-    mutating func signOutRemovalFinished(
-        _ failure: PersistenceError?, epoch: UInt64, elapsed: Duration
-    ) -> Result<Void, TokenRefreshError> {
-        guard let failure else {
-            noteStored(nil)
-            pendingRemoval = nil
-            return .success(())
-        }
-        if isCurrent(epoch) { pendingRemoval = PendingRemoval(epoch: epoch, condition: .always, lastAttempt: elapsed) }
-        return .failure(TokenRefreshError.storageUnavailable.with(underlying: failure))
-    }
-
     /// What a sign-out revokes for the `ended` session (best effort): its refresh token with the revocation
     /// configured, or `nil` for nothing.
     func revocation(of ended: Session?) -> (refreshToken: String, revocation: TokenRevocation)? {

@@ -62,7 +62,8 @@ extension SessionMachine {
                 rollBack(signIn.replaced)
                 return Action(callers: .fail(failure), events: [persistenceFailed])
             }
-            lastPersistAttempt = elapsed  // written again after the persist retry interval
+            if isCurrent(signIn.epoch) { keepRemovals(after: signIn.replaced) }
+            queuePendingPair(elapsed: elapsed)  // written again after the persist retry interval
             return Action(events: [persistenceFailed, signedIn])
         }
     }
@@ -109,7 +110,7 @@ extension SessionMachine {
         session.persisted = true
         storedGeneration = session.generation
         storedSessionID = session.sessionID
-        pendingRemoval = nil
+        pairStored()
         state = state.entering(session)
     }
 
@@ -118,7 +119,7 @@ extension SessionMachine {
     private mutating func rollBack(_ replaced: Replaced) {
         epoch &+= 1
         // The ended session's removal still has to happen: the new session never reached the store.
-        if pendingRemoval != nil, replaced.loaded, replaced.session == nil { pendingRemoval?.epoch = epoch }
+        keepRemovals(after: replaced)
         state = state.entering(replaced.session, loaded: replaced.loaded)
         lineage = replaced.lineage
         profile = replaced.profile
