@@ -19,6 +19,22 @@ extension SessionMachine {
             case .remove(_, let epoch), .save(_, let epoch): epoch
             }
         }
+
+        /// The condition of a removal; `nil` for a save.
+        var removal: WriteCondition? {
+            switch self {
+            case .remove(let condition, _): condition
+            case .save: nil
+            }
+        }
+
+        /// This write, moved to `epoch` when it is a removal (a save stays with its session).
+        func keptForRemoval(under epoch: UInt64) -> Self {
+            switch self {
+            case .remove(let condition, _): .remove(condition, epoch: epoch)
+            case .save: self
+            }
+        }
     }
 
     /// The writes to make again, first in first out, so a removal queued before a pair's save lands before it (the
@@ -37,10 +53,7 @@ extension SessionMachine {
 
     /// The removals still queued (an ended session's, to make again).
     var pendingRemovals: [WriteCondition] {
-        pendingWrites.queue.compactMap { write in
-            guard case .remove(let condition, _) = write else { return nil }
-            return condition
-        }
+        pendingWrites.queue.compactMap(\.removal)
     }
 
     // MARK: - Queueing
@@ -48,7 +61,7 @@ extension SessionMachine {
     /// Queues the removal of the session ended under `epoch`, tried again `due` after `elapsed`'s interval: replaces
     /// any removal queued before it (one removal at most), behind the saves queued before.
     private mutating func queueRemoval(_ condition: WriteCondition, epoch: UInt64, lastAttempt: Duration) {
-        pendingWrites.queue.removeAll { if case .remove = $0 { true } else { false } }
+        pendingWrites.queue.removeAll { $0.removal != nil }
         pendingWrites.queue.append(.remove(condition, epoch: epoch))
         pendingWrites.lastAttempt = lastAttempt
     }
@@ -57,24 +70,21 @@ extension SessionMachine {
     /// removal queued before it; a save queued before is replaced by this newer pair.
     mutating func queuePendingPair(elapsed: Duration) {
         guard let session, !session.persisted else { return }
-        pendingWrites.queue.removeAll { if case .save = $0 { true } else { false } }
+        pendingWrites.queue.removeAll { $0.removal == nil }
         pendingWrites.queue.append(.save(session, epoch: epoch))
         pendingWrites.lastAttempt = elapsed
     }
 
     /// A pair is stored: it overwrote the ended session, so no removal is left to make.
     mutating func pairStored() {
-        pendingWrites.queue.removeAll { if case .remove = $0 { true } else { false } }
+        pendingWrites.queue.removeAll { $0.removal != nil }
     }
 
     /// A new session replaced a signed-out one and could not be stored (it is rolled back, or kept in memory
     /// only): the ended session's removal still has to happen, under the current epoch, before anything is saved.
     mutating func keepRemovals(after replaced: Replaced) {
         guard replaced.loaded, replaced.session == nil else { return }
-        pendingWrites.queue = pendingWrites.queue.map { write in
-            guard case .remove(let condition, _) = write else { return write }
-            return .remove(condition, epoch: epoch)
-        }
+        pendingWrites.queue = pendingWrites.queue.map { $0.keptForRemoval(under: epoch) }
     }
 
     // MARK: - Making them again
@@ -124,17 +134,22 @@ extension SessionMachine {
     /// a newer pair it lost to is read and adopted. A failure keeps the write first in the queue, tried again later.
     mutating func writeRetryEnded(_ write: PendingWrite, _ outcome: Result<Void, PersistenceError>) -> Action {
         pendingWrites.inProgress = false
-        switch outcome {
-        case .failure(.conflict), .success: pendingWrites.queue.removeAll { $0 == write }
-        case .failure: return Action()
-        }
         switch (write, outcome) {
-        case (.remove, .success):
-            if isCurrent(write.epoch) { noteStored(nil) }
+        case (_, .failure(.conflict)) where isCurrent(write.epoch) && write.removal == nil:
+            pendingWrites.queue.removeAll { $0 == write }
+            return Action(store: .readAfterConflict(epoch: write.epoch))
+        case (_, .failure(.conflict)):
+            pendingWrites.queue.removeAll { $0 == write }
             return Action()
-        case (.remove, _):
+        case (_, .failure):
+            return Action()
+        case (.remove, .success):
+            // Nothing is stored now: a newer session's writes wait for this one to land (the actor's write fence).
+            pendingWrites.queue.removeAll { $0 == write }
+            noteStored(nil)
             return Action()
         case (.save(let pending, _), .success):
+            pendingWrites.queue.removeAll { $0 == write }
             guard isCurrent(write.epoch), var session, session.generation == pending.generation else { return Action() }
             session.persisted = true
             state = state.entering(session)
@@ -142,8 +157,6 @@ extension SessionMachine {
             storedSessionID = pending.sessionID
             pairStored()
             return Action(events: [.persistenceRecovered(tokenFingerprint: pending.token.fingerprint)])
-        case (.save, _):
-            return isCurrent(write.epoch) ? Action(store: .readAfterConflict(epoch: write.epoch)) : Action()
         }
     }
 

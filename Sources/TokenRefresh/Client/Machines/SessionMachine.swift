@@ -317,11 +317,13 @@ struct SessionMachine: Sendable {
             if stateless.refreshed(value) { return decideStateless(value, stateless: stateless, now: now) }
             seed = value
         }
-        if let flight {
+        switch (flight, seed) {
+        case (let flight?, let seed?) where flight.seed != seed:
             // Only a refresh of the same refresh token is shared: a seed of another (another user's, when the app
             // switched users while this one ran) is refreshed on its own and never answered with this flight's pair.
-            if let seed, flight.seed != seed { return decideStateless(seed, stateless: stateless, now: now) }
-            return .join(flight.flight)
+            return decideStateless(seed, stateless: stateless, now: now)
+        case (let flight?, _): return .join(flight.flight)
+        case (nil, _): break
         }
         if let blocked = blockedError(at: elapsed, counting: sendsRefreshRequest(request, forced: false)) {
             return .fail(blocked)
@@ -340,9 +342,12 @@ struct SessionMachine: Sendable {
     /// A session whose token has expired while refreshes fail reads `expired` (a step of ``decide(_:now:elapsed:stateless:)``
     /// and ``attemptFailed(_:retry:random:now:elapsed:)``).
     private mutating func noteExpiredIfOffline(now: Date) {
-        guard let session, session.token.isExpired(at: now, policy: configuration.expiryPolicy) else { return }
-        if case .expired = authState { return }
-        authState = .expired(lastUserID: session.userID)
+        switch state {
+        case .active(let session, let context)
+        where context.shown != .expired && session.token.isExpired(at: now, policy: configuration.expiryPolicy):
+            authState = .expired(lastUserID: session.userID)
+        case .active, .signedOut, .unloaded: break  // already expired, still valid, or no session
+        }
     }
 
     // MARK: - The flight
