@@ -51,7 +51,7 @@ import TokenKitTesting
                 receivedAt: Self.due, lifetime: 3600),
             persisted: false, elapsed: .zero)
         guard
-            case .retryPersist(let pending, _) = machine.callerArrived(
+            case .retryWrite(.save(let pending, _)) = machine.callerArrived(
                 .validToken, now: Self.due, elapsed: .seconds(31))
         else {
             Issue.record("expected the pending pair to be written again first")

@@ -357,7 +357,7 @@ struct CrossWorld {
             return true
         case .token, .fail, .join, .refreshStatelessly, .endSessionThenFail:
             return false
-        case .readStore, .retryRemoval, .retryPersist, .run:
+        case .readStore, .retryWrite, .run:
             return false  // callerArrived's steps around decide: decide never answers them
         }
     }
@@ -392,17 +392,21 @@ struct CrossWorld {
     mutating func persistRetry(_ client: Int) -> Bool {
         guard clients[client].waiting == nil, !clients.contains(where: { $0.waiting != nil }) else { return false }
         var machine = clients[client].machine
-        guard case .some((let pending, let epoch)) = machine.persistRetryStarting(elapsed: elapsed) else {
-            return false
-        }
-        guard case .save(let stored, let condition) = machine.persistRetryTurn(pending, epoch: epoch).store else {
+        guard let write = machine.writeRetryStarting(elapsed: elapsed) else { return false }
+        let epoch = write.epoch
+        let landed: Bool
+        switch machine.writeRetryTurn(write).store {
+        case .save(let stored, let condition):
+            landed = condition.allows(stored: store)
+            if landed { place(stored) }
+        case .remove(let condition):
+            landed = condition.allows(stored: store)
+            if landed { store = nil }
+        default:
             clients[client].machine = machine
             return true
         }
-        let landed = condition.allows(stored: store)
-        if landed { place(stored) }
-        switch machine.persistRetryWriteEnded(pending, epoch: epoch, landed ? .success(()) : .failure(.conflict)).store
-        {
+        switch machine.writeRetryEnded(write, landed ? .success(()) : .failure(.conflict)).store {
         case .readAfterConflict:
             switch machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch) {
             case .failTakenFlight(let flight, let failure):

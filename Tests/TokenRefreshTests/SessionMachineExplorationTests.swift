@@ -105,6 +105,8 @@ struct Explorer {
         /// A session action (`SessionMachine.Action`) is carried out without its callers' part: the store step and
         /// the events are, but a flight made void is not failed and a flight that ended is not answered.
         case dropsTheCallersPart
+        /// A pending removal made again is reported to the machine as landed, but never made: the queue forgets it.
+        case reportsTheRemovalUnmade
 
         var description: String { rawValue }
 
@@ -119,6 +121,7 @@ struct Explorer {
             case .failedSignInForgetsTheLockedStore: "a locked store read as signed out"
             case .signOutShowsTheSessionExpired: "the state shown disagrees with the session held"
             case .dropsTheCallersPart: "a waiter was never resolved"
+            case .reportsTheRemovalUnmade: "wrote after sign-out or a newer session (an ended session is still stored)"
             }
         }
     }
@@ -205,6 +208,8 @@ struct Explorer {
 struct World {
     enum Event: String, CaseIterable, CustomStringConvertible {
         case caller, rejected401, cancel, signIn, signOut, later, crash, otherProcessRotates, removedElsewhere
+        /// A sign-out whose removal fails (a locked Keychain): the removal is queued and made again later.
+        case signOutFails
         case lockTimesOut, storeAnswers, storeUnavailable
         case serverRotates, serverKeepsRefreshToken, serverRejects, serverFailsTransiently
         case writeLands, writeFails
@@ -215,8 +220,9 @@ struct World {
         case unlock
         /// A sign-in whose grant the server refuses (wrong password), also while the store cannot be read.
         case signInFails
-        /// A call writes a pending pair again (its first write failed), as the actor does before deciding.
-        case persistRetry
+        /// A call makes the first pending write again (a pair whose first write failed), as the actor does before
+        /// deciding.
+        case writeRetry
 
         var description: String { rawValue }
     }
@@ -245,7 +251,7 @@ struct World {
     }
 
     enum Deferred {
-        case removal(epoch: UInt64)
+        case removal(epoch: UInt64, fails: Bool)
         case save(SessionMachine.SignInAction)
     }
 
@@ -332,24 +338,29 @@ struct World {
                 token, userID: "user-1", stateBefore: machine.authState, profile: nil, sessionID: "session-\(minted)")
             resolve(signIn.flight, with: .failure(.sessionChanged))
             writeLater(.save(signIn))
-        case .signOut:
+        case .signOut, .signOutFails:
+            guard event == .signOut || machine.session != nil else { return false }
             let ended = machine.session
             let signOut = machine.signingOut()
             if mutation == .signOutShowsTheSessionExpired, let ended {
                 machine.authState = .expired(lastUserID: ended.userID)  // the bug: a state apart from the session
             }
             carryOutCallers(signOut)
-            writeLater(.removal(epoch: machine.epoch))
+            writeLater(.removal(epoch: machine.epoch, fails: event == .signOutFails))
         case .signInFails:
             signInFails()
-        case .persistRetry:
-            return persistRetry()
+        case .writeRetry:
+            return writeRetry()
         case .later:
             seconds += 3500
         case .crash:
             // Not while a pair the server issued is in memory only (being written, or kept after a failed write):
-            // a crash then loses the rotated pair, which only a grace window on the server cures.
-            guard !writing, machine.session?.persisted != false else { return false }
+            // a crash then loses the rotated pair, which only a grace window on the server cures. Nor while a
+            // removal is pending: a crash loses it (the sign-out told the app it failed), and the next launch
+            // restores the session it was to remove.
+            guard !writing, machine.session?.persisted != false, machine.pendingWrites.queue.isEmpty else {
+                return false
+            }
             for index in flights.indices where !flights[index].resolved { flights[index].died = true }
             procedures = []
             deferred = []
@@ -357,7 +368,9 @@ struct World {
             machine = SessionMachine(configuration: Self.configuration, requiresRefreshToken: true)
             _ = machine.loaded(store, now: now)
         case .crashIntoLockedStore:
-            guard !writing, machine.session?.persisted != false, !locked else { return false }
+            guard !writing, machine.session?.persisted != false, machine.pendingWrites.queue.isEmpty, !locked else {
+                return false
+            }
             for index in flights.indices where !flights[index].resolved { flights[index].died = true }
             procedures = []
             deferred = []
@@ -473,25 +486,29 @@ struct World {
         }
     }
 
-    /// The actor's write of a pending pair (`callerArrived` answering `retryPersist`): the pending pair is written
-    /// under its own session only (conditional on the generation stored), and a newer pair it lost to is adopted.
-    /// Taken between refreshes (the store's writes are sequential here).
-    mutating func persistRetry() -> Bool {
-        guard procedures.isEmpty else { return false }
-        guard case .some((let pending, let epoch)) = machine.persistRetryStarting(elapsed: elapsed) else {
-            return false
+    /// The actor's retry of the first pending write (`callerArrived` answering `retryWrite`): a pending pair is written
+    /// under its own session only (conditional on the generation stored), and a newer pair it lost to is adopted; a
+    /// removal is made under its condition. Taken between refreshes (the store's writes are sequential here).
+    mutating func writeRetry() -> Bool {
+        guard procedures.isEmpty, let write = machine.writeRetryStarting(elapsed: elapsed) else { return false }
+        let turn = machine.writeRetryTurn(write).store
+        if turn != .none, !machine.isCurrent(write.epoch) {
+            violations.append("wrote after sign-out or a newer session")
         }
-        guard case .save(let stored, let condition) = machine.persistRetryTurn(pending, epoch: epoch).store else {
+        if case .remove(let condition) = turn {
+            let landed = condition.allows(stored: store)
+            if landed, mutation != .reportsTheRemovalUnmade { store = nil }  // the bug: reported, never made
+            _ = machine.writeRetryEnded(write, landed ? .success(()) : .failure(.conflict))
             return true
         }
-        if !machine.isCurrent(epoch) { violations.append("wrote after sign-out or a newer session") }
+        guard case .save(let stored, let condition) = turn else { return true }
         let landed = condition.allows(stored: store)
         if landed {
             store = stored
             finishedWrites.insert(stored.token.accessToken)
         }
         let outcome: Result<Void, PersistenceError> = landed ? .success(()) : .failure(.conflict)
-        let ended = machine.persistRetryWriteEnded(pending, epoch: epoch, outcome)
+        let ended = machine.writeRetryEnded(write, outcome)
         switch ended.store {
         case .readAfterConflict(let epoch):
             switch machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch) {
@@ -535,7 +552,7 @@ struct World {
         switch decided {
         case .token, .fail, .refreshStatelessly:
             break
-        case .readStore, .retryRemoval, .retryPersist, .run:
+        case .readStore, .retryWrite, .run:
             break  // callerArrived's steps around decide: decide never answers them
         case .join(let flight):
             if let index = flights.firstIndex(where: { $0.flight === flight }) { flights[index].waiters += 1 }
@@ -680,10 +697,10 @@ struct World {
         deferred = []
         for write in writes {
             switch write {
-            case .removal(let epoch):
+            case .removal(let epoch, let fails):
                 guard machine.isCurrent(epoch) else { continue }
-                store = nil
-                _ = machine.signOutRemovalFinished(nil, epoch: epoch, elapsed: elapsed)
+                if !fails { store = nil }
+                _ = machine.signOutRemovalFinished(fails ? .unavailable : nil, epoch: epoch, elapsed: elapsed)
             case .save(let signIn):
                 // The actor's sign-in save: skipped when a sign-out or another sign-in came first.
                 guard case .saveAboveStored(let stored) = machine.signInWriteTurn(signIn).store else {
@@ -730,6 +747,12 @@ struct World {
             }
         }
         runDeferred()
+        // The pending writes are made again, one per retry interval, as the next calls would.
+        while procedures.isEmpty, !locked, !machine.pendingWrites.queue.isEmpty, steps < 24 {
+            steps += 1
+            seconds += Double(Self.configuration.persistRetryInterval.components.seconds)
+            _ = writeRetry()
+        }
     }
 
     mutating func checkEnd() {

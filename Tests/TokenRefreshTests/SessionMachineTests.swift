@@ -321,14 +321,18 @@ import TokenKitTesting
         Self.refresh(&machine, answering: token, persisted: false, elapsed: .seconds(10))
         #expect(machine.snapshot().needsActor)
         #expect(!machine.isEvictable)
-        let tooSoon = machine.persistRetryStarting(elapsed: .seconds(14))
+        let tooSoon = machine.writeRetryStarting(elapsed: .seconds(14))
         #expect(tooSoon == nil)
-        let dueNow = machine.persistRetryStarting(elapsed: .seconds(15))
+        let dueNow = machine.writeRetryStarting(elapsed: .seconds(15))
         let due = try #require(dueNow)
-        #expect(due.pending.generation == 2)
-        let whileWriting = machine.persistRetryStarting(elapsed: .seconds(30))
+        guard case .save(let pending, _) = due else {
+            Issue.record("expected the pending pair's save, got \(due)")
+            return
+        }
+        #expect(pending.generation == 2)
+        let whileWriting = machine.writeRetryStarting(elapsed: .seconds(30))
         #expect(whileWriting == nil)  // one write at a time
-        let stored = !machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())).events.isEmpty
+        let stored = !machine.writeRetryEnded(due, .success(())).events.isEmpty
         #expect(stored)
         #expect(machine.session?.persisted == true)
         #expect(machine.storedGeneration == 2)
@@ -340,10 +344,10 @@ import TokenKitTesting
         var machine = Self.machine(configuration: .init(persistRetryInterval: .seconds(5)))
         let token = AuthToken(accessToken: "access-token-machine-two", receivedAt: Self.due, lifetime: 3600)
         Self.refresh(&machine, answering: token, persisted: false, elapsed: .zero)
-        let dueNow = machine.persistRetryStarting(elapsed: .seconds(5))
+        let dueNow = machine.writeRetryStarting(elapsed: .seconds(5))
         let due = try #require(dueNow)
         _ = machine.signingOut()
-        let marked = !machine.persistRetryWriteEnded(due.pending, epoch: due.epoch, .success(())).events.isEmpty
+        let marked = !machine.writeRetryEnded(due, .success(())).events.isEmpty
         #expect(!marked)
         #expect(machine.storedGeneration == 1)
     }
@@ -355,19 +359,19 @@ import TokenKitTesting
         _ = machine.signingOut()
         _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .seconds(10))
         #expect(!machine.isEvictable)
-        #expect(machine.removalRetryStarting(elapsed: .seconds(14)) == nil)
-        let dueNow = machine.removalRetryStarting(elapsed: .seconds(15))
+        #expect(machine.writeRetryStarting(elapsed: .seconds(14)) == nil)
+        let dueNow = machine.writeRetryStarting(elapsed: .seconds(15))
         let due = try #require(dueNow)
-        #expect(due.condition == .always)
-        let whileRemoving = machine.removalRetryStarting(elapsed: .seconds(30))
+        #expect(due == .remove(.always, epoch: machine.epoch))
+        let whileRemoving = machine.writeRetryStarting(elapsed: .seconds(30))
         #expect(whileRemoving == nil)  // one removal at a time
-        machine.removalRetryWriteEnded(.failure(.unavailable))
-        let tooSoon = machine.removalRetryStarting(elapsed: .seconds(19))
+        _ = machine.writeRetryEnded(due, .failure(.unavailable))
+        let tooSoon = machine.writeRetryStarting(elapsed: .seconds(19))
         #expect(tooSoon == nil)
-        let again = machine.removalRetryStarting(elapsed: .seconds(20))
-        #expect(again != nil)
-        machine.removalRetryWriteEnded(.success(()))
-        #expect(machine.pendingRemoval == nil)
+        let againDue = machine.writeRetryStarting(elapsed: .seconds(20))
+        let again = try #require(againDue)
+        _ = machine.writeRetryEnded(again, .success(()))
+        #expect(machine.pendingRemovals.isEmpty)
         #expect(machine.isEvictable)
     }
 
@@ -377,9 +381,9 @@ import TokenKitTesting
         _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .zero)
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
         _ = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
-        let due = machine.removalRetryStarting(elapsed: .seconds(60))
+        let due = machine.writeRetryStarting(elapsed: .seconds(60))
         #expect(due == nil)
-        #expect(machine.pendingRemoval == nil)
+        #expect(machine.pendingRemovals.isEmpty)
     }
 
     @Test func aSignInThatCouldNotBeStoredKeepsThePendingRemoval() {
@@ -389,8 +393,33 @@ import TokenKitTesting
         let token = AuthToken(accessToken: "access-token-machine-new", receivedAt: Self.due, lifetime: 3600)
         let signIn = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
         _ = machine.signInWriteFinished(.failure(.writeFailed), signIn, elapsed: .zero)
-        let due = machine.removalRetryStarting(elapsed: .seconds(5))
-        #expect(due != nil)
+        let due = machine.writeRetryStarting(elapsed: .seconds(5))
+        #expect(due == .remove(.always, epoch: machine.epoch))
+    }
+
+    @Test func aRemovalQueuedBeforeAMemoryOnlyPairsSaveLandsFirst() throws {
+        var machine = Self.machine(
+            configuration: .init(persistRetryInterval: .seconds(5), allowsMemoryOnlySessions: true))
+        _ = machine.signingOut()
+        _ = machine.signOutRemovalFinished(.unavailable, epoch: machine.epoch, elapsed: .zero)
+        let token = AuthToken(
+            accessToken: "access-token-machine-new", refreshToken: "refresh-token-machine-new", receivedAt: Self.due,
+            lifetime: 3600)
+        let signIn = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
+        _ = machine.signInWriteFinished(.failure(.writeFailed), signIn, elapsed: .zero)
+        let firstDue = machine.writeRetryStarting(elapsed: .seconds(5))
+        let first = try #require(firstDue)
+        #expect(first == .remove(.always, epoch: machine.epoch))
+        _ = machine.writeRetryEnded(first, .success(()))
+        let secondDue = machine.writeRetryStarting(elapsed: .seconds(10))
+        let second = try #require(secondDue)
+        guard case .save(let pending, _) = second, case .save(_, let condition) = machine.writeRetryTurn(second).store
+        else {
+            Issue.record("expected the pair's save after the removal, got \(second)")
+            return
+        }
+        #expect(pending.token == token)
+        #expect(condition == .absent)  // the ended session is gone: the pair goes where nothing is stored
     }
 
     // MARK: - A sign-in whose grant fails

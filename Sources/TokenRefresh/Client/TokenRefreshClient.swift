@@ -321,7 +321,7 @@ public actor TokenRefreshClient: TokenProvider {
     @discardableResult
     public func restoreSession(validatingWithProvider: Bool = false) async -> AuthState {
         try? await ensureLoaded()
-        await retryPendingRemovalIfDue()
+        await retryPendingWriteIfDue()
         await check(
             machine.launchCheck(validating: validatingWithProvider, checksWithServer: strategy.checksSessionWithServer))
         return state

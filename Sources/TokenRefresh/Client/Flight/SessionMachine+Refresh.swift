@@ -356,7 +356,7 @@ extension SessionMachine {
             profile = nil
             isOffline = false
         }
-        pendingRemoval = nil
+        pairStored()
         if session == nil || switchedUser { lineage.reset() }
         if profile?.id != stored.userID { profile = nil }
         lineage.record(stored.token)
@@ -411,12 +411,12 @@ extension SessionMachine {
                 token: token, userID: userID, generation: generation, sessionID: sessionID, persisted: persisted,
                 keptStoredRefreshToken: keptStoredRefreshToken))
         isOffline = false
-        pendingRemoval = nil  // the new pair overwrites the ended session (now, or when its write is retried)
+        pairStored()  // the new pair overwrites the ended session (now, or when its write is retried)
         if persisted {
             storedGeneration = generation
             storedSessionID = sessionID
         } else {
-            lastPersistAttempt = elapsed
+            queuePendingPair(elapsed: elapsed)
         }
         authState = .signedIn(userID: userID)
     }

@@ -28,10 +28,8 @@ extension TokenRefreshClient {
             case .readStore:
                 let read = await loadSession()
                 try await carryOut(machine.storeRead(atLoad: read, now: now()))
-            case .retryRemoval(let epoch, let condition):
-                await retryRemoval(epoch: epoch, condition: condition)
-            case .retryPersist(let pending, let epoch):
-                await retryPersist(pending, epoch: epoch)
+            case .retryWrite(let write):
+                await retryWrite(write)
             case .token(let token):
                 return .token(token)
             case .join(let flight):
@@ -370,31 +368,6 @@ extension TokenRefreshClient {
             return .failure(error)
         case .none:
             return .success(false)
-        }
-    }
-
-    /// Writes `pending` again once older writes have landed, and carries out what the machine makes of the outcome.
-    func retryPersist(_ pending: SessionMachine.Session, epoch startEpoch: UInt64) async {
-        let write = await beginWrite(epoch: startEpoch)
-        defer { endWrite(write) }
-        switch await perform(machine.persistRetryTurn(pending, epoch: startEpoch)) {
-        case .some(let saved):
-            let outcome = saved.map { _ in () }
-            logPersistRetry(outcome, pending)
-            try? await carryOut(machine.persistRetryWriteEnded(pending, epoch: startEpoch, outcome))
-        case .none:
-            break
-        }
-    }
-
-    /// Says when a pending pair's write failed again (it is retried later).
-    func logPersistRetry(_ outcome: Result<Void, PersistenceError>, _ pending: SessionMachine.Session) {
-        switch outcome {
-        case .success, .failure(.conflict):
-            break
-        case .failure:
-            logger.debug(
-                "persisting the pending pair failed again", metadata: ["token": "\(pending.token.fingerprint)"])
         }
     }
 }

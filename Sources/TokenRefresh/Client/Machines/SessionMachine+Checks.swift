@@ -20,9 +20,12 @@ extension SessionMachine {
     /// the credential looks fresh), a provider check for strategies without refresh tokens, a valid token for the
     /// others.
     func providerCheck(checksWithServer: Bool) -> ProviderCheckAction {
-        if checksWithServer, session != nil { return .ask(.sessionCheck, asksProvider: false) }
-        if !requiresRefreshToken { return .ask(.providerCheck, asksProvider: true) }
-        return session == nil ? .nothing : .validToken
+        switch (state, checksWithServer, requiresRefreshToken) {
+        case (.active, true, _): .ask(.sessionCheck, asksProvider: false)
+        case (_, _, false): .ask(.providerCheck, asksProvider: true)
+        case (.active, false, true): .validToken
+        case (.unloaded, _, true), (.signedOut, _, true): .nothing
+        }
     }
 
     /// The check at launch (``TokenRefreshClient/restoreSession(validatingWithProvider:)``): none unless the app asked
@@ -107,10 +110,11 @@ extension SessionMachine {
     /// in when it read otherwise), `unavailable` when the store could not be read (the stored session may still be
     /// there, as at a launch over an unreadable store), or signed out when nothing is stored. Never `loading`.
     func stateAfterFailedSignIn(previous: AuthState) -> AuthState {
-        guard let session else { return loaded ? .signedOut : .unavailable }
-        switch previous {
-        case .signedIn, .expired: return previous
-        default: return .signedIn(userID: session.userID)
+        switch (state, previous) {
+        case (.active, .signedIn), (.active, .expired): previous
+        case (.active(let session, _), _): .signedIn(userID: session.userID)
+        case (.signedOut, _): .signedOut
+        case (.unloaded, _): .unavailable
         }
     }
 }
@@ -126,21 +130,6 @@ extension SessionMachine {
     /// The sign-out that ended the session under `epoch` may now write: remove what is stored, unless a new session
     /// has begun meanwhile (its save overwrites the ended one).
     func signOutWriteTurn(epoch: UInt64) -> Action { Action(store: isCurrent(epoch) ? .remove(.always) : .none) }
-
-    /// The sign-out's removal under `epoch` finished (`failure` when it did not happen) at `elapsed`: what the
-    /// sign-out returns. A store that could not be cleared (memory is) has the removal retried later (unless a new
-    /// session began), and the sign-out throws.
-    mutating func signOutRemovalFinished(
-        _ failure: PersistenceError?, epoch: UInt64, elapsed: Duration
-    ) -> Result<Void, TokenRefreshError> {
-        guard let failure else {
-            noteStored(nil)
-            pendingRemoval = nil
-            return .success(())
-        }
-        if isCurrent(epoch) { pendingRemoval = PendingRemoval(epoch: epoch, condition: .always, lastAttempt: elapsed) }
-        return .failure(TokenRefreshError.storageUnavailable.with(underlying: failure))
-    }
 
     /// What a sign-out revokes for the `ended` session (best effort): its refresh token with the revocation
     /// configured, or `nil` for nothing.

@@ -45,25 +45,29 @@ extension SessionMachine {
     ) -> Action {
         let fingerprint = signIn.stored.token.fingerprint
         let signedIn = AuthEvent.signedIn(userID: signIn.stored.userID, tokenFingerprint: fingerprint)
-        switch written {
-        case .success(true) where isCurrent(signIn.epoch):
+        let persistenceFailed = { (failure: TokenRefreshError) in
+            AuthEvent.persistenceFailed(failure, tokenFingerprint: fingerprint)
+        }
+        let outcome = written.mapError { TokenRefreshError.storageUnavailable.with(underlying: $0) }
+        switch (outcome, isCurrent(signIn.epoch)) {
+        case (.success(true), true):
             sessionStored(epoch: signIn.epoch)
             return Action(events: [signedIn])
-        case .success:
+        case (.success, _):
             // Signed out (or signed in again) before this session was stored, or while its write was landing: the
             // later call's removal or save comes after it, so the session is over and this sign-in says so.
             return Action(callers: .fail(.signedOut))
-        case .failure(let error):
-            let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-            let persistenceFailed = AuthEvent.persistenceFailed(failure, tokenFingerprint: fingerprint)
-            if !configuration.allowsMemoryOnlySessions && isCurrent(signIn.epoch) {
-                // A session that is never stored is lost at the next launch: say so now, and keep what was there
-                // before (the previous session, still in the store, or none).
-                rollBack(signIn.replaced)
-                return Action(callers: .fail(failure), events: [persistenceFailed])
-            }
-            lastPersistAttempt = elapsed  // written again after the persist retry interval
-            return Action(events: [persistenceFailed, signedIn])
+        case (.failure(let failure), true) where !configuration.allowsMemoryOnlySessions:
+            // A session that is never stored is lost at the next launch: say so now, and keep what was there
+            // before (the previous session, still in the store, or none).
+            rollBack(signIn.replaced)
+            return Action(callers: .fail(failure), events: [persistenceFailed(failure)])
+        case (.failure(let failure), true):
+            keepRemovals(after: signIn.replaced)
+            queuePendingPair(elapsed: elapsed)  // written again after the persist retry interval
+            return Action(events: [persistenceFailed(failure), signedIn])
+        case (.failure(let failure), false):
+            return Action(events: [persistenceFailed(failure), signedIn])  // the later call's session is held
         }
     }
 
@@ -109,7 +113,7 @@ extension SessionMachine {
         session.persisted = true
         storedGeneration = session.generation
         storedSessionID = session.sessionID
-        pendingRemoval = nil
+        pairStored()
         state = state.entering(session)
     }
 
@@ -118,14 +122,14 @@ extension SessionMachine {
     private mutating func rollBack(_ replaced: Replaced) {
         epoch &+= 1
         // The ended session's removal still has to happen: the new session never reached the store.
-        if pendingRemoval != nil, replaced.loaded, replaced.session == nil { pendingRemoval?.epoch = epoch }
+        keepRemovals(after: replaced)
         state = state.entering(replaced.session, loaded: replaced.loaded)
         lineage = replaced.lineage
         profile = replaced.profile
-        if session != nil, replaced.state.hasSession {
-            authState = replaced.state
-        } else {
-            authState = session.map { .signedIn(userID: $0.userID) } ?? .signedOut
+        switch (replaced.session, replaced.state.hasSession) {
+        case (_?, true): authState = replaced.state
+        case (let session?, false): authState = .signedIn(userID: session.userID)
+        case (nil, _): authState = .signedOut
         }
     }
 }

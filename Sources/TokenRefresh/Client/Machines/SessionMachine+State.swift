@@ -3,7 +3,7 @@ import AuthToken
 /// The machine's one stored state, and what is read from it.
 extension SessionMachine {
     /// Where the session stands: the store unread, no session, or a session; each with its ``Context`` (the refresh in
-    /// flight, the offline flag, the profile, the pending pair's write). The published ``AuthState``
+    /// flight, the offline flag, the profile). The published ``AuthState``
     /// (``authState``), the offline flag and the session are computed from it, never kept in step by hand.
     enum State: Sendable {
         /// The store has not been read yet (shown `loading`).
@@ -25,10 +25,6 @@ extension SessionMachine {
         var flight: Flight?
         /// The profile the provider or the app supplied for the session's user.
         var profile: AuthUser?
-        /// When the last write of a pending pair was tried, by the injected clock.
-        var lastPersistAttempt: Duration?
-        /// Whether a write of a pending pair is running.
-        var persistInProgress = false
     }
 
     /// What the app is shown, when it is not what the state's case says.

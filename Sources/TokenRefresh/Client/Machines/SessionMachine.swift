@@ -16,7 +16,7 @@ import Persistence
 ///   ``TokenRefreshClient/Configuration/maximumRefreshes`` refresh requests sent to a server per window (``Breaker``;
 ///   see ``sendsRefreshRequest(_:forced:)``).
 /// - **Persist, then retry**: a pair that could not be stored stays in memory and is written again at most once
-///   per ``TokenRefreshClient/Configuration/persistRetryInterval`` (``persistRetryStarting(elapsed:)``).
+///   per ``TokenRefreshClient/Configuration/persistRetryInterval``, queued behind removals (``PendingWrites``).
 /// - **Offline**: a connectivity failure marks the client offline and an expired session `expired`.
 /// - **Rejection**: a refresh token the server rejected is never sent again (``rejected``).
 ///
@@ -83,11 +83,8 @@ struct SessionMachine: Sendable {
         case refreshStatelessly(String)
         /// Read the store (it never was), hand its answer to ``storeRead(atLoad:now:)``, then ask again.
         case readStore
-        /// Remove the ended session of `epoch` again under `condition` (see ``removalRetryStarting(elapsed:)``), then
-        /// ask again.
-        case retryRemoval(epoch: UInt64, condition: WriteCondition)
-        /// Write the session's pending pair again (see ``persistRetryStarting(elapsed:)``), then ask again.
-        case retryPersist(Session, epoch: UInt64)
+        /// Make the first of the pending writes again (see ``writeRetryStarting(elapsed:)``), then ask again.
+        case retryWrite(PendingWrite)
         /// Run this refresh, recorded as started under `epoch` (from `seed`, without a session), then wait for it.
         case run(RefreshFlight, epoch: UInt64, seed: String?)
     }
@@ -128,8 +125,8 @@ struct SessionMachine: Sendable {
     /// ``session``, ``isOffline``, ``flight`` and ``profile`` are read from it. Set by the machine's own transitions only
     /// (in this file and its extensions; the actor never writes a field of the machine, `.ci/machine-counts` checks).
     var state: State = .unloaded(Context()) { didSet { visibleVersion &+= 1 } }
-    /// Bumped by every change of ``state`` the lock-free snapshot or the state stream can see (all but the pending
-    /// pair's write bookkeeping), so the actor republishes only after such a change, with one integer compare.
+    /// Bumped by every change of ``state`` (all of it the lock-free snapshot or the state stream can see), so the
+    /// actor republishes only after such a change, with one integer compare.
     private(set) var visibleVersion: UInt64 = 0
     /// Bumped by every new or ended session: the generation guard for refreshes and writes in progress. Set by the
     /// machine's own transitions only.
@@ -144,21 +141,8 @@ struct SessionMachine: Sendable {
     /// transitions only, like ``breaker``.
     var lineage = SessionLineage()
     var breaker = Breaker()
-    /// A removal of an ended session still to be made: its removal failed, or an older write may have landed
-    /// after it. It is retried under the epoch it was made in, so a new session cancels it.
-    var pendingRemoval: PendingRemoval?
-    /// Whether a retry of ``pendingRemoval`` is running.
-    private(set) var removalInProgress = false
-
-    /// A removal to make again (see ``pendingRemoval``).
-    struct PendingRemoval: Sendable, Equatable {
-        /// The epoch of the ended session; the retry is dropped once another has begun.
-        var epoch: UInt64
-        /// The condition the retry runs under.
-        var condition: WriteCondition
-        /// When it was last tried, by the injected clock.
-        var lastAttempt: Duration
-    }
+    /// The writes of this client still to be made again, in order (see ``PendingWrites``).
+    var pendingWrites = PendingWrites()
 
     init(
         configuration: TokenRefreshClient.Configuration, requiresRefreshToken: Bool, mayAnswerFromCache: Bool = false
@@ -203,33 +187,12 @@ struct SessionMachine: Sendable {
         set { state.context.profile = newValue }
     }
 
-    /// When the last write of a pending pair was tried, by the injected clock. (Not shown: changes nothing published.)
-    var lastPersistAttempt: Duration? {
-        get { state.context.lastPersistAttempt }
-        set {
-            let version = visibleVersion
-            state.context.lastPersistAttempt = newValue
-            visibleVersion = version
-        }
-    }
-
-    /// Whether a write of a pending pair is running. (Not shown: changes nothing published.)
-    private(set) var persistInProgress: Bool {
-        get { state.context.persistInProgress }
-        set {
-            let version = visibleVersion
-            state.context.persistInProgress = newValue
-            visibleVersion = version
-        }
-    }
-
     /// Whether work started under `epoch` still belongs to the current session.
     func isCurrent(_ epoch: UInt64) -> Bool { epoch == self.epoch }
 
     /// Whether a registry may drop the client: no refresh running, no write in progress, nothing unsaved.
     var isEvictable: Bool {
-        flight == nil && !persistInProgress && (session?.persisted ?? true) && pendingRemoval == nil
-            && !removalInProgress
+        flight == nil && pendingWrites.isEmpty && (session?.persisted ?? true)
     }
 
     /// The condition for writing a new pair over what is stored.
@@ -253,7 +216,7 @@ struct SessionMachine: Sendable {
     // MARK: - Deciding what a caller does
 
     /// A caller needs a token for `request`: the one round trip of the slow path. The store is read first if it never
-    /// was, an ended session's removal and a pending pair's write are made again when due, and then the caller does
+    /// was, the first pending write (an ended session's removal, a pending pair's save) is made again when due, and then the caller does
     /// what ``decide(_:now:elapsed:stateless:)`` says; a refresh it starts is recorded here
     /// (``beginFlight(_:for:seed:forced:pairedAccessToken:)``). After a store action the actor asks again.
     mutating func callerArrived(
@@ -261,10 +224,7 @@ struct SessionMachine: Sendable {
         stateless: StatelessRefreshes = StatelessRefreshes()
     ) -> CallerAction {
         guard loaded else { return .readStore }
-        if let due = removalRetryStarting(elapsed: elapsed) {
-            return .retryRemoval(epoch: due.epoch, condition: due.condition)
-        }
-        if let due = persistRetryStarting(elapsed: elapsed) { return .retryPersist(due.pending, epoch: due.epoch) }
+        if let due = writeRetryStarting(elapsed: elapsed) { return .retryWrite(due) }
         let action = decide(request, now: now, elapsed: elapsed, stateless: stateless)
         guard case .startRefresh(let seed, let forced) = action else { return action }
         let flight = RefreshFlight()
@@ -357,11 +317,13 @@ struct SessionMachine: Sendable {
             if stateless.refreshed(value) { return decideStateless(value, stateless: stateless, now: now) }
             seed = value
         }
-        if let flight {
+        switch (flight, seed) {
+        case (let flight?, let seed?) where flight.seed != seed:
             // Only a refresh of the same refresh token is shared: a seed of another (another user's, when the app
             // switched users while this one ran) is refreshed on its own and never answered with this flight's pair.
-            if let seed, flight.seed != seed { return decideStateless(seed, stateless: stateless, now: now) }
-            return .join(flight.flight)
+            return decideStateless(seed, stateless: stateless, now: now)
+        case (let flight?, _): return .join(flight.flight)
+        case (nil, _): break
         }
         if let blocked = blockedError(at: elapsed, counting: sendsRefreshRequest(request, forced: false)) {
             return .fail(blocked)
@@ -380,9 +342,12 @@ struct SessionMachine: Sendable {
     /// A session whose token has expired while refreshes fail reads `expired` (a step of ``decide(_:now:elapsed:stateless:)``
     /// and ``attemptFailed(_:retry:random:now:elapsed:)``).
     private mutating func noteExpiredIfOffline(now: Date) {
-        guard let session, session.token.isExpired(at: now, policy: configuration.expiryPolicy) else { return }
-        if case .expired = authState { return }
-        authState = .expired(lastUserID: session.userID)
+        switch state {
+        case .active(let session, let context)
+        where context.shown != .expired && session.token.isExpired(at: now, policy: configuration.expiryPolicy):
+            authState = .expired(lastUserID: session.userID)
+        case .active, .signedOut, .unloaded: break  // already expired, still valid, or no session
+        }
     }
 
     // MARK: - The flight
@@ -504,45 +469,6 @@ struct SessionMachine: Sendable {
         state = state.entering(session)
     }
 
-    // MARK: - Removing an ended session again
-
-    /// A call at `elapsed` may remove the ended session again: the epoch and condition to remove it under (and the
-    /// retry is marked running), or `nil` when none is pending, a retry runs, or the last try was too recent. A removal
-    /// whose session has been followed by a new one is dropped.
-    mutating func removalRetryStarting(elapsed: Duration) -> (epoch: UInt64, condition: WriteCondition)? {
-        guard let pending = pendingRemoval, !removalInProgress else { return nil }
-        guard isCurrent(pending.epoch) else {
-            pendingRemoval = nil
-            return nil
-        }
-        guard elapsed - pending.lastAttempt >= configuration.persistRetryInterval else { return nil }
-        removalInProgress = true
-        pendingRemoval?.lastAttempt = elapsed
-        return (pending.epoch, pending.condition)
-    }
-
-    /// Older writes have landed for the removal retry (``removalRetryStarting(elapsed:)``) of the session ended under
-    /// `epoch`: remove it under `condition`, or drop it when a new session began meanwhile (its save overwrites the
-    /// ended one).
-    mutating func removalRetryTurn(epoch: UInt64, condition: WriteCondition) -> Action {
-        guard isCurrent(epoch) else {
-            removalInProgress = false
-            pendingRemoval = nil
-            return Action()
-        }
-        return Action(store: .remove(condition))
-    }
-
-    /// The retried removal ended with `outcome`: nothing is left to remove once it landed or a newer session is
-    /// stored; a failure leaves it pending, retried later. It only records.
-    mutating func removalRetryWriteEnded(_ outcome: Result<Void, PersistenceError>) {
-        removalInProgress = false
-        switch outcome {
-        case .success, .failure(.conflict): pendingRemoval = nil
-        case .failure: break
-        }
-    }
-
     /// The app (or the provider, at sign-in) supplied `newProfile` (``TokenRefreshClient/setProfile(_:)``): taken for
     /// the session's user (`true`); refused (and what it had is kept) without a session or for another user.
     mutating func profileSupplied(_ newProfile: AuthUser) -> Bool {
@@ -551,54 +477,6 @@ struct SessionMachine: Sendable {
         guard userID == nil || userID == newProfile.id else { return false }
         profile = newProfile
         return true
-    }
-
-    // MARK: - Writing a pending pair again
-
-    /// A call at `elapsed` may write the session's pending pair again: the pair and its epoch (and the write is marked
-    /// as running), or `nil` when the pair is stored, a write is running, or the last try was too recent.
-    mutating func persistRetryStarting(elapsed: Duration) -> (pending: Session, epoch: UInt64)? {
-        guard let pending = session, !pending.persisted, !persistInProgress else { return nil }
-        if let lastPersistAttempt, elapsed - lastPersistAttempt < configuration.persistRetryInterval {
-            return nil
-        }
-        persistInProgress = true
-        lastPersistAttempt = elapsed
-        return (pending, epoch)
-    }
-
-    /// Older writes have landed for the retry (``persistRetryStarting(elapsed:)``) of `pending` under `epoch`: save it
-    /// conditional on the generation stored, or drop it when a sign-out or a new session came meanwhile.
-    mutating func persistRetryTurn(_ pending: Session, epoch: UInt64) -> Action {
-        guard isCurrent(epoch) else {
-            persistInProgress = false
-            return Action()
-        }
-        let stored = StoredSession(
-            token: pending.token, userID: pending.userID, generation: pending.generation, sessionID: pending.sessionID)
-        return Action(store: .save(stored, writeCondition))
-    }
-
-    /// The write of `pending` under `epoch` ended with `outcome`: the pair is stored if it is still the session's
-    /// (``AuthEvent/Kind/persistenceRecovered``); a newer pair it lost to is read and adopted; a failure is retried
-    /// later.
-    mutating func persistRetryWriteEnded(
-        _ pending: Session, epoch: UInt64, _ outcome: Result<Void, PersistenceError>
-    ) -> Action {
-        persistInProgress = false
-        switch outcome {
-        case .success:
-            guard isCurrent(epoch), var session, session.generation == pending.generation else { return Action() }
-            session.persisted = true
-            state = state.entering(session)
-            storedGeneration = pending.generation
-            storedSessionID = pending.sessionID
-            return Action(events: [.persistenceRecovered(tokenFingerprint: pending.token.fingerprint)])
-        case .failure(.conflict):
-            return isCurrent(epoch) ? Action(store: .readAfterConflict(epoch: epoch)) : Action()
-        case .failure:
-            return Action()
-        }
     }
 
     // MARK: - The lock-free snapshot

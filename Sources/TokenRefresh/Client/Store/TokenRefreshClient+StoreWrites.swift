@@ -1,3 +1,4 @@
+import AuthToken
 import Logging
 import Persistence
 
@@ -30,25 +31,26 @@ extension TokenRefreshClient {
         }
     }
 
-    /// Removes an ended session again after a removal that failed (a lock timeout, a locked Keychain) or that an
-    /// older write may have overtaken, at most once per ``Configuration/persistRetryInterval``, unless a new
-    /// session has started since.
-    func retryPendingRemovalIfDue() async {
-        switch machine.removalRetryStarting(elapsed: clock.elapsed) {
-        case .some(let due): await retryRemoval(epoch: due.epoch, condition: due.condition)
+    /// Makes the first pending write (an ended session's removal, a pending pair's save) again, if one is due (see
+    /// ``SessionMachine/writeRetryStarting(elapsed:)``).
+    func retryPendingWriteIfDue() async {
+        switch machine.writeRetryStarting(elapsed: clock.elapsed) {
+        case .some(let due): await retryWrite(due)
         case .none: break
         }
     }
 
-    /// Removes the ended session of `epoch` again under `condition`, once older writes have landed.
-    func retryRemoval(epoch: UInt64, condition: WriteCondition) async {
-        let write = await beginWrite(epoch: epoch)
-        defer { endWrite(write) }
-        switch await perform(machine.removalRetryTurn(epoch: epoch, condition: condition)) {
-        case .some(let removed):
-            machine.removalRetryWriteEnded(removed.map { _ in () })
-            logRemovalRetry(removed)
-        case .none: break
+    /// Makes `write` again once older writes have landed, and carries out what the machine makes of the outcome.
+    func retryWrite(_ write: SessionMachine.PendingWrite) async {
+        let fence = await beginWrite(epoch: write.epoch)
+        defer { endWrite(fence) }
+        switch await perform(machine.writeRetryTurn(write)) {
+        case .some(let written):
+            let outcome = written.map { _ in () }
+            logWriteRetry(outcome, write)
+            try? await carryOut(machine.writeRetryEnded(write, outcome))
+        case .none:
+            break
         }
     }
 
@@ -96,15 +98,18 @@ extension TokenRefreshClient {
         ServerClock.stamp(stored, with: configuration.serverClock)
     }
 
-    /// Says how a retried removal ended.
-    func logRemovalRetry(_ removed: Result<UInt64?, PersistenceError>) {
-        switch removed {
-        case .success:
+    /// Says how a write made again ended (a failure is tried again later).
+    func logWriteRetry(_ outcome: Result<Void, PersistenceError>, _ write: SessionMachine.PendingWrite) {
+        switch (outcome, write) {
+        case (.success, .remove):
             logger.debug("removed the ended session from the store on a retry")
-        case .failure(.conflict):
-            break  // A newer session is stored (by another process): there is nothing of the ended one to remove.
-        case .failure(let error):
+        case (.success, .save), (.failure(.conflict), _):
+            break  // A newer session is stored: it is adopted, or there is nothing of the ended one to remove.
+        case (.failure(let error), .remove):
             logger.debug("removing the ended session failed again", metadata: ["error": "\(error)"])
+        case (.failure, .save(let pending, _)):
+            logger.debug(
+                "persisting the pending pair failed again", metadata: ["token": "\(pending.token.fingerprint)"])
         }
     }
 }
