@@ -145,3 +145,10 @@ extension TokenRefreshClient {
         }
     }
 }
+
+/// A client's options, held once: the actor and its session machine read this one copy instead of holding one each.
+final class SharedConfiguration: Sendable {
+    let value: TokenRefreshClient.Configuration
+
+    init(_ value: TokenRefreshClient.Configuration) { self.value = value }
+}

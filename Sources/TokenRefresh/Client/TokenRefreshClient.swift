@@ -57,7 +57,9 @@ public actor TokenRefreshClient: TokenProvider {
     /// clients write costs no copy of the existential.
     @usableFromInline nonisolated let checksExternalWrites: Bool
     /// The options this client was made with.
-    public nonisolated let configuration: Configuration
+    public nonisolated var configuration: Configuration { options.value }
+    /// The one copy of the options, shared with ``machine``.
+    nonisolated let options: SharedConfiguration
     let clock: ClockHandle
     nonisolated let now: @Sendable () -> Date
     let random: @Sendable () -> Double
@@ -145,7 +147,8 @@ public actor TokenRefreshClient: TokenProvider {
         self.store = store
         self.externallyWritten = store as? any ExternallyWrittenTokenStore
         self.checksExternalWrites = externallyWritten != nil
-        self.configuration = configuration
+        let options = SharedConfiguration(configuration)
+        self.options = options
         let clock = ClockHandle(clock)  // one for both: each handle allocates two closure contexts
         self.clock = clock
         self.now = configuration.wallClock(otherwise: now)
@@ -154,7 +157,7 @@ public actor TokenRefreshClient: TokenProvider {
         self.logger = logger
         self.metrics = metrics
         self.machine = SessionMachine(
-            configuration: configuration, requiresRefreshToken: strategy.requiresRefreshToken,
+            sharing: options, requiresRefreshToken: strategy.requiresRefreshToken,
             mayAnswerFromCache: strategy.mayAnswerFromCache)
     }
 

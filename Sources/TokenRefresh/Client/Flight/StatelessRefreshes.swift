@@ -1,5 +1,4 @@
 import AuthToken
-import Crypto
 import Foundation
 
 /// Refreshes of refresh tokens that are not the held session's, for the seed apps' stateless
@@ -9,25 +8,24 @@ import Foundation
 /// One refresh runs per refresh token, shared by concurrent callers. The answer is remembered (the newest
 /// ``capacity`` answers) when the server rotated the refresh token, so that a caller who read the old refresh token
 /// before the app saved the new pair gets the same chain's newest pair instead of presenting a consumed token (which
-/// a server that detects reuse answers by revoking the whole family). Keys are keyed hashes, as in
+/// a server that detects reuse answers by revoking the whole family). Keys are keyed hashes (``TokenDigest``), as in
 /// ``RejectedRefreshTokens``.
 struct StatelessRefreshes: Sendable, CustomReflectable {
     /// How many answers are remembered.
     static let capacity = 8
 
-    private let key = SymmetricKey(size: .bits256)
-    private var flights: [Data: RefreshFlight] = [:]
-    private var answers: [(presented: Data, token: AuthToken)] = []
+    private var flights: [TokenDigest: RefreshFlight] = [:]
+    private var answers: [(presented: TokenDigest, token: AuthToken)] = []
 
     /// The newest pair of the chain `refreshToken` started, if it was refreshed here and rotated.
     func newest(after refreshToken: String) -> AuthToken? {
-        var presented = digest(refreshToken)
+        var presented = TokenDigest(refreshToken)
         var newest: AuthToken?
         for _ in 0..<Self.capacity {
             guard let next = answers.last(where: { $0.presented == presented })?.token else { break }
             newest = next
             guard let rotated = next.refreshToken else { break }
-            presented = digest(rotated)
+            presented = TokenDigest(rotated)
         }
         return newest
     }
@@ -38,14 +36,14 @@ struct StatelessRefreshes: Sendable, CustomReflectable {
     }
 
     /// The refresh of `refreshToken` in flight, if any.
-    func flight(for refreshToken: String) -> RefreshFlight? { flights[digest(refreshToken)] }
+    func flight(for refreshToken: String) -> RefreshFlight? { flights[TokenDigest(refreshToken)] }
 
     /// Records that `flight` refreshes `refreshToken`.
-    mutating func begin(_ flight: RefreshFlight, for refreshToken: String) { flights[digest(refreshToken)] = flight }
+    mutating func begin(_ flight: RefreshFlight, for refreshToken: String) { flights[TokenDigest(refreshToken)] = flight }
 
     /// The refresh of `refreshToken` ended with `result`.
     mutating func end(_ refreshToken: String, result: Result<AuthToken, TokenRefreshError>) {
-        let presented = digest(refreshToken)
+        let presented = TokenDigest(refreshToken)
         flights[presented] = nil
         guard case .success(let token) = result, let rotated = token.refreshToken, rotated != refreshToken else {
             return
@@ -53,10 +51,6 @@ struct StatelessRefreshes: Sendable, CustomReflectable {
         answers.removeAll { $0.presented == presented }
         answers.append((presented, token))
         if answers.count > Self.capacity { answers.removeFirst(answers.count - Self.capacity) }
-    }
-
-    private func digest(_ token: String) -> Data {
-        Data(HMAC<SHA256>.authenticationCode(for: Data(token.utf8), using: key))
     }
 
     /// How many refreshes run and answers are kept; never a token, a hash or the key.

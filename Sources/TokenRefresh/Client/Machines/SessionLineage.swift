@@ -1,5 +1,4 @@
 import AuthToken
-import Crypto
 import Foundation
 
 /// The tokens the current session has held (the pair it started with and every pair a refresh or another
@@ -10,15 +9,14 @@ import Foundation
 /// user in, while the request was under way), and is never answered with this session's token. Likewise a refresh
 /// token the session held before is answered with the current pair, and one it never held is not.
 ///
-/// The newest ``capacity`` tokens of each kind are kept. Like ``RejectedRefreshTokens``, each client draws its own
-/// HMAC key, so nothing in memory gives a token back.
+/// The newest ``capacity`` tokens of each kind are kept, as ``TokenDigest``s, so nothing in memory gives a token
+/// back.
 struct SessionLineage: Sendable, CustomReflectable {
     /// How many access and refresh tokens are remembered (each).
     static let capacity = 32
 
-    private let key = SymmetricKey(size: .bits256)
-    private var accessDigests: [Data] = []
-    private var refreshDigests: [Data] = []
+    private var accessDigests: [TokenDigest] = []
+    private var refreshDigests: [TokenDigest] = []
 
     /// Forgets every token: a new session, or none.
     mutating func reset() {
@@ -34,32 +32,28 @@ struct SessionLineage: Sendable, CustomReflectable {
 
     /// Remembers an access token of this session.
     mutating func record(accessToken: String) {
-        Self.append(digest(accessToken), to: &accessDigests)
+        Self.append(TokenDigest(accessToken), to: &accessDigests)
     }
 
     /// Remembers a refresh token of this session.
     mutating func record(refreshToken: String) {
-        Self.append(digest(refreshToken), to: &refreshDigests)
+        Self.append(TokenDigest(refreshToken), to: &refreshDigests)
     }
 
     /// Whether `accessToken` is one this session held.
     func contains(accessToken: String) -> Bool {
-        !accessDigests.isEmpty && accessDigests.contains(digest(accessToken))
+        !accessDigests.isEmpty && accessDigests.contains(TokenDigest(accessToken))
     }
 
     /// Whether `refreshToken` is one this session held.
     func contains(refreshToken: String) -> Bool {
-        !refreshDigests.isEmpty && refreshDigests.contains(digest(refreshToken))
+        !refreshDigests.isEmpty && refreshDigests.contains(TokenDigest(refreshToken))
     }
 
-    private static func append(_ digest: Data, to digests: inout [Data]) {
+    private static func append(_ digest: TokenDigest, to digests: inout [TokenDigest]) {
         guard !digests.contains(digest) else { return }
         digests.append(digest)
         if digests.count > capacity { digests.removeFirst(digests.count - capacity) }
-    }
-
-    private func digest(_ token: String) -> Data {
-        Data(HMAC<SHA256>.authenticationCode(for: Data(token.utf8), using: key))
     }
 
     /// How many tokens are remembered; never the hashes or the key.

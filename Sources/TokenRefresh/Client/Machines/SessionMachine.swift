@@ -115,7 +115,9 @@ struct SessionMachine: Sendable {
         var countedAttemptStart: Duration?
     }
 
-    let configuration: TokenRefreshClient.Configuration
+    /// The client's options (one copy, shared with the actor).
+    private let options: SharedConfiguration
+    var configuration: TokenRefreshClient.Configuration { options.value }
     /// Whether the strategy needs a refresh token (an SDK or client credentials do not).
     let requiresRefreshToken: Bool
     /// Whether the strategy may answer an unforced refresh from its cache (an SDK), sending nothing to a server.
@@ -147,7 +149,14 @@ struct SessionMachine: Sendable {
     init(
         configuration: TokenRefreshClient.Configuration, requiresRefreshToken: Bool, mayAnswerFromCache: Bool = false
     ) {
-        self.configuration = configuration
+        self.init(
+            sharing: SharedConfiguration(configuration), requiresRefreshToken: requiresRefreshToken,
+            mayAnswerFromCache: mayAnswerFromCache)
+    }
+
+    /// A machine reading the options from `options`, which the actor holds too.
+    init(sharing options: SharedConfiguration, requiresRefreshToken: Bool, mayAnswerFromCache: Bool) {
+        self.options = options
         self.requiresRefreshToken = requiresRefreshToken
         self.mayAnswerFromCache = mayAnswerFromCache
     }
