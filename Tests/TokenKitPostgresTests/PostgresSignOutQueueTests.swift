@@ -15,22 +15,6 @@ struct PostgresSignOutQueueTests {
     static let pending = Data(
         #"{"formatVersion":1,"revocations":[{"refreshToken":"pg-queue-refresh","sends":0}]}"#.utf8)
 
-    func withStore(
-        key: SymmetricKey? = nil, _ body: (PostgresTokenStore, PostgresClient, String) async throws -> Void
-    ) async throws {
-        try await withClient { client in
-            let table = uniqueTable()
-            let store = PostgresTokenStore(client: client, configuration: .init(tableName: table, encryptionKey: key))
-            do {
-                try await body(store, client, table)
-            } catch {
-                try? await dropTable(table, client: client)
-                throw error
-            }
-            try await dropTable(table, client: client)
-        }
-    }
-
     @Test func whatIsSavedIsReadBackPerAccountUntilItIsCleared() async throws {
         try await withStore { store, _, _ in
             #expect(try await store.loadSignOutQueue(account: "alice") == nil)

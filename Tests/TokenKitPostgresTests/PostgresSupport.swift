@@ -1,5 +1,6 @@
 // Compiled only with the `PostgresStore` package trait.
 #if PostgresStore
+import Crypto
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -234,6 +235,23 @@ func withTwoReplicaStores<T: Sendable>(
 /// A table name of this test's own, dropped by ``dropTable(_:client:)``.
 func uniqueTable() -> String {
     "tokenkit_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+}
+
+/// Runs `body` with a store (sealing with `key`, if any) over a table of the test's own, dropped afterwards.
+func withStore(
+    key: SymmetricKey? = nil, _ body: (PostgresTokenStore, PostgresClient, String) async throws -> Void
+) async throws {
+    try await withClient { client in
+        let table = uniqueTable()
+        let store = PostgresTokenStore(client: client, configuration: .init(tableName: table, encryptionKey: key))
+        do {
+            try await body(store, client, table)
+        } catch {
+            try? await dropTable(table, client: client)
+            throw error
+        }
+        try await dropTable(table, client: client)
+    }
 }
 
 func dropTable(_ table: String, client: PostgresClient) async throws {

@@ -24,24 +24,6 @@ private let second = StoredSession(
 
 @Suite(.logLeakCheck(), .enabled(if: TestDatabase.isConfigured, TestDatabase.skipMessage))
 struct PostgresTokenStoreTests {
-    /// Runs `body` with a store over a table of the test's own, dropped afterwards.
-    func withStore(
-        key: SymmetricKey? = nil, _ body: (PostgresTokenStore, PostgresClient, String) async throws -> Void
-    ) async throws {
-        try await withClient { client in
-            let table = uniqueTable()
-            let store = PostgresTokenStore(
-                client: client, configuration: .init(tableName: table, encryptionKey: key))
-            do {
-                try await body(store, client, table)
-            } catch {
-                try? await dropTable(table, client: client)
-                throw error
-            }
-            try await dropTable(table, client: client)
-        }
-    }
-
     @Test func roundTripKeepsEveryField() async throws {
         try await withStore { store, _, _ in
             try await store.save(first, account: "alice", condition: .absent)
