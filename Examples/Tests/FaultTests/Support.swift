@@ -218,6 +218,14 @@ final class Harness: Sendable {
         return nil
     }
 
+    /// Whether the stored session is still `before`: the same pair, user, identity and generation. A record of the
+    /// transient server failures met since may have been written with it (`recentServerFailures`).
+    func storedSessionIsStill(_ before: StoredSession) async -> Bool {
+        guard let now = await stored() else { return false }
+        return now.token == before.token && now.userID == before.userID && now.sessionID == before.sessionID
+            && now.generation == before.generation
+    }
+
     /// One protected request (`GET /api/v1/progress`) with the client's token; returns the status.
     func fetch() async throws -> Int {
         let request = HTTPRequest(method: .get, url: baseURL.appending(path: "api/v1/progress"))
