@@ -39,7 +39,9 @@ struct StatelessRefreshes: Sendable, CustomReflectable {
     func flight(for refreshToken: String) -> RefreshFlight? { flights[TokenDigest(refreshToken)] }
 
     /// Records that `flight` refreshes `refreshToken`.
-    mutating func begin(_ flight: RefreshFlight, for refreshToken: String) { flights[TokenDigest(refreshToken)] = flight }
+    mutating func begin(_ flight: RefreshFlight, for refreshToken: String) {
+        flights[TokenDigest(refreshToken)] = flight
+    }
 
     /// The refresh of `refreshToken` ended with `result`.
     mutating func end(_ refreshToken: String, result: Result<AuthToken, TokenRefreshError>) {
