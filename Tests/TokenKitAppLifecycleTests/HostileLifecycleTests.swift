@@ -512,6 +512,45 @@ extension HostileLifecycleTests {
         figures.report("sign-out offline, revoked after a relaunch")
     }
 
+    /// Two processes over one store and one pending sign-outs directory: the second read the (empty) queue at its
+    /// launch; the first then signs out offline, and later the second signs another session out offline. Both
+    /// revocations are kept: the second's write does not replace the queue the first wrote since its read.
+    @Test(.timeLimit(.minutes(1)))
+    func offlineSignOutsOfTwoProcessesSharingOneQueueAreBothSent() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hostile-sign-outs-\(UUID().uuidString)", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualClock()
+        let server = SimulatedTokenServer(now: clock.wallClock)
+        let network = Network(server)
+        let store = InMemoryTokenStore()
+        let configure: (inout TokenRefreshClient.Configuration) -> Void = {
+            $0.pendingSignOuts = PendingSignOuts(store: FileSignOutQueueStore(directory: directory))
+        }
+        let (first, endpoint) = Self.client(network, store: store, clock: clock, configure: configure)
+        let (second, _) = Self.client(network, store: store, clock: clock, configure: configure)
+        let firstSession = try await first.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+        #expect(await second.restoreSession().hasSession)
+
+        network.set(.down)
+        try? await first.signOut()
+        network.set(.up)
+        let secondSession = try await second.signIn(
+            .password(username: "alice", password: "correct horse", at: endpoint))
+        network.set(.down)
+        try? await second.signOut()
+
+        network.set(.up)
+        let (third, _) = Self.client(network, store: store, clock: clock, configure: configure)
+        #expect(await third.restoreSession() == .signedOut)
+        #expect(await third.sendPendingSignOuts() == 0)
+        let revocations = await server.revocationCount
+        #expect(revocations == 2, "revocations sent: \(revocations)")
+        for refreshToken in [firstSession.refreshToken, secondSession.refreshToken] {
+            #expect(await !server.isActive(refreshToken: try #require(refreshToken)), "a refresh token still works")
+        }
+    }
+
     @Test func aRevocationTheProviderNeverTakesIsDroppedAfterFiveSends() async throws {
         let clock = ManualClock()
         let server = SimulatedTokenServer(now: clock.wallClock)

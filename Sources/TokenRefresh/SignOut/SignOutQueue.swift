@@ -81,6 +81,13 @@ actor SignOutQueue {
         }
     }
 
+    /// The queue read from the store again: what other processes sharing it wrote since this one last read it is kept
+    /// by the write that follows.
+    private func latest() async -> Queue {
+        queue = nil
+        return await current()
+    }
+
     /// Writes `new` (removing the blob when it is empty).
     private func write(_ new: Queue) async {
         guard new != queue else { return }
@@ -98,7 +105,7 @@ actor SignOutQueue {
     /// A sign-out begins: the ended session's removal, and its refresh token's revocation when a revocation is
     /// configured, are written down before the store's removal is tried.
     func signingOut(refreshToken: String?, sessionID: String?, generation: UInt64?) async {
-        var new = await current()
+        var new = await latest()
         if let refreshToken, !refreshToken.isEmpty, revocation != nil,
             !new.revocations.contains(where: { $0.refreshToken == refreshToken })
         {
@@ -117,7 +124,7 @@ actor SignOutQueue {
 
     /// The sign-out's removal landed (or there was nothing to remove).
     func removalLanded() async {
-        var new = await current()
+        var new = await latest()
         new.removal = nil
         await write(new)
     }
@@ -194,16 +201,20 @@ actor SignOutQueue {
     private func drain() async {
         defer { sending = nil }
         guard let revocation else { return }
-        while var next = await current().revocations.first {
-            next.sends += 1
-            var new = await current()
-            new.revocations[0] = next
+        while let first = await current().revocations.first {
+            // Counted in the queue as stored now: other processes sharing it may have sent it or added others.
+            var new = await latest()
+            guard let index = new.revocations.firstIndex(where: { $0.refreshToken == first.refreshToken }) else {
+                continue  // sent or dropped by another process since
+            }
+            new.revocations[index].sends += 1
+            let next = new.revocations[index]
             await write(new)
             let token = next.refreshToken
             let outcome = await Result.of {
                 try await self.clock.withTimeout(self.revocationTimeout) { try await revocation.revoke(token) }
             }
-            new = await current()
+            new = await latest()
             switch outcome {
             case .success:
                 new.revocations.removeAll { $0.refreshToken == token }
