@@ -196,16 +196,7 @@ struct AdvisoryLockTests {
     @Test func aDroppedConnectionReleasesTheLock() async throws {
         let refused = Signal()
         try await withReplicas(secondReplicasAttempts: { if $0 == .busy { refused.fire() } }) { one, two, admin in
-            let holding = AsyncStream<Void>.makeStream()
-            let finish = AsyncStream<Void>.makeStream()
-            let holder = Task {
-                try await one.withExclusiveAccess(account: "alice") {
-                    holding.continuation.yield()
-                    for await _ in finish.stream { break }
-                    return "holder"
-                }
-            }
-            for await _ in holding.stream { break }
+            let (holder, finish) = await holdAlicesLock(one)
             let taken = TestFlag()
             let waiter = Task {
                 try await two.withExclusiveAccess(account: "alice") {
@@ -229,9 +220,9 @@ struct AdvisoryLockTests {
             #expect(killed == 1)
             let waiterResult = try await waiter.value
             #expect(waiterResult == "waiter")
-            finish.continuation.yield()
+            finish.yield()
             let holderResult = try await holder.value
-            #expect(holderResult == "holder")
+            #expect(holderResult == "held")
         }
     }
 }
