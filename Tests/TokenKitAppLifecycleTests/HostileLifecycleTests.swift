@@ -467,21 +467,40 @@ extension AppSessionLifecycle.Availability {
 
 // MARK: - Sign-outs finished later
 
+/// Processes sharing one token store and one pending sign-outs directory, with a token server behind a network the
+/// test turns off and on.
+struct SharedSignOutQueue {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "hostile-sign-outs-\(UUID().uuidString)", isDirectory: true)
+    let clock = ManualClock()
+    let server: SimulatedTokenServer
+    let network: HostileLifecycleTests.Network
+    let store = InMemoryTokenStore()
+
+    init() {
+        server = SimulatedTokenServer(now: clock.wallClock)
+        network = HostileLifecycleTests.Network(server)
+    }
+
+    /// One more process: a client over the shared store and queue.
+    func launch() -> (TokenRefreshClient, TokenEndpoint) {
+        let directory = directory
+        return HostileLifecycleTests.client(
+            network, store: store, clock: clock,
+            configure: { $0.pendingSignOuts = PendingSignOuts(store: FileSignOutQueueStore(directory: directory)) })
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: directory) }
+}
+
 /// The sign-outs the network or the store could not finish at once: kept, sent again, bounded.
 extension HostileLifecycleTests {
     @Test(.timeLimit(.minutes(1)))
     func aRevocationLeftByAnOfflineSignOutIsSentOnceTheNetworkIsBackEvenAfterARelaunch() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "hostile-sign-out-\(UUID().uuidString)", isDirectory: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let clock = ManualClock()
-        let server = SimulatedTokenServer(now: clock.wallClock)
-        let network = Network(server)
-        let store = InMemoryTokenStore()
-        let configure: (inout TokenRefreshClient.Configuration) -> Void = {
-            $0.pendingSignOuts = PendingSignOuts(store: FileSignOutQueueStore(directory: directory))
-        }
-        let (client, endpoint) = Self.client(network, store: store, clock: clock, configure: configure)
+        let world = SharedSignOutQueue()
+        defer { world.remove() }
+        let (clock, server, network, store) = (world.clock, world.server, world.network, world.store)
+        let (client, endpoint) = world.launch()
         let signedIn = try await client.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
         let refreshToken = try #require(signedIn.refreshToken)
 
@@ -495,7 +514,7 @@ extension HostileLifecycleTests {
         figures.failedRequests = network.failures
 
         // The app is killed and launched again, still offline; then the network comes back.
-        let (relaunched, _) = Self.client(network, store: store, clock: clock, configure: configure)
+        let (relaunched, _) = world.launch()
         #expect(await relaunched.restoreSession() == .signedOut)
         #expect(await relaunched.sendPendingSignOuts() == 1)
         #expect(await server.revocationCount == 0)
@@ -505,7 +524,7 @@ extension HostileLifecycleTests {
         #expect(await server.revocationCount == 1)
         #expect(await !server.isActive(refreshToken: refreshToken), "the refresh token still works")
         figures.failedRequests = network.failures
-        let (third, _) = Self.client(network, store: store, clock: clock, configure: configure)
+        let (third, _) = world.launch()
         #expect(await third.restoreSession() == .signedOut)
         #expect(await third.sendPendingSignOuts() == 0)
         #expect(await server.revocationCount == 1, "a revocation sent twice")
@@ -517,18 +536,11 @@ extension HostileLifecycleTests {
     /// revocations are kept: the second's write does not replace the queue the first wrote since its read.
     @Test(.timeLimit(.minutes(1)))
     func offlineSignOutsOfTwoProcessesSharingOneQueueAreBothSent() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "hostile-sign-outs-\(UUID().uuidString)", isDirectory: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let clock = ManualClock()
-        let server = SimulatedTokenServer(now: clock.wallClock)
-        let network = Network(server)
-        let store = InMemoryTokenStore()
-        let configure: (inout TokenRefreshClient.Configuration) -> Void = {
-            $0.pendingSignOuts = PendingSignOuts(store: FileSignOutQueueStore(directory: directory))
-        }
-        let (first, endpoint) = Self.client(network, store: store, clock: clock, configure: configure)
-        let (second, _) = Self.client(network, store: store, clock: clock, configure: configure)
+        let world = SharedSignOutQueue()
+        defer { world.remove() }
+        let (server, network) = (world.server, world.network)
+        let (first, endpoint) = world.launch()
+        let (second, _) = world.launch()
         let firstSession = try await first.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
         #expect(await second.restoreSession().hasSession)
 
@@ -541,7 +553,7 @@ extension HostileLifecycleTests {
         try? await second.signOut()
 
         network.set(.up)
-        let (third, _) = Self.client(network, store: store, clock: clock, configure: configure)
+        let (third, _) = world.launch()
         #expect(await third.restoreSession() == .signedOut)
         #expect(await third.sendPendingSignOuts() == 0)
         let revocations = await server.revocationCount
