@@ -5,14 +5,14 @@ extension SessionMachine {
     /// The user `token` and `profile` describe together, for the session of `userID`: a supplied profile's fields win
     /// over the claims', and a profile is used only for the session's own user.
     static func user(token: AuthToken, userID: String?, profile: AuthUser?) -> AuthUser? {
-        let claimed = AuthUser(token: token, userID: userID)
-        guard let profile, profile.id == (userID ?? claimed?.id ?? profile.id) else { return claimed }
-        guard let claimed else { return profile }
-        return AuthUser(
-            id: claimed.id, firstName: profile.firstName ?? claimed.firstName,
-            lastName: profile.lastName ?? claimed.lastName, name: profile.name ?? claimed.name,
-            email: profile.email ?? claimed.email, imageURL: profile.imageURL ?? claimed.imageURL,
-            sessionID: profile.sessionID ?? claimed.sessionID)
+        // The claims' user has the session's ID (`userID`, else the subject); without one, the profile is all there is.
+        guard var user = AuthUser(token: token, userID: userID) else { return profile }
+        guard let profile, profile.id == user.id else { return user }
+        let fields: [WritableKeyPath<AuthUser, String?>] = [
+            \.firstName, \.lastName, \.name, \.email, \.imageURL, \.sessionID,
+        ]
+        for field in fields { user[keyPath: field] = profile[keyPath: field] ?? user[keyPath: field] }
+        return user
     }
 
     /// The signed-in user `snapshot` shows, or `nil` without a session.
@@ -33,8 +33,7 @@ extension SessionMachine {
         case .loading, .unavailable: return nil
         case .signedOut: return .signedOut
         case .signedIn(let userID), .expired(let userID):
-            let user = snapshot.token.flatMap { Self.user(token: $0, userID: userID, profile: snapshot.profile) }
-            return .signedIn(user: user ?? AuthUser(id: userID ?? ""))
+            return .signedIn(user: currentUser(in: snapshot) ?? AuthUser(id: userID ?? ""))
         }
     }
 }
