@@ -788,3 +788,10 @@ import TokenKitTesting
         #expect(changed == subject.switched)
     }
 }
+
+extension SessionMachine {
+    /// The store's answer at load time as the tests write it: `stored`, or nothing stored (``storeRead(atLoad:now:)``).
+    mutating func loaded(_ stored: StoredSession?, now: Date) -> Action {
+        storeRead(atLoad: stored.map { .found($0) } ?? .absent, now: now)
+    }
+}

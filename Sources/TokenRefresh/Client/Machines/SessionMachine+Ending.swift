@@ -70,9 +70,9 @@ extension SessionMachine {
     /// Another audience's client removed the session (a sign-out, a revocation): it ends here too, without touching
     /// the store again (``endingSessionIfHeld(reason:error:)`` with ``AuthEvent/SignOutReason/removedElsewhere``). A
     /// store never read reads as signed out from now on, so a read started before (which may have found the removed
-    /// session) is dropped.
+    /// session) is dropped (``storeRead(atLoad:now:)`` changes nothing once loaded).
     mutating func audienceSessionRemoved(now: Date) -> Action {
-        if !loaded { _ = storeRead(atLoad: .absent, now: now) }
+        _ = storeRead(atLoad: .absent, now: now)
         return endingSessionIfHeld(reason: .removedElsewhere, error: .signedOut)
     }
 

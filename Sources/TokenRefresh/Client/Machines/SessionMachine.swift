@@ -432,42 +432,38 @@ struct SessionMachine: Sendable {
 
     // MARK: - Sessions
 
-    /// The store's answer (`read`) at load time. A store that cannot be read leaves the machine unloaded and
-    /// reads `unavailable`, never signed out: the stored session is kept, and the next read that succeeds shows it.
+    /// The store's answer (`read`) at load time; once loaded, a later answer changes nothing. A session restored is
+    /// announced; a stored pair whose refresh token was rejected before is removed (conditional on its identity and
+    /// generation). A store that cannot be read leaves the machine unloaded and reads `unavailable`, never signed out:
+    /// the stored session is kept, and the next read that succeeds shows it.
     mutating func storeRead(atLoad read: TokenStoreRead, now: Date) -> Action {
+        guard !loaded else { return Action() }
         switch read {
-        case .found(let stored): return loaded(stored, now: now)
-        case .absent: return loaded(nil, now: now)
         case .unavailable(let error):
-            guard !loaded else { return Action() }
             authState = .unavailable
             let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
             return Action(callers: .fail(failure), events: [.storageUnavailable(failure)])
-        }
-    }
-
-    /// The store's answer at load time: a session restored is announced; a stored pair whose refresh token was
-    /// rejected before is removed (conditional on its identity and generation).
-    mutating func loaded(_ stored: StoredSession?, now: Date) -> Action {
-        guard !loaded else { return Action() }
-        lineage.reset()
-        guard let stored else {
+        case .absent:
+            lineage.reset()
             state = state.entering(nil)
             authState = .signedOut
             return Action()
+        case .found(let stored):
+            lineage.reset()
+            noteStored(stored)
+            if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) {
+                state = state.entering(nil)
+                authState = .signedOut
+                return Action(store: .discard(.session(stored.sessionID, generation: stored.generation)))
+            }
+            state = state.entering(Session(stored, persisted: true))
+            lineage.record(stored.token)
+            // A token that expired while the app was closed reads as expired until a refresh renews it.
+            let expired = stored.token.isExpired(at: now, policy: configuration.expiryPolicy)
+            authState = expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID)
+            return Action(
+                events: [.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint)])
         }
-        noteStored(stored)
-        if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) {
-            state = state.entering(nil)
-            authState = .signedOut
-            return Action(store: .discard(.session(stored.sessionID, generation: stored.generation)))
-        }
-        state = state.entering(Session(stored, persisted: true))
-        lineage.record(stored.token)
-        // A token that expired while the app was closed reads as expired until a refresh renews it.
-        let expired = stored.token.isExpired(at: now, policy: configuration.expiryPolicy)
-        authState = expired ? .expired(lastUserID: stored.userID) : .signedIn(userID: stored.userID)
-        return Action(events: [.sessionRestored(userID: stored.userID, tokenFingerprint: stored.token.fingerprint)])
     }
 
     /// The sign-in's save placed the session at `generation` (above one stored elsewhere meanwhile), or failed
