@@ -40,11 +40,10 @@ extension SessionMachine {
     /// asked) leaves it reading `expired` (offline). An SDK that cannot be reached says nothing about a token that is
     /// still fresh.
     mutating func providerCheckEnded(_ outcome: Result<Void, any Error>, check: ProviderCheckAction, now: Date) {
-        guard case .failure(let error as TokenRefreshError) = outcome, error.isConnectivityFailure, let session else {
-            return
-        }
-        let asksProvider = check == .ask(.providerCheck, asksProvider: true)
-        guard !asksProvider || session.token.isExpired(at: now, policy: configuration.expiryPolicy) else { return }
+        guard case .failure(let error as TokenRefreshError) = outcome, error.isConnectivityFailure, let session,
+            check != .ask(.providerCheck, asksProvider: true)
+                || session.token.isExpired(at: now, policy: configuration.expiryPolicy)
+        else { return }
         authState = .expired(lastUserID: session.userID)
     }
 
@@ -75,7 +74,7 @@ extension SessionMachine {
         switch outcome {
         case .success(let response):
             let token = response.token(receivedAt: receivedAt)
-            let userID = userID ?? response.userID ?? token.claims?.subject ?? response.user?.id
+            let userID = Self.userID(userID ?? response.userID, token: token) ?? response.user?.id
             return .startSession(token, userID: userID, profile: response.user)
         case .failure(let error):
             // A sign-in that is still the current one settles the state; another sign-in or a sign-out that came
@@ -100,9 +99,9 @@ extension SessionMachine {
         after error: any Error, current: () -> AuthToken?, now: () -> Date, policy: ExpiryPolicy
     ) -> Result<AuthToken, any Error> {
         guard let failure = error as? TokenRefreshError,
-            failure.isTransient || failure == .rateLimited || failure == .storageUnavailable
+            failure.isTransient || failure == .rateLimited || failure == .storageUnavailable,
+            let token = current(), !token.isExpired(at: now(), policy: policy)
         else { return .failure(error) }
-        guard let token = current(), !token.isExpired(at: now(), policy: policy) else { return .failure(failure) }
         return .success(token)
     }
 
