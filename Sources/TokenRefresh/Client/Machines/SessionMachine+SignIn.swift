@@ -16,19 +16,18 @@ extension SessionMachine {
         let replaced: Replaced
     }
 
-    /// A session starts with `token`: the one reset for a new session (``beginSession(_:userID:stateBefore:)``), and
-    /// the profile the provider supplied, if any.
+    /// A session starts with `token`: the one reset for a new session (``beginSession(_:stateBefore:)``), and the
+    /// profile the provider supplied, if any.
     ///
     /// `sessionID` is the new session's identity (a new one by default); a test passes its own.
     mutating func signingIn(
         _ token: AuthToken, userID: String?, stateBefore: AuthState, profile: AuthUser?,
         sessionID: String? = StoredSession.newSessionID()
     ) -> SignInAction {
-        let (replaced, epoch, flight) = beginSession(
-            token, userID: userID, stateBefore: stateBefore, sessionID: sessionID)
-        if let profile { _ = profileSupplied(profile) }
         let stored = StoredSession(
-            token: token, userID: userID, generation: session?.generation ?? 0, sessionID: sessionID)
+            token: token, userID: userID, generation: nextGeneration(after: session), sessionID: sessionID)
+        let (replaced, epoch, flight) = beginSession(stored, stateBefore: stateBefore)
+        _ = profileSupplied(profile)
         return SignInAction(flight: flight, stored: stored, epoch: epoch, replaced: replaced)
     }
 
@@ -85,19 +84,18 @@ extension SessionMachine {
         let profile: AuthUser?
     }
 
-    /// Starts a session with `token`: the one reset for a new session. Returns what it replaced, the epoch the
-    /// session lives under, and the flight to resolve with the new token.
+    /// Starts a session with `started` (not stored yet): the one reset for a new session. Returns what it replaced,
+    /// the epoch the session lives under, and the flight to resolve with the new token.
     private mutating func beginSession(
-        _ token: AuthToken, userID: String?, stateBefore: AuthState, sessionID: String?
+        _ started: StoredSession, stateBefore: AuthState
     ) -> (replaced: Replaced, epoch: UInt64, flight: RefreshFlight?) {
         let replaced = Replaced(
             session: session, loaded: loaded, state: stateBefore, lineage: lineage, profile: profile)
-        let generation = nextGeneration(after: session)
+        let userID = started.userID
         epoch &+= 1
-        state = state.entering(
-            Session(token: token, userID: userID, generation: generation, sessionID: sessionID, persisted: false))
+        state = state.entering(Session(started, persisted: false))
         lineage.reset()
-        lineage.record(token)
+        lineage.record(started.token)
         isOffline = false
         breaker = Breaker()
         let flight = self.flight?.flight

@@ -475,10 +475,11 @@ struct SessionMachine: Sendable {
     }
 
     /// The app (or the provider, at sign-in) supplied `newProfile` (``TokenRefreshClient/setProfile(_:)``): taken for
-    /// the session's user (`true`); refused (and what it had is kept) without a session or for another user.
-    mutating func profileSupplied(_ newProfile: AuthUser) -> Bool {
-        guard let session else { return false }
-        let userID = session.userID ?? session.token.claims?.subject
+    /// the session's user (`true`); refused (and what it had is kept) without a profile, without a session or for
+    /// another user.
+    mutating func profileSupplied(_ newProfile: AuthUser?) -> Bool {
+        guard let newProfile, let session else { return false }
+        let userID = Self.userID(session.userID, token: session.token)
         guard userID == nil || userID == newProfile.id else { return false }
         profile = newProfile
         return true
