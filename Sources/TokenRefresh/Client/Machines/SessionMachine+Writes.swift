@@ -42,8 +42,9 @@ extension SessionMachine {
     /// ``TokenRefreshClient/Configuration/persistRetryInterval``.
     struct PendingWrites: Sendable, Equatable {
         fileprivate(set) var queue: [PendingWrite] = []
-        /// When a write was last tried or queued, by the injected clock.
-        fileprivate(set) var lastAttempt: Duration?
+        /// When a write was last tried or queued, by the injected clock (every write queued sets it, so it is known
+        /// whenever the queue holds one).
+        fileprivate(set) var lastAttempt: Duration = .zero
         /// Whether the first write is running.
         fileprivate(set) var inProgress = false
 
@@ -91,12 +92,12 @@ extension SessionMachine {
 
     /// A call at `elapsed` may make the first pending write again: that write (now marked running), or `nil` when none
     /// is pending, one runs, or the last try was too recent. Writes of an ended session, and saves of a pair no longer
-    /// held in memory only, are dropped first.
+    /// held in memory only, are dropped first (a running one too: what it ends with changes nothing any more).
     mutating func writeRetryStarting(elapsed: Duration) -> PendingWrite? {
-        guard !pendingWrites.inProgress else { return nil }
         pendingWrites.queue = pendingWrites.queue.filter(isLive)
-        guard let first = pendingWrites.queue.first else { return nil }
-        if let last = pendingWrites.lastAttempt, elapsed - last < configuration.persistRetryInterval { return nil }
+        guard !pendingWrites.inProgress, let first = pendingWrites.queue.first,
+            elapsed - pendingWrites.lastAttempt >= configuration.persistRetryInterval
+        else { return nil }
         pendingWrites.inProgress = true
         pendingWrites.lastAttempt = elapsed
         return first
