@@ -34,7 +34,7 @@ extension SessionMachine {
     /// nothing is to be done.
     mutating func endingSessionIfHeld(reason: AuthEvent.SignOutReason, error: TokenRefreshError) -> Action {
         guard session == nil && !authState.hasSession else { return endingSession(reason: reason, error: error) }
-        if authState != .signedOut { authState = .signedOut }
+        authState = .signedOut  // already signed out: the same state, published again (subscribers get no repeat)
         return Action()
     }
 
