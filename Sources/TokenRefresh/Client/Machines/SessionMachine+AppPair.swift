@@ -44,16 +44,15 @@ extension SessionMachine {
         }
         if let loadFailure { return .fail(loadFailure) }
         guard !rejected.contains(pair.refresh) else { return .fail(.refreshTokenRejected) }
-        guard let held = session else {
-            return .refresh(.seed(pair.refresh), pairedAccessToken: pair.rejected ?? pair.access)
-        }
-        let refresh: AppPairAction =
-            if let rejected = pair.rejected { .refresh(.afterRejection(of: rejected), pairedAccessToken: nil) } else {
-                .refresh(.seed(pair.refresh), pairedAccessToken: pair.access)
+        // A rejection is refreshed as one while a session is held; otherwise the pair's refresh token is the seed, and
+        // the access token the app held with it counts as the new session's (only a seed's refresh uses it).
+        let request: Request =
+            if let rejected = pair.rejected, session != nil { .afterRejection(of: rejected) } else {
+                .seed(pair.refresh)
             }
-        guard held.token.refreshToken != pair.refresh, !lineage.contains(refreshToken: pair.refresh) else {
-            return refresh
-        }
+        let refresh = AppPairAction.refresh(request, pairedAccessToken: pair.rejected ?? pair.access)
+        guard let held = session, held.token.refreshToken != pair.refresh, !lineage.contains(refreshToken: pair.refresh)
+        else { return refresh }
         // The app signed in anew through its own code: the pair it stored becomes the session, before the actor
         // suspends, so concurrent callers adopt it once; a refresh in flight for the old session fails.
         let stored = AuthToken.withParsedExpiration(
@@ -69,9 +68,8 @@ extension SessionMachine {
         switch storedNow {
         case pair.refresh:
             return .save(token, refreshToken: refreshToSave)
-        case .some(refreshToSave):
-            return .token(token)
-        case .some(let current) where session != nil && lineage.contains(refreshToken: current):
+        case .some(let current)
+        where current == refreshToSave || (session != nil && lineage.contains(refreshToken: current)):
             return .token(token)
         default:
             return .fail(.sessionChanged)
