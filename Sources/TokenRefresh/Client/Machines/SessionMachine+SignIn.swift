@@ -74,14 +74,10 @@ extension SessionMachine {
 
     /// What a session start replaced, to roll it back if the new session cannot be stored.
     struct Replaced: Sendable {
-        /// The replaced session, if one was held.
-        let session: Session?
-        /// Whether the store had been read.
-        let loaded: Bool
+        /// The machine's state before: the store unread, no session, or the session held (with its profile).
+        let held: State
         let state: AuthState
         let lineage: SessionLineage
-        /// The replaced session's user profile.
-        let profile: AuthUser?
     }
 
     /// Starts a session with `started` (not stored yet): the one reset for a new session. Returns what it replaced,
@@ -89,8 +85,7 @@ extension SessionMachine {
     private mutating func beginSession(
         _ started: StoredSession, stateBefore: AuthState
     ) -> (replaced: Replaced, epoch: UInt64, flight: RefreshFlight?) {
-        let replaced = Replaced(
-            session: session, loaded: loaded, state: stateBefore, lineage: lineage, profile: profile)
+        let replaced = Replaced(held: state, state: stateBefore, lineage: lineage)
         let userID = started.userID
         epoch &+= 1
         state = state.entering(Session(started, persisted: false))
@@ -121,10 +116,13 @@ extension SessionMachine {
         epoch &+= 1
         // The ended session's removal still has to happen: the new session never reached the store.
         keepRemovals(after: replaced)
-        state = state.entering(replaced.session, loaded: replaced.loaded)
+        // The state before comes back with its profile; the refresh taken at the start stays taken.
+        var restored = replaced.held
+        restored.context = state.context
+        restored.context.profile = replaced.held.context.profile
+        state = restored
         lineage = replaced.lineage
-        profile = replaced.profile
-        switch (replaced.session, replaced.state.hasSession) {
+        switch (replaced.held.session, replaced.state.hasSession) {
         case (_?, true): authState = replaced.state
         case (let session?, false): authState = .signedIn(userID: session.userID)
         case (nil, _): authState = .signedOut

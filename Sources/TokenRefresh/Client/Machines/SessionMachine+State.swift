@@ -93,14 +93,11 @@ extension SessionMachine.State {
         }
     }
 
-    /// This state moved to another case: `session`, else no session (`loaded`) or the store unread. The context stays,
-    /// and so does what the app is shown until the transition says otherwise.
-    func entering(_ session: SessionMachine.Session?, loaded: Bool = true) -> Self {
+    /// This state moved to another case: `session`, else no session (the store read, or nothing of it needed any more).
+    /// The context stays, and so does what the app is shown until the transition says otherwise.
+    func entering(_ session: SessionMachine.Session?) -> Self {
         let shown = authState
-        var next: Self =
-            if let session { .active(session, context) } else if loaded { .signedOut(context) } else {
-                .unloaded(context)
-            }
+        var next: Self = if let session { .active(session, context) } else { .signedOut(context) }
         next.context.shown = SessionMachine.Shown(representing: shown, in: next)
         return next
     }

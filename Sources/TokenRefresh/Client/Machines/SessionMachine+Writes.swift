@@ -84,7 +84,7 @@ extension SessionMachine {
     /// A new session replaced a signed-out one and could not be stored (it is rolled back, or kept in memory
     /// only): the ended session's removal still has to happen, under the current epoch, before anything is saved.
     mutating func keepRemovals(after replaced: Replaced) {
-        guard replaced.loaded, replaced.session == nil else { return }
+        guard case .signedOut = replaced.held else { return }
         pendingWrites.queue = pendingWrites.queue.map { $0.keptForRemoval(under: epoch) }
     }
 
