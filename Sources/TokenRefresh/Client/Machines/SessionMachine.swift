@@ -256,31 +256,46 @@ struct SessionMachine: Sendable {
         _ request: Request, now: Date, elapsed: Duration, stateless: StatelessRefreshes = StatelessRefreshes()
     ) -> CallerAction {
         if case .seed(let seed) = request, rejected.contains(seed) { return .fail(.refreshTokenRejected) }
-        guard let session else {
-            return decideWithoutSession(request, now: now, elapsed: elapsed, stateless: stateless)
-        }
+        // What the request asks of the session, or of none: a stale rejection (of an older token of this session) and a
+        // seed the session held before are answered like `validToken`; a refresh without a session starts one.
         var forcedBy = request
-        switch request {
-        case .afterRejection(let rejectedToken) where rejectedToken != session.token.accessToken:
+        var seed: String?
+        switch (request, session) {
+        case (.afterRejection(let rejectedToken), let session?) where rejectedToken != session.token.accessToken:
             // Stale only for an older token of this session; a token of another session (signed out, another user
             // signed in while the request was under way) is never answered with this session's token.
             guard lineage.contains(accessToken: rejectedToken) else { return .fail(.sessionChanged) }
             forcedBy = .validToken
-        case .seed(let seed) where seed != session.token.refreshToken:
+        case (.seed(let held), let session?) where held != session.token.refreshToken:
             // A refresh token this session held before: a caller that read it before the new pair was saved. One it
             // never held is another session's, refreshed on its own.
-            guard lineage.contains(refreshToken: seed) else {
-                return decideStateless(seed, stateless: stateless, now: now)
+            guard lineage.contains(refreshToken: held) else {
+                return decideStateless(held, stateless: stateless, now: now)
             }
             forcedBy = .validToken
-        default: break
+        case (_, _?): break
+        case (.validToken, nil), (.providerCheck, nil):
+            // Strategies that need no refresh token (client credentials, an SDK) start a session themselves.
+            guard !requiresRefreshToken else { return .fail(.signedOut) }
+        case (.afterRejection, nil), (.sessionCheck, nil):
+            return .fail(.signedOut)
+        case (.seed(let value), nil):
+            guard !value.isEmpty else { return .fail(.signedOut) }
+            // A seed refreshed on its own before goes that way again, so a consumed refresh token is never presented
+            // twice; and only a refresh of the same refresh token is shared: a seed of another (another user's, when
+            // the app switched users while this one ran) is never answered with the flight's pair.
+            if stateless.refreshed(value) || (flight != nil && flight?.seed != value) {
+                return decideStateless(value, stateless: stateless, now: now)
+            }
+            seed = value
         }
         // Every request but `validToken` asks the provider even while the token is fresh.
         let forced = forcedBy != .validToken
         let policy = configuration.expiryPolicy
-        if !forced && !session.token.willExpireSoon(at: now, policy: policy) { return .token(session.token) }
+        let token = session?.token
+        if !forced, let token, !token.willExpireSoon(at: now, policy: policy) { return .token(token) }
         if let flight { return .join(flight.flight) }
-        let stillValid = !forced && !session.token.isExpired(at: now, policy: policy)
+        let stillValid = !forced && token?.isExpired(at: now, policy: policy) == false
         // A rejection and a session check skip the provider's cache; the others may be answered from it.
         let skipsCache: Bool
         switch forcedBy {
@@ -288,14 +303,14 @@ struct SessionMachine: Sendable {
         case .validToken, .seed, .providerCheck: skipsCache = false
         }
         if let blocked = blockedError(at: elapsed, counting: sendsRefreshRequest(forcedBy, forced: skipsCache)) {
-            if stillValid { return .token(session.token) }
+            if stillValid, let token { return .token(token) }
             noteExpiredIfOffline(now: now)
             return .fail(blocked)
         }
-        if requiresRefreshToken && session.token.refreshToken == nil {
-            return stillValid ? .token(session.token) : .endSessionThenFail(.sessionExpired)
+        if requiresRefreshToken, let token, token.refreshToken == nil {
+            return stillValid ? .token(token) : .endSessionThenFail(.sessionExpired)
         }
-        return .startRefresh(seed: nil, forced: skipsCache)
+        return .startRefresh(seed: seed, forced: skipsCache)
     }
 
     /// Whether a refresh for `request` (`forced`: skipping a provider's cache) sends a refresh request to a server, so
@@ -307,37 +322,6 @@ struct SessionMachine: Sendable {
         case .sessionCheck, .providerCheck: false
         case .validToken, .afterRejection, .seed: forced || !mayAnswerFromCache
         }
-    }
-
-    /// ``decide(_:now:elapsed:stateless:)`` without a session. A seed refreshed on its own before goes the stateless way
-    /// again, so a consumed refresh token is never presented twice.
-    private mutating func decideWithoutSession(
-        _ request: Request, now: Date, elapsed: Duration, stateless: StatelessRefreshes
-    ) -> CallerAction {
-        var seed: String?
-        switch request {
-        case .validToken, .providerCheck:
-            // Strategies that need no refresh token (client credentials, an SDK) start a session themselves.
-            guard !requiresRefreshToken else { return .fail(.signedOut) }
-        case .afterRejection, .sessionCheck:
-            return .fail(.signedOut)
-        case .seed(let value):
-            guard !value.isEmpty else { return .fail(.signedOut) }
-            if stateless.refreshed(value) { return decideStateless(value, stateless: stateless, now: now) }
-            seed = value
-        }
-        switch (flight, seed) {
-        case (let flight?, let seed?) where flight.seed != seed:
-            // Only a refresh of the same refresh token is shared: a seed of another (another user's, when the app
-            // switched users while this one ran) is refreshed on its own and never answered with this flight's pair.
-            return decideStateless(seed, stateless: stateless, now: now)
-        case (let flight?, _): return .join(flight.flight)
-        case (nil, _): break
-        }
-        if let blocked = blockedError(at: elapsed, counting: sendsRefreshRequest(request, forced: false)) {
-            return .fail(blocked)
-        }
-        return .startRefresh(seed: seed, forced: false)
     }
 
     /// The error that holds a new refresh back (backoff, `Retry-After`, and the breaker when it is `counting` the
