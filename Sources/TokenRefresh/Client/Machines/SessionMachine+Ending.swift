@@ -19,7 +19,7 @@ extension SessionMachine {
     /// `nil`). The one reset of an ended session (``endSession()``) runs here. The store's removal is conditional on
     /// the generation stored (none when it was removed elsewhere), and the end is published once it is over.
     mutating func endingSession(reason: AuthEvent.SignOutReason, error: TokenRefreshError?) -> Action {
-        let condition: WriteCondition = storedGeneration.map { .session(storedSessionID, generation: $0) } ?? .always
+        let condition = storedCondition(otherwise: .always)
         let (ended, flight) = endSession()
         let removal = Removal(
             condition: condition, epoch: epoch,

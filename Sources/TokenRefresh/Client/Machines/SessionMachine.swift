@@ -205,8 +205,12 @@ struct SessionMachine: Sendable {
     }
 
     /// The condition for writing a new pair over what is stored.
-    var writeCondition: WriteCondition {
-        storedGeneration.map { .session(storedSessionID, generation: $0) } ?? .absent
+    var writeCondition: WriteCondition { storedCondition(otherwise: .absent) }
+
+    /// The session known to be stored now (its identity and generation) as a write's condition, or `otherwise` when
+    /// none is known.
+    func storedCondition(otherwise: WriteCondition) -> WriteCondition {
+        storedGeneration.map { .session(storedSessionID, generation: $0) } ?? otherwise
     }
 
     /// Records `stored` as what the store holds now.
