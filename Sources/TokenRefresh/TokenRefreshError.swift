@@ -52,8 +52,6 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
 
     /// The server rejected the refresh token (`invalid_grant`): the session is over. Terminal.
     public static let refreshTokenRejected = TokenRefreshError(.refreshTokenRejected, oauthError: "invalid_grant")
-    /// The same as ``refreshTokenRejected``, under the OAuth name.
-    package static var invalidGrant: TokenRefreshError { refreshTokenRejected }
     /// The client is configured wrongly (`invalid_client`, `unauthorized_client`, `unsupported_grant_type`,
     /// `invalid_scope`, `invalid_request`). The session is kept.
     public static let configuration = TokenRefreshError(.configuration)
@@ -66,8 +64,6 @@ public struct TokenRefreshError: Error, Sendable, Hashable, CustomStringConverti
     public static let rateLimited = TokenRefreshError(.rateLimited)
     /// There is no session: the user is signed out (or signed out while the request waited).
     public static let signedOut = TokenRefreshError(.signedOut)
-    /// The same as ``signedOut``.
-    package static var noSession: TokenRefreshError { signedOut }
     /// The access token expired and the session has no way to get another (no refresh token). Terminal.
     public static let sessionExpired = TokenRefreshError(.sessionExpired)
     /// A refresh needs a refresh token and the session has none.

@@ -192,6 +192,21 @@ import TokenKitTesting
         #expect(written.recentServerFailures == [now, now.addingTimeInterval(20)])
     }
 
+    @Test func aHeldAttemptIsToldTheLaterOfTheBudgetsHoldAndRetryAfter() {
+        var breaker = SessionMachine.Breaker()
+        var backoff = TokenRefreshClient.Backoff(retries: 0, initialDelay: .seconds(1))
+        backoff.failureBudget = 1
+        // The budget is spent at 10 s (held for its hour), and the server asked for two hours.
+        let spent = breaker.recordServerFailure(at: .seconds(10), backoff: backoff)
+        #expect(spent)
+        breaker.holdBack(until: .seconds(7210), after: Self.failure.with(retryAfter: .seconds(7200)))
+        let blocked = breaker.blocked(at: .seconds(10), maximum: 5, window: .seconds(30))
+        #expect(blocked == .transient && blocked?.retryAfter == .seconds(7200))
+        // The network is back: Retry-After is forgotten, the spent budget still holds.
+        breaker.clearBackoff()
+        #expect(breaker.blocked(at: .seconds(10), maximum: 5, window: .seconds(30))?.retryAfter == .seconds(3600))
+    }
+
     // MARK: - The stored field
 
     @Test func aSessionWithoutTheRecordOrWithACorruptOneStillLoads() throws {

@@ -19,11 +19,7 @@ package enum RetryAfter {
             guard let seconds = Int64(value) else { return maximum }
             return min(.seconds(seconds), maximum)
         }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: value) else { return nil }
+        guard let date = HTTPDate.parse(value) else { return nil }
         let seconds = date.timeIntervalSince(now)
         guard seconds.isFinite else { return nil }
         return min(.seconds(max(0, seconds)), maximum)

@@ -201,15 +201,12 @@ private struct Fields: Decodable {
         func key(_ names: String...) -> Key? {
             names.lazy.map(Key.init).first { container.contains($0) }
         }
-        accessToken = try key("access_token", "accessToken").flatMap {
-            try container.decodeIfPresent(String.self, forKey: $0)
+        func string(_ key: Key?) throws -> String? {
+            try key.flatMap { try container.decodeIfPresent(String.self, forKey: $0) }
         }
-        refreshToken = try key("refresh_token", "refreshToken").flatMap {
-            try container.decodeIfPresent(String.self, forKey: $0)
-        }
-        tokenType = try key("token_type", "tokenType").flatMap {
-            try container.decodeIfPresent(String.self, forKey: $0)
-        }
+        accessToken = try string(key("access_token", "accessToken"))
+        refreshToken = try string(key("refresh_token", "refreshToken"))
+        tokenType = try string(key("token_type", "tokenType"))
         if let expiresKey = key("expires_in", "expiresIn") {
             if let number = try? container.decodeIfPresent(Double.self, forKey: expiresKey) {
                 expiresIn = number
@@ -236,11 +233,4 @@ private struct Fields: Decodable {
 
 private struct ErrorWire: Decodable {
     let error: String?
-
-    enum CodingKeys: String, CodingKey { case error }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        error = try? container.decodeIfPresent(String.self, forKey: .error)
-    }
 }

@@ -15,44 +15,35 @@ extension SessionMachine {
         private(set) var attemptTimes: [Duration] = []
         /// No attempt before this instant of the injected clock.
         private(set) var retryNotBefore: Duration?
-        private(set) var lastTransientError: TokenRefreshError?
+        /// The failure a hold reports (``TokenRefreshError/transient`` until one holds attempts back).
+        private(set) var lastTransientError = TokenRefreshError.transient
         private(set) var consecutiveTransientFailures = 0
-        /// When recent attempts that a server answered with a transient failure started (see
-        /// ``TokenRefreshClient/Backoff/failureBudget``), and the instant before which the spent budget holds
-        /// attempts back (`networkRestored()` does not clear it: the server failed, not the network).
-        private(set) var serverFailureTimes: [Duration] = []
-        private(set) var budgetHoldsUntil: Duration?
+        /// When recent attempts of this client that a server answered with a transient failure started (see
+        /// ``TokenRefreshClient/Backoff/failureBudget``), each `stored` once a record holding it has landed in the
+        /// store.
+        private(set) var serverFailures: [(time: Duration, stored: Bool)] = []
         /// The session's server failures as its store records them (``/Persistence/StoredSession/recentServerFailures``,
         /// counted by every process and replica of the session), as last read or written under the store's lock, on the
         /// injected clock.
-        private(set) var storedServerFailures: [Duration] = []
-        /// This client's server failures not in that record yet (written when its hold of the store's lock ends).
-        private(set) var unstoredServerFailures: [Duration] = []
+        private(set) var recordedFailures: [Duration] = []
+        /// The instant before which the spent budget holds attempts back (`networkRestored()` does not clear it: the
+        /// server failed, not the network).
+        private(set) var budgetHoldsUntil: Duration?
         /// The stored session the record is written with: as read under the store's lock, in the session's `epoch`.
         private(set) var recordBase: (session: StoredSession, epoch: UInt64)?
-        /// The record being written, on the injected clock: it becomes ``storedServerFailures`` once it has landed.
-        private var recordBeingWritten: [Duration]?
 
-        /// The error that holds a new attempt back at `elapsed`, if any: backoff, `Retry-After`, or (for an attempt
-        /// the window `counting`s) `maximum` attempts already in the `window` before it.
+        /// The error that holds a new attempt back at `elapsed`, if any: backoff, `Retry-After`, the failure budget,
+        /// or (for an attempt the window `counting`s) `maximum` attempts already in the `window` before it.
         func blocked(
             at elapsed: Duration, maximum: Int, window: Duration, counting: Bool = true
         ) -> TokenRefreshError? {
-            if let budgetHoldsUntil, elapsed < budgetHoldsUntil {
-                return (lastTransientError ?? .transient).with(retryAfter: budgetHoldsUntil - elapsed)
+            if let hold = [budgetHoldsUntil, retryNotBefore].compactMap({ $0 }).max(), elapsed < hold {
+                return lastTransientError.with(retryAfter: hold - elapsed)
             }
-            if let retryNotBefore, elapsed < retryNotBefore {
-                return (lastTransientError ?? .transient).with(retryAfter: retryNotBefore - elapsed)
+            guard counting, let full = Self.hold(attemptTimes, limit: maximum, window: window), elapsed < full else {
+                return nil
             }
-            guard counting else { return nil }
-            var inWindow = 0
-            var oldest: Duration?
-            for time in attemptTimes where elapsed - time < window {
-                inWindow += 1
-                oldest = min(oldest ?? time, time)
-            }
-            guard inWindow >= maximum, let oldest else { return nil }
-            return TokenRefreshError.rateLimited.with(retryAfter: oldest + window - elapsed)
+            return TokenRefreshError.rateLimited.with(retryAfter: full - elapsed)
         }
 
         /// An attempt is about to start at `elapsed`: the error that holds it back (see
@@ -61,10 +52,8 @@ extension SessionMachine {
         mutating func admitAttempt(
             at elapsed: Duration, maximum: Int, window: Duration, counting: Bool = true
         ) -> TokenRefreshError? {
-            if let blocked = blocked(at: elapsed, maximum: maximum, window: window, counting: counting) {
-                return blocked
-            }
-            guard counting else { return nil }
+            let blocked = blocked(at: elapsed, maximum: maximum, window: window, counting: counting)
+            guard blocked == nil, counting else { return blocked }
             attemptTimes.removeAll { elapsed - $0 >= window }
             attemptTimes.append(elapsed)
             return nil
@@ -78,9 +67,8 @@ extension SessionMachine {
 
         mutating func recordSuccess() {
             consecutiveTransientFailures = 0
-            serverFailureTimes = []
-            storedServerFailures = []
-            unstoredServerFailures = []
+            serverFailures = []
+            recordedFailures = []
             budgetHoldsUntil = nil
             clearBackoff()
         }
@@ -96,16 +84,11 @@ extension SessionMachine {
 
         /// A server answered the attempt at `elapsed` with a transient failure: returns whether that spent the
         /// failure budget (attempts are then held back until the oldest of them leaves the budget's window).
-        /// The budget counts this client's failures, and the session's (the store's record with this client's failures
-        /// not in it yet), whichever holds attempts back longer.
         mutating func recordServerFailure(at elapsed: Duration, backoff: TokenRefreshClient.Backoff) -> Bool {
-            serverFailureTimes.removeAll { elapsed - $0 >= backoff.failureBudgetWindow }
-            serverFailureTimes.append(elapsed)
-            unstoredServerFailures.removeAll { elapsed - $0 >= backoff.failureBudgetWindow }
-            unstoredServerFailures.append(elapsed)
-            guard let hold = budgetHold(at: elapsed, backoff: backoff) else { return false }
-            budgetHoldsUntil = hold
-            return true
+            serverFailures.removeAll { elapsed - $0.time >= backoff.failureBudgetWindow }
+            serverFailures.append((elapsed, stored: false))
+            judgeBudget(at: elapsed, backoff: backoff)
+            return budgetHoldsUntil != nil
         }
 
         /// No retry now: hold attempts back until `until`.
@@ -117,7 +100,15 @@ extension SessionMachine {
         /// Forgets the backoff (the network is back, or a refresh succeeded).
         mutating func clearBackoff() {
             retryNotBefore = nil
-            lastTransientError = nil
+            lastTransientError = .transient
+        }
+
+        /// Until when `times` hold attempts back: `limit` of them (at least one) or more hold them back until the
+        /// `limit`-th newest leaves the `window` (an instant that may have passed); `nil` when fewer are given.
+        static func hold(_ times: [Duration], limit: Int, window: Duration) -> Duration? {
+            let limit = max(1, limit)
+            guard times.count >= limit else { return nil }
+            return times.sorted()[times.count - limit] + window
         }
 
         // MARK: - The budget shared through the store
@@ -126,22 +117,18 @@ extension SessionMachine {
         /// server's time learned apart): a record with a failure further ahead is not plausible, and is ignored.
         static let recordLeeway: TimeInterval = 300
 
-        /// When the budget holds attempts back, at `elapsed`: the later of the holds of this client's failures and of
-        /// the session's, or `nil` when neither has spent it.
-        func budgetHold(at elapsed: Duration, backoff: TokenRefreshClient.Backoff) -> Duration? {
-            let shared = storedServerFailures + unstoredServerFailures
-            return [serverFailureTimes, shared].compactMap { Self.hold(of: $0, at: elapsed, backoff: backoff) }.max()
-        }
+        /// The failures not in the store's record yet (written when this client's hold of the store's lock ends).
+        var unstoredFailures: [Duration] { serverFailures.filter { !$0.stored }.map(\.time) }
 
-        /// Until when `failures` hold attempts back at `elapsed`: `failureBudget` of them or more in the window hold
-        /// them back until enough of them have left it; `nil` when fewer are in it.
-        static func hold(
-            of failures: [Duration], at elapsed: Duration, backoff: TokenRefreshClient.Backoff
-        ) -> Duration? {
-            let budget = max(1, backoff.failureBudget)
-            let recent = failures.filter { elapsed - $0 < backoff.failureBudgetWindow }.sorted()
-            guard recent.count >= budget else { return nil }
-            return recent[recent.count - budget] + backoff.failureBudgetWindow
+        /// Judges the budget's hold at `elapsed`: the later of the holds of this client's failures and of the
+        /// session's (the store's record with this client's failures not in it yet), or `nil` when neither has spent
+        /// it.
+        private mutating func judgeBudget(at elapsed: Duration, backoff: TokenRefreshClient.Backoff) {
+            let window = backoff.failureBudgetWindow
+            let failures = [serverFailures.map(\.time), recordedFailures + unstoredFailures]
+            budgetHoldsUntil = failures.compactMap { times in
+                Self.hold(times.filter { elapsed - $0 < window }, limit: backoff.failureBudget, window: window)
+            }.max()
         }
 
         /// The session `stored`, read under the store's lock in `epoch` at wall time `now` (`elapsed` on the injected
@@ -156,52 +143,44 @@ extension SessionMachine {
                 return
             }
             recordBase = (stored, epoch)
-            storedServerFailures = Self.plausible(
+            recordedFailures = Self.plausible(
                 stored.recentServerFailures, now: now, elapsed: elapsed, backoff: backoff)
-            budgetHoldsUntil = budgetHold(at: elapsed, backoff: backoff)
+            judgeBudget(at: elapsed, backoff: backoff)
         }
 
-        /// A stored record of failure instants on the injected clock (read at wall time `now`, `elapsed`): those in the
-        /// budget's window, at most `failureBudget` (the newest). A record holding an instant more than
-        /// ``recordLeeway`` ahead of `now` is not plausible: it counts as none.
+        /// A stored record of failure instants on the injected clock (read at wall time `now`, `elapsed`): at most
+        /// `failureBudget` (the newest; those out of the budget's window hold nothing back and are not written again).
+        /// A record holding an instant more than ``recordLeeway`` ahead of `now` is not plausible: it counts as none.
         static func plausible(
             _ instants: [Date]?, now: Date, elapsed: Duration, backoff: TokenRefreshClient.Backoff
         ) -> [Duration] {
-            let window = backoff.failureBudgetWindow
-            var times: [Duration] = []
-            for instant in instants ?? [] {
-                let age = now.timeIntervalSince(instant)
-                guard age.isFinite, age >= -recordLeeway else { return [] }
-                let time = elapsed - .seconds(age)
-                if elapsed - time < window { times.append(time) }
-            }
-            return Array(times.sorted().suffix(max(1, backoff.failureBudget)))
+            let ages = instants?.map { now.timeIntervalSince($0) }
+            guard let ages, ages.allSatisfy({ $0.isFinite && $0 >= -recordLeeway }) else { return [] }
+            return Array(ages.map { elapsed - .seconds($0) }.sorted().suffix(max(1, backoff.failureBudget)))
         }
 
         /// The record to write with the session at wall time `now` (`elapsed` on the injected clock): the stored
         /// failures and this client's not stored yet, those in the window, at most `failureBudget` (the newest), oldest
         /// first; `nil` when this client has none to add.
-        mutating func recordToWrite(now: Date, elapsed: Duration, backoff: TokenRefreshClient.Backoff) -> [Date]? {
-            guard !unstoredServerFailures.isEmpty else { return nil }
-            let recent = (storedServerFailures + unstoredServerFailures)
+        func recordToWrite(now: Date, elapsed: Duration, backoff: TokenRefreshClient.Backoff) -> [Date]? {
+            guard !unstoredFailures.isEmpty else { return nil }
+            let recent = (recordedFailures + unstoredFailures)
                 .filter { elapsed - $0 < backoff.failureBudgetWindow }.sorted()
-            let record = Array(recent.suffix(max(1, backoff.failureBudget)))
-            recordBeingWritten = record
-            return record.map { time in
+            return recent.suffix(max(1, backoff.failureBudget)).map { time in
                 let (seconds, attoseconds) = (elapsed - time).components
                 return now.addingTimeInterval(-(Double(seconds) + Double(attoseconds) / 1e18))
             }
         }
 
-        /// The record's write ended (`landed` or not): a record that landed is the stored part of the budget now.
-        /// The base is forgotten either way: the next record is written with the session as read under the next hold
-        /// of the lock.
+        /// The record's write ended (`landed` or not): this client's failures in a record that landed are the stored
+        /// part of the budget now (those out of the window or beyond `failureBudget` were left out of the record, and
+        /// hold nothing back). The base is forgotten either way: the next record is written with the session as read
+        /// under the next hold of the lock.
         mutating func recordWriteEnded(landed: Bool) {
-            if landed, let written = recordBeingWritten {
-                storedServerFailures = written
-                unstoredServerFailures = []
+            if landed {
+                recordedFailures += unstoredFailures
+                serverFailures = serverFailures.map { ($0.time, stored: true) }
             }
-            recordBeingWritten = nil
             recordBase = nil
         }
     }
