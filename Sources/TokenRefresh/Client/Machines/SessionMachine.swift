@@ -89,31 +89,8 @@ struct SessionMachine: Sendable {
         case run(RefreshFlight, epoch: UInt64, seed: String?)
     }
 
-    /// The refresh in flight.
-    struct Flight: Sendable {
-        /// The callers' rendezvous.
-        let flight: RefreshFlight
-        /// The epoch it started under.
-        let epoch: UInt64
-        /// The seed refresh token, for a refresh without a session.
-        let seed: String?
-        /// Whether it follows a rejection by the server or is a check, so a provider should skip its cache.
-        let forced: Bool
-        /// Whether it follows a refused request (a 401), so a session found gone expired in use.
-        let followsRefusal: Bool
-        /// For a refresh that starts a session from a seed: the access token the caller held with the seed, which
-        /// then counts as one of the new session's (``lineage``).
-        var pairedAccessToken: String? = nil
-        /// A transient failure to retry after a delay with the store's lock released: the next attempt number.
-        var retryOutsideLock: (retry: Int, delay: Duration)?
-        /// Where the refresh under the store's lock stands (see ``SessionMachine/lockTaken(epoch:seed:)``).
-        var step: RefreshStep?
-        /// Whether its attempts send a refresh request to a server, so the breaker counts them
-        /// (``SessionMachine/sendsRefreshRequest(_:forced:)``).
-        var sendsRefreshRequest = true
-        /// When the attempt under way was counted by the breaker, if it was: forgotten again if it sends nothing.
-        var countedAttemptStart: Duration?
-    }
+    /// The refresh in flight: one ``FlightMachine`` for its lifetime.
+    typealias Flight = FlightMachine
 
     /// The client's options (one copy, shared with the actor).
     private let options: SharedConfiguration
@@ -182,8 +159,8 @@ struct SessionMachine: Sendable {
         set { state.context.isOffline = newValue }
     }
 
-    /// The refresh in flight. Settable from the machine's own extensions only (``lockTaken(epoch:seed:)`` and the
-    /// transitions after it record their step in it).
+    /// The refresh in flight. Settable from the machine's own extensions only (its events go through
+    /// ``flightEvent(_:epoch:now:elapsed:random:)``).
     var flight: Flight? {
         get { state.context.flight }
         set { state.context.flight = newValue }
