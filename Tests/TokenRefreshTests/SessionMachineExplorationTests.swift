@@ -568,8 +568,7 @@ struct World {
             endSession(reason: .expired, error: error)
         case .startRefresh(let seed, let forced):
             let flight = RefreshFlight()
-            let followsRefusal = if case .afterRejection = request { true } else { false }
-            let epoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal)
+            let epoch = machine.beginFlight(flight, for: request, seed: seed, forced: forced)
             flights.append(FlightRecord(flight: flight))
             procedures.append(Procedure(flight: flights.count - 1, epoch: epoch, seed: seed))
             if procedures.count == 1 { takeLock() }

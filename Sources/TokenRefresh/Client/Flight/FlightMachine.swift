@@ -78,17 +78,21 @@ struct FlightMachine: Sendable {
         var started: Duration
     }
 
-    /// The pair being written and what it becomes once written.
+    /// The pair being written (its identity: the refreshed session's, or a new one for a new session) and what it
+    /// becomes once written: another user's session (a provider that switched users by itself), or the first one.
     struct Persisting: Sendable {
-        var token: AuthToken
-        var userID: String?
-        var generation: UInt64
-        /// The session's identity: the refreshed session's, or a new one for a new session.
-        var sessionID: String?
-        /// Whether the pair is another user's (a provider that switched users by itself).
+        var stored: StoredSession
         var switchedUser: Bool
         var startsSession: Bool
         var profile: AuthUser?
+    }
+
+    /// What an event is decided with: the session machine the refresh is for (read only), the wall time and the
+    /// injected clock's.
+    private struct Facts {
+        let session: SessionMachine
+        let now: Date
+        let elapsed: Duration
     }
 
     /// What happens in the refresh.
@@ -187,18 +191,19 @@ struct FlightMachine: Sendable {
     /// `event` happened in this flight; `session` is the session machine it refreshes for (read only), `now` the wall
     /// time and `elapsed` the injected clock's.
     mutating func receive(_ event: Event, in session: SessionMachine, now: Date, elapsed: Duration) -> Action {
+        let facts = Facts(session: session, now: now, elapsed: elapsed)
         switch (state, event) {
         case (.waiting(let retry), .lockTaken):
             guard let seed else {
                 state = .rereading(retry: retry)
                 return Action(work: .readStore)
             }
-            return present(seed, previous: session.session, retry: retry, in: session, at: elapsed)
+            return present(seed, previous: session.session, retry: retry, facts)
         case (_, .lockTimedOut(let error)):
             state = .rereadingAfterLockTimeout(failure: TokenRefreshError.transient.with(underlying: error))
             return Action(work: .readStore)
         case (_, .storeRead(let read)):
-            var action = storeRead(read, in: session, now: now, elapsed: elapsed)
+            var action = storeRead(read, facts)
             action.session.append(.storedFailuresRead(read))
             return action
         case (.presenting(var presenting), .retryStarting):
@@ -206,7 +211,7 @@ struct FlightMachine: Sendable {
             state = .presenting(presenting)
             return Action(work: .call(presenting.sent, forced: forced))
         case (.presenting(let presenting), .answered(let response)):
-            return answered(response, presenting, in: session, receivedAt: now)
+            return answered(response, presenting, facts)
         case (.presenting(let presenting), .callFailed(let failure)):
             return callFailed(failure, presenting, userID: session.session?.userID)
         case (.presenting(let presenting), .gaveUp(let failure)):
@@ -245,55 +250,52 @@ struct FlightMachine: Sendable {
     // MARK: - Steps
 
     /// The store answered `read`.
-    private mutating func storeRead(
-        _ read: TokenStoreRead, in session: SessionMachine, now: Date, elapsed: Duration
-    ) -> Action {
-        let held = session.session
+    private mutating func storeRead(_ read: TokenStoreRead, _ facts: Facts) -> Action {
+        let (session, held) = (facts.session, facts.session.session)
         switch (state, read) {
         case (.rereading(let retry), .found(let stored)):
             guard session.shouldAdopt(stored) else {
                 // Another session stored with a refresh token rejected before: the held one is over all the same,
                 // and its refresh token is never presented.
                 if let held, SessionMachine.isAnotherSession(stored, than: held) {
-                    return ending(.removedElsewhere, error: .sessionChanged, failure: .sessionChanged)
+                    return ending(.removedElsewhere, .sessionChanged, failure: .sessionChanged)
                 }
-                return present(nil, previous: held, retry: retry, in: session, at: elapsed)
+                return present(nil, previous: held, retry: retry, facts)
             }
-            return adoptOrPresent(stored, afterRejection: false, retry: retry, in: session, now: now, at: elapsed)
+            return adoptOrPresent(stored, afterRejection: false, retry: retry, facts)
         case (.rereading(let retry), .absent):
             // Removed by another process: the session ended there. That process may have rotated the refresh token
             // first, also one a pending pair kept from the stored pair: it is never presented.
             guard held?.refreshTokenIsShared == true, session.storedGeneration != nil else {
-                return present(nil, previous: held, retry: retry, in: session, at: elapsed)
+                return present(nil, previous: held, retry: retry, facts)
             }
-            return ending(.removedElsewhere, error: nil, failure: .signedOut)
+            return ending(.removedElsewhere, nil, failure: .signedOut)
         case (.rereading(let retry), .unavailable(let error)):
             // The stored pair is the truth another process may have rotated (ours may be consumed): present nothing,
             // keep the session. Only a refresh token held in memory alone has no stored truth to miss.
             let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
             let memoryOnly = held.map { !$0.refreshTokenIsShared } ?? false
-            var next =
-                memoryOnly ? present(nil, previous: held, retry: retry, in: session, at: elapsed) : .failure(failure)
+            var next = memoryOnly ? present(nil, previous: held, retry: retry, facts) : .failure(failure)
             next.events.insert(.storageUnavailable(failure), at: 0)
             return next
         case (.rereadingAfterRejection, .found(let stored)):
             // Only a pair stored since this client last knew the store is another process's rotation (the refresh
             // token just rejected is remembered, so a pair holding it is not adopted).
             guard session.shouldAdopt(stored), stored.token.refreshToken != nil else { return endAfterRejection() }
-            return adoptOrPresent(stored, afterRejection: true, retry: 0, in: session, now: now, at: elapsed)
+            return adoptOrPresent(stored, afterRejection: true, retry: 0, facts)
         case (.rereadingAfterConflict, .found(let stored)):
-            return answer(adopting: stored, in: session)
+            return answer(adopting: stored, session)
         case (.rereadingAfterConflict, .absent):
-            return ending(.removedElsewhere, error: nil, failure: .signedOut)
+            return ending(.removedElsewhere, nil, failure: .signedOut)
         case (.rereadingAfterConflict, .unavailable(let error)):
             return .failure(TokenRefreshError.storageUnavailable.with(underlying: error))
         case (.rereadingAfterLockTimeout(let failure), _):
             // A still-valid pair stored meanwhile is the answer; else the session is kept, and while its token is
             // still valid, validToken() callers get it.
             guard case .found(let stored) = read, session.shouldAdopt(stored),
-                !stored.token.isExpired(at: now, policy: session.configuration.expiryPolicy)
+                !stored.token.isExpired(at: facts.now, policy: session.configuration.expiryPolicy)
             else { return Action(events: [.refreshFailed(failure, userID: held?.userID)], callers: .fail(failure)) }
-            return answer(adopting: stored, in: session)
+            return answer(adopting: stored, session)
         case (.rereadingAfterRejection, _):
             return endAfterRejection()
         default:
@@ -302,49 +304,46 @@ struct FlightMachine: Sendable {
     }
 
     /// Presents `seed`, or the refresh token of `previous` (the empty string for a strategy without one), as attempt
-    /// `retry` started at `elapsed`.
+    /// `retry`.
     private mutating func present(
-        _ seed: String?, previous: SessionMachine.Session?, afterRejection: Bool = false, retry: Int,
-        in session: SessionMachine, at elapsed: Duration
+        _ seed: String?, previous: SessionMachine.Session?, afterRejection: Bool = false, retry: Int, _ facts: Facts
     ) -> Action {
-        let fallback = session.requiresRefreshToken ? nil : ""
+        let fallback = facts.session.requiresRefreshToken ? nil : ""
         guard let refreshToken = seed ?? previous?.token.refreshToken ?? fallback else {
             return .failure(previous == nil ? .signedOut : .missingRefreshToken)
         }
-        if session.rejected.contains(refreshToken) { return .failure(.refreshTokenRejected) }
+        if facts.session.rejected.contains(refreshToken) { return .failure(.refreshTokenRejected) }
         let sent = refreshToken.isEmpty ? nil : refreshToken
-        state = .presenting(
-            Presenting(sent: sent, previous: previous, afterRejection: afterRejection, retry: retry, started: elapsed))
+        let presenting = Presenting(
+            sent: sent, previous: previous, afterRejection: afterRejection, retry: retry, started: facts.elapsed)
+        state = .presenting(presenting)
         return Action(work: .call(sent, forced: forced))
     }
 
     /// Adopts `stored` (saved by another process) and answers with it while it is fresh, else presents its refresh
     /// token. Another user's pair is never the answer to a refresh made for this one.
     private mutating func adoptOrPresent(
-        _ stored: StoredSession, afterRejection: Bool, retry: Int, in session: SessionMachine, now: Date,
-        at elapsed: Duration
+        _ stored: StoredSession, afterRejection: Bool, retry: Int, _ facts: Facts
     ) -> Action {
-        let fresh = !stored.token.willExpireSoon(at: now, policy: session.configuration.expiryPolicy)
-        if fresh || session.switchesUser(to: stored) { return answer(adopting: stored, in: session) }
+        let session = facts.session
+        let fresh = !stored.token.willExpireSoon(at: facts.now, policy: session.configuration.expiryPolicy)
+        if fresh || session.switchesUser(to: stored) { return answer(adopting: stored, session) }
         let adopted = SessionMachine.Session(stored, persisted: true)
-        var action = present(
-            nil, previous: adopted, afterRejection: afterRejection, retry: retry, in: session, at: elapsed)
+        var action = present(nil, previous: adopted, afterRejection: afterRejection, retry: retry, facts)
         action.session.insert(.adopt(stored), at: 0)
         return action
     }
 
     /// Adopts `stored` (saved by another process) and answers with it, unless it is another user's.
-    private func answer(adopting stored: StoredSession, in session: SessionMachine) -> Action {
+    private func answer(adopting stored: StoredSession, _ session: SessionMachine) -> Action {
         let callers: Answer = session.switchesUser(to: stored) ? .fail(.sessionChanged) : .adopted(stored)
         return Action(session: [.adopt(stored)], callers: callers)
     }
 
-    /// The strategy answered `response`, received at wall time `receivedAt`: write the new pair before anyone sees it.
-    private mutating func answered(
-        _ response: TokenResponse, _ presenting: Presenting, in session: SessionMachine, receivedAt: Date
-    ) -> Action {
+    /// The strategy answered `response` (received now): write the new pair before anyone sees it.
+    private mutating func answered(_ response: TokenResponse, _ presenting: Presenting, _ facts: Facts) -> Action {
         let previous = presenting.previous
-        let token = response.token(receivedAt: receivedAt, keeping: presenting.sent)
+        let token = response.token(receivedAt: facts.now, keeping: presenting.sent)
         // A provider that switched users by itself answers with the new user's token: a new session, never the old
         // user's refreshed one.
         let switchedUser = SessionMachine.subjectChanged(from: previous, to: token, responseUserID: response.userID)
@@ -352,20 +351,19 @@ struct FlightMachine: Sendable {
         let userID = response.userID ?? keptUserID ?? token.claims?.subject ?? response.user?.id
         // A refresh keeps the session's identity; a pair that starts a session (or another user's) is a new one.
         let sessionID = switchedUser || previous == nil ? StoredSession.newSessionID() : previous?.sessionID
-        let pair = Persisting(
-            token: token, userID: userID, generation: session.nextGeneration(after: previous), sessionID: sessionID,
-            switchedUser: switchedUser, startsSession: previous == nil, profile: response.user)
-        state = .persisting(pair)
-        let stored = StoredSession(token: token, userID: userID, generation: pair.generation, sessionID: sessionID)
-        return Action(session: [.attemptSucceeded], work: .persist(stored, session.writeCondition))
+        let generation = facts.session.nextGeneration(after: previous)
+        let stored = StoredSession(token: token, userID: userID, generation: generation, sessionID: sessionID)
+        state = .persisting(
+            Persisting(
+                stored: stored, switchedUser: switchedUser, startsSession: previous == nil, profile: response.user))
+        return Action(session: [.attemptSucceeded], work: .persist(stored, facts.session.writeCondition))
     }
 
     /// The strategy's call failed with `failure`: an attempt that sent nothing no longer counts; a transient failure
     /// goes to the session machine's retry plan; any other is published (unless quiet: a rejection, a cancellation)
     /// and decided by ``gaveUp(_:_:)``.
-    private mutating func callFailed(
-        _ failure: TokenRefreshError, _ presenting: Presenting, userID: String?
-    ) -> Action {
+    private mutating func callFailed(_ failure: TokenRefreshError, _ presenting: Presenting, userID: String?) -> Action
+    {
         var forget: [SessionStep] = []
         if sendsRefreshRequest, ErrorClassification.sentNothing(failure) {
             forget = [.forgetAttempt(startedAt: presenting.started)]  // the server was never reached
@@ -387,10 +385,8 @@ struct FlightMachine: Sendable {
         case .refreshTokenRejected where presenting.afterRejection:
             return rejecting(sent, endAfterRejection())
         case .refreshTokenRejected:
-            guard let sent else {
-                // A strategy without a refresh token (an SDK, client credentials) was told the session is over.
-                return endingIfHeld(.revoked, failure: .refreshTokenRejected)
-            }
+            // A strategy without a refresh token (an SDK, client credentials) was told the session is over.
+            guard let sent else { return endingIfHeld(.revoked, failure: .refreshTokenRejected) }
             guard seed == nil else { return rejecting(sent, .failure(.refreshTokenRejected)) }
             // Another process may have rotated meanwhile: re-read the store once before ending the session.
             state = .rereadingAfterRejection(sent: sent)
@@ -416,26 +412,26 @@ struct FlightMachine: Sendable {
             state = .rereadingAfterConflict
             return Action(work: .readStore)
         }
-        let fingerprint = pair.token.fingerprint
+        let (token, userID) = (pair.stored.token, pair.stored.userID)
         let news: AuthEvent =
             pair.startsSession || pair.switchedUser
-            ? .signedIn(userID: pair.userID, tokenFingerprint: fingerprint)
-            : .tokenRefreshed(userID: pair.userID, tokenFingerprint: fingerprint)
+            ? .signedIn(userID: userID, tokenFingerprint: token.fingerprint)
+            : .tokenRefreshed(userID: userID, tokenFingerprint: token.fingerprint)
         // The old session's callers asked for its token: they fail, and the new user's session starts afresh.
-        let callers: Answer = pair.switchedUser ? .fail(.sessionChanged) : .token(pair.token)
+        let callers: Answer = pair.switchedUser ? .fail(.sessionChanged) : .token(token)
         let failed = error.map { TokenRefreshError.storageUnavailable.with(underlying: $0) }
-        let warning = failed.map { [AuthEvent.persistenceFailed($0, tokenFingerprint: fingerprint)] } ?? []
+        let warning = failed.map { [AuthEvent.persistenceFailed($0, tokenFingerprint: token.fingerprint)] } ?? []
         return Action(session: [.record(pair, persisted: error == nil)], events: warning + [news], callers: callers)
     }
 
     /// The session's refresh token was rejected and nothing newer is stored: the session ends, revoked.
     private func endAfterRejection() -> Action {
-        ending(.revoked, error: .refreshTokenRejected, failure: .refreshTokenRejected)
+        ending(.revoked, .refreshTokenRejected, failure: .refreshTokenRejected)
     }
 
     /// Ends the session with `reason` (the flight's callers fail with `error`), then fails with `failure`.
     private func ending(
-        _ reason: AuthEvent.SignOutReason, error: TokenRefreshError?, failure: TokenRefreshError
+        _ reason: AuthEvent.SignOutReason, _ error: TokenRefreshError?, failure: TokenRefreshError
     ) -> Action {
         Action(work: .endSession(reason: reason, error: error), callers: .fail(failure))
     }

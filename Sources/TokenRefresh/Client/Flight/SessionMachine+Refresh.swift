@@ -134,7 +134,7 @@ extension SessionMachine {
     /// asked for the old session's token; they fail). A pair that starts a session (a seed, or a strategy without
     /// refresh tokens): the seed and the access token the caller held with it then count as the new session's.
     private mutating func refreshed(_ pair: FlightMachine.Persisting, persisted: Bool, elapsed: Duration) {
-        let (token, userID) = (pair.token, pair.userID)
+        let (token, userID, stored) = (pair.stored.token, pair.stored.userID, pair.stored)
         if pair.switchedUser {
             epoch &+= 1
             flight = nil
@@ -158,13 +158,12 @@ extension SessionMachine {
             && session.map { $0.refreshTokenIsShared && $0.token.refreshToken == token.refreshToken } == true
         state = state.entering(
             Session(
-                token: token, userID: userID, generation: pair.generation, sessionID: pair.sessionID,
+                token: token, userID: userID, generation: stored.generation, sessionID: stored.sessionID,
                 persisted: persisted, keptStoredRefreshToken: keptStoredRefreshToken))
         isOffline = false
         pairStored()  // the new pair overwrites the ended session (now, or when its write is retried)
         if persisted {
-            storedGeneration = pair.generation
-            storedSessionID = pair.sessionID
+            noteStored(stored)
         } else {
             queuePendingPair(elapsed: elapsed)
         }

@@ -71,7 +71,7 @@ struct SessionMachine: Sendable {
         case token(AuthToken)
         /// Wait for the refresh in flight.
         case join(RefreshFlight)
-        /// Start the shared refresh (``beginFlight(_:seed:forced:followsRefusal:)``), then wait for it.
+        /// Start the shared refresh (``beginFlight(_:for:seed:forced:pairedAccessToken:)``), then wait for it.
         case startRefresh(seed: String?, forced: Bool)
         /// Fail with this error; the session is kept.
         case fail(TokenRefreshError)
@@ -338,31 +338,20 @@ struct SessionMachine: Sendable {
 
     // MARK: - The flight
 
-    /// Records the refresh `flight` as started; the actor runs it under the returned epoch. Its attempts count against
-    /// the breaker when they send a refresh request (`sendsRefreshRequest`; by default, when `forced` or the strategy
-    /// never answers from a cache).
+    /// Records the refresh `flight` that `request` started; the actor runs it under the returned epoch. A refresh that
+    /// follows a rejection follows a refused request; its attempts count against the breaker when they send a refresh
+    /// request (``sendsRefreshRequest(_:forced:)``); `pairedAccessToken` (the access token a caller held with a seed)
+    /// counts only for a refresh that starts a session from a seed.
     mutating func beginFlight(
-        _ flight: RefreshFlight, seed: String?, forced: Bool, followsRefusal: Bool = false,
-        pairedAccessToken: String? = nil, sendsRefreshRequest: Bool? = nil
-    ) -> UInt64 {
-        self.flight = Flight(
-            flight: flight, epoch: epoch, seed: seed, forced: forced, followsRefusal: followsRefusal,
-            pairedAccessToken: pairedAccessToken,
-            sendsRefreshRequest: sendsRefreshRequest ?? (forced || !mayAnswerFromCache))
-        return epoch
-    }
-
-    /// Records the refresh `flight` that `request` started (see ``beginFlight(_:seed:forced:followsRefusal:pairedAccessToken:)``).
-    /// A refresh that follows a rejection follows a refused request; `pairedAccessToken` (the access token a caller
-    /// held with a seed) counts only for a refresh that starts a session from a seed.
-    mutating func beginFlight(
-        _ flight: RefreshFlight, for request: Request, seed: String?, forced: Bool, pairedAccessToken: String?
+        _ flight: RefreshFlight, for request: Request = .validToken, seed: String?, forced: Bool,
+        pairedAccessToken: String? = nil
     ) -> UInt64 {
         let followsRefusal = if case .afterRejection = request { true } else { false }
-        return beginFlight(
-            flight, seed: seed, forced: forced, followsRefusal: followsRefusal,
+        self.flight = Flight(
+            flight: flight, epoch: epoch, seed: seed, forced: forced, followsRefusal: followsRefusal,
             pairedAccessToken: seed == nil ? nil : pairedAccessToken,
             sendsRefreshRequest: sendsRefreshRequest(request, forced: forced))
+        return epoch
     }
 
     // MARK: - Attempts
