@@ -275,7 +275,7 @@ struct CrossWorld {
                     store.map(TokenStoreRead.found) ?? .absent
                 }
             if case .readLands = event { clients[client].lastRead = .some(session(of: store?.token.accessToken)) }
-            run(client, clients[client].machine.storeRead(read, epoch: clients[client].epoch, now: now))
+            run(client, flightEvent(client, .storeRead(read)))
         case .serverAnswers(let client):
             guard case .present(let sent) = clients[client].waiting else { return false }
             serverAnswers(client, sent)
@@ -297,7 +297,7 @@ struct CrossWorld {
             } else {
                 failure = .conflict
             }
-            run(client, clients[client].machine.writeFinished(failure, epoch: clients[client].epoch, elapsed: elapsed))
+            run(client, flightEvent(client, .writeFinished(failure)))
         case .persistRetry(let client):
             return persistRetry(client)
         case .appWrites(let user):
@@ -353,7 +353,7 @@ struct CrossWorld {
             clients[client].lastRead = .none
             clients[client].epoch = epoch
             clients[client].flightSession = session(of: clients[client].machine.session?.token.accessToken)
-            run(client, clients[client].machine.lockTaken(epoch: epoch, seed: seed))
+            run(client, flightEvent(client, .lockTaken))
             return true
         case .token, .fail, .join, .refreshStatelessly, .endSessionThenFail:
             return false
@@ -375,17 +375,12 @@ struct CrossWorld {
         let response = TokenResponse(
             accessToken: token.accessToken, refreshToken: token.refreshToken, expiresIn: 3600,
             userID: userIDs ? Self.users[sessionUser[family]] : nil)
-        run(
-            client,
-            clients[client].machine.strategyEnded(
-                .success(response), receivedAt: now.addingTimeInterval(-3500), epoch: clients[client].epoch))
+        run(client, flightEvent(client, .answered(response), at: now.addingTimeInterval(-3500)))
     }
 
     mutating func callFailed(_ client: Int, _ failure: TokenRefreshError) {
-        let epoch = clients[client].epoch
-        let action = clients[client].machine.strategyCallFailed(
-            failure, epoch: epoch, retry: 0, sleepsUnderLock: true, random: { 0.5 }, now: now, elapsed: elapsed)
-        if case .sleep = action { return violations.append("a retry was planned with no retries configured") }
+        let action = flightEvent(client, .callFailed(failure))
+        if case .sleep = action.work { return violations.append("a retry was planned with no retries configured") }
         run(client, action)
     }
 
@@ -408,11 +403,12 @@ struct CrossWorld {
         }
         switch machine.writeRetryEnded(write, landed ? .success(()) : .failure(.conflict)).store {
         case .readAfterConflict:
-            switch machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch) {
-            case .failTakenFlight(let flight, let failure):
+            let read = machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch)
+            switch (read.work, read.callers) {
+            case (_, .failTakenFlight(let flight, let failure)):
                 clients[client].machine = machine
                 resolve(client, flight, .failure(failure))
-            case .endSession(let reason, let error, _):
+            case (.endSession(let reason, let error), _):
                 clients[client].machine = machine
                 endSession(client, reason: reason, error: error)
             default:
@@ -426,14 +422,22 @@ struct CrossWorld {
 
     // MARK: - Carrying out the machine's actions
 
-    mutating func run(_ client: Int, _ first: SessionMachine.RefreshAction) {
+    /// The actor's `flightEvent`: hands `event` of the client's refresh to its machine, at wall time `now` unless
+    /// `at` says otherwise.
+    mutating func flightEvent(_ client: Int, _ event: FlightMachine.Event, at time: Date? = nil) -> FlightMachine.Action
+    {
+        clients[client].machine.flightEvent(
+            event, epoch: clients[client].epoch, now: time ?? now, elapsed: elapsed, random: { 0.5 })
+    }
+
+    mutating func run(_ client: Int, _ first: FlightMachine.Action) {
         var action = first
         while true {
-            switch action {
+            switch action.work {
             case .readStore:
                 clients[client].waiting = .readStore
                 return
-            case .present(let sent, _):
+            case .call(let sent, _):
                 guard let sent else { return endRefresh(client, .failure(.signedOut)) }
                 if (consumed.contains(sent) && !lostRotations.contains(sent))
                     || revoked.contains(session(of: sent) ?? -1)
@@ -446,35 +450,31 @@ struct CrossWorld {
                 if let flightUser = user(clients[client].flightSession), user(session(of: sent)) != flightUser {
                     violations.append("a token of one user was presented for another")
                 }
-                action = clients[client].machine.attemptStarting(epoch: clients[client].epoch, at: elapsed)
-            case .call(let sent, _):
-                guard let sent else { return endRefresh(client, .failure(.signedOut)) }
                 clients[client].waiting = .present(sent)
                 return
             case .blocked(let error):
-                action = clients[client].machine.strategyFailed(error, epoch: clients[client].epoch)
+                action = flightEvent(client, .gaveUp(error))
+                continue
             case .sleep:
                 return violations.append("a retry was planned before any attempt")
             case .persist(let stored, let condition):
                 clients[client].waiting = .persist(stored, condition)
                 return
-            case .publish(_, let next):
-                action = next
-            case .answerAdopted(let stored):
-                return endRefresh(client, .success(stored.token))
-            case .answer(let token):
-                return endRefresh(client, .success(token))
-            case .endSession(let reason, let error, let failure):
+            case .endSession(let reason, let error):
                 endSession(client, reason: reason, error: error)
-                return endRefresh(client, .failure(failure))
-            case .endSessionIfHeld(let reason, let failure):
-                carryOut(client, clients[client].machine.endingSessionIfHeld(reason: reason, error: failure))
-                return endRefresh(client, .failure(failure))
-            case .fail(let error):
-                return endRefresh(client, .failure(error))
+            case .endSessionIfHeld(let reason, let error):
+                carryOut(client, clients[client].machine.endingSessionIfHeld(reason: reason, error: error))
+            case .none:
+                break
+            }
+            switch action.callers {
+            case .adopted(let stored): return endRefresh(client, .success(stored.token))
+            case .token(let token): return endRefresh(client, .success(token))
+            case .fail(let error): return endRefresh(client, .failure(error))
             case .failTakenFlight(let taken, let failure):
                 resolve(client, taken, .failure(failure))
                 return endRefresh(client, .failure(failure))
+            case nil: return violations.append("an action with neither work nor an answer")
             }
         }
     }

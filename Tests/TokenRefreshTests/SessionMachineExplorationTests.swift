@@ -22,7 +22,7 @@ import TokenKitLogCheck
 /// - a pending pair written again (after a failed write) is written only under its own session, and a newer pair it
 ///   lost to is adopted.
 ///
-/// The driver plays the actor: it carries out each ``SessionMachine/RefreshAction`` and feeds the answer back, one
+/// The driver plays the actor: it carries out each ``FlightMachine/Action`` and feeds the answer back, one
 /// refresh at a time under the store's lock, as `TokenRefreshClient` does. Another process rotates or removes the
 /// stored pair only while this client does not hold the lock. A crash is not taken while a pair the server issued is
 /// in memory only (its write on its way, or failed and waiting for a retry): that loss is cured only by a grace window
@@ -107,6 +107,9 @@ struct Explorer {
         case dropsTheCallersPart
         /// A pending removal made again is reported to the machine as landed, but never made: the queue forgets it.
         case reportsTheRemovalUnmade
+        /// A flight event of an older session reaches the refresh's flight machine unchecked: the session machine's
+        /// one guard (the epoch and the current flight) is skipped.
+        case refusesNoStaleFlightEvent
 
         var description: String { rawValue }
 
@@ -122,6 +125,7 @@ struct Explorer {
             case .signOutShowsTheSessionExpired: "the state shown disagrees with the session held"
             case .dropsTheCallersPart: "a waiter was never resolved"
             case .reportsTheRemovalUnmade: "wrote after sign-out or a newer session (an ended session is still stored)"
+            case .refusesNoStaleFlightEvent: "wrote after sign-out or a newer session"
             }
         }
     }
@@ -233,10 +237,13 @@ struct World {
         var epoch: UInt64
         var seed: String?
         var waiting: Waiting?
+        /// The refresh's flight machine as last seen (kept only for ``Explorer/Mutation/refusesNoStaleFlightEvent``).
+        var unchecked: FlightMachine? = nil
     }
 
     enum Waiting {
-        case readStore
+        /// The store is read (`first`: the re-read right after the lock was taken).
+        case readStore(first: Bool)
         case present(String?)
         case persist(StoredSession, WriteCondition)
     }
@@ -395,15 +402,16 @@ struct World {
             store = nil
         case .lockTimesOut:
             // Another process held the store's lock too long: this refresh re-reads without it.
-            guard case .readStore = procedures.first?.waiting, case .rereading = machine.flight?.step else {
+            guard case .readStore(first: true) = procedures.first?.waiting, machine.isCurrent(procedures[0].epoch)
+            else {
                 return false
             }
-            run(machine.lockTimedOut(.lockTimedOut, epoch: procedures[0].epoch))
+            run(flightEvent(.lockTimedOut(.lockTimedOut)))
         case .storeAnswers, .storeUnavailable:
             guard case .readStore = procedures.first?.waiting else { return false }
             let read: TokenStoreRead =
                 event == .storeUnavailable ? .unavailable(.unavailable) : store.map(TokenStoreRead.found) ?? .absent
-            run(machine.storeRead(read, epoch: procedures[0].epoch, now: now))
+            run(flightEvent(.storeRead(read)))
         case .serverRotates, .serverKeepsRefreshToken, .serverRejects, .serverFailsTransiently:
             guard case .present(let sent) = procedures.first?.waiting, let sent else { return false }
             return serverAnswers(event, to: sent)
@@ -416,7 +424,7 @@ struct World {
                 failure = .conflict
             }
             if failure != .conflict { finishedWrites.insert(stored.token.accessToken) }
-            run(machine.writeFinished(failure, epoch: procedures[0].epoch, elapsed: elapsed))
+            run(flightEvent(.writeFinished(failure)))
             runDeferred()
         }
         return true
@@ -437,8 +445,8 @@ struct World {
                 live.insert(newRefresh!)
             }
             let response = TokenResponse(accessToken: access, refreshToken: newRefresh, expiresIn: 3600)
-            let action = machine.strategyEnded(.success(response), receivedAt: now, epoch: epoch)
-            if mutation == .writesAfterSignOut, case .fail = action {
+            let action = flightEvent(.answered(response))
+            if mutation == .writesAfterSignOut, case .fail = action.callers {
                 // The bug: the seed's pattern, saving whatever a refresh returned, whatever happened meanwhile.
                 if !machine.isCurrent(epoch) { violations.append("wrote after sign-out or a newer session") }
                 let token = response.token(receivedAt: now, keeping: sent)
@@ -459,9 +467,8 @@ struct World {
 
     /// The actor's `carryOut` after the strategy failed (no retries are configured).
     mutating func callFailed(_ failure: TokenRefreshError, epoch: UInt64) {
-        let action = machine.strategyCallFailed(
-            failure, epoch: epoch, retry: 0, sleepsUnderLock: true, random: { 0.5 }, now: now, elapsed: elapsed)
-        if case .sleep = action { return violations.append("a retry was planned with no retries configured") }
+        let action = flightEvent(.callFailed(failure))
+        if case .sleep = action.work { return violations.append("a retry was planned with no retries configured") }
         run(action)
     }
 
@@ -511,9 +518,10 @@ struct World {
         let ended = machine.writeRetryEnded(write, outcome)
         switch ended.store {
         case .readAfterConflict(let epoch):
-            switch machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch) {
-            case .failTakenFlight(let flight, let failure): resolve(flight, with: .failure(failure))
-            case .endSession(let reason, _, _): endSession(reason: reason)
+            let read = machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch)
+            switch (read.work, read.callers) {
+            case (_, .failTakenFlight(let flight, let failure)): resolve(flight, with: .failure(failure))
+            case (.endSession(let reason, _), _): endSession(reason: reason)
             default: break
             }
         default:
@@ -560,46 +568,66 @@ struct World {
             endSession(reason: .expired, error: error)
         case .startRefresh(let seed, let forced):
             let flight = RefreshFlight()
-            let followsRefusal = if case .afterRejection = request { true } else { false }
-            let epoch = machine.beginFlight(flight, seed: seed, forced: forced, followsRefusal: followsRefusal)
+            let epoch = machine.beginFlight(flight, for: request, seed: seed, forced: forced)
             flights.append(FlightRecord(flight: flight))
             procedures.append(Procedure(flight: flights.count - 1, epoch: epoch, seed: seed))
-            if procedures.count == 1 { run(machine.lockTaken(epoch: epoch, seed: seed)) }
+            if procedures.count == 1 { takeLock() }
         }
         return decided
     }
 
     // MARK: - Carrying out the machine's actions, as the actor does
 
-    mutating func run(_ first: SessionMachine.RefreshAction) {
+    /// The actor's `flightEvent`: hands `event` of the refresh at the head of the lock to the machine, under the epoch
+    /// that refresh started under.
+    mutating func flightEvent(_ event: FlightMachine.Event) -> FlightMachine.Action {
+        let epoch = procedures[0].epoch
+        if mutation == .refusesNoStaleFlightEvent, !machine.isCurrent(epoch), var unchecked = procedures[0].unchecked {
+            // The bug: the event reaches the refresh's own flight machine, unchecked against the epoch.
+            let action = unchecked.receive(event, in: machine, now: now, elapsed: elapsed)
+            procedures[0].unchecked = unchecked
+            return action
+        }
+        let action = machine.flightEvent(event, epoch: epoch, now: now, elapsed: elapsed, random: { 0.5 })
+        if mutation == .refusesNoStaleFlightEvent, machine.flight?.epoch == epoch {
+            procedures[0].unchecked = machine.flight
+        }
+        return action
+    }
+
+    /// The head refresh takes the store's lock.
+    mutating func takeLock() {
+        var action = flightEvent(.lockTaken)
+        if mutation == .skipsTheReread, case .readStore = action.work {
+            // The bug: the store is taken to hold what memory holds.
+            let held = machine.session.map {
+                TokenStoreRead.found(
+                    StoredSession(
+                        token: $0.token, userID: $0.userID, generation: $0.generation, sessionID: $0.sessionID))
+            }
+            action = flightEvent(.storeRead(held ?? .absent))
+        }
+        run(action, afterLock: true)
+    }
+
+    /// Carries out the flight's actions, as the actor does, until the refresh waits for the world or is answered.
+    mutating func run(_ first: FlightMachine.Action, afterLock: Bool = false) {
         var action = first
         while true {
-            switch action {
+            switch action.work {
             case .readStore:
-                if mutation == .skipsTheReread, case .rereading = machine.flight?.step {
-                    // The bug: the store is taken to hold what memory holds.
-                    let held = machine.session.map {
-                        TokenStoreRead.found(
-                            StoredSession(
-                                token: $0.token, userID: $0.userID, generation: $0.generation,
-                                sessionID: $0.sessionID))
-                    }
-                    action = machine.storeRead(held ?? .absent, epoch: procedures[0].epoch, now: now)
-                    continue
-                }
-                procedures[0].waiting = .readStore
+                procedures[0].waiting = .readStore(first: afterLock)
                 return
-            case .present(let sent, _):
+            case .call(let sent, _):
                 if let sent, consumed.contains(sent) || rejectedHere.contains(sent) {
                     violations.append("presented a consumed refresh token")
                 }
                 presented += 1
-                action = machine.attemptStarting(epoch: procedures[0].epoch, at: elapsed)
-            case .call(let sent, _):
                 procedures[0].waiting = .present(sent)
                 return
             case .blocked(let error):
-                action = machine.strategyFailed(error, epoch: procedures[0].epoch)
+                action = flightEvent(.gaveUp(error))
+                continue
             case .sleep:
                 return violations.append("a retry was planned before any attempt")
             case .persist(let stored, let condition):
@@ -611,23 +639,21 @@ struct World {
                     resolve(flights[procedures[0].flight].flight, with: .success(stored.token))
                 }
                 return
-            case .publish(_, let next):
-                action = next
-            case .answerAdopted(let stored):
-                return endProcedure(.success(stored.token))
-            case .answer(let token):
-                return endProcedure(.success(token))
-            case .endSession(let reason, let error, let failure):
+            case .endSession(let reason, let error):
                 endSession(reason: reason, error: error)
-                return endProcedure(.failure(failure))
-            case .endSessionIfHeld(let reason, let failure):
-                carryOut(machine.endingSessionIfHeld(reason: reason, error: failure))
-                return endProcedure(.failure(failure))
-            case .fail(let error):
-                return endProcedure(.failure(error))
+            case .endSessionIfHeld(let reason, let error):
+                carryOut(machine.endingSessionIfHeld(reason: reason, error: error))
+            case .none:
+                break
+            }
+            switch action.callers {
+            case .adopted(let stored): return endProcedure(.success(stored.token))
+            case .token(let token): return endProcedure(.success(token))
+            case .fail(let error): return endProcedure(.failure(error))
             case .failTakenFlight(let taken, let failure):
                 resolve(taken, with: .failure(failure))
                 return endProcedure(.failure(failure))
+            case nil: return violations.append("an action with neither work nor an answer")
             }
         }
     }
@@ -648,7 +674,7 @@ struct World {
         }
         runDeferred()
         guard let next = procedures.first, case .none = next.waiting else { return }
-        run(machine.lockTaken(epoch: next.epoch, seed: next.seed))
+        takeLock()
     }
 
     mutating func resolve(_ flight: RefreshFlight?, with result: Result<AuthToken, TokenRefreshError>) {
@@ -743,7 +769,7 @@ struct World {
             case .present(let sent):
                 if !(sent.map(live.contains) ?? false) || !apply(.serverRotates) { _ = apply(.serverRejects) }
             case .persist: _ = apply(.writeLands)
-            case nil: run(machine.lockTaken(epoch: head.epoch, seed: head.seed))
+            case nil: takeLock()
             }
         }
         runDeferred()

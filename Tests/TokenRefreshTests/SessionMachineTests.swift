@@ -53,21 +53,23 @@ import TokenKitTesting
     ) {
         let flight = RefreshFlight()
         let epoch = machine.beginFlight(flight, seed: nil, forced: true)
-        _ = machine.lockTaken(epoch: epoch, seed: nil)
+        _ = machine.flightEvent(.lockTaken, epoch: epoch, now: start, elapsed: elapsed)
         let held = machine.session.map { StoredSession(token: $0.token, userID: $0.userID, generation: $0.generation) }
-        let read = machine.storeRead(held.map(TokenStoreRead.found) ?? .absent, epoch: epoch, now: start)
-        guard case .present = read else {
+        let read = machine.flightEvent(
+            .storeRead(held.map(TokenStoreRead.found) ?? .absent), epoch: epoch, now: start, elapsed: elapsed)
+        guard case .call = read.work else {
             Issue.record("expected the held refresh token to be presented, got \(read)")
             return
         }
         let response = TokenResponse(
             accessToken: token.accessToken, refreshToken: token.refreshToken, expiresIn: 3600)
-        let answered = machine.strategyEnded(.success(response), receivedAt: token.receivedAt, epoch: epoch)
-        guard case .persist = answered else {
+        let answered = machine.flightEvent(.answered(response), epoch: epoch, now: token.receivedAt, elapsed: elapsed)
+        guard case .persist = answered.work else {
             Issue.record("expected the new pair to be written, got \(answered)")
             return
         }
-        _ = machine.writeFinished(persisted ? nil : .writeFailed, epoch: epoch, elapsed: elapsed)
+        _ = machine.flightEvent(
+            .writeFinished(persisted ? nil : .writeFailed), epoch: epoch, now: start, elapsed: elapsed)
         _ = machine.flightFinished(flight)
     }
 
@@ -592,7 +594,8 @@ import TokenKitTesting
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
         let read = TokenStoreRead.found(StoredSession(token: bob, userID: "user-2", generation: 5))
-        guard case .failTakenFlight(let taken, .sessionChanged) = machine.conflictRead(read, epoch: epoch) else {
+        guard case .failTakenFlight(let taken, .sessionChanged) = machine.conflictRead(read, epoch: epoch).callers
+        else {
             Issue.record("expected another user's pair to switch the session")
             return
         }

@@ -45,23 +45,17 @@ import TokenKitTesting
     ) -> (blocked: TokenRefreshError?, write: SessionMachine.StoreStep) {
         let flight = RefreshFlight()
         let epoch = machine.beginFlight(flight, seed: nil, forced: false)
-        _ = machine.lockTaken(epoch: epoch, seed: nil)
-        let read = TokenStoreRead.found(stored)
-        let action = machine.storeRead(read, epoch: epoch, now: now)
-        machine.storedFailuresRead(read, now: now, elapsed: elapsed)
-        guard case .present = action else {
-            Issue.record("expected the refresh token to be presented, got \(action)")
-            return (nil, .none)
-        }
+        _ = machine.flightEvent(.lockTaken, epoch: epoch, now: now, elapsed: elapsed)
+        // The stored failures are counted before the attempt is admitted, in the same event.
+        let action = machine.flightEvent(.storeRead(.found(stored)), epoch: epoch, now: now, elapsed: elapsed)
         var blocked: TokenRefreshError?
-        switch machine.attemptStarting(epoch: epoch, at: elapsed) {
+        switch action.work {
         case .call:
-            _ = machine.strategyCallFailed(
-                failure, epoch: epoch, retry: 0, sleepsUnderLock: false, random: { 0 }, now: now, elapsed: elapsed)
+            _ = machine.flightEvent(.callFailed(failure), epoch: epoch, now: now, elapsed: elapsed, random: { 0 })
         case .blocked(let error):
             blocked = error
         case let other:
-            Issue.record("unexpected \(other)")
+            Issue.record("expected the refresh token to be presented, got \(other)")
         }
         let write = machine.serverFailuresWrite(now: now, elapsed: elapsed).store
         _ = machine.flightEnded(.failure(blocked ?? failure), flight, epoch: epoch)

@@ -33,9 +33,6 @@ final class RefreshFlight: Sendable {
     /// The number of callers waiting now.
     var waiterCount: Int { state.withLock { $0.waiting } }
 
-    /// Whether the flight has finished.
-    var isFinished: Bool { state.withLock { $0.result != nil } }
-
     /// Waits for the result. A cancelled caller leaves with ``TokenRefreshError/cancelled``; the refresh goes on.
     func wait() async throws -> AuthToken {
         let reserved: Int? = state.withLock { state in

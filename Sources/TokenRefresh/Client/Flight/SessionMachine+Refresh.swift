@@ -2,320 +2,68 @@ import AuthToken
 import Foundation
 import Persistence
 
-/// The shared refresh under the store's exclusive access, as transitions that each return one action.
+/// The session's side of the shared refresh: the one entry for the flight's events, and the session changes a flight
+/// asks for.
 ///
-/// The actor takes the store's lock, tells the machine (``SessionMachine/lockTaken(epoch:seed:)``), and then only
-/// carries out what each answer asks: read the store, present a refresh token to the strategy, write a pair, end the
-/// session, publish an event, answer the callers. What it learns (the store's answer, the strategy's answer, the end
-/// of a write) goes back in as the next event. The rules live here, where a synchronous test reaches them:
-/// - **Re-read before refresh** (rule 3): the first action is ``RefreshAction/readStore``; a newer pair saved
-///   elsewhere is adopted, and answered at once while it is fresh. A store that cannot be read gets nothing
-///   presented: the held refresh token may have been consumed elsewhere.
-/// - **Rotate, then persist, then answer** (rule 4): the strategy's answer becomes ``RefreshAction/persist(_:_:)``;
-///   only the end of that write (landed or failed) answers the callers. A failed write keeps the pair in memory.
-/// - **Classified failures** (rule 5): a rejected refresh token is remembered, the store re-read once, and then the
-///   session ends with its reason.
-/// - **Generation guard** (rule 6): every event carries the epoch the refresh started under; after a sign-out or a
-///   newer session the answer is a failure, and nothing is written.
+/// The actor takes the store's lock and hands each thing that happens in the refresh to
+/// ``flightEvent(_:epoch:now:elapsed:random:)``: the one place where the event is checked against the epoch the
+/// refresh started under (rule 6: after a sign-out or a newer session the answer is a failure, and nothing is
+/// written). The flight's own rules live in ``FlightMachine``; what its answer asks of the session (adopt a pair
+/// another process stored, record the refreshed pair, remember a rejected refresh token, the breaker's part of an
+/// attempt) is applied here.
 extension SessionMachine {
-    /// What the actor does next in the refresh it runs under the store's lock.
-    indirect enum RefreshAction: Sendable {
-        /// Read the store, then call ``storeRead(_:epoch:now:)``.
-        case readStore
-        /// Present this refresh token to the strategy (`nil` for a strategy without refresh tokens): start the attempts
-        /// at ``firstRetry(after:retriesOutsideLock:)`` and call ``attemptStarting(epoch:at:)``. `retriesOutsideLock`: a
-        /// retry after a transient failure waits with the store's lock released (the first attempt of a flight).
-        case present(String?, retriesOutsideLock: Bool)
-        /// Call the strategy once with this refresh token (`forced`: it should skip its cache), then hand its answer to
-        /// ``strategyEnded(_:receivedAt:epoch:)``, or its failure to
-        /// ``strategyCallFailed(_:epoch:retry:sleepsUnderLock:random:now:elapsed:)``.
-        case call(String?, forced: Bool)
-        /// Sleep for this delay under the store's lock, then call ``attemptStarting(epoch:at:)`` for attempt `retry` (a
-        /// sleep cut short ends the attempts: ``strategyEnded(_:receivedAt:epoch:)`` with
-        /// ``TokenRefreshError/cancelled``).
-        case sleep(Duration, retry: Int)
-        /// Attempts are held back (backoff, `Retry-After`, the breaker): record it, then hand this failure to
-        /// ``strategyEnded(_:receivedAt:epoch:)``.
-        case blocked(TokenRefreshError)
-        /// Write `session` under `condition`, then call ``writeFinished(_:epoch:)``.
-        case persist(StoredSession, WriteCondition)
-        /// Publish `event`, then carry out `then`.
-        case publish(AuthEvent, then: RefreshAction)
-        /// A pair another process saved was adopted: say so, then answer the callers with its token.
-        case answerAdopted(StoredSession)
-        /// Answer the callers with this token (the new pair has been written, or its write failed and is retried).
-        case answer(AuthToken)
-        /// End the session (memory and store) with `reason`, failing the callers' flight with `error`, then fail with
-        /// `failure`.
-        case endSession(reason: AuthEvent.SignOutReason, error: TokenRefreshError?, failure: TokenRefreshError)
-        /// As ``endSession(reason:error:failure:)`` with `failure` as the error, if a session is held; a session
-        /// already gone just reads signed out.
-        case endSessionIfHeld(reason: AuthEvent.SignOutReason, failure: TokenRefreshError)
-        /// Fail the callers with this error; the session is kept (or already ended).
-        case fail(TokenRefreshError)
-        /// Another user's pair was adopted outside a flight: forget the refresh task, fail `flight` (its callers asked
-        /// for the old user's token) with `failure`, then fail with it.
-        case failTakenFlight(RefreshFlight?, failure: TokenRefreshError)
+    /// `event` happened in the refresh started under `epoch`, at wall time `now` (`elapsed` on the injected clock):
+    /// what the actor does next. An event of another epoch, or of a flight no longer current, fails the callers
+    /// (``TokenRefreshError/signedOut``) and changes nothing. `random` is drawn only to plan a transient failure's
+    /// retry.
+    mutating func flightEvent(
+        _ event: FlightMachine.Event, epoch: UInt64, now: Date, elapsed: Duration, random: () -> Double = { 0.5 }
+    ) -> FlightMachine.Action {
+        guard isCurrent(epoch), var running = flight, running.epoch == epoch else { return .failure(.signedOut) }
+        var action = running.receive(event, in: self, now: now, elapsed: elapsed)
+        flight = running
+        for step in action.session { apply(step, now: now, elapsed: elapsed) }
+        if let transient = action.transient {
+            let delay = attemptFailed(
+                transient.failure, retry: transient.retry, random: random(), now: now, elapsed: elapsed)
+            action = running.retryPlanned(delay, after: transient.failure, userID: session?.userID)
+            flight = running
+        }
+        if case .call = action.work, let blocked = admitAttempt(at: elapsed, counting: running.sendsRefreshRequest) {
+            action.work = .blocked(blocked)
+        }
+        return action
     }
 
-    /// Where the refresh under the lock stands (kept in the ``Flight``).
-    enum RefreshStep: Sendable {
-        /// Re-reading the store before presenting anything.
-        case rereading(seed: String?)
-        /// The strategy has `sent` (nil: no refresh token); `previous` is the session it refreshes.
-        case presenting(sent: String?, previous: Session?, seed: String?, afterRejection: Bool)
-        /// The new pair is being written.
-        case persisting(Persisting)
-        /// `sent` was rejected: re-reading the store once, for a pair rotated elsewhere.
-        case rereadingAfterRejection(sent: String)
-        /// The write lost to a newer pair in the store: re-reading it.
-        case rereadingAfterConflict
-        /// Another process held the store's lock past its timeout (`failure`): re-reading the store without it, to
-        /// use a pair that process may have saved. Nothing is presented without the lock.
-        case rereadingAfterLockTimeout(failure: TokenRefreshError)
-    }
-
-    /// The pair being written and what it becomes once written.
-    struct Persisting: Sendable {
-        var token: AuthToken
-        var userID: String?
-        var generation: UInt64
-        /// The session's identity: the refreshed session's, or a new one for a new session.
-        var sessionID: String?
-        /// Whether the pair is another user's (a provider that switched users by itself).
-        var switchedUser: Bool
-        var startsSession: Bool
-        var profile: AuthUser?
-    }
-
-    /// The actor holds the store's lock for the flight started under `epoch`.
-    mutating func lockTaken(epoch: UInt64, seed: String?) -> RefreshAction {
-        guard isRunning(epoch) else { return .fail(.signedOut) }
-        guard seed == nil else { return present(seed: seed, afterRejection: false) }
-        flight?.step = .rereading(seed: nil)
-        return .readStore
-    }
-
-    /// The store's lock could not be taken in time (another process may hang in its refresh): never refresh without
-    /// it. Re-read the store, and use a still-valid pair found there; otherwise fail transiently, keeping the session.
-    mutating func lockTimedOut(_ error: PersistenceError, epoch: UInt64) -> RefreshAction {
-        guard isRunning(epoch) else { return .fail(.signedOut) }
-        flight?.step = .rereadingAfterLockTimeout(failure: TokenRefreshError.transient.with(underlying: error))
-        return .readStore
-    }
-
-    /// The store answered `read` (taken at wall time `now`).
-    mutating func storeRead(_ read: TokenStoreRead, epoch: UInt64, now: Date) -> RefreshAction {
-        guard isRunning(epoch), let step = flight?.step else { return .fail(.signedOut) }
-        switch (step, read) {
-        case (.rereading, .found(let stored)):
-            guard shouldAdopt(stored) else {
-                // Another session stored with a refresh token rejected before: the held one is over all the same,
-                // and its refresh token is never presented.
-                if let held = session, Self.isAnotherSession(stored, than: held) {
-                    return .endSession(reason: .removedElsewhere, error: .sessionChanged, failure: .sessionChanged)
-                }
-                return present(seed: nil, afterRejection: false)
-            }
-            return adoptOrPresent(stored, now: now)
-        case (.rereading, .absent):
-            // Removed by another process: the session ended there. That process may have rotated the refresh token
-            // first, also one a pending pair kept from the stored pair: it is never presented.
-            guard session?.refreshTokenIsShared == true, storedGeneration != nil else {
-                return present(seed: nil, afterRejection: false)
-            }
-            return .endSession(reason: .removedElsewhere, error: nil, failure: .signedOut)
-        case (.rereading, .unavailable(let error)):
-            // The stored pair is the truth another process may have rotated (ours may be consumed), and a new pair
-            // could not be kept there either: present nothing, keep the session. Only a refresh token held in memory
-            // alone (never stored, as a rotated pair whose write failed) has no stored truth to miss; a pending pair
-            // that kept the stored refresh token has.
-            let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-            let memoryOnly = session.map { !$0.refreshTokenIsShared } ?? false
-            let next: RefreshAction = memoryOnly ? present(seed: nil, afterRejection: false) : .fail(failure)
-            return .publish(.storageUnavailable(failure), then: next)
-        case (.rereadingAfterRejection(let sent), .found(let stored)):
-            // Only a pair stored since this client last knew the store is another process's rotation. The pair it
-            // knew is older than the one it held (a pending pair whose write failed): its refresh token was rotated
-            // away by this client, and presenting it is reuse.
-            guard shouldAdopt(stored), let storedRefresh = stored.token.refreshToken, storedRefresh != sent,
-                !rejected.contains(storedRefresh)
-            else { return endAfterRejection() }
-            return adoptOrPresent(stored, now: now, presenting: storedRefresh)
-        case (.rereadingAfterRejection, _):
-            return endAfterRejection()
-        case (.rereadingAfterConflict, .found(let stored)):
-            return answer(adopting: stored)
-        case (.rereadingAfterConflict, .absent):
-            return .endSession(reason: .removedElsewhere, error: nil, failure: .signedOut)
-        case (.rereadingAfterConflict, .unavailable(let error)):
-            return .fail(TokenRefreshError.storageUnavailable.with(underlying: error))
-        case (.rereadingAfterLockTimeout(let failure), .found(let stored)):
-            guard shouldAdopt(stored), !stored.token.isExpired(at: now, policy: configuration.expiryPolicy) else {
-                return .publish(.refreshFailed(failure, userID: session?.userID), then: .fail(failure))
-            }
-            return answer(adopting: stored)
-        case (.rereadingAfterLockTimeout(let failure), _):
-            // The session is kept; while its token is still valid, validToken() callers get it.
-            return .publish(.refreshFailed(failure, userID: session?.userID), then: .fail(failure))
-        case (.presenting, _), (.persisting, _):
-            return .fail(.signedOut)
+    /// Applies a session change the flight's step asked for.
+    private mutating func apply(_ step: FlightMachine.SessionStep, now: Date, elapsed: Duration) {
+        switch step {
+        case .adopt(let stored): _ = adopt(stored)
+        case .record(let pair, let persisted): refreshed(pair, persisted: persisted, elapsed: elapsed)
+        case .reject(let refreshToken): rejected.insert(refreshToken)
+        case .attemptSucceeded: attemptSucceeded()
+        case .forgetAttempt(let started): breaker.forgetAttempt(startedAt: started)
+        case .storedFailuresRead(let read): storedFailuresRead(read, now: now, elapsed: elapsed)
         }
     }
 
-    /// The strategy's call for the flight started under `epoch` ended with `outcome` (its answer received at
-    /// `receivedAt`): ``strategyAnswered(_:receivedAt:epoch:)`` (the breaker forgets the transient failures before
-    /// it, ``attemptSucceeded()``) or ``strategyFailed(_:epoch:)``.
-    mutating func strategyEnded(
-        _ outcome: Result<TokenResponse, TokenRefreshError>, receivedAt: Date, epoch: UInt64
-    ) -> RefreshAction {
-        switch outcome {
-        case .success(let response):
-            attemptSucceeded()
-            return strategyAnswered(response, receivedAt: receivedAt, epoch: epoch)
-        case .failure(let failure):
-            return strategyFailed(failure, epoch: epoch)
+    /// The store's lock could not be taken for the refresh started under `epoch` (or the refresh under it failed)
+    /// with `error`. A lock that was not free in time re-reads the store without it
+    /// (``FlightMachine/Event/lockTimedOut(_:)``); any other error fails the callers, classified.
+    mutating func exclusiveAccessFailed(
+        _ error: any Error, epoch: UInt64, now: Date, elapsed: Duration
+    ) -> FlightMachine.Action {
+        guard let persistence = error as? PersistenceError, persistence == .lockTimedOut else {
+            return .failure(ErrorClassification.classify(error))
         }
+        return flightEvent(.lockTimedOut(persistence), epoch: epoch, now: now, elapsed: elapsed)
     }
 
-    /// The attempt number a ``RefreshAction/present(_:retriesOutsideLock:)`` starts at: the flight's `retry` when its
-    /// retries wait with the store's lock released (the count goes on across takes of the lock), else 0.
-    static func firstRetry(after retry: Int, retriesOutsideLock: Bool) -> Int { retriesOutsideLock ? retry : 0 }
-
-    /// The strategy answered `response`, received at wall time `receivedAt`: write the new pair before anyone sees
-    /// it (not the callers, not the snapshot).
-    mutating func strategyAnswered(_ response: TokenResponse, receivedAt: Date, epoch: UInt64) -> RefreshAction {
-        guard isRunning(epoch), case .presenting(let sent, let previous, _, _) = flight?.step else {
-            return .fail(.signedOut)
-        }
-        let token = response.token(receivedAt: receivedAt, keeping: sent)
-        // A provider that switched users by itself answers with the new user's token: a new session, never the old
-        // user's refreshed one.
-        let switchedUser = Self.subjectChanged(from: previous, to: token, responseUserID: response.userID)
-        let keptUserID = switchedUser ? nil : previous?.userID
-        let userID = response.userID ?? keptUserID ?? token.claims?.subject ?? response.user?.id
-        // A refresh keeps the session's identity; a pair that starts a session (or another user's) is a new one.
-        let sessionID = switchedUser || previous == nil ? StoredSession.newSessionID() : previous?.sessionID
-        let persisting = Persisting(
-            token: token, userID: userID, generation: nextGeneration(after: previous), sessionID: sessionID,
-            switchedUser: switchedUser, startsSession: previous == nil, profile: response.user)
-        flight?.step = .persisting(persisting)
-        let stored = StoredSession(
-            token: token, userID: userID, generation: persisting.generation, sessionID: sessionID)
-        return .persist(stored, writeCondition)
-    }
-
-    /// The strategy failed with `failure` (after its retries).
-    mutating func strategyFailed(_ failure: TokenRefreshError, epoch: UInt64) -> RefreshAction {
-        guard let running = flight, case .presenting(let sent, _, let seed, let afterRejection) = running.step,
-            running.epoch == epoch
-        else { return .fail(failure) }
-        let current = isCurrent(epoch)
-        switch failure {
-        case .refreshTokenRejected where afterRejection:
-            if let sent { rejected.insert(sent) }
-            return current ? endAfterRejection() : .fail(.signedOut)
-        case .refreshTokenRejected:
-            guard let sent else {
-                // A strategy without a refresh token (an SDK, client credentials) was told the session is over.
-                guard current else { return .fail(.signedOut) }
-                return .endSessionIfHeld(reason: .revoked, failure: .refreshTokenRejected)
-            }
-            rejected.insert(sent)
-            guard current else { return .fail(.signedOut) }
-            guard seed == nil else { return .fail(.refreshTokenRejected) }
-            // Another process may have rotated meanwhile: re-read the store once before ending the session.
-            flight?.step = .rereadingAfterRejection(sent: sent)
-            return .readStore
-        case .sessionInvalidated where current && !afterRejection:
-            // The server says the session is gone: after a refused request it expired in use; at a launch or
-            // on-demand check it was found invalid.
-            if let sent { rejected.insert(sent) }
-            let reason: AuthEvent.SignOutReason = running.followsRefusal ? .sessionExpired : .invalidatedOnServer
-            return .endSessionIfHeld(reason: reason, failure: .sessionInvalidated)
-        case .signedOut where sent == nil && current && !afterRejection:
-            // The token provider (an SDK) reports that it has no session.
-            return .endSessionIfHeld(reason: .providerSignedOut, failure: .signedOut)
-        default:
-            return .fail(failure)
-        }
-    }
-
-    /// The write of the new pair ended: `nil` when it landed, else the store's error.
-    mutating func writeFinished(_ error: PersistenceError?, epoch: UInt64, elapsed: Duration) -> RefreshAction {
-        guard case .persisting(let pair) = flight?.step, flight?.epoch == epoch else { return .fail(.signedOut) }
-        if error == .conflict {
-            // Someone stored a newer session meanwhile: it wins, and this refresh writes nothing.
-            flight?.step = .rereadingAfterConflict
-            return .readStore
-        }
-        // Signed out or a new session while writing: this refresh is void.
-        guard isCurrent(epoch) else { return .fail(.signedOut) }
-        let persisted = error == nil
-        if pair.switchedUser {
-            // The old session's callers asked for its token: they fail, and the new user's session starts afresh.
-            switchedUser(
-                pair.token, userID: pair.userID, generation: pair.generation, sessionID: pair.sessionID,
-                persisted: persisted, elapsed: elapsed, profile: pair.profile)
-        } else {
-            // A failed write keeps the pair in memory (the rotated refresh token is never dropped) and is retried.
-            refreshed(
-                pair.token, userID: pair.userID, generation: pair.generation, sessionID: pair.sessionID,
-                persisted: persisted, elapsed: elapsed, startsSession: pair.startsSession, profile: pair.profile)
-        }
-        let fingerprint = pair.token.fingerprint
-        let news: AuthEvent =
-            pair.startsSession || pair.switchedUser
-            ? .signedIn(userID: pair.userID, tokenFingerprint: fingerprint)
-            : .tokenRefreshed(userID: pair.userID, tokenFingerprint: fingerprint)
-        let answer: RefreshAction = .publish(
-            news, then: pair.switchedUser ? .fail(.sessionChanged) : .answer(pair.token))
-        guard let error else { return answer }
-        let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
-        return .publish(.persistenceFailed(failure, tokenFingerprint: fingerprint), then: answer)
-    }
-
-    // MARK: - Helpers
-
-    /// Whether the flight started under `epoch` is still the current one.
-    private func isRunning(_ epoch: UInt64) -> Bool {
-        isCurrent(epoch) && flight?.epoch == epoch
-    }
-
-    /// Presents the seed, or the session's refresh token (the empty string for a strategy without one).
-    private mutating func present(seed: String?, afterRejection: Bool) -> RefreshAction {
-        let current = session
-        guard let refreshToken = seed ?? current?.token.refreshToken ?? (requiresRefreshToken ? nil : "") else {
-            return .fail(current == nil ? .signedOut : .missingRefreshToken)
-        }
-        if rejected.contains(refreshToken) { return .fail(.refreshTokenRejected) }
-        let sent = refreshToken.isEmpty ? nil : refreshToken
-        flight?.step = .presenting(sent: sent, previous: current, seed: seed, afterRejection: afterRejection)
-        return .present(sent, retriesOutsideLock: !afterRejection)
-    }
-
-    /// Adopts `stored` (saved by another process) and answers with it. Another user's pair is never the answer to a
-    /// refresh made for this one.
-    private mutating func answer(adopting stored: StoredSession) -> RefreshAction {
-        adopt(stored).switchedUser ? .fail(.sessionChanged) : .answerAdopted(stored)
-    }
-
-    /// Adopts `stored` (saved by another process): answers with it while it is fresh, else presents its refresh
-    /// token (`presenting`, after a rejection) or goes on with the refresh. Another user's pair is never the answer
-    /// to a refresh made for this one.
-    private mutating func adoptOrPresent(_ stored: StoredSession, now: Date, presenting: String? = nil) -> RefreshAction
-    {
-        if !stored.token.willExpireSoon(at: now, policy: configuration.expiryPolicy) { return answer(adopting: stored) }
-        if adopt(stored).switchedUser { return .fail(.sessionChanged) }
-        guard let presenting else { return present(seed: nil, afterRejection: false) }
-        let adopted = session
-        flight?.step = .presenting(sent: presenting, previous: adopted, seed: nil, afterRejection: true)
-        return .present(presenting, retriesOutsideLock: false)
-    }
-
-    /// The session's refresh token was rejected and nothing newer is stored: the session ends, revoked.
-    private func endAfterRejection() -> RefreshAction {
-        .endSession(reason: .revoked, error: .refreshTokenRejected, failure: .refreshTokenRejected)
+    /// Whether adopting `stored` changes the session: another identity, or both user IDs known and different.
+    func switchesUser(to stored: StoredSession) -> Bool {
+        let previousUser = session?.userID
+        let otherUser = previousUser != nil && stored.userID != nil && previousUser != stored.userID
+        return session.map { otherUser || Self.isAnotherSession(stored, than: $0) } ?? false
     }
 
     /// Whether `token`, a refresh's answer, is another user's than `previous`: both tokens' subjects (`sub`) known
@@ -341,9 +89,7 @@ extension SessionMachine {
     private mutating func adopt(
         _ stored: StoredSession, replacing: Bool = false
     ) -> (switchedUser: Bool, flight: RefreshFlight?) {
-        let previousUser = session?.userID
-        let otherUser = previousUser != nil && stored.userID != nil && previousUser != stored.userID
-        let switchedUser = session.map { otherUser || Self.isAnotherSession(stored, than: $0) } ?? false
+        let switchedUser = switchesUser(to: stored)
         var takenFlight: RefreshFlight?
         if switchedUser || (replacing && session != nil) {
             epoch &+= 1
@@ -382,21 +128,25 @@ extension SessionMachine {
         return true
     }
 
-    /// A refresh produced `token`; `persisted` says whether its write landed. `startsSession` when there was no
-    /// session before (a seed, or a strategy without refresh tokens): the seed and the access token the caller held
-    /// with it then count as the new session's.
-    private mutating func refreshed(
-        _ token: AuthToken, userID: String?, generation: UInt64, sessionID: String?, persisted: Bool,
-        elapsed: Duration,
-        startsSession: Bool = false, profile newProfile: AuthUser? = nil
-    ) {
-        if startsSession {
-            lineage.reset()
+    /// The refreshed `pair` is the session's (`persisted`: its write landed). Another user's pair (a provider that
+    /// switched users by itself) ends the old session first: ``epoch`` is bumped (work started for the old session
+    /// changes nothing), the old session's tokens and profile are forgotten, and the flight is taken away (its callers
+    /// asked for the old session's token; they fail). A pair that starts a session (a seed, or a strategy without
+    /// refresh tokens): the seed and the access token the caller held with it then count as the new session's.
+    private mutating func refreshed(_ pair: FlightMachine.Persisting, persisted: Bool, elapsed: Duration) {
+        let (token, userID, stored) = (pair.stored.token, pair.stored.userID, pair.stored)
+        if pair.switchedUser {
+            epoch &+= 1
+            flight = nil
+            profile = nil
+        }
+        if pair.startsSession || pair.switchedUser { lineage.reset() }
+        if pair.startsSession {
             if let seed = flight?.seed { lineage.record(refreshToken: seed) }
             if let paired = flight?.pairedAccessToken { lineage.record(accessToken: paired) }
         }
         lineage.record(token)
-        if let newProfile, newProfile.id == (userID ?? newProfile.id) {
+        if let newProfile = pair.profile, newProfile.id == (userID ?? newProfile.id) {
             profile = newProfile
         } else if profile?.id != userID {
             profile = nil
@@ -404,56 +154,40 @@ extension SessionMachine {
         // A pair kept in memory that kept the refresh token of a stored one: the store (and any process sharing it)
         // still holds that refresh token.
         let keptStoredRefreshToken =
-            !persisted && !startsSession && token.refreshToken != nil
+            !persisted && !pair.startsSession && token.refreshToken != nil
             && session.map { $0.refreshTokenIsShared && $0.token.refreshToken == token.refreshToken } == true
         state = state.entering(
             Session(
-                token: token, userID: userID, generation: generation, sessionID: sessionID, persisted: persisted,
-                keptStoredRefreshToken: keptStoredRefreshToken))
+                token: token, userID: userID, generation: stored.generation, sessionID: stored.sessionID,
+                persisted: persisted, keptStoredRefreshToken: keptStoredRefreshToken))
         isOffline = false
         pairStored()  // the new pair overwrites the ended session (now, or when its write is retried)
         if persisted {
-            storedGeneration = generation
-            storedSessionID = sessionID
+            noteStored(stored)
         } else {
             queuePendingPair(elapsed: elapsed)
         }
         authState = .signedIn(userID: userID)
     }
 
-    /// A refresh produced another user's `token` (a provider that switched users by itself): the old session ends
-    /// and the new one starts with this pair. Bumps ``epoch`` (work started for the old session changes nothing),
-    /// forgets the old session's tokens and profile, and takes the flight away (its callers asked for the old
-    /// session's token; the actor fails them).
-    private mutating func switchedUser(
-        _ token: AuthToken, userID: String?, generation: UInt64, sessionID: String?, persisted: Bool,
-        elapsed: Duration, profile newProfile: AuthUser?
-    ) {
-        epoch &+= 1
-        flight = nil
-        lineage.reset()
-        profile = nil
-        refreshed(
-            token, userID: userID, generation: generation, sessionID: sessionID, persisted: persisted,
-            elapsed: elapsed, profile: newProfile)
-    }
-
     // MARK: - A write that met a newer pair
 
     /// The store's answer (`read`) after a retried write of the session of `epoch` met a newer pair: adopt it (another
-    /// user's pair takes the flight away: ``RefreshAction/failTakenFlight(_:failure:)``), or end the session removed
+    /// user's pair takes the flight away: ``FlightMachine/Answer/failTakenFlight(_:_:)``), or end the session removed
     /// elsewhere.
-    mutating func conflictRead(_ read: TokenStoreRead, epoch: UInt64) -> RefreshAction {
-        guard isCurrent(epoch) else { return .fail(.signedOut) }
+    mutating func conflictRead(_ read: TokenStoreRead, epoch: UInt64) -> FlightMachine.Action {
+        guard isCurrent(epoch) else { return .failure(.signedOut) }
         switch read {
         case .found(let stored):
             // Another user's pair is never the answer to a refresh made for this one.
             let (switchedUser, flight) = adopt(stored)
-            return switchedUser ? .failTakenFlight(flight, failure: .sessionChanged) : .answerAdopted(stored)
+            return FlightMachine.Action(
+                callers: switchedUser ? .failTakenFlight(flight, .sessionChanged) : .adopted(stored))
         case .absent:
-            return .endSession(reason: .removedElsewhere, error: nil, failure: .signedOut)
+            return FlightMachine.Action(
+                work: .endSession(reason: .removedElsewhere, error: nil), callers: .fail(.signedOut))
         case .unavailable(let error):
-            return .fail(TokenRefreshError.storageUnavailable.with(underlying: error))
+            return .failure(TokenRefreshError.storageUnavailable.with(underlying: error))
         }
     }
 

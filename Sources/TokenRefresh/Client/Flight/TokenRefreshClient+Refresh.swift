@@ -130,15 +130,14 @@ extension TokenRefreshClient {
 
     func runFlight(_ flight: RefreshFlight, epoch startEpoch: UInt64, seed: String?) async {
         var result: Result<AuthToken, TokenRefreshError>
-        var retry = 0
         // An older session's write still landing (a sign-out's removal, say) goes first; waiting for it here, before
         // the store's lock is taken, cannot block it.
         await drainWrites(before: startEpoch)
         attempts: while true {
-            let (attempt, asked) = (retry, clock.elapsed)
+            let asked = clock.elapsed
             let locked = await Result<AuthToken, any Error>.of {
                 try await store.withExclusiveAccess(account: configuration.account) {
-                    try await self.refreshLocked(epoch: startEpoch, seed: seed, retry: attempt, askedForLockAt: asked)
+                    try await self.refreshLocked(epoch: startEpoch, askedForLockAt: asked)
                 }
             }
             switch locked {
@@ -146,15 +145,14 @@ extension TokenRefreshClient {
                 result = .success(token)
             case .failure(let error):
                 logger.debug("the refresh under the store's lock failed", metadata: ["error": "\(error)"])
-                let action = machine.exclusiveAccessFailed(error, epoch: startEpoch)
-                result = await carryOut(action, epoch: startEpoch, retry: 0)
+                let action = machine.exclusiveAccessFailed(error, epoch: startEpoch, now: now(), elapsed: clock.elapsed)
+                result = await carryOut(action, epoch: startEpoch)
             }
             // A transient failure with retries left: wait with the lock released (other processes need not
             // wait behind the backoff), then take it again and re-read the store before the next attempt.
             var action = machine.flightEnded(result, flight, epoch: startEpoch)
             switch action.callers {
-            case .retry(let delay, let next):
-                retry = next
+            case .retry(let delay, _):
                 switch await Result<Void, any Error>.of({ try await clock.sleep(for: delay) }) {
                 case .success: continue attempts
                 case .failure: action = machine.flightEnded(.failure(.cancelled), flight, epoch: startEpoch)
@@ -168,14 +166,19 @@ extension TokenRefreshClient {
     }
 
     /// The refresh proper, under the store's exclusive access: carries out what the machine asks
-    /// (``SessionMachine/RefreshAction``) and hands each answer back, until the callers are answered.
+    /// (``FlightMachine/Action``) and hands each answer back, until the callers are answered.
     func refreshLocked(
-        epoch startEpoch: UInt64, seed: String?, retry: Int, askedForLockAt asked: Duration
+        epoch startEpoch: UInt64, askedForLockAt asked: Duration
     ) async throws(TokenRefreshError) -> AuthToken {
         metrics.recordLockWait(clock.elapsed - asked)
-        let result = await carryOut(machine.lockTaken(epoch: startEpoch, seed: seed), epoch: startEpoch, retry: retry)
+        let result = await carryOut(flightEvent(.lockTaken, epoch: startEpoch), epoch: startEpoch)
         await storeServerFailures(epoch: startEpoch)
         return try result.get()
+    }
+
+    /// Hands `event` of the refresh started under `epoch` to the machine (``SessionMachine/flightEvent(_:epoch:now:elapsed:random:)``).
+    func flightEvent(_ event: FlightMachine.Event, epoch startEpoch: UInt64) -> FlightMachine.Action {
+        machine.flightEvent(event, epoch: startEpoch, now: now(), elapsed: clock.elapsed, random: random)
     }
 
     /// Records the server failures this hold of the store's lock met with the session, before the lock is released
@@ -188,45 +191,27 @@ extension TokenRefreshClient {
     }
 
     /// Carries out `first` and every action the machine answers with, until the callers are answered: the actor's
-    /// whole part of the shared refresh.
+    /// whole part of the shared refresh. Each action's events are published, its work done (the work's outcome goes
+    /// back to the machine as the next event), and then the callers are answered.
     func carryOut(
-        _ first: SessionMachine.RefreshAction, epoch startEpoch: UInt64, retry flightRetry: Int
+        _ first: FlightMachine.Action, epoch startEpoch: UInt64
     ) async -> Result<AuthToken, TokenRefreshError> {
         var action = first
-        var (retry, sleepsUnderLock, started) = (0, true, clock.elapsed)
         while true {
-            switch action {
+            for event in action.events { publish(event) }
+            switch action.work {
             case .readStore:
-                let read = await loadSession()
-                action = machine.storeRead(read, epoch: startEpoch, now: now())
-                machine.storedFailuresRead(read, now: now(), elapsed: clock.elapsed)
-            case .present(_, let retriesOutsideLock):
-                retry = SessionMachine.firstRetry(after: flightRetry, retriesOutsideLock: retriesOutsideLock)
-                (sleepsUnderLock, started) = (!retriesOutsideLock, clock.elapsed)
-                action = machine.attemptStarting(epoch: startEpoch, at: started)
+                action = flightEvent(.storeRead(await loadSession()), epoch: startEpoch)
             case .call(let sent, let forced):
-                switch await callStrategy(sent, forced: forced, startedAt: started) {
-                case .success(let response):
-                    // The breaker forgets the failures before it in strategyEnded(_:receivedAt:epoch:).
-                    action = machine.strategyEnded(.success(response), receivedAt: now(), epoch: startEpoch)
-                case .failure(let failure):
-                    logger.debug("refresh attempt failed", metadata: ["error": "\(failure)", "retry": "\(retry)"])
-                    action = machine.strategyCallFailed(
-                        failure, epoch: startEpoch, retry: retry, sleepsUnderLock: sleepsUnderLock, random: random,
-                        now: now(), elapsed: clock.elapsed)
-                }
-            case .sleep(let delay, let next):
-                retry = next
+                action = flightEvent(await attempt(sent, forced: forced), epoch: startEpoch)
+            case .sleep(let delay):
                 switch await Result<Void, any Error>.of({ try await clock.sleep(for: delay) }) {
-                case .success:
-                    started = clock.elapsed
-                    action = machine.attemptStarting(epoch: startEpoch, at: started)
-                case .failure:
-                    action = machine.strategyEnded(.failure(.cancelled), receivedAt: now(), epoch: startEpoch)
+                case .success: action = flightEvent(.retryStarting, epoch: startEpoch)
+                case .failure: action = flightEvent(.gaveUp(.cancelled), epoch: startEpoch)
                 }
             case .blocked(let blocked):
                 metrics.recordBlocked(blocked)
-                action = machine.strategyEnded(.failure(blocked), receivedAt: now(), epoch: startEpoch)
+                action = flightEvent(.gaveUp(blocked), epoch: startEpoch)
             case .persist(let stored, let condition):
                 let write = recordWrite(epoch: startEpoch)
                 let saved = await Result.of { () async throws(PersistenceError) in
@@ -234,30 +219,47 @@ extension TokenRefreshClient {
                         stampingServerTime(stored), account: configuration.account, condition: condition)
                 }
                 endWrite(write)
-                action = machine.writeFinished(saved.failure, epoch: startEpoch, elapsed: clock.elapsed)
-            case .publish(let event, let next):
-                publish(event)
-                action = next
-            case .answerAdopted(let stored):
-                noteAdopted(stored)
-                return .success(stored.token)
-            case .answer(let token):
-                logger.debug("token refreshed", metadata: ["token": "\(token.fingerprint)"])
-                return .success(token)
-            case .endSession(let reason, let error, let failure):
+                action = flightEvent(.writeFinished(saved.failure), epoch: startEpoch)
+            case .endSession(let reason, let error):
                 await endSession(reason: reason, error: error)
-                return .failure(failure)
-            case .endSessionIfHeld(let reason, let failure):
-                await endSessionOnce(reason: reason, error: failure)
-                return .failure(failure)
-            case .fail(let error):
-                return .failure(error)
-            case .failTakenFlight(let flight, let failure):
-                // The refresh in flight (made for the old user) is void: its callers fail too.
-                flightTask = nil
-                flight?.finish(.failure(failure))
-                return .failure(failure)
+                return answer(action)
+            case .endSessionIfHeld(let reason, let error):
+                await endSessionOnce(reason: reason, error: error)
+                return answer(action)
+            case .none:
+                return answer(action)
             }
+        }
+    }
+
+    /// One call of the strategy in the shared refresh: the event its answer or failure is.
+    func attempt(_ sent: String?, forced: Bool) async -> FlightMachine.Event {
+        switch await callStrategy(sent, forced: forced, startedAt: clock.elapsed) {
+        case .success(let response): return .answered(response)
+        case .failure(let failure):
+            logger.debug("refresh attempt failed", metadata: ["error": "\(failure)"])
+            return .callFailed(failure)
+        }
+    }
+
+    /// Answers the callers of the shared refresh as `action` says.
+    func answer(_ action: FlightMachine.Action) -> Result<AuthToken, TokenRefreshError> {
+        switch action.callers {
+        case .adopted(let stored):
+            noteAdopted(stored)
+            return .success(stored.token)
+        case .token(let token):
+            logger.debug("token refreshed", metadata: ["token": "\(token.fingerprint)"])
+            return .success(token)
+        case .fail(let error):
+            return .failure(error)
+        case .failTakenFlight(let flight, let failure):
+            // The refresh in flight (made for the old user) is void: its callers fail too.
+            flightTask = nil
+            flight?.finish(.failure(failure))
+            return .failure(failure)
+        case nil:
+            return .failure(.signedOut)  // never: an action without work answers the callers
         }
     }
 
@@ -292,7 +294,7 @@ extension TokenRefreshClient {
     /// A retried write of the session of `epoch` met a newer pair: read it, and carry out what the machine makes of it.
     func adoptAfterConflict(epoch startEpoch: UInt64) async {
         let read = await loadSession()
-        _ = await carryOut(machine.conflictRead(read, epoch: startEpoch), epoch: startEpoch, retry: 0)
+        _ = await carryOut(machine.conflictRead(read, epoch: startEpoch), epoch: startEpoch)
     }
 
     /// Ends the session in memory and in the store (conditional on the generation), and says so. The flight in

@@ -71,7 +71,7 @@ struct SessionMachine: Sendable {
         case token(AuthToken)
         /// Wait for the refresh in flight.
         case join(RefreshFlight)
-        /// Start the shared refresh (``beginFlight(_:seed:forced:followsRefusal:)``), then wait for it.
+        /// Start the shared refresh (``beginFlight(_:for:seed:forced:pairedAccessToken:)``), then wait for it.
         case startRefresh(seed: String?, forced: Bool)
         /// Fail with this error; the session is kept.
         case fail(TokenRefreshError)
@@ -89,31 +89,8 @@ struct SessionMachine: Sendable {
         case run(RefreshFlight, epoch: UInt64, seed: String?)
     }
 
-    /// The refresh in flight.
-    struct Flight: Sendable {
-        /// The callers' rendezvous.
-        let flight: RefreshFlight
-        /// The epoch it started under.
-        let epoch: UInt64
-        /// The seed refresh token, for a refresh without a session.
-        let seed: String?
-        /// Whether it follows a rejection by the server or is a check, so a provider should skip its cache.
-        let forced: Bool
-        /// Whether it follows a refused request (a 401), so a session found gone expired in use.
-        let followsRefusal: Bool
-        /// For a refresh that starts a session from a seed: the access token the caller held with the seed, which
-        /// then counts as one of the new session's (``lineage``).
-        var pairedAccessToken: String? = nil
-        /// A transient failure to retry after a delay with the store's lock released: the next attempt number.
-        var retryOutsideLock: (retry: Int, delay: Duration)?
-        /// Where the refresh under the store's lock stands (see ``SessionMachine/lockTaken(epoch:seed:)``).
-        var step: RefreshStep?
-        /// Whether its attempts send a refresh request to a server, so the breaker counts them
-        /// (``SessionMachine/sendsRefreshRequest(_:forced:)``).
-        var sendsRefreshRequest = true
-        /// When the attempt under way was counted by the breaker, if it was: forgotten again if it sends nothing.
-        var countedAttemptStart: Duration?
-    }
+    /// The refresh in flight: one ``FlightMachine`` for its lifetime.
+    typealias Flight = FlightMachine
 
     /// The client's options (one copy, shared with the actor).
     private let options: SharedConfiguration
@@ -182,8 +159,8 @@ struct SessionMachine: Sendable {
         set { state.context.isOffline = newValue }
     }
 
-    /// The refresh in flight. Settable from the machine's own extensions only (``lockTaken(epoch:seed:)`` and the
-    /// transitions after it record their step in it).
+    /// The refresh in flight. Settable from the machine's own extensions only (its events go through
+    /// ``flightEvent(_:epoch:now:elapsed:random:)``).
     var flight: Flight? {
         get { state.context.flight }
         set { state.context.flight = newValue }
@@ -349,31 +326,20 @@ struct SessionMachine: Sendable {
 
     // MARK: - The flight
 
-    /// Records the refresh `flight` as started; the actor runs it under the returned epoch. Its attempts count against
-    /// the breaker when they send a refresh request (`sendsRefreshRequest`; by default, when `forced` or the strategy
-    /// never answers from a cache).
+    /// Records the refresh `flight` that `request` started; the actor runs it under the returned epoch. A refresh that
+    /// follows a rejection follows a refused request; its attempts count against the breaker when they send a refresh
+    /// request (``sendsRefreshRequest(_:forced:)``); `pairedAccessToken` (the access token a caller held with a seed)
+    /// counts only for a refresh that starts a session from a seed.
     mutating func beginFlight(
-        _ flight: RefreshFlight, seed: String?, forced: Bool, followsRefusal: Bool = false,
-        pairedAccessToken: String? = nil, sendsRefreshRequest: Bool? = nil
-    ) -> UInt64 {
-        self.flight = Flight(
-            flight: flight, epoch: epoch, seed: seed, forced: forced, followsRefusal: followsRefusal,
-            pairedAccessToken: pairedAccessToken,
-            sendsRefreshRequest: sendsRefreshRequest ?? (forced || !mayAnswerFromCache))
-        return epoch
-    }
-
-    /// Records the refresh `flight` that `request` started (see ``beginFlight(_:seed:forced:followsRefusal:pairedAccessToken:)``).
-    /// A refresh that follows a rejection follows a refused request; `pairedAccessToken` (the access token a caller
-    /// held with a seed) counts only for a refresh that starts a session from a seed.
-    mutating func beginFlight(
-        _ flight: RefreshFlight, for request: Request, seed: String?, forced: Bool, pairedAccessToken: String?
+        _ flight: RefreshFlight, for request: Request = .validToken, seed: String?, forced: Bool,
+        pairedAccessToken: String? = nil
     ) -> UInt64 {
         let followsRefusal = if case .afterRejection = request { true } else { false }
-        return beginFlight(
-            flight, seed: seed, forced: forced, followsRefusal: followsRefusal,
+        self.flight = Flight(
+            flight: flight, epoch: epoch, seed: seed, forced: forced, followsRefusal: followsRefusal,
             pairedAccessToken: seed == nil ? nil : pairedAccessToken,
             sendsRefreshRequest: sendsRefreshRequest(request, forced: forced))
+        return epoch
     }
 
     // MARK: - Attempts
