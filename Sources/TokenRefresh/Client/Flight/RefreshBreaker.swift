@@ -190,10 +190,10 @@ extension SessionMachine {
 /// server failures it met with the session (``/Persistence/StoredSession/recentServerFailures``) before it releases
 /// the store's lock, and counts the record it finds when it re-reads the store under that lock.
 extension SessionMachine {
-    /// The refresh under the store's lock read `read` at wall time `now` (`elapsed` on the injected clock), after
-    /// ``storeRead(_:epoch:now:)``: the record of server failures stored with this client's session counts in its
-    /// failure budget from now on, so a failure of another process or replica holds this client's next attempt back as
-    /// its own does. A record stored with another session (or a read that found none) is not counted. It only records.
+    /// The refresh under the store's lock read `read` at wall time `now` (`elapsed` on the injected clock), in
+    /// ``flightEvent(_:epoch:now:elapsed:random:)``: the record of server failures stored with this client's session
+    /// counts in its failure budget from now on, so a failure of another process or replica holds this client's next
+    /// attempt back as its own does. A record stored with another session (or a read that found none) is not counted. It only records.
     mutating func storedFailuresRead(_ read: TokenStoreRead, now: Date, elapsed: Duration) {
         guard case .found(let stored) = read, let session, stored.sessionID == session.sessionID else {
             breaker.noteStored(nil, epoch: epoch, now: now, elapsed: elapsed, backoff: configuration.backoff)
