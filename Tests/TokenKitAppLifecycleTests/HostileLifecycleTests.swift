@@ -563,6 +563,58 @@ extension HostileLifecycleTests {
         }
     }
 
+    /// Two processes over one pending sign-outs directory sign out offline at the same moment, round after round:
+    /// both revocations are kept every time (neither process's write replaces what the other wrote after its read).
+    @Test(.timeLimit(.minutes(2)))
+    func offlineSignOutsOfTwoProcessesAtTheSameMomentAreBothKept() async throws {
+        let rounds = 40
+        var kept = 0
+        for _ in 0..<rounds {
+            let world = SharedSignOutQueue()
+            defer { world.remove() }
+            let (first, endpoint) = world.launch()
+            let (second, _) = world.launch()
+            for process in [first, second] {
+                try await process.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+            }
+            world.network.set(.down)
+            await withTaskGroup(of: Void.self) { group in
+                for process in [first, second] { group.addTask { try? await process.signOut() } }
+            }
+            let (third, _) = world.launch()
+            kept += await third.sendPendingSignOuts()
+        }
+        #expect(kept == 2 * rounds, "revocations kept: \(kept) of \(2 * rounds)")
+    }
+
+    /// A revocation left by an offline sign-out, sent by two processes at the same moment once the network is back,
+    /// round after round: the provider is asked once each time.
+    @Test(.timeLimit(.minutes(2)))
+    func aPendingRevocationSentByTwoProcessesAtTheSameMomentIsSentOnce() async throws {
+        let rounds = 20
+        var sent = 0
+        var left = 0
+        for _ in 0..<rounds {
+            let world = SharedSignOutQueue()
+            defer { world.remove() }
+            let (first, endpoint) = world.launch()
+            try await first.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+            world.network.set(.down)
+            try? await first.signOut()
+            world.network.set(.up)
+            let (second, _) = world.launch()
+            let (third, _) = world.launch()
+            await withTaskGroup(of: Void.self) { group in
+                for process in [second, third] { group.addTask { _ = await process.sendPendingSignOuts() } }
+            }
+            let (fourth, _) = world.launch()
+            left += await fourth.sendPendingSignOuts()
+            sent += await world.server.revocationCount
+        }
+        #expect(sent == rounds, "revocations sent: \(sent) for \(rounds) sign-outs")
+        #expect(left == 0, "revocations left: \(left)")
+    }
+
     @Test func aRevocationTheProviderNeverTakesIsDroppedAfterFiveSends() async throws {
         let clock = ManualClock()
         let server = SimulatedTokenServer(now: clock.wallClock)
