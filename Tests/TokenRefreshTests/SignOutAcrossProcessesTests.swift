@@ -22,6 +22,9 @@ import TokenKitTesting
 
         /// One more process: a client over its own file store on the shared directory, whose every file-system step
         /// fails while `failing` is set.
+        /// Where the processes keep their pending sign-outs.
+        var signOuts: URL { directory.appendingPathComponent("sign-outs", isDirectory: true) }
+
         func launch(failing: Locked<Bool> = Locked(false)) -> (client: TokenRefreshClient, store: FileTokenStore) {
             var storeConfiguration = FileTokenStore.Configuration()
             storeConfiguration.faults = FileFaults { _ in failing.withLock { $0 } ? EIO : nil }
@@ -30,7 +33,10 @@ import TokenKitTesting
             let endpoint = TokenEndpoint(url: tokenURL, client: client, transport: server, now: clock.wallClock)
             let process = TokenRefreshClient(
                 strategy: OAuthRefreshStrategy(endpoint: endpoint), store: store,
-                configuration: .init(persistRetryInterval: .seconds(30)), clock: clock, now: clock.wallClock)
+                configuration: .init(
+                    persistRetryInterval: .seconds(30),
+                    pendingSignOuts: PendingSignOuts(store: FileSignOutQueueStore(directory: signOuts))),
+                clock: clock, now: clock.wallClock)
             return (process, store)
         }
 
@@ -103,6 +109,29 @@ import TokenKitTesting
 
         try await first.signOut()
         #expect(await world.stored(in: firstStore) == nil, "the refreshed session outlived its sign-out")
+    }
+
+    /// Process A signs alice out while its store fails, and is killed before its removal is made again; process B
+    /// refreshes alice meanwhile. At A's relaunch the removal A wrote down removes alice all the same (the same
+    /// session at a later generation): the signed-out session is not restored.
+    @Test func aSignOutLeftUnfinishedByAKilledProcessRemovesItsSessionRefreshedSinceAtTheRelaunch() async throws {
+        let world = World()
+        defer { world.remove() }
+        let failing = Locked(false)
+        let (first, firstStore) = world.launch(failing: failing)
+        let (second, _) = world.launch()
+        try await first.signIn(with: await world.session(of: "alice"), userID: "alice")
+        #expect(await second.restoreSession().hasSession)
+
+        failing.withLock { $0 = true }
+        #expect(await refreshError { try await first.signOut() } == .storageUnavailable)
+        failing.withLock { $0 = false }
+        _ = try await second.refreshToken(afterRejectionOf: second.validToken().accessToken)
+        #expect(await world.stored(in: firstStore)?.generation ?? 0 > 1)
+
+        let (relaunched, _) = world.launch()  // the first process, killed and launched again
+        #expect(await relaunched.restoreSession() == .signedOut, "the signed-out session was restored")
+        #expect(await world.stored(in: firstStore) == nil)
     }
 
     /// The machine's side: a sign-out removes the session it knows stored at any generation; a removal that finds

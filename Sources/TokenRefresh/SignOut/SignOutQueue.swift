@@ -23,24 +23,33 @@ actor SignOutQueue {
         /// its claim expires (its sender may have died mid-send). Absent in queues written before claims existed.
         var claim: Claim?
 
-        /// Whether a sender may claim it at `now`: nobody is sending it, or the send's claim has expired.
-        func isFree(at now: Date) -> Bool { claim.map { $0.until <= now } ?? true }
+        /// Whether a sender may claim it at `now`: nobody is sending it, or the send's claim has expired, or the
+        /// process that claimed it has ended (a process of this machine).
+        func isFree(at now: Date) -> Bool {
+            guard let claim else { return true }
+            return claim.until <= now || SenderProcess.hasEnded(claim.process, on: claim.host)
+        }
     }
 
-    /// One send of a revocation by one sender: its ID, and the wall time until which nobody else sends it.
+    /// One send of a revocation by one sender: its ID, the wall time until which nobody else sends it, and the process
+    /// and machine sending it.
     struct Claim: Codable, Equatable {
         let id: String
         let until: Date
+        let process: Int32
+        let host: String
     }
 
-    /// The signed-out session to remove from the store: its identity and generation.
+    /// The signed-out session to remove from the store: its identity and the generation it ended at.
     struct Removal: Codable, Equatable {
         let sessionID: String?
         let generation: UInt64
 
-        /// Whether `stored` is the signed-out session (or an older write of it).
+        /// Whether `stored` is the signed-out session, at any generation: an older write of it, or a later one another
+        /// process sharing the store refreshed it to after this sign-out. A session signed in since has another
+        /// identity.
         func matches(_ stored: StoredSession) -> Bool {
-            stored.sessionID == sessionID && stored.generation <= generation
+            stored.sessionID == sessionID
         }
     }
 
@@ -263,12 +272,14 @@ actor SignOutQueue {
 
     /// Claims the oldest revocation nobody else is sending, and counts its send, in one change of the queue: the
     /// revocation as claimed, or `nil` when none is free (or the queue cannot be changed now). The claim lasts the
-    /// send's timeout and a margin.
+    /// send's timeout and a margin, or until its process is seen ended by a process of the same machine.
     private func claimNext() async -> Revocation? {
         let now = now()
         let (seconds, attoseconds) = revocationTimeout.components
         let timeout = TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-        let claim = Claim(id: UUID().uuidString, until: now + timeout + Self.claimMargin)
+        let claim = Claim(
+            id: UUID().uuidString, until: now + timeout + Self.claimMargin, process: SenderProcess.id,
+            host: SenderProcess.host)
         let claimed = await update { queue in
             guard let index = queue.revocations.firstIndex(where: { $0.isFree(at: now) }) else { return }
             queue.revocations[index].sends += 1
