@@ -615,6 +615,49 @@ extension HostileLifecycleTests {
         #expect(left == 0, "revocations left: \(left)")
     }
 
+    /// A process of this machine claimed the pending revocation and ended mid-send: the next process sends it at
+    /// once, without waiting for the claim to expire. A claim of a process still running is left to it.
+    @Test(.timeLimit(.minutes(1)))
+    func aRevocationClaimedByAProcessThatEndedIsSentByTheNextAtOnce() async throws {
+        let world = SharedSignOutQueue()
+        defer { world.remove() }
+        let (first, endpoint) = world.launch()
+        try await first.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+        world.network.set(.down)
+        try? await first.signOut()
+        world.network.set(.up)
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/true")
+        try ended.run()
+        ended.waitUntilExit()
+
+        try await Self.claimThePendingRevocation(in: world, by: getpid())
+        let (second, _) = world.launch()
+        #expect(await second.sendPendingSignOuts() == 0, "a revocation this process is sending counts as its own")
+        #expect(await world.server.revocationCount == 0, "a revocation a running process is sending was sent again")
+        try await Self.claimThePendingRevocation(in: world, by: ended.processIdentifier)
+        #expect(await second.sendPendingSignOuts() == 0)
+        #expect(await world.server.revocationCount == 1, "the revocation of a process that ended was not sent")
+    }
+
+    /// Writes a claim on the first pending revocation of `world`'s queue by process `id` of this machine, valid for
+    /// ever.
+    static func claimThePendingRevocation(in world: SharedSignOutQueue, by id: Int32) async throws {
+        let store = FileSignOutQueueStore(directory: world.directory)
+        let claimed = try await store.updateSignOutQueue(account: "default") { data in
+            guard let data, var queue = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                var revocations = queue["revocations"] as? [[String: Any]], !revocations.isEmpty
+            else { return data }
+            revocations[0]["claim"] = [
+                "id": "claim-\(id)", "until": Date.distantFuture.timeIntervalSinceReferenceDate, "process": id,
+                "host": SenderProcess.host,
+            ]
+            queue["revocations"] = revocations
+            return try? JSONSerialization.data(withJSONObject: queue)
+        }
+        #expect(claimed.map { String(decoding: $0, as: UTF8.self).contains("claim-\(id)") } == true)
+    }
+
     @Test func aRevocationTheProviderNeverTakesIsDroppedAfterFiveSends() async throws {
         let clock = ManualClock()
         let server = SimulatedTokenServer(now: clock.wallClock)
