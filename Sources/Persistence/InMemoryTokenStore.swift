@@ -63,4 +63,18 @@ public actor InMemoryTokenStore: TokenStore, SignOutQueueStore {
     public func saveSignOutQueue(_ data: Data?, account: String) async throws(PersistenceError) {
         signOutQueues[account] = data
     }
+
+    /// Replaces the pending sign-outs of `account` with what `update` makes of them, in one step of the actor (see
+    /// ``SignOutQueueStore/updateSignOutQueue(account:_:)``).
+    ///
+    /// - Parameters:
+    ///   - account: The account key.
+    ///   - update: Makes the new blob from the one kept now.
+    /// - Returns: The blob kept afterwards.
+    public func updateSignOutQueue(
+        account: String, _ update: @escaping @Sendable (Data?) -> Data?
+    ) async throws(PersistenceError) -> Data? {
+        signOutQueues[account] = update(signOutQueues[account])
+        return signOutQueues[account]
+    }
 }

@@ -132,7 +132,9 @@ public enum TokenStoreRead: Sendable {
 
 /// When a conditional write may happen, judged against the generation (and identity) stored now.
 public struct WriteCondition: Sendable, Hashable {
-    private enum Kind: Hashable { case always, absent, generation(UInt64), session(UInt64, String?) }
+    private enum Kind: Hashable {
+        case always, absent, generation(UInt64), session(UInt64, String?), sessionAtAnyGeneration(String?)
+    }
     private let kind: Kind
 
     /// Write whatever is stored.
@@ -158,6 +160,17 @@ public struct WriteCondition: Sendable, Hashable {
         WriteCondition(kind: .session(generation, sessionID))
     }
 
+    /// Write only when the stored session is this one at any generation (`sessionID` `nil`: one stored without an
+    /// identity), or nothing is stored. A session signed in later never matches; this one refreshed by another
+    /// process since does. A sign-out removes the session it ended with it: whatever generation the session has
+    /// reached, and never a session signed in after it.
+    ///
+    /// - Parameter sessionID: The identity of the session the writer held.
+    /// - Returns: The condition.
+    public static func sessionAtAnyGeneration(_ sessionID: String?) -> WriteCondition {
+        WriteCondition(kind: .sessionAtAnyGeneration(sessionID))
+    }
+
     /// Whether the condition holds when `current` is the session stored now (`nil` when absent). Stores call this
     /// one, so a condition on a session's identity is judged too.
     ///
@@ -180,11 +193,13 @@ public struct WriteCondition: Sendable, Hashable {
         case .absent: current == nil
         case .generation(let expected): current == expected
         case .session(let expected, let identity): current == expected && sessionID == identity
+        case .sessionAtAnyGeneration(let identity): current == nil || sessionID == identity
         }
     }
 
     /// Whether the condition holds when `current` is the generation stored now (`nil` when absent), for a store that
-    /// keeps no session identity: a condition on an identity is judged by its generation alone.
+    /// keeps no session identity: a condition on an identity is judged by its generation alone, so
+    /// ``sessionAtAnyGeneration(_:)`` holds whatever is stored (such a store cannot tell one session from another).
     ///
     /// - Parameter current: The stored generation, or `nil` when nothing is stored.
     /// - Returns: `true` when the write may go ahead.
@@ -193,6 +208,7 @@ public struct WriteCondition: Sendable, Hashable {
         case .always: true
         case .absent: current == nil
         case .generation(let expected), .session(let expected, _): current == expected
+        case .sessionAtAnyGeneration: true
         }
     }
 }

@@ -3,6 +3,10 @@ public import Persistence
 
 /// Pending sign-outs kept in the Keychain beside the session: one item per account, under the store's service,
 /// access group and accessibility, with the account `<account>.pending-sign-outs`.
+///
+/// A change of the queue uses the protocol's default `updateSignOutQueue(account:_:)`, a read then a write: the
+/// Keychain offers no lock, so an app and its extensions sharing the item through an access group and signing out
+/// at the same moment may still lose one of the two changes (the revocation it held is then not sent again).
 extension KeychainTokenStore: SignOutQueueStore {
     /// The Keychain account of the pending sign-outs of `account`.
     private func queueAccount(_ account: String) -> String { account + ".pending-sign-outs" }

@@ -66,6 +66,92 @@ extension PostgresTokenStore: SignOutQueueStore {
         }
     }
 
+    /// Replaces the pending sign-outs of `account` with what `update` makes of them, in one transaction that holds the
+    /// account's row in `<table>_sign_outs` (`SELECT ... FOR UPDATE`) from the read to the write, so replicas changing
+    /// them at once each see the other's change. With no row yet, two replicas inserting at once are told apart by the
+    /// insert, and the one that lost starts again (at most three times in all).
+    ///
+    /// - Parameters:
+    ///   - account: The account key.
+    ///   - update: Makes the new bytes from the ones kept now (`nil` when none); `nil` removes them.
+    /// - Returns: The bytes kept afterwards.
+    /// - Throws: ``/Persistence/PersistenceError/writeFailed`` when the database cannot be written now;
+    ///   ``/Persistence/PersistenceError/wrongKey`` or ``/Persistence/PersistenceError/corrupt`` when the kept entry
+    ///   does not open. Nothing is changed then.
+    public func updateSignOutQueue(
+        account: String, _ update: @escaping @Sendable (Data?) -> Data?
+    ) async throws(PersistenceError) -> Data? {
+        let table = try signOutTable()
+        for _ in 0..<3 {
+            let outcome = try await database(.writeFailed) {
+                try await self.withSessionConnection { connection in
+                    try await self.updateSignOutQueue(account: account, in: table, on: connection, update)
+                }
+            }
+            switch outcome {
+            case .written(let new): return new
+            case .refused(let error): throw error
+            case .raced: continue
+            }
+        }
+        throw PersistenceError.writeFailed.with(detail: "the pending sign-outs kept changing under the update")
+    }
+
+    /// One attempt of ``updateSignOutQueue(account:_:)``, in a transaction on `connection`.
+    private func updateSignOutQueue(
+        account: String, in table: String, on connection: PostgresConnection,
+        _ update: @escaping @Sendable (Data?) -> Data?
+    ) async throws -> SignOutUpdate {
+        let queryLogger = queryLogger
+        return try await connection.withTransaction(logger: queryLogger) { connection -> SignOutUpdate in
+            let rows = try await connection.query(
+                "SELECT key_check, payload FROM \(unescaped: table) WHERE account = \(account) FOR UPDATE",
+                logger: queryLogger)
+            var entry: SignOutEntry?
+            for try await (keyCheck, payload) in rows.decode((String?, ByteBuffer).self) {
+                entry = SignOutEntry(keyCheck: keyCheck, payload: Array(payload.readableBytesView))
+            }
+            var current: Data?
+            do throws(PersistenceError) {
+                if let entry { current = try self.format.openSignOuts(entry, account: account) }
+            } catch {
+                return .refused(error)
+            }
+            guard let new = update(current) else {
+                if entry != nil {
+                    _ = try await connection.query(
+                        "DELETE FROM \(unescaped: table) WHERE account = \(account)", logger: queryLogger)
+                }
+                return .written(nil)
+            }
+            let sealed: [UInt8]
+            do throws(PersistenceError) {
+                sealed = try self.format.sealSignOuts(new, account: account)
+            } catch {
+                return .refused(error)
+            }
+            let (payload, keyCheck) = (ByteBuffer(bytes: sealed), self.format.keyCheck)
+            guard entry == nil else {
+                _ = try await connection.query(
+                    """
+                    UPDATE \(unescaped: table) SET key_check = \(keyCheck), payload = \(payload), updated_at = now()
+                    WHERE account = \(account)
+                    """, logger: queryLogger)
+                return .written(new)
+            }
+            // No row to lock: a concurrent insert may win the race, and then this attempt starts again.
+            let inserted = try await connection.query(
+                """
+                INSERT INTO \(unescaped: table) (account, key_check, payload) VALUES (\(account), \(keyCheck), \(payload))
+                ON CONFLICT (account) DO NOTHING
+                RETURNING account
+                """, logger: queryLogger)
+            var landed = false
+            for try await _ in inserted.decode(String.self) { landed = true }
+            return landed ? .written(new) : .raced
+        }
+    }
+
     /// The pending sign-outs' table: the sessions' table name with `_sign_outs` appended.
     func signOutTable() throws(PersistenceError) -> String {
         let name = Self.signOutTableName(for: table)
@@ -98,6 +184,16 @@ extension PostgresTokenStore: SignOutQueueStore {
 struct SignOutEntry: Sendable {
     let keyCheck: String?
     let payload: [UInt8]
+}
+
+/// How one attempt of `PostgresTokenStore.updateSignOutQueue(account:_:)` ended.
+enum SignOutUpdate: Sendable {
+    /// The new bytes are kept (`nil`: none).
+    case written(Data?)
+    /// The kept entry does not open, or the new one cannot be sealed: nothing was changed.
+    case refused(PersistenceError)
+    /// Another replica inserted the row first: start again.
+    case raced
 }
 
 extension SessionRowFormat {

@@ -23,6 +23,14 @@ extension TokenStoreConformance {
             "conditionalWrites",
             "save and remove happen only when their condition holds for the generation and session identity stored "
                 + "now; otherwise they throw PersistenceError.conflict and change nothing")
+        /// A removal conditional on a session at any generation (`WriteCondition.sessionAtAnyGeneration(_:)`, a
+        /// sign-out's) removes that session whatever generation it has reached and succeeds when nothing is stored;
+        /// when another session is stored it throws `PersistenceError.conflict` and leaves it.
+        package static let removalOfASessionAtAnyGeneration = Clause(
+            "removalOfASessionAtAnyGeneration",
+            "a removal conditional on a session at any generation removes that session at whatever generation it "
+                + "has reached, succeeds when nothing is stored, and throws PersistenceError.conflict when another "
+                + "session is stored, leaving it")
         /// Removing a session that is not there succeeds.
         package static let removingAnAbsentSession = Clause(
             "removingAnAbsentSession", "removing a session that is not there succeeds")
@@ -54,8 +62,8 @@ extension TokenStoreConformance {
 
         /// Every clause, in the order ``TokenStoreConformance/check(_:)`` checks them.
         public static let all: [Clause] = [
-            .load, .conditionalWrites, .removingAnAbsentSession, .exclusion, .saveInsideExclusiveAccess, .release,
-            .nestedExclusiveAccess, .perAccountExclusion,
+            .load, .conditionalWrites, .removalOfASessionAtAnyGeneration, .removingAnAbsentSession, .exclusion,
+            .saveInsideExclusiveAccess, .release, .nestedExclusiveAccess, .perAccountExclusion,
         ]
 
         /// The clauses a store private to one client keeps, one whose `withExclusiveAccess` takes no lock (the

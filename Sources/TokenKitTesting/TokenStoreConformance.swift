@@ -78,6 +78,7 @@ public struct TokenStoreConformance: Sendable {
         switch clause {
         case .load: try await checkLoad(account)
         case .conditionalWrites: try await checkConditionalWrites(account)
+        case .removalOfASessionAtAnyGeneration: try await checkRemovalOfASessionAtAnyGeneration(account)
         case .removingAnAbsentSession: try await checkRemovingAnAbsentSession(account)
         case .exclusion, .saveInsideExclusiveAccess: try await checkExclusion(account)
         case .release: try await checkRelease(account)
@@ -211,6 +212,49 @@ public struct TokenStoreConformance: Sendable {
         }
         try await expectNoThrow(clause, "removing with .session(its identity, generation: 1)") {
             try await first.remove(account: account, condition: .session(later.sessionID, generation: 1))
+        }
+    }
+
+    private func checkRemovalOfASessionAtAnyGeneration(_ account: String) async throws {
+        let (first, second) = try await (open(), open())
+        let sessions = Sessions()
+        let clause = Clause.removalOfASessionAtAnyGeneration
+        let (ended, later) = ("conformance-ended-session", "conformance-later-session")
+        try await expectNoThrow(clause, "saving a session with an identity, generation 1, with .absent") {
+            try await first.save(sessions.make(generation: 1, sessionID: ended), account: account, condition: .absent)
+        }
+        // Another process refreshed it since the sign-out's process last read it.
+        try await expectNoThrow(clause, "saving its generation 2 with .session(its identity, generation: 1)") {
+            try await second.save(
+                sessions.make(generation: 2, sessionID: ended), account: account,
+                condition: .session(ended, generation: 1))
+        }
+        try await expectConflict(clause, "a removal conditional on another session at any generation") {
+            try await first.remove(account: account, condition: .sessionAtAnyGeneration(later))
+        }
+        try await expectConflict(clause, "a removal conditional on a session without identity at any generation") {
+            try await first.remove(account: account, condition: .sessionAtAnyGeneration(nil))
+        }
+        try await expectStored(2, on: second, account, clause, after: "a removal conditional on another session")
+        try await expectNoThrow(clause, "removing with .sessionAtAnyGeneration(its identity) at generation 2") {
+            try await first.remove(account: account, condition: .sessionAtAnyGeneration(ended))
+        }
+        guard case .absent = await second.load(account: account) else {
+            throw Violation(clause, "the session removed at any generation is still stored")
+        }
+        try await expectNoThrow(clause, "removing with .sessionAtAnyGeneration(_:) when nothing is stored") {
+            try await second.remove(account: account, condition: .sessionAtAnyGeneration(ended))
+        }
+        // Another process signed a new session in since: the ended session's removal leaves it.
+        let signedInLater = sessions.make(generation: 1, sessionID: later)
+        try await expectNoThrow(clause, "saving a session signed in later, generation 1, with .absent") {
+            try await second.save(signedInLater, account: account, condition: .absent)
+        }
+        try await expectConflict(clause, "the ended session's removal after another session was stored") {
+            try await first.remove(account: account, condition: .sessionAtAnyGeneration(ended))
+        }
+        guard case .found(let kept) = await first.load(account: account), sessions.same(kept, signedInLater) else {
+            throw Violation(clause, "the session signed in later did not survive the ended session's removal")
         }
     }
 

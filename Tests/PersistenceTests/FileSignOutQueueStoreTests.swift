@@ -43,4 +43,29 @@ import TokenKitLogCheck
         let name = try #require(try FileManager.default.contentsOfDirectory(atPath: directory.path).first)
         #expect(name.count < 100)
     }
+
+    /// Two stores on one directory (two processes sharing it) changing one account's queue at once, many times: every
+    /// change is kept, each made over the one before it.
+    @Test func changesFromTwoStoresAtOnceAreAllKept() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let stores = [FileSignOutQueueStore(directory: directory), FileSignOutQueueStore(directory: directory)]
+        let changes = 60
+        await withTaskGroup(of: Void.self) { group in
+            for change in 0..<changes {
+                group.addTask {
+                    _ = try? await stores[change % 2].updateSignOutQueue(account: "default") { data in
+                        (data ?? Data()) + Data("\(change)\n".utf8)
+                    }
+                }
+            }
+        }
+        let kept = try #require(try await stores[0].loadSignOutQueue(account: "default"))
+        let lines = String(decoding: kept, as: UTF8.self).split(separator: "\n")
+        #expect(lines.count == changes, "changes kept: \(lines.count) of \(changes)")
+        #expect(Set(lines).count == changes)
+        let removed = try await stores[1].updateSignOutQueue(account: "default") { _ in nil }
+        #expect(removed == nil)
+        #expect(try await stores[0].loadSignOutQueue(account: "default") == nil)
+    }
 }

@@ -177,6 +177,21 @@ import TokenKitTesting
         #expect(await firstViolation(of: conformance, [.removingAnAbsentSession])?.clause == .removingAnAbsentSession)
     }
 
+    @Test func aStoreThatRemovesAnySessionForASignOutBreaksRemovalOfASessionAtAnyGeneration() async throws {
+        let inner = InMemoryTokenStore()
+        let conformance = TokenStoreConformance(clock: Self.stopped) {
+            closureStore(
+                over: inner,
+                remove: { account, condition in
+                    let judged = condition == .sessionAtAnyGeneration("conformance-ended-session") ? .always : condition
+                    try await inner.remove(account: account, condition: judged)
+                })
+        }
+        let violation = await firstViolation(of: conformance, [.removalOfASessionAtAnyGeneration])
+        #expect(violation?.clause == .removalOfASessionAtAnyGeneration)
+        #expect(violation?.detail.contains("after another session was stored") == true)
+    }
+
     @Test func aSaveInsideTheBodyThatFailsOnceAndIsNotRetriedBreaksSaveInsideExclusiveAccess() async throws {
         let inner = InMemoryTokenStore()
         let armed = Locked(false)

@@ -563,6 +563,101 @@ extension HostileLifecycleTests {
         }
     }
 
+    /// Two processes over one pending sign-outs directory sign out offline at the same moment, round after round:
+    /// both revocations are kept every time (neither process's write replaces what the other wrote after its read).
+    @Test(.timeLimit(.minutes(2)))
+    func offlineSignOutsOfTwoProcessesAtTheSameMomentAreBothKept() async throws {
+        let rounds = 40
+        var kept = 0
+        for _ in 0..<rounds {
+            let world = SharedSignOutQueue()
+            defer { world.remove() }
+            let (first, endpoint) = world.launch()
+            let (second, _) = world.launch()
+            for process in [first, second] {
+                try await process.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+            }
+            world.network.set(.down)
+            await withTaskGroup(of: Void.self) { group in
+                for process in [first, second] { group.addTask { try? await process.signOut() } }
+            }
+            let (third, _) = world.launch()
+            kept += await third.sendPendingSignOuts()
+        }
+        #expect(kept == 2 * rounds, "revocations kept: \(kept) of \(2 * rounds)")
+    }
+
+    /// A revocation left by an offline sign-out, sent by two processes at the same moment once the network is back,
+    /// round after round: the provider is asked once each time.
+    @Test(.timeLimit(.minutes(2)))
+    func aPendingRevocationSentByTwoProcessesAtTheSameMomentIsSentOnce() async throws {
+        let rounds = 20
+        var sent = 0
+        var left = 0
+        for _ in 0..<rounds {
+            let world = SharedSignOutQueue()
+            defer { world.remove() }
+            let (first, endpoint) = world.launch()
+            try await first.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+            world.network.set(.down)
+            try? await first.signOut()
+            world.network.set(.up)
+            let (second, _) = world.launch()
+            let (third, _) = world.launch()
+            await withTaskGroup(of: Void.self) { group in
+                for process in [second, third] { group.addTask { _ = await process.sendPendingSignOuts() } }
+            }
+            let (fourth, _) = world.launch()
+            left += await fourth.sendPendingSignOuts()
+            sent += await world.server.revocationCount
+        }
+        #expect(sent == rounds, "revocations sent: \(sent) for \(rounds) sign-outs")
+        #expect(left == 0, "revocations left: \(left)")
+    }
+
+    /// A process of this machine claimed the pending revocation and ended mid-send: the next process sends it at
+    /// once, without waiting for the claim to expire. A claim of a process still running is left to it.
+    @Test(.timeLimit(.minutes(1)))
+    func aRevocationClaimedByAProcessThatEndedIsSentByTheNextAtOnce() async throws {
+        let world = SharedSignOutQueue()
+        defer { world.remove() }
+        let (first, endpoint) = world.launch()
+        try await first.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+        world.network.set(.down)
+        try? await first.signOut()
+        world.network.set(.up)
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/true")
+        try ended.run()
+        ended.waitUntilExit()
+
+        try await Self.claimThePendingRevocation(in: world, by: getpid())
+        let (second, _) = world.launch()
+        #expect(await second.sendPendingSignOuts() == 0, "a revocation this process is sending counts as its own")
+        #expect(await world.server.revocationCount == 0, "a revocation a running process is sending was sent again")
+        try await Self.claimThePendingRevocation(in: world, by: ended.processIdentifier)
+        #expect(await second.sendPendingSignOuts() == 0)
+        #expect(await world.server.revocationCount == 1, "the revocation of a process that ended was not sent")
+    }
+
+    /// Writes a claim on the first pending revocation of `world`'s queue by process `id` of this machine, valid for
+    /// ever.
+    static func claimThePendingRevocation(in world: SharedSignOutQueue, by id: Int32) async throws {
+        let store = FileSignOutQueueStore(directory: world.directory)
+        let claimed = try await store.updateSignOutQueue(account: "default") { data in
+            guard let data, var queue = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                var revocations = queue["revocations"] as? [[String: Any]], !revocations.isEmpty
+            else { return data }
+            revocations[0]["claim"] = [
+                "id": "claim-\(id)", "until": Date.distantFuture.timeIntervalSinceReferenceDate, "process": id,
+                "host": SenderProcess.host,
+            ]
+            queue["revocations"] = revocations
+            return try? JSONSerialization.data(withJSONObject: queue)
+        }
+        #expect(claimed.map { String(decoding: $0, as: UTF8.self).contains("claim-\(id)") } == true)
+    }
+
     @Test func aRevocationTheProviderNeverTakesIsDroppedAfterFiveSends() async throws {
         let clock = ManualClock()
         let server = SimulatedTokenServer(now: clock.wallClock)

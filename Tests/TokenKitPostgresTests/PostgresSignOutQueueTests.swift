@@ -64,6 +64,34 @@ struct PostgresSignOutQueueTests {
         }
     }
 
+    /// Two replicas (each its own pool) changing one account's pending sign-outs at once, many times, starting with no
+    /// row: every change is kept, each made over the one before it.
+    @Test(.timeLimit(.minutes(2))) func changesFromTwoReplicasAtOnceAreAllKept() async throws {
+        try await withReplicas { replicas in
+            let stores = replicas.clients.prefix(2).map { client in
+                PostgresTokenStore(client: client, configuration: .init(tableName: replicas.table))
+            }
+            for store in stores { #expect(try await store.loadSignOutQueue(account: "alice") == nil) }  // the tables
+            let changes = 40
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for change in 0..<changes {
+                    group.addTask {
+                        _ = try await stores[change % 2].updateSignOutQueue(account: "alice") { data in
+                            (data ?? Data()) + Data("\(change)\n".utf8)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let kept = try #require(try await stores[0].loadSignOutQueue(account: "alice"))
+            let lines = String(decoding: kept, as: UTF8.self).split(separator: "\n")
+            #expect(lines.count == changes, "changes kept: \(lines.count) of \(changes)")
+            #expect(Set(lines).count == changes)
+            #expect(try await stores[1].updateSignOutQueue(account: "alice") { _ in nil } == nil)
+            #expect(try await stores[0].loadSignOutQueue(account: "alice") == nil)
+        }
+    }
+
     /// The waits are on an injected clock that elapses at once; the time limit is only a guard against a hang.
     @Test(.timeLimit(.minutes(1))) func aDatabaseThatIsDownFailsTheReadAndTheWriteWithoutHanging() async throws {
         try await withUnreachableClient { client in

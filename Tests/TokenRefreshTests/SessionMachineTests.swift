@@ -364,7 +364,7 @@ import TokenKitTesting
         #expect(machine.writeRetryStarting(elapsed: .seconds(14)) == nil)
         let dueNow = machine.writeRetryStarting(elapsed: .seconds(15))
         let due = try #require(dueNow)
-        #expect(due == .remove(.always, epoch: machine.epoch))
+        #expect(due == .remove(.sessionAtAnyGeneration(nil), epoch: machine.epoch))
         let whileRemoving = machine.writeRetryStarting(elapsed: .seconds(30))
         #expect(whileRemoving == nil)  // one removal at a time
         _ = machine.writeRetryEnded(due, .failure(.unavailable))
@@ -396,7 +396,7 @@ import TokenKitTesting
         let signIn = machine.signingIn(token, userID: nil, stateBefore: machine.authState, profile: nil)
         _ = machine.signInWriteFinished(.failure(.writeFailed), signIn, elapsed: .zero)
         let due = machine.writeRetryStarting(elapsed: .seconds(5))
-        #expect(due == .remove(.always, epoch: machine.epoch))
+        #expect(due == .remove(.sessionAtAnyGeneration(nil), epoch: machine.epoch))
     }
 
     @Test func aRemovalQueuedBeforeAMemoryOnlyPairsSaveLandsFirst() throws {
@@ -411,7 +411,7 @@ import TokenKitTesting
         _ = machine.signInWriteFinished(.failure(.writeFailed), signIn, elapsed: .zero)
         let firstDue = machine.writeRetryStarting(elapsed: .seconds(5))
         let first = try #require(firstDue)
-        #expect(first == .remove(.always, epoch: machine.epoch))
+        #expect(first == .remove(.sessionAtAnyGeneration(nil), epoch: machine.epoch))
         _ = machine.writeRetryEnded(first, .success(()))
         let secondDue = machine.writeRetryStarting(elapsed: .seconds(10))
         let second = try #require(secondDue)

@@ -8,6 +8,11 @@ public import Foundation
 /// keeps files only the user can read, and `KeychainTokenStore` (in `PersistenceKeychain`) keeps the blob in the
 /// Keychain beside the session.
 ///
+/// Several processes may share one queue (an app and its extensions, replicas over one database): each change is
+/// made with ``updateSignOutQueue(account:_:)``, a read and a write no other writer comes between. The protocol's
+/// default reads then writes, which is enough for a store one process uses; a store processes share implements it
+/// under a lock of its own (``FileSignOutQueueStore`` a lock file, `PostgresTokenStore` a row lock).
+///
 /// ```swift
 /// actor DefaultsSignOutQueue: SignOutQueueStore {
 ///     private var blobs: [String: Data] = [:]
@@ -31,6 +36,42 @@ public protocol SignOutQueueStore: Sendable {
     ///   - account: The client's account key.
     /// - Throws: A ``PersistenceError`` when it could not be written.
     func saveSignOutQueue(_ data: Data?, account: String) async throws(PersistenceError)
+
+    /// Replaces the blob kept for `account` with what `update` makes of it, as one step: no other write of the blob
+    /// (from another process sharing the store included) comes between the read and the write. `update` gets the blob
+    /// kept now (`nil` when none) and returns the new one (`nil` removes it); it may run again if the store retries.
+    ///
+    /// The default implementation calls ``loadSignOutQueue(account:)`` then ``saveSignOutQueue(_:account:)``: atomic
+    /// only when nothing else writes the blob meanwhile (an actor with no suspension between them, or a store one
+    /// process uses).
+    ///
+    /// - Parameters:
+    ///   - account: The client's account key.
+    ///   - update: Makes the new blob from the one kept now.
+    /// - Returns: The blob kept afterwards (what `update` returned).
+    /// - Throws: A ``PersistenceError`` when the blob could not be read or written; nothing is changed then.
+    func updateSignOutQueue(
+        account: String, _ update: @escaping @Sendable (Data?) -> Data?
+    ) async throws(PersistenceError) -> Data?
+}
+
+extension SignOutQueueStore {
+    /// Reads the blob with ``loadSignOutQueue(account:)``, then writes what `update` makes of it with
+    /// ``saveSignOutQueue(_:account:)``. Another writer may come between the two: a store processes share implements
+    /// the requirement under a lock instead.
+    ///
+    /// - Parameters:
+    ///   - account: The client's account key.
+    ///   - update: Makes the new blob from the one kept now.
+    /// - Returns: The blob kept afterwards.
+    /// - Throws: A ``PersistenceError`` when the blob could not be read or written.
+    public func updateSignOutQueue(
+        account: String, _ update: @escaping @Sendable (Data?) -> Data?
+    ) async throws(PersistenceError) -> Data? {
+        let new = update(try await loadSignOutQueue(account: account))
+        try await saveSignOutQueue(new, account: account)
+        return new
+    }
 }
 
 /// A ``SignOutQueueStore`` in memory: pending sign-outs last as long as the process (and as long as this instance:
@@ -54,6 +95,19 @@ public actor InMemorySignOutQueueStore: SignOutQueueStore {
     ///   - account: The account key.
     public func saveSignOutQueue(_ data: Data?, account: String) async throws(PersistenceError) {
         blobs[account] = data
+    }
+
+    /// Replaces the blob kept for `account` with what `update` makes of it, in one step of the actor.
+    ///
+    /// - Parameters:
+    ///   - account: The account key.
+    ///   - update: Makes the new blob from the one kept now.
+    /// - Returns: The blob kept afterwards.
+    public func updateSignOutQueue(
+        account: String, _ update: @escaping @Sendable (Data?) -> Data?
+    ) async throws(PersistenceError) -> Data? {
+        blobs[account] = update(blobs[account])
+        return blobs[account]
     }
 
     /// Whether a blob is kept for `account` (for tests).

@@ -152,7 +152,8 @@ public actor TokenRefreshClient: TokenProvider {
         let clock = ClockHandle(clock)  // one for both: each handle allocates two closure contexts
         self.clock = clock
         self.now = configuration.wallClock(otherwise: now)
-        self.signOuts = SignOutQueue(configuration: configuration, sessionStore: store, clock: clock, logger: logger)
+        self.signOuts = SignOutQueue(
+            configuration: configuration, sessionStore: store, clock: clock, now: self.now, logger: logger)
         self.random = random
         self.logger = logger
         self.metrics = metrics

@@ -15,20 +15,41 @@ actor SignOutQueue {
         var isEmpty: Bool { revocations.isEmpty && removal == nil }
     }
 
-    /// A refresh token to revoke, and how many times it was sent.
+    /// A refresh token to revoke, how many times it was sent, and who is sending it now.
     struct Revocation: Codable, Equatable {
         let refreshToken: String
         var sends: Int
+        /// The send in progress, if any: other senders sharing the queue leave the revocation alone until it ends or
+        /// its claim expires (its sender may have died mid-send). Absent in queues written before claims existed.
+        var claim: Claim?
+
+        /// Whether a sender may claim it at `now`: nobody is sending it, or the send's claim has expired, or the
+        /// process that claimed it has ended (a process of this machine).
+        func isFree(at now: Date) -> Bool {
+            guard let claim else { return true }
+            return claim.until <= now || SenderProcess.hasEnded(claim.process, on: claim.host)
+        }
     }
 
-    /// The signed-out session to remove from the store: its identity and generation.
+    /// One send of a revocation by one sender: its ID, the wall time until which nobody else sends it, and the process
+    /// and machine sending it.
+    struct Claim: Codable, Equatable {
+        let id: String
+        let until: Date
+        let process: Int32
+        let host: String
+    }
+
+    /// The signed-out session to remove from the store: its identity and the generation it ended at.
     struct Removal: Codable, Equatable {
         let sessionID: String?
         let generation: UInt64
 
-        /// Whether `stored` is the signed-out session (or an older write of it).
+        /// Whether `stored` is the signed-out session, at any generation: an older write of it, or a later one another
+        /// process sharing the store refreshed it to after this sign-out. A session signed in since has another
+        /// identity.
         func matches(_ stored: StoredSession) -> Bool {
-            stored.sessionID == sessionID && stored.generation <= generation
+            stored.sessionID == sessionID
         }
     }
 
@@ -38,6 +59,8 @@ actor SignOutQueue {
     private let revocation: TokenRevocation?
     private let revocationTimeout: Duration
     private let clock: ClockHandle
+    /// The wall clock claims are stamped with (shared by every sender of the queue, give or take their clocks' skew).
+    private let now: @Sendable () -> Date
     private let logger: Logger
     /// The queue as last read or written; `nil` until read.
     private var queue: Queue?
@@ -47,7 +70,7 @@ actor SignOutQueue {
     /// Keeps the queue in the configured store, else in `sessionStore` when it can keep it, else in memory.
     init(
         configuration: TokenRefreshClient.Configuration, sessionStore: any TokenStore, clock: ClockHandle,
-        logger: Logger
+        now: @escaping @Sendable () -> Date, logger: Logger
     ) {
         self.settings = configuration.pendingSignOuts
         self.store =
@@ -57,6 +80,7 @@ actor SignOutQueue {
         self.revocation = configuration.revocation
         self.revocationTimeout = configuration.revocationTimeout
         self.clock = clock
+        self.now = now
         self.logger = logger
     }
 
@@ -81,22 +105,31 @@ actor SignOutQueue {
         }
     }
 
-    /// The queue read from the store again: what other processes sharing it wrote since this one last read it is kept
-    /// by the write that follows.
-    private func latest() async -> Queue {
-        queue = nil
-        return await current()
-    }
-
-    /// Writes `new` (removing the blob when it is empty).
-    private func write(_ new: Queue) async {
-        guard new != queue else { return }
-        queue = new
+    /// Changes the queue with `change`, as stored now and in one step (``SignOutQueueStore/updateSignOutQueue(account:_:)``):
+    /// what other processes sharing it wrote meanwhile is kept, and none of them writes between the read and the
+    /// write. Returns the queue afterwards, or `nil` when it could not be changed (left as it was; tried again at the
+    /// next change).
+    @discardableResult
+    private func update(_ change: @escaping @Sendable (inout Queue) -> Void) async -> Queue? {
+        let logger = self.logger
         do {
-            let data = new.isEmpty ? nil : try JSONEncoder().encode(new)
-            try await store.saveSignOutQueue(data, account: account)
+            let data = try await store.updateSignOutQueue(account: account) { data in
+                var queue = Queue()
+                do {
+                    queue = try data.map { try JSONDecoder().decode(Queue.self, from: $0) } ?? Queue()
+                } catch {
+                    logger.warning("pending sign-outs were unreadable and are dropped")
+                }
+                change(&queue)
+                // An encoding that fails (it does not for this type) keeps the queue as it was.
+                return queue.isEmpty ? nil : (try? JSONEncoder().encode(queue)) ?? data
+            }
+            let new = try data.map { try JSONDecoder().decode(Queue.self, from: $0) } ?? Queue()
+            queue = new
+            return new
         } catch {
             logger.debug("pending sign-outs could not be written", metadata: ["error": "\(type(of: error))"])
+            return nil
         }
     }
 
@@ -105,14 +138,13 @@ actor SignOutQueue {
     /// A sign-out begins: the ended session's removal, and its refresh token's revocation when a revocation is
     /// configured, are written down before the store's removal is tried.
     func signingOut(refreshToken: String?, sessionID: String?, generation: UInt64?) async {
-        var new = await latest()
-        if let refreshToken, !refreshToken.isEmpty, revocation != nil,
-            !new.revocations.contains(where: { $0.refreshToken == refreshToken })
-        {
-            new.revocations.append(Revocation(refreshToken: refreshToken, sends: 0))
+        let revoked = revocation == nil ? nil : refreshToken.flatMap { $0.isEmpty ? nil : $0 }
+        await update { queue in
+            if let revoked, !queue.revocations.contains(where: { $0.refreshToken == revoked }) {
+                queue.revocations.append(Revocation(refreshToken: revoked, sends: 0))
+            }
+            if let generation { queue.removal = Removal(sessionID: sessionID, generation: generation) }
         }
-        if let generation { new.removal = Removal(sessionID: sessionID, generation: generation) }
-        await write(new)
     }
 
     /// The sign-out's removal ended: when it `landed` (or there was nothing to remove), nothing is left to remove;
@@ -124,9 +156,7 @@ actor SignOutQueue {
 
     /// The sign-out's removal landed (or there was nothing to remove).
     func removalLanded() async {
-        var new = await latest()
-        new.removal = nil
-        await write(new)
+        await update { $0.removal = nil }
     }
 
     // MARK: - Reading the session at launch
@@ -169,11 +199,14 @@ actor SignOutQueue {
         sending = Task { await self.drain() }
     }
 
-    /// Sends the pending revocations (or joins the send running) and waits for it; returns how many are left.
+    /// Sends the pending revocations (or joins the send running) and waits for it; returns how many are left, as
+    /// stored now, leaving out those another process sharing the queue is sending at this moment (they are its own).
     func send() async -> Int {
         startSending()
         await sending?.value
-        return await current().revocations.count
+        queue = nil
+        let now = now()
+        return await current().revocations.count { $0.isFree(at: now) }
     }
 
     /// Starts the send and waits for it at most `limit` on the injected clock; the send goes on afterwards.
@@ -197,34 +230,33 @@ actor SignOutQueue {
         }
     }
 
-    /// Sends the pending revocations oldest first; stops at the first failure (the next trigger tries again).
+    /// Sends the pending revocations oldest first; stops at the first failure (the next trigger tries again). Each send
+    /// is claimed in the queue first, in the same step that counts it, so a revocation another process sharing the
+    /// queue is sending is left to it (until its claim expires: that process may have died mid-send).
     private func drain() async {
         defer { sending = nil }
         guard let revocation else { return }
-        while let first = await current().revocations.first {
-            // Counted in the queue as stored now: other processes sharing it may have sent it or added others.
-            var new = await latest()
-            guard let index = new.revocations.firstIndex(where: { $0.refreshToken == first.refreshToken }) else {
-                continue  // sent or dropped by another process since
-            }
-            new.revocations[index].sends += 1
-            let next = new.revocations[index]
-            await write(new)
+        while let next = await claimNext() {
             let token = next.refreshToken
             let outcome = await Result.of {
                 try await self.clock.withTimeout(self.revocationTimeout) { try await revocation.revoke(token) }
             }
-            new = await latest()
             switch outcome {
             case .success:
-                new.revocations.removeAll { $0.refreshToken == token }
-                await write(new)
+                await update { $0.revocations.removeAll { $0.refreshToken == token } }
                 logger.debug("sent a pending revocation", metadata: ["sends": "\(next.sends)"])
             case .failure(let error):
                 let failure = TokenRefreshClient.classify(error)
-                if next.sends >= settings.maximumSends {
-                    new.revocations.removeAll { $0.refreshToken == token }
-                    await write(new)
+                let dropped = next.sends >= settings.maximumSends
+                let claim = next.claim
+                await update { queue in
+                    if dropped {
+                        queue.revocations.removeAll { $0.refreshToken == token }
+                    } else if let index = queue.revocations.firstIndex(where: { $0.claim == claim }) {
+                        queue.revocations[index].claim = nil
+                    }
+                }
+                if dropped {
                     logger.warning(
                         "dropped a revocation the provider did not take",
                         metadata: ["sends": "\(next.sends)", "error": "\(failure.name)"])
@@ -237,4 +269,25 @@ actor SignOutQueue {
             }
         }
     }
+
+    /// Claims the oldest revocation nobody else is sending, and counts its send, in one change of the queue: the
+    /// revocation as claimed, or `nil` when none is free (or the queue cannot be changed now). The claim lasts the
+    /// send's timeout and a margin, or until its process is seen ended by a process of the same machine.
+    private func claimNext() async -> Revocation? {
+        let now = now()
+        let (seconds, attoseconds) = revocationTimeout.components
+        let timeout = TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+        let claim = Claim(
+            id: UUID().uuidString, until: now + timeout + Self.claimMargin, process: SenderProcess.id,
+            host: SenderProcess.host)
+        let claimed = await update { queue in
+            guard let index = queue.revocations.firstIndex(where: { $0.isFree(at: now) }) else { return }
+            queue.revocations[index].sends += 1
+            queue.revocations[index].claim = claim
+        }
+        return claimed?.revocations.first { $0.claim == claim }
+    }
+
+    /// How much longer than the send's timeout a claim lasts.
+    static let claimMargin: TimeInterval = 10
 }

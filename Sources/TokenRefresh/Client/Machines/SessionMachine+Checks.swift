@@ -126,9 +126,17 @@ extension SessionMachine {
     /// A sign-in or sign-out is starting: read the store first if it never was.
     func sessionChangeStarting() -> Action { Action(store: loaded ? .none : .readBeforeSessionChange) }
 
-    /// The sign-out that ended the session under `epoch` may now write: remove what is stored, unless a new session
-    /// has begun meanwhile (its save overwrites the ended one).
-    func signOutWriteTurn(epoch: UInt64) -> Action { Action(store: isCurrent(epoch) ? .remove(.always) : .none) }
+    /// The sign-out that ended the session under `epoch` may now write: remove the session it ended
+    /// (``signOutRemoval``), unless a new session has begun meanwhile (its save overwrites the ended one).
+    func signOutWriteTurn(epoch: UInt64) -> Action { Action(store: isCurrent(epoch) ? .remove(signOutRemoval) : .none) }
+
+    /// The condition of a sign-out's removal, first made or made again: the session known to be stored (the one that
+    /// ended, or one ended before whose removal is still to be made) at any generation, so that the same session
+    /// refreshed by another process goes and a session another process signed in since stays; whatever is stored
+    /// when none is known (a store never read, a session never stored).
+    var signOutRemoval: WriteCondition {
+        storedGeneration == nil ? .always : .sessionAtAnyGeneration(storedSessionID)
+    }
 
     /// What a sign-out revokes for the `ended` session (best effort): its refresh token with the revocation
     /// configured, or `nil` for nothing.

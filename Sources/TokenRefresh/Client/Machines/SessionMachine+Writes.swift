@@ -183,8 +183,9 @@ extension SessionMachine {
     }
 
     /// The sign-out's removal under `epoch` finished (`failure` when it did not happen) at `elapsed`: what the
-    /// sign-out returns. A store that could not be cleared (memory is) has the removal retried later (unless a new
-    /// session began), and the sign-out throws.
+    /// sign-out returns. A removal that lost to another session (signed in by another process since) leaves it: the
+    /// sign-out is over. A store that could not be cleared (memory is) has the removal, under the same condition
+    /// (``signOutRemoval``), retried later (unless a new session began), and the sign-out throws.
     mutating func signOutRemovalFinished(
         _ failure: PersistenceError?, epoch: UInt64, elapsed: Duration
     ) -> Result<Void, TokenRefreshError> {
@@ -193,7 +194,8 @@ extension SessionMachine {
             pairStored()
             return .success(())
         }
-        if isCurrent(epoch) { queueRemoval(.always, epoch: epoch, lastAttempt: elapsed) }
+        if failure == .conflict { return .success(()) }  // Another session is stored: not this sign-out's to remove.
+        if isCurrent(epoch) { queueRemoval(signOutRemoval, epoch: epoch, lastAttempt: elapsed) }
         return .failure(TokenRefreshError.storageUnavailable.with(underlying: failure))
     }
 
