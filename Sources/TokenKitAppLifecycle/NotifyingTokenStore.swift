@@ -90,4 +90,18 @@ public struct NotifyingTokenStore: TokenStore, SignOutQueueStore {
     public func saveSignOutQueue(_ data: Data?, account: String) async throws(PersistenceError) {
         try await signOutQueue.saveSignOutQueue(data, account: account)
     }
+
+    /// Changes the pending sign-outs through the wrapped store in one step, as the wrapped store does it (under its
+    /// lock, for a store that processes share); nothing is posted.
+    ///
+    /// - Parameters:
+    ///   - account: The account key.
+    ///   - update: Makes the new blob from the one kept now.
+    /// - Returns: The blob kept afterwards.
+    /// - Throws: What the wrapped store throws.
+    public func updateSignOutQueue(
+        account: String, _ update: @escaping @Sendable (Data?) -> Data?
+    ) async throws(PersistenceError) -> Data? {
+        try await signOutQueue.updateSignOutQueue(account: account, update)
+    }
 }

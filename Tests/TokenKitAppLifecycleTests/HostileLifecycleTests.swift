@@ -710,6 +710,38 @@ extension HostileLifecycleTests {
         #expect(try await inMemory.loadSignOutQueue(account: "default") == Data("kept".utf8))
     }
 
+    @Test func aNotifyingStoreChangesPendingSignOutsInOneStepOfTheStoreItWraps() async throws {
+        struct Silent: SessionChangeNotifier {
+            func post() {}
+            func changes() -> AsyncStream<Void> { AsyncStream { $0.finish() } }
+        }
+        /// A store whose one-step change is its own (as a lock file's or a row lock's is): counted, so a wrapper that
+        /// reads and writes instead is seen.
+        actor OneStepStore: TokenStore, SignOutQueueStore {
+            var blob: Data?
+            var oneStepChanges = 0
+            func load(account: String) async -> TokenStoreRead { .absent }
+            func save(
+                _ session: StoredSession, account: String, condition: WriteCondition
+            ) async throws(PersistenceError) {}
+            func remove(account: String, condition: WriteCondition) async throws(PersistenceError) {}
+            func loadSignOutQueue(account: String) async throws(PersistenceError) -> Data? { blob }
+            func saveSignOutQueue(_ data: Data?, account: String) async throws(PersistenceError) { blob = data }
+            func updateSignOutQueue(
+                account: String, _ update: @escaping @Sendable (Data?) -> Data?
+            ) async throws(PersistenceError) -> Data? {
+                oneStepChanges += 1
+                blob = update(blob)
+                return blob
+            }
+        }
+        let base = OneStepStore()
+        let notifying = NotifyingTokenStore(base, Silent())
+        let kept = try await notifying.updateSignOutQueue(account: "default") { _ in Data("pending".utf8) }
+        #expect(kept == Data("pending".utf8))
+        #expect(await base.oneStepChanges == 1, "the wrapped store's one-step change was not used")
+    }
+
     @Test func theSessionJournalShowsTheServerTimeOffset() async throws {
         let clock = ManualClock()
         let server = SimulatedTokenServer(configuration: .init(omitsLifetime: true), now: clock.wallClock)
