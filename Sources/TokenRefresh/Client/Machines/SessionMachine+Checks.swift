@@ -126,14 +126,15 @@ extension SessionMachine {
     /// A sign-in or sign-out is starting: read the store first if it never was.
     func sessionChangeStarting() -> Action { Action(store: loaded ? .none : .readBeforeSessionChange) }
 
-    /// The sign-out that ended the session under `epoch` may now write: remove the session it ended
-    /// (``signOutRemoval``), unless a new session has begun meanwhile (its save overwrites the ended one).
-    func signOutWriteTurn(epoch: UInt64) -> Action { Action(store: isCurrent(epoch) ? .remove(signOutRemoval) : .none) }
+    /// The sign-out that ended the session under `epoch` may now write: remove what the account's store holds now (the
+    /// sign-out is the app's, made now: a session another process stored that this one has not read yet goes too),
+    /// unless a new session has begun here meanwhile (its save overwrites the ended one).
+    func signOutWriteTurn(epoch: UInt64) -> Action { Action(store: isCurrent(epoch) ? .remove(.always) : .none) }
 
-    /// The condition of a sign-out's removal, first made or made again: the session known to be stored (the one that
-    /// ended, or one ended before whose removal is still to be made) at any generation, so that the same session
-    /// refreshed by another process goes and a session another process signed in since stays; whatever is stored
-    /// when none is known (a store never read, a session never stored).
+    /// The condition of a sign-out's removal made again later (its first attempt failed): the session known to be
+    /// stored (the one that ended, or one ended before whose removal is still to be made) at any generation, so that
+    /// the same session refreshed by another process goes and a session another process signed in since stays;
+    /// whatever is stored when none is known (a store never read, a session never stored).
     var signOutRemoval: WriteCondition {
         storedGeneration == nil ? .always : .sessionAtAnyGeneration(storedSessionID)
     }

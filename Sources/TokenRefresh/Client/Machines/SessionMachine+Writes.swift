@@ -183,9 +183,10 @@ extension SessionMachine {
     }
 
     /// The sign-out's removal under `epoch` finished (`failure` when it did not happen) at `elapsed`: what the
-    /// sign-out returns. A removal that lost to another session (signed in by another process since) leaves it: the
-    /// sign-out is over. A store that could not be cleared (memory is) has the removal, under the same condition
-    /// (``signOutRemoval``), retried later (unless a new session began), and the sign-out throws.
+    /// sign-out returns. A store that could not be cleared (memory is) has the removal retried later under
+    /// ``signOutRemoval`` (the ended session only: another process may sign a new one in meanwhile) unless a new
+    /// session began here, and the sign-out throws. A removal that lost to another session leaves it: the sign-out
+    /// is over.
     mutating func signOutRemovalFinished(
         _ failure: PersistenceError?, epoch: UInt64, elapsed: Duration
     ) -> Result<Void, TokenRefreshError> {
