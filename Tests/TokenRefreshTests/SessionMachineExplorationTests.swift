@@ -730,11 +730,11 @@ struct World {
             case .save(let signIn):
                 // The actor's sign-in save: skipped when a sign-out or another sign-in came first.
                 guard case .saveAboveStored(let stored) = machine.signInWriteTurn(signIn).store else {
-                    _ = machine.signInWriteFinished(.success(false), signIn, elapsed: elapsed)
+                    _ = machine.signInWriteFinished(nil, signIn, elapsed: elapsed)
                     continue
                 }
                 store = stored
-                _ = machine.signInWriteFinished(.success(true), signIn, elapsed: elapsed)
+                _ = machine.signInWriteFinished(.success(stored.generation), signIn, elapsed: elapsed)
             }
         }
     }

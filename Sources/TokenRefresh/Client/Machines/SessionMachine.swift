@@ -420,21 +420,13 @@ struct SessionMachine: Sendable {
         }
     }
 
-    /// The sign-in's save placed the session at `generation` (above one stored elsewhere meanwhile), or failed
-    /// (`nil`): the session held under `epoch` takes that generation, so its next write is fenced by it.
-    mutating func signInPlaced(at generation: UInt64?, epoch: UInt64) {
-        guard let generation, isCurrent(epoch), var session, generation > session.generation else { return }
-        session.generation = generation
-        state = state.entering(session)
-    }
-
     /// The app (or the provider, at sign-in) supplied `newProfile` (``TokenRefreshClient/setProfile(_:)``): taken for
     /// the session's user (`true`); refused (and what it had is kept) without a profile, without a session or for
     /// another user.
     mutating func profileSupplied(_ newProfile: AuthUser?) -> Bool {
-        guard let newProfile, let session else { return false }
-        let userID = Self.userID(session.userID, token: session.token)
-        guard userID == nil || userID == newProfile.id else { return false }
+        guard let newProfile, let session, case let userID = Self.userID(session.userID, token: session.token),
+            userID == nil || userID == newProfile.id
+        else { return false }
         profile = newProfile
         return true
     }
