@@ -700,7 +700,7 @@ struct World {
         let landed = removal.condition.allows(stored: store)
         if landed { store = nil }
         machine.removalEnded(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)
-        if landed && machine.storedGeneration != nil { violations.append("a removal's end was misreported") }
+        if landed && machine.inStore != nil { violations.append("a removal's end was misreported") }
     }
 
     /// The callers' part of a session action: a flight made void fails.

@@ -107,8 +107,7 @@ extension SessionMachine {
         guard var session else { return }
         session.persisted = true
         session.generation = max(session.generation, generation)
-        storedGeneration = session.generation
-        storedSessionID = session.sessionID
+        inStore = StoredKey(session)
         pairStored()
         state = state.entering(session)
     }
