@@ -338,8 +338,7 @@ struct CrossWorld {
         stored = StoredSession(
             token: stored.token, userID: stored.userID, generation: generation, sessionID: stored.sessionID)
         place(stored)
-        clients[client].machine.signInPlaced(at: generation, epoch: signIn.epoch)
-        _ = clients[client].machine.signInWriteFinished(.success(true), signIn, elapsed: elapsed)
+        _ = clients[client].machine.signInWriteFinished(.success(generation), signIn, elapsed: elapsed)
     }
 
     mutating func request(_ client: Int) -> Bool {

@@ -700,7 +700,7 @@ struct World {
         let landed = removal.condition.allows(stored: store)
         if landed { store = nil }
         machine.removalEnded(landed ? nil : .conflict, removal, overtaken: false, elapsed: elapsed)
-        if landed && machine.storedGeneration != nil { violations.append("a removal's end was misreported") }
+        if landed && machine.inStore != nil { violations.append("a removal's end was misreported") }
     }
 
     /// The callers' part of a session action: a flight made void fails.
@@ -730,11 +730,11 @@ struct World {
             case .save(let signIn):
                 // The actor's sign-in save: skipped when a sign-out or another sign-in came first.
                 guard case .saveAboveStored(let stored) = machine.signInWriteTurn(signIn).store else {
-                    _ = machine.signInWriteFinished(.success(false), signIn, elapsed: elapsed)
+                    _ = machine.signInWriteFinished(nil, signIn, elapsed: elapsed)
                     continue
                 }
                 store = stored
-                _ = machine.signInWriteFinished(.success(true), signIn, elapsed: elapsed)
+                _ = machine.signInWriteFinished(.success(stored.generation), signIn, elapsed: elapsed)
             }
         }
     }

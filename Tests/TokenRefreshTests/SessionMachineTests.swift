@@ -337,7 +337,7 @@ import TokenKitTesting
         let stored = !machine.writeRetryEnded(due, .success(())).events.isEmpty
         #expect(stored)
         #expect(machine.session?.persisted == true)
-        #expect(machine.storedGeneration == 2)
+        #expect(machine.inStore?.generation == 2)
         #expect(!machine.snapshot().needsActor)
         #expect(machine.isEvictable)
     }
@@ -351,7 +351,7 @@ import TokenKitTesting
         _ = machine.signingOut()
         let marked = !machine.writeRetryEnded(due, .success(())).events.isEmpty
         #expect(!marked)
-        #expect(machine.storedGeneration == 1)
+        #expect(machine.inStore?.generation == 1)
     }
 
     // MARK: - Removing an ended session again
@@ -652,7 +652,7 @@ import TokenKitTesting
         #expect(machine.session?.token.accessToken == "access-token-machine-bob")
         #expect(machine.authState == .signedIn(userID: "user-2"))
         #expect(machine.profile == nil)
-        #expect(machine.storedGeneration == 5)
+        #expect(machine.inStore?.generation == 5)
         let stale = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
         guard case .fail(.sessionChanged) = stale else {
             Issue.record("a request made with Alice's token is never answered with Bob's, got \(stale)")

@@ -266,7 +266,7 @@ struct FlightMachine: Sendable {
         case (.rereading(let retry), .absent):
             // Removed by another process: the session ended there. That process may have rotated the refresh token
             // first, also one a pending pair kept from the stored pair: it is never presented.
-            guard held?.refreshTokenIsShared == true, session.storedGeneration != nil else {
+            guard held?.refreshTokenIsShared == true, session.inStore != nil else {
                 return present(nil, previous: held, retry: retry, facts)
             }
             return ending(.removedElsewhere, nil, failure: .signedOut)

@@ -121,7 +121,7 @@ extension SessionMachine {
     /// Whether a re-read pair is worth adopting: newer than ours or another session (or we have none), and not
     /// rejected before.
     func shouldAdopt(_ stored: StoredSession) -> Bool {
-        guard stored.generation != storedGeneration || stored.sessionID != storedSessionID || session == nil else {
+        guard StoredKey(stored) != inStore || session == nil else {
             return false
         }
         if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) { return false }

@@ -346,7 +346,8 @@ extension TokenRefreshClient {
         flightTask = nil
         signIn.flight?.finish(.failure(.sessionChanged))
         let write = await beginWrite(epoch: signIn.epoch)
-        let written = await save(signIn)
+        // Saved once older writes have landed, unless a sign-out or another sign-in came first.
+        let written = await perform(machine.signInWriteTurn(signIn))
         endWrite(write)
         let action = machine.signInWriteFinished(written, signIn, elapsed: clock.elapsed)
         switch await Result.of({ () async throws(TokenRefreshError) in try await carryOut(action) }) {
@@ -356,20 +357,6 @@ extension TokenRefreshClient {
         case .failure(let error):
             logger.debug("sign-in not kept", metadata: ["token": "\(token.fingerprint)", "error": "\(error)"])
             throw error
-        }
-    }
-
-    /// Saves a new session once older writes have landed, unless a sign-out or another sign-in came first:
-    /// `.success(true)` when it landed, `.success(false)` when it was skipped, else the store's error.
-    func save(_ signIn: SessionMachine.SignInAction) async -> Result<Bool, PersistenceError> {
-        switch await perform(machine.signInWriteTurn(signIn)) {
-        case .some(.success(let generation)):
-            machine.signInPlaced(at: generation, epoch: signIn.epoch)
-            return .success(true)
-        case .some(.failure(let error)):
-            return .failure(error)
-        case .none:
-            return .success(false)
         }
     }
 }

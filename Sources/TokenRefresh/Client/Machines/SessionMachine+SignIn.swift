@@ -37,35 +37,37 @@ extension SessionMachine {
         Action(store: isCurrent(signIn.epoch) ? .saveAboveStored(signIn.stored) : .none)
     }
 
-    /// The sign-in's save ended: `.success(true)` when it landed, `.success(false)` when it was skipped, else the
-    /// store's error. The action's events are published, and the sign-in answers with the new token or fails.
+    /// The sign-in's save ended: `.success` with the generation it was placed at (above one stored elsewhere
+    /// meanwhile) when it landed, `nil` when it was skipped, else the store's error. The session takes that generation,
+    /// so its next write is fenced by it; the action's events are published, and the sign-in answers with the new
+    /// token or fails.
     mutating func signInWriteFinished(
-        _ written: Result<Bool, PersistenceError>, _ signIn: SignInAction, elapsed: Duration
+        _ written: Result<UInt64?, PersistenceError>?, _ signIn: SignInAction, elapsed: Duration
     ) -> Action {
         let fingerprint = signIn.stored.token.fingerprint
         let signedIn = AuthEvent.signedIn(userID: signIn.stored.userID, tokenFingerprint: fingerprint)
         let persistenceFailed = { (failure: TokenRefreshError) in
             AuthEvent.persistenceFailed(failure, tokenFingerprint: fingerprint)
         }
-        let outcome = written.mapError { TokenRefreshError.storageUnavailable.with(underlying: $0) }
+        let outcome = written?.mapError { TokenRefreshError.storageUnavailable.with(underlying: $0) }
         switch (outcome, isCurrent(signIn.epoch)) {
-        case (.success(true), true):
-            sessionStored(epoch: signIn.epoch)
+        case (.success(let generation?)?, true):
+            sessionStored(placedAt: generation)
             return Action(events: [signedIn])
-        case (.success, _):
+        case (nil, _), (.success?, _):
             // Signed out (or signed in again) before this session was stored, or while its write was landing: the
             // later call's removal or save comes after it, so the session is over and this sign-in says so.
             return Action(callers: .fail(.signedOut))
-        case (.failure(let failure), true) where !configuration.allowsMemoryOnlySessions:
+        case (.failure(let failure)?, true) where !configuration.allowsMemoryOnlySessions:
             // A session that is never stored is lost at the next launch: say so now, and keep what was there
             // before (the previous session, still in the store, or none).
             rollBack(signIn.replaced)
             return Action(callers: .fail(failure), events: [persistenceFailed(failure)])
-        case (.failure(let failure), true):
+        case (.failure(let failure)?, true):
             keepRemovals(after: signIn.replaced)
             queuePendingPair(elapsed: elapsed)  // written again after the persist retry interval
             return Action(events: [persistenceFailed(failure), signedIn])
-        case (.failure(let failure), false):
+        case (.failure(let failure)?, false):
             return Action(events: [persistenceFailed(failure), signedIn])  // the later call's session is held
         }
     }
@@ -100,12 +102,12 @@ extension SessionMachine {
         return (replaced, epoch, flight)
     }
 
-    /// The new session under `epoch` was stored.
-    private mutating func sessionStored(epoch: UInt64) {
-        guard isCurrent(epoch), var session else { return }
+    /// The new session (still the current one) was stored at `generation`.
+    private mutating func sessionStored(placedAt generation: UInt64) {
+        guard var session else { return }
         session.persisted = true
-        storedGeneration = session.generation
-        storedSessionID = session.sessionID
+        session.generation = max(session.generation, generation)
+        inStore = StoredKey(session)
         pairStored()
         state = state.entering(session)
     }

@@ -154,8 +154,7 @@ extension SessionMachine {
             guard isCurrent(write.epoch), var session, session.generation == pending.generation else { return Action() }
             session.persisted = true
             state = state.entering(session)
-            storedGeneration = pending.generation
-            storedSessionID = pending.sessionID
+            inStore = StoredKey(pending)
             pairStored()
             return Action(events: [.persistenceRecovered(tokenFingerprint: pending.token.fingerprint)])
         }

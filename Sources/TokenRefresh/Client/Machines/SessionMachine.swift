@@ -49,6 +49,15 @@ struct SessionMachine: Sendable {
         var refreshTokenIsShared: Bool { persisted || keptStoredRefreshToken }
     }
 
+    /// A stored session as a conditional write compares it: its identity (``StoredSession/sessionID``) and generation.
+    struct StoredKey: Sendable, Equatable {
+        var sessionID: String?
+        var generation: UInt64
+
+        init(_ stored: StoredSession) { (sessionID, generation) = (stored.sessionID, stored.generation) }
+        init(_ session: Session) { (sessionID, generation) = (session.sessionID, session.generation) }
+    }
+
     /// Why a caller needs a token.
     enum Request: Sendable, Equatable {
         /// A valid token, refreshed if due (``TokenRefreshClient/validToken()``).
@@ -110,10 +119,8 @@ struct SessionMachine: Sendable {
     /// Bumped by every new or ended session: the generation guard for refreshes and writes in progress. Set by the
     /// machine's own transitions only.
     var epoch: UInt64 = 0
-    /// The generation known to be stored now (`nil`: nothing stored, or not read yet).
-    var storedGeneration: UInt64?
-    /// The identity of the session known to be stored now (beside ``storedGeneration``).
-    var storedSessionID: String?
+    /// The session known to be stored now (`nil`: nothing stored, or not read yet).
+    var inStore: StoredKey?
     /// Refresh tokens the server rejected, as keyed hashes; never sent again.
     var rejected = RejectedRefreshTokens()
     /// The tokens the current session has held: a rejection is stale only for one of them. Set by the machine's own
@@ -187,20 +194,19 @@ struct SessionMachine: Sendable {
     /// The session known to be stored now (its identity and generation) as a write's condition, or `otherwise` when
     /// none is known.
     func storedCondition(otherwise: WriteCondition) -> WriteCondition {
-        storedGeneration.map { .session(storedSessionID, generation: $0) } ?? otherwise
+        inStore.map { .session($0.sessionID, generation: $0.generation) } ?? otherwise
     }
 
     /// Records `stored` as what the store holds now.
     mutating func noteStored(_ stored: StoredSession?) {
-        storedGeneration = stored?.generation
-        storedSessionID = stored?.sessionID
+        inStore = stored.map(StoredKey.init)
     }
 
     /// The generation for a pair that follows `previous`.
     func nextGeneration(after previous: Session?) -> UInt64 {
         // Generations order one session's writes and may repeat after a removal; the session identity tells sessions
         // apart (see "Why generations may repeat" in the TokenRefresh article).
-        max(previous?.generation ?? 0, storedGeneration ?? 0) &+ 1
+        max(previous?.generation ?? 0, inStore?.generation ?? 0) &+ 1
     }
 
     // MARK: - Deciding what a caller does
@@ -420,21 +426,13 @@ struct SessionMachine: Sendable {
         }
     }
 
-    /// The sign-in's save placed the session at `generation` (above one stored elsewhere meanwhile), or failed
-    /// (`nil`): the session held under `epoch` takes that generation, so its next write is fenced by it.
-    mutating func signInPlaced(at generation: UInt64?, epoch: UInt64) {
-        guard let generation, isCurrent(epoch), var session, generation > session.generation else { return }
-        session.generation = generation
-        state = state.entering(session)
-    }
-
     /// The app (or the provider, at sign-in) supplied `newProfile` (``TokenRefreshClient/setProfile(_:)``): taken for
     /// the session's user (`true`); refused (and what it had is kept) without a profile, without a session or for
     /// another user.
     mutating func profileSupplied(_ newProfile: AuthUser?) -> Bool {
-        guard let newProfile, let session else { return false }
-        let userID = Self.userID(session.userID, token: session.token)
-        guard userID == nil || userID == newProfile.id else { return false }
+        guard let newProfile, let session, case let userID = Self.userID(session.userID, token: session.token),
+            userID == nil || userID == newProfile.id
+        else { return false }
         profile = newProfile
         return true
     }
