@@ -136,7 +136,7 @@ extension SessionMachine {
     /// the same session refreshed by another process goes and a session another process signed in since stays;
     /// whatever is stored when none is known (a store never read, a session never stored).
     var signOutRemoval: WriteCondition {
-        storedGeneration == nil ? .always : .sessionAtAnyGeneration(storedSessionID)
+        inStore.map { .sessionAtAnyGeneration($0.sessionID) } ?? .always
     }
 
     /// What a sign-out revokes for the `ended` session (best effort): its refresh token with the revocation
