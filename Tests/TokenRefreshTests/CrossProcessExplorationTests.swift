@@ -403,7 +403,8 @@ struct CrossWorld {
         }
         switch machine.writeRetryEnded(write, landed ? .success(()) : .failure(.conflict)).store {
         case .readAfterConflict:
-            let read = machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch)
+            let read = machine.conflictRead(
+                store.map(TokenStoreRead.found) ?? .absent, epoch: epoch, now: now, elapsed: elapsed)
             switch (read.work, read.callers) {
             case (_, .failTakenFlight(let flight, let failure)):
                 clients[client].machine = machine

@@ -518,7 +518,8 @@ struct World {
         let ended = machine.writeRetryEnded(write, outcome)
         switch ended.store {
         case .readAfterConflict(let epoch):
-            let read = machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch)
+            let read = machine.conflictRead(
+                store.map(TokenStoreRead.found) ?? .absent, epoch: epoch, now: now, elapsed: elapsed)
             switch (read.work, read.callers) {
             case (_, .failTakenFlight(let flight, let failure)): resolve(flight, with: .failure(failure))
             case (.endSession(let reason, _), _): endSession(reason: reason)

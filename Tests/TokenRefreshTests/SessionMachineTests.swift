@@ -594,8 +594,8 @@ import TokenKitTesting
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
         let read = TokenStoreRead.found(StoredSession(token: bob, userID: "user-2", generation: 5))
-        guard case .failTakenFlight(let taken, .sessionChanged) = machine.conflictRead(read, epoch: epoch).callers
-        else {
+        let action = machine.conflictRead(read, epoch: epoch, now: Self.start, elapsed: .zero)
+        guard case .failTakenFlight(let taken, .sessionChanged) = action.callers else {
             Issue.record("expected another user's pair to switch the session")
             return
         }

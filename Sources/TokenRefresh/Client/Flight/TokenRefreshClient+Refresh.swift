@@ -294,7 +294,8 @@ extension TokenRefreshClient {
     /// A retried write of the session of `epoch` met a newer pair: read it, and carry out what the machine makes of it.
     func adoptAfterConflict(epoch startEpoch: UInt64) async {
         let read = await loadSession()
-        _ = await carryOut(machine.conflictRead(read, epoch: startEpoch), epoch: startEpoch)
+        let action = machine.conflictRead(read, epoch: startEpoch, now: now(), elapsed: clock.elapsed)
+        _ = await carryOut(action, epoch: startEpoch)
     }
 
     /// Ends the session in memory and in the store (conditional on the generation), and says so. The flight in
