@@ -345,9 +345,7 @@ struct CrossWorld {
     mutating func request(_ client: Int) -> Bool {
         guard clients[client].machine.session != nil else { return false }
         switch clients[client].machine.decide(.validToken, now: now, elapsed: elapsed) {
-        case .startRefresh(let seed, let forced):
-            let flight = RefreshFlight()
-            let epoch = clients[client].machine.beginFlight(flight, seed: seed, forced: forced)
+        case .run(let flight, let epoch, _):
             clients[client].flight = flight
             clients[client].answered = false
             clients[client].lastRead = .none
@@ -357,7 +355,7 @@ struct CrossWorld {
             return true
         case .token, .fail, .join, .refreshStatelessly, .endSessionThenFail:
             return false
-        case .readStore, .retryWrite, .run:
+        case .readStore, .retryWrite:
             return false  // callerArrived's steps around decide: decide never answers them
         }
     }

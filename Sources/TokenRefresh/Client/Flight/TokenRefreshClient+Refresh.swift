@@ -37,9 +37,6 @@ extension TokenRefreshClient {
             case .run(let flight, let epoch, let seed):
                 run(flight, epoch: epoch, seed: seed)
                 return .wait(flight)
-            case .startRefresh(let seed, let forced):
-                let flight = startFlight(for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
-                return .wait(flight)
             case .refreshStatelessly(let refreshToken):
                 return refreshStatelessly(refreshToken)
             case .fail(let error):
@@ -104,17 +101,6 @@ extension TokenRefreshClient {
     }
 
     // MARK: - The shared refresh
-
-    /// Starts the shared refresh for `request` in its own task and returns the flight callers wait on.
-    func startFlight(
-        for request: SessionMachine.Request, seed: String?, forced: Bool, pairedAccessToken: String?
-    ) -> RefreshFlight {
-        let flight = RefreshFlight()
-        let epoch = machine.beginFlight(
-            flight, for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
-        run(flight, epoch: epoch, seed: seed)
-        return flight
-    }
 
     /// Runs the refresh `flight`, recorded as started under `epoch`, in its own task.
     func run(_ flight: RefreshFlight, epoch: UInt64, seed: String?) {
