@@ -137,9 +137,10 @@ extension SessionMachine {
             epoch &+= 1
             flight = nil
             profile = nil
+            lineage.reset()
         }
-        if pair.startsSession || pair.switchedUser { lineage.reset() }
         if pair.startsSession {
+            lineage.reset()
             if let seed = flight?.seed { lineage.record(refreshToken: seed) }
             if let paired = flight?.pairedAccessToken { lineage.record(accessToken: paired) }
         }
