@@ -344,9 +344,7 @@ struct CrossWorld {
     mutating func request(_ client: Int) -> Bool {
         guard clients[client].machine.session != nil else { return false }
         switch clients[client].machine.decide(.validToken, now: now, elapsed: elapsed) {
-        case .startRefresh(let seed, let forced):
-            let flight = RefreshFlight()
-            let epoch = clients[client].machine.beginFlight(flight, seed: seed, forced: forced)
+        case .run(let flight, let epoch, _):
             clients[client].flight = flight
             clients[client].answered = false
             clients[client].lastRead = .none
@@ -356,7 +354,7 @@ struct CrossWorld {
             return true
         case .token, .fail, .join, .refreshStatelessly, .endSessionThenFail:
             return false
-        case .readStore, .retryWrite, .run:
+        case .readStore, .retryWrite:
             return false  // callerArrived's steps around decide: decide never answers them
         }
     }
@@ -402,7 +400,8 @@ struct CrossWorld {
         }
         switch machine.writeRetryEnded(write, landed ? .success(()) : .failure(.conflict)).store {
         case .readAfterConflict:
-            let read = machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch)
+            let read = machine.conflictRead(
+                store.map(TokenStoreRead.found) ?? .absent, epoch: epoch, now: now, elapsed: elapsed)
             switch (read.work, read.callers) {
             case (_, .failTakenFlight(let flight, let failure)):
                 clients[client].machine = machine

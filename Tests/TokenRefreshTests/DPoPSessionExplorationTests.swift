@@ -320,7 +320,7 @@ struct DPoPWorld {
         case .join(let flight):
             let joined = session.flights.firstIndex { $0.flight === flight }
             calls[index].phase = joined.map { .waitingForToken(flight: $0) } ?? .finished("joined an unknown refresh")
-        case .startRefresh:
+        case .run:
             calls[index].phase =
                 session.flights.count > flights
                 ? .waitingForToken(flight: session.flights.count - 1) : .finished("started no refresh")

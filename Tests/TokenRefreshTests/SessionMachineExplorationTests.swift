@@ -518,7 +518,8 @@ struct World {
         let ended = machine.writeRetryEnded(write, outcome)
         switch ended.store {
         case .readAfterConflict(let epoch):
-            let read = machine.conflictRead(store.map(TokenStoreRead.found) ?? .absent, epoch: epoch)
+            let read = machine.conflictRead(
+                store.map(TokenStoreRead.found) ?? .absent, epoch: epoch, now: now, elapsed: elapsed)
             switch (read.work, read.callers) {
             case (_, .failTakenFlight(let flight, let failure)): resolve(flight, with: .failure(failure))
             case (.endSession(let reason, _), _): endSession(reason: reason)
@@ -560,15 +561,13 @@ struct World {
         switch decided {
         case .token, .fail, .refreshStatelessly:
             break
-        case .readStore, .retryWrite, .run:
+        case .readStore, .retryWrite:
             break  // callerArrived's steps around decide: decide never answers them
         case .join(let flight):
             if let index = flights.firstIndex(where: { $0.flight === flight }) { flights[index].waiters += 1 }
         case .endSessionThenFail(let error):
             endSession(reason: .expired, error: error)
-        case .startRefresh(let seed, let forced):
-            let flight = RefreshFlight()
-            let epoch = machine.beginFlight(flight, for: request, seed: seed, forced: forced)
+        case .run(let flight, let epoch, let seed):
             flights.append(FlightRecord(flight: flight))
             procedures.append(Procedure(flight: flights.count - 1, epoch: epoch, seed: seed))
             if procedures.count == 1 { takeLock() }

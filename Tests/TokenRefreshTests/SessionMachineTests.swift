@@ -37,12 +37,11 @@ import TokenKitTesting
     static let expired = start.addingTimeInterval(4000)
 
     func startedFlight(_ machine: inout SessionMachine, now: Date = due) throws -> (RefreshFlight, UInt64) {
-        guard case .startRefresh(let seed, let forced) = machine.decide(.validToken, now: now, elapsed: .zero) else {
+        guard case .run(let flight, let epoch, _) = machine.decide(.validToken, now: now, elapsed: .zero) else {
             Issue.record("expected a refresh to start")
             throw CancellationError()
         }
-        let flight = RefreshFlight()
-        return (flight, machine.beginFlight(flight, seed: seed, forced: forced))
+        return (flight, epoch)
     }
 
     /// One refresh of the session, driven through the machine's events as the actor drives it: the store still holds
@@ -155,7 +154,7 @@ import TokenKitTesting
     @Test func aRejectionOfTheCurrentTokenForcesARefreshEvenWhileItLooksFresh() {
         var machine = Self.machine()
         let decision = machine.decide(.afterRejection(of: "access-token-machine-one"), now: Self.fresh, elapsed: .zero)
-        guard case .startRefresh(nil, forced: true) = decision else {
+        guard case .run(_, _, seed: nil) = decision, machine.flight?.forced == true else {
             Issue.record("expected a forced refresh, got \(decision)")
             return
         }
@@ -164,11 +163,10 @@ import TokenKitTesting
     @Test func aSessionCheckIsForcedButFollowsNoRefusal() {
         var machine = Self.machine()
         let decision = machine.decide(.sessionCheck, now: Self.fresh, elapsed: .zero)
-        guard case .startRefresh(nil, forced: true) = decision else {
+        guard case .run(_, _, seed: nil) = decision else {
             Issue.record("expected a forced check, got \(decision)")
             return
         }
-        _ = machine.beginFlight(RefreshFlight(), seed: nil, forced: true)
         #expect(machine.flight?.forced == true)
         #expect(machine.flight?.followsRefusal == false)
         var signedOut = SessionMachine(configuration: .init(), requiresRefreshToken: false)
@@ -514,15 +512,16 @@ import TokenKitTesting
             return
         }
         guard
-            case .startRefresh("refresh-token-seeded-one", forced: false) = machine.decide(
-                .seed("refresh-token-seeded-one"), now: Self.start, elapsed: .zero)
+            case .run(_, _, seed: "refresh-token-seeded-one") = machine.decide(
+                .seed("refresh-token-seeded-one"), now: Self.start, elapsed: .zero), machine.flight?.forced == false
         else {
             Issue.record("a seed starts a session")
             return
         }
         var sessionless = SessionMachine(configuration: .init(), requiresRefreshToken: false)
         _ = sessionless.loaded(nil, now: Self.start)
-        guard case .startRefresh(nil, forced: false) = sessionless.decide(.validToken, now: Self.start, elapsed: .zero)
+        guard case .run(_, _, seed: nil) = sessionless.decide(.validToken, now: Self.start, elapsed: .zero),
+            sessionless.flight?.forced == false
         else {
             Issue.record("a sessionless strategy starts its own session")
             return
@@ -547,13 +546,11 @@ import TokenKitTesting
     @Test func aSeedOfAnotherRefreshTokenNeverJoinsTheSeedFlightWithoutASession() {
         var machine = SessionMachine(configuration: .init(backoff: .init(retries: 0)), requiresRefreshToken: true)
         _ = machine.loaded(nil, now: Self.start)
-        guard case .startRefresh(let seed, _) = machine.decide(.seed("refresh-alice"), now: Self.start, elapsed: .zero)
+        guard case .run(let flight, _, _) = machine.decide(.seed("refresh-alice"), now: Self.start, elapsed: .zero)
         else {
             Issue.record("expected a refresh to start")
             return
         }
-        let flight = RefreshFlight()
-        _ = machine.beginFlight(flight, seed: seed, forced: false)
         guard case .join(let joined) = machine.decide(.seed("refresh-alice"), now: Self.start, elapsed: .zero) else {
             Issue.record("expected the same seed to join")
             return
@@ -594,8 +591,8 @@ import TokenKitTesting
             accessToken: "access-token-machine-bob", refreshToken: "refresh-token-machine-bob", receivedAt: Self.start,
             lifetime: 3600)
         let read = TokenStoreRead.found(StoredSession(token: bob, userID: "user-2", generation: 5))
-        guard case .failTakenFlight(let taken, .sessionChanged) = machine.conflictRead(read, epoch: epoch).callers
-        else {
+        let action = machine.conflictRead(read, epoch: epoch, now: Self.start, elapsed: .zero)
+        guard case .failTakenFlight(let taken, .sessionChanged) = action.callers else {
             Issue.record("expected another user's pair to switch the session")
             return
         }

@@ -181,8 +181,8 @@ struct FlightMachine: Sendable {
         case adopted(StoredSession)
         /// Fail with this error.
         case fail(TokenRefreshError)
-        /// Another user's pair was adopted outside a flight: forget the refresh task, fail `flight` with the error,
-        /// then fail with it.
+        /// Another user's pair was adopted: the refresh in flight (made for the old user) is void. Forget its task,
+        /// fail `flight` with the error, then fail with it.
         case failTakenFlight(RefreshFlight?, TokenRefreshError)
     }
 
@@ -258,7 +258,7 @@ struct FlightMachine: Sendable {
                 // Another session stored with a refresh token rejected before: the held one is over all the same,
                 // and its refresh token is never presented.
                 if let held, SessionMachine.isAnotherSession(stored, than: held) {
-                    return ending(.removedElsewhere, .sessionChanged, failure: .sessionChanged)
+                    return Self.ending(.removedElsewhere, .sessionChanged, failure: .sessionChanged)
                 }
                 return present(nil, previous: held, retry: retry, facts)
             }
@@ -269,7 +269,7 @@ struct FlightMachine: Sendable {
             guard held?.refreshTokenIsShared == true, session.inStore != nil else {
                 return present(nil, previous: held, retry: retry, facts)
             }
-            return ending(.removedElsewhere, nil, failure: .signedOut)
+            return Self.ending(.removedElsewhere, nil, failure: .signedOut)
         case (.rereading(let retry), .unavailable(let error)):
             // The stored pair is the truth another process may have rotated (ours may be consumed): present nothing,
             // keep the session. Only a refresh token held in memory alone has no stored truth to miss.
@@ -283,19 +283,15 @@ struct FlightMachine: Sendable {
             // token just rejected is remembered, so a pair holding it is not adopted).
             guard session.shouldAdopt(stored), stored.token.refreshToken != nil else { return endAfterRejection() }
             return adoptOrPresent(stored, afterRejection: true, retry: 0, facts)
-        case (.rereadingAfterConflict, .found(let stored)):
-            return answer(adopting: stored, session)
-        case (.rereadingAfterConflict, .absent):
-            return ending(.removedElsewhere, nil, failure: .signedOut)
-        case (.rereadingAfterConflict, .unavailable(let error)):
-            return .failure(TokenRefreshError.storageUnavailable.with(underlying: error))
+        case (.rereadingAfterConflict, _):
+            return Self.afterConflict(read, session)
         case (.rereadingAfterLockTimeout(let failure), _):
             // A still-valid pair stored meanwhile is the answer; else the session is kept, and while its token is
             // still valid, validToken() callers get it.
             guard case .found(let stored) = read, session.shouldAdopt(stored),
                 !stored.token.isExpired(at: facts.now, policy: session.configuration.expiryPolicy)
             else { return Action(events: [.refreshFailed(failure, userID: held?.userID)], callers: .fail(failure)) }
-            return answer(adopting: stored, session)
+            return Self.answer(adopting: stored, session)
         case (.rereadingAfterRejection, _):
             return endAfterRejection()
         default:
@@ -327,17 +323,29 @@ struct FlightMachine: Sendable {
     ) -> Action {
         let session = facts.session
         let fresh = !stored.token.willExpireSoon(at: facts.now, policy: session.configuration.expiryPolicy)
-        if fresh || session.switchesUser(to: stored) { return answer(adopting: stored, session) }
+        if fresh || session.switchesUser(to: stored) { return Self.answer(adopting: stored, session) }
         let adopted = SessionMachine.Session(stored, persisted: true)
         var action = present(nil, previous: adopted, afterRejection: afterRejection, retry: retry, facts)
         action.session.insert(.adopt(stored), at: 0)
         return action
     }
 
-    /// Adopts `stored` (saved by another process) and answers with it, unless it is another user's.
-    private func answer(adopting stored: StoredSession, _ session: SessionMachine) -> Action {
-        let callers: Answer = session.switchesUser(to: stored) ? .fail(.sessionChanged) : .adopted(stored)
-        return Action(session: [.adopt(stored)], callers: callers)
+    /// Adopts `stored` (saved by another process) and answers with it, unless it is another user's: then the refresh
+    /// in flight, made for the old one, is taken away and fails.
+    private static func answer(adopting stored: StoredSession, _ session: SessionMachine) -> Action {
+        let taken = Answer.failTakenFlight(session.flight?.flight, .sessionChanged)
+        return Action(session: [.adopt(stored)], callers: session.switchesUser(to: stored) ? taken : .adopted(stored))
+    }
+
+    /// The store's answer (`read`) after a write of the session lost to a newer pair, in this flight or when a pending
+    /// pair is written again (``SessionMachine/conflictRead(_:epoch:now:elapsed:)``): the newer pair is adopted, or the
+    /// session ended elsewhere.
+    static func afterConflict(_ read: TokenStoreRead, _ session: SessionMachine) -> Action {
+        switch read {
+        case .found(let stored): answer(adopting: stored, session)
+        case .absent: ending(.removedElsewhere, nil, failure: .signedOut)
+        case .unavailable(let error): .failure(TokenRefreshError.storageUnavailable.with(underlying: error))
+        }
     }
 
     /// The strategy answered `response` (received now): write the new pair before anyone sees it.
@@ -348,7 +356,7 @@ struct FlightMachine: Sendable {
         // user's refreshed one.
         let switchedUser = SessionMachine.subjectChanged(from: previous, to: token, responseUserID: response.userID)
         let keptUserID = switchedUser ? nil : previous?.userID
-        let userID = response.userID ?? keptUserID ?? token.claims?.subject ?? response.user?.id
+        let userID = SessionMachine.userID(response.userID ?? keptUserID, token: token) ?? response.user?.id
         // A refresh keeps the session's identity; a pair that starts a session (or another user's) is a new one.
         let sessionID = switchedUser || previous == nil ? StoredSession.newSessionID() : previous?.sessionID
         let generation = facts.session.nextGeneration(after: previous)
@@ -426,11 +434,11 @@ struct FlightMachine: Sendable {
 
     /// The session's refresh token was rejected and nothing newer is stored: the session ends, revoked.
     private func endAfterRejection() -> Action {
-        ending(.revoked, .refreshTokenRejected, failure: .refreshTokenRejected)
+        Self.ending(.revoked, .refreshTokenRejected, failure: .refreshTokenRejected)
     }
 
     /// Ends the session with `reason` (the flight's callers fail with `error`), then fails with `failure`.
-    private func ending(
+    private static func ending(
         _ reason: AuthEvent.SignOutReason, _ error: TokenRefreshError?, failure: TokenRefreshError
     ) -> Action {
         Action(work: .endSession(reason: reason, error: error), callers: .fail(failure))

@@ -38,8 +38,8 @@ extension SessionMachine {
         var presented = refreshToken
         if let newest = stateless.newest(after: refreshToken) {
             // Refreshed here before and rotated: the chain's newest pair, or a refresh of its newest refresh token.
-            if !newest.willExpireSoon(at: now, policy: configuration.expiryPolicy) { return .token(newest) }
-            if let rotated = newest.refreshToken { presented = rotated }
+            if !newest.token.willExpireSoon(at: now, policy: configuration.expiryPolicy) { return .token(newest.token) }
+            presented = newest.refreshToken
         }
         if let flight = stateless.flight(for: presented) { return .join(flight) }
         return .refreshStatelessly(presented)

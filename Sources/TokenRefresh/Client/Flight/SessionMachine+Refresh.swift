@@ -81,35 +81,33 @@ extension SessionMachine {
 
     // MARK: - Taking up a stored pair, and a refreshed one
 
-    /// Adopts a pair another process stored. Returns whether it is another session's (another identity, or both
-    /// user IDs known and different): then the session has changed, and a refresh made for the old one must not
-    /// answer with it, nor write anything: ``epoch`` is bumped and the flight is taken away (returned, for the actor
-    /// to fail with ``TokenRefreshError/sessionChanged``). A pair with the held session's identity is that session,
-    /// rotated elsewhere.
-    private mutating func adopt(
-        _ stored: StoredSession, replacing: Bool = false
-    ) -> (switchedUser: Bool, flight: RefreshFlight?) {
+    /// Adopts a pair another process stored. Another session's pair (another identity, or both user IDs known and
+    /// different) changes the session: a refresh made for the old one must not answer with it, nor write anything, so
+    /// ``epoch`` is bumped and the flight is taken away (returned, for the actor to fail with
+    /// ``TokenRefreshError/sessionChanged``). A pair with the held session's identity is that session, rotated
+    /// elsewhere. `replacing` (a session is held): it ends here all the same, as another session's would.
+    private mutating func adopt(_ stored: StoredSession, replacing: Bool = false) -> RefreshFlight? {
         let switchedUser = switchesUser(to: stored)
         var takenFlight: RefreshFlight?
-        if switchedUser || (replacing && session != nil) {
+        // Another session ends the held one (its tokens are forgotten); without a session held, none are known.
+        if switchedUser || replacing {
             epoch &+= 1
             takenFlight = flight?.flight
             flight = nil
-        }
-        if replacing && session != nil {
-            // The held session ends here (the one reset of an ended session, then this one starts).
             lineage.reset()
+        }
+        if replacing {
+            // Another audience's session replaces the held one: nothing of it carries over.
             profile = nil
             isOffline = false
         }
         pairStored()
-        if session == nil || switchedUser { lineage.reset() }
         if profile?.id != stored.userID { profile = nil }
         lineage.record(stored.token)
         state = state.entering(Session(stored, persisted: true))
         noteStored(stored)
         authState = .signedIn(userID: stored.userID)
-        return (switchedUser, takenFlight)
+        return takenFlight
     }
 
     /// Whether `stored` is another session than `held`: its identity differs. Generations are not compared: a
@@ -139,18 +137,14 @@ extension SessionMachine {
             epoch &+= 1
             flight = nil
             profile = nil
+            lineage.reset()
         }
-        if pair.startsSession || pair.switchedUser { lineage.reset() }
         if pair.startsSession {
+            lineage.reset()
             if let seed = flight?.seed { lineage.record(refreshToken: seed) }
             if let paired = flight?.pairedAccessToken { lineage.record(accessToken: paired) }
         }
         lineage.record(token)
-        if let newProfile = pair.profile, newProfile.id == (userID ?? newProfile.id) {
-            profile = newProfile
-        } else if profile?.id != userID {
-            profile = nil
-        }
         // A pair kept in memory that kept the refresh token of a stored one: the store (and any process sharing it)
         // still holds that refresh token.
         let keptStoredRefreshToken =
@@ -160,6 +154,8 @@ extension SessionMachine {
             Session(
                 token: token, userID: userID, generation: stored.generation, sessionID: stored.sessionID,
                 persisted: persisted, keptStoredRefreshToken: keptStoredRefreshToken))
+        // The provider's profile of the user, else the one held while it is still this user's.
+        if !profileSupplied(pair.profile), profile?.id != userID { profile = nil }
         isOffline = false
         pairStored()  // the new pair overwrites the ended session (now, or when its write is retried)
         if persisted {
@@ -172,23 +168,17 @@ extension SessionMachine {
 
     // MARK: - A write that met a newer pair
 
-    /// The store's answer (`read`) after a retried write of the session of `epoch` met a newer pair: adopt it (another
-    /// user's pair takes the flight away: ``FlightMachine/Answer/failTakenFlight(_:_:)``), or end the session removed
-    /// elsewhere.
-    mutating func conflictRead(_ read: TokenStoreRead, epoch: UInt64) -> FlightMachine.Action {
+    /// The store's answer (`read`) after a retried write of the session of `epoch` met a newer pair, at wall time
+    /// `now` (`elapsed` on the injected clock): as in a flight (``FlightMachine/afterConflict(_:_:)``), the newer pair
+    /// is adopted (another user's pair takes the flight away: ``FlightMachine/Answer/failTakenFlight(_:_:)``), or the
+    /// session ends, removed elsewhere.
+    mutating func conflictRead(
+        _ read: TokenStoreRead, epoch: UInt64, now: Date, elapsed: Duration
+    ) -> FlightMachine.Action {
         guard isCurrent(epoch) else { return .failure(.signedOut) }
-        switch read {
-        case .found(let stored):
-            // Another user's pair is never the answer to a refresh made for this one.
-            let (switchedUser, flight) = adopt(stored)
-            return FlightMachine.Action(
-                callers: switchedUser ? .failTakenFlight(flight, .sessionChanged) : .adopted(stored))
-        case .absent:
-            return FlightMachine.Action(
-                work: .endSession(reason: .removedElsewhere, error: nil), callers: .fail(.signedOut))
-        case .unavailable(let error):
-            return .failure(TokenRefreshError.storageUnavailable.with(underlying: error))
-        }
+        let action = FlightMachine.afterConflict(read, self)
+        for step in action.session { apply(step, now: now, elapsed: elapsed) }
+        return action
     }
 
     // MARK: - Another audience's session
@@ -213,7 +203,7 @@ extension SessionMachine {
             _ = adopt(stored)
             return Action(events: [restored])
         }
-        let voided = adopt(stored, replacing: true).flight
+        let voided = adopt(stored, replacing: true)
         return Action(callers: .failFlight(voided, .sessionChanged), events: [restored])
     }
 }

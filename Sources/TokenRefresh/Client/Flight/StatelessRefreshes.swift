@@ -15,17 +15,18 @@ struct StatelessRefreshes: Sendable, CustomReflectable {
     static let capacity = 8
 
     private var flights: [TokenDigest: RefreshFlight] = [:]
-    private var answers: [(presented: TokenDigest, token: AuthToken)] = []
+    /// Each answer with the refresh token it rotated to (only rotated answers are kept).
+    private var answers: [(presented: TokenDigest, token: AuthToken, rotated: String)] = []
 
-    /// The newest pair of the chain `refreshToken` started, if it was refreshed here and rotated.
-    func newest(after refreshToken: String) -> AuthToken? {
+    /// The newest pair of the chain `refreshToken` started and its refresh token, if it was refreshed here and
+    /// rotated.
+    func newest(after refreshToken: String) -> (token: AuthToken, refreshToken: String)? {
         var presented = TokenDigest(refreshToken)
-        var newest: AuthToken?
+        var newest: (token: AuthToken, refreshToken: String)?
         for _ in 0..<Self.capacity {
-            guard let next = answers.last(where: { $0.presented == presented })?.token else { break }
-            newest = next
-            guard let rotated = next.refreshToken else { break }
-            presented = TokenDigest(rotated)
+            guard let next = answers.last(where: { $0.presented == presented }) else { break }
+            newest = (next.token, next.rotated)
+            presented = TokenDigest(next.rotated)
         }
         return newest
     }
@@ -51,7 +52,7 @@ struct StatelessRefreshes: Sendable, CustomReflectable {
             return
         }
         answers.removeAll { $0.presented == presented }
-        answers.append((presented, token))
+        answers.append((presented, token, rotated))
         if answers.count > Self.capacity { answers.removeFirst(answers.count - Self.capacity) }
     }
 

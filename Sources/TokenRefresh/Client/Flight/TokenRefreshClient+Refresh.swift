@@ -37,9 +37,6 @@ extension TokenRefreshClient {
             case .run(let flight, let epoch, let seed):
                 run(flight, epoch: epoch, seed: seed)
                 return .wait(flight)
-            case .startRefresh(let seed, let forced):
-                let flight = startFlight(for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
-                return .wait(flight)
             case .refreshStatelessly(let refreshToken):
                 return refreshStatelessly(refreshToken)
             case .fail(let error):
@@ -104,17 +101,6 @@ extension TokenRefreshClient {
     }
 
     // MARK: - The shared refresh
-
-    /// Starts the shared refresh for `request` in its own task and returns the flight callers wait on.
-    func startFlight(
-        for request: SessionMachine.Request, seed: String?, forced: Bool, pairedAccessToken: String?
-    ) -> RefreshFlight {
-        let flight = RefreshFlight()
-        let epoch = machine.beginFlight(
-            flight, for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
-        run(flight, epoch: epoch, seed: seed)
-        return flight
-    }
 
     /// Runs the refresh `flight`, recorded as started under `epoch`, in its own task.
     func run(_ flight: RefreshFlight, epoch: UInt64, seed: String?) {
@@ -294,7 +280,8 @@ extension TokenRefreshClient {
     /// A retried write of the session of `epoch` met a newer pair: read it, and carry out what the machine makes of it.
     func adoptAfterConflict(epoch startEpoch: UInt64) async {
         let read = await loadSession()
-        _ = await carryOut(machine.conflictRead(read, epoch: startEpoch), epoch: startEpoch)
+        let action = machine.conflictRead(read, epoch: startEpoch, now: now(), elapsed: clock.elapsed)
+        _ = await carryOut(action, epoch: startEpoch)
     }
 
     /// Ends the session in memory and in the store (conditional on the generation), and says so. The flight in

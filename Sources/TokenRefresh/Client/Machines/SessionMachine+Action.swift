@@ -24,7 +24,7 @@ extension SessionMachine {
         /// Read the store (it never was) before a sign-in or sign-out, and hand the answer to
         /// ``storeReadBeforeSessionChange(_:)``.
         case readBeforeSessionChange
-        /// A write of the session of `epoch` met a newer pair: read it, and hand it to ``conflictRead(_:epoch:)``.
+        /// A write of the session of `epoch` met a newer pair: read it, and hand it to ``conflictRead(_:epoch:now:elapsed:)``.
         case readAfterConflict(epoch: UInt64)
         /// Remove the stored pair under this condition, best effort (its refresh token was rejected before).
         case discard(WriteCondition)

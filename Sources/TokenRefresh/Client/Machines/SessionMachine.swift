@@ -80,8 +80,6 @@ struct SessionMachine: Sendable {
         case token(AuthToken)
         /// Wait for the refresh in flight.
         case join(RefreshFlight)
-        /// Start the shared refresh (``beginFlight(_:for:seed:forced:pairedAccessToken:)``), then wait for it.
-        case startRefresh(seed: String?, forced: Bool)
         /// Fail with this error; the session is kept.
         case fail(TokenRefreshError)
         /// End the session as expired (nothing can renew it), then fail with this error.
@@ -94,7 +92,8 @@ struct SessionMachine: Sendable {
         case readStore
         /// Make the first of the pending writes again (see ``writeRetryStarting(elapsed:)``), then ask again.
         case retryWrite(PendingWrite)
-        /// Run this refresh, recorded as started under `epoch` (from `seed`, without a session), then wait for it.
+        /// Run this refresh, recorded as started under `epoch` (``beginFlight(_:for:seed:forced:pairedAccessToken:)``;
+        /// from `seed`, without a session), then wait for it.
         case run(RefreshFlight, epoch: UInt64, seed: String?)
     }
 
@@ -213,19 +212,14 @@ struct SessionMachine: Sendable {
 
     /// A caller needs a token for `request`: the one round trip of the slow path. The store is read first if it never
     /// was, the first pending write (an ended session's removal, a pending pair's save) is made again when due, and then the caller does
-    /// what ``decide(_:now:elapsed:stateless:)`` says; a refresh it starts is recorded here
-    /// (``beginFlight(_:for:seed:forced:pairedAccessToken:)``). After a store action the actor asks again.
+    /// what ``decide(_:pairedAccessToken:now:elapsed:stateless:)`` says. After a store action the actor asks again.
     mutating func callerArrived(
         _ request: Request, pairedAccessToken: String? = nil, now: Date, elapsed: Duration,
         stateless: StatelessRefreshes = StatelessRefreshes()
     ) -> CallerAction {
         guard loaded else { return .readStore }
         if let due = writeRetryStarting(elapsed: elapsed) { return .retryWrite(due) }
-        let action = decide(request, now: now, elapsed: elapsed, stateless: stateless)
-        guard case .startRefresh(let seed, let forced) = action else { return action }
-        let flight = RefreshFlight()
-        let epoch = beginFlight(flight, for: request, seed: seed, forced: forced, pairedAccessToken: pairedAccessToken)
-        return .run(flight, epoch: epoch, seed: seed)
+        return decide(request, pairedAccessToken: pairedAccessToken, now: now, elapsed: elapsed, stateless: stateless)
     }
 
     /// What a caller who needs a token does, at wall time `now` and injected-clock time `elapsed`. The store
@@ -239,8 +233,12 @@ struct SessionMachine: Sendable {
     /// `stateless` holds the refresh tokens refreshed on its own before (kept by the actor): without a session such a
     /// seed goes the stateless way again, so a consumed refresh token is never presented twice. A stateless refresh
     /// is answered from it too (``decideStateless(_:stateless:now:)``).
+    ///
+    /// A refresh it starts is recorded here (``beginFlight(_:for:seed:forced:pairedAccessToken:)``, with
+    /// `pairedAccessToken`) and handed to the actor to run (``CallerAction/run(_:epoch:seed:)``).
     mutating func decide(
-        _ request: Request, now: Date, elapsed: Duration, stateless: StatelessRefreshes = StatelessRefreshes()
+        _ request: Request, pairedAccessToken: String? = nil, now: Date, elapsed: Duration,
+        stateless: StatelessRefreshes = StatelessRefreshes()
     ) -> CallerAction {
         if case .seed(let seed) = request, rejected.contains(seed) { return .fail(.refreshTokenRejected) }
         // What the request asks of the session, or of none: a stale rejection (of an older token of this session) and a
@@ -297,7 +295,10 @@ struct SessionMachine: Sendable {
         if requiresRefreshToken, let token, token.refreshToken == nil {
             return stillValid ? .token(token) : .endSessionThenFail(.sessionExpired)
         }
-        return .startRefresh(seed: seed, forced: skipsCache)
+        let flight = RefreshFlight()
+        let epoch = beginFlight(
+            flight, for: request, seed: seed, forced: skipsCache, pairedAccessToken: pairedAccessToken)
+        return .run(flight, epoch: epoch, seed: seed)
     }
 
     /// Whether a refresh for `request` (`forced`: skipping a provider's cache) sends a refresh request to a server, so
@@ -319,8 +320,8 @@ struct SessionMachine: Sendable {
             counting: counting)
     }
 
-    /// A session whose token has expired while refreshes fail reads `expired` (a step of ``decide(_:now:elapsed:stateless:)``
-    /// and ``attemptFailed(_:retry:random:now:elapsed:)``).
+    /// A session whose token has expired while refreshes fail reads `expired` (a step of
+    /// ``decide(_:pairedAccessToken:now:elapsed:stateless:)`` and ``attemptFailed(_:retry:random:now:elapsed:)``).
     private mutating func noteExpiredIfOffline(now: Date) {
         switch state {
         case .active(let session, let context)
