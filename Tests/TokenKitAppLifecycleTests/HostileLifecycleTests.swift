@@ -490,6 +490,16 @@ struct SharedSignOutQueue {
             configure: { $0.pendingSignOuts = PendingSignOuts(store: FileSignOutQueueStore(directory: directory)) })
     }
 
+    /// A process signs alice in and out while the network is down, so her revocation is left pending; the network is
+    /// back afterwards.
+    func leaveAPendingRevocation() async throws {
+        let (process, endpoint) = launch()
+        try await process.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
+        network.set(.down)
+        try? await process.signOut()
+        network.set(.up)
+    }
+
     func remove() { try? FileManager.default.removeItem(at: directory) }
 }
 
@@ -597,11 +607,7 @@ extension HostileLifecycleTests {
         for _ in 0..<rounds {
             let world = SharedSignOutQueue()
             defer { world.remove() }
-            let (first, endpoint) = world.launch()
-            try await first.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
-            world.network.set(.down)
-            try? await first.signOut()
-            world.network.set(.up)
+            try await world.leaveAPendingRevocation()
             let (second, _) = world.launch()
             let (third, _) = world.launch()
             await withTaskGroup(of: Void.self) { group in
@@ -621,11 +627,7 @@ extension HostileLifecycleTests {
     func aRevocationClaimedByAProcessThatEndedIsSentByTheNextAtOnce() async throws {
         let world = SharedSignOutQueue()
         defer { world.remove() }
-        let (first, endpoint) = world.launch()
-        try await first.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
-        world.network.set(.down)
-        try? await first.signOut()
-        world.network.set(.up)
+        try await world.leaveAPendingRevocation()
         let ended = Process()
         ended.executableURL = URL(fileURLWithPath: "/bin/true")
         try ended.run()
