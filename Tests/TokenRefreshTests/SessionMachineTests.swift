@@ -787,6 +787,34 @@ import TokenKitTesting
             from: previous, to: token, responseUserID: subject.responseUserID)
         #expect(changed == subject.switched)
     }
+
+    /// The held refresh token is rejected; the re-read finds the pair another process rotated to, and the server says
+    /// of that one too that the session is gone: the session ends, as it does when the first answer says so, and the
+    /// refresh token is never presented again.
+    @Test func aSessionInvalidatedAfterARejectionsRereadEnds() throws {
+        var machine = Self.machine()
+        let (_, epoch) = try startedFlight(&machine)
+        _ = machine.flightEvent(.lockTaken, epoch: epoch, now: Self.due, elapsed: .zero)
+        let held = Self.storedSession(generation: 1)
+        let first = machine.flightEvent(.storeRead(.found(held)), epoch: epoch, now: Self.due, elapsed: .zero)
+        guard case .call("refresh-token-machine-one", _) = first.work else { Issue.record("\(first.work)"); return }
+        let reread = machine.flightEvent(
+            .callFailed(.refreshTokenRejected), epoch: epoch, now: Self.due, elapsed: .zero)
+        guard case .readStore = reread.work else { Issue.record("\(reread.work)"); return }
+        let rotated = StoredSession(
+            token: AuthToken(
+                accessToken: "access-token-machine-two", refreshToken: "refresh-token-machine-two",
+                receivedAt: Self.start, lifetime: 3600),
+            userID: "user-1", generation: 2, sessionID: held.sessionID)
+        let second = machine.flightEvent(.storeRead(.found(rotated)), epoch: epoch, now: Self.due, elapsed: .zero)
+        guard case .call("refresh-token-machine-two", _) = second.work else { Issue.record("\(second.work)"); return }
+        let gone = machine.flightEvent(.callFailed(.sessionInvalidated), epoch: epoch, now: Self.due, elapsed: .zero)
+        guard case .endSessionIfHeld(.invalidatedOnServer, .sessionInvalidated) = gone.work else {
+            Issue.record("the session was kept: \(gone.work)")
+            return
+        }
+        #expect(machine.rejected.contains("refresh-token-machine-two"))
+    }
 }
 
 extension SessionMachine {

@@ -399,9 +399,9 @@ struct FlightMachine: Sendable {
             // Another process may have rotated meanwhile: re-read the store once before ending the session.
             state = .rereadingAfterRejection(sent: sent)
             return rejecting(sent, Action(work: .readStore))
-        case .sessionInvalidated where !presenting.afterRejection:
-            // The server says the session is gone: after a refused request it expired in use; at a launch or
-            // on-demand check it was found invalid.
+        case .sessionInvalidated:
+            // The server says the session is gone (also of a pair found after a rejection): after a refused request it
+            // expired in use; at a launch or on-demand check it was found invalid.
             let reason: AuthEvent.SignOutReason = followsRefusal ? .sessionExpired : .invalidatedOnServer
             return rejecting(sent, endingIfHeld(reason, failure: .sessionInvalidated))
         case .signedOut where sent == nil && !presenting.afterRejection:
