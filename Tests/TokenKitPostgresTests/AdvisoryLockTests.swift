@@ -37,13 +37,7 @@ struct AdvisoryLockTests {
                         PostgresTokenStore(client: second, configuration: observed)
                     }
                 try await one.migrate()
-                do {
-                    try await body(one, two, first)
-                } catch {
-                    try? await dropTable(table, client: first)
-                    throw error
-                }
-                try await dropTable(table, client: first)
+                try await droppingTable(table, client: first) { try await body(one, two, first) }
             }
         }
     }

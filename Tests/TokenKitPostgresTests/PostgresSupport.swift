@@ -244,14 +244,19 @@ func withStore(
     try await withClient { client in
         let table = uniqueTable()
         let store = PostgresTokenStore(client: client, configuration: .init(tableName: table, encryptionKey: key))
-        do {
-            try await body(store, client, table)
-        } catch {
-            try? await dropTable(table, client: client)
-            throw error
-        }
-        try await dropTable(table, client: client)
+        try await droppingTable(table, client: client) { try await body(store, client, table) }
     }
+}
+
+/// Runs `body`, then drops `table` through `client`, whether `body` threw or not.
+func droppingTable(_ table: String, client: PostgresClient, _ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch {
+        try? await dropTable(table, client: client)
+        throw error
+    }
+    try await dropTable(table, client: client)
 }
 
 func dropTable(_ table: String, client: PostgresClient) async throws {
