@@ -49,11 +49,15 @@ import TokenRefresh
         let server: SimulatedTokenServer
         let mode = Locked(Mode.up)
         private let failed = Locked(0)
+        private let hung = Locked(0)
 
         init(_ server: SimulatedTokenServer) { self.server = server }
 
         /// The requests that failed because the network was down.
         var failures: Int { failed.withLock { $0 } }
+
+        /// The requests that reached the network while it hung.
+        var hangs: Int { hung.withLock { $0 } }
 
         func set(_ mode: Mode) { self.mode.withLock { $0 = mode } }
 
@@ -63,7 +67,9 @@ import TokenRefresh
             case .down:
                 failed.withLock { $0 += 1 }
                 throw URLError(.notConnectedToInternet)
-            case .hanging: try await Self.hang()
+            case .hanging:
+                hung.withLock { $0 += 1 }
+                try await Self.hang()
             }
         }
 
@@ -640,6 +646,28 @@ extension HostileLifecycleTests {
         try await Self.claimThePendingRevocation(in: world, by: ended.processIdentifier)
         #expect(await second.sendPendingSignOuts() == 0)
         #expect(await world.server.revocationCount == 1, "the revocation of a process that ended was not sent")
+    }
+
+    /// A process relaunched offline starts sending the pending revocation at its launch, and that send is still
+    /// waiting on the dead network when the app sees the network come back and asks for the pending sign-outs to be
+    /// sent: the revocation is sent now, not left to the next trigger because the launch's send failed.
+    @Test(.timeLimit(.minutes(1)))
+    func aSendAskedForWhileTheLaunchsSendStillWaitsOnTheDeadNetworkSendsAgain() async throws {
+        let world = SharedSignOutQueue()
+        defer { world.remove() }
+        try await world.leaveAPendingRevocation()
+        world.network.set(.hanging)
+        let (relaunched, _) = world.launch()
+        #expect(await relaunched.restoreSession() == .signedOut)
+        while world.network.hangs == 0 { await Task.yield() }  // the launch's send waits on the dead network
+
+        world.network.set(.up)
+        let asked = Task { await relaunched.sendPendingSignOuts() }
+        for _ in 0..<200 { await Task.yield() }
+        world.clock.advance(by: .seconds(10))  // the launch's send times out
+        #expect(await asked.value == 0, "a revocation is still pending after the send the app asked for")
+        let sent = await world.server.revocationCount
+        #expect(sent == 1)
     }
 
     /// Writes a claim on the first pending revocation of `world`'s queue by process `id` of this machine, valid for

@@ -199,9 +199,12 @@ actor SignOutQueue {
         sending = Task { await self.drain() }
     }
 
-    /// Sends the pending revocations (or joins the send running) and waits for it; returns how many are left, as
-    /// stored now, leaving out those another process sharing the queue is sending at this moment (they are its own).
+    /// Sends the pending revocations and waits for the send; returns how many are left, as stored now, leaving out
+    /// those another process sharing the queue is sending at this moment (they are its own). A send already running
+    /// (the launch's, started offline) is waited for first, and a new one sends what it left: the caller asks now
+    /// because something changed since that send started.
     func send() async -> Int {
+        if let running = sending { await running.value }
         startSending()
         await sending?.value
         queue = nil
