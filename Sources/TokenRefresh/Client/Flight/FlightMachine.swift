@@ -256,8 +256,11 @@ struct FlightMachine: Sendable {
         case (.rereading(let retry), .found(let stored)):
             guard session.shouldAdopt(stored) else {
                 // Another session stored with a refresh token rejected before: the held one is over all the same,
-                // and its refresh token is never presented.
-                if let held, SessionMachine.isAnotherSession(stored, than: held) {
+                // and its refresh token is never presented. The session the held one replaced is older: it ends
+                // nothing.
+                if let held, SessionMachine.isAnotherSession(stored, than: held),
+                    !session.isReplacedByHeldSession(stored)
+                {
                     return Self.ending(.removedElsewhere, .sessionChanged, failure: .sessionChanged)
                 }
                 return present(nil, previous: held, retry: retry, facts)

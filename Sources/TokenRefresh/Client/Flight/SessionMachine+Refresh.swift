@@ -116,10 +116,19 @@ extension SessionMachine {
         stored.sessionID != held.sessionID
     }
 
-    /// Whether a re-read pair is worth adopting: newer than ours or another session (or we have none), and not
-    /// rejected before.
+    /// Whether `stored` is the session the held one replaced: it has the identity known to be stored, while the held
+    /// session, another one, was never stored (its sign-in's save failed, or a provider's switch of users). The held
+    /// session is the newer: the replaced one (as it was, or refreshed since by another process) is never adopted over
+    /// it, and its being in the store does not end the held one.
+    func isReplacedByHeldSession(_ stored: StoredSession) -> Bool {
+        session?.persisted == false && inStore.map { $0.sessionID == stored.sessionID } == true
+            && stored.sessionID != session?.sessionID
+    }
+
+    /// Whether a re-read pair is worth adopting: newer than ours or another session (or we have none), not the
+    /// session the held one replaced (``isReplacedByHeldSession(_:)``), and not rejected before.
     func shouldAdopt(_ stored: StoredSession) -> Bool {
-        guard StoredKey(stored) != inStore || session == nil else {
+        guard StoredKey(stored) != inStore || session == nil, !isReplacedByHeldSession(stored) else {
             return false
         }
         if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) { return false }

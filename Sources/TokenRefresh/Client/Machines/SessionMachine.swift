@@ -187,8 +187,15 @@ struct SessionMachine: Sendable {
         flight == nil && pendingWrites.isEmpty && (session?.persisted ?? true)
     }
 
-    /// The condition for writing a new pair over what is stored.
-    var writeCondition: WriteCondition { storedCondition(otherwise: .absent) }
+    /// The condition for writing a new pair over what is stored. A session held in memory only that replaced the one
+    /// known to be stored (its sign-in's save failed) writes over that session at any generation (another process may
+    /// have refreshed it since), never over a session signed in elsewhere since.
+    var writeCondition: WriteCondition {
+        guard let inStore, session?.persisted == false, session?.sessionID != inStore.sessionID else {
+            return storedCondition(otherwise: .absent)
+        }
+        return .sessionAtAnyGeneration(inStore.sessionID)
+    }
 
     /// The session known to be stored now (its identity and generation) as a write's condition, or `otherwise` when
     /// none is known.
