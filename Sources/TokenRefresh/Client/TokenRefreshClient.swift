@@ -423,7 +423,8 @@ public actor TokenRefreshClient: TokenProvider {
         let write = await beginWrite(epoch: epoch)
         switch await perform(machine.signOutWriteTurn(epoch: epoch)) {
         case .some(let removed):
-            outcome = machine.signOutRemovalFinished(removed.failure, epoch: epoch, elapsed: clock.elapsed)
+            outcome = machine.signOutRemovalFinished(
+                removed.failure, ended: ended, epoch: epoch, elapsed: clock.elapsed)
         case .none:
             break
         }

@@ -133,10 +133,12 @@ extension SessionMachine {
 
     /// The condition of a sign-out's removal made again later (its first attempt failed): the session known to be
     /// stored (the one that ended, or one ended before whose removal is still to be made) at any generation, so that
-    /// the same session refreshed by another process goes and a session another process signed in since stays;
-    /// whatever is stored when none is known (a store never read, a session never stored).
-    var signOutRemoval: WriteCondition {
-        inStore.map { .sessionAtAnyGeneration($0.sessionID) } ?? .always
+    /// the same session refreshed by another process goes and a session another process signed in since stays; when
+    /// none is known stored (its save failed, or the store could not be read), the `ended` session's identity alike;
+    /// whatever is stored only when neither is known (a store never read, and no session ended).
+    func signOutRemoval(of ended: Session?) -> WriteCondition {
+        inStore.map { .sessionAtAnyGeneration($0.sessionID) } ?? ended.map { .sessionAtAnyGeneration($0.sessionID) }
+            ?? .always
     }
 
     /// What a sign-out revokes for the `ended` session (best effort): its refresh token with the revocation

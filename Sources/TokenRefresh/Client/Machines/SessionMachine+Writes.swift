@@ -183,11 +183,11 @@ extension SessionMachine {
 
     /// The sign-out's removal under `epoch` finished (`failure` when it did not happen) at `elapsed`: what the
     /// sign-out returns. A store that could not be cleared (memory is) has the removal retried later under
-    /// ``signOutRemoval`` (the ended session only: another process may sign a new one in meanwhile) unless a new
-    /// session began here, and the sign-out throws. A removal that lost to another session leaves it: the sign-out
-    /// is over.
+    /// ``signOutRemoval(of:)`` (the session it `ended` only: another process may sign a new one in meanwhile) unless a
+    /// new session began here, and the sign-out throws. A removal that lost to another session leaves it: the
+    /// sign-out is over.
     mutating func signOutRemovalFinished(
-        _ failure: PersistenceError?, epoch: UInt64, elapsed: Duration
+        _ failure: PersistenceError?, ended: Session? = nil, epoch: UInt64, elapsed: Duration
     ) -> Result<Void, TokenRefreshError> {
         guard let failure else {
             noteStored(nil)
@@ -195,7 +195,7 @@ extension SessionMachine {
             return .success(())
         }
         if failure == .conflict { return .success(()) }  // Another session is stored: not this sign-out's to remove.
-        if isCurrent(epoch) { queueRemoval(signOutRemoval, epoch: epoch, lastAttempt: elapsed) }
+        if isCurrent(epoch) { queueRemoval(signOutRemoval(of: ended), epoch: epoch, lastAttempt: elapsed) }
         return .failure(TokenRefreshError.storageUnavailable.with(underlying: failure))
     }
 
