@@ -196,7 +196,8 @@ extension SessionMachine {
     /// another audience's client started or ended a session since the read was asked. A session held here ends
     /// first (nothing of it carries over) and the stored one starts.
     ///
-    /// A read out of date, or that found nothing newer, does nothing. A stored session taken up is announced
+    /// A read out of date, or that found nothing newer (the session held, at its generation or an older one; the one
+    /// known stored while a newer pair is held in memory only; a pair whose refresh token was rejected), does nothing. A stored session taken up is announced
     /// (``AuthEvent/Kind/sessionRestored``); one that replaced the session held also makes its refresh void (its
     /// callers asked for the ended session's token: they fail with ``TokenRefreshError/sessionChanged``).
     mutating func audienceSessionRead(
@@ -204,8 +205,10 @@ extension SessionMachine {
     ) -> Action {
         guard isCurrent(epoch), !overtaken else { return Action() }
         guard loaded else { return storeRead(atLoad: read, now: now) }
-        guard case .found(let stored) = read,
-            stored.generation != session?.generation || stored.sessionID != session?.sessionID
+        // Judged as a re-read under the lock is (``shouldAdopt(_:)``), and, as this read is not made under it, never
+        // the held session at a generation it has passed already (the client's own refresh landed meanwhile).
+        guard case .found(let stored) = read, shouldAdopt(stored),
+            session.map({ Self.isAnotherSession(stored, than: $0) || stored.generation > $0.generation }) ?? true
         else { return Action() }
         let restored = AuthEvent.sessionRestored(userID: stored.userID, tokenFingerprint: nil)
         guard session != nil else {
