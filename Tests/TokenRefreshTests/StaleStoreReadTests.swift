@@ -92,4 +92,22 @@ import TokenKitTesting
         let error = await refreshError { try await client.refreshToken(afterRejectionOf: refreshed.accessToken) }
         #expect(error == nil, "a 401 of the refreshed token no longer refreshes the session")
     }
+
+    /// The session ended here because the server rejected its refresh token, and its removal failed: a read made for
+    /// another writer that finds it still stored does not bring it back (a re-read under the lock never does either).
+    @Test func aReadFindingASessionWhoseRefreshTokenWasRejectedHereDoesNotBringItBack() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        var machine = SessionMachine(configuration: .init(), requiresRefreshToken: true)
+        _ = machine.storeRead(atLoad: .absent, now: now)
+        machine.rejected.insert("refresh-token-stale-read-rejected")
+        let ended = AuthToken(
+            accessToken: "access-token-stale-read-ended", refreshToken: "refresh-token-stale-read-rejected",
+            receivedAt: now, lifetime: 3600)
+        let stored = StoredSession(token: ended, userID: "alice", generation: 3, sessionID: "ended-session")
+        #expect(!machine.shouldAdopt(stored))
+        let action = machine.audienceSessionRead(.found(stored), epoch: machine.epoch, overtaken: false, now: now)
+        #expect(action == SessionMachine.Action())
+        #expect(machine.session == nil)
+        #expect(machine.authState == .signedOut)
+    }
 }
