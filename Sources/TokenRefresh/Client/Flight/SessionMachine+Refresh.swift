@@ -197,9 +197,10 @@ extension SessionMachine {
     /// first (nothing of it carries over) and the stored one starts.
     ///
     /// A read out of date, or that found nothing newer (the session held, at its generation or an older one; the one
-    /// known stored while a newer pair is held in memory only; a pair whose refresh token was rejected), does nothing. A stored session taken up is announced
-    /// (``AuthEvent/Kind/sessionRestored``); one that replaced the session held also makes its refresh void (its
-    /// callers asked for the ended session's token: they fail with ``TokenRefreshError/sessionChanged``).
+    /// known stored while a newer pair is held in memory only; a pair whose refresh token was rejected), does
+    /// nothing. A stored session taken up is announced (``AuthEvent/Kind/sessionRestored``); one that replaced the
+    /// session held also makes its refresh void (its callers asked for the ended session's token: they fail with
+    /// ``TokenRefreshError/sessionChanged``).
     mutating func audienceSessionRead(
         _ read: TokenStoreRead, epoch: UInt64, overtaken: Bool, now: Date
     ) -> Action {
