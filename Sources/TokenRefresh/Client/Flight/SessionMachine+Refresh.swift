@@ -102,7 +102,7 @@ extension SessionMachine {
             isOffline = false
         }
         pairStored()
-        if profile?.id != stored.userID { profile = nil }
+        profile = profile(keptFor: stored.userID)
         lineage.record(stored.token)
         state = state.entering(Session(stored, persisted: true))
         noteStored(stored)
@@ -155,7 +155,8 @@ extension SessionMachine {
                 token: token, userID: userID, generation: stored.generation, sessionID: stored.sessionID,
                 persisted: persisted, keptStoredRefreshToken: keptStoredRefreshToken))
         // The provider's profile of the user, else the one held while it is still this user's.
-        if !profileSupplied(pair.profile), profile?.id != userID { profile = nil }
+        profile = profile(keptFor: userID)
+        _ = profileSupplied(pair.profile)
         isOffline = false
         pairStored()  // the new pair overwrites the ended session (now, or when its write is retried)
         if persisted {

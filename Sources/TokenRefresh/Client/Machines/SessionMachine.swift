@@ -438,6 +438,12 @@ struct SessionMachine: Sendable {
         return true
     }
 
+    /// The profile held while it is `userID`'s (a session's profile is only ever its own user's), else `nil`.
+    func profile(keptFor userID: String?) -> AuthUser? {
+        guard profile?.id == userID else { return nil }
+        return profile
+    }
+
     // MARK: - The lock-free snapshot
 
     /// What `validToken()`'s fast path reads without an actor hop.
