@@ -364,7 +364,7 @@ struct FlightMachine: Sendable {
         // user's refreshed one.
         let switchedUser = SessionMachine.subjectChanged(from: previous, to: token, responseUserID: response.userID)
         let keptUserID = switchedUser ? nil : previous?.userID
-        let userID = SessionMachine.userID(response.userID ?? keptUserID, token: token) ?? response.user?.id
+        let userID = SessionMachine.userID(response.userID, else: keptUserID, token: token, response: response)
         // A refresh keeps the session's identity; a pair that starts a session (or another user's) is a new one.
         let sessionID = switchedUser || previous == nil ? StoredSession.newSessionID() : previous?.sessionID
         let generation = facts.session.nextGeneration(after: previous)
