@@ -85,21 +85,16 @@ extension SessionMachine {
     /// different) changes the session: a refresh made for the old one must not answer with it, nor write anything, so
     /// ``epoch`` is bumped and the flight is taken away (returned, for the actor to fail with
     /// ``TokenRefreshError/sessionChanged``). A pair with the held session's identity is that session, rotated
-    /// elsewhere. `replacing` (a session is held): it ends here all the same, as another session's would.
-    private mutating func adopt(_ stored: StoredSession, replacing: Bool = false) -> RefreshFlight? {
+    /// elsewhere.
+    private mutating func adopt(_ stored: StoredSession) -> RefreshFlight? {
         let switchedUser = switchesUser(to: stored)
         var takenFlight: RefreshFlight?
         // Another session ends the held one (its tokens are forgotten); without a session held, none are known.
-        if switchedUser || replacing {
+        if switchedUser {
             epoch &+= 1
             takenFlight = flight?.flight
             flight = nil
             lineage.reset()
-        }
-        if replacing {
-            // Another audience's session replaces the held one: nothing of it carries over.
-            profile = nil
-            isOffline = false
         }
         pairStored()
         profile = profile(keptFor: stored.userID)
@@ -204,7 +199,10 @@ extension SessionMachine {
             _ = adopt(stored)
             return Action(events: [restored])
         }
-        let voided = adopt(stored, replacing: true)
-        return Action(callers: .failFlight(voided, .sessionChanged), events: [restored])
+        // The session held ends by the one reset of an ended session (nothing of it carries over; its refresh is void),
+        // announced as the stored session's restore, not as a sign-out; then the stored one is adopted.
+        let ended = endingSession(reason: .removedElsewhere, error: .sessionChanged)
+        _ = adopt(stored)
+        return Action(callers: ended.callers, events: [restored])
     }
 }
