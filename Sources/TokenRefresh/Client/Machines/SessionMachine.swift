@@ -406,14 +406,14 @@ struct SessionMachine: Sendable {
             return Action(callers: .fail(failure), events: [.storageUnavailable(failure)])
         case .absent:
             lineage.reset()
-            state = state.entering(nil)
+            state = state.enteringNoSession()
             authState = .signedOut
             return Action()
         case .found(let stored):
             lineage.reset()
             noteStored(stored)
             if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) {
-                state = state.entering(nil)
+                state = state.enteringNoSession()
                 authState = .signedOut
                 return Action(store: .discard(.session(stored.sessionID, generation: stored.generation)))
             }
