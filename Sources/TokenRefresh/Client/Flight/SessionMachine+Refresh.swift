@@ -195,13 +195,9 @@ extension SessionMachine {
             stored.generation != session?.generation || stored.sessionID != session?.sessionID
         else { return Action() }
         let restored = AuthEvent.sessionRestored(userID: stored.userID, tokenFingerprint: nil)
-        guard session != nil else {
-            _ = adopt(stored)
-            return Action(events: [restored])
-        }
-        // The session held ends by the one reset of an ended session (nothing of it carries over; its refresh is void),
+        // A session held ends by the one reset of an ended session (nothing of it carries over; its refresh is void),
         // announced as the stored session's restore, not as a sign-out; then the stored one is adopted.
-        let ended = endingSession(reason: .removedElsewhere, error: .sessionChanged)
+        let ended = endingSessionIfHeld(reason: .removedElsewhere, error: .sessionChanged)
         _ = adopt(stored)
         return Action(callers: ended.callers, events: [restored])
     }
