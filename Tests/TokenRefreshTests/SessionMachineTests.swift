@@ -397,6 +397,33 @@ import TokenKitTesting
         #expect(due == .remove(.sessionAtAnyGeneration(nil), epoch: machine.epoch))
     }
 
+    /// A refresh of a new session (a request refused its first token) can store its pair while the sign-in's own save
+    /// is still on its way; when that save then fails, the session held is stored already: nothing is queued to be
+    /// saved again (the check in `queuePendingPair` is reachable from a sign-in).
+    @Test func aSignInWhoseSaveFailsAfterARefreshStoredItsSessionQueuesNoSave() {
+        var machine = SessionMachine(
+            configuration: .init(persistRetryInterval: .seconds(5), allowsMemoryOnlySessions: true),
+            requiresRefreshToken: true)
+        _ = machine.storeRead(atLoad: .absent, now: Self.start)
+        let token = AuthToken(
+            accessToken: "access-token-machine-new", refreshToken: "refresh-token-machine-new", receivedAt: Self.start,
+            lifetime: 3600)
+        let signIn = machine.signingIn(token, userID: "user-1", stateBefore: machine.authState, profile: nil)
+        let flight = RefreshFlight()
+        let epoch = machine.beginFlight(flight, for: .afterRejection(of: token.accessToken), seed: nil, forced: true)
+        _ = machine.flightEvent(.lockTaken, epoch: epoch, now: Self.fresh, elapsed: .zero)
+        _ = machine.flightEvent(.storeRead(.absent), epoch: epoch, now: Self.fresh, elapsed: .zero)
+        let response = TokenResponse(
+            accessToken: "access-token-machine-refreshed", refreshToken: "refresh-token-machine-refreshed",
+            expiresIn: 3600)
+        _ = machine.flightEvent(.answered(response), epoch: epoch, now: Self.fresh, elapsed: .zero)
+        _ = machine.flightEvent(.writeFinished(nil), epoch: epoch, now: Self.fresh, elapsed: .zero)
+        #expect(machine.session?.persisted == true)
+        _ = machine.signInWriteFinished(.failure(.writeFailed), signIn, elapsed: .zero)
+        #expect(machine.pendingWrites.isEmpty)
+        #expect(machine.writeRetryStarting(elapsed: .seconds(10)) == nil)
+    }
+
     @Test func aRemovalQueuedBeforeAMemoryOnlyPairsSaveLandsFirst() throws {
         var machine = Self.machine(
             configuration: .init(persistRetryInterval: .seconds(5), allowsMemoryOnlySessions: true))

@@ -263,14 +263,14 @@ struct FlightMachine: Sendable {
                 {
                     return Self.ending(.removedElsewhere, .sessionChanged, failure: .sessionChanged)
                 }
-                return present(nil, previous: held, retry: retry, facts)
+                return present(previous: held, retry: retry, facts)
             }
             return adoptOrPresent(stored, afterRejection: false, retry: retry, facts)
         case (.rereading(let retry), .absent):
             // Removed by another process: the session ended there. That process may have rotated the refresh token
             // first, also one a pending pair kept from the stored pair: it is never presented.
             guard held?.refreshTokenIsShared == true, session.inStore != nil else {
-                return present(nil, previous: held, retry: retry, facts)
+                return present(previous: held, retry: retry, facts)
             }
             return Self.ending(.removedElsewhere, nil, failure: .signedOut)
         case (.rereading(let retry), .unavailable(let error)):
@@ -278,7 +278,7 @@ struct FlightMachine: Sendable {
             // keep the session. Only a refresh token held in memory alone has no stored truth to miss.
             let failure = TokenRefreshError.storageUnavailable.with(underlying: error)
             let memoryOnly = held.map { !$0.refreshTokenIsShared } ?? false
-            var next = memoryOnly ? present(nil, previous: held, retry: retry, facts) : .failure(failure)
+            var next = memoryOnly ? present(previous: held, retry: retry, facts) : .failure(failure)
             next.events.insert(.storageUnavailable(failure), at: 0)
             return next
         case (.rereadingAfterRejection, .found(let stored)):
@@ -302,15 +302,23 @@ struct FlightMachine: Sendable {
         }
     }
 
-    /// Presents `seed`, or the refresh token of `previous` (the empty string for a strategy without one), as attempt
-    /// `retry`.
+    /// Presents the refresh token of `previous` (the empty string for a strategy without one) as attempt `retry`.
     private mutating func present(
-        _ seed: String?, previous: SessionMachine.Session?, afterRejection: Bool = false, retry: Int, _ facts: Facts
+        previous: SessionMachine.Session?, afterRejection: Bool = false, retry: Int, _ facts: Facts
     ) -> Action {
         let fallback = facts.session.requiresRefreshToken ? nil : ""
-        guard let refreshToken = seed ?? previous?.token.refreshToken ?? fallback else {
+        guard let refreshToken = previous?.token.refreshToken ?? fallback else {
             return .failure(previous == nil ? .signedOut : .missingRefreshToken)
         }
+        return present(refreshToken, previous: previous, afterRejection: afterRejection, retry: retry, facts)
+    }
+
+    /// Presents `refreshToken` (the seed, or the refresh token of `previous`; empty for a strategy without one) as
+    /// attempt `retry`.
+    private mutating func present(
+        _ refreshToken: String, previous: SessionMachine.Session?, afterRejection: Bool = false, retry: Int,
+        _ facts: Facts
+    ) -> Action {
         if facts.session.rejected.contains(refreshToken) { return .failure(.refreshTokenRejected) }
         let sent = refreshToken.isEmpty ? nil : refreshToken
         let presenting = Presenting(
@@ -328,7 +336,7 @@ struct FlightMachine: Sendable {
         let fresh = !stored.token.willExpireSoon(at: facts.now, policy: session.configuration.expiryPolicy)
         if fresh || session.switchesUser(to: stored) { return Self.answer(adopting: stored, session) }
         let adopted = SessionMachine.Session(stored, persisted: true)
-        var action = present(nil, previous: adopted, afterRejection: afterRejection, retry: retry, facts)
+        var action = present(previous: adopted, afterRejection: afterRejection, retry: retry, facts)
         action.session.insert(.adopt(stored), at: 0)
         return action
     }
@@ -359,7 +367,7 @@ struct FlightMachine: Sendable {
         // user's refreshed one.
         let switchedUser = SessionMachine.subjectChanged(from: previous, to: token, responseUserID: response.userID)
         let keptUserID = switchedUser ? nil : previous?.userID
-        let userID = SessionMachine.userID(response.userID ?? keptUserID, token: token) ?? response.user?.id
+        let userID = SessionMachine.userID(response.userID, else: keptUserID, token: token, response: response)
         // A refresh keeps the session's identity; a pair that starts a session (or another user's) is a new one.
         let sessionID = switchedUser || previous == nil ? StoredSession.newSessionID() : previous?.sessionID
         let generation = facts.session.nextGeneration(after: previous)

@@ -132,16 +132,11 @@ extension SessionMachine {
         }
 
         /// The session `stored`, read under the store's lock in `epoch` at wall time `now` (`elapsed` on the injected
-        /// clock), or `nil` when the read found no session of this client's: its record of server failures becomes the
-        /// stored part of the budget (and the base of the next record written), and the budget's hold is judged
-        /// again.
+        /// clock): its record of server failures becomes the stored part of the budget (and the base of the next record
+        /// written), and the budget's hold is judged again.
         mutating func noteStored(
-            _ stored: StoredSession?, epoch: UInt64, now: Date, elapsed: Duration, backoff: TokenRefreshClient.Backoff
+            _ stored: StoredSession, epoch: UInt64, now: Date, elapsed: Duration, backoff: TokenRefreshClient.Backoff
         ) {
-            guard let stored else {
-                recordBase = nil
-                return
-            }
             recordBase = (stored, epoch)
             recordedFailures = Self.plausible(
                 stored.recentServerFailures, now: now, elapsed: elapsed, backoff: backoff)
@@ -172,15 +167,17 @@ extension SessionMachine {
             }
         }
 
-        /// The record's write ended (`landed` or not): this client's failures in a record that landed are the stored
-        /// part of the budget now (those out of the window or beyond `failureBudget` were left out of the record, and
-        /// hold nothing back). The base is forgotten either way: the next record is written with the session as read
-        /// under the next hold of the lock.
-        mutating func recordWriteEnded(landed: Bool) {
-            if landed {
-                recordedFailures += unstoredFailures
-                serverFailures = serverFailures.map { ($0.time, stored: true) }
-            }
+        /// The record's write landed: this client's failures in it are the stored part of the budget now (those out of
+        /// the window or beyond `failureBudget` were left out of the record, and hold nothing back).
+        mutating func recordLanded() {
+            recordedFailures += unstoredFailures
+            serverFailures = serverFailures.map { ($0.time, stored: true) }
+        }
+
+        /// No record is to be written on what was read (a read that found no session of this client's, or the record's
+        /// write ended, landed or not): the next record is written with the session as read under the next hold of the
+        /// lock.
+        mutating func forgetRecordBase() {
             recordBase = nil
         }
     }
@@ -196,7 +193,7 @@ extension SessionMachine {
     /// attempt back as its own does. A record stored with another session (or a read that found none) is not counted. It only records.
     mutating func storedFailuresRead(_ read: TokenStoreRead, now: Date, elapsed: Duration) {
         guard case .found(let stored) = read, let session, stored.sessionID == session.sessionID else {
-            breaker.noteStored(nil, epoch: epoch, now: now, elapsed: elapsed, backoff: configuration.backoff)
+            breaker.forgetRecordBase()
             return
         }
         breaker.noteStored(stored, epoch: epoch, now: now, elapsed: elapsed, backoff: configuration.backoff)
@@ -222,7 +219,7 @@ extension SessionMachine {
     /// that failed loses nothing: the session stored is as it was, and the failures stay counted here, recorded with
     /// the next write. It only records.
     mutating func serverFailuresWriteEnded(_ outcome: Result<UInt64?, PersistenceError>?) {
-        let landed = if case .some(.success) = outcome { true } else { false }
-        breaker.recordWriteEnded(landed: landed)
+        if case .some(.success) = outcome { breaker.recordLanded() }
+        breaker.forgetRecordBase()
     }
 }

@@ -85,24 +85,19 @@ extension SessionMachine {
     /// different) changes the session: a refresh made for the old one must not answer with it, nor write anything, so
     /// ``epoch`` is bumped and the flight is taken away (returned, for the actor to fail with
     /// ``TokenRefreshError/sessionChanged``). A pair with the held session's identity is that session, rotated
-    /// elsewhere. `replacing` (a session is held): it ends here all the same, as another session's would.
-    private mutating func adopt(_ stored: StoredSession, replacing: Bool = false) -> RefreshFlight? {
+    /// elsewhere.
+    private mutating func adopt(_ stored: StoredSession) -> RefreshFlight? {
         let switchedUser = switchesUser(to: stored)
         var takenFlight: RefreshFlight?
         // Another session ends the held one (its tokens are forgotten); without a session held, none are known.
-        if switchedUser || replacing {
+        if switchedUser {
             epoch &+= 1
             takenFlight = flight?.flight
             flight = nil
             lineage.reset()
         }
-        if replacing {
-            // Another audience's session replaces the held one: nothing of it carries over.
-            profile = nil
-            isOffline = false
-        }
         pairStored()
-        if profile?.id != stored.userID { profile = nil }
+        profile = profile(keptFor: stored.userID)
         lineage.record(stored.token)
         state = state.entering(Session(stored, persisted: true))
         noteStored(stored)
@@ -164,7 +159,8 @@ extension SessionMachine {
                 token: token, userID: userID, generation: stored.generation, sessionID: stored.sessionID,
                 persisted: persisted, keptStoredRefreshToken: keptStoredRefreshToken))
         // The provider's profile of the user, else the one held while it is still this user's.
-        if !profileSupplied(pair.profile), profile?.id != userID { profile = nil }
+        profile = profile(keptFor: userID)
+        _ = profileSupplied(pair.profile)
         isOffline = false
         pairStored()  // the new pair overwrites the ended session (now, or when its write is retried)
         if persisted {
@@ -212,11 +208,10 @@ extension SessionMachine {
             session.map({ Self.isAnotherSession(stored, than: $0) || stored.generation > $0.generation }) ?? true
         else { return Action() }
         let restored = AuthEvent.sessionRestored(userID: stored.userID, tokenFingerprint: nil)
-        guard session != nil else {
-            _ = adopt(stored)
-            return Action(events: [restored])
-        }
-        let voided = adopt(stored, replacing: true)
-        return Action(callers: .failFlight(voided, .sessionChanged), events: [restored])
+        // A session held ends by the one reset of an ended session (nothing of it carries over; its refresh is void),
+        // announced as the stored session's restore, not as a sign-out; then the stored one is adopted.
+        let ended = endingSessionIfHeld(reason: .removedElsewhere, error: .sessionChanged)
+        _ = adopt(stored)
+        return Action(callers: ended.callers, events: [restored])
     }
 }

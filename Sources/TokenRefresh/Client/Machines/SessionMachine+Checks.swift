@@ -74,7 +74,7 @@ extension SessionMachine {
         switch outcome {
         case .success(let response):
             let token = response.token(receivedAt: receivedAt)
-            let userID = Self.userID(userID ?? response.userID, token: token) ?? response.user?.id
+            let userID = Self.userID(userID, else: response.userID, token: token, response: response)
             return .startSession(token, userID: userID, profile: response.user)
         case .failure(let error):
             // A sign-in that is still the current one settles the state; another sign-in or a sign-out that came
@@ -86,6 +86,14 @@ extension SessionMachine {
 
     /// The user ID of a session started with `token`: the app's (`userID`), else the token's subject.
     static func userID(_ userID: String?, token: AuthToken) -> String? { userID ?? token.claims?.subject }
+
+    /// The user ID of the pair `response` answered with (`token`): `preferred`, else `fallback`, else the token's
+    /// subject, else the user the response describes.
+    static func userID(
+        _ preferred: String?, else fallback: String?, token: AuthToken, response: TokenResponse
+    ) -> String? {
+        userID(preferred ?? fallback, token: token) ?? response.user?.id
+    }
 
     /// A sign-in failed and the store has been read if it could be: the state says what is true
     /// (``stateAfterFailedSignIn(previous:)``); the sign-in then fails.

@@ -45,7 +45,7 @@ extension SessionMachine {
     private mutating func endSession() -> (ended: Session?, flight: RefreshFlight?) {
         let ended = session
         epoch &+= 1
-        state = state.entering(nil)
+        state = state.enteringNoSession()
         lineage.reset()
         profile = nil
         isOffline = false

@@ -97,7 +97,7 @@ extension SessionMachine {
         breaker = Breaker()
         let flight = self.flight?.flight
         self.flight = nil
-        if profile?.id != userID { profile = nil }
+        profile = profile(keptFor: userID)
         authState = .signedIn(userID: userID)
         return (replaced, epoch, flight)
     }

@@ -93,12 +93,18 @@ extension SessionMachine.State {
         }
     }
 
-    /// This state moved to another case: `session`, else no session (the store read, or nothing of it needed any more).
-    /// The context stays, and so does what the app is shown until the transition says otherwise.
-    func entering(_ session: SessionMachine.Session?) -> Self {
-        let shown = authState
-        var next: Self = if let session { .active(session, context) } else { .signedOut(context) }
-        next.context.shown = SessionMachine.Shown(representing: shown, in: next)
+    /// This state moved to the case holding `session`. The context stays, and so does what the app is shown until the
+    /// transition says otherwise.
+    func entering(_ session: SessionMachine.Session) -> Self { moved(to: .active(session, context)) }
+
+    /// This state moved to the case without a session (the store read, or nothing of it needed any more), as
+    /// ``entering(_:)`` does.
+    func enteringNoSession() -> Self { moved(to: .signedOut(context)) }
+
+    /// `next`, showing what this state shows.
+    private func moved(to next: Self) -> Self {
+        var next = next
+        next.context.shown = SessionMachine.Shown(representing: authState, in: next)
         return next
     }
 }

@@ -189,13 +189,12 @@ extension SessionMachine {
     mutating func signOutRemovalFinished(
         _ failure: PersistenceError?, ended: Session? = nil, epoch: UInt64, elapsed: Duration
     ) -> Result<Void, TokenRefreshError> {
-        guard let failure else {
-            noteStored(nil)
-            pairStored()
-            return .success(())
-        }
-        if failure == .conflict { return .success(()) }  // Another session is stored: not this sign-out's to remove.
-        if isCurrent(epoch) { queueRemoval(signOutRemoval(of: ended), epoch: epoch, lastAttempt: elapsed) }
+        // As any removal of an ended session ends; the sign-out's waited for every older write, so none overtakes it.
+        removalEnded(
+            failure, Removal(condition: signOutRemoval(of: ended), epoch: epoch, endedSession: nil), overtaken: false,
+            elapsed: elapsed)
+        // Another session is stored (a conflict): not this sign-out's to remove.
+        guard let failure, failure != .conflict else { return .success(()) }
         return .failure(TokenRefreshError.storageUnavailable.with(underlying: failure))
     }
 

@@ -413,14 +413,14 @@ struct SessionMachine: Sendable {
             return Action(callers: .fail(failure), events: [.storageUnavailable(failure)])
         case .absent:
             lineage.reset()
-            state = state.entering(nil)
+            state = state.enteringNoSession()
             authState = .signedOut
             return Action()
         case .found(let stored):
             lineage.reset()
             noteStored(stored)
             if let refreshToken = stored.token.refreshToken, rejected.contains(refreshToken) {
-                state = state.entering(nil)
+                state = state.enteringNoSession()
                 authState = .signedOut
                 return Action(store: .discard(.session(stored.sessionID, generation: stored.generation)))
             }
@@ -443,6 +443,12 @@ struct SessionMachine: Sendable {
         else { return false }
         profile = newProfile
         return true
+    }
+
+    /// The profile held while it is `userID`'s (a session's profile is only ever its own user's), else `nil`.
+    func profile(keptFor userID: String?) -> AuthUser? {
+        guard profile?.id == userID else { return nil }
+        return profile
     }
 
     // MARK: - The lock-free snapshot
