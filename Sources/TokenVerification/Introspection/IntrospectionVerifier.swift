@@ -328,7 +328,7 @@ public final class IntrospectionVerifier: Sendable {
     /// One call for `token`: sends it, judges the answer, caches what may be cached, and leaves the in-flight
     /// table in the same step, so a caller finds either the cached answer or the call.
     private func introspect(_ token: String, digest: SHA256Digest) async -> Result<Answer, TokenVerificationError> {
-        let fingerprint = digest.prefix(4).map { String(format: "%02x", $0) }.joined()
+        let fingerprint = HexEncoding.encode(digest.prefix(4))
         let result: Result<Answer, TokenVerificationError>
         do throws(TokenVerificationError) {
             let (members, body) = try await call(token, fingerprint: fingerprint)
