@@ -1,5 +1,5 @@
+package import AuthToken
 import Foundation
-package import TokenRefresh
 
 extension FormEncoding {
     /// Decodes a form body into pairs, as a token server reads a request; `nil` when it is not valid.

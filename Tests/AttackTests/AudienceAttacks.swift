@@ -814,8 +814,8 @@ private actor HoldPoint {
     private var armed = false
     /// Passes to let go on before the one that waits.
     private var passesBeforeHold = 0
-    private var held: CheckedContinuation<Void, Never>?
-    private var watcher: CheckedContinuation<Void, Never>?
+    /// Where the held pass waits; a new closed one after each release.
+    private var gate = HoldGate()
 
     /// The next ``pass()`` after `passes` more waits for ``release()``.
     func arm(lettingThrough passes: Int = 0) {
@@ -825,14 +825,14 @@ private actor HoldPoint {
 
     /// Returns once a pass is held here.
     func waitUntilHeld() async {
-        if held != nil { return }
-        await withCheckedContinuation { watcher = $0 }
+        await gate.waitForArrivals(1)
     }
 
     /// Lets the held pass go on.
     func release() {
-        held?.resume()
-        held = nil
+        let held = gate
+        gate = HoldGate()
+        held.open()
     }
 
     /// Called where the hold applies: waits for ``release()`` when armed, else returns at once.
@@ -843,10 +843,6 @@ private actor HoldPoint {
             return
         }
         armed = false
-        await withCheckedContinuation { continuation in
-            held = continuation
-            watcher?.resume()
-            watcher = nil
-        }
+        await gate.wait()
     }
 }

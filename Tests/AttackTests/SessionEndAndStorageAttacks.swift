@@ -5,6 +5,7 @@ import Testing
 import TokenKit
 import TokenKitCompatibility
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 import TokenRefresh
 
@@ -107,7 +108,7 @@ struct SessionEndAndStorageAttacks {
         await store.failNextRemoval(with: .lockTimedOut)
 
         await #expect(throws: TokenRefreshError.storageUnavailable) { try await client.signOut() }
-        #expect(await store.load(account: "default").isFound, "the failed removal removed something")
+        #expect(await store.load(account: "default").session != nil, "the failed removal removed something")
 
         // The app goes on (its sign-in screen asks for a token, or restores at the next foreground).
         clock.advance(by: .seconds(5))
@@ -257,7 +258,7 @@ struct SessionEndAndStorageAttacks {
 
         let read = await store.load(account: "default")
 
-        #expect(read.unavailableError == .permissionsTooWide, "a directory anyone could write to was trusted")
+        #expect(read.error == .permissionsTooWide, "a directory anyone could write to was trusted")
         #expect(Self.mode(directory.store.path) == 0o777, "the directory was changed behind the user's back")
     }
 
@@ -272,7 +273,7 @@ struct SessionEndAndStorageAttacks {
 
         let read = await store.load(account: "default")
 
-        #expect(read.unavailableError == .ownedByAnotherUser, "a file another user owns was loaded")
+        #expect(read.error == .ownedByAnotherUser, "a file another user owns was loaded")
         await #expect(throws: PersistenceError.ownedByAnotherUser) {
             try await store.save(Self.session("overwrite"), account: "default", condition: .always)
         }
@@ -288,7 +289,7 @@ struct SessionEndAndStorageAttacks {
 
         let read = await store.load(account: "default")
 
-        #expect(read.unavailableError == .ownedByAnotherUser, "a directory another user owns was trusted")
+        #expect(read.error == .ownedByAnotherUser, "a directory another user owns was trusted")
         await #expect(throws: PersistenceError.ownedByAnotherUser) {
             try await store.save(Self.session("foreign-directory-2"), account: "default", condition: .always)
         }
@@ -410,23 +411,6 @@ actor HeldWriteStore: TokenStore {
         }
         guard condition.allows(stored: sessions[account]) else { throw .conflict }
         sessions[account] = nil
-    }
-}
-
-extension TokenStoreRead {
-    var isAbsent: Bool {
-        if case .absent = self { return true }
-        return false
-    }
-
-    var isFound: Bool {
-        if case .found = self { return true }
-        return false
-    }
-
-    var unavailableError: PersistenceError? {
-        if case .unavailable(let error) = self { return error }
-        return nil
     }
 }
 

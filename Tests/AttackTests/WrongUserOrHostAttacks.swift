@@ -38,8 +38,8 @@ actor TwoUserBackend {
     /// Refreshes done, by user.
     private(set) var refreshes: [String] = []
     private var holdNext: String?
-    private var held: [CheckedContinuation<Void, Never>] = []
-    private var heldWatchers: [CheckedContinuation<Void, Never>] = []
+    /// Where the held request waits; a new closed one after each release.
+    private var gate = HoldGate()
 
     init() {
         TestSecrets.shared.register(Self.apiKey, as: .credential)
@@ -71,26 +71,20 @@ actor TwoUserBackend {
     func hold(path: String) { holdNext = path }
 
     func waitUntilHeld() async {
-        if !held.isEmpty { return }
-        await withCheckedContinuation { heldWatchers.append($0) }
+        await gate.waitForArrivals(1)
     }
 
     func release() {
-        let waiting = held
-        held = []
-        for continuation in waiting { continuation.resume() }
+        let held = gate
+        gate = HoldGate()
+        held.open()
     }
 
     func handle(_ request: HTTPRequest, body: Data?) async -> (HTTPResponse, Data) {
         let path = request.path ?? "/"
         if path == holdNext {
             holdNext = nil
-            await withCheckedContinuation { continuation in
-                held.append(continuation)
-                let watchers = heldWatchers
-                heldWatchers = []
-                for watcher in watchers { watcher.resume() }
-            }
+            await gate.wait()
         }
         if path == "/api/v1/auth/refresh" { return refresh(request, body: body) }
         let bearer = request.headerFields[.authorization].flatMap { value -> String? in

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 
 @testable import NetworkRetry
 
@@ -44,7 +45,7 @@ struct DPoPInteropTests {
     }
 
     /// Runs the Python verifier over `cases`.
-    func verify(_ cases: [Case]) throws -> [Verdict] {
+    func verify(_ cases: [Case]) async throws -> [Verdict] {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dpop-interop-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -53,19 +54,14 @@ struct DPoPInteropTests {
         encoder.outputFormatting = [.withoutEscapingSlashes]
         encoder.keyEncodingStrategy = .convertToSnakeCase
         try encoder.encode(cases).write(to: input)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(DPoPInteropPython.path))
-        process.arguments = [Self.script.path, input.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let (status, data) = try await ChildProcess.run(
+            URL(fileURLWithPath: try #require(DPoPInteropPython.path)), arguments: [Self.script.path, input.path],
+            environment: ProcessInfo.processInfo.environment)
+        #expect(status == 0)
         return try JSONDecoder().decode([Verdict].self, from: data)
     }
 
-    @Test func proofsForTokenAndResourceRequestsVerifyInJwcryptoAndPyJWT() throws {
+    @Test func proofsForTokenAndResourceRequestsVerifyInJwcryptoAndPyJWT() async throws {
         let prover = DPoPProver(key: SoftwareDPoPKey(), now: { Self.now })
         let token = "interop-dpop-access-token"
         TestSecrets.shared.register(token, as: .accessToken)
@@ -94,7 +90,7 @@ struct DPoPInteropTests {
                 proof: try prover.proof(method: "POST", url: nonceURL), htm: "POST", htu: nonceURL.absoluteString,
                 accessToken: nil, nonce: "as-nonce-1", jkt: prover.thumbprint, now: 1_800_000_000),
         ]
-        let verdicts = try verify(cases)
+        let verdicts = try await verify(cases)
         #expect(verdicts.count == 4)
         for (index, verdict) in verdicts.enumerated() {
             #expect(verdict.ok, "case \(index): \(verdict.errors)")
@@ -112,7 +108,7 @@ struct DPoPInteropTests {
                 htu: "https://api.example.com/v1/items", accessToken: token, nonce: nil, jkt: prover.thumbprint,
                 now: 1_800_000_000),
         ]
-        let controls = try verify(cases)
+        let controls = try await verify(cases)
         #expect(controls.map(\.ok) == [false, false])
         #expect(controls.first?.errors == ["htu"])
     }

@@ -354,4 +354,27 @@ import TokenKitTesting
         #expect(!FileManager.default.fileExists(atPath: stale))
         #expect(FileManager.default.fileExists(atPath: otherAccountsTemporary))
     }
+
+    /// A process killed while it created the naming key leaves its temporary file (after the link, a second name of
+    /// the key); no later key creation runs to remove it, so the next save does, unless its creator still runs.
+    @Test func aNamingKeyTemporaryOfAKilledCreatorIsCleanedUpByTheNextSave() async throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = store(temporary.storeDirectory, encrypted: false)
+        try await store.save(sampleSession(generation: 1), account: "alice", condition: .always)
+        let directory = temporary.storeDirectory.path
+        // No process runs with an ID above the kernel's limit (2^22 on Linux, 99,999 on macOS): an ended creator.
+        let abandoned = directory + "/session-naming-key.tmp-\(Int32.max)-k1ll3d"
+        // This process stands for a creator still at work: its temporary is its own to remove.
+        let running = directory + "/session-naming-key.tmp-\(getpid())-w0rk1ng"
+        for path in [abandoned, running] {
+            let made = FileManager.default.createFile(
+                atPath: path, contents: Data(count: 32), attributes: [.posixPermissions: 0o600])
+            #expect(made)
+        }
+        try await store.save(sampleSession(generation: 2), account: "alice", condition: .always)
+        #expect(!FileManager.default.fileExists(atPath: abandoned), "the killed creator's temporary is left")
+        #expect(FileManager.default.fileExists(atPath: running), "a running creator's temporary was removed")
+        #expect(await store.load(account: "alice").session?.generation == 2)
+    }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Persistence
 import Testing
 import TokenKitLogCheck
+import TokenKitTestSupport
 import TokenKitTesting
 
 @testable import TokenRefresh
@@ -189,12 +190,5 @@ import TokenKitTesting
         #expect(await refreshError { try await client.validToken() } == .sessionExpired)
         #expect(client.currentState == .signedOut)
         #expect(await store.load(account: account).isAbsent)
-    }
-}
-
-extension TokenStoreRead {
-    var isAbsent: Bool {
-        if case .absent = self { return true }
-        return false
     }
 }

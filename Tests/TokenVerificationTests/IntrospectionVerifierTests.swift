@@ -157,7 +157,7 @@ import TokenKitTesting
 
     @Test func clientSecretBasicFormEncodesTheCredentials() async throws {
         let (endpoint, clock, token) = (FakeIntrospectionEndpoint(), ManualClock(), Self.token())
-        let secret = "s3cret with spaces+plus/slash:colon%25&é"
+        let secret = "s3cret with spaces+plus/slash:colon%25&é~tilde"
         TestSecrets.shared.register(secret, as: .clientSecret)
         let verifier = Self.verifier(
             endpoint, clock: clock, Self.configuration(.clientSecretBasic(id: "orders:api", secret: secret)))
@@ -166,7 +166,7 @@ import TokenKitTesting
         #expect(request.url == FakeIntrospectionEndpoint.url)
         let authorization = try #require(request.headerFields.first { $0.name == "Authorization" }?.value)
         let decoded = try #require(Data(base64Encoded: String(authorization.dropFirst("Basic ".count))))
-        let expected = "orders%3Aapi:s3cret%20with%20spaces%2Bplus%2Fslash%3Acolon%2525%26%C3%A9"
+        let expected = "orders%3Aapi:s3cret%20with%20spaces%2Bplus%2Fslash%3Acolon%2525%26%C3%A9%7Etilde"
         let matches = String(decoding: decoded, as: UTF8.self) == expected
         #expect(authorization.hasPrefix("Basic ") && matches, "id and secret form-encoded, then joined")
         let form = FakeIntrospectionEndpoint.form(request.body)

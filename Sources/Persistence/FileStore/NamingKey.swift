@@ -64,11 +64,27 @@ enum NamingKey {
         }
     }
 
+    /// The prefix of a key's temporary file: `session-naming-key.tmp-<process ID>-<random>`.
+    static let temporaryPrefix = fileName + ".tmp-"
+
+    /// Whether `name` is the temporary file of a key creator that is no longer running: a process killed between
+    /// creating its temporary file and removing it (after the link, it is a second name of the key). Nothing else
+    /// removes it. One whose process is running, or whose name holds no process ID, is not.
+    ///
+    /// A process ID from another PID namespace that is not running here reads as ended; removing the temporary of
+    /// such a creator still at work fails its one creation (it finds the key at its next operation).
+    static func isAbandonedTemporary(_ name: String) -> Bool {
+        guard name.hasPrefix(temporaryPrefix),
+            let creator = Int32(name.dropFirst(temporaryPrefix.count).prefix { $0 != "-" }), creator > 0
+        else { return false }
+        return kill(creator, 0) != 0 && errno == ESRCH
+    }
+
     /// Writes a new key to a temporary file, syncs it, and links it into place: the key appears whole or not at
     /// all, and when two processes race, the first link wins and both read that key.
     private static func create(_ handle: DirectoryHandle) throws(PersistenceError) {
         let temporary =
-            fileName + ".tmp-" + String(POSIX.processID) + "-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            temporaryPrefix + String(POSIX.processID) + "-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let fd: Int32
         switch POSIX.createExclusive(in: handle.descriptor, temporary) {
         case .success(let descriptor): fd = descriptor

@@ -1,3 +1,4 @@
+import AuthToken
 import Crypto
 import Foundation
 
@@ -116,10 +117,6 @@ struct SessionFileFormat: Sendable {
     }
 
     private static func name(_ digest: some Sequence<UInt8>) -> String {
-        let hex = digest.map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
-        return "session-\(hex).json"
+        "session-\(HexEncoding.encode(digest)).json"
     }
 }

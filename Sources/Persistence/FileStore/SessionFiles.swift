@@ -223,10 +223,11 @@ struct SessionFiles: Sendable {
         return asideName
     }
 
-    /// Removes temporary files left by writers that died mid-write. Only ever called under the lock, when no
-    /// live writer of this account can own one.
+    /// Removes temporary files left by writers that died mid-write: this account's (only ever called under the
+    /// lock, when no live writer of this account can own one) and the naming key's whose creator no longer runs.
     func removeStaleTemporaries(_ handle: DirectoryHandle) {
-        for name in POSIX.directoryEntries(descriptor: handle.descriptor) where name.hasPrefix(temporaryPrefix) {
+        for name in POSIX.directoryEntries(descriptor: handle.descriptor)
+        where name.hasPrefix(temporaryPrefix) || NamingKey.isAbandonedTemporary(name) {
             if case .success = POSIX.unlinkItem(in: handle.descriptor, name) {
                 logger.trace("removed a stale temporary file", metadata: ["file": "\(name)"])
             }

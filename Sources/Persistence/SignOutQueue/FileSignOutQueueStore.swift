@@ -1,3 +1,4 @@
+import AuthToken
 import Crypto
 public import Foundation
 
@@ -122,10 +123,6 @@ public struct FileSignOutQueueStore: SignOutQueueStore {
     /// any account is a safe name.
     private func file(for account: String) -> URL {
         let bytes = account.utf8.count > 64 ? Array(SHA256.hash(data: Data(account.utf8))) : Array(account.utf8)
-        let name = bytes.map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
-        return directory.appendingPathComponent("signouts-\(name).json", isDirectory: false)
+        return directory.appendingPathComponent("signouts-\(HexEncoding.encode(bytes)).json", isDirectory: false)
     }
 }

@@ -14,10 +14,7 @@ enum AppleIdentityToken {
         }
         guard claims.issuer == issuer, claims.audience.contains(clientID) else { throw .invalidArgument }
         guard let expiration = claims.expiration, expiration > now else { throw .invalidArgument }
-        let digest = SHA256.hash(data: Data(rawNonce.utf8)).map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
+        let digest = HexEncoding.encode(SHA256.hash(data: Data(rawNonce.utf8)))
         guard !rawNonce.isEmpty, claims.string("nonce") == digest else { throw .invalidArgument }
     }
 }

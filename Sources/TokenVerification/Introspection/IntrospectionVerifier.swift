@@ -328,7 +328,7 @@ public final class IntrospectionVerifier: Sendable {
     /// One call for `token`: sends it, judges the answer, caches what may be cached, and leaves the in-flight
     /// table in the same step, so a caller finds either the cached answer or the call.
     private func introspect(_ token: String, digest: SHA256Digest) async -> Result<Answer, TokenVerificationError> {
-        let fingerprint = digest.prefix(4).map { String(format: "%02x", $0) }.joined()
+        let fingerprint = HexEncoding.encode(digest.prefix(4))
         let result: Result<Answer, TokenVerificationError>
         do throws(TokenVerificationError) {
             let (members, body) = try await call(token, fingerprint: fingerprint)
@@ -480,7 +480,7 @@ public final class IntrospectionVerifier: Sendable {
 
     /// The POST: `token` and `token_type_hint=access_token` form-encoded, with the client authentication.
     static func request(_ token: String, configuration: Configuration) -> Request {
-        var form = "token=\(formEncode(token))&token_type_hint=access_token"
+        var form = "token=\(FormEncoding.encode(token))&token_type_hint=access_token"
         var fields: [(name: String, value: String)] = [
             ("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json"),
         ]
@@ -489,38 +489,18 @@ public final class IntrospectionVerifier: Sendable {
         case .basic:
             // RFC 6749 section 2.3.1, with a space as `%20` (form decoding reads it as a space, and servers that
             // decode the pair by RFC 3986 rules do too; they would keep a `+`).
-            let pair = [authentication.clientID, authentication.secret].map {
-                formEncode($0).replacingOccurrences(of: "+", with: "%20")
-            }.joined(separator: ":")
+            let pair = [authentication.clientID, authentication.secret].map(FormEncoding.basicEncode)
+                .joined(separator: ":")
             fields.append(("Authorization", "Basic " + Data(pair.utf8).base64EncodedString()))
         case .post:
-            form += "&client_id=\(formEncode(authentication.clientID))"
-            form += "&client_secret=\(formEncode(authentication.secret))"
+            form += "&client_id=\(FormEncoding.encode(authentication.clientID))"
+            form += "&client_secret=\(FormEncoding.encode(authentication.secret))"
         case .bearer:
             fields.append(("Authorization", "Bearer " + authentication.secret))
         }
         return Request(
             url: configuration.endpoint, headerFields: fields, body: Data(form.utf8),
             maximumResponseBytes: max(0, configuration.maximumResponseBytes))
-    }
-
-    /// `application/x-www-form-urlencoded` (RFC 6749 appendix B): unreserved characters stay, a space is `+`,
-    /// every other byte of the UTF-8 is `%XX`.
-    static func formEncode(_ text: String) -> String {
-        var encoded = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"), UInt8(ascii: "*"):
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            case UInt8(ascii: " "):
-                encoded += "+"
-            default:
-                encoded += String(format: "%%%02X", byte)
-            }
-        }
-        return encoded
     }
 
     static func seconds(_ duration: Duration) -> Double {

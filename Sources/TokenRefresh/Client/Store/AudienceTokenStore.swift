@@ -56,7 +56,9 @@ struct AudienceBundle: Codable, Sendable, Equatable {
 /// their sessions when one signs out, and to start them when one signs in).
 final class AudienceHub: Sendable {
     let base: any TokenStore
-    let lock = AudienceLock()
+    /// The hub's namespace in the process's locks (``ProcessLocalLocks``): an account's key there is this and the
+    /// account, so two hubs over one account do not exclude each other, and neither excludes the store's own lock.
+    let lockNamespace = "TokenKit.AudienceHub." + UUID().uuidString + "/"
     private let clients = LockedValue<[String: WeakClient]>([:])
     /// A record whose write failed, by account: the newest state of the session (a rotated refresh token that only
     /// memory holds), written before anything else is read or written (see ``AudienceTokenStore``).
@@ -91,48 +93,6 @@ final class AudienceHub: Sendable {
     /// The clients of the other audiences than `key`.
     func siblings(of key: String) -> [TokenRefreshClient] {
         clients.withLock { clients in clients.filter { $0.key != key }.compactMap(\.value.client) }
-    }
-}
-
-/// An in-process lock per account, FIFO, for the views' exclusive access (the store's own lock is taken inside it,
-/// for other processes). A body waiting for it is never cancelled out of the queue: the holder always finishes.
-actor AudienceLock {
-    /// The accounts whose lock the current task holds: a nested call for one of them runs at once.
-    @TaskLocal static var heldByTask: Set<String> = []
-
-    private var held: Set<String> = []
-    private var waiters: [String: [CheckedContinuation<Void, Never>]] = [:]
-
-    nonisolated func run<T: Sendable>(account: String, _ body: @Sendable () async throws -> T) async throws -> T {
-        let heldByTask = Self.heldByTask
-        if heldByTask.contains(account) { return try await body() }
-        await acquire(account)
-        do {
-            let result = try await Self.$heldByTask.withValue(heldByTask.union([account])) { try await body() }
-            await release(account)
-            return result
-        } catch {
-            await release(account)
-            throw error
-        }
-    }
-
-    private func acquire(_ account: String) async {
-        if held.contains(account) {
-            await withCheckedContinuation { waiters[account, default: []].append($0) }
-        } else {
-            held.insert(account)
-        }
-    }
-
-    private func release(_ account: String) {
-        if var queue = waiters[account], !queue.isEmpty {
-            let next = queue.removeFirst()
-            waiters[account] = queue.isEmpty ? nil : queue
-            next.resume()  // the lock passes to the next waiter, still held
-        } else {
-            held.remove(account)
-        }
     }
 }
 
@@ -283,7 +243,9 @@ struct AudienceTokenStore: TokenStore {
     func withExclusiveAccess<T: Sendable>(
         account: String, _ body: @Sendable () async throws -> T
     ) async throws -> T {
-        try await hub.lock.run(account: account) {
+        // The views of one hub take turns in this process (first come, first served; a wait cancelled throws
+        // `lockFailed`), then the store's own lock excludes other processes.
+        try await ProcessLocalLocks.shared.withLock(hub.lockNamespace + account) {
             try await hub.base.withExclusiveAccess(account: account, body)
         }
     }
