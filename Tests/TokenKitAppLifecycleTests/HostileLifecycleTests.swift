@@ -663,6 +663,10 @@ extension HostileLifecycleTests {
 
         world.network.set(.up)
         let asked = Task { await relaunched.sendPendingSignOuts() }
+        // The launch's send times out once its timer sleeps on the clock: a move made before the timer sleeps would
+        // leave it 10 s ahead of the clock for ever (the test would hang). The yields only give the asked send its
+        // turn to start waiting for the launch's; the result is the same if it starts after the timeout.
+        await world.clock.waitForSleepers(count: 1)
         for _ in 0..<200 { await Task.yield() }
         world.clock.advance(by: .seconds(10))  // the launch's send times out
         #expect(await asked.value == 0, "a revocation is still pending after the send the app asked for")
