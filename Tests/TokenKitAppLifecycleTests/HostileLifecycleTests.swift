@@ -121,10 +121,10 @@ import TokenRefresh
         return (client, endpoint)
     }
 
-    /// Runs `body` while moving `clock` forward by `step` whenever something sleeps on it; returns how far the clock
-    /// moved until `body` returned (at most `limit`).
+    /// Runs `body` while moving `clock` forward by `step` whenever at least `sleepers` tasks sleep on it; returns how
+    /// far the clock moved until `body` returned (at most `limit`).
     static func driving(
-        _ clock: ManualClock, step: Duration = .milliseconds(10), limit: Duration = .seconds(60),
+        _ clock: ManualClock, step: Duration = .milliseconds(10), limit: Duration = .seconds(60), sleepers: Int = 1,
         _ body: @escaping @Sendable () async -> Void
     ) async -> Duration {
         let start = clock.now
@@ -134,7 +134,7 @@ import TokenRefresh
             done.withLock { $0 = start.duration(to: clock.now) }
         }
         while done.withLock({ $0 }) == nil && start.duration(to: clock.now) < limit {
-            if clock.sleeperCount > 0 { clock.advance(by: step) }
+            if clock.sleeperCount >= sleepers { clock.advance(by: step) }
             await Task.yield()
         }
         await task.value
@@ -153,7 +153,10 @@ import TokenRefresh
         try await client.signIn(.password(username: "alice", password: "correct horse", at: endpoint))
 
         network.set(.hanging)
-        let took = await Self.driving(clock) { try? await client.signOut() }
+        // Two sleep on the clock: the sign-out's wait for the revocation and the revocation's timeout. The clock moves
+        // only while both do: moved while the revocation's timeout alone slept (its task ran first), it would leave the
+        // sign-out's wait, once it sleeps, that much later by the clock.
+        let took = await Self.driving(clock, sleepers: 2) { try? await client.signOut() }
         #expect(took <= .milliseconds(100), "sign-out took \(took) by the injected clock")
         #expect(client.currentState == .signedOut)
         #expect(client.currentToken == nil)
