@@ -354,7 +354,10 @@ import TokenRefresh
         }
         let expiredCaller = Task { try await client.validToken() }
         connection.gate.open()
-        let took = await Self.driving(clock) { _ = try? await refresh.value }
+        // The held answer needs no time; only the refresh's timeout sleeps on the clock. The clock moves only if
+        // something sleeps beside it (a retry's backoff): moved while the timeout alone slept, at the pace of this
+        // loop, it reached the 30-s timeout whenever the answer's task was slow to run (a loaded machine).
+        let took = await Self.driving(clock, sleepers: 2) { _ = try? await refresh.value }
         var figures = Figures()
         figures.usableAfter = took
         figures.refreshes = await server.refreshCount
