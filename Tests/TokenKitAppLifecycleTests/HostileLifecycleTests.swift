@@ -528,7 +528,9 @@ extension HostileLifecycleTests {
 
         network.set(.down)
         var figures = Figures()
-        figures.usableAfter = await Self.driving(clock) { try? await client.signOut() }
+        // The clock moves only while the sign-out's 50-ms wait and the revocation's timeout both sleep (the failed
+        // revocation is slow to end): moved while the timeout alone slept, it would start the wait that much later.
+        figures.usableAfter = await Self.driving(clock, sleepers: 2) { try? await client.signOut() }
         #expect(figures.usableAfter <= .milliseconds(100), "sign-out took \(figures.usableAfter)")
         #expect(client.currentState == .signedOut)
         #expect(await store.load(account: "default").isAbsent)
