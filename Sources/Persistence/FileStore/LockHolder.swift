@@ -60,8 +60,7 @@ enum LockHolder {
     /// Whether the lock file open on `descriptor` names a running process (one this process may signal or not) whose
     /// heartbeat is fresh.
     static func isAlive(_ descriptor: Int32) -> Bool {
-        guard let holder = processID(descriptor), holder > 0 else { return false }
-        guard kill(holder, 0) == 0 || errno == EPERM else { return false }
+        guard let holder = processID(descriptor), holder > 0, !POSIX.processHasEnded(holder) else { return false }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return false }
         #if canImport(Darwin)

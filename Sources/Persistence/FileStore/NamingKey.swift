@@ -75,9 +75,9 @@ enum NamingKey {
     /// such a creator still at work fails its one creation (it finds the key at its next operation).
     static func isAbandonedTemporary(_ name: String) -> Bool {
         guard name.hasPrefix(temporaryPrefix),
-            let creator = Int32(name.dropFirst(temporaryPrefix.count).prefix { $0 != "-" }), creator > 0
+            let creator = Int32(name.dropFirst(temporaryPrefix.count).prefix { $0 != "-" })
         else { return false }
-        return kill(creator, 0) != 0 && errno == ESRCH
+        return POSIX.processHasEnded(creator)
     }
 
     /// Writes a new key to a temporary file, syncs it, and links it into place: the key appears whole or not at

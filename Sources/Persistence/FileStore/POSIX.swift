@@ -214,6 +214,12 @@ enum POSIX {
 
     static var processID: Int32 { getpid() }
 
+    /// Whether no process with ID `pid` runs on this machine: signal 0 answers "no such process". One this process
+    /// may not signal runs.
+    static func processHasEnded(_ pid: Int32) -> Bool {
+        pid > 0 && kill(pid, 0) != 0 && errno == ESRCH
+    }
+
     /// The effective user ID of this process.
     static var effectiveUserID: UInt32 { UInt32(geteuid()) }
 

@@ -11,7 +11,7 @@
 /// process died mid-send.
 package enum SenderProcess {
     /// This process's ID.
-    package static var id: Int32 { getpid() }
+    package static var id: Int32 { POSIX.processID }
 
     /// This machine's host name, or an empty string when it cannot be read.
     package static let host: String = {
@@ -29,7 +29,6 @@ package enum SenderProcess {
     ///   - host: The host name it names.
     /// - Returns: `true` when that process no longer runs.
     package static func hasEnded(_ id: Int32, on host: String) -> Bool {
-        guard !host.isEmpty, host == Self.host, id > 0 else { return false }
-        return kill(id, 0) != 0 && errno == ESRCH
+        !host.isEmpty && host == Self.host && POSIX.processHasEnded(id)
     }
 }
