@@ -116,8 +116,7 @@ extension SessionMachine {
     /// session is the newer: the replaced one (as it was, or refreshed since by another process) is never adopted over
     /// it, and its being in the store does not end the held one.
     func isReplacedByHeldSession(_ stored: StoredSession) -> Bool {
-        session?.persisted == false && inStore.map { $0.sessionID == stored.sessionID } == true
-            && stored.sessionID != session?.sessionID
+        replacedStoredSession.map { $0.sessionID == stored.sessionID } == true
     }
 
     /// Whether a re-read pair is worth adopting: newer than ours or another session (or we have none), not the

@@ -187,14 +187,18 @@ struct SessionMachine: Sendable {
         flight == nil && pendingWrites.isEmpty && (session?.persisted ?? true)
     }
 
+    /// The session known to be stored that the session held replaced without being stored itself (its sign-in's
+    /// save failed): the held one is the newer. `nil` when the held session is the one stored, or none is known.
+    var replacedStoredSession: StoredKey? {
+        guard let inStore, let session, !session.persisted, session.sessionID != inStore.sessionID else { return nil }
+        return inStore
+    }
+
     /// The condition for writing a new pair over what is stored. A session held in memory only that replaced the one
-    /// known to be stored (its sign-in's save failed) writes over that session at any generation (another process may
+    /// known to be stored (``replacedStoredSession``) writes over that session at any generation (another process may
     /// have refreshed it since), never over a session signed in elsewhere since.
     var writeCondition: WriteCondition {
-        guard let inStore, session?.persisted == false, session?.sessionID != inStore.sessionID else {
-            return storedCondition(otherwise: .absent)
-        }
-        return .sessionAtAnyGeneration(inStore.sessionID)
+        replacedStoredSession.map { .sessionAtAnyGeneration($0.sessionID) } ?? storedCondition(otherwise: .absent)
     }
 
     /// The session known to be stored now (its identity and generation) as a write's condition, or `otherwise` when
